@@ -1,0 +1,44 @@
+// Errors raised by the core. Each carries the Python exception kind a PyTorch user
+// expects; the bindings translate ErrorKind into that exception type.
+#pragma once
+#include <exception>
+#include <sstream>
+#include <string>
+#include <utility>
+
+namespace tp {
+
+enum class ErrorKind { Runtime, Type, Value, Index, NotImplemented };
+
+/// An error from TensorPlay's C++ core; `kind` picks the Python exception type.
+class Error : public std::exception {
+ public:
+  Error(ErrorKind kind, std::string msg) : kind_(kind), msg_(std::move(msg)) {}
+  const char* what() const noexcept override { return msg_.c_str(); }
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+  std::string msg_;
+};
+
+/// Builds the message from its parts and throws; kept out of line of the hot path.
+template <class... Args>
+[[noreturn]] __attribute__((noinline, cold)) void fail(ErrorKind kind, const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  throw Error(kind, os.str());
+}
+
+}  // namespace tp
+
+#define TP_CHECK_KIND(kind, cond, ...)                      \
+  do {                                                      \
+    if (__builtin_expect(!(cond), 0)) ::tp::fail(kind, __VA_ARGS__); \
+  } while (0)
+#define TP_CHECK(cond, ...) TP_CHECK_KIND(::tp::ErrorKind::Runtime, cond, __VA_ARGS__)
+#define TP_CHECK_TYPE(cond, ...) TP_CHECK_KIND(::tp::ErrorKind::Type, cond, __VA_ARGS__)
+#define TP_CHECK_VALUE(cond, ...) TP_CHECK_KIND(::tp::ErrorKind::Value, cond, __VA_ARGS__)
+#define TP_CHECK_INDEX(cond, ...) TP_CHECK_KIND(::tp::ErrorKind::Index, cond, __VA_ARGS__)
+#define TP_FAIL(...) ::tp::fail(::tp::ErrorKind::Runtime, __VA_ARGS__)
+#define TP_FAIL_NOT_IMPLEMENTED(...) ::tp::fail(::tp::ErrorKind::NotImplemented, __VA_ARGS__)

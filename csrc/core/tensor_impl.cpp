@@ -1,0 +1,109 @@
+#include "core/tensor_impl.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace tp {
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+int64_t checked_numel(IntArrayRef sizes, const char* op) {
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    TP_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": [",
+             [&] { std::string r; for (size_t i = 0; i < sizes.size(); ++i) r += (i ? ", " : "") + std::to_string(sizes[i]); return r; }(), "]");
+    TP_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": numel overflows int64");
+  }
+  return n;
+}
+
+TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, DType dtype, DimVector sizes,
+                       DimVector strides, int64_t offset)
+    : storage_(std::move(storage)), sizes_(std::move(sizes)), strides_(std::move(strides)),
+      offset_(offset), dtype_(dtype) {
+  refresh();
+}
+
+void TensorImpl::set_sizes_and_strides(DimVector sizes, DimVector strides, int64_t offset) {
+  sizes_ = std::move(sizes);
+  strides_ = std::move(strides);
+  offset_ = offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  int64_t n = 1;
+  bool contig = true;
+  int64_t expected = 1;
+  for (int64_t d = int64_t(sizes_.size()) - 1; d >= 0; --d) {
+    n *= sizes_[d];
+    if (sizes_[d] != 1) {
+      if (strides_[d] != expected) contig = false;
+      expected *= sizes_[d];
+    }
+  }
+  numel_ = n;
+  contiguous_ = contig || n == 0;
+}
+
+bool TensorImpl::is_non_overlapping_and_dense() const {
+  if (contiguous_) return true;
+  size_t nd = sizes_.size();
+  DimVector perm(nd);
+  for (size_t i = 0; i < nd; ++i) perm[i] = int64_t(i);
+  std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    if (sizes_[a] < 2) return false;
+    if (sizes_[b] < 2) return true;
+    return strides_[a] < strides_[b];
+  });
+  int64_t expected = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t d = perm[i];
+    if (sizes_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected *= sizes_[d];
+  }
+  return true;
+}
+
+Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
+  int64_t n = checked_numel(sizes, "empty");
+  auto storage = make_intrusive<StorageImpl>(size_t(n) * element_size(dtype), device);
+  DimVector sz(sizes.data(), sizes.size());
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, std::move(sz),
+                                           contiguous_strides(sizes), 0));
+}
+
+Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {
+  TP_CHECK(sizes.size() == strides.size(), "empty_strided: mismatch in length of strides (",
+           strides.size(), ") and shape (", sizes.size(), ")");
+  int64_t n = checked_numel(sizes, "empty_strided");
+  int64_t extent = n == 0 ? 0 : 1;
+  for (size_t d = 0; d < sizes.size() && n; ++d) {
+    TP_CHECK(strides[d] >= 0, "empty_strided: negative strides are not supported");
+    extent += (sizes[d] - 1) * strides[d];
+  }
+  auto storage = make_intrusive<StorageImpl>(size_t(extent) * element_size(dtype), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype,
+                                           DimVector(sizes.data(), sizes.size()),
+                                           DimVector(strides.data(), strides.size()), 0));
+}
+
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
+                                         std::move(strides), offset);
+  impl->set_requires_grad(base.impl()->requires_grad());
+  return Tensor(std::move(impl));
+}
+
+}  // namespace tp

@@ -1,0 +1,105 @@
+// TensorImpl: storage + sizes + strides + offset + dtype; Tensor: its ref-counted handle.
+#pragma once
+#include <span>
+
+#include "core/dtype.h"
+#include "core/intrusive_ptr.h"
+#include "core/small_vector.h"
+#include "core/storage.h"
+
+namespace tp {
+
+using IntArrayRef = std::span<const int64_t>;
+
+/// Row-major strides for `sizes`.
+DimVector contiguous_strides(IntArrayRef sizes);
+/// Product of sizes; raises if it overflows int64.
+int64_t checked_numel(IntArrayRef sizes, const char* op);
+
+/// The state behind a tensor. Views share `storage_`.
+class TensorImpl : public RefCounted {
+ public:
+  TensorImpl(intrusive_ptr<StorageImpl> storage, DType dtype, DimVector sizes,
+             DimVector strides, int64_t offset);
+
+  IntArrayRef sizes() const { return {sizes_.data(), sizes_.size()}; }
+  IntArrayRef strides() const { return {strides_.data(), strides_.size()}; }
+  int64_t size(int64_t d) const { return sizes_[d]; }
+  int64_t stride(int64_t d) const { return strides_[d]; }
+  int64_t dim() const { return int64_t(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  int64_t storage_offset() const { return offset_; }
+  const intrusive_ptr<StorageImpl>& storage() const { return storage_; }
+  /// Address of element 0 (storage base + offset * itemsize).
+  char* data_ptr() const {
+    return static_cast<char*>(storage_->data()) + offset_ * int64_t(element_size(dtype_));
+  }
+  bool is_contiguous() const { return contiguous_; }
+  /// True when the elements cover one dense block in some order (no gaps, no overlap).
+  bool is_non_overlapping_and_dense() const;
+
+  void set_sizes_and_strides(DimVector sizes, DimVector strides, int64_t offset);
+  void set_storage(intrusive_ptr<StorageImpl> storage) { storage_ = std::move(storage); }
+
+  uint32_t version() const { return storage_->version(); }
+  void bump_version() { storage_->bump_version(); }
+
+  bool requires_grad() const { return requires_grad_; }
+  void set_requires_grad(bool r) { requires_grad_ = r; }
+  /// Python numbers turned into 0-dim tensors promote as "wrapped numbers".
+  bool is_wrapped_number() const { return wrapped_number_; }
+  void set_wrapped_number(bool w) { wrapped_number_ = w; }
+
+ private:
+  void refresh();
+
+  intrusive_ptr<StorageImpl> storage_;
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t offset_ = 0;
+  int64_t numel_ = 1;
+  DType dtype_;
+  bool contiguous_ = true;
+  bool requires_grad_ = false;
+  bool wrapped_number_ = false;
+};
+
+/// A handle to a TensorImpl; copying shares the tensor (as in Python).
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const intrusive_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  IntArrayRef sizes() const { return impl_->sizes(); }
+  IntArrayRef strides() const { return impl_->strides(); }
+  int64_t size(int64_t d) const { return impl_->size(d); }
+  int64_t stride(int64_t d) const { return impl_->stride(d); }
+  int64_t dim() const { return impl_->dim(); }
+  int64_t numel() const { return impl_->numel(); }
+  DType dtype() const { return impl_->dtype(); }
+  Device device() const { return impl_->device(); }
+  int64_t storage_offset() const { return impl_->storage_offset(); }
+  char* data_ptr() const { return impl_->data_ptr(); }
+  template <class T> T* data() const { return reinterpret_cast<T*>(impl_->data_ptr()); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  size_t itemsize() const { return element_size(dtype()); }
+
+ private:
+  intrusive_ptr<TensorImpl> impl_;
+};
+
+/// Uninitialised tensor (PyTorch's empty) with contiguous strides.
+Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = Device(DeviceType::CPU));
+/// Uninitialised tensor with the given strides; storage covers the furthest element.
+Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device);
+/// A view of `base`'s storage with new geometry (shares the version counter).
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset);
+
+}  // namespace tp

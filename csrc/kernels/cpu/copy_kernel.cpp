@@ -1,0 +1,75 @@
+// Dtype conversion between strided buffers: the core of copy_/to() and of the
+// TensorIterator's operand casting.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/tensor_iterator.h"
+
+namespace tp {
+
+namespace {
+
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) return v;
+  else if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.f || (v != v);
+  else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+    return convert<To>(static_cast<float>(v));
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
+    return To(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
+    return static_cast<To>(static_cast<int64_t>(v));  // wraps like PyTorch on x86
+  else return static_cast<To>(v);
+}
+
+template <class To, class From>
+void cast_loop(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
+  if (ss == sizeof(From) && ds == sizeof(To)) {
+    const From* __restrict s = reinterpret_cast<const From*>(src);
+    To* __restrict d = reinterpret_cast<To*>(dst);
+    int64_t i = 0;
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<From, float> && std::is_same_v<To, BFloat16>) {
+      // Round to nearest even; NaN becomes the canonical quiet NaN 0x7fc0.
+      const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
+      const __m256i qnan = _mm256_set1_epi32(0x7fc0);
+      for (; i + 16 <= n; i += 16) {
+        __m256i r[2];
+        for (int h = 0; h < 2; ++h) {
+          __m256 v = _mm256_loadu_ps(s + i + 8 * h);
+          __m256i u = _mm256_castps_si256(v);
+          __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+          __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), lsb), 16);
+          __m256 isnan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+          r[h] = _mm256_blendv_epi8(rounded, qnan, _mm256_castps_si256(isnan));
+        }
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), 0xd8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), packed);
+      }
+    }
+#endif
+    for (; i < n; ++i) d[i] = convert<To>(s[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<To*>(dst + i * ds) = convert<To>(*reinterpret_cast<const From*>(src + i * ss));
+}
+
+}  // namespace
+
+void cast_strided(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
+                  int64_t n) {
+  if (sdt == ddt && ss == ds && ss == int64_t(element_size(sdt))) {
+    std::memcpy(dst, src, size_t(n) * element_size(sdt));
+    return;
+  }
+  visit_dtype(sdt, [&](auto from) {
+    visit_dtype(ddt, [&](auto to) {
+      cast_loop<decltype(to), decltype(from)>(src, ss, dst, ds, n);
+    });
+  });
+}
+
+}  // namespace tp

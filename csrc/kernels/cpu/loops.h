@@ -1,0 +1,91 @@
+// CPU inner loops for pointwise functors: contiguous fast paths the compiler vectorises
+// (plus libmvec for float32 transcendentals), scalar-broadcast paths, and strided paths.
+#pragma once
+#include <type_traits>
+
+#include "kernels/functors/pointwise.h"
+
+namespace tp::cpu {
+
+template <class F>
+concept HasVec8 = requires(F f) { F::vec8; };
+
+template <template <class> class Fn, class T>
+void nullary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
+  using F = Fn<T>;
+  F f(p);
+  if (s[0] == sizeof(T)) {
+    T* o = reinterpret_cast<T*>(d[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = f();
+  } else {
+    for (int64_t i = 0; i < n; ++i) *reinterpret_cast<T*>(d[0] + i * s[0]) = f();
+  }
+}
+
+template <template <class> class Fn, class T>
+void unary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
+  using F = Fn<T>;
+  using O = typename F::out_t;
+  F f(p);
+  if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
+    O* __restrict o = reinterpret_cast<O*>(d[0]);
+    const T* __restrict a = reinterpret_cast<const T*>(d[1]);
+    int64_t i = 0;
+#ifdef TP_VEC8
+    if constexpr (std::is_same_v<T, float> && HasVec8<F>)
+      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::vec8(_mm256_loadu_ps(a + i)));
+#endif
+    for (; i < n; ++i) o[i] = f(a[i]);
+  } else if (s[1] == 0) {
+    O v = f(*reinterpret_cast<const T*>(d[1]));
+    for (int64_t i = 0; i < n; ++i) *reinterpret_cast<O*>(d[0] + i * s[0]) = v;
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<O*>(d[0] + i * s[0]) = f(*reinterpret_cast<const T*>(d[1] + i * s[1]));
+  }
+}
+
+template <template <class> class Fn, class T>
+void binary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
+  using F = Fn<T>;
+  using O = typename F::out_t;
+  F f(p);
+  O* __restrict o = reinterpret_cast<O*>(d[0]);
+  const T* __restrict a = reinterpret_cast<const T*>(d[1]);
+  const T* __restrict b = reinterpret_cast<const T*>(d[2]);
+  if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+  } else if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {
+    const T bv = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
+  } else if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(T)) {
+    const T av = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<O*>(d[0] + i * s[0]) = f(*reinterpret_cast<const T*>(d[1] + i * s[1]),
+                                                 *reinterpret_cast<const T*>(d[2] + i * s[2]));
+  }
+}
+
+/// Ternary loop; the first input's C++ type is C (bool for where's condition, else T).
+template <template <class> class Fn, class T, class C = T>
+void ternary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
+  using F = Fn<T>;
+  using O = typename F::out_t;
+  F f(p);
+  if (s[0] == sizeof(O) && s[1] == sizeof(C) && s[2] == sizeof(T) && s[3] == sizeof(T)) {
+    O* __restrict o = reinterpret_cast<O*>(d[0]);
+    const C* __restrict c = reinterpret_cast<const C*>(d[1]);
+    const T* __restrict a = reinterpret_cast<const T*>(d[2]);
+    const T* __restrict b = reinterpret_cast<const T*>(d[3]);
+    for (int64_t i = 0; i < n; ++i) o[i] = f(c[i], a[i], b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      *reinterpret_cast<O*>(d[0] + i * s[0]) = f(*reinterpret_cast<const C*>(d[1] + i * s[1]),
+                                                 *reinterpret_cast<const T*>(d[2] + i * s[2]),
+                                                 *reinterpret_cast<const T*>(d[3] + i * s[3]));
+  }
+}
+
+}  // namespace tp::cpu

@@ -1,0 +1,453 @@
+// Scalar functors of the pointwise ops, shared by every backend. Each is a template on
+// the compute type T, built from KernelParams; `out_t` is the type it writes.
+// Names match ops.yaml's `functor:` field; math follows PyTorch's CPU results.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/functors/special_math.h"
+#include "kernels/tensor_iterator.h"
+
+#if defined(__AVX2__) && defined(TP_HAVE_LIBMVEC)
+#include <immintrin.h>
+extern "C" {
+__m256 _ZGVdN8v_expf(__m256);
+__m256 _ZGVdN8v_tanhf(__m256);
+__m256 _ZGVdN8v_logf(__m256);
+__m256 _ZGVdN8v_sinf(__m256);
+__m256 _ZGVdN8v_cosf(__m256);
+}
+#define TP_VEC8 1
+#endif
+
+namespace tp::functors {
+
+template <class T> constexpr bool kFloat = std::is_floating_point_v<T>;
+template <class T> constexpr bool kBool = std::is_same_v<T, bool>;
+
+template <class T> struct Base {
+  using out_t = T;
+  Base(const KernelParams&) {}
+};
+template <class T> struct Predicate {
+  using out_t = bool;
+  Predicate(const KernelParams&) {}
+};
+
+// ---------------------------------------------------------------- unary
+#define TP_FLOAT_UNARY(Name, expr)                       \
+  template <class T> struct Name : Base<T> {             \
+    using Base<T>::Base;                                 \
+    T operator()(T x) const { return expr; }             \
+  };
+TP_FLOAT_UNARY(Sqrt, std::sqrt(x))
+TP_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(x))
+TP_FLOAT_UNARY(Exp2, std::exp2(x))
+TP_FLOAT_UNARY(Expm1, std::expm1(x))
+TP_FLOAT_UNARY(Log2, std::log2(x))
+TP_FLOAT_UNARY(Log10, std::log10(x))
+TP_FLOAT_UNARY(Log1p, std::log1p(x))
+TP_FLOAT_UNARY(Tan, std::tan(x))
+TP_FLOAT_UNARY(Asin, std::asin(x))
+TP_FLOAT_UNARY(Acos, std::acos(x))
+TP_FLOAT_UNARY(Atan, std::atan(x))
+TP_FLOAT_UNARY(Sinh, std::sinh(x))
+TP_FLOAT_UNARY(Cosh, std::cosh(x))
+TP_FLOAT_UNARY(Asinh, std::asinh(x))
+TP_FLOAT_UNARY(Acosh, std::acosh(x))
+TP_FLOAT_UNARY(Atanh, std::atanh(x))
+TP_FLOAT_UNARY(Erf, std::erf(x))
+TP_FLOAT_UNARY(Erfc, std::erfc(x))
+TP_FLOAT_UNARY(Erfinv, erfinv(x))
+TP_FLOAT_UNARY(Frac, x - std::trunc(x))
+TP_FLOAT_UNARY(Reciprocal, T(1) / x)
+#undef TP_FLOAT_UNARY
+
+// Unary ops with an AVX2 libmvec path for contiguous float32.
+#define TP_VEC_UNARY(Name, expr, vexpr)                                           \
+  template <class T> struct Name : Base<T> {                                      \
+    using Base<T>::Base;                                                          \
+    T operator()(T x) const { return expr; }                                      \
+    TP_VEC_BODY(vexpr)                                                            \
+  };
+#ifdef TP_VEC8
+#define TP_VEC_BODY(vexpr) \
+  static __m256 vec8(__m256 v) { return vexpr; }
+#else
+#define TP_VEC_BODY(vexpr)
+#endif
+TP_VEC_UNARY(Exp, std::exp(x), _ZGVdN8v_expf(v))
+TP_VEC_UNARY(Log, std::log(x), _ZGVdN8v_logf(v))
+TP_VEC_UNARY(Sin, std::sin(x), _ZGVdN8v_sinf(v))
+TP_VEC_UNARY(Cos, std::cos(x), _ZGVdN8v_cosf(v))
+TP_VEC_UNARY(Tanh, std::tanh(x), _ZGVdN8v_tanhf(v))
+TP_VEC_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-x)),
+             _mm256_div_ps(_mm256_set1_ps(1.f),
+                           _mm256_add_ps(_mm256_set1_ps(1.f),
+                                         _ZGVdN8v_expf(_mm256_xor_ps(v, _mm256_set1_ps(-0.f))))))
+#undef TP_VEC_UNARY
+#undef TP_VEC_BODY
+
+template <class T> struct Neg : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const { return T(-x); }
+};
+template <class T> struct Abs : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (kFloat<T>) return std::fabs(x);
+    else return T(x < 0 ? -x : x);
+  }
+};
+template <class T> struct Sign : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const {
+    if constexpr (kBool<T>) return x;
+    else if constexpr (std::is_unsigned_v<T>) return T(x > 0);
+    else return T((T(0) < x) - (x < T(0)));
+  }
+};
+template <class T> struct Square : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const { return T(x * x); }
+};
+#define TP_ROUNDING(Name, fn)                                    \
+  template <class T> struct Name : Base<T> {                     \
+    using Base<T>::Base;                                         \
+    T operator()(T x) const {                                    \
+      if constexpr (kFloat<T>) return fn(x);                     \
+      else return x;                                             \
+    }                                                            \
+  };
+TP_ROUNDING(Floor, std::floor)
+TP_ROUNDING(Ceil, std::ceil)
+TP_ROUNDING(Trunc, std::trunc)
+TP_ROUNDING(Round, std::nearbyint)
+#undef TP_ROUNDING
+template <class T> struct RoundDecimals : Base<T> {
+  T scale;
+  bool neg;
+  RoundDecimals(const KernelParams& p) : Base<T>(p) {
+    int64_t d = p.i0;
+    neg = d < 0;
+    scale = T(std::pow(10.0, double(neg ? -d : d)));
+  }
+  T operator()(T x) const {
+    return neg ? std::nearbyint(x / scale) * scale : std::nearbyint(x * scale) / scale;
+  }
+};
+template <class T> struct Logit : Base<T> {
+  T lo, hi;
+  bool clamp;
+  Logit(const KernelParams& p) : Base<T>(p), lo(T(p.s0.to_double())), hi(T(1) - lo),
+                                 clamp(p.s0.to_double() >= 0) {}
+  T operator()(T x) const {
+    T z = clamp ? (x < lo ? lo : x > hi ? hi : x) : x;
+    return std::log(z / (T(1) - z));
+  }
+};
+template <class T> struct BitwiseNot : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const {
+    if constexpr (kBool<T>) return !x;
+    else return T(~x);
+  }
+};
+template <class T> struct LogicalNot : Predicate<T> {
+  using Predicate<T>::Predicate;
+  bool operator()(T x) const { return !bool(x); }
+};
+#define TP_FLOAT_PREDICATE(Name, fexpr)                          \
+  template <class T> struct Name : Predicate<T> {                \
+    using Predicate<T>::Predicate;                               \
+    bool operator()(T x) const {                                 \
+      if constexpr (kFloat<T>) return fexpr;                     \
+      else return Name##Int;                                     \
+    }                                                            \
+  };
+constexpr bool IsNanInt = false, IsInfInt = false, IsFiniteInt = true, IsPosInfInt = false,
+               IsNegInfInt = false;
+TP_FLOAT_PREDICATE(IsNan, x != x)
+TP_FLOAT_PREDICATE(IsInf, std::isinf(x))
+TP_FLOAT_PREDICATE(IsFinite, std::isfinite(x))
+TP_FLOAT_PREDICATE(IsPosInf, x == std::numeric_limits<T>::infinity())
+TP_FLOAT_PREDICATE(IsNegInf, x == -std::numeric_limits<T>::infinity())
+#undef TP_FLOAT_PREDICATE
+template <class T> struct NanToNum : Base<T> {
+  T nan, posinf, neginf;
+  // s1/s2 carry the bounds already resolved for the output dtype (see pointwise ops).
+  NanToNum(const KernelParams& p) : Base<T>(p), nan(T(p.s0.to_double())),
+                                    posinf(T(p.s1.to_double())), neginf(T(p.s2.to_double())) {}
+  T operator()(T x) const {
+    if constexpr (kFloat<T>) return x != x ? nan : x == std::numeric_limits<T>::infinity() ? posinf
+                                 : x == -std::numeric_limits<T>::infinity() ? neginf : x;
+    else return x;
+  }
+};
+template <class T> struct ClampScalar : Base<T> {
+  T lo, hi;
+  bool has_lo, has_hi;
+  ClampScalar(const KernelParams& p) : Base<T>(p), lo(p.s0.to<T>()), hi(p.s1.to<T>()),
+                                       has_lo(p.i0 & 1), has_hi(p.i0 & 2) {}
+  T operator()(T x) const {
+    if constexpr (kFloat<T>) {
+      if (x != x) return x;
+      if (has_lo && lo != lo) return lo;
+      if (has_hi && hi != hi) return hi;
+    }
+    if (has_lo && x < lo) x = lo;
+    if (has_hi && x > hi) x = hi;
+    return x;
+  }
+};
+template <class T> struct Fill : Base<T> {
+  T v;
+  Fill(const KernelParams& p) : Base<T>(p), v(p.s0.to<T>()) {}
+  T operator()() const { return v; }
+};
+template <class T> struct Identity : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const { return x; }
+};
+
+// ---------------------------------------------------------------- binary
+template <class T> struct Add : Base<T> {
+  T alpha;
+  Add(const KernelParams& p) : Base<T>(p), alpha(p.s0.to<T>()) {}
+  T operator()(T a, T b) const {
+    if constexpr (kBool<T>) return a || (b && alpha);
+    else return T(a + alpha * b);
+  }
+};
+template <class T> struct Sub : Base<T> {
+  T alpha;
+  Sub(const KernelParams& p) : Base<T>(p), alpha(p.s0.to<T>()) {}
+  T operator()(T a, T b) const { return T(a - alpha * b); }
+};
+template <class T> struct Mul : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kBool<T>) return a && b;
+    else return T(a * b);
+  }
+};
+template <class T> struct Div : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const { return a / b; }
+};
+// Integer division helpers flag division by zero instead of trapping.
+template <class T> inline bool zero_divisor(const KernelParams& p, T b) {
+  if constexpr (!kFloat<T>) {
+    if (b == 0) {
+      p.error.store(kZeroDivision, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+template <class T> struct DivTrunc : Base<T> {
+  const KernelParams& p;
+  DivTrunc(const KernelParams& p) : Base<T>(p), p(p) {}
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) return std::trunc(a / b);
+    else {
+      if (zero_divisor(p, b)) return 0;
+      if constexpr (std::is_signed_v<T>) if (b == -1) return T(-a);  // avoids MIN / -1 trap
+      return T(a / b);
+    }
+  }
+};
+template <class T> inline T floor_div(T a, T b) {
+  if constexpr (kFloat<T>) {
+    if (b == 0) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += T(1);
+    return fl;
+  } else {
+    if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return T(-a);
+      T q = T(a / b);
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      return q;
+    } else {
+      return T(a / b);
+    }
+  }
+}
+template <class T> struct DivFloor : Base<T> {
+  const KernelParams& p;
+  DivFloor(const KernelParams& p) : Base<T>(p), p(p) {}
+  T operator()(T a, T b) const {
+    if (zero_divisor(p, b)) return 0;
+    return floor_div(a, b);
+  }
+};
+template <class T> struct Remainder : Base<T> {
+  const KernelParams& p;
+  Remainder(const KernelParams& p) : Base<T>(p), p(p) {}
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) {
+      T m = std::fmod(a, b);
+      if (m != 0 && ((b < 0) != (m < 0))) m += b;
+      return m;
+    } else {
+      if (zero_divisor(p, b)) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return 0;
+        T m = T(a % b);
+        if (m != 0 && ((b < 0) != (m < 0))) m = T(m + b);
+        return m;
+      } else {
+        return T(a % b);
+      }
+    }
+  }
+};
+template <class T> struct Fmod : Base<T> {
+  const KernelParams& p;
+  Fmod(const KernelParams& p) : Base<T>(p), p(p) {}
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) return std::fmod(a, b);
+    else {
+      if (zero_divisor(p, b)) return 0;
+      if constexpr (std::is_signed_v<T>) if (b == -1) return 0;
+      return T(a % b);
+    }
+  }
+};
+template <class T> struct Pow : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) return std::pow(a, b);
+    else if constexpr (kBool<T>) return a || !b;
+    else {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < 0) return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
+      }
+      T r = 1, base = a;
+      for (auto e = b; e; e >>= 1) {
+        if (e & 1) r = T(r * base);
+        base = T(base * base);
+      }
+      return r;
+    }
+  }
+};
+#define TP_FLOAT_BINARY(Name, expr)                          \
+  template <class T> struct Name : Base<T> {                 \
+    using Base<T>::Base;                                     \
+    T operator()(T a, T b) const { return expr; }            \
+  };
+TP_FLOAT_BINARY(Atan2, std::atan2(a, b))
+TP_FLOAT_BINARY(Hypot, std::hypot(a, b))
+TP_FLOAT_BINARY(Copysign, std::copysign(a, b))
+TP_FLOAT_BINARY(Xlogy, b != b ? b : a == 0 ? T(0) : a * std::log(b))
+TP_FLOAT_BINARY(Fmax, std::fmax(a, b))
+TP_FLOAT_BINARY(Fmin, std::fmin(a, b))
+#undef TP_FLOAT_BINARY
+template <class T> struct Maximum : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) if (a != a || b != b) return a != a ? a : b;
+    return a > b ? a : b;
+  }
+};
+template <class T> struct Minimum : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) if (a != a || b != b) return a != a ? a : b;
+    return a < b ? a : b;
+  }
+};
+#define TP_COMPARE(Name, op)                                   \
+  template <class T> struct Name : Predicate<T> {              \
+    using Predicate<T>::Predicate;                             \
+    bool operator()(T a, T b) const { return a op b; }         \
+  };
+TP_COMPARE(Eq, ==)
+TP_COMPARE(Ne, !=)
+TP_COMPARE(Lt, <)
+TP_COMPARE(Le, <=)
+TP_COMPARE(Gt, >)
+TP_COMPARE(Ge, >=)
+#undef TP_COMPARE
+#define TP_LOGICAL(Name, op)                                              \
+  template <class T> struct Name : Predicate<T> {                         \
+    using Predicate<T>::Predicate;                                        \
+    bool operator()(T a, T b) const { return bool(a) op bool(b); }        \
+  };
+TP_LOGICAL(LogicalAnd, &&)
+TP_LOGICAL(LogicalOr, ||)
+TP_LOGICAL(LogicalXor, !=)
+#undef TP_LOGICAL
+#define TP_BITWISE(Name, op)                                   \
+  template <class T> struct Name : Base<T> {                   \
+    using Base<T>::Base;                                       \
+    T operator()(T a, T b) const { return T(a op b); }         \
+  };
+TP_BITWISE(BitwiseAnd, &)
+TP_BITWISE(BitwiseOr, |)
+TP_BITWISE(BitwiseXor, ^)
+#undef TP_BITWISE
+template <class T> struct LeftShift : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    using U = std::make_unsigned_t<T>;
+    if (b < 0 || uint64_t(b) >= sizeof(T) * 8) return 0;
+    return T(U(a) << b);
+  }
+};
+template <class T> struct RightShift : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if (b < 0 || uint64_t(b) >= sizeof(T) * 8) {
+      if constexpr (std::is_signed_v<T>) return a < 0 ? T(-1) : T(0);
+      else return 0;
+    }
+    return T(a >> b);
+  }
+};
+template <class T> struct LerpScalar : Base<T> {
+  T w;
+  LerpScalar(const KernelParams& p) : Base<T>(p), w(T(p.s0.to_double())) {}
+  T operator()(T a, T b) const { return lerp(a, b, w); }
+};
+
+// ---------------------------------------------------------------- ternary
+template <class T> struct Where : Base<T> {
+  using Base<T>::Base;
+  T operator()(bool c, T a, T b) const { return c ? a : b; }
+};
+template <class T> struct Lerp : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b, T w) const { return lerp(a, b, w); }
+};
+template <class T> struct Addcmul : Base<T> {
+  T value;
+  Addcmul(const KernelParams& p) : Base<T>(p), value(p.s0.to<T>()) {}
+  T operator()(T s, T a, T b) const {
+    if constexpr (kBool<T>) return s || (value && a && b);
+    else return T(s + value * a * b);
+  }
+};
+template <class T> struct Addcdiv : Base<T> {
+  T value;
+  Addcdiv(const KernelParams& p) : Base<T>(p), value(p.s0.to<T>()) {}
+  T operator()(T s, T a, T b) const { return s + value * (a / b); }
+};
+template <class T> struct ClampTensor : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x, T lo, T hi) const {
+    if constexpr (kFloat<T>) if (x != x || lo != lo || hi != hi) return x != x ? x : lo != lo ? lo : hi;
+    return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x);
+  }
+};
+
+}  // namespace tp::functors

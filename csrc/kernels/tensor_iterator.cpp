@@ -1,0 +1,371 @@
+#include "kernels/tensor_iterator.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace tp {
+
+namespace {
+
+constexpr int64_t kGrainSize = 32768;
+constexpr int64_t kCastChunk = 256;
+int g_num_threads = 0;
+
+struct ResultTypeState {
+  DType dim = DType::Undefined, zero = DType::Undefined, wrapped = DType::Undefined;
+};
+
+void update_state(ResultTypeState& st, const Tensor& t) {
+  DType dt = t.dtype();
+  if (t.impl()->is_wrapped_number()) {
+    // A Python float promotes as the default dtype; int as int64; bool as bool.
+    if (is_floating(dt)) dt = default_dtype();
+    st.wrapped = promote_types(st.wrapped, dt);
+  } else if (t.dim() == 0) {
+    st.zero = promote_types(st.zero, dt);
+  } else {
+    st.dim = promote_types(st.dim, dt);
+  }
+}
+
+// `higher` wins unless `lower` brings a higher category (then promote).
+DType combine_categories(DType higher, DType lower) {
+  if (is_floating(higher)) return higher;
+  if (higher == DType::Bool || is_floating(lower)) return promote_types(higher, lower);
+  if (higher != DType::Undefined) return higher;
+  return lower;
+}
+
+DType state_result(const ResultTypeState& st) {
+  return combine_categories(st.dim, combine_categories(st.zero, st.wrapped));
+}
+
+}  // namespace
+
+std::string shape_str(IntArrayRef sizes) {
+  std::string r = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) r += (i ? ", " : "") + std::to_string(sizes[i]);
+  return r + "]";
+}
+
+int get_num_threads() {
+  if (g_num_threads <= 0) g_num_threads = std::max(1, omp_get_max_threads());
+  return g_num_threads;
+}
+
+void set_num_threads(int n) {
+  TP_CHECK(n > 0, "set_num_threads expects a positive integer");
+  g_num_threads = n;
+}
+
+DType result_type(std::initializer_list<const Tensor*> tensors) {
+  ResultTypeState st;
+  for (const Tensor* t : tensors) update_state(st, *t);
+  return state_result(st);
+}
+
+TensorIterator::TensorIterator(const IterConfig& cfg, OutArg out,
+                               std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs) inputs_[ninputs_++] = t;
+  // Device: all inputs on one device, except 0-dim CPU tensors (scalars) beside CUDA ones.
+  device_ = ninputs_ ? inputs_[0]->device() : out.tensor->device();
+  for (int i = 0; i < ninputs_; ++i) {
+    Device d = inputs_[i]->device();
+    if (d.is_cpu() && inputs_[i]->dim() == 0) continue;
+    if (device_.is_cpu() && inputs_[0]->dim() == 0) device_ = d;
+    TP_CHECK(d == device_, "Expected all tensors to be on the same device, but found at least "
+             "two devices, ", device_.str(), " and ", d.str(), "!");
+  }
+  first_fixed_ = cfg.first_input_fixed;
+  if (out.tensor) out_shape_ = out.tensor->sizes();
+  inplace_ = out.inplace;
+  compute_shape(cfg.op);
+  compute_dtypes(cfg);
+  allocate_or_check_output(cfg, out);
+  check_overlap(cfg.op);
+  reorder_and_coalesce();
+}
+
+void TensorIterator::compute_shape(const char* op) {
+  if (ninputs_ == 0) {  // nullary (fill): iterate over the output
+    shape_ = DimVector(out_shape_.data(), out_shape_.size());
+    numel_ = 1;
+    for (int64_t s : shape_) numel_ *= s;
+    return;
+  }
+  // In-place ops broadcast against the output too (its shape must be the result's).
+  size_t nd = inplace_ ? out_shape_.size() : 0;
+  for (int i = 0; i < ninputs_; ++i) nd = std::max<size_t>(nd, inputs_[i]->dim());
+  shape_.resize(nd, 1);
+  for (int i = inplace_ ? -1 : 0; i < ninputs_; ++i) {
+    IntArrayRef s = i < 0 ? out_shape_ : inputs_[i]->sizes();
+    size_t off = nd - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t& r = shape_[off + d];
+      if (s[d] == r || s[d] == 1) continue;
+      if (r == 1) { r = s[d]; continue; }
+      TP_FAIL(op, ": The size of tensor a (", r, ") must match the size of tensor b (", s[d],
+              ") at non-singleton dimension ", off + d);
+    }
+  }
+  numel_ = 1;
+  for (int64_t s : shape_) numel_ *= s;
+}
+
+void TensorIterator::compute_dtypes(const IterConfig& cfg) {
+  ResultTypeState st;
+  for (int i = cfg.first_input_fixed ? 1 : 0; i < ninputs_; ++i) update_state(st, *inputs_[i]);
+  common_dtype_ = ninputs_ ? state_result(st) : cfg.result_dtype;
+  if (cfg.promote == Promote::IntToFloat && !is_floating(common_dtype_))
+    common_dtype_ = default_dtype();
+  compute_dtype_ = common_dtype_;
+  if (cfg.half_to_float && (compute_dtype_ == DType::Float16 || compute_dtype_ == DType::BFloat16))
+    compute_dtype_ = DType::Float32;
+  kernel_out_dtype_ = cfg.promote == Promote::BoolOut ? DType::Bool : compute_dtype_;
+}
+
+void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out) {
+  DType result = cfg.result_dtype != DType::Undefined ? cfg.result_dtype
+                 : cfg.promote == Promote::BoolOut    ? DType::Bool
+                                                      : common_dtype_;
+  // Iteration order: fastest dim first, following the inputs' memory layout.
+  size_t nd = shape_.size();
+  perm_.resize(nd);
+  for (size_t i = 0; i < nd; ++i) perm_[i] = int64_t(nd - 1 - i);
+  auto stride_of = [&](const Tensor& t, int64_t d) -> int64_t {
+    int64_t off = int64_t(nd) - t.dim();
+    if (d < off || t.size(d - off) == 1) return 0;
+    return t.stride(d - off);
+  };
+  const Tensor* order_ops[kMaxOperands + 1];
+  int norder = 0;
+  if (out.tensor && out.tensor->defined() && out.tensor->sizes().size() == nd &&
+      std::equal(shape_.begin(), shape_.end(), out.tensor->sizes().begin()))
+    order_ops[norder++] = out.tensor;
+  for (int i = 0; i < ninputs_; ++i) order_ops[norder++] = inputs_[i];
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (int k = 0; k < norder; ++k) {
+      int64_t s0 = stride_of(*order_ops[k], d0), s1 = stride_of(*order_ops[k], d1);
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 != s1) return s0 > s1;
+      if (shape_[d0] != shape_[d1]) return shape_[d0] > shape_[d1];
+    }
+    return false;
+  };
+  for (size_t i = 1; i < nd; ++i)
+    for (size_t j = i; j > 0 && should_swap(perm_[j - 1], perm_[j]); --j)
+      std::swap(perm_[j - 1], perm_[j]);
+
+  if (out.tensor && out.tensor->defined()) {
+    const Tensor& o = *out.tensor;
+    bool same_shape = size_t(o.dim()) == nd && std::equal(shape_.begin(), shape_.end(), o.sizes().begin());
+    if (out.inplace) {
+      TP_CHECK(same_shape, "output with shape ", shape_str(o.sizes()),
+               " doesn't match the broadcast shape ", shape_str(shape_));
+    }
+    TP_CHECK(can_cast(kernel_out_dtype_ == DType::Bool ? DType::Bool : common_dtype_, o.dtype()) ||
+                 cfg.result_dtype != DType::Undefined,
+             "result type ", dtype_scalar_name(common_dtype_),
+             " can't be cast to the desired output type ", dtype_scalar_name(o.dtype()));
+    TP_CHECK(o.device() == device_ || (o.device().type == device_.type),
+             "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
+             " instead");
+    if (!same_shape) {
+      // out= of another shape is resized (PyTorch resizes too, warning when non-empty).
+      Tensor fresh = empty_tensor(shape_, o.dtype(), device_);
+      o.impl()->set_storage(fresh.impl()->storage());
+      o.impl()->set_sizes_and_strides(DimVector(shape_.data(), nd), contiguous_strides(shape_), 0);
+    }
+    out_ = o;
+  } else {
+    DimVector strides(nd);
+    int64_t s = 1;
+    for (size_t i = 0; i < nd; ++i) {
+      strides[perm_[i]] = s;
+      s *= std::max<int64_t>(shape_[perm_[i]], 1);
+    }
+    out_ = empty_strided_tensor(shape_, strides, result, device_);
+  }
+}
+
+void TensorIterator::check_overlap(const char* op) const {
+  const TensorImpl* o = out_.impl();
+  if (o->numel() > 1 && !o->is_non_overlapping_and_dense()) {
+    for (int64_t d = 0; d < o->dim(); ++d)
+      TP_CHECK(!(o->stride(d) == 0 && o->size(d) > 1),
+               op, ": unsupported operation: more than one element of the written-to tensor "
+               "refers to a single memory location. Please clone() the tensor before "
+               "performing the operation.");
+  }
+  for (int i = 0; i < ninputs_; ++i) {
+    const TensorImpl* in = inputs_[i]->impl();
+    if (in->storage().get() != o->storage().get() || in == o) continue;
+    if (in->data_ptr() == o->data_ptr() && std::equal(in->strides().begin(), in->strides().end(),
+                                                      o->strides().begin(), o->strides().end()) &&
+        std::equal(in->sizes().begin(), in->sizes().end(), o->sizes().begin(), o->sizes().end()))
+      continue;
+    auto extent = [](const TensorImpl* t, char*& lo, char*& hi) {
+      lo = hi = t->data_ptr();
+      for (int64_t d = 0; d < t->dim(); ++d) hi += (t->size(d) - 1) * t->stride(d) * int64_t(element_size(t->dtype()));
+      hi += element_size(t->dtype());
+    };
+    char *lo1, *hi1, *lo2, *hi2;
+    if (in->numel() == 0 || o->numel() == 0) continue;
+    extent(in, lo1, hi1);
+    extent(o, lo2, hi2);
+    TP_CHECK(hi1 <= lo2 || hi2 <= lo1,
+             op, ": unsupported operation: some elements of the input tensor and the written-to "
+             "tensor refer to a single memory location. Please clone() the tensor before "
+             "performing the operation.");
+  }
+}
+
+void TensorIterator::reorder_and_coalesce() {
+  size_t nd = shape_.size();
+  int nops = ninputs_ + 1;
+  const Tensor* ops[kMaxOperands + 1];
+  ops[0] = &out_;
+  for (int i = 0; i < ninputs_; ++i) ops[i + 1] = inputs_[i];
+  for (int k = 0; k < nops; ++k) {
+    const Tensor& t = *ops[k];
+    op_dtype_[k] = t.dtype();
+    base_[k] = t.data_ptr();
+    int64_t es = int64_t(element_size(t.dtype()));
+    DimVector& st = strides_[k];
+    st.resize(nd);
+    int64_t off = int64_t(nd) - t.dim();
+    for (size_t i = 0; i < nd; ++i) {
+      int64_t d = perm_[i];
+      st[i] = (d < off || t.size(d - off) == 1) ? 0 : t.stride(d - off) * es;
+    }
+    // A single-element input of another dtype is converted once, here.
+    want_[k] = k == 0 ? kernel_out_dtype_ : (k == 1 && first_fixed_) ? t.dtype() : compute_dtype_;
+    DType want = want_[k];
+    if (k > 0 && t.numel() == 1 && t.dtype() != want && t.device().is_cpu()) {
+      cast_strided(t.data_ptr(), 0, t.dtype(), scalar_slots_[k], 0, want, 1);
+      base_[k] = scalar_slots_[k];
+      op_dtype_[k] = want;
+    }
+  }
+  DimVector shape(nd);
+  for (size_t i = 0; i < nd; ++i) shape[i] = shape_[perm_[i]];
+  // Merge dims that are contiguous with their neighbour in every operand.
+  size_t prev = 0;
+  for (size_t d = 1; d < nd; ++d) {
+    bool ok = shape[prev] == 1 || shape[d] == 1;
+    if (!ok) {
+      ok = true;
+      for (int k = 0; k < nops; ++k)
+        if (shape[prev] * strides_[k][prev] != strides_[k][d]) { ok = false; break; }
+    }
+    if (ok) {
+      if (shape[prev] == 1)
+        for (int k = 0; k < nops; ++k) strides_[k][prev] = strides_[k][d];
+      shape[prev] *= shape[d];
+    } else {
+      ++prev;
+      shape[prev] = shape[d];
+      for (int k = 0; k < nops; ++k) strides_[k][prev] = strides_[k][d];
+    }
+  }
+  size_t nd2 = nd == 0 ? 1 : prev + 1;
+  if (nd == 0) {
+    shape.resize(1, 1);
+    for (int k = 0; k < nops; ++k) strides_[k].resize(1, 0);
+  }
+  shape.resize(nd2);
+  for (int k = 0; k < nops; ++k) strides_[k].resize(nd2);
+  shape_ = std::move(shape);
+  needs_cast_ = false;
+  for (int k = 0; k < nops; ++k) needs_cast_ |= op_dtype_[k] != want_[k];
+}
+
+void TensorIterator::run_row(Loop1d loop, const KernelParams& p, char** ptrs, int64_t n) const {
+  int nops = ninputs_ + 1;
+  int64_t inner[kMaxOperands + 1];
+  for (int k = 0; k < nops; ++k) inner[k] = strides_[k][0];
+  if (!needs_cast_) {
+    loop(p, ptrs, inner, n);
+    return;
+  }
+  // Convert mismatched operands through small buffers (PyTorch's "opmath" for halves,
+  // and mixed-dtype inputs), one chunk at a time.
+  alignas(64) char buf[kMaxOperands + 1][kCastChunk * 8];
+  char* data[kMaxOperands + 1];
+  int64_t st[kMaxOperands + 1];
+  for (int64_t i = 0; i < n; i += kCastChunk) {
+    int64_t m = std::min(kCastChunk, n - i);
+    for (int k = 0; k < nops; ++k) {
+      DType want = want_[k];
+      char* src = ptrs[k] + i * inner[k];
+      if (op_dtype_[k] == want) {
+        data[k] = src;
+        st[k] = inner[k];
+        continue;
+      }
+      data[k] = buf[k];
+      st[k] = int64_t(element_size(want));
+      if (k > 0) cast_strided(src, inner[k], op_dtype_[k], buf[k], st[k], want, m);
+    }
+    loop(p, data, st, m);
+    if (op_dtype_[0] != kernel_out_dtype_)
+      cast_strided(buf[0], st[0], kernel_out_dtype_, ptrs[0] + i * inner[0], inner[0],
+                   op_dtype_[0], m);
+  }
+}
+
+void TensorIterator::serial_for_each(Loop1d loop, const KernelParams& p, int64_t begin,
+                                     int64_t end) const {
+  int nops = ninputs_ + 1;
+  size_t nd = shape_.size();
+  int64_t inner = shape_[0];
+  int64_t counter[16] = {0};
+  int64_t rest = begin / inner, i0 = begin % inner;
+  char* ptrs[kMaxOperands + 1];
+  for (int k = 0; k < nops; ++k) ptrs[k] = base_[k];
+  for (size_t d = 1; d < nd; ++d) {
+    counter[d] = rest % shape_[d];
+    rest /= shape_[d];
+    for (int k = 0; k < nops; ++k) ptrs[k] += counter[d] * strides_[k][d];
+  }
+  while (begin < end) {
+    int64_t n = std::min(inner - i0, end - begin);
+    char* row[kMaxOperands + 1];
+    for (int k = 0; k < nops; ++k) row[k] = ptrs[k] + i0 * strides_[k][0];
+    run_row(loop, p, row, n);
+    begin += n;
+    i0 = 0;
+    for (size_t d = 1; d < nd; ++d) {
+      for (int k = 0; k < nops; ++k) ptrs[k] += strides_[k][d];
+      if (++counter[d] < shape_[d]) break;
+      for (int k = 0; k < nops; ++k) ptrs[k] -= counter[d] * strides_[k][d];
+      counter[d] = 0;
+    }
+  }
+}
+
+void TensorIterator::for_each(Loop1d loop, const KernelParams& p) const {
+  if (numel_ == 0) return;
+  TP_CHECK(shape_.size() <= 16, "tensors with more than 16 dimensions are not supported");
+  int nth = get_num_threads();
+  if (numel_ < kGrainSize || nth == 1) {
+    serial_for_each(loop, p, 0, numel_);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(nth, (numel_ + kGrainSize - 1) / kGrainSize);
+#pragma omp parallel num_threads(chunks)
+  {
+    int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    // Split on 64-element boundaries so threads do not share cache lines.
+    int64_t per = ((numel_ + T - 1) / T + 63) / 64 * 64;
+    int64_t b = std::min(numel_, t * per), e = std::min(numel_, b + per);
+    if (b < e) serial_for_each(loop, p, b, e);
+  }
+}
+
+}  // namespace tp

@@ -1,0 +1,114 @@
+// TensorIterator: broadcasting, type promotion, output allocation and the loop over the
+// elements of a pointwise op. Device-neutral; the CPU and CUDA backends supply loops.
+#pragma once
+#include <atomic>
+
+#include "core/scalar.h"
+#include "core/tensor_impl.h"
+
+namespace tp {
+
+/// Extra arguments a pointwise functor reads (alpha, bounds, ...), plus the error flag
+/// a kernel raises when it meets bad data (integer division by zero).
+struct KernelParams {
+  Scalar s0, s1, s2;
+  int64_t i0 = 0;
+  mutable std::atomic<int> error{0};
+};
+enum KernelError : int { kNoError = 0, kZeroDivision = 1 };
+
+/// A 1-D loop: data[0] is the output, data[1..] the inputs; strides in bytes.
+using Loop1d = void (*)(const KernelParams& p, char** data, const int64_t* strides, int64_t n);
+
+/// How an op's dtypes are derived.
+enum class Promote : uint8_t {
+  Common,      // result = promoted input dtype
+  IntToFloat,  // like Common, but integral/bool results become the default float
+  BoolOut,     // compute in the promoted dtype, write bool
+};
+
+struct IterConfig {
+  const char* op = "";
+  Promote promote = Promote::Common;
+  /// Input 0 keeps its own dtype and does not take part in promotion (where's condition).
+  bool first_input_fixed = false;
+  /// Half types compute in float32 (PyTorch's opmath); false keeps them for copies.
+  bool half_to_float = true;
+  /// Explicit result dtype (e.g. a `dtype=` argument); Undefined: derive from inputs.
+  DType result_dtype = DType::Undefined;
+};
+
+/// Where the result goes: a new tensor, an `out=` tensor (resized if needed), or `self`.
+struct OutArg {
+  const Tensor* tensor = nullptr;
+  bool inplace = false;
+  static OutArg none() { return {}; }
+};
+
+constexpr int kMaxOperands = 5;
+
+class TensorIterator {
+ public:
+  /// Builds the iteration over `inputs` writing to `out`.
+  TensorIterator(const IterConfig& cfg, OutArg out, std::initializer_list<const Tensor*> inputs);
+
+  /// The dtype inputs are converted to before the kernel runs.
+  DType compute_dtype() const { return compute_dtype_; }
+  /// The dtype the kernel writes (compute dtype, or bool for BoolOut).
+  DType kernel_out_dtype() const { return kernel_out_dtype_; }
+  /// The promoted dtype of the inputs (before half -> float widening).
+  DType common_dtype() const { return common_dtype_; }
+  Device device() const { return device_; }
+  const Tensor& output() const { return out_; }
+  int64_t numel() const { return numel_; }
+  int ninputs() const { return ninputs_; }
+
+  /// Runs `loop` over every element, converting operands whose dtype differs from the
+  /// kernel's, in parallel above the grain size.
+  void for_each(Loop1d loop, const KernelParams& p) const;
+
+ private:
+  void compute_shape(const char* op);
+  void compute_dtypes(const IterConfig& cfg);
+  void allocate_or_check_output(const IterConfig& cfg, OutArg out);
+  void check_overlap(const char* op) const;
+  void reorder_and_coalesce();
+  void serial_for_each(Loop1d loop, const KernelParams& p, int64_t begin, int64_t end) const;
+  void run_row(Loop1d loop, const KernelParams& p, char** ptrs, int64_t n) const;
+
+  const Tensor* inputs_[kMaxOperands];
+  int ninputs_ = 0;
+  Tensor out_;
+  Device device_;
+  DType common_dtype_ = DType::Undefined;
+  DType compute_dtype_ = DType::Undefined;
+  DType kernel_out_dtype_ = DType::Undefined;
+  IntArrayRef out_shape_;
+  DimVector shape_;                    // broadcast shape, then the iteration shape
+  DimVector perm_;                     // iteration dim i <- tensor dim perm_[i] (fastest first)
+  DimVector strides_[kMaxOperands + 1];    // bytes, operand 0 = output, iteration order
+  char* base_[kMaxOperands + 1];
+  DType op_dtype_[kMaxOperands + 1];       // each operand's stored dtype
+  DType want_[kMaxOperands + 1];       // the dtype the kernel reads/writes per operand
+  bool first_fixed_ = false;
+  bool inplace_ = false;
+  bool needs_cast_ = false;
+  int64_t numel_ = 0;
+  alignas(16) char scalar_slots_[kMaxOperands + 1][16];  // 1-element inputs pre-converted
+};
+
+/// Converts n elements between dtypes with strides in bytes (the copy kernel's core).
+void cast_strided(const char* src, int64_t sstride, DType sdt, char* dst, int64_t dstride,
+                  DType ddt, int64_t n);
+
+/// The promoted dtype over tensors with PyTorch's wrapped-number and 0-dim rules.
+DType result_type(std::initializer_list<const Tensor*> tensors);
+
+/// Threads used by CPU kernels (tp.get_num_threads / set_num_threads).
+int get_num_threads();
+void set_num_threads(int n);
+
+/// Formats sizes as "[2, 3]".
+std::string shape_str(IntArrayRef sizes);
+
+}  // namespace tp

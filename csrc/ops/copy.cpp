@@ -1,0 +1,105 @@
+// copy_, fill_, zero_, clone, contiguous and dtype conversion.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/pointwise.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+constexpr int64_t kCopyGrain = 65536;
+
+/// Same-shape, both-contiguous copies convert in parallel chunks without an iterator.
+bool try_dense_copy(const Tensor& dst, const Tensor& src) {
+  if (!dst.is_contiguous() || !src.is_contiguous() || dst.numel() != src.numel() ||
+      !dst.device().is_cpu() || !src.device().is_cpu() ||
+      !std::equal(dst.sizes().begin(), dst.sizes().end(), src.sizes().begin(), src.sizes().end()))
+    return false;
+  int64_t n = dst.numel();
+  int64_t ss = int64_t(src.itemsize()), ds = int64_t(dst.itemsize());
+  const char* s = src.data_ptr();
+  char* d = dst.data_ptr();
+  if (n < kCopyGrain || get_num_threads() == 1) {
+    cast_strided(s, ss, src.dtype(), d, ds, dst.dtype(), n);
+    return true;
+  }
+  int nth = int(std::min<int64_t>(get_num_threads(), n / kCopyGrain + 1));
+#pragma omp parallel num_threads(nth)
+  {
+    int64_t t = omp_get_thread_num(), T = omp_get_num_threads();
+    int64_t per = ((n + T - 1) / T + 63) / 64 * 64;
+    int64_t b = std::min(n, t * per), e = std::min(n, b + per);
+    if (b < e) cast_strided(s + b * ss, ss, src.dtype(), d + b * ds, ds, dst.dtype(), e - b);
+  }
+  return true;
+}
+
+Tensor empty_preserving(const Tensor& self, DType dtype) {
+  if (self.impl()->is_non_overlapping_and_dense())
+    return empty_strided_tensor(self.sizes(), self.strides(), dtype, self.device());
+  return empty_tensor(self.sizes(), dtype, self.device());
+}
+
+}  // namespace
+
+Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutArg) {
+  (void)non_blocking;
+  if (self.is_same(src)) return self;
+  TP_CHECK(self.device() == src.device() || (self.device().is_cpu() && src.device().is_cpu()),
+           "copy_: copies between ", src.device().str(), " and ", self.device().str(),
+           " arrive with the CUDA backend");
+  if (!try_dense_copy(self, src)) {
+    IterConfig cfg{"copy_", Promote::Common};
+    cfg.result_dtype = self.dtype();
+    Tensor out = self;
+    run_pointwise(PwKernel::Identity, cfg, OutArg{&out, true}, {&src}, {});
+    return self;
+  }
+  self.impl()->bump_version();
+  return self;
+}
+
+Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg) {
+  bool zero = value.is_floating() ? value.to_double() == 0.0 && !std::signbit(value.to_double())
+                                  : value.to_int() == 0;
+  if (zero && self.is_contiguous() && self.device().is_cpu()) {
+    std::memset(self.data_ptr(), 0, size_t(self.numel()) * self.itemsize());
+    self.impl()->bump_version();
+    return self;
+  }
+  KernelParams p;
+  p.s0 = value;
+  IterConfig cfg{"fill_", Promote::Common};
+  cfg.result_dtype = self.dtype();
+  Tensor out = self;
+  return run_pointwise(PwKernel::Fill, cfg, OutArg{&out, true}, {}, p);
+}
+
+Tensor zero_impl(const Tensor& self, OutArg) { return fill_impl(self, Scalar(int64_t(0)), {}); }
+
+Tensor clone_impl(const Tensor& self, OutArg) {
+  Tensor out = empty_preserving(self, self.dtype());
+  copy_impl(out, self, false, {});
+  return out;
+}
+
+Tensor contiguous_impl(const Tensor& self, OutArg) {
+  if (self.is_contiguous()) return self;
+  Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
+  copy_impl(out, self, false, {});
+  return out;
+}
+
+Tensor to_dtype_impl(const Tensor& self, DType dtype, bool copy, OutArg) {
+  if (dtype == self.dtype() && !copy) return self;
+  Tensor out = empty_preserving(self, dtype);
+  copy_impl(out, self, false, {});
+  return out;
+}
+
+}  // namespace tp

@@ -1,0 +1,176 @@
+// Factory ops: empty, empty_strided, zeros, ones, full, arange, linspace, logspace, eye.
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/pointwise.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+Device device_or_cpu(const std::optional<Device>& d) {
+  return d ? *d : Device(DeviceType::CPU);
+}
+
+/// The result tensor of a factory: `out` resized to `size`, or a new tensor.
+Tensor factory_result(IntArrayRef size, DType dtype, const std::optional<Device>& device,
+                      bool requires_grad, OutArg out) {
+  if (out.tensor) {
+    const Tensor& o = *out.tensor;
+    if (!std::equal(size.begin(), size.end(), o.sizes().begin(), o.sizes().end())) {
+      Tensor fresh = empty_tensor(size, o.dtype(), o.device());
+      o.impl()->set_storage(fresh.impl()->storage());
+      o.impl()->set_sizes_and_strides(DimVector(size.data(), size.size()),
+                                      contiguous_strides(size), 0);
+    }
+    return o;
+  }
+  Tensor t = empty_tensor(size, dtype, device_or_cpu(device));
+  if (requires_grad) {
+    TP_CHECK(is_floating(dtype),
+             "Only Tensors of floating point and complex dtype can require gradients");
+    t.impl()->set_requires_grad(true);
+  }
+  return t;
+}
+
+/// Writes f(i) for i in [0, n) into the contiguous tensor `t`, computing in double.
+template <class F>
+void fill_indexed(const Tensor& t, int64_t n, F f) {
+  visit_dtype(t.dtype(), [&](auto v) {
+    using T = decltype(v);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = T(f(i));
+  });
+}
+
+}  // namespace
+
+Tensor empty_impl(IntArrayRef size, const std::optional<DType>& dtype,
+                  const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  return factory_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
+}
+
+Tensor empty_strided_impl(IntArrayRef size, IntArrayRef stride, const std::optional<DType>& dtype,
+                          const std::optional<Device>& device, bool requires_grad, OutArg) {
+  Tensor t = empty_strided_tensor(size, stride, dtype.value_or(default_dtype()),
+                                  device_or_cpu(device));
+  t.impl()->set_requires_grad(requires_grad);
+  return t;
+}
+
+Tensor full_impl(IntArrayRef size, const Scalar& fill_value, const std::optional<DType>& dtype,
+                 const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  DType dt = dtype ? *dtype
+             : fill_value.is_bool() ? DType::Bool
+             : fill_value.is_integral() ? DType::Int64
+                                        : default_dtype();
+  Tensor t = factory_result(size, dt, device, requires_grad, out);
+  fill_(t, fill_value);
+  return t;
+}
+
+Tensor zeros_impl(IntArrayRef size, const std::optional<DType>& dtype,
+                  const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  return full_impl(size, Scalar(int64_t(0)), dtype.value_or(default_dtype()), device,
+                   requires_grad, out);
+}
+
+Tensor ones_impl(IntArrayRef size, const std::optional<DType>& dtype,
+                 const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  return full_impl(size, Scalar(int64_t(1)), dtype.value_or(default_dtype()), device,
+                   requires_grad, out);
+}
+
+Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
+                   const std::optional<DType>& dtype, const std::optional<Device>& device,
+                   bool requires_grad, OutArg out) {
+  bool floating = start.is_floating() || end.is_floating() || step.is_floating();
+  DType dt = dtype ? *dtype : floating ? default_dtype() : DType::Int64;
+  double xs = start.to_double(), xe = end.to_double(), st = step.to_double();
+  TP_CHECK(st != 0, "arange: step must be nonzero");
+  TP_CHECK(std::isfinite(xs) && std::isfinite(xe), "arange: unsupported range: ", xs, " -> ", xe);
+  TP_CHECK((st > 0 && xe >= xs) || (st < 0 && xe <= xs),
+           "arange: upper bound and lower bound inconsistent with step sign");
+  int64_t n;
+  if (!floating && !dtype) {
+    int64_t a = start.to_int(), b = end.to_int(), s = step.to_int();
+    n = (b - a + s + (s > 0 ? -1 : 1)) / s;
+  } else {
+    n = int64_t(std::ceil((xe - xs) / st));
+  }
+  int64_t sz[1] = {n};
+  Tensor t = factory_result(sz, dt, device, requires_grad, out);
+  if (is_integral(dt, false) && !floating) {
+    int64_t a = start.to_int(), s = step.to_int();
+    fill_indexed(t, n, [&](int64_t i) { return a + s * i; });
+  } else {
+    fill_indexed(t, n, [&](int64_t i) { return xs + st * double(i); });
+  }
+  return t;
+}
+
+Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
+                     const std::optional<DType>& dtype, const std::optional<Device>& device,
+                     bool requires_grad, OutArg out) {
+  TP_CHECK(steps >= 0, "linspace: number of steps must be non-negative");
+  int64_t sz[1] = {steps};
+  Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
+  if (steps == 0) return t;
+  // Halves computed from each end, as PyTorch does, so both endpoints are exact.
+  auto run = [&](auto zero) {
+    using A = decltype(zero);
+    A a = A(start.to_double()), b = A(end.to_double());
+    A step = steps > 1 ? (b - a) / A(steps - 1) : A(0);
+    int64_t half = steps / 2;
+    fill_indexed(t, steps, [&](int64_t i) {
+      return i < half ? a + step * A(i) : b - step * A(steps - i - 1);
+    });
+  };
+  if (t.dtype() == DType::Float64 || is_integral(t.dtype(), true)) run(double{});
+  else run(float{});
+  return t;
+}
+
+Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, double base,
+                     const std::optional<DType>& dtype, const std::optional<Device>& device,
+                     bool requires_grad, OutArg out) {
+  TP_CHECK(steps >= 0, "logspace: number of steps must be non-negative");
+  int64_t sz[1] = {steps};
+  Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
+  if (steps == 0) return t;
+  auto run = [&](auto zero) {
+    using A = decltype(zero);
+    A a = A(start.to_double()), b = A(end.to_double()), bs = A(base);
+    A step = steps > 1 ? (b - a) / A(steps - 1) : A(0);
+    int64_t half = steps / 2;
+    fill_indexed(t, steps, [&](int64_t i) {
+      return std::pow(bs, i < half ? a + step * A(i) : b - step * A(steps - i - 1));
+    });
+  };
+  if (t.dtype() == DType::Float64 || is_integral(t.dtype(), true)) run(double{});
+  else run(float{});
+  return t;
+}
+
+Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<DType>& dtype,
+                const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  int64_t cols = m.value_or(n);
+  TP_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TP_CHECK(cols >= 0, "m must be greater or equal to 0, got ", cols);
+  int64_t sz[2] = {n, cols};
+  Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
+  fill_(t, Scalar(int64_t(0)));
+  int64_t k = std::min(n, cols);
+  Tensor one = wrapped_scalar(Scalar(int64_t(1)));
+  char* base = t.data_ptr();
+  size_t es = t.itemsize();
+  for (int64_t i = 0; i < k; ++i)
+    cast_strided(one.data_ptr(), 0, DType::Int64, base + (i * t.stride(0) + i * t.stride(1)) * es,
+                 0, t.dtype(), 1);
+  return t;
+}
+
+}  // namespace tp

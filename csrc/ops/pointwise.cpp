@@ -1,0 +1,251 @@
+// run_pointwise and the pointwise ops whose kernel choice depends on their arguments
+// (div's rounding mode, pow's special exponents, clamp's optional bounds, ...).
+#include "ops/pointwise.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace cpu {
+void register_cpu_kernels_0(Loop1d (*table)[kNumDTypes]);
+void register_cpu_kernels_1(Loop1d (*table)[kNumDTypes]);
+void register_cpu_kernels_2(Loop1d (*table)[kNumDTypes]);
+}  // namespace cpu
+
+PwLoopTable& pointwise_loops(DeviceType device) {
+  static PwLoopTable tables[kNumDeviceTypes] = {};
+  static bool cpu_ready = [] {
+    cpu::register_cpu_kernels_0(tables[0]);
+    cpu::register_cpu_kernels_1(tables[0]);
+    cpu::register_cpu_kernels_2(tables[0]);
+    return true;
+  }();
+  (void)cpu_ready;
+  return tables[int(device)];
+}
+
+Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
+                     std::initializer_list<const Tensor*> inputs, const KernelParams& p) {
+  TensorIterator it(cfg, out, inputs);
+  if (it.device().type != DeviceType::Meta && it.numel() > 0) {
+    Loop1d loop = pointwise_loops(it.device().type)[int(kernel)][int(it.compute_dtype())];
+    if (!loop) {
+      if (it.device().is_cpu())
+        TP_FAIL_NOT_IMPLEMENTED("\"", cfg.op, "_cpu\" not implemented for '",
+                                dtype_scalar_name(it.common_dtype()), "'");
+      TP_FAIL_NOT_IMPLEMENTED(cfg.op, ": no ", device_type_name(it.device().type),
+                              " kernel for dtype ", dtype_name(it.common_dtype()));
+    }
+    it.for_each(loop, p);
+    if (p.error.load(std::memory_order_relaxed) == kZeroDivision) TP_FAIL("ZeroDivisionError");
+  }
+  if (out.tensor) out.tensor->impl()->bump_version();
+  return it.output();
+}
+
+Tensor scalar_tensor(const Scalar& s, DType dtype, Device device) {
+  Tensor t = empty_tensor({}, dtype, Device(DeviceType::CPU));
+  Tensor src = wrapped_scalar(s);
+  cast_strided(src.data_ptr(), 0, src.dtype(), t.data_ptr(), 0, dtype, 1);
+  if (!device.is_cpu()) return t;  // device copies arrive with the CUDA backend
+  return t;
+}
+
+Tensor wrapped_scalar(const Scalar& s) {
+  Tensor t = empty_tensor({}, s.dtype());
+  switch (s.tag()) {
+    case Scalar::Tag::Bool: *t.data<bool>() = s.to_bool(); break;
+    case Scalar::Tag::Int: *t.data<int64_t>() = s.to_int(); break;
+    case Scalar::Tag::Double: *t.data<double>() = s.to_double(); break;
+  }
+  t.impl()->set_wrapped_number(true);
+  return t;
+}
+
+// ---------------------------------------------------------------- argument checks
+
+void check_alpha(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  DType dt = result_type({&self, &other});
+  TP_CHECK(!(is_integral(dt, true) && alpha.is_floating()),
+           "For integral input tensors, argument alpha must not be a floating point number.");
+  TP_CHECK(!(dt == DType::Bool && !alpha.is_bool() && alpha.to_int() != 0 && alpha.to_int() != 1),
+           "Boolean alpha only supported for Boolean results.");
+}
+
+void check_sub(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  TP_CHECK(!(self.dtype() == DType::Bool && other.dtype() == DType::Bool),
+           "Subtraction, the `-` operator, with two bool tensors is not supported. "
+           "Use the `^` or `logical_xor()` operator instead.");
+  TP_CHECK(!(self.dtype() == DType::Bool || other.dtype() == DType::Bool),
+           "Subtraction, the `-` operator, with a bool tensor is not supported. "
+           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  check_alpha(self, other, alpha);
+}
+
+void check_neg(const Tensor& self) {
+  TP_CHECK(self.dtype() != DType::Bool,
+           "Negation, the `-` operator, on a bool tensor is not supported. "
+           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+}
+
+void check_not_bool_division(const Tensor& self, const Tensor& other) {
+  (void)self;
+  (void)other;
+}
+
+void check_addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar&) {
+  TP_CHECK(!(is_integral(t1.dtype(), true) && is_integral(t2.dtype(), true)),
+           "Integer division with addcdiv is no longer supported, and in a future release "
+           "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+           "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to"
+           "(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+           "float inputs. The future addcdiv behavior is just the latter implementation: "
+           "(input + value * tensor1 / tensor2), for all dtypes.");
+  (void)self;
+}
+
+// ---------------------------------------------------------------- hand-written kernels
+
+Tensor div_impl(const Tensor& self, const Tensor& other,
+                const std::optional<std::string>& rounding_mode, OutArg out) {
+  KernelParams p;
+  if (!rounding_mode)
+    return run_pointwise(PwKernel::Div, {"div", Promote::IntToFloat}, out, {&self, &other}, p);
+  PwKernel k;
+  if (*rounding_mode == "trunc") k = PwKernel::DivTrunc;
+  else if (*rounding_mode == "floor") k = PwKernel::DivFloor;
+  else
+    TP_FAIL("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+            *rounding_mode, "'");
+  return run_pointwise(k, {"div", Promote::Common}, out, {&self, &other}, p);
+}
+
+Tensor pow_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
+  if (exponent.impl()->is_wrapped_number() && is_integral(self.dtype(), true) &&
+      !is_floating(exponent.dtype())) {
+    int64_t e;
+    cast_strided(exponent.data_ptr(), 0, exponent.dtype(), reinterpret_cast<char*>(&e), 0,
+                 DType::Int64, 1);
+    TP_CHECK(e >= 0, "Integers to negative integer powers are not allowed.");
+  }
+  return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&self, &exponent}, {});
+}
+
+Tensor pow_scalar_impl(const Scalar& self, const Tensor& exponent, OutArg out) {
+  Tensor base = wrapped_scalar(self);
+  return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&base, &exponent}, {});
+}
+
+Tensor square_impl(const Tensor& self, OutArg out) {
+  if (self.dtype() == DType::Bool) {
+    Tensor two = wrapped_scalar(Scalar(int64_t(2)));
+    return pow_impl(self, two, out);
+  }
+  return run_pointwise(PwKernel::Square, {"square", Promote::Common}, out, {&self}, {});
+}
+
+Tensor lerp_impl(const Tensor& self, const Tensor& end, const Tensor& weight, OutArg out) {
+  TP_CHECK(self.dtype() == end.dtype(), "lerp: expected dtype ", dtype_name(self.dtype()),
+           " for `end` but got dtype ", dtype_name(end.dtype()));
+  KernelParams p;
+  if (weight.impl()->is_wrapped_number()) {
+    p.s0 = Scalar(*weight.data<double>());
+    if (weight.dtype() != DType::Float64) {
+      double w;
+      cast_strided(weight.data_ptr(), 0, weight.dtype(), reinterpret_cast<char*>(&w), 0,
+                   DType::Float64, 1);
+      p.s0 = Scalar(w);
+    }
+    return run_pointwise(PwKernel::LerpScalar, {"lerp", Promote::Common}, out, {&self, &end}, p);
+  }
+  TP_CHECK(self.dtype() == weight.dtype(), "lerp: expected dtype ", dtype_name(self.dtype()),
+           " for `weight` but got dtype ", dtype_name(weight.dtype()));
+  return run_pointwise(PwKernel::Lerp, {"lerp", Promote::Common}, out, {&self, &end, &weight}, p);
+}
+
+Tensor logit_impl(const Tensor& self, const std::optional<double>& eps, OutArg out) {
+  KernelParams p;
+  p.s0 = Scalar(eps ? *eps : -1.0);
+  return run_pointwise(PwKernel::Logit, {"logit", Promote::IntToFloat}, out, {&self}, p);
+}
+
+Tensor round_impl(const Tensor& self, int64_t decimals, OutArg out) {
+  if (decimals == 0)
+    return run_pointwise(PwKernel::Round, {"round", Promote::Common}, out, {&self}, {});
+  TP_CHECK(!is_integral(self.dtype(), true),
+           "round_cpu: decimals argument is not supported for integer inputs");
+  KernelParams p;
+  p.i0 = decimals;
+  return run_pointwise(PwKernel::RoundDecimals, {"round", Promote::Common}, out, {&self}, p);
+}
+
+Tensor nan_to_num_impl(const Tensor& self, const std::optional<double>& nan,
+                       const std::optional<double>& posinf, const std::optional<double>& neginf,
+                       OutArg out) {
+  KernelParams p;
+  DType dt = self.dtype();
+  double hi = dt == DType::Float16 ? 65504.0
+              : dt == DType::BFloat16 ? double(bits_to_float(0x7f7f0000u))
+              : dt == DType::Float32 ? double(std::numeric_limits<float>::max())
+                                     : std::numeric_limits<double>::max();
+  p.s0 = Scalar(nan.value_or(0.0));
+  p.s1 = Scalar(posinf.value_or(hi));
+  p.s2 = Scalar(neginf.value_or(-hi));
+  return run_pointwise(PwKernel::NanToNum, {"nan_to_num", Promote::Common}, out, {&self}, p);
+}
+
+Tensor clamp_impl(const Tensor& self, const std::optional<Tensor>& min,
+                  const std::optional<Tensor>& max, OutArg out) {
+  TP_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  TP_CHECK(self.dtype() != DType::Bool, "\"clamp_cpu\" not implemented for 'Bool'");
+  bool scalar_lo = !min || min->impl()->is_wrapped_number();
+  bool scalar_hi = !max || max->impl()->is_wrapped_number();
+  if (scalar_lo && scalar_hi) {
+    KernelParams p;
+    auto read = [](const Tensor& t) {
+      return t.dtype() == DType::Float64 ? Scalar(*t.data<double>())
+             : t.dtype() == DType::Bool  ? Scalar(*t.data<bool>())
+                                         : Scalar(*t.data<int64_t>());
+    };
+    if (min) p.s0 = read(*min);
+    if (max) p.s1 = read(*max);
+    p.i0 = (min ? 1 : 0) | (max ? 2 : 0);
+    const Tensor* lo = min ? &*min : nullptr;
+    const Tensor* hi = max ? &*max : nullptr;
+    // Promotion still sees the bounds (an int tensor clamped by a float becomes float).
+    DType dt = lo && hi ? result_type({&self, lo, hi}) : lo ? result_type({&self, lo})
+                                                            : result_type({&self, hi});
+    IterConfig cfg{"clamp", Promote::Common};
+    cfg.result_dtype = out.tensor ? DType::Undefined : dt;
+    if (dt != self.dtype() && !out.tensor) {
+      Tensor converted = to_dtype_impl(self, dt, false, OutArg::none());
+      return run_pointwise(PwKernel::ClampScalar, cfg, out, {&converted}, p);
+    }
+    if (out.tensor) {
+      TP_CHECK(can_cast(dt, out.tensor->dtype()), "result type ", dtype_scalar_name(dt),
+               " can't be cast to the desired output type ",
+               dtype_scalar_name(out.tensor->dtype()));
+    }
+    return run_pointwise(PwKernel::ClampScalar, cfg, out, {&self}, p);
+  }
+  if (min && max)
+    return run_pointwise(PwKernel::ClampTensor, {"clamp", Promote::Common}, out,
+                         {&self, &*min, &*max}, {});
+  if (min) return run_pointwise(PwKernel::Maximum, {"clamp", Promote::Common}, out, {&self, &*min}, {});
+  return run_pointwise(PwKernel::Minimum, {"clamp", Promote::Common}, out, {&self, &*max}, {});
+}
+
+Tensor where_impl(const Tensor& condition, const Tensor& self, const Tensor& other, OutArg out) {
+  TP_CHECK(condition.dtype() == DType::Bool,
+           "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+           dtype_scalar_name(condition.dtype()));
+  IterConfig cfg{"where", Promote::Common};
+  cfg.first_input_fixed = true;
+  return run_pointwise(PwKernel::Where, cfg, out, {&condition, &self, &other}, {});
+}
+
+}  // namespace tp

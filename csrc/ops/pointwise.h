@@ -1,0 +1,21 @@
+// The shared driver of pointwise ops: TensorIterator + the device's loop for a functor.
+#pragma once
+#include "kernels/tensor_iterator.h"
+#include "tensorplay/pointwise_kernels.h"
+
+namespace tp {
+
+/// Each backend's loop table: [functor][compute dtype] -> loop (nullptr: unsupported).
+using PwLoopTable = Loop1d[int(PwKernel::kCount)][kNumDTypes];
+PwLoopTable& pointwise_loops(DeviceType device);
+
+/// Runs `kernel` over `inputs` into `out` (or a new tensor) and returns the result.
+Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
+                     std::initializer_list<const Tensor*> inputs, const KernelParams& p);
+
+/// A 0-dim CPU tensor holding `s`, marked as a wrapped number for type promotion.
+Tensor wrapped_scalar(const Scalar& s);
+/// A 0-dim tensor of `dtype` holding `s` (not a wrapped number).
+Tensor scalar_tensor(const Scalar& s, DType dtype, Device device = Device(DeviceType::CPU));
+
+}  // namespace tp

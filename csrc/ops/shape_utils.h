@@ -1,0 +1,19 @@
+// Small helpers shared by view and factory ops: dim wrapping, size inference.
+#pragma once
+#include "core/error.h"
+#include "core/tensor_impl.h"
+
+namespace tp {
+
+/// Wraps a possibly negative dim into [0, ndim); IndexError when out of range.
+inline int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  int64_t n = ndim > 0 ? ndim : 1;
+  TP_CHECK_INDEX(dim >= -n && dim < n, "Dimension out of range (expected to be in range of [",
+                 -n, ", ", n - 1, "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+/// Resolves one -1 in `shape` so it holds `numel` elements.
+DimVector infer_size(IntArrayRef shape, int64_t numel);
+
+}  // namespace tp

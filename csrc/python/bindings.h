@@ -1,0 +1,97 @@
+// Shared pieces of the nanobind module: argument casters for numbers, dtypes, devices,
+// sizes and "tensor or number" arguments, and the entry points of each binding file.
+#pragma once
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include "core/scalar.h"
+#include "core/tensor_impl.h"
+
+namespace nb = nanobind;
+
+namespace tp::python {
+
+/// A Tensor argument that also takes a Python number (wrapped as a 0-dim tensor).
+struct TensorArg { Tensor t; };
+/// A size argument: an int or a sequence of ints.
+struct IntList { DimVector v; };
+/// A device argument: a tp.device, a string or a CUDA ordinal.
+struct DeviceArg { Device d; };
+/// The Python object behind tp.float32 and friends.
+struct DTypeObj { DType dt; };
+
+/// The singleton Python object for `dt` (borrowed).
+PyObject* dtype_object(DType dt);
+/// Reads a Python number (or 1-element tensor) into a Scalar; false if `o` is none.
+bool scalar_from_python(PyObject* o, Scalar& out);
+/// Parses a sequence of ints (or one int) into `out`; false if it is not one.
+bool int_list_from_python(PyObject* o, DimVector& out);
+/// Sizes from *args: zeros(2, 3), zeros((2, 3)) and zeros([2, 3]).
+DimVector size_from_args(nb::args args, const char* op);
+/// Python number for element 0 of `t`, by its dtype.
+nb::object tensor_item(const Tensor& t);
+
+void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_creation(nb::module_& m);
+void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
+
+}  // namespace tp::python
+
+namespace nanobind::detail {
+
+template <> struct type_caster<tp::Scalar> {
+  NB_TYPE_CASTER(tp::Scalar, const_name("Number"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    return tp::python::scalar_from_python(src.ptr(), value);
+  }
+  static handle from_cpp(const tp::Scalar& s, rv_policy, cleanup_list*) noexcept {
+    if (s.is_bool()) return PyBool_FromLong(s.to_bool());
+    if (s.is_integral()) return PyLong_FromLongLong(s.to_int());
+    return PyFloat_FromDouble(s.to_double());
+  }
+};
+
+template <> struct type_caster<tp::DType> {
+  NB_TYPE_CASTER(tp::DType, const_name("dtype"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    if (!nb::isinstance<tp::python::DTypeObj>(src)) return false;
+    value = nb::inst_ptr<tp::python::DTypeObj>(src)->dt;
+    return true;
+  }
+  static handle from_cpp(tp::DType dt, rv_policy, cleanup_list*) noexcept {
+    PyObject* o = tp::python::dtype_object(dt);
+    Py_INCREF(o);
+    return o;
+  }
+};
+
+template <> struct type_caster<tp::python::IntList> {
+  NB_TYPE_CASTER(tp::python::IntList, const_name("Sequence[int]"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    return tp::python::int_list_from_python(src.ptr(), value.v);
+  }
+  static handle from_cpp(const tp::python::IntList&, rv_policy, cleanup_list*) noexcept {
+    return nullptr;
+  }
+};
+
+template <> struct type_caster<tp::python::DeviceArg> {
+  NB_TYPE_CASTER(tp::python::DeviceArg, const_name("device"))
+  bool from_python(handle src, uint8_t flags, cleanup_list* cl) noexcept;
+  static handle from_cpp(const tp::python::DeviceArg&, rv_policy, cleanup_list*) noexcept {
+    return nullptr;
+  }
+};
+
+template <> struct type_caster<tp::python::TensorArg> {
+  NB_TYPE_CASTER(tp::python::TensorArg, const_name("Tensor | Number"))
+  bool from_python(handle src, uint8_t flags, cleanup_list* cl) noexcept;
+  static handle from_cpp(const tp::python::TensorArg&, rv_policy, cleanup_list*) noexcept {
+    return nullptr;
+  }
+};
+
+}  // namespace nanobind::detail

@@ -1,0 +1,186 @@
+// DLPack exchange (__dlpack__, __dlpack_device__, from_dlpack): zero-copy with NumPy,
+// PyTorch and anything else that speaks the protocol, legacy and versioned capsules.
+#include <cstring>
+
+#include "core/error.h"
+#include "python/bindings.h"
+
+namespace tp::python {
+
+namespace {
+
+// The DLPack ABI (v1.0), declared here from the specification.
+struct DLDevice { int32_t device_type; int32_t device_id; };
+struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+struct DLPackVersion { uint32_t major; uint32_t minor; };
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned*);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
+
+DLDataType to_dl(DType dt) {
+  uint8_t bits = uint8_t(element_size(dt) * 8);
+  switch (dt) {
+    case DType::Bool: return {kDLBool, 8, 1};
+    case DType::UInt8: return {kDLUInt, 8, 1};
+    case DType::Float16: case DType::Float32: case DType::Float64: return {kDLFloat, bits, 1};
+    case DType::BFloat16: return {kDLBfloat, 16, 1};
+    default: return {kDLInt, bits, 1};
+  }
+}
+
+DType from_dl(DLDataType t) {
+  TP_CHECK(t.lanes == 1, "from_dlpack: vector types (lanes=", t.lanes, ") are not supported");
+  switch (t.code) {
+    case kDLBool: return DType::Bool;
+    case kDLUInt: if (t.bits == 8) return DType::UInt8; break;
+    case kDLInt:
+      if (t.bits == 8) return DType::Int8;
+      if (t.bits == 16) return DType::Int16;
+      if (t.bits == 32) return DType::Int32;
+      if (t.bits == 64) return DType::Int64;
+      break;
+    case kDLFloat:
+      if (t.bits == 16) return DType::Float16;
+      if (t.bits == 32) return DType::Float32;
+      if (t.bits == 64) return DType::Float64;
+      break;
+    case kDLBfloat: if (t.bits == 16) return DType::BFloat16; break;
+  }
+  TP_FAIL_NOT_IMPLEMENTED("from_dlpack: unsupported DLPack dtype (code ", int(t.code), ", bits ",
+                          int(t.bits), ")");
+}
+
+// Keeps the tensor and the shape/stride arrays alive for the consumer.
+struct ExportCtx {
+  Tensor tensor;
+  DimVector shape, strides;
+};
+
+template <class M>
+M* make_managed(const Tensor& t) {
+  auto* ctx = new ExportCtx{t, DimVector(t.sizes().data(), t.dim()), DimVector(t.strides().data(), t.dim())};
+  auto* m = new M{};
+  DLTensor& d = m->dl_tensor;
+  d.data = t.impl()->storage()->data();
+  d.byte_offset = uint64_t(t.storage_offset()) * t.itemsize();
+  if (t.numel() == 0 || !d.data) {
+    d.data = t.data_ptr();
+    d.byte_offset = 0;
+  }
+  d.device = t.device().is_cuda() ? DLDevice{kDLCUDA, std::max<int32_t>(0, t.device().index)}
+                                  : DLDevice{kDLCPU, 0};
+  d.ndim = int32_t(t.dim());
+  d.dtype = to_dl(t.dtype());
+  d.shape = ctx->shape.data();
+  d.strides = ctx->strides.data();
+  m->manager_ctx = ctx;
+  m->deleter = [](M* self) {
+    delete static_cast<ExportCtx*>(self->manager_ctx);
+    delete self;
+  };
+  return m;
+}
+
+template <class M>
+void capsule_destructor(PyObject* cap, const char* name) {
+  // Only a capsule nobody consumed still owns its tensor.
+  if (!PyCapsule_IsValid(cap, name)) return;
+  auto* m = static_cast<M*>(PyCapsule_GetPointer(cap, name));
+  if (m && m->deleter) m->deleter(m);
+}
+
+template <class M>
+Tensor import_managed(M* m) {
+  DLTensor& d = m->dl_tensor;
+  TP_CHECK(d.device.device_type == kDLCPU || d.device.device_type == kDLCUDAHost,
+           "from_dlpack: only CPU tensors can be imported until the CUDA backend lands");
+  DType dt = from_dl(d.dtype);
+  DimVector shape(d.shape, size_t(d.ndim));
+  DimVector strides = d.strides ? DimVector(d.strides, size_t(d.ndim)) : contiguous_strides(shape);
+  int64_t es = int64_t(element_size(dt));
+  int64_t extent = 1;
+  bool empty = false;
+  for (int32_t i = 0; i < d.ndim; ++i) {
+    empty |= shape[i] == 0;
+    extent += (shape[i] - 1) * strides[i];
+  }
+  char* base = static_cast<char*>(d.data) + d.byte_offset;
+  auto storage = make_intrusive<StorageImpl>(
+      base, empty ? 0 : size_t(extent * es), Device(DeviceType::CPU),
+      [](void* ctx, void*) {
+        auto* mm = static_cast<M*>(ctx);
+        if (mm->deleter) mm->deleter(mm);
+      },
+      m);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dt, std::move(shape), std::move(strides), 0));
+}
+
+}  // namespace
+
+void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
+  cls.def("__dlpack__", [](const Tensor& t, nb::handle stream, nb::handle max_version,
+                           nb::handle dl_device, nb::handle copy) -> nb::object {
+    (void)stream;
+    (void)dl_device;
+    TP_CHECK(copy.is_none() || !nb::cast<bool>(copy), "__dlpack__: copy=True is not supported");
+    TP_CHECK(!t.impl()->requires_grad(), "Can't export tensors that require gradient, use tensor.detach()");
+    bool versioned = !max_version.is_none() && nb::cast<int>(max_version[0]) >= 1;
+    if (versioned) {
+      auto* mt = make_managed<DLManagedTensorVersioned>(t);
+      mt->version = {1, 0};
+      mt->flags = 0;
+      return nb::steal(PyCapsule_New(mt, "dltensor_versioned", [](PyObject* c) {
+        capsule_destructor<DLManagedTensorVersioned>(c, "dltensor_versioned");
+      }));
+    }
+    auto* mt = make_managed<DLManagedTensor>(t);
+    return nb::steal(PyCapsule_New(mt, "dltensor", [](PyObject* c) {
+      capsule_destructor<DLManagedTensor>(c, "dltensor");
+    }));
+  }, nb::kw_only(), nb::arg("stream").none() = nb::none(), nb::arg("max_version").none() = nb::none(),
+     nb::arg("dl_device").none() = nb::none(), nb::arg("copy").none() = nb::none());
+
+  cls.def("__dlpack_device__", [](const Tensor& t) {
+    if (t.device().is_cuda()) return nb::make_tuple(int(kDLCUDA), std::max<int>(0, t.device().index));
+    return nb::make_tuple(int(kDLCPU), 0);
+  });
+
+  m.def("_from_dlpack_capsule", [](nb::handle cap) {
+    PyObject* c = cap.ptr();
+    if (PyCapsule_IsValid(c, "dltensor_versioned")) {
+      auto* mt = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, "dltensor_versioned"));
+      TP_CHECK(mt->version.major == 1, "from_dlpack: unsupported DLPack version ", mt->version.major);
+      Tensor t = import_managed(mt);
+      PyCapsule_SetName(c, "used_dltensor_versioned");
+      return t;
+    }
+    TP_CHECK_TYPE(PyCapsule_IsValid(c, "dltensor"),
+                  "from_dlpack: expected a DLPack capsule (unused \"dltensor\" or \"dltensor_versioned\")");
+    auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+    Tensor t = import_managed(mt);
+    PyCapsule_SetName(c, "used_dltensor");
+    return t;
+  });
+}
+
+}  // namespace tp::python

@@ -1,0 +1,252 @@
+// The nanobind module tensorplay._C: error translation, dtype and device objects, argument
+// casters, and registration of every binding file.
+#include <nanobind/stl/pair.h>
+
+#include "core/error.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/pointwise.h"
+#include "python/bindings.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp::python {
+
+namespace {
+PyObject* g_dtype_objs[kNumDTypes] = {};
+}
+
+PyObject* dtype_object(DType dt) { return g_dtype_objs[int(dt)]; }
+
+bool scalar_from_python(PyObject* o, Scalar& out) {
+  if (PyBool_Check(o)) {
+    out = Scalar(o == Py_True);
+    return true;
+  }
+  if (PyFloat_Check(o)) {
+    out = Scalar(PyFloat_AS_DOUBLE(o));
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return false;
+    out = Scalar(int64_t(v));
+    return true;
+  }
+  if (nb::isinstance<Tensor>(o)) {
+    const Tensor& t = *nb::inst_ptr<Tensor>(o);
+    if (t.numel() != 1 || !t.device().is_cpu()) return false;
+    if (is_floating(t.dtype())) {
+      double v;
+      cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);
+      out = Scalar(v);
+    } else if (t.dtype() == DType::Bool) {
+      out = Scalar(*t.data<bool>());
+    } else {
+      int64_t v;
+      cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Int64, 1);
+      out = Scalar(v);
+    }
+    return true;
+  }
+  // NumPy scalars and other number-likes.
+  if (PyIndex_Check(o)) {
+    PyObject* i = PyNumber_Index(o);
+    if (!i) { PyErr_Clear(); return false; }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (overflow) return false;
+    out = Scalar(int64_t(v));
+    return true;
+  }
+  if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PySequence_Check(o)) {
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    out = Scalar(v);
+    return true;
+  }
+  return false;
+}
+
+bool int_list_from_python(PyObject* o, DimVector& out) {
+  out.resize(0);
+  if (PyLong_Check(o) && !PyBool_Check(o)) {
+    out.push_back(PyLong_AsLongLong(o));
+    return !PyErr_Occurred();
+  }
+  if (!PyTuple_Check(o) && !PyList_Check(o)) return false;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* it = items[i];
+    if (PyLong_Check(it) && !PyBool_Check(it)) {
+      out.push_back(PyLong_AsLongLong(it));
+    } else if (nb::isinstance<Tensor>(it) || !PyIndex_Check(it)) {
+      Scalar s;
+      if (!scalar_from_python(it, s) || !s.is_integral()) return false;
+      out.push_back(s.to_int());
+    } else {
+      PyObject* idx = PyNumber_Index(it);
+      if (!idx) { PyErr_Clear(); return false; }
+      out.push_back(PyLong_AsLongLong(idx));
+      Py_DECREF(idx);
+    }
+  }
+  return true;
+}
+
+DimVector size_from_args(nb::args args, const char* op) {
+  DimVector storage;
+  PyObject* a = args.ptr();
+  Py_ssize_t n = PyTuple_GET_SIZE(a);
+  PyObject* src = (n == 1 && !PyLong_Check(PyTuple_GET_ITEM(a, 0))) ? PyTuple_GET_ITEM(a, 0) : a;
+  if (!int_list_from_python(src, storage))
+    throw nb::type_error((std::string(op) + "(): argument 'size' must be tuple of ints, but found element of type " +
+                          Py_TYPE(n ? PyTuple_GET_ITEM(a, 0) : a)->tp_name).c_str());
+  return storage;
+}
+
+nb::object tensor_item(const Tensor& t) {
+  TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
+           " elements cannot be converted to Scalar");
+  TP_CHECK(!t.device().is_cuda() || false, "item: CUDA tensors arrive with the CUDA backend");
+  if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());
+  if (is_floating(t.dtype())) {
+    double v;
+    cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);
+    return nb::float_(v);
+  }
+  int64_t v;
+  cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Int64, 1);
+  return nb::int_(v);
+}
+
+}  // namespace tp::python
+
+namespace nanobind::detail {
+
+bool type_caster<tp::python::DeviceArg>::from_python(handle src, uint8_t, cleanup_list*) noexcept {
+  PyObject* o = src.ptr();
+  try {
+    if (PyUnicode_Check(o)) {
+      value.d = tp::Device::parse(PyUnicode_AsUTF8(o));
+      return true;
+    }
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+      long v = PyLong_AsLong(o);
+      if (v < 0) return false;
+      value.d = tp::Device(tp::DeviceType::CUDA, int(v));
+      return true;
+    }
+    if (nb::isinstance<tp::Device>(src)) {
+      value.d = *nb::inst_ptr<tp::Device>(src);
+      return true;
+    }
+  } catch (...) {
+    return false;
+  }
+  return false;
+}
+
+bool type_caster<tp::python::TensorArg>::from_python(handle src, uint8_t, cleanup_list*) noexcept {
+  if (nb::isinstance<tp::Tensor>(src)) {
+    value.t = *nb::inst_ptr<tp::Tensor>(src);
+    return true;
+  }
+  PyObject* o = src.ptr();
+  if (!(PyBool_Check(o) || PyFloat_Check(o) || PyLong_Check(o))) return false;
+  tp::Scalar s;
+  if (!tp::python::scalar_from_python(o, s)) return false;
+  value.t = tp::wrapped_scalar(s);
+  return true;
+}
+
+}  // namespace nanobind::detail
+
+NB_MODULE(_C, m) {
+  using namespace tp;
+  using namespace tp::python;
+  nb::set_leak_warnings(false);  // dtype singletons live for the whole process
+  register_builtin_ops();
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* type = PyExc_RuntimeError;
+      switch (e.kind()) {
+        case ErrorKind::Type: type = PyExc_TypeError; break;
+        case ErrorKind::Value: type = PyExc_ValueError; break;
+        case ErrorKind::Index: type = PyExc_IndexError; break;
+        case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+        default: break;
+      }
+      PyErr_SetString(type, e.what());
+    }
+  });
+
+  // ---- dtypes
+  nb::class_<DTypeObj>(m, "dtype")
+      .def_prop_ro("is_floating_point", [](const DTypeObj& d) { return is_floating(d.dt); })
+      .def_prop_ro("is_signed", [](const DTypeObj& d) { return is_signed(d.dt); })
+      .def_prop_ro("itemsize", [](const DTypeObj& d) { return element_size(d.dt); })
+      .def_prop_ro("is_complex", [](const DTypeObj&) { return false; })
+      .def_prop_ro("_name", [](const DTypeObj& d) { return dtype_name(d.dt); })
+      .def("__repr__", [](const DTypeObj& d) { return std::string("tensorplay.") + dtype_name(d.dt); })
+      .def("__reduce__", [](const DTypeObj& d) { return std::string(dtype_name(d.dt)); });
+  for (int i = 0; i < kNumDTypes; ++i) {
+    nb::object o = nb::cast(DTypeObj{DType(i)});
+    g_dtype_objs[i] = o.release().ptr();
+    m.attr(dtype_name(DType(i))) = nb::handle(g_dtype_objs[i]);
+  }
+  m.def("get_default_dtype", [] { return default_dtype(); });
+  m.def("set_default_dtype", [](DType d) { set_default_dtype(d); });
+  m.def("promote_types", [](DType a, DType b) { return promote_types(a, b); });
+  m.def("can_cast", [](DType from, DType to) { return can_cast(from, to); }, nb::arg("from_"), nb::arg("to"));
+  m.def("_result_type", [](TensorArg a, TensorArg b) { return result_type({&a.t, &b.t}); });
+  m.def("get_num_threads", [] { return get_num_threads(); });
+  m.def("set_num_threads", [](int n) { set_num_threads(n); });
+
+  // ---- devices
+  nb::class_<Device>(m, "device")
+      .def("__init__", [](Device* self, DeviceArg d) { new (self) Device(d.d); })
+      .def("__init__", [](Device* self, const std::string& type, int index) {
+        Device d = Device::parse(type);
+        TP_CHECK(d.index < 0, "type (string) must not include an index because index was passed explicitly: ", type);
+        TP_CHECK(index >= 0, "Device index must not be negative");
+        new (self) Device(d.type, index);
+      })
+      .def_prop_ro("type", [](const Device& d) { return device_type_name(d.type); })
+      .def_prop_ro("index", [](const Device& d) -> nb::object {
+        if (d.index < 0) return nb::none();
+        return nb::int_(d.index);
+      })
+      .def("__eq__", [](const Device& a, const Device& b) { return a == b; }, nb::is_operator())
+      .def("__hash__", [](const Device& d) { return int(d.type) * 1000 + d.index; })
+      .def("__str__", &Device::str)
+      .def("__repr__", [](const Device& d) {
+        std::string r = std::string("device(type='") + device_type_name(d.type) + "'";
+        if (d.index >= 0) r += ", index=" + std::to_string(d.index);
+        return r + ")";
+      });
+  nb::implicitly_convertible<std::string, Device>();
+
+  // ---- tensors
+  nb::class_<Tensor> cls(m, "Tensor");
+  bind_tensor(m, cls);
+  bind_generated_ops(m, cls);
+  bind_creation(m);
+  bind_dlpack(m, cls);
+
+  // ---- the op registry, for introspection and tests
+  m.def("_registered_ops", [] {
+    nb::list out;
+    for (const OpDef& d : op_registry()) {
+      nb::list keys;
+      for (int k = 0; k < kNumDispatchKeys; ++k)
+        if (d.kernels[k]) keys.append(dispatch_key_name(DispatchKey(k)));
+      out.append(nb::make_tuple(d.name, d.schema, d.tags, d.doc, keys));
+    }
+    return out;
+  });
+}

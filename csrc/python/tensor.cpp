@@ -1,0 +1,182 @@
+// TensorBase: metadata properties, conversions to Python, and the operator dunders
+// (bound in C++ so `a + b` costs one call).
+#include "core/error.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/pointwise.h"
+#include "python/bindings.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp::python {
+
+namespace {
+
+nb::object g_size_type;  // tensorplay.Size, set from Python
+
+nb::object make_size(IntArrayRef sizes) {
+  PyObject* t = PyTuple_New(Py_ssize_t(sizes.size()));
+  for (size_t i = 0; i < sizes.size(); ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(sizes[i]));
+  nb::object tup = nb::steal(t);
+  if (!g_size_type.is_valid()) return tup;
+  return g_size_type(tup);
+}
+
+template <class T>
+PyObject* to_py(T v) {
+  if constexpr (std::is_same_v<T, bool>) return PyBool_FromLong(v);
+  else if constexpr (std::is_integral_v<T>) return PyLong_FromLongLong(v);
+  else return PyFloat_FromDouble(double(float(v)));
+}
+template <>
+PyObject* to_py<double>(double v) { return PyFloat_FromDouble(v); }
+
+template <class T>
+PyObject* to_list(const char* p, IntArrayRef sizes, IntArrayRef strides, size_t d) {
+  if (d == sizes.size()) return to_py(*reinterpret_cast<const T*>(p));
+  PyObject* l = PyList_New(Py_ssize_t(sizes[d]));
+  for (int64_t i = 0; i < sizes[d]; ++i)
+    PyList_SET_ITEM(l, i, to_list<T>(p + i * strides[d] * int64_t(sizeof(T)), sizes, strides, d + 1));
+  return l;
+}
+
+void check_single(const Tensor& t, const char* what) {
+  TP_CHECK(t.numel() == 1, what);
+}
+
+}  // namespace
+
+void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
+  m.def("_set_size_type", [](nb::object t) { g_size_type = t; });
+  cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); })
+      .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
+        if (dim.is_none()) return make_size(t.sizes());
+        int64_t d = nb::cast<int64_t>(dim), n = t.dim();
+        TP_CHECK_INDEX(d >= -std::max<int64_t>(n, 1) && d < std::max<int64_t>(n, 1),
+                       "Dimension out of range (expected to be in range of [", -std::max<int64_t>(n, 1),
+                       ", ", std::max<int64_t>(n, 1) - 1, "], but got ", d, ")");
+        TP_CHECK_INDEX(n > 0, "dimension specified as ", d, " but tensor has no dimensions");
+        return nb::int_(t.size(d < 0 ? d + n : d));
+      }, nb::arg("dim") = nb::none())
+      .def("stride", [](const Tensor& t, nb::object dim) -> nb::object {
+        if (dim.is_none()) {
+          nb::list l;
+          for (int64_t s : t.strides()) l.append(s);
+          return nb::tuple(l);
+        }
+        int64_t d = nb::cast<int64_t>(dim), n = t.dim();
+        TP_CHECK_INDEX(n > 0 && d >= -n && d < n, "Dimension out of range (expected to be in range of [",
+                       -std::max<int64_t>(n, 1), ", ", std::max<int64_t>(n, 1) - 1, "], but got ", d, ")");
+        return nb::int_(t.stride(d < 0 ? d + n : d));
+      }, nb::arg("dim") = nb::none())
+      .def("dim", &Tensor::dim)
+      .def("ndimension", &Tensor::dim)
+      .def_prop_ro("ndim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("nelement", &Tensor::numel)
+      .def_prop_ro("dtype", [](const Tensor& t) { return t.dtype(); })
+      .def_prop_ro("device", [](const Tensor& t) { return t.device(); })
+      .def_prop_ro("is_cuda", [](const Tensor& t) { return t.device().is_cuda(); })
+      .def_prop_ro("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); })
+      .def_prop_ro("is_meta", [](const Tensor& t) { return t.device().type == DeviceType::Meta; })
+      .def("get_device", [](const Tensor& t) { return t.device().is_cpu() ? -1 : int(t.device().index); })
+      .def("element_size", [](const Tensor& t) { return t.itemsize(); })
+      .def_prop_ro("itemsize", [](const Tensor& t) { return t.itemsize(); })
+      .def_prop_ro("nbytes", [](const Tensor& t) { return size_t(t.numel()) * t.itemsize(); })
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("storage_offset", &Tensor::storage_offset)
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
+      .def("is_complex", [](const Tensor&) { return false; })
+      .def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); })
+      .def("_is_contiguous", &Tensor::is_contiguous)
+      .def("_is_non_overlapping_and_dense", [](const Tensor& t) { return t.impl()->is_non_overlapping_and_dense(); })
+      .def_prop_ro("_version", [](const Tensor& t) { return t.impl()->version(); })
+      .def_prop_ro("_storage_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage()->data()); })
+      .def_prop_ro("_storage_nbytes", [](const Tensor& t) { return t.impl()->storage()->nbytes(); })
+      .def_prop_ro("_is_wrapped_number", [](const Tensor& t) { return t.impl()->is_wrapped_number(); })
+      .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
+                   [](Tensor& t, bool r) {
+                     TP_CHECK(!r || is_floating(t.dtype()),
+                              "only Tensors of floating point dtype can require gradients");
+                     t.impl()->set_requires_grad(r);
+                   })
+      .def("_as_strided", [](const Tensor& t, IntList sizes, IntList strides, int64_t offset) {
+        return make_view(t, sizes.v, strides.v, offset);
+      })
+      .def("item", [](const Tensor& t) { return tensor_item(t); })
+      .def("tolist", [](const Tensor& t) -> nb::object {
+        TP_CHECK(t.device().is_cpu(), "tolist: copy CUDA tensors to the CPU first");
+        return visit_dtype(t.dtype(), [&](auto v) {
+          using T = decltype(v);
+          return nb::steal(to_list<T>(t.data_ptr(), t.sizes(), t.strides(), 0));
+        });
+      })
+      .def("__len__", [](const Tensor& t) {
+        if (t.dim() == 0) throw nb::type_error("len() of a 0-d tensor");
+        return t.size(0);
+      })
+      .def("__bool__", [](const Tensor& t) {
+        check_single(t, "Boolean value of Tensor with more than one value is ambiguous");
+        return nb::cast<bool>(nb::bool_(tensor_item(t)));
+      })
+      .def("__float__", [](const Tensor& t) {
+        check_single(t, "only one element tensors can be converted to Python scalars");
+        return nb::cast<double>(nb::float_(tensor_item(t)));
+      })
+      .def("__int__", [](const Tensor& t) {
+        check_single(t, "only one element tensors can be converted to Python scalars");
+        return nb::int_(tensor_item(t));
+      })
+      .def("__index__", [](const Tensor& t) {
+        if (t.numel() != 1 || !is_integral(t.dtype(), true))
+          throw nb::type_error("only integer tensors of a single element can be converted to an index");
+        return nb::int_(tensor_item(t));
+      })
+      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
+
+  // Binary operator dunders with reflected and in-place forms.
+#define TP_BINARY_DUNDER(name, fn)                                                           \
+  cls.def("__" name "__", [](const Tensor& a, TensorArg b) { return fn(a, b.t); },           \
+          nb::is_operator());                                                                \
+  cls.def("__r" name "__", [](const Tensor& a, TensorArg b) { return fn(b.t, a); },          \
+          nb::is_operator());                                                                \
+  cls.def("__i" name "__", [](nb::handle self, TensorArg b) {                                \
+    Tensor& a = nb::cast<Tensor&>(self);                                                     \
+    fn##_(a, b.t);                                                                           \
+    return self;                                                                             \
+  }, nb::is_operator(), nb::rv_policy::reference);
+  TP_BINARY_DUNDER("add", tp::add)
+  TP_BINARY_DUNDER("sub", tp::sub)
+  TP_BINARY_DUNDER("mul", tp::mul)
+  TP_BINARY_DUNDER("truediv", tp::true_divide)
+  TP_BINARY_DUNDER("floordiv", tp::floor_divide)
+  TP_BINARY_DUNDER("mod", tp::remainder)
+  TP_BINARY_DUNDER("and", tp::bitwise_and)
+  TP_BINARY_DUNDER("or", tp::bitwise_or)
+  TP_BINARY_DUNDER("xor", tp::bitwise_xor)
+  TP_BINARY_DUNDER("lshift", tp::bitwise_left_shift)
+  TP_BINARY_DUNDER("rshift", tp::bitwise_right_shift)
+#undef TP_BINARY_DUNDER
+  cls.def("__pow__", [](const Tensor& a, TensorArg b) { return tp::pow(a, b.t); }, nb::is_operator());
+  cls.def("__rpow__", [](const Tensor& a, Scalar b) { return tp::pow(b, a); }, nb::is_operator());
+  cls.def("__ipow__", [](nb::handle self, TensorArg b) {
+    tp::pow_(nb::cast<Tensor&>(self), b.t);
+    return self;
+  }, nb::is_operator(), nb::rv_policy::reference);
+#define TP_COMPARE_DUNDER(name, fn) \
+  cls.def("__" name "__", [](const Tensor& a, TensorArg b) { return fn(a, b.t); }, nb::is_operator());
+  TP_COMPARE_DUNDER("eq", tp::eq)
+  TP_COMPARE_DUNDER("ne", tp::ne)
+  TP_COMPARE_DUNDER("lt", tp::lt)
+  TP_COMPARE_DUNDER("le", tp::le)
+  TP_COMPARE_DUNDER("gt", tp::gt)
+  TP_COMPARE_DUNDER("ge", tp::ge)
+#undef TP_COMPARE_DUNDER
+  cls.def("__neg__", [](const Tensor& a) { return tp::neg(a); });
+  cls.def("__abs__", [](const Tensor& a) { return tp::abs(a); });
+  cls.def("__invert__", [](const Tensor& a) { return tp::bitwise_not(a); });
+  cls.def("__pos__", [](const Tensor& a) {
+    TP_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
+    return a;
+  });
+}
+
+}  // namespace tp::python

@@ -1,0 +1,2 @@
+"""TensorPlay: tensors, autograd and neural networks with PyTorch's API."""
+from tensorplay import _C

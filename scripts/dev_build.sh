@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Incremental developer build: compiles tensorplay._C into build/dev and links it into
+# python/tensorplay, so `PYTHONPATH=python python ...` runs the working tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${TP_DEV_BUILD_DIR:-build/dev}
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
+        -DUSE_CUDA="${USE_CUDA:-OFF}" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+fi
+cmake --build "$build" ${MAX_JOBS:+-j "$MAX_JOBS"}
+so=$(ls "$build"/_C*.so)
+ln -sf "$(realpath "$so")" python/tensorplay/"$(basename "$so")"
+cp "$build/version.py" python/tensorplay/version.py

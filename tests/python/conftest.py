@@ -1,0 +1,74 @@
+"""Selects the library under test for the opdb-driven suites.
+
+The library is ``tensorplay`` unless ``TP_OPDB_AGAINST_TORCH=1`` is set, in
+which case ``torch`` itself is tested against torch: a self-check of the
+harness and of the op database, which must then pass completely.
+
+If tensorplay fails to import, every test using the ``lib`` fixture FAILS
+(it is never skipped).
+
+The op database lives in ``python/tensorplay/testing/opdb.py``.  It depends
+only on numpy and torch, so it is loaded from the source tree by path (as the
+module ``tensorplay_opdb``) and works before the C++ core is built; test
+modules simply ``import tensorplay_opdb as opdb``.
+"""
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+AGAINST_TORCH = os.environ.get('TP_OPDB_AGAINST_TORCH', '') not in ('', '0')
+
+
+def _load_opdb():
+    name = 'tensorplay_opdb'
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / 'python' / 'tensorplay' / 'testing' / 'opdb.py')
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+_load_opdb()
+
+
+class _ImportFailed:
+    """Stands in for a library that failed to import: any use fails the test."""
+
+    def __init__(self, name, error):
+        self._name, self._error = name, error
+
+    def __getattr__(self, attr):
+        pytest.fail(f'{self._name} failed to import: {self._error!r}', pytrace=False)
+
+
+def _import_library():
+    if AGAINST_TORCH:
+        import torch
+        return torch
+    try:
+        import tensorplay
+    except Exception as e:  # noqa: BLE001 - any import failure must fail the tests
+        return _ImportFailed('tensorplay', e)
+    return tensorplay
+
+
+@pytest.fixture(scope='session')
+def lib():
+    """The library under test: tensorplay, or torch with TP_OPDB_AGAINST_TORCH=1."""
+    return _import_library()
+
+
+@pytest.fixture(scope='session')
+def lib_is_torch(lib):
+    """True when the harness runs torch against itself."""
+    return AGAINST_TORCH
+
+
+def pytest_report_header(config):
+    return f"opdb library under test: {'torch (TP_OPDB_AGAINST_TORCH=1)' if AGAINST_TORCH else 'tensorplay'}"

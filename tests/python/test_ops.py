@@ -1,0 +1,208 @@
+"""Generic op tests driven by the op database (python/tensorplay/testing/opdb.py).
+
+Every opdb entry is run, for each dtype and each of its samples, in every call
+form it claims (function, method, in-place, out=, Python operator) in both the
+library under test and torch; results must have the same dtype, the same shape
+and values close within the entry's tolerance.  Error inputs must raise the
+same exception type in both, and unsupported dtypes must fail the same way.
+"""
+import pytest
+import torch
+
+import tensorplay_opdb as opdb
+
+OPS = opdb.op_db
+
+
+def _params(pred=lambda op: True, dtypes=lambda op: op.dtypes):
+    return [pytest.param(op, dt, id=f'{op.name}-{dt}')
+            for op in OPS if pred(op) for dt in dtypes(op)]
+
+
+def _outcome(fn):
+    """('ok', result) or ('raised', exception)."""
+    try:
+        return 'ok', fn()
+    except Exception as e:  # noqa: BLE001 - any exception is an outcome to compare
+        return 'raised', e
+
+
+def assert_matches(actual, expected, lib, *, tol, compare_values=True, ctx=''):
+    """actual (from lib) agrees with expected (a torch result)."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected), ctx
+        for a, e in zip(actual, expected):
+            assert_matches(a, e, lib, tol=tol, compare_values=compare_values, ctx=ctx)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected, f'{ctx}: {actual!r} != {expected!r}'
+        return
+    assert isinstance(actual, lib.Tensor), f'{ctx}: expected a {lib.__name__}.Tensor, got {type(actual)}'
+    a_dt, e_dt = opdb.dtype_name(actual.dtype), opdb.dtype_name(expected.dtype)
+    assert a_dt == e_dt, f'{ctx}: dtype {a_dt} != {e_dt}'
+    assert tuple(actual.shape) == tuple(expected.shape), \
+        f'{ctx}: shape {tuple(actual.shape)} != {tuple(expected.shape)}'
+    if compare_values:
+        rtol, atol = tol
+        torch.testing.assert_close(opdb.to_torch(actual), expected, rtol=rtol, atol=atol,
+                                   equal_nan=True, msg=lambda m: f'{ctx}\n{m}')
+
+
+def _run(op, form, lib, sample, out_spec=None):
+    args, kwargs = opdb.materialize(sample, lib)
+    out = None
+    if out_spec is not None:
+        shape, dtype = out_spec
+        out = lib.zeros(shape, dtype=getattr(lib, dtype))
+    return op.call(form, lib, args, kwargs, out=out)
+
+
+def _check_form(lib, op, dtype, form):
+    """Runs every applicable sample in `form` in both libraries.  In the op's
+    primary form torch must succeed (else the sample is broken); in the other
+    forms a torch failure must be matched by the same exception type."""
+    must_succeed = form == op.primary_form
+    tol = op.tolerance(dtype)
+    checked = 0
+    for sample in op.sample_inputs(dtype):
+        if not op.applies(form, sample):
+            continue
+        ctx = f'{op.name} [{form}] {sample!r}'
+        out_spec = None
+        if form == 'out':
+            status, ref = _outcome(lambda: _run(op, 'function', torch, sample))
+            if status == 'raised':
+                continue
+            out_spec = (tuple(ref.shape), opdb.dtype_name(ref.dtype))
+        t_status, expected = _outcome(lambda: _run(op, form, torch, sample, out_spec))
+        if t_status == 'raised':
+            assert not must_succeed, f'{ctx}: invalid sample, torch raised {expected!r}'
+            with pytest.raises(type(expected)):
+                _run(op, form, lib, sample, out_spec)
+            continue
+        actual = _run(op, form, lib, sample, out_spec)
+        assert_matches(actual, expected, lib, tol=tol, compare_values=op.compare_values, ctx=ctx)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize('op', [pytest.param(op, id=op.name) for op in OPS])
+def test_api_surface(lib, op):
+    """Every form the entry claims exists."""
+    missing = []
+    if op.function and not hasattr(lib, op.name):
+        missing.append(f'{lib.__name__}.{op.name}')
+    if op.method and not hasattr(lib.Tensor, op.name):
+        missing.append(f'Tensor.{op.name}')
+    if op.inplace and not hasattr(lib.Tensor, op.name + '_'):
+        missing.append(f'Tensor.{op.name}_')
+    assert not missing, f'missing: {missing}'
+
+
+@pytest.mark.parametrize('op,dtype', _params(lambda op: op.function))
+def test_function(lib, op, dtype):
+    assert _check_form(lib, op, dtype, 'function') > 0
+
+
+@pytest.mark.parametrize('op,dtype', _params(lambda op: op.method))
+def test_method(lib, op, dtype):
+    _check_form(lib, op, dtype, 'method')
+
+
+@pytest.mark.parametrize('op,dtype', _params(lambda op: op.inplace))
+def test_inplace(lib, op, dtype):
+    _check_form(lib, op, dtype, 'inplace')
+
+
+@pytest.mark.parametrize('op,dtype', _params(lambda op: op.out))
+def test_out(lib, op, dtype):
+    _check_form(lib, op, dtype, 'out')
+
+
+@pytest.mark.parametrize('op,dtype', _params(lambda op: op.operator is not None))
+def test_operator(lib, op, dtype):
+    _check_form(lib, op, dtype, 'operator')
+
+
+def _unsafe_inplace_params():
+    params = []
+    for op in OPS:
+        if not op.inplace:
+            continue
+        for dt in op.dtypes:
+            samples = opdb.unsafe_inplace_samples(op, dt)
+            if samples:
+                params.append(pytest.param(op, samples, id=f'{op.name}-{dt}'))
+    return params
+
+
+@pytest.mark.parametrize('op,samples', _unsafe_inplace_params())
+def test_inplace_unsafe_cast(lib, op, samples):
+    """In-place into a dtype that cannot hold the result raises RuntimeError."""
+    for sample in samples:
+        with pytest.raises(RuntimeError):
+            _run(op, 'inplace', torch, sample)
+        with pytest.raises(RuntimeError):
+            _run(op, 'inplace', lib, sample)
+
+
+def _error_params():
+    return [pytest.param(op, err, id=f'{op.name}-{i}')
+            for op in OPS for i, err in enumerate(op.error_inputs())]
+
+
+@pytest.mark.parametrize('op,err', _error_params())
+def test_error_inputs(lib, lib_is_torch, op, err):
+    assert op.applies(err.form, err), f'{err!r} cannot be called as {err.form}'
+    with pytest.raises(err.exc_type, match=err.match) as expected:
+        _run(op, err.form, torch, err)
+    with pytest.raises(type(expected.value), match=err.match) as actual:
+        _run(op, err.form, lib, err)
+    if not lib_is_torch:
+        assert op.name.rstrip('_') in str(actual.value), \
+            f'error message does not name {op.name!r}: {actual.value}'
+
+
+def _unsupported_params():
+    return [pytest.param(op, dt, id=f'{op.name}-{dt}')
+            for op in OPS for dt in opdb.ALL_DTYPES
+            if dt not in op.dtypes and next(iter(op.sample_inputs(dt)), None) is not None]
+
+
+@pytest.mark.parametrize('op,dtype', _unsupported_params())
+def test_unsupported_dtypes(lib, op, dtype):
+    """For a dtype torch rejects, each non-empty sample behaves as in torch:
+    the same exception type, or (where promotion rescues it) the same result."""
+    form, raised = op.primary_form, 0
+    for sample in op.sample_inputs(dtype):
+        if any(torch.as_tensor(t).numel() == 0 for t in sample.tensors()):
+            continue
+        ctx = f'{op.name} [{form}] {sample!r}'
+        status, expected = _outcome(lambda: _run(op, form, torch, sample))
+        if status == 'raised':
+            raised += 1
+            with pytest.raises(type(expected)):
+                _run(op, form, lib, sample)
+        elif opdb.is_tensor(expected) and expected.numel() > 0:
+            actual = _run(op, form, lib, sample)
+            assert_matches(actual, expected, lib, tol=op.tolerance(expected.dtype), ctx=ctx)
+    assert raised, f'{op.name} does support {dtype} in torch: add it to the entry dtypes'
+
+
+@pytest.mark.parametrize('op', [pytest.param(op, id=op.name) for op in OPS if op.coverage])
+def test_sample_coverage(op):
+    """The database itself: samples cover 0-dim, empty, non-contiguous, ... inputs."""
+    for dt in op.dtypes:
+        traits = set()
+        for sample in op.sample_inputs(dt):
+            traits |= sample.traits()
+        missing = set(op.coverage) - traits
+        assert not missing, f'{op.name} samples for {dt} lack {sorted(missing)}'
+
+
+def test_db_integrity():
+    names = [op.name for op in OPS]
+    assert len(names) == len(set(names))
+    for op in OPS:
+        assert op.dtypes and set(op.dtypes) <= set(opdb.ALL_DTYPES), op.name
+        assert op.forms, op.name

@@ -1,0 +1,404 @@
+"""Generates TensorPlay's op layer from csrc/ops/ops.yaml.
+
+Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
+  tensorplay/ops_api.h        C++ API (tp::add, tp::add_, tp::add_out), op ids, impl decls
+  tensorplay/pointwise_kernels.h  the PwKernel enum (one per functor)
+  ops_api.cpp                 generated pointwise kernels, API bodies, registry entries
+  cpu_kernels_N.cpp           CPU loop instantiations per functor and dtype
+  python_ops.cpp              nanobind bindings (functions, methods, in-place methods)
+Files are rewritten only when their text changes, so rebuilds stay incremental.
+"""
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+DTYPE_SETS = {
+    "all": ["Bool", "UInt8", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64"],
+    "numeric": ["UInt8", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64"],
+    "float": ["Float32", "Float64"],
+    "int": ["UInt8", "Int8", "Int16", "Int32", "Int64"],
+    "intbool": ["Bool", "UInt8", "Int8", "Int16", "Int32", "Int64"],
+}
+CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int16_t",
+            "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double"}
+PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
+           "bool_out": "Promote::BoolOut"}
+CPU_SHARDS = 3
+
+
+@dataclass
+class Arg:
+    type: str
+    name: str
+    default: str | None
+    kwonly: bool
+
+    @property
+    def optional(self):
+        return self.type.endswith("?")
+
+    @property
+    def base(self):
+        return self.type.rstrip("?")
+
+
+@dataclass
+class Op:
+    name: str          # "pow"
+    overload: str      # "Scalar" or ""
+    args: list
+    entry: dict
+    variants: list = field(default_factory=list)
+
+    @property
+    def full_name(self):
+        return f"{self.name}.{self.overload}" if self.overload else self.name
+
+    @property
+    def ident(self):
+        return self.full_name.replace(".", "_")
+
+    @property
+    def tensor_args(self):
+        return [a for a in self.args if a.base == "Tensor" and not a.optional]
+
+
+def parse_schema(text):
+    m = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*->\s*(.+)", text)
+    if not m:
+        raise ValueError(f"bad schema: {text}")
+    name, argstr, _ret = m.groups()
+    name, _, overload = name.partition(".")
+    args, kwonly = [], False
+    for part in [p.strip() for p in argstr.split(",") if p.strip()]:
+        if part == "*":
+            kwonly = True
+            continue
+        decl, _, default = part.partition("=")
+        typ, argname = decl.split()
+        args.append(Arg(typ, argname, default.strip() or None, kwonly))
+    return name, overload, args
+
+
+# ------------------------------------------------------------------ C++ API types
+def cpp_type(a):
+    base = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double",
+            "bool": "bool", "str": "std::string", "ScalarType": "DType", "Device": "Device"}
+    if a.base == "int[]":
+        return "IntArrayRef"
+    t = base[a.base]
+    if a.optional:
+        return f"const std::optional<{t}>&"
+    return f"const {t}&" if t in ("Tensor", "Scalar", "std::string") else t
+
+
+def cpp_default(a):
+    d = a.default
+    if d is None:
+        return ""
+    if d == "None":
+        return " = std::nullopt"
+    if d in ("True", "False"):
+        return " = " + d.lower()
+    if a.base == "Scalar":
+        return f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
+    return " = " + d
+
+
+def params(op, defaults=True):
+    return ", ".join(f"{cpp_type(a)} {a.name}{cpp_default(a) if defaults else ''}" for a in op.args)
+
+
+def call_args(op):
+    return ", ".join(a.name for a in op.args)
+
+
+def kernel_sig(op):
+    return f"Tensor(*)({', '.join([cpp_type(a) for a in op.args] + ['OutArg'])})"
+
+
+def key_expr(op):
+    tensors = op.tensor_args
+    if tensors:
+        return f"dispatch_key_of({tensors[0].name})"
+    dev = [a for a in op.args if a.base == "Device"]
+    if dev:
+        return f"({dev[0].name} ? backend_key({dev[0].name}->type) : DispatchKey::CPU)"
+    return "DispatchKey::CPU"
+
+
+# ------------------------------------------------------------------ generation
+def load(path):
+    data = yaml.safe_load(Path(path).read_text())
+    ops = []
+    for e in data["ops"]:
+        name, overload, args = parse_schema(e["func"])
+        ops.append(Op(name, overload, args, e, list(e.get("variants", ["function"]))))
+    return data["kernels"], ops
+
+
+def gen_kernel_enum(kernels):
+    names = list(kernels)
+    body = ",\n  ".join(names)
+    strs = ", ".join(f'"{n}"' for n in names)
+    return f"""// Generated from ops.yaml. Do not edit.
+#pragma once
+namespace tp {{
+/// One id per pointwise functor; indexes each backend's loop table.
+enum class PwKernel : int {{
+  {body},
+  kCount
+}};
+inline const char* pw_kernel_name(PwKernel k) {{
+  static constexpr const char* names[] = {{{strs}}};
+  return names[int(k)];
+}}
+}}  // namespace tp
+"""
+
+
+def gen_api_header(ops):
+    decls, impls, checks, ids = [], [], set(), []
+    for i, op in enumerate(ops):
+        ids.append(f"constexpr int kOp_{op.ident} = {i};")
+        p = params(op)
+        if "function" in op.variants or "method" in op.variants:
+            decls.append(f"Tensor {op.name}({p});")
+        if "inplace" in op.variants:
+            ip = p.replace("const Tensor& self", "Tensor& self", 1)
+            decls.append(f"Tensor& {op.name}_({ip});")
+        if "out" in op.variants:
+            decls.append(f"Tensor& {op.name}_out(Tensor& out, {p});")
+        fn = op.entry.get("impl") or op.entry.get("composite")
+        if fn:
+            impls.append(f"Tensor {fn}({params(op, False)}, OutArg out);")
+        if "check" in op.entry:
+            checks.add(f"void {op.entry['check']}({params(op, False)});")
+    return "\n".join([
+        "// Generated from ops.yaml. Do not edit.",
+        "#pragma once",
+        "#include <optional>",
+        "#include <string>",
+        '#include "core/scalar.h"',
+        '#include "core/tensor_impl.h"',
+        '#include "dispatch/registry.h"',
+        '#include "kernels/tensor_iterator.h"',
+        "namespace tp {",
+        *ids,
+        f"constexpr int kNumBuiltinOps = {len(ops)};",
+        "/// Adds the built-in ops to the registry (called once at import).",
+        "void register_builtin_ops();",
+        "// ---- C++ API",
+        *decls,
+        "// ---- hand-written kernels (csrc/ops/*.cpp)",
+        *dict.fromkeys(impls),
+        *sorted(checks),
+        "}  // namespace tp", ""])
+
+
+def gen_api_source(ops):
+    out = ["// Generated from ops.yaml. Do not edit.",
+           '#include "tensorplay/ops_api.h"',
+           '#include "ops/pointwise.h"',
+           "namespace tp {", "namespace {"]
+    for op in ops:
+        pw = op.entry.get("pointwise")
+        if not pw:
+            continue
+        out.append(f"Tensor pw_{op.ident}({params(op, False)}, OutArg out) {{")
+        if "check" in op.entry:
+            out.append(f"  {op.entry['check']}({call_args(op)});")
+        out.append("  KernelParams p;")
+        for slot, argname in (pw.get("params") or {}).items():
+            out.append(f"  p.{slot} = {argname};")
+        ins = ", ".join(f"&{a.name}" for a in op.tensor_args)
+        out.append(f'  return run_pointwise(PwKernel::{pw["kernel"]}, '
+                   f'IterConfig{{"{op.name}", {PROMOTE[pw.get("promote", "common")]}}}, '
+                   f"out, {{{ins}}}, p);")
+        out.append("}")
+    out.append("}  // namespace")
+    for op in ops:
+        sig = kernel_sig(op)
+        k = f"reinterpret_cast<{sig}>(lookup_kernel(kOp_{op.ident}, {key_expr(op)}))"
+        p, a = params(op, False), call_args(op)
+        if "function" in op.variants or "method" in op.variants:
+            out.append(f"Tensor {op.name}({p}) {{ return {k}({a}, OutArg::none()); }}")
+        if "inplace" in op.variants:
+            ip = p.replace("const Tensor& self", "Tensor& self", 1)
+            out.append(f"Tensor& {op.name}_({ip}) {{ {k}({a}, OutArg{{&self, true}}); return self; }}")
+        if "out" in op.variants:
+            out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) {{ {k}({a}, OutArg{{&out, false}}); return out; }}")
+    out.append("void register_builtin_ops() {")
+    out.append("  auto& reg = op_registry();")
+    out.append(f"  reg.resize({len(ops)});")
+    for i, op in enumerate(ops):
+        e = op.entry
+        doc = (e.get("doc") or "").replace("\\", "\\\\").replace('"', '\\"')
+        tags = ",".join(e.get("tags", []))
+        out.append(f'  reg[{i}].name = "{op.full_name}"; reg[{i}].schema = "{e["func"]}"; '
+                   f'reg[{i}].tags = "{tags}"; reg[{i}].doc = "{doc}";')
+        if "pointwise" in e or "impl" in e:
+            fn = f"pw_{op.ident}" if "pointwise" in e else e["impl"]
+            for key in ("CPU", "CUDA", "Meta"):
+                out.append(f"  reg[{i}].kernels[int(DispatchKey::{key})] = reinterpret_cast<void*>(&{fn});")
+        if "composite" in e:
+            out.append(f"  reg[{i}].kernels[int(DispatchKey::Composite)] = reinterpret_cast<void*>(&{e['composite']});")
+    out.append("}")
+    out.append("}  // namespace tp")
+    return "\n".join(out) + "\n"
+
+
+def gen_cpu_kernels(kernels, shard):
+    names = [n for i, n in enumerate(kernels) if i % CPU_SHARDS == shard]
+    out = ["// Generated from ops.yaml. Do not edit.",
+           '#include "kernels/cpu/loops.h"',
+           '#include "tensorplay/pointwise_kernels.h"',
+           "namespace tp::cpu {",
+           f"void register_cpu_kernels_{shard}(Loop1d (*table)[kNumDTypes]) {{",
+           "  using namespace functors;"]
+    loops = {0: "nullary_loop", 1: "unary_loop", 2: "binary_loop", 3: "ternary_loop"}
+    for n in names:
+        spec = kernels[n]
+        loop = loops[spec["arity"]]
+        for dt in DTYPE_SETS[spec["dtypes"]]:
+            tmpl = f"{n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
+            out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &{loop}<{tmpl}>;")
+    out += ["}", "}  // namespace tp::cpu"]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ Python bindings
+def py_param(op, a, first_tensor):
+    """(C++ parameter declaration, expression giving the C++ API argument)."""
+    if a.base == "Tensor":
+        numbers_ok = a is not first_tensor and "pointwise" in op.entry.get("tags", [])
+        if a.optional:
+            return f"std::optional<TensorArg> {a.name}", \
+                f"({a.name} ? std::optional<Tensor>({a.name}->t) : std::nullopt)"
+        if numbers_ok:
+            return f"TensorArg {a.name}", f"{a.name}.t"
+        return f"const Tensor& {a.name}", a.name
+    if a.base == "int[]":
+        return f"IntList {a.name}", f"IntArrayRef({a.name}.v.data(), {a.name}.v.size())"
+    if a.base == "Device":
+        return f"std::optional<DeviceArg> {a.name}", \
+            f"({a.name} ? std::optional<Device>({a.name}->d) : std::nullopt)"
+    t = {"Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
+         "str": "std::string", "ScalarType": "DType", "Device": "Device"}[a.base]
+    if a.optional:
+        return f"std::optional<{t}> {a.name}", a.name
+    return f"{t} {a.name}", a.name
+
+
+def py_arg_spec(a, rename_self=True):
+    name = "input" if (a.name == "self" and rename_self) else a.name
+    spec = f'nb::arg("{name}")'
+    if a.optional and a.default in (None, "None"):
+        spec += ".none()"
+    if a.default is not None:
+        d = a.default
+        if d == "None":
+            spec += " = nb::none()"
+        elif d in ("True", "False"):
+            spec += f" = {d.lower()}"
+        elif a.base == "Scalar":
+            spec += f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
+        else:
+            spec += f" = {d}"
+    return spec
+
+
+def arg_specs(args, rename_self=True):
+    specs, kw_done = [], False
+    for a in args:
+        if a.kwonly and not kw_done:
+            specs.append("nb::kw_only()")
+            kw_done = True
+        specs.append(py_arg_spec(a, rename_self))
+    return specs, kw_done
+
+
+def gen_python(ops):
+    out = ["// Generated from ops.yaml. Do not edit.",
+           '#include "python/bindings.h"',
+           '#include "tensorplay/ops_api.h"',
+           "namespace tp::python {",
+           "void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls) {"]
+    for op in ops:
+        first = op.tensor_args[0] if op.tensor_args else None
+        decls = [py_param(op, a, first) for a in op.args]
+        pdecl = ", ".join(d for d, _ in decls)
+        cargs = ", ".join(c for _, c in decls)
+        doc = (op.entry.get("doc") or "").replace('"', '\\"')
+        # function form, with out= when the op has one
+        varargs = op.args and op.args[0].base == "int[]" and op.args[0].name == "size"
+        if varargs:  # zeros(2, 3) and zeros((2, 3)) alike
+            pdecl = pdecl.replace("IntList size", "nb::args size_args", 1)
+            cargs = cargs.replace("IntArrayRef(size.v.data(), size.v.size())",
+                                  f'size_from_args(size_args, "{op.name}")', 1)
+        if "function" in op.variants or "out" in op.variants:
+            specs, kw = arg_specs(op.args)
+            if varargs:
+                specs[0] = 'nb::arg("size")'
+                specs = [x for x in specs if x != "nb::kw_only()"]
+                kw = True
+            if "out" in op.variants:
+                if not kw:
+                    specs.append("nb::kw_only()")
+                specs.append('nb::arg("out").none() = nb::none()')
+                body_fn = (f"return nb::cast(tp::{op.name}({cargs}));" if "function" in op.variants
+                           else 'throw nb::type_error("' + op.name + '() missing out=");')
+                out.append(
+                    f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
+                    f"    if (!out.is_none()) {{ tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out); }}\n"
+                    f"    {body_fn}\n"
+                    f'  }}, {", ".join(specs)}, "{doc}");')
+            else:
+                out.append(f'  m.def("{op.name}", []({pdecl}) {{ return tp::{op.name}({cargs}); }}, '
+                           f'{", ".join(specs)}, "{doc}");')
+        # method forms: self is the bound tensor
+        if first is None or op.args[0] is not first:
+            if "method" in op.variants and first is not None:
+                specs, _ = arg_specs([a for a in op.args if a is not first])
+                mdecl = ", ".join(d for (d, _), a in zip(decls, op.args) if a is not first)
+                out.append(f'  cls.def("{op.name}", [](const Tensor& {first.name}{", " if mdecl else ""}{mdecl}) '
+                           f'{{ return tp::{op.name}({cargs}); }}, {", ".join(specs)}, "{doc}");')
+            continue
+        rest = [a for a in op.args[1:]]
+        specs, _ = arg_specs(rest)
+        mdecl = ", ".join(d for d, _ in decls[1:])
+        spec_str = (", " + ", ".join(specs)) if specs else ""
+        if "method" in op.variants:
+            out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
+                       f'{{ return tp::{op.name}({cargs}); }}{spec_str}, "{doc}");')
+        if "inplace" in op.variants:
+            ip_args = cargs.replace("self", "t", 1) if cargs.startswith("self") else cargs
+            out.append(f'  cls.def("{op.name}_", [](nb::handle self_obj{", " if mdecl else ""}{mdecl}) -> nb::handle {{\n'
+                       f"    Tensor& t = nb::cast<Tensor&>(self_obj); tp::{op.name}_({ip_args}); return self_obj;\n"
+                       f'  }}{spec_str}, nb::rv_policy::reference);')
+    out += ["}", "}  // namespace tp::python"]
+    return "\n".join(out) + "\n"
+
+
+def write_if_changed(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def main():
+    kernels, ops = load(sys.argv[1])
+    out = Path(sys.argv[2])
+    write_if_changed(out / "tensorplay/pointwise_kernels.h", gen_kernel_enum(kernels))
+    write_if_changed(out / "tensorplay/ops_api.h", gen_api_header(ops))
+    write_if_changed(out / "ops_api.cpp", gen_api_source(ops))
+    for shard in range(CPU_SHARDS):
+        write_if_changed(out / f"cpu_kernels_{shard}.cpp", gen_cpu_kernels(kernels, shard))
+    write_if_changed(out / "python_ops.cpp", gen_python(ops))
+
+
+if __name__ == "__main__":
+    main()
