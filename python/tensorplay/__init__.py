@@ -1,2 +1,48 @@
-"""TensorPlay: tensors, autograd and neural networks with PyTorch's API."""
+"""TensorPlay: tensors, autograd and neural networks with PyTorch's API.
+
+    import tensorplay as tp
+    x = tp.tensor([[1.0, 2.0], [3.0, 4.0]])
+    (x * 2 + 1).exp()
+"""
 from tensorplay import _C
+from tensorplay._C import device
+from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, double, dtype, finfo, float,
+                               float16, float32, float64, get_default_dtype, half, iinfo, int,
+                               int8, int16, int32, int64, long, promote_types, result_type,
+                               set_default_dtype, short, uint8)
+from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, contiguous_format,
+                                memory_format, preserve_format)
+from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
+                                  from_numpy, full_like, ones_like, tensor, zeros_like)
+from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
+from tensorplay import version
+from tensorplay.version import __version__
+
+get_num_threads = _C.get_num_threads
+set_num_threads = _C.set_num_threads
+
+
+def _export_generated_ops():
+    """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...)."""
+    g = globals()
+    for name in dir(_C):
+        if not name.startswith("_") and name not in g:
+            g[name] = getattr(_C, name)
+
+
+_export_generated_ops()
+
+
+def is_tensor(obj):
+    """True if ``obj`` is a TensorPlay tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def numel(input):
+    return input.numel()
+
+

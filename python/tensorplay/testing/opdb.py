@@ -498,8 +498,9 @@ def _alpha(dt):
 binary('add', variants=_alpha, scalar_self=(2, 2.5), operator=operator.add,
        errors=_errors(_err(_t([1, 2], 'int64'), _t([1.5, 2.5]), form='inplace'),
                       _err(_t([1, 2], 'int64'), _t([1, 2], 'int64'), alpha=1.5)))
-binary('sub', NO_BOOL, variants=_alpha, scalar_self=(2, 2.5), operator=operator.sub,
-       errors=_err(_t([True], 'bool'), _t([False], 'bool')))
+binary('sub', NO_BOOL, variants=_alpha, scalars=(3, 2.5), scalar_self=(2, 2.5), operator=operator.sub,
+       errors=_errors(_err(_t([True], 'bool'), _t([False], 'bool')),
+                      _err(_I64, True), _err(True, _I64)))
 binary('mul', scalar_self=(2, 2.5), operator=operator.mul)
 binary('div', rhs=_NONZERO, scalar_self=(2, 2.5), operator=operator.truediv,
        variants=lambda dt: ({}, {'rounding_mode': 'trunc'}, {'rounding_mode': 'floor'},

@@ -1,0 +1,110 @@
+"""Tensor creation from Python data, NumPy and DLPack, and the *_like factories."""
+import builtins
+
+import numpy as np
+
+from tensorplay import _C, _dtype
+
+Tensor = _C.Tensor
+
+_FROM_NUMPY = {"bool": _dtype.bool, "uint8": _dtype.uint8, "int8": _dtype.int8,
+               "int16": _dtype.int16, "int32": _dtype.int32, "int64": _dtype.int64,
+               "float16": _dtype.float16, "float32": _dtype.float32, "float64": _dtype.float64}
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors)."""
+    if isinstance(data, np.ndarray):
+        t = from_numpy(data) if data.dtype.name in _FROM_NUMPY else None
+        if t is None:
+            raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.name}.")
+        out = _C._to_dtype(t, dtype if dtype is not None else t.dtype, True)
+        out.requires_grad = requires_grad
+        return out
+    return _C._tensor(data, dtype, device, requires_grad)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing ``ndarray``'s memory (zero-copy)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    name = ndarray.dtype.name
+    if name not in _FROM_NUMPY or not ndarray.dtype.isnative:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{name}. The only supported types "
+                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    if builtins.any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    ptr = ndarray.__array_interface__["data"][0]
+    return _C._from_buffer(ptr, list(ndarray.shape), list(ndarray.strides), _FROM_NUMPY[name], ndarray)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing the memory of any DLPack producer (NumPy, PyTorch, ...)."""
+    if hasattr(ext_tensor, "__dlpack__"):
+        try:
+            capsule = ext_tensor.__dlpack__(max_version=(1, 0))
+        except TypeError:
+            capsule = ext_tensor.__dlpack__()
+    else:
+        capsule = ext_tensor
+    return _C._from_dlpack_capsule(capsule)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory where the dtype and device allow."""
+    if isinstance(data, Tensor):
+        return data if dtype is None or dtype == data.dtype else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype.name in _FROM_NUMPY and \
+            builtins.all(s >= 0 for s in data.strides) and data.dtype.isnative:
+        t = from_numpy(data)
+        return t if dtype is None or dtype == t.dtype else t.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """Converts ``obj`` to a tensor; shares memory unless ``copy=True`` or a cast is needed."""
+    if copy:
+        t = tensor(obj.tolist() if isinstance(obj, Tensor) else obj, dtype=dtype) \
+            if not isinstance(obj, Tensor) else _C._to_dtype(obj, dtype or obj.dtype, True)
+    elif hasattr(obj, "__dlpack__") and not isinstance(obj, (Tensor, np.ndarray)):
+        t = from_dlpack(obj)
+        if dtype is not None and dtype != t.dtype:
+            if copy is False:
+                raise ValueError("asarray: copy=False but a dtype conversion is needed")
+            t = t.to(dtype)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
+        if copy is False and isinstance(obj, (list, tuple)):
+            raise ValueError("asarray: can't alias a Python sequence (copy=False)")
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _like(factory):
+    def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{factory.__name__}_like(): argument 'input' (position 1) must be "
+                            f"Tensor, not {type(input).__name__}")
+        return factory(input.shape, *args, dtype=dtype if dtype is not None else input.dtype,
+                       device=device if device is not None else input.device,
+                       requires_grad=requires_grad, **kw)
+    like.__name__ = factory.__name__ + "_like"
+    like.__doc__ = f"``{factory.__name__}`` with the shape (and by default dtype, device) of ``input``."
+    return like
+
+
+zeros_like = _like(_C.zeros)
+ones_like = _like(_C.ones)
+empty_like = _like(_C.empty)
+full_like = _like(_C.full)
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` (default 0) below ``end`` in steps of ``step``."""
+    if end is None:
+        start, end = 0, start
+    return _C.arange(start, end, step, out=out, dtype=dtype, device=device,
+                     requires_grad=requires_grad)

@@ -1,0 +1,317 @@
+"""Tensor methods written in Python, attached to the C++ class ``tensorplay._C.Tensor``.
+
+The class is defined once, in C++ (hot methods and operators bound there); what reads
+better in Python lives here. See docs/architecture.md, "The Python Tensor".
+"""
+import builtins
+
+import numpy as np
+
+from tensorplay import _C, _dtype, _tensor_str
+
+Tensor = _C.Tensor
+Tensor.__module__ = "tensorplay"
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints (PyTorch's ``torch.Size``)."""
+
+    def __repr__(self):
+        return f"tensorplay.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+_C._set_size_type(Size)
+
+_NUMPY_TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
+                  "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+
+
+def _method(fn):
+    setattr(Tensor, fn.__name__, fn)
+    return fn
+
+
+@_method
+def __repr__(self):
+    return _tensor_str.tensor_repr(self, _C.get_default_dtype()._name)
+
+
+Tensor.__str__ = __repr__
+
+
+@_method
+def __format__(self, spec):
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+@_method
+def __iter__(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+
+@_method
+def __contains__(self, element):
+    if isinstance(element, (Tensor, builtins.int, builtins.float, builtins.bool)):
+        return builtins.bool((self == element).numpy().any())
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                       f"{type(element)}.")
+
+
+@_method
+def __array__(self, dtype=None, copy=None):
+    arr = self.numpy()
+    return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+class _ArrayView:
+    """Exposes a CPU tensor's memory to NumPy through the array interface, keeping it alive."""
+
+    def __init__(self, t):
+        self._t = t
+        item = t.element_size()
+        self.__array_interface__ = {
+            "data": (t.data_ptr(), False),
+            "shape": tuple(t.shape),
+            "strides": tuple(s * item for s in t.stride()),
+            "typestr": _NUMPY_TYPESTR[t.dtype._name],
+            "version": 3,
+        }
+
+
+@_method
+def numpy(self, *, force=False):
+    """A NumPy array sharing this tensor's memory."""
+    if self.device.type != "cpu":
+        if not force:
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+    if self.requires_grad and not force:
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                           "Use tensor.detach().numpy() instead.")
+    if self.dtype._name == "bfloat16":
+        raise TypeError("Got unsupported ScalarType BFloat16")
+    return np.asarray(_ArrayView(self))
+
+
+@_method
+def is_contiguous(self, memory_format=None):
+    """Whether the elements are laid out densely in row-major (or the given) order."""
+    if memory_format is None or memory_format is contiguous_format:
+        return self._is_contiguous()
+    if memory_format is channels_last:
+        if self.dim() != 4:
+            return False
+        n, c, h, w = self.shape
+        expected = [h * w * c, 1, w * c, c]
+        return all(sz == 1 or st == e for sz, st, e in zip(self.shape, self.stride(), expected))
+    raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format}")
+
+
+class memory_format:
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return f"tensorplay.{self._name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+preserve_format = memory_format("preserve_format")
+
+
+@_method
+def to(self, *args, **kwargs):
+    """Converts dtype and/or device: ``to(dtype)``, ``to(device, dtype)``, ``to(other)``."""
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, _dtype.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _C.device, builtins.int)):
+            device = a
+        elif isinstance(a, builtins.bool):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
+    if device is not None:
+        dev = _C.device(device) if not isinstance(device, _C.device) else device
+        if dev.type != self.device.type:
+            raise RuntimeError(f"to: device {dev} arrives with the CUDA backend")
+    return _C._to_dtype(self, dtype if dtype is not None else self.dtype, copy)
+
+
+def _caster(name, dt):
+    def cast(self, memory_format=None):
+        return _C._to_dtype(self, dt, False)
+    cast.__name__ = name
+    cast.__doc__ = f"``self.to({dt})``."
+    setattr(Tensor, name, cast)
+
+
+for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                   ("bfloat16", _dtype.bfloat16), ("int", _dtype.int32), ("long", _dtype.int64),
+                   ("short", _dtype.int16), ("char", _dtype.int8), ("byte", _dtype.uint8),
+                   ("bool", _dtype.bool)):
+    _caster(_name, _dt)
+
+_LEGACY_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                "bool": "BoolTensor"}
+
+
+@_method
+def type(self, dtype=None, non_blocking=False):
+    """With no argument, the legacy type name ("tensorplay.FloatTensor"); else ``to(dtype)``."""
+    if dtype is None:
+        return f"tensorplay.{_LEGACY_TYPE[self.dtype._name]}"
+    if isinstance(dtype, str):
+        for name, legacy in _LEGACY_TYPE.items():
+            if dtype.endswith("." + legacy):
+                return _C._to_dtype(self, getattr(_dtype, name), False)
+        raise ValueError(f"invalid type: '{dtype}'")
+    return _C._to_dtype(self, dtype, False)
+
+
+@_method
+def cpu(self):
+    return self
+
+
+@_method
+def requires_grad_(self, requires_grad=True):
+    self.requires_grad = requires_grad
+    return self
+
+
+@_method
+def where(self, condition, y):
+    return _C.where(condition, self, y)
+
+
+@_method
+def clamp_min(self, min):
+    return _C.clamp(self, min=min)
+
+
+@_method
+def clamp_max(self, max):
+    return _C.clamp(self, max=max)
+
+
+def _reversed_dims(self):
+    if self.dim() < 2:
+        return self
+    return self._as_strided(list(reversed(self.shape)), list(reversed(self.stride())),
+                            self.storage_offset())
+
+
+Tensor.T = property(_reversed_dims, doc="The tensor with its dims reversed (2-D: transpose).")
+
+
+@_method
+def __getitem__(self, index):
+    """Basic indexing: ints, slices (with steps), None and Ellipsis."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+    if n_real > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded += [slice(None)] * (self.dim() - n_real)
+        else:
+            expanded.append(i)
+    sizes, strides, offset, d = [], [], self.storage_offset(), 0
+    shape, stride = self.shape, self.stride()
+    for i in expanded:
+        if i is None:
+            sizes.append(1)
+            strides.append(0)
+            continue
+        if isinstance(i, Tensor) and i.dim() == 0 and not i.is_floating_point() and i.dtype != _dtype.bool:
+            i = builtins.int(i)
+        if isinstance(i, builtins.bool) or not isinstance(i, (builtins.int, slice)):
+            raise NotImplementedError("advanced indexing arrives with the Tensor-API issue")
+        if isinstance(i, builtins.int):
+            size = shape[d]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+            offset += (i % size) * stride[d]
+        else:
+            start, stop, step = i.indices(shape[d])
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            length = builtins.max(0, (stop - start + step - 1) // step)
+            sizes.append(length)
+            strides.append(stride[d] * step)
+            offset += start * stride[d] if length else 0
+        d += 1
+    sizes += list(shape[d:])
+    strides += list(stride[d:])
+    return self._as_strided(sizes, strides, offset)
+
+
+@_method
+def __setitem__(self, index, value):
+    target = self[index]
+    if isinstance(value, Tensor):
+        target.copy_(value)
+    else:
+        target.fill_(value)
+
+
+@_method
+def untyped_storage(self):
+    return UntypedStorage(self)
+
+
+class UntypedStorage:
+    """The bytes behind a tensor (shared by its views)."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def data_ptr(self):
+        return self._t._storage_ptr
+
+    def nbytes(self):
+        return self._t._storage_nbytes
+
+    def size(self):
+        return self._t._storage_nbytes
+
+    def __len__(self):
+        return self._t._storage_nbytes
+
+
+# Autograd state: the engine (and grad_fn nodes) arrive with the autograd issue; until then
+# every tensor is a leaf without history.
+Tensor.grad_fn = property(lambda self: None)
+Tensor.grad = property(lambda self: None)
+Tensor.is_leaf = property(lambda self: True)
