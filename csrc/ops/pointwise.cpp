@@ -70,10 +70,10 @@ Tensor wrapped_scalar(const Scalar& s) {
 
 void check_alpha(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   DType dt = result_type({&self, &other});
-  TP_CHECK(!(is_integral(dt, true) && alpha.is_floating()),
-           "For integral input tensors, argument alpha must not be a floating point number.");
-  TP_CHECK(!(dt == DType::Bool && !alpha.is_bool() && alpha.to_int() != 0 && alpha.to_int() != 1),
+  TP_CHECK(!alpha.is_bool() || dt == DType::Bool,
            "Boolean alpha only supported for Boolean results.");
+  TP_CHECK(is_floating(dt) || !alpha.is_floating(),
+           "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
 void check_sub(const Tensor& self, const Tensor& other, const Scalar& alpha) {

@@ -274,7 +274,10 @@ def gen_cpu_kernels(kernels, shard):
 def py_param(op, a, first_tensor):
     """(C++ parameter declaration, expression giving the C++ API argument)."""
     if a.base == "Tensor":
-        numbers_ok = a is not first_tensor and "pointwise" in op.entry.get("tags", [])
+        # Pointwise ops take Python numbers for tensor operands, `input` too when another
+        # tensor operand exists (tp.add(2, t)), as PyTorch does.
+        pointwise = "pointwise" in op.entry.get("tags", [])
+        numbers_ok = pointwise and (a is not first_tensor or len(op.tensor_args) > 1)
         if a.optional:
             return f"std::optional<TensorArg> {a.name}", \
                 f"({a.name} ? std::optional<Tensor>({a.name}->t) : std::nullopt)"
@@ -368,6 +371,7 @@ def gen_python(ops):
                            f'{{ return tp::{op.name}({cargs}); }}, {", ".join(specs)}, "{doc}");')
             continue
         rest = [a for a in op.args[1:]]
+        cargs = ", ".join([first.name] + [c for _, c in decls[1:]])  # self is the bound tensor
         specs, _ = arg_specs(rest)
         mdecl = ", ".join(d for d, _ in decls[1:])
         spec_str = (", " + ", ".join(specs)) if specs else ""
