@@ -78,17 +78,17 @@ void check_alpha(const Tensor& self, const Tensor& other, const Scalar& alpha) {
 
 void check_sub(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   TP_CHECK(!(self.dtype() == DType::Bool && other.dtype() == DType::Bool),
-           "Subtraction, the `-` operator, with two bool tensors is not supported. "
+           "sub: Subtraction, the `-` operator, with two bool tensors is not supported. "
            "Use the `^` or `logical_xor()` operator instead.");
   TP_CHECK(!(self.dtype() == DType::Bool || other.dtype() == DType::Bool),
-           "Subtraction, the `-` operator, with a bool tensor is not supported. "
+           "sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   check_alpha(self, other, alpha);
 }
 
 void check_neg(const Tensor& self) {
   TP_CHECK(self.dtype() != DType::Bool,
-           "Negation, the `-` operator, on a bool tensor is not supported. "
+           "neg: Negation, the `-` operator, on a bool tensor is not supported. "
            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
 

@@ -337,7 +337,8 @@ def gen_python(ops):
         cargs = ", ".join(c for _, c in decls)
         doc = (op.entry.get("doc") or "").replace('"', '\\"')
         # function form, with out= when the op has one
-        varargs = op.args and op.args[0].base == "int[]" and op.args[0].name == "size"
+        positional = [a for a in op.args if not a.kwonly]
+        varargs = len(positional) == 1 and positional[0].base == "int[]" and positional[0].name == "size"
         if varargs:  # zeros(2, 3) and zeros((2, 3)) alike
             pdecl = pdecl.replace("IntList size", "nb::args size_args", 1)
             cargs = cargs.replace("IntArrayRef(size.v.data(), size.v.size())",
@@ -375,7 +376,13 @@ def gen_python(ops):
         specs, _ = arg_specs(rest)
         mdecl = ", ".join(d for d, _ in decls[1:])
         spec_str = (", " + ", ".join(specs)) if specs else ""
-        if "method" in op.variants:
+        if "method" in op.variants and len(rest) == 1 and rest[0].base == "int[]":
+            # t.view(2, 3) and t.view((2, 3)) alike
+            mcargs = cargs.replace(f"IntArrayRef({rest[0].name}.v.data(), {rest[0].name}.v.size())",
+                                   f'size_from_args(size_args, "{op.name}")')
+            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args) '
+                       f'{{ return tp::{op.name}({mcargs}); }}, nb::arg("{rest[0].name}"), "{doc}");')
+        elif "method" in op.variants:
             out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
                        f'{{ return tp::{op.name}({cargs}); }}{spec_str}, "{doc}");')
         if "inplace" in op.variants:

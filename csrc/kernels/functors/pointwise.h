@@ -349,9 +349,21 @@ TP_FLOAT_BINARY(Atan2, std::atan2(a, b))
 TP_FLOAT_BINARY(Hypot, std::hypot(a, b))
 TP_FLOAT_BINARY(Copysign, std::copysign(a, b))
 TP_FLOAT_BINARY(Xlogy, b != b ? b : a == 0 ? T(0) : a * std::log(b))
-TP_FLOAT_BINARY(Fmax, std::fmax(a, b))
-TP_FLOAT_BINARY(Fmin, std::fmin(a, b))
 #undef TP_FLOAT_BINARY
+template <class T> struct Fmax : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) return std::fmax(a, b);
+    else return a > b ? a : b;
+  }
+};
+template <class T> struct Fmin : Base<T> {
+  using Base<T>::Base;
+  T operator()(T a, T b) const {
+    if constexpr (kFloat<T>) return std::fmin(a, b);
+    else return a < b ? a : b;
+  }
+};
 template <class T> struct Maximum : Base<T> {
   using Base<T>::Base;
   T operator()(T a, T b) const {
