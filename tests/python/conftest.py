@@ -72,3 +72,13 @@ def lib_is_torch(lib):
 
 def pytest_report_header(config):
     return f"opdb library under test: {'torch (TP_OPDB_AGAINST_TORCH=1)' if AGAINST_TORCH else 'tensorplay'}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests listed in known_gaps.txt as strict xfails (see that file)."""
+    path = pathlib.Path(__file__).with_name('known_gaps.txt')
+    gaps = {line.strip() for line in path.read_text().splitlines()
+            if line.strip() and not line.startswith('#')}
+    for item in items:
+        if item.nodeid in gaps:
+            item.add_marker(pytest.mark.xfail(strict=True, reason='known gap: known_gaps.txt'))
