@@ -253,6 +253,8 @@ class OpInfo:
     the target of conversions, or the ``dtype=`` of creation ops); the others
     are checked to fail the same way in both libraries.  ``coverage`` lists
     the sample traits (see ``Sample.traits``) the samples must include.
+    ``message_names``: words an error message may use to name the op
+    (case-insensitive; default: the name without a trailing '_').
     """
     name: str
     samples: SampleFn
@@ -267,6 +269,10 @@ class OpInfo:
     errors: Callable[['OpInfo'], Iterable[ErrorInput]] | None = None
     compare_values: bool = True
     coverage: tuple = ()
+    message_names: tuple = ()
+
+    def __post_init__(self):
+        self.message_names = self.message_names or (self.name.rstrip('_'),)
 
     def sample_inputs(self, dtype: str) -> Iterator[Sample]:
         seed = zlib.crc32(f'{self.name}:{dtype}'.encode())
@@ -427,7 +433,7 @@ unary('round', NO_BOOL, extras=(0.5, 1.5, 2.5, -0.5, -2.5, 1234.5),
 unary('nan_to_num', extras=(1e30, -1e30),
       variants=lambda dt: ({}, {'nan': 0.5, 'posinf': 10.0, 'neginf': -10.0}, {'nan': 1.0}))
 unary('logical_not')
-unary('bitwise_not', INTEGRAL, operator=operator.invert,
+unary('bitwise_not', INTEGRAL, operator=operator.invert, message_names=('bitwise_not', 'invert'),
       errors=_err(_t([1.5]), exc=TypeError, form='operator'))
 for _name in ('isnan', 'isinf', 'isfinite', 'isposinf', 'isneginf'):
     unary(_name, inplace=False, out=_name in ('isposinf', 'isneginf'))
@@ -509,7 +515,7 @@ binary('div', rhs=_NONZERO, scalar_self=(2, 2.5), operator=operator.truediv,
                       _err(_t([1.0]), _t([1.0]), rounding_mode='round'),
                       _err(_t([True], 'bool'), _t([True], 'bool'), rounding_mode='trunc',
                            exc=NotImplementedError)))
-binary('true_divide', rhs=_NONZERO, scalar_self=(2, 2.5),
+binary('true_divide', rhs=_NONZERO, scalar_self=(2, 2.5), message_names=('true_divide', 'div'),
        errors=_err(_t([1.0]), _t([1.0]), rounding_mode='floor', exc=TypeError))
 binary('floor_divide', NO_BOOL, rhs=_NONZERO, scalar_self=(7, 2.5), operator=operator.floordiv,
        errors=_zero_division())
@@ -581,6 +587,7 @@ def _clamp_samples(op, mk):
 
 for _name in ('clamp', 'clip'):
     register(OpInfo(_name, _clamp_samples, NO_BOOL, inplace=True, out=True,
+                    message_names=('clip', 'clamp'),
                     coverage=POINTWISE_COVERAGE + ('broadcast', 'scalar'),
                     errors=_errors(_err(_t([1.0, 2.0]), match='min|max'),
                                    _err(_t([1.0, 2.0]), None, None),
