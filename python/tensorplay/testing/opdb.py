@@ -254,7 +254,7 @@ class OpInfo:
     are checked to fail the same way in both libraries.  ``coverage`` lists
     the sample traits (see ``Sample.traits``) the samples must include.
     ``message_names``: words an error message may use to name the op
-    (case-insensitive; default: the name without a trailing '_').
+    (whole words, case-insensitive; default: the name without a trailing '_').
     """
     name: str
     samples: SampleFn
@@ -515,7 +515,7 @@ binary('div', rhs=_NONZERO, scalar_self=(2, 2.5), operator=operator.truediv,
                       _err(_t([1.0]), _t([1.0]), rounding_mode='round'),
                       _err(_t([True], 'bool'), _t([True], 'bool'), rounding_mode='trunc',
                            exc=NotImplementedError)))
-binary('true_divide', rhs=_NONZERO, scalar_self=(2, 2.5), message_names=('true_divide', 'div'),
+binary('true_divide', rhs=_NONZERO, scalar_self=(2, 2.5),
        errors=_err(_t([1.0]), _t([1.0]), rounding_mode='floor', exc=TypeError))
 binary('floor_divide', NO_BOOL, rhs=_NONZERO, scalar_self=(7, 2.5), operator=operator.floordiv,
        errors=_zero_division())
@@ -587,7 +587,6 @@ def _clamp_samples(op, mk):
 
 for _name in ('clamp', 'clip'):
     register(OpInfo(_name, _clamp_samples, NO_BOOL, inplace=True, out=True,
-                    message_names=('clip', 'clamp'),
                     coverage=POINTWISE_COVERAGE + ('broadcast', 'scalar'),
                     errors=_errors(_err(_t([1.0, 2.0]), match='min|max'),
                                    _err(_t([1.0, 2.0]), None, None),
