@@ -130,7 +130,7 @@ Tensor pow_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
     int64_t e;
     cast_strided(exponent.data_ptr(), 0, exponent.dtype(), reinterpret_cast<char*>(&e), 0,
                  DType::Int64, 1);
-    TP_CHECK(e >= 0, "Integers to negative integer powers are not allowed.");
+    TP_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed.");
   }
   return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&self, &exponent}, {});
 }
