@@ -54,6 +54,7 @@ HALF_DTYPES = ('float16', 'bfloat16')
 BITS = {'uint8': 8, 'int8': 8, 'int16': 16, 'int32': 32, 'int64': 64}
 
 EXACT = (0.0, 0.0)
+EXACT_TOL = {d: EXACT for d in FLOATS}  # op.tol for ops that must match bit for bit
 # (rtol, atol) per floating dtype; integer and bool results must match exactly.
 DEFAULT_TOL = {'float16': (1e-3, 1e-5), 'bfloat16': (1.6e-2, 1e-5),
                'float32': (1.3e-6, 1e-5), 'float64': (1e-7, 1e-7)}
@@ -642,7 +643,6 @@ def _conversion(name, target):
     register(OpInfo(name, samples, function=False, tol=EXACT_TOL, coverage=POINTWISE_COVERAGE))
 
 
-EXACT_TOL = {d: EXACT for d in FLOATS}
 for _name, _target in [('float', 'float32'), ('double', 'float64'), ('half', 'float16'),
                        ('bfloat16', 'bfloat16'), ('int', 'int32'), ('long', 'int64'),
                        ('bool', 'bool')]:
