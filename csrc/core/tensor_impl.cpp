@@ -20,9 +20,12 @@ DimVector contiguous_strides(IntArrayRef sizes) {
 int64_t checked_numel(IntArrayRef sizes, const char* op) {
   int64_t n = 1;
   for (int64_t s : sizes) {
-    TP_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": [",
-             [&] { std::string r; for (size_t i = 0; i < sizes.size(); ++i) r += (i ? ", " : "") + std::to_string(sizes[i]); return r; }(), "]");
-    TP_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": numel overflows int64");
+    if (s < 0) {
+      std::string shape;
+      for (size_t i = 0; i < sizes.size(); ++i) shape += (i ? ", " : "") + std::to_string(sizes[i]);
+      TP_FAIL("Trying to create tensor with negative dimension ", s, ": [", shape, "]");
+    }
+    TP_CHECK(!__builtin_mul_overflow(n, s, &n), op, ": the number of elements overflows int64");
   }
   return n;
 }

@@ -45,6 +45,30 @@ Tensor empty_preserving(const Tensor& self, DType dtype) {
   return empty_tensor(self.sizes(), dtype, self.device());
 }
 
+// PyTorch refuses scalars a dtype cannot hold (negative ints wrap for unsigned types, as
+// two's complement would; inf and nan are fine for floating types).
+void check_scalar_fits(const Scalar& s, DType dt) {
+  static constexpr const char* names[] = {"bool", "uint8_t", "int8_t", "int16_t", "int",
+                                          "int64_t", "c10::Half", "c10::BFloat16", "float", "double"};
+  bool fits = true;
+  if (is_integral(dt, false)) {
+    int bits = int(element_size(dt)) * 8;
+    double lo = dt == DType::UInt8 ? -255.0 : -std::ldexp(1.0, bits - 1);
+    double hi = dt == DType::UInt8 ? 255.0 : std::ldexp(1.0, bits - 1) - 1;
+    if (s.is_floating()) {
+      double v = s.to_double();
+      fits = std::isfinite(v) && v >= lo && v <= hi;
+    } else if (dt != DType::Int64) {
+      int64_t v = s.to_int();
+      fits = double(v) >= lo && double(v) <= hi;
+    }
+  } else if (dt == DType::Float32) {  // float16/bfloat16 fills round to inf, as in PyTorch
+    double v = s.to_double();
+    fits = !std::isfinite(v) || std::fabs(v) <= 3.4028234663852886e38;
+  }
+  TP_CHECK(fits, "value cannot be converted to type ", names[int(dt)], " without overflow");
+}
+
 }  // namespace
 
 Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutArg) {
@@ -65,6 +89,7 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
 }
 
 Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg) {
+  check_scalar_fits(value, self.dtype());
   bool zero = value.is_floating() ? value.to_double() == 0.0 && !std::signbit(value.to_double())
                                   : value.to_int() == 0;
   if (zero && self.is_contiguous() && self.device().is_cpu()) {

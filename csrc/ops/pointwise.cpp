@@ -168,6 +168,14 @@ Tensor lerp_impl(const Tensor& self, const Tensor& end, const Tensor& weight, Ou
 }
 
 Tensor logit_impl(const Tensor& self, const std::optional<double>& eps, OutArg out) {
+  if (self.dtype() == DType::Float16 || self.dtype() == DType::BFloat16) {
+    // PyTorch's CPU logit rounds each step to the half type: log(z / (1 - z)).
+    Tensor z = eps ? clamp(self, wrapped_scalar(Scalar(*eps)), wrapped_scalar(Scalar(1.0 - *eps)))
+                   : self;
+    Tensor r = log(div(z, sub(wrapped_scalar(Scalar(int64_t(1))), z)));
+    if (!out.tensor) return r;
+    return copy_impl(*out.tensor, r, false, OutArg::none());
+  }
   KernelParams p;
   p.s0 = Scalar(eps ? *eps : -1.0);
   return run_pointwise(PwKernel::Logit, {"logit", Promote::IntToFloat}, out, {&self}, p);
@@ -176,8 +184,8 @@ Tensor logit_impl(const Tensor& self, const std::optional<double>& eps, OutArg o
 Tensor round_impl(const Tensor& self, int64_t decimals, OutArg out) {
   if (decimals == 0)
     return run_pointwise(PwKernel::Round, {"round", Promote::Common}, out, {&self}, {});
-  TP_CHECK(!is_integral(self.dtype(), true),
-           "round_cpu: decimals argument is not supported for integer inputs");
+  if (is_integral(self.dtype(), true))
+    TP_FAIL_NOT_IMPLEMENTED("\"round_cpu\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   KernelParams p;
   p.i0 = decimals;
   return run_pointwise(PwKernel::RoundDecimals, {"round", Promote::Common}, out, {&self}, p);

@@ -57,7 +57,7 @@ void collect(PyObject* o, const DimVector& shape, size_t d, Leaves& out) {
     }
     if (!scalar_from_python(o, s)) {
       if (PyComplex_Check(o)) TP_FAIL_NOT_IMPLEMENTED("tensor: complex numbers are not supported yet");
-      TP_CHECK_TYPE(false, "new(): invalid data type '", Py_TYPE(o)->tp_name, "'");
+      TP_CHECK_TYPE(false, "invalid data type '", Py_TYPE(o)->tp_name, "'");
     }
     Kind k = s.is_bool() ? Kind::Bool : s.is_integral() ? Kind::Int : Kind::Float;
     out.max_kind = std::max(out.max_kind, k);
@@ -95,7 +95,7 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   infer_shape(data.ptr(), shape);
   Leaves leaves;
   collect(data.ptr(), shape, 0, leaves);
-  DType inferred = leaves.max_kind == Kind::Float ? default_dtype()
+  DType inferred = leaves.kind.empty() || leaves.max_kind == Kind::Float ? default_dtype()
                    : leaves.max_kind == Kind::Int ? DType::Int64 : DType::Bool;
   DType dt = dtype.value_or(inferred);
   Tensor out = empty_tensor(shape, dt);
@@ -119,9 +119,16 @@ void release_pyobject(void* ctx, void*) {
 }  // namespace
 
 void bind_creation(nb::module_& m) {
+  // `op` names the public function in errors (tensor, as_tensor, asarray).
   m.def("_tensor", [](nb::handle data, std::optional<DType> dtype, std::optional<DeviceArg> device,
-                      bool requires_grad) {
-    Tensor t = tensor_from_data(data, dtype);
+                      bool requires_grad, const char* op) {
+    Tensor t;
+    try {
+      t = tensor_from_data(data, dtype);
+    } catch (Error& e) {
+      e.name_op(op);
+      throw;
+    }
     TP_CHECK(!device || device->d.is_cpu(), "tensor: device '", device ? device->d.str() : "",
              "' arrives with the CUDA backend");
     if (requires_grad) {
@@ -131,7 +138,7 @@ void bind_creation(nb::module_& m) {
     }
     return t;
   }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
-     nb::arg("requires_grad") = false);
+     nb::arg("requires_grad") = false, nb::arg("op") = "tensor");
 
   // Wraps memory owned by `owner` (kept alive while the storage lives).
   m.def("_from_buffer", [](uintptr_t ptr, IntList shape, IntList byte_strides, DType dtype,

@@ -106,6 +106,14 @@ DimVector size_from_args(nb::args args, const char* op) {
   return storage;
 }
 
+void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
+  if (!a.t.impl()->is_wrapped_number()) return;
+  DType dt = a.t.dtype();
+  const char* type = dt == DType::Bool ? "bool" : dt == DType::Int64 ? "int" : "float";
+  throw nb::type_error((std::string(op) + "(): argument '" + name + "' (position " +
+                        std::to_string(pos) + ") must be Tensor, not " + type).c_str());
+}
+
 nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
            " elements cannot be converted to Scalar");
@@ -209,6 +217,7 @@ NB_MODULE(_C, m) {
 
   // ---- devices
   nb::class_<Device>(m, "device")
+      .def("__init__", [](Device* self, const std::string& s) { new (self) Device(Device::parse(s)); })
       .def("__init__", [](Device* self, DeviceArg d) { new (self) Device(d.d); })
       .def("__init__", [](Device* self, const std::string& type, int index) {
         Device d = Device::parse(type);
@@ -233,8 +242,8 @@ NB_MODULE(_C, m) {
 
   // ---- tensors
   nb::class_<Tensor> cls(m, "Tensor");
-  bind_tensor(m, cls);
   bind_generated_ops(m, cls);
+  bind_tensor(m, cls);  // after: its fill_(Tensor) overload must come second
   bind_creation(m);
   bind_dlpack(m, cls);
 

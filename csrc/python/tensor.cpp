@@ -172,7 +172,17 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
 #undef TP_COMPARE_DUNDER
   cls.def("__neg__", [](const Tensor& a) { return tp::neg(a); });
   cls.def("__abs__", [](const Tensor& a) { return tp::abs(a); });
-  cls.def("__invert__", [](const Tensor& a) { return tp::bitwise_not(a); });
+  cls.def("__invert__", [](const Tensor& a) {
+    if (is_floating(a.dtype()))
+      throw nb::type_error("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+    return tp::bitwise_not(a);
+  });
+  // fill_(tensor) of more than one element: one-element tensors matched the generated
+  // fill_(Scalar) overload registered before this one.
+  cls.def("fill_", [](const Tensor&, const Tensor& value) -> Tensor {
+    TP_FAIL("fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
+            value.dim(), " dimensions.");
+  }, nb::arg("value"));
   cls.def("__pos__", [](const Tensor& a) {
     TP_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
     return a;

@@ -12,28 +12,30 @@ _FROM_NUMPY = {"bool": _dtype.bool, "uint8": _dtype.uint8, "int8": _dtype.int8,
                "float16": _dtype.float16, "float32": _dtype.float32, "float64": _dtype.float64}
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False,
+           _op="tensor"):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors)."""
     if isinstance(data, np.ndarray):
         t = from_numpy(data) if data.dtype.name in _FROM_NUMPY else None
         if t is None:
-            raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.name}.")
+            raise TypeError(f"{_op}: can't convert np.ndarray of type numpy.{data.dtype.name}.")
         out = _C._to_dtype(t, dtype if dtype is not None else t.dtype, True)
         out.requires_grad = requires_grad
         return out
-    return _C._tensor(data, dtype, device, requires_grad)
+    return _C._tensor(data, dtype, device, requires_grad, _op)
 
 
 def from_numpy(ndarray):
     """A tensor sharing ``ndarray``'s memory (zero-copy)."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
     name = ndarray.dtype.name
     if name not in _FROM_NUMPY or not ndarray.dtype.isnative:
-        raise TypeError(f"can't convert np.ndarray of type numpy.{name}. The only supported types "
+        raise TypeError(f"from_numpy: can't convert np.ndarray of type numpy.{name}. The only "
+                        "supported types "
                         "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
     if builtins.any(s < 0 for s in ndarray.strides):
-        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+        raise ValueError("from_numpy: At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "
                          "work around this by making a copy of your array  with array.copy().) ")
     ptr = ndarray.__array_interface__["data"][0]
@@ -60,14 +62,14 @@ def as_tensor(data, dtype=None, device=None):
             builtins.all(s >= 0 for s in data.strides) and data.dtype.isnative:
         t = from_numpy(data)
         return t if dtype is None or dtype == t.dtype else t.to(dtype)
-    return tensor(data, dtype=dtype, device=device)
+    return tensor(data, dtype=dtype, device=device, _op="as_tensor")
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """Converts ``obj`` to a tensor; shares memory unless ``copy=True`` or a cast is needed."""
     if copy:
-        t = tensor(obj.tolist() if isinstance(obj, Tensor) else obj, dtype=dtype) \
-            if not isinstance(obj, Tensor) else _C._to_dtype(obj, dtype or obj.dtype, True)
+        t = _C._to_dtype(obj, dtype or obj.dtype, True) if isinstance(obj, Tensor) \
+            else tensor(obj, dtype=dtype, _op="asarray")
     elif hasattr(obj, "__dlpack__") and not isinstance(obj, (Tensor, np.ndarray)):
         t = from_dlpack(obj)
         if dtype is not None and dtype != t.dtype:
@@ -75,7 +77,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
                 raise ValueError("asarray: copy=False but a dtype conversion is needed")
             t = t.to(dtype)
     else:
-        t = as_tensor(obj, dtype=dtype, device=device)
+        t = obj if isinstance(obj, Tensor) and dtype in (None, obj.dtype) else \
+            as_tensor(obj, dtype=dtype, device=device) if not isinstance(obj, (list, tuple)) and \
+            not isinstance(obj, (builtins.int, builtins.float, builtins.bool)) and \
+            isinstance(obj, (np.ndarray, Tensor)) else tensor(obj, dtype=dtype, _op="asarray")
         if copy is False and isinstance(obj, (list, tuple)):
             raise ValueError("asarray: can't alias a Python sequence (copy=False)")
     if requires_grad:

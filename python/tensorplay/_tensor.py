@@ -156,7 +156,10 @@ def to(self, *args, **kwargs):
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
     if device is not None:
-        dev = _C.device(device) if not isinstance(device, _C.device) else device
+        try:
+            dev = _C.device(device) if not isinstance(device, _C.device) else device
+        except RuntimeError as e:
+            raise RuntimeError(f"to: {e}") from None
         if dev.type != self.device.type:
             raise RuntimeError(f"to: device {dev} arrives with the CUDA backend")
     return _C._to_dtype(self, dtype if dtype is not None else self.dtype, copy)

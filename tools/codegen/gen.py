@@ -202,6 +202,7 @@ def gen_api_header(ops):
 def gen_api_source(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            '#include "tensorplay/ops_api.h"',
+           '#include "core/error.h"',
            '#include "ops/pointwise.h"',
            "namespace tp {", "namespace {"]
     for op in ops:
@@ -224,13 +225,19 @@ def gen_api_source(ops):
         sig = kernel_sig(op)
         k = f"reinterpret_cast<{sig}>(lookup_kernel(kOp_{op.ident}, {key_expr(op)}))"
         p, a = params(op, False), call_args(op)
+        # Errors leave the API with the op's name in front (STYLE.md: errors name the op).
+        def body(call, ret, name):
+            return (f"{{\n  try {{ {call}; {ret} }}\n"
+                    f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
         if "function" in op.variants or "method" in op.variants:
-            out.append(f"Tensor {op.name}({p}) {{ return {k}({a}, OutArg::none()); }}")
+            out.append(f"Tensor {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", op.name))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
-            out.append(f"Tensor& {op.name}_({ip}) {{ {k}({a}, OutArg{{&self, true}}); return self; }}")
+            out.append(f"Tensor& {op.name}_({ip}) " +
+                       body(f"{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
         if "out" in op.variants:
-            out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) {{ {k}({a}, OutArg{{&out, false}}); return out; }}")
+            out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
+                       body(f"{k}({a}, OutArg{{&out, false}})", "return out;", op.name))
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
@@ -271,16 +278,16 @@ def gen_cpu_kernels(kernels, shard):
 
 
 # ------------------------------------------------------------------ Python bindings
-def py_param(op, a, first_tensor):
+def py_param(op, a):
     """(C++ parameter declaration, expression giving the C++ API argument)."""
     if a.base == "Tensor":
-        # Pointwise ops take Python numbers for tensor operands, `input` too when another
-        # tensor operand exists (tp.add(2, t)), as PyTorch does.
-        pointwise = "pointwise" in op.entry.get("tags", [])
-        numbers_ok = pointwise and (a is not first_tensor or len(op.tensor_args) > 1)
-        if a.optional:
+        # ops.yaml's `numbers:` names the tensor arguments that also take Python numbers
+        numbers_ok = a.name in op.entry.get("numbers", [])
+        if a.optional and numbers_ok:
             return f"std::optional<TensorArg> {a.name}", \
                 f"({a.name} ? std::optional<Tensor>({a.name}->t) : std::nullopt)"
+        if a.optional:
+            return f"std::optional<Tensor> {a.name}", a.name
         if numbers_ok:
             return f"TensorArg {a.name}", f"{a.name}.t"
         return f"const Tensor& {a.name}", a.name
@@ -332,7 +339,7 @@ def gen_python(ops):
            "void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls) {"]
     for op in ops:
         first = op.tensor_args[0] if op.tensor_args else None
-        decls = [py_param(op, a, first) for a in op.args]
+        decls = [py_param(op, a) for a in op.args]
         pdecl = ", ".join(d for d, _ in decls)
         cargs = ", ".join(c for _, c in decls)
         doc = (op.entry.get("doc") or "").replace('"', '\\"')
@@ -355,9 +362,15 @@ def gen_python(ops):
                 specs.append('nb::arg("out").none() = nb::none()')
                 body_fn = (f"return nb::cast(tp::{op.name}({cargs}));" if "function" in op.variants
                            else 'throw nb::type_error("' + op.name + '() missing out=");')
+                nums = op.entry.get("numbers", [])
+                out_nums = op.entry.get("out_numbers", nums)
+                guards = "".join(
+                    f'      reject_number_with_out({a.name}, "{op.name}", "{"input" if a.name == "self" else a.name}", {i + 1});\n'
+                    for i, a in enumerate(op.args) if a.name in nums and a.name not in out_nums)
                 out.append(
                     f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
-                    f"    if (!out.is_none()) {{ tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out); }}\n"
+                    f"    if (!out.is_none()) {{\n{guards}"
+                    f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n    }}\n"
                     f"    {body_fn}\n"
                     f'  }}, {", ".join(specs)}, "{doc}");')
             else:

@@ -17,7 +17,11 @@ inline To convert(From v) {
   else if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.f || (v != v);
   else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
     return convert<To>(static_cast<float>(v));
-  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>)
+  else if constexpr (std::is_same_v<To, BFloat16>) {
+    // Tensor conversions give NaN the bits 0xffff, as PyTorch's (vectorised) ones do.
+    float f = static_cast<float>(v);
+    return f != f ? BFloat16::from_bits(0xffff) : BFloat16(f);
+  } else if constexpr (std::is_same_v<To, Half>)
     return To(static_cast<float>(v));
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
     return static_cast<To>(static_cast<int64_t>(v));  // wraps like PyTorch on x86
@@ -32,9 +36,10 @@ void cast_loop(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
     int64_t i = 0;
 #if defined(__AVX2__)
     if constexpr (std::is_same_v<From, float> && std::is_same_v<To, BFloat16>) {
-      // Round to nearest even; NaN becomes the canonical quiet NaN 0x7fc0.
+      // Round to nearest even; NaN becomes 0xffff, as PyTorch's vectorised conversion
+      // writes it (see convert<BFloat16>).
       const __m256i one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff);
-      const __m256i qnan = _mm256_set1_epi32(0x7fc0);
+      const __m256i qnan = _mm256_set1_epi32(0xffff);
       for (; i + 16 <= n; i += 16) {
         __m256i r[2];
         for (int h = 0; h < 2; ++h) {
