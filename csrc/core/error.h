@@ -16,18 +16,16 @@ class Error : public std::exception {
   Error(ErrorKind kind, std::string msg) : kind_(kind), msg_(std::move(msg)) {}
   const char* what() const noexcept override { return msg_.c_str(); }
   ErrorKind kind() const { return kind_; }
-  /// Puts "op: " in front of the message once: the innermost op that annotates wins.
+  /// Puts "op: " in front of the message, unless it already starts with the op's name;
+  /// nested ops read outermost first ("full: fill_: value cannot ...").
   void name_op(const char* op) {
-    if (named_) return;
-    named_ = true;
-    if (msg_.rfind(op, 0) == 0) return;  // already starts with the op's name
+    if (msg_.rfind(op, 0) == 0) return;
     msg_ = std::string(op) + ": " + msg_;
   }
 
  private:
   ErrorKind kind_;
   std::string msg_;
-  bool named_ = false;
 };
 
 /// Builds the message from its parts and throws; kept out of line of the hot path.

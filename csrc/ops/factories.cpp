@@ -10,6 +10,10 @@ namespace tp {
 
 namespace {
 
+void check_not_bool(DType dt, const char* kernel) {
+  if (dt == DType::Bool) TP_FAIL_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for 'Bool'");
+}
+
 Device device_or_cpu(const std::optional<Device>& d) {
   return d ? *d : Device(DeviceType::CPU);
 }
@@ -89,6 +93,7 @@ Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
                    bool requires_grad, OutArg out) {
   bool floating = start.is_floating() || end.is_floating() || step.is_floating();
   DType dt = dtype ? *dtype : floating ? default_dtype() : DType::Int64;
+  check_not_bool(dt, "arange_cpu");
   double xs = start.to_double(), xe = end.to_double(), st = step.to_double();
   TP_CHECK(st != 0, "arange: step must be nonzero");
   TP_CHECK(std::isfinite(xs) && std::isfinite(xe), "arange: unsupported range: ", xs, " -> ", xe);
@@ -116,6 +121,7 @@ Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
   TP_CHECK(steps >= 0, "linspace: number of steps must be non-negative");
+  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), "linspace_cpu");
   int64_t sz[1] = {steps};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
   if (steps == 0) return t;
@@ -138,6 +144,7 @@ Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, doub
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
   TP_CHECK(steps >= 0, "logspace: number of steps must be non-negative");
+  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), "logspace_cpu");
   int64_t sz[1] = {steps};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
   if (steps == 0) return t;

@@ -132,6 +132,10 @@ Tensor pow_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
                  DType::Int64, 1);
     TP_CHECK(e >= 0, "pow: Integers to negative integer powers are not allowed.");
   }
+  // bool ** bool only exists with a Python-number exponent (the Tensor-Scalar overload).
+  if (self.dtype() == DType::Bool && exponent.dtype() == DType::Bool &&
+      !exponent.impl()->is_wrapped_number())
+    TP_FAIL_NOT_IMPLEMENTED("\"pow\" not implemented for 'Bool'");
   return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&self, &exponent}, {});
 }
 
@@ -209,7 +213,6 @@ Tensor nan_to_num_impl(const Tensor& self, const std::optional<double>& nan,
 Tensor clamp_impl(const Tensor& self, const std::optional<Tensor>& min,
                   const std::optional<Tensor>& max, OutArg out) {
   TP_CHECK(min || max, "torch.clamp: At least one of 'min' or 'max' must not be None");
-  TP_CHECK(self.dtype() != DType::Bool, "\"clamp_cpu\" not implemented for 'Bool'");
   bool scalar_lo = !min || min->impl()->is_wrapped_number();
   bool scalar_hi = !max || max->impl()->is_wrapped_number();
   if (scalar_lo && scalar_hi) {
@@ -228,17 +231,9 @@ Tensor clamp_impl(const Tensor& self, const std::optional<Tensor>& min,
     DType dt = lo && hi ? result_type({&self, lo, hi}) : lo ? result_type({&self, lo})
                                                             : result_type({&self, hi});
     IterConfig cfg{"clamp", Promote::Common};
-    cfg.result_dtype = out.tensor ? DType::Undefined : dt;
-    if (dt != self.dtype() && !out.tensor) {
-      Tensor converted = to_dtype_impl(self, dt, false, OutArg::none());
-      return run_pointwise(PwKernel::ClampScalar, cfg, out, {&converted}, p);
-    }
-    if (out.tensor) {
-      TP_CHECK(can_cast(dt, out.tensor->dtype()), "result type ", dtype_scalar_name(dt),
-               " can't be cast to the desired output type ",
-               dtype_scalar_name(out.tensor->dtype()));
-    }
-    return run_pointwise(PwKernel::ClampScalar, cfg, out, {&self}, p);
+    // The kernel runs in the promoted dtype (an int tensor clamped by 1.5 computes in float).
+    Tensor input = dt == self.dtype() ? self : to_dtype_impl(self, dt, false, OutArg::none());
+    return run_pointwise(PwKernel::ClampScalar, cfg, out, {&input}, p);
   }
   if (min && max)
     return run_pointwise(PwKernel::ClampTensor, {"clamp", Promote::Common}, out,

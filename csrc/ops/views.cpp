@@ -77,6 +77,13 @@ Tensor view_impl(const Tensor& self, IntArrayRef size, OutArg) {
   return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
 }
 
+Tensor reshape_impl(const Tensor& self, IntArrayRef shape, OutArg) {
+  DimVector sizes = infer_size(shape, self.numel());
+  if (auto strides = view_strides(self.sizes(), self.strides(), sizes))
+    return make_view(self, std::move(sizes), std::move(*strides), self.storage_offset());
+  return view_impl(contiguous_impl(self, OutArg::none()), sizes, OutArg::none());
+}
+
 Tensor detach_impl(const Tensor& self, OutArg) {
   Tensor v = make_view(self, DimVector(self.sizes().data(), self.dim()),
                        DimVector(self.strides().data(), self.dim()), self.storage_offset());

@@ -85,16 +85,3 @@ def pytest_report_header(config):
     name = 'torch (TP_OPDB_AGAINST_TORCH=1)' if AGAINST_TORCH else 'tensorplay'
     return f"opdb library under test: {name}; layouts: {','.join(LAYOUTS)}"
 
-
-def pytest_collection_modifyitems(config, items):
-    """Marks the tests listed in known_gaps.txt as strict xfails (see that file).
-    Gaps are tensorplay's: the torch self-check must pass everything, so they
-    are not applied under TP_OPDB_AGAINST_TORCH=1."""
-    path = pathlib.Path(__file__).with_name('known_gaps.txt')
-    if AGAINST_TORCH or not path.exists():
-        return
-    gaps = {line.strip() for line in path.read_text().splitlines()
-            if line.strip() and not line.startswith('#')}
-    for item in items:
-        if item.nodeid in gaps:
-            item.add_marker(pytest.mark.xfail(strict=True, reason='known gap: known_gaps.txt'))
