@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (Python 3.12, no network): build with what is installed
+# there, run the test suite and the benchmarks, and print a short table last.
+#   device run: bash scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+log=${OUT:-/tmp}/gpu_check.log
+python3 --version
+python3 -c "import nanobind, scikit_build_core, torch; print('nanobind', nanobind.__version__, 'skbuild', scikit_build_core.__version__, 'torch', torch.__version__)"
+start=$(date +%s)
+MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -q . >"$log" 2>&1
+build_rc=$?
+build_s=$(( $(date +%s) - start ))
+tail -n 5 "$log"
+python3 -m pytest tests -q -p no:cacheprovider -x -q 2>&1 | tail -n 15 | tee -a "$log"
+test_rc=${PIPESTATUS[0]}
+python3 benchmarks/bench_foundation.py --quick 2>&1 | tee -a "$log" | tail -n 20
+echo "== gpu_check: build rc=$build_rc (${build_s}s), tests rc=$test_rc"
