@@ -1,9 +1,11 @@
 // Errors raised by the core. Each carries the Python exception kind a PyTorch user
 // expects; the bindings translate ErrorKind into that exception type.
 #pragma once
+#include <cstdio>
 #include <exception>
-#include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace tp {
@@ -28,12 +30,32 @@ class Error : public std::exception {
   std::string msg_;
 };
 
+namespace detail {
+// Message pieces are appended without iostreams: no locale machinery on the error path
+// (and none of the libstdc++ version coupling iostreams brings into an extension).
+inline void append(std::string& out, std::string_view s) { out.append(s); }
+inline void append(std::string& out, const char* s) { out.append(s ? s : "(null)"); }
+inline void append(std::string& out, const std::string& s) { out.append(s); }
+inline void append(std::string& out, char c) { out.push_back(c); }
+inline void append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+template <class T>
+  requires std::is_arithmetic_v<T>
+inline void append(std::string& out, T v) {
+  char buf[32];
+  int n;
+  if constexpr (std::is_floating_point_v<T>) n = std::snprintf(buf, sizeof buf, "%g", double(v));
+  else if constexpr (std::is_signed_v<T>) n = std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  else n = std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+  out.append(buf, size_t(n));
+}
+}  // namespace detail
+
 /// Builds the message from its parts and throws; kept out of line of the hot path.
 template <class... Args>
 [[noreturn]] __attribute__((noinline, cold)) void fail(ErrorKind kind, const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  throw Error(kind, os.str());
+  std::string msg;
+  (detail::append(msg, args), ...);
+  throw Error(kind, std::move(msg));
 }
 
 }  // namespace tp
