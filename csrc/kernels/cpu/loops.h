@@ -10,6 +10,14 @@ namespace tp::cpu {
 template <class F>
 concept HasVec8 = requires(F f) { F::vec8; };
 
+// Bools are read as bytes compared with 0: GCC vectorises that, not `bool` loads.
+template <class T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+template <class T>
+inline T load(const load_t<T>* p, int64_t i) {
+  if constexpr (std::is_same_v<T, bool>) return p[i] != 0;
+  else return p[i];
+}
+
 template <template <class> class Fn, class T>
 void nullary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
   using F = Fn<T>;
@@ -29,13 +37,13 @@ void unary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
   F f(p);
   if (s[0] == sizeof(O) && s[1] == sizeof(T)) {
     O* __restrict o = reinterpret_cast<O*>(d[0]);
-    const T* __restrict a = reinterpret_cast<const T*>(d[1]);
+    const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[1]);
     int64_t i = 0;
 #ifdef TP_VEC8
     if constexpr (std::is_same_v<T, float> && HasVec8<F>)
       for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::vec8(_mm256_loadu_ps(a + i)));
 #endif
-    for (; i < n; ++i) o[i] = f(a[i]);
+    for (; i < n; ++i) o[i] = f(load<T>(a, i));
   } else if (s[1] == 0) {
     O v = f(*reinterpret_cast<const T*>(d[1]));
     for (int64_t i = 0; i < n; ++i) *reinterpret_cast<O*>(d[0] + i * s[0]) = v;
@@ -51,16 +59,16 @@ void binary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
   using O = typename F::out_t;
   F f(p);
   O* __restrict o = reinterpret_cast<O*>(d[0]);
-  const T* __restrict a = reinterpret_cast<const T*>(d[1]);
-  const T* __restrict b = reinterpret_cast<const T*>(d[2]);
+  const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[1]);
+  const load_t<T>* __restrict b = reinterpret_cast<const load_t<T>*>(d[2]);
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+    for (int64_t i = 0; i < n; ++i) o[i] = f(load<T>(a, i), load<T>(b, i));
   } else if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {
-    const T bv = *b;
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
+    const T bv = load<T>(b, 0);
+    for (int64_t i = 0; i < n; ++i) o[i] = f(load<T>(a, i), bv);
   } else if (s[0] == sizeof(O) && s[1] == 0 && s[2] == sizeof(T)) {
-    const T av = *a;
-    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
+    const T av = load<T>(a, 0);
+    for (int64_t i = 0; i < n; ++i) o[i] = f(av, load<T>(b, i));
   } else {
     for (int64_t i = 0; i < n; ++i)
       *reinterpret_cast<O*>(d[0] + i * s[0]) = f(*reinterpret_cast<const T*>(d[1] + i * s[1]),
@@ -76,10 +84,10 @@ void ternary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) 
   F f(p);
   if (s[0] == sizeof(O) && s[1] == sizeof(C) && s[2] == sizeof(T) && s[3] == sizeof(T)) {
     O* __restrict o = reinterpret_cast<O*>(d[0]);
-    const C* __restrict c = reinterpret_cast<const C*>(d[1]);
-    const T* __restrict a = reinterpret_cast<const T*>(d[2]);
-    const T* __restrict b = reinterpret_cast<const T*>(d[3]);
-    for (int64_t i = 0; i < n; ++i) o[i] = f(c[i], a[i], b[i]);
+    const load_t<C>* __restrict c = reinterpret_cast<const load_t<C>*>(d[1]);
+    const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[2]);
+    const load_t<T>* __restrict b = reinterpret_cast<const load_t<T>*>(d[3]);
+    for (int64_t i = 0; i < n; ++i) o[i] = f(load<C>(c, i), load<T>(a, i), load<T>(b, i));
   } else {
     for (int64_t i = 0; i < n; ++i)
       *reinterpret_cast<O*>(d[0] + i * s[0]) = f(*reinterpret_cast<const C*>(d[1] + i * s[1]),
