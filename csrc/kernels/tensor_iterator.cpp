@@ -172,7 +172,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
                  cfg.result_dtype != DType::Undefined,
              "result type ", dtype_scalar_name(common_dtype_),
              " can't be cast to the desired output type ", dtype_scalar_name(o.dtype()));
-    TP_CHECK(o.device() == device_ || (o.device().type == device_.type),
+    TP_CHECK(o.device().type == device_.type,
              "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
              " instead");
     if (!same_shape) {

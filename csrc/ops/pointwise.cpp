@@ -47,14 +47,6 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
   return it.output();
 }
 
-Tensor scalar_tensor(const Scalar& s, DType dtype, Device device) {
-  Tensor t = empty_tensor({}, dtype, Device(DeviceType::CPU));
-  Tensor src = wrapped_scalar(s);
-  cast_strided(src.data_ptr(), 0, src.dtype(), t.data_ptr(), 0, dtype, 1);
-  if (!device.is_cpu()) return t;  // device copies arrive with the CUDA backend
-  return t;
-}
-
 Tensor wrapped_scalar(const Scalar& s) {
   Tensor t = empty_tensor({}, s.dtype());
   switch (s.tag()) {
@@ -90,11 +82,6 @@ void check_neg(const Tensor& self) {
   TP_CHECK(self.dtype() != DType::Bool,
            "neg: Negation, the `-` operator, on a bool tensor is not supported. "
            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-}
-
-void check_not_bool_division(const Tensor& self, const Tensor& other) {
-  (void)self;
-  (void)other;
 }
 
 void check_addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar&) {

@@ -15,7 +15,5 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
 
 /// A 0-dim CPU tensor holding `s`, marked as a wrapped number for type promotion.
 Tensor wrapped_scalar(const Scalar& s);
-/// A 0-dim tensor of `dtype` holding `s` (not a wrapped number).
-Tensor scalar_tensor(const Scalar& s, DType dtype, Device device = Device(DeviceType::CPU));
 
 }  // namespace tp

@@ -22,23 +22,17 @@ bool is_sequence(PyObject* o) {
 
 // Walks the first element of each level to find the shape.
 void infer_shape(PyObject* o, DimVector& shape) {
-  while (true) {
-    if (nb::isinstance<Tensor>(o)) {
-      for (int64_t s : nb::inst_ptr<Tensor>(o)->sizes()) shape.push_back(s);
-      return;
-    }
-    if (!is_sequence(o)) return;
-    Py_ssize_t n = PySequence_Size(o);
-    if (n < 0) throw nb::python_error();
-    shape.push_back(n);
-    if (n == 0) return;
-    nb::object first = nb::steal(PySequence_GetItem(o, 0));
-    o = first.ptr();
-    if (!is_sequence(o) && !nb::isinstance<Tensor>(o)) return;
-    // Keep `first` alive through the next iteration by recursing instead.
-    infer_shape(o, shape);
+  if (nb::isinstance<Tensor>(o)) {
+    for (int64_t s : nb::inst_ptr<Tensor>(o)->sizes()) shape.push_back(s);
     return;
   }
+  if (!is_sequence(o)) return;
+  Py_ssize_t n = PySequence_Size(o);
+  if (n < 0) throw nb::python_error();
+  shape.push_back(n);
+  if (n == 0) return;
+  nb::object first = nb::steal(PySequence_GetItem(o, 0));
+  infer_shape(first.ptr(), shape);
 }
 
 struct Leaves {

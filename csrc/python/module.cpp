@@ -117,7 +117,7 @@ void reject_number_with_out(const TensorArg& a, const char* op, const char* name
 nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
            " elements cannot be converted to Scalar");
-  TP_CHECK(!t.device().is_cuda() || false, "item: CUDA tensors arrive with the CUDA backend");
+  TP_CHECK(t.device().is_cpu(), "item: CUDA tensors arrive with the CUDA backend");
   if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());
   if (is_floating(t.dtype())) {
     double v;

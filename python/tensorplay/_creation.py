@@ -67,22 +67,23 @@ def as_tensor(data, dtype=None, device=None):
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """Converts ``obj`` to a tensor; shares memory unless ``copy=True`` or a cast is needed."""
-    if copy:
-        t = _C._to_dtype(obj, dtype or obj.dtype, True) if isinstance(obj, Tensor) \
-            else tensor(obj, dtype=dtype, _op="asarray")
-    elif hasattr(obj, "__dlpack__") and not isinstance(obj, (Tensor, np.ndarray)):
+    shares_memory = isinstance(obj, (Tensor, np.ndarray)) or hasattr(obj, "__dlpack__")
+    if copy is False and not shares_memory:
+        raise ValueError("asarray: can't alias a Python sequence or number (copy=False)")
+    if isinstance(obj, Tensor):
+        t = obj
+    elif isinstance(obj, np.ndarray):
+        t = as_tensor(obj)
+    elif hasattr(obj, "__dlpack__"):
         t = from_dlpack(obj)
-        if dtype is not None and dtype != t.dtype:
-            if copy is False:
-                raise ValueError("asarray: copy=False but a dtype conversion is needed")
-            t = t.to(dtype)
     else:
-        t = obj if isinstance(obj, Tensor) and dtype in (None, obj.dtype) else \
-            as_tensor(obj, dtype=dtype, device=device) if not isinstance(obj, (list, tuple)) and \
-            not isinstance(obj, (builtins.int, builtins.float, builtins.bool)) and \
-            isinstance(obj, (np.ndarray, Tensor)) else tensor(obj, dtype=dtype, _op="asarray")
-        if copy is False and isinstance(obj, (list, tuple)):
-            raise ValueError("asarray: can't alias a Python sequence (copy=False)")
+        t = tensor(obj, dtype=dtype, device=device, _op="asarray")
+    if dtype is not None and dtype != t.dtype:
+        if copy is False:
+            raise ValueError("asarray: copy=False but a dtype conversion is needed")
+        t = _C._to_dtype(t, dtype, False)
+    elif copy and (t is obj or shares_memory):
+        t = _C._to_dtype(t, t.dtype, True)
     if requires_grad:
         t.requires_grad = True
     return t
