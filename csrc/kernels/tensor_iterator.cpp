@@ -87,7 +87,7 @@ TensorIterator::TensorIterator(const IterConfig& cfg, OutArg out,
   compute_shape(cfg.op);
   compute_dtypes(cfg);
   allocate_or_check_output(cfg, out);
-  check_overlap(cfg.op);
+  check_overlap(cfg.op, cfg.check_internal_overlap);
   reorder_and_coalesce();
 }
 
@@ -193,36 +193,34 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
   }
 }
 
-void TensorIterator::check_overlap(const char* op) const {
+void TensorIterator::check_overlap(const char* op, bool internal) const {
   const TensorImpl* o = out_.impl();
-  if (o->numel() > 1 && !o->is_non_overlapping_and_dense()) {
+  if (internal && o->numel() > 1 && !o->is_non_overlapping_and_dense()) {
     for (int64_t d = 0; d < o->dim(); ++d)
       TP_CHECK(!(o->stride(d) == 0 && o->size(d) > 1),
                op, ": unsupported operation: more than one element of the written-to tensor "
                "refers to a single memory location. Please clone() the tensor before "
                "performing the operation.");
   }
-  for (int i = 0; i < ninputs_; ++i) {
-    const TensorImpl* in = inputs_[i]->impl();
-    if (in->storage().get() != o->storage().get() || in == o) continue;
-    if (in->data_ptr() == o->data_ptr() && std::equal(in->strides().begin(), in->strides().end(),
-                                                      o->strides().begin(), o->strides().end()) &&
-        std::equal(in->sizes().begin(), in->sizes().end(), o->sizes().begin(), o->sizes().end()))
-      continue;
-    auto extent = [](const TensorImpl* t, char*& lo, char*& hi) {
-      lo = hi = t->data_ptr();
-      for (int64_t d = 0; d < t->dim(); ++d) hi += (t->size(d) - 1) * t->stride(d) * int64_t(element_size(t->dtype()));
-      hi += element_size(t->dtype());
-    };
-    char *lo1, *hi1, *lo2, *hi2;
-    if (in->numel() == 0 || o->numel() == 0) continue;
-    extent(in, lo1, hi1);
-    extent(o, lo2, hi2);
-    TP_CHECK(hi1 <= lo2 || hi2 <= lo1,
-             op, ": unsupported operation: some elements of the input tensor and the written-to "
-             "tensor refer to a single memory location. Please clone() the tensor before "
-             "performing the operation.");
-  }
+  for (int i = 0; i < ninputs_; ++i) check_partial_overlap(out_, *inputs_[i], op);
+}
+
+void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op) {
+  const TensorImpl* o = out.impl();
+  const TensorImpl* s = in.impl();
+  if (s == o || s->storage().get() != o->storage().get() || !s->numel() || !o->numel()) return;
+  // Like PyTorch, judge only dense layouts; interleaved strided views are left alone.
+  if (!s->is_non_overlapping_and_dense() || !o->is_non_overlapping_and_dense()) return;
+  if (s->data_ptr() == o->data_ptr() &&
+      std::equal(s->strides().begin(), s->strides().end(), o->strides().begin(), o->strides().end()))
+    return;  // the same elements: a full overlap is fine
+  auto bytes = [](const TensorImpl* t) { return t->numel() * int64_t(element_size(t->dtype())); };
+  const char *lo1 = s->data_ptr(), *hi1 = lo1 + bytes(s);
+  const char *lo2 = o->data_ptr(), *hi2 = lo2 + bytes(o);
+  TP_CHECK(hi1 <= lo2 || hi2 <= lo1,
+           op, ": unsupported operation: some elements of the input tensor and the written-to "
+           "tensor refer to a single memory location. Please clone() the tensor before "
+           "performing the operation.");
 }
 
 void TensorIterator::reorder_and_coalesce() {

@@ -34,6 +34,8 @@ struct IterConfig {
   bool first_input_fixed = false;
   /// Half types compute in float32 (PyTorch's opmath); false keeps them for copies.
   bool half_to_float = true;
+  /// fill_ may write through expanded (self-overlapping) tensors, as in PyTorch.
+  bool check_internal_overlap = true;
   /// Explicit result dtype (e.g. a `dtype=` argument); Undefined: derive from inputs.
   DType result_dtype = DType::Undefined;
 };
@@ -42,6 +44,8 @@ struct IterConfig {
 struct OutArg {
   const Tensor* tensor = nullptr;
   bool inplace = false;
+  /// False when a factory initialises a tensor it just made (no user-visible write).
+  bool bump_version = true;
   static OutArg none() { return {}; }
 };
 
@@ -71,7 +75,7 @@ class TensorIterator {
   void compute_shape(const char* op);
   void compute_dtypes(const IterConfig& cfg);
   void allocate_or_check_output(const IterConfig& cfg, OutArg out);
-  void check_overlap(const char* op) const;
+  void check_overlap(const char* op, bool internal) const;
   void reorder_and_coalesce();
   void serial_for_each(Loop1d loop, const KernelParams& p, int64_t begin, int64_t end) const;
   void run_row(Loop1d loop, const KernelParams& p, char** ptrs, int64_t n) const;
@@ -96,6 +100,9 @@ class TensorIterator {
   int64_t numel_ = 0;
   alignas(16) char scalar_slots_[kMaxOperands + 1][16];  // 1-element inputs pre-converted
 };
+
+/// Raises PyTorch's error when `in` and `out` share some, but not all, of their memory.
+void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op);
 
 /// Converts n elements between dtypes with strides in bytes (the copy kernel's core).
 void cast_strided(const char* src, int64_t sstride, DType sdt, char* dst, int64_t dstride,

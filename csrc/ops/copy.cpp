@@ -77,6 +77,7 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
   TP_CHECK(self.device() == src.device() || (self.device().is_cpu() && src.device().is_cpu()),
            "copy_: copies between ", src.device().str(), " and ", self.device().str(),
            " arrive with the CUDA backend");
+  check_partial_overlap(self, src, "copy_");
   if (!try_dense_copy(self, src)) {
     IterConfig cfg{"copy_", Promote::Common};
     cfg.result_dtype = self.dtype();
@@ -88,21 +89,23 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
   return self;
 }
 
-Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg) {
+Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg out) {
   check_scalar_fits(value, self.dtype());
+  bool bump = !out.tensor || out.bump_version;  // factories initialise without a bump
   bool zero = value.is_floating() ? value.to_double() == 0.0 && !std::signbit(value.to_double())
                                   : value.to_int() == 0;
   if (zero && self.is_contiguous() && self.device().is_cpu()) {
     std::memset(self.data_ptr(), 0, size_t(self.numel()) * self.itemsize());
-    self.impl()->bump_version();
+    if (bump) self.impl()->bump_version();
     return self;
   }
   KernelParams p;
   p.s0 = value;
   IterConfig cfg{"fill_", Promote::Common};
   cfg.result_dtype = self.dtype();
-  Tensor out = self;
-  return run_pointwise(PwKernel::Fill, cfg, OutArg{&out, true}, {}, p);
+  cfg.check_internal_overlap = false;
+  Tensor dst = self;
+  return run_pointwise(PwKernel::Fill, cfg, OutArg{&dst, true, bump}, {}, p);
 }
 
 Tensor zero_impl(const Tensor& self, OutArg) { return fill_impl(self, Scalar(int64_t(0)), {}); }

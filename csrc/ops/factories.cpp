@@ -72,7 +72,7 @@ Tensor full_impl(IntArrayRef size, const Scalar& fill_value, const std::optional
              : fill_value.is_integral() ? DType::Int64
                                         : default_dtype();
   Tensor t = factory_result(size, dt, device, requires_grad, out);
-  fill_(t, fill_value);
+  fill_impl(t, fill_value, OutArg{&t, true, out.tensor != nullptr});  // out= is a visible write
   return t;
 }
 
@@ -169,7 +169,7 @@ Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<
   TP_CHECK(cols >= 0, "m must be greater or equal to 0, got ", cols);
   int64_t sz[2] = {n, cols};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
-  fill_(t, Scalar(int64_t(0)));
+  fill_impl(t, Scalar(int64_t(0)), OutArg{&t, true, out.tensor != nullptr});
   int64_t k = std::min(n, cols);
   Tensor one = wrapped_scalar(Scalar(int64_t(1)));
   char* base = t.data_ptr();

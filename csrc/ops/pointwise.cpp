@@ -43,7 +43,7 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
     it.for_each(loop, p);
     if (p.error.load(std::memory_order_relaxed) == kZeroDivision) TP_FAIL("ZeroDivisionError");
   }
-  if (out.tensor) out.tensor->impl()->bump_version();
+  if (out.tensor && out.bump_version) out.tensor->impl()->bump_version();
   return it.output();
 }
 

@@ -174,8 +174,9 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
       PyCapsule_SetName(c, "used_dltensor_versioned");
       return t;
     }
-    TP_CHECK_TYPE(PyCapsule_IsValid(c, "dltensor"),
-                  "from_dlpack: expected a DLPack capsule (unused \"dltensor\" or \"dltensor_versioned\")");
+    TP_CHECK(PyCapsule_IsValid(c, "dltensor"),
+             "from_dlpack received an invalid capsule. Note that DLTensor capsules can be "
+             "consumed only once, so you might have already constructed a tensor from it once.");
     auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
     Tensor t = import_managed(mt);
     PyCapsule_SetName(c, "used_dltensor");

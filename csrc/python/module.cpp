@@ -218,6 +218,10 @@ NB_MODULE(_C, m) {
   // ---- devices
   nb::class_<Device>(m, "device")
       .def("__init__", [](Device* self, const std::string& s) { new (self) Device(Device::parse(s)); })
+      .def("__init__", [](Device* self, int64_t index) {
+        TP_CHECK(index >= 0, "Device index must not be negative");
+        new (self) Device(DeviceType::CUDA, int(index));
+      })
       .def("__init__", [](Device* self, DeviceArg d) { new (self) Device(d.d); })
       .def("__init__", [](Device* self, const std::string& type, int index) {
         Device d = Device::parse(type);

@@ -118,11 +118,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
         return nb::cast<bool>(nb::bool_(tensor_item(t)));
       })
       .def("__float__", [](const Tensor& t) {
-        check_single(t, "only one element tensors can be converted to Python scalars");
+        if (t.numel() != 1) throw nb::value_error("only one element tensors can be converted to Python scalars");
         return nb::cast<double>(nb::float_(tensor_item(t)));
       })
       .def("__int__", [](const Tensor& t) {
-        check_single(t, "only one element tensors can be converted to Python scalars");
+        if (t.numel() != 1) throw nb::value_error("only one element tensors can be converted to Python scalars");
         return nb::int_(tensor_item(t));
       })
       .def("__index__", [](const Tensor& t) {

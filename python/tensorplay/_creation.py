@@ -30,7 +30,11 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__})")
     name = ndarray.dtype.name
-    if name not in _FROM_NUMPY or not ndarray.dtype.isnative:
+    if not ndarray.dtype.isnative:
+        raise ValueError("from_numpy: given numpy array has byte order different from the "
+                         "native byte order. Conversion between byte orders is currently not "
+                         "supported.")
+    if name not in _FROM_NUMPY:
         raise TypeError(f"from_numpy: can't convert np.ndarray of type numpy.{name}. The only "
                         "supported types "
                         "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")

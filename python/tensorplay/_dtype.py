@@ -61,7 +61,7 @@ class iinfo:
 
     def __init__(self, type):
         name = type._name
-        if name not in _IINFO:
+        if name not in _IINFO or name == "bool":
             raise TypeError(f"iinfo: expected an integer dtype, got {type}")
         self.bits, self.min, self.max = _IINFO[name]
         self.dtype = name

@@ -37,7 +37,9 @@ _NUMPY_TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", 
 
 
 def _method(fn):
-    setattr(Tensor, fn.__name__, fn)
+    """Attaches ``fn`` to Tensor under its name without the ``tensor_`` prefix (the prefix
+    keeps module-level names such as ``type`` from shadowing builtins here)."""
+    setattr(Tensor, fn.__name__.removeprefix("tensor_"), fn)
     return fn
 
 
@@ -74,7 +76,11 @@ def __contains__(self, element):
 @_method
 def __array__(self, dtype=None, copy=None):
     arr = self.numpy()
-    return arr if dtype is None else arr.astype(dtype, copy=False)
+    if dtype is not None and np.dtype(dtype) != arr.dtype:
+        if copy is False:
+            raise ValueError("__array__: copy=False, but converting the dtype needs a copy")
+        return arr.astype(dtype)
+    return arr.copy() if copy else arr
 
 
 class _ArrayView:
@@ -108,7 +114,7 @@ def numpy(self, *, force=False):
 
 
 @_method
-def is_contiguous(self, memory_format=None):
+def is_contiguous(self, *, memory_format=None):
     """Whether the elements are laid out densely in row-major (or the given) order."""
     if memory_format is None or memory_format is contiguous_format:
         return self._is_contiguous()
@@ -186,7 +192,7 @@ _LEGACY_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": 
 
 
 @_method
-def type(self, dtype=None, non_blocking=False):
+def tensor_type(self, dtype=None, non_blocking=False):
     """With no argument, the legacy type name ("tensorplay.FloatTensor"); else ``to(dtype)``."""
     if dtype is None:
         return f"tensorplay.{_LEGACY_TYPE[self.dtype._name]}"
