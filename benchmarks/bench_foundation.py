@@ -60,6 +60,7 @@ def throughput_cases(n):
     x, y = tp.from_numpy(xa), tp.from_numpy(ya)
     tx, ty = torch.from_numpy(xa), torch.from_numpy(ya)
     c, tc = x > 0, tx > 0
+    o, to = tp.empty(n), torch.empty(n)
     return [
         ("add", lambda: tp.add(x, y), lambda: torch.add(tx, ty), 0.0),
         ("mul", lambda: tp.mul(x, y), lambda: torch.mul(tx, ty), 0.0),
@@ -68,6 +69,9 @@ def throughput_cases(n):
         ("sigmoid", lambda: tp.sigmoid(x), lambda: torch.sigmoid(tx), 1e-6),
         ("where", lambda: tp.where(c, x, y), lambda: torch.where(tc, tx, ty), 0.0),
         ("to(bfloat16)", lambda: x.to(tp.bfloat16), lambda: tx.to(torch.bfloat16), 0.0),
+        # With a preallocated output neither library allocates: the kernels alone.
+        ("add(out=)", lambda: tp.add(x, y, out=o), lambda: torch.add(tx, ty, out=to), 0.0),
+        ("exp(out=)", lambda: tp.exp(x, out=o), lambda: torch.exp(tx, out=to), 1e-6),
     ]
 
 
