@@ -8,7 +8,7 @@
 namespace tp::cpu {
 
 template <class F>
-concept HasVec8 = requires(F f) { F::vec8; };
+concept HasVec = requires(F f) { F::vec; };
 
 // Bools are read as bytes compared with 0: GCC vectorises that, not `bool` loads.
 template <class T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
@@ -39,9 +39,9 @@ void unary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
     O* __restrict o = reinterpret_cast<O*>(d[0]);
     const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[1]);
     int64_t i = 0;
-#ifdef TP_VEC8
-    if constexpr (std::is_same_v<T, float> && HasVec8<F>)
-      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::vec8(_mm256_loadu_ps(a + i)));
+#ifdef TP_VEC_LANES
+    if constexpr (std::is_same_v<T, float> && HasVec<F>)
+      for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) functors::vec_store(o + i, F::vec(functors::vec_load(a + i)));
 #endif
     for (; i < n; ++i) o[i] = f(load<T>(a, i));
   } else if (s[1] == 0) {

@@ -10,16 +10,45 @@
 #include "kernels/functors/special_math.h"
 #include "kernels/tensor_iterator.h"
 
-#if defined(__AVX2__) && defined(TP_HAVE_LIBMVEC)
+// Note [libmvec vectors]
+// Contiguous float32 exp/log/sin/cos/tanh/sigmoid call glibc's vector math (libmvec) at
+// the widest width the build targets: 16 lanes with AVX-512, else 8 with AVX2. vec_f is
+// that vector type, TP_MVEC(expf) the matching libmvec entry point.
+#if defined(TP_HAVE_LIBMVEC) && defined(__AVX512F__)
 #include <immintrin.h>
+#define TP_VEC_LANES 16
+#define TP_MVEC(fn) _ZGVeN16v_##fn
+namespace tp::functors {
+using vec_f = __m512;
+inline vec_f vec_load(const float* p) { return _mm512_loadu_ps(p); }
+inline void vec_store(float* p, vec_f v) { _mm512_storeu_ps(p, v); }
+inline vec_f vec_set1(float x) { return _mm512_set1_ps(x); }
+inline vec_f vec_add(vec_f a, vec_f b) { return _mm512_add_ps(a, b); }
+inline vec_f vec_div(vec_f a, vec_f b) { return _mm512_div_ps(a, b); }
+inline vec_f vec_neg(vec_f a) { return _mm512_sub_ps(_mm512_setzero_ps(), a); }
+}  // namespace tp::functors
+#elif defined(TP_HAVE_LIBMVEC) && defined(__AVX2__)
+#include <immintrin.h>
+#define TP_VEC_LANES 8
+#define TP_MVEC(fn) _ZGVdN8v_##fn
+namespace tp::functors {
+using vec_f = __m256;
+inline vec_f vec_load(const float* p) { return _mm256_loadu_ps(p); }
+inline void vec_store(float* p, vec_f v) { _mm256_storeu_ps(p, v); }
+inline vec_f vec_set1(float x) { return _mm256_set1_ps(x); }
+inline vec_f vec_add(vec_f a, vec_f b) { return _mm256_add_ps(a, b); }
+inline vec_f vec_div(vec_f a, vec_f b) { return _mm256_div_ps(a, b); }
+inline vec_f vec_neg(vec_f a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.f)); }
+}  // namespace tp::functors
+#endif
+#ifdef TP_VEC_LANES
 extern "C" {
-__m256 _ZGVdN8v_expf(__m256);
-__m256 _ZGVdN8v_tanhf(__m256);
-__m256 _ZGVdN8v_logf(__m256);
-__m256 _ZGVdN8v_sinf(__m256);
-__m256 _ZGVdN8v_cosf(__m256);
+tp::functors::vec_f TP_MVEC(expf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(tanhf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(logf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(sinf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(cosf)(tp::functors::vec_f);
 }
-#define TP_VEC8 1
 #endif
 
 namespace tp::functors {
@@ -65,28 +94,26 @@ TP_FLOAT_UNARY(Frac, x - std::trunc(x))
 TP_FLOAT_UNARY(Reciprocal, T(1) / x)
 #undef TP_FLOAT_UNARY
 
-// Unary ops with an AVX2 libmvec path for contiguous float32.
+// Unary ops with a libmvec path for contiguous float32 (Note [libmvec vectors]).
 #define TP_VEC_UNARY(Name, expr, vexpr)                                           \
   template <class T> struct Name : Base<T> {                                      \
     using Base<T>::Base;                                                          \
     T operator()(T x) const { return expr; }                                      \
     TP_VEC_BODY(vexpr)                                                            \
   };
-#ifdef TP_VEC8
+#ifdef TP_VEC_LANES
 #define TP_VEC_BODY(vexpr) \
-  static __m256 vec8(__m256 v) { return vexpr; }
+  static vec_f vec(vec_f v) { return vexpr; }
 #else
 #define TP_VEC_BODY(vexpr)
 #endif
-TP_VEC_UNARY(Exp, std::exp(x), _ZGVdN8v_expf(v))
-TP_VEC_UNARY(Log, std::log(x), _ZGVdN8v_logf(v))
-TP_VEC_UNARY(Sin, std::sin(x), _ZGVdN8v_sinf(v))
-TP_VEC_UNARY(Cos, std::cos(x), _ZGVdN8v_cosf(v))
-TP_VEC_UNARY(Tanh, std::tanh(x), _ZGVdN8v_tanhf(v))
+TP_VEC_UNARY(Exp, std::exp(x), TP_MVEC(expf)(v))
+TP_VEC_UNARY(Log, std::log(x), TP_MVEC(logf)(v))
+TP_VEC_UNARY(Sin, std::sin(x), TP_MVEC(sinf)(v))
+TP_VEC_UNARY(Cos, std::cos(x), TP_MVEC(cosf)(v))
+TP_VEC_UNARY(Tanh, std::tanh(x), TP_MVEC(tanhf)(v))
 TP_VEC_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-x)),
-             _mm256_div_ps(_mm256_set1_ps(1.f),
-                           _mm256_add_ps(_mm256_set1_ps(1.f),
-                                         _ZGVdN8v_expf(_mm256_xor_ps(v, _mm256_set1_ps(-0.f))))))
+             vec_div(vec_set1(1.f), vec_add(vec_set1(1.f), TP_MVEC(expf)(vec_neg(v)))))
 #undef TP_VEC_UNARY
 #undef TP_VEC_BODY
 
