@@ -117,22 +117,26 @@ Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
   return t;
 }
 
-Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
-                     const std::optional<DType>& dtype, const std::optional<Device>& device,
-                     bool requires_grad, OutArg out) {
-  TP_CHECK(steps >= 0, "linspace: number of steps must be non-negative");
-  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), "linspace_cpu");
+namespace {
+
+/// linspace's values (or base ** them, for logspace): halves computed from each end, as
+/// PyTorch does, so both endpoints are exact; float32 results compute in float.
+Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_t steps,
+              std::optional<double> base, const std::optional<DType>& dtype,
+              const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  TP_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), kernel);
   int64_t sz[1] = {steps};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
   if (steps == 0) return t;
-  // Halves computed from each end, as PyTorch does, so both endpoints are exact.
   auto run = [&](auto zero) {
     using A = decltype(zero);
     A a = A(start.to_double()), b = A(end.to_double());
     A step = steps > 1 ? (b - a) / A(steps - 1) : A(0);
     int64_t half = steps / 2;
     fill_indexed(t, steps, [&](int64_t i) {
-      return i < half ? a + step * A(i) : b - step * A(steps - i - 1);
+      A x = i < half ? a + step * A(i) : b - step * A(steps - i - 1);
+      return base ? std::pow(A(*base), x) : x;
     });
   };
   if (t.dtype() == DType::Float64 || is_integral(t.dtype(), true)) run(double{});
@@ -140,26 +144,18 @@ Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
   return t;
 }
 
+}  // namespace
+
+Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
+                     const std::optional<DType>& dtype, const std::optional<Device>& device,
+                     bool requires_grad, OutArg out) {
+  return spaced("linspace_cpu", start, end, steps, std::nullopt, dtype, device, requires_grad, out);
+}
+
 Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, double base,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
-  TP_CHECK(steps >= 0, "logspace: number of steps must be non-negative");
-  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), "logspace_cpu");
-  int64_t sz[1] = {steps};
-  Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
-  if (steps == 0) return t;
-  auto run = [&](auto zero) {
-    using A = decltype(zero);
-    A a = A(start.to_double()), b = A(end.to_double()), bs = A(base);
-    A step = steps > 1 ? (b - a) / A(steps - 1) : A(0);
-    int64_t half = steps / 2;
-    fill_indexed(t, steps, [&](int64_t i) {
-      return std::pow(bs, i < half ? a + step * A(i) : b - step * A(steps - i - 1));
-    });
-  };
-  if (t.dtype() == DType::Float64 || is_integral(t.dtype(), true)) run(double{});
-  else run(float{});
-  return t;
+  return spaced("logspace_cpu", start, end, steps, base, dtype, device, requires_grad, out);
 }
 
 Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<DType>& dtype,
