@@ -28,15 +28,22 @@ AGAINST_TORCH = os.environ.get('TP_OPDB_AGAINST_TORCH', '') not in ('', '0')
 LAYOUTS = tuple(os.environ.get('TP_OPDB_LAYOUTS', 'contiguous,transposed,strided').split(','))
 
 
-def _load_opdb():
-    name = 'tensorplay_opdb'
+def _load(name, path):
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, ROOT / 'python' / 'tensorplay' / 'testing' / 'opdb.py')
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def _load_opdb():
+    """The harness (opdb.py), then each op family's entries (opdb_<family>.py)."""
+    folder = ROOT / 'python' / 'tensorplay' / 'testing'
+    db = _load('tensorplay_opdb', folder / 'opdb.py')
+    for path in sorted(folder.glob('opdb_*.py')):
+        _load(f'tensorplay_{path.stem}', path)
+    return db
 
 
 _load_opdb()
