@@ -1,5 +1,6 @@
 // View ops: new geometry over the same storage (composite: they run on every backend).
 #include <optional>
+#include <vector>
 
 #include "kernels/tensor_iterator.h"
 #include "ops/shape_utils.h"
@@ -82,6 +83,217 @@ Tensor reshape_impl(const Tensor& self, IntArrayRef shape, OutArg) {
   if (auto strides = view_strides(self.sizes(), self.strides(), sizes))
     return make_view(self, std::move(sizes), std::move(*strides), self.storage_offset());
   return view_impl(contiguous_impl(self, OutArg::none()), sizes, OutArg::none());
+}
+
+namespace {
+
+DimVector sizes_of(const Tensor& t) { return DimVector(t.sizes().data(), t.sizes().size()); }
+DimVector strides_of(const Tensor& t) { return DimVector(t.strides().data(), t.strides().size()); }
+
+/// Wraps every entry of `dims` and rejects repeats ("dim 1 appears multiple times").
+DimVector wrap_dims(IntArrayRef dims, int64_t ndim, const char* what) {
+  DimVector out(dims.size());
+  std::vector<bool> seen(size_t(std::max<int64_t>(ndim, 1)), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    out[i] = wrap_dim(dims[i], ndim);
+    TP_CHECK(!seen[size_t(out[i])], what, ": dim ", out[i], " appears multiple times in the list of dims");
+    seen[size_t(out[i])] = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor permute_impl(const Tensor& self, IntArrayRef dims, OutArg) {
+  int64_t nd = self.dim();
+  TP_CHECK(int64_t(dims.size()) == nd, "permute(sparse_coo): number of dimensions in the tensor "
+           "input does not match the length of the desired ordering of dimensions i.e. "
+           "input.dim() = ", nd, " is not equal to len(dims) = ", dims.size());
+  DimVector d = wrap_dims(dims, nd, "permute");
+  DimVector sizes(nd), strides(nd);
+  for (int64_t i = 0; i < nd; ++i) {
+    sizes[i] = self.size(d[i]);
+    strides[i] = self.stride(d[i]);
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor movedim_impl(const Tensor& self, IntArrayRef source, IntArrayRef destination, OutArg) {
+  int64_t nd = self.dim();
+  TP_CHECK(source.size() == destination.size(), "movedim: Invalid source or destination dims: "
+           "source (", shape_str(source), " dims) should contain the same number of dims as "
+           "destination (", shape_str(destination), " dims)");
+  DimVector src = wrap_dims(source, nd, "movedim"), dst = wrap_dims(destination, nd, "movedim");
+  // Place moved dims at their destinations, the rest in their original order.
+  DimVector order(nd, -1);
+  std::vector<bool> used(size_t(std::max<int64_t>(nd, 1)), false);
+  for (size_t i = 0; i < src.size(); ++i) {
+    order[dst[i]] = src[i];
+    used[size_t(src[i])] = true;
+  }
+  int64_t next = 0;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (order[i] != -1) continue;
+    while (used[size_t(next)]) ++next;
+    order[i] = next++;
+  }
+  return permute_impl(self, order, {});
+}
+
+Tensor unsqueeze_impl(const Tensor& self, int64_t dim, OutArg) {
+  int64_t nd = self.dim();
+  dim = wrap_dim(dim, nd + 1);
+  DimVector sizes = sizes_of(self), strides = strides_of(self);
+  int64_t st = dim < nd ? self.size(dim) * self.stride(dim) : 1;
+  sizes.insert(size_t(dim), 1);
+  strides.insert(size_t(dim), st);
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor _squeeze_dims_impl(const Tensor& self, IntArrayRef dims, OutArg) {
+  int64_t nd = self.dim();
+  DimVector d = wrap_dims(dims, nd, "squeeze");
+  std::vector<bool> drop(size_t(std::max<int64_t>(nd, 1)), false);
+  for (int64_t x : d)
+    if (nd > 0 && self.size(x) == 1) drop[size_t(x)] = true;
+  DimVector sizes, strides;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (drop[size_t(i)]) continue;
+    sizes.push_back(self.size(i));
+    strides.push_back(self.stride(i));
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor narrow_impl(const Tensor& self, int64_t dim, int64_t start, int64_t length, OutArg) {
+  TP_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+  dim = wrap_dim(dim, self.dim());
+  int64_t size = self.size(dim);
+  TP_CHECK(length >= 0, "narrow(): length must be non-negative.");
+  TP_CHECK_INDEX(start >= -size && start <= size, "start out of range (expected to be in range of [",
+                 -size, ", ", size, "], but got ", start, ")");
+  if (start < 0) start += size;
+  TP_CHECK(start <= size - length, "start (", start, ") + length (", length,
+           ") exceeds dimension size (", size, ").");
+  DimVector sizes = sizes_of(self);
+  sizes[dim] = length;
+  return make_view(self, std::move(sizes), strides_of(self),
+                   self.storage_offset() + start * self.stride(dim));
+}
+
+Tensor select_impl(const Tensor& self, int64_t dim, int64_t index, OutArg) {
+  TP_CHECK_INDEX(self.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+  dim = wrap_dim(dim, self.dim());
+  int64_t size = self.size(dim);
+  TP_CHECK_INDEX(index >= -size && index < size, "select(): index ", index,
+                 " out of range for tensor of size ", shape_str(self.sizes()), " at dimension ", dim);
+  if (index < 0) index += size;
+  DimVector sizes = sizes_of(self), strides = strides_of(self);
+  sizes.erase(size_t(dim));
+  strides.erase(size_t(dim));
+  return make_view(self, std::move(sizes), std::move(strides),
+                   self.storage_offset() + index * self.stride(dim));
+}
+
+Tensor unfold_impl(const Tensor& self, int64_t dimension, int64_t size, int64_t step, OutArg) {
+  int64_t nd = self.dim();
+  int64_t d = nd == 0 ? 0 : wrap_dim(dimension, nd);
+  int64_t len = nd == 0 ? 1 : self.size(d);
+  TP_CHECK(size <= len, "maximum size for tensor at dimension ", d, " is ", len, " but size is ", size);
+  TP_CHECK(step > 0, "step is ", step, " but must be > 0");
+  DimVector sizes = sizes_of(self), strides = strides_of(self);
+  int64_t st = nd == 0 ? 1 : self.stride(d);
+  if (nd == 0) {
+    sizes.push_back(size);
+    strides.push_back(1);
+  } else {
+    sizes[d] = (len - size) / step + 1;
+    strides[d] = step * st;
+    sizes.push_back(size);
+    strides.push_back(st);
+  }
+  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+}
+
+Tensor as_strided_impl(const Tensor& self, IntArrayRef size, IntArrayRef stride,
+                       const std::optional<int64_t>& storage_offset, OutArg) {
+  TP_CHECK(size.size() == stride.size(), "mismatch in length of strides and shape");
+  int64_t offset = storage_offset.value_or(self.storage_offset());
+  TP_CHECK(offset >= 0, "Tensor: invalid storage offset ", offset);
+  int64_t extent = 1;
+  bool empty = false;
+  for (size_t i = 0; i < size.size(); ++i) {
+    TP_CHECK(size[i] >= 0, "Trying to create tensor with negative dimension ", size[i]);
+    TP_CHECK(stride[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
+             shape_str(stride));
+    empty |= size[i] == 0;
+    extent += (size[i] - 1) * stride[i];
+  }
+  if (!empty) {
+    int64_t need = (offset + extent) * int64_t(self.itemsize());
+    TP_CHECK(size_t(need) <= self.impl()->storage()->nbytes(), "setStorage: sizes ",
+             shape_str(size), ", strides ", shape_str(stride), ", storage offset ", offset,
+             ", and itemsize ", self.itemsize(), " requiring a storage size of ", need,
+             " are out of bounds for storage of size ", self.impl()->storage()->nbytes());
+  }
+  return make_view(self, DimVector(size.data(), size.size()), DimVector(stride.data(), stride.size()),
+                   offset);
+}
+
+Tensor diagonal_impl(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2, OutArg) {
+  int64_t nd = self.dim();
+  int64_t d1 = wrap_dim(dim1, nd), d2 = wrap_dim(dim2, nd);
+  TP_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  int64_t len, start = self.storage_offset();
+  if (offset >= 0) {
+    len = std::max<int64_t>(std::min(self.size(d1), self.size(d2) - offset), 0);
+    if (len > 0) start += offset * self.stride(d2);
+  } else {
+    len = std::max<int64_t>(std::min(self.size(d1) + offset, self.size(d2)), 0);
+    if (len > 0) start -= offset * self.stride(d1);
+  }
+  DimVector sizes, strides;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i == d1 || i == d2) continue;
+    sizes.push_back(self.size(i));
+    strides.push_back(self.stride(i));
+  }
+  sizes.push_back(len);
+  strides.push_back(self.stride(d1) + self.stride(d2));
+  return make_view(self, std::move(sizes), std::move(strides), start);
+}
+
+Tensor flatten_impl(const Tensor& self, int64_t start_dim, int64_t end_dim, OutArg) {
+  int64_t nd = self.dim();
+  int64_t s = wrap_dim(start_dim, nd), e = wrap_dim(end_dim, nd);
+  TP_CHECK(s <= e, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (nd == 0) return reshape_impl(self, std::vector<int64_t>{1}, {});
+  if (s == e) return self;
+  DimVector shape;
+  int64_t merged = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i < s || i > e) {
+      shape.push_back(self.size(i));
+      continue;
+    }
+    merged *= self.size(i);
+    if (i == e) shape.push_back(merged);
+  }
+  return reshape_impl(self, shape, {});
+}
+
+Tensor unflatten_impl(const Tensor& self, int64_t dim, IntArrayRef sizes, OutArg) {
+  int64_t nd = self.dim();
+  TP_CHECK(nd > 0, "unflatten: Dimension specified as ", dim, " but tensor has no dimensions");
+  dim = wrap_dim(dim, nd);
+  TP_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
+  DimVector inner = infer_size(sizes, self.size(dim));
+  DimVector shape;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i != dim) shape.push_back(self.size(i));
+    else for (int64_t s : inner) shape.push_back(s);
+  }
+  return view_impl(self, shape, {});
 }
 
 Tensor detach_impl(const Tensor& self, OutArg) {

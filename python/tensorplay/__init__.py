@@ -15,6 +15,8 @@ from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, con
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
+from tensorplay._views import (broadcast_shapes, broadcast_tensors, chunk, dsplit, hsplit, split,
+                               squeeze, tensor_split, unbind, vsplit)
 from tensorplay import version
 from tensorplay.version import __version__
 

@@ -1,0 +1,65 @@
+"""View ops alias their input exactly where PyTorch's do: same storage, writes visible
+through both, one version counter."""
+import pytest
+import torch
+
+import tensorplay as tp
+
+CASES = [
+    ("view", lambda x: x.view(4, 6)),
+    ("reshape", lambda x: x.reshape(6, 4)),
+    ("reshape_copy", lambda x: x.transpose(0, 1).reshape(24)),   # not viewable: a copy
+    ("flatten", lambda x: x.flatten()),
+    ("flatten_copy", lambda x: x.transpose(1, 2).flatten(1)),
+    ("unflatten", lambda x: x.unflatten(1, (3, 1))),
+    ("permute", lambda x: x.permute(2, 0, 1)),
+    ("transpose", lambda x: x.transpose(0, 2)),
+    ("swapaxes", lambda x: x.swapaxes(0, 1)),
+    ("movedim", lambda x: x.movedim(0, 2)),
+    ("t", lambda x: x[0].t()),
+    ("T", lambda x: x[0].T),
+    ("mT", lambda x: x.mT),
+    ("expand", lambda x: x[:, :1].expand(2, 3, 4)),
+    ("expand_as", lambda x: x[:1].expand_as(x)),
+    ("broadcast_to", lambda x: x[:1].broadcast_to((2, 3, 4))),
+    ("squeeze", lambda x: x[:1].squeeze(0)),
+    ("unsqueeze", lambda x: x.unsqueeze(1)),
+    ("narrow", lambda x: x.narrow(2, 1, 2)),
+    ("select", lambda x: x.select(1, 2)),
+    ("slice", lambda x: x[:, 1:, ::2]),
+    ("unfold", lambda x: x.unfold(2, 2, 1)),
+    ("as_strided", lambda x: x.as_strided((2, 2), (1, 4), 3)),
+    ("diagonal", lambda x: x.diagonal(0, 1, 2)),
+    ("split", lambda x: x.split(2, 2)[1]),
+    ("chunk", lambda x: x.chunk(3, 1)[2]),
+    ("unbind", lambda x: x.unbind(2)[3]),
+    ("tensor_split", lambda x: x.tensor_split(3, 2)[1]),
+    ("detach", lambda x: x.detach()),
+    ("view_as", lambda x: x.view_as(x.view(6, 4))),
+    ("contiguous_noop", lambda x: x.contiguous()),
+    ("contiguous_copy", lambda x: x.transpose(0, 1).contiguous()),
+]
+
+
+def _aliases(lib, fn):
+    base = lib.arange(24, dtype=lib.float32).reshape(2, 3, 4).clone()
+    out = fn(base)
+    v0 = base._version
+    if out.numel():
+        out.view(-1)[0:1].fill_(-1.0) if out.is_contiguous() else out.fill_(-1.0)
+    shared_write = -1.0 in base.reshape(-1).tolist() if out.numel() else None
+    return shared_write, base._version != v0
+
+
+@pytest.mark.parametrize("name,fn", CASES, ids=[c[0] for c in CASES])
+def test_view_aliasing_matches_torch(name, fn):
+    assert _aliases(tp, fn) == _aliases(torch, fn)
+
+
+@pytest.mark.parametrize("name,fn", CASES, ids=[c[0] for c in CASES])
+def test_view_values_match_torch(name, fn):
+    ours = fn(tp.arange(24, dtype=tp.float32).reshape(2, 3, 4))
+    ref = fn(torch.arange(24, dtype=torch.float32).reshape(2, 3, 4))
+    assert tuple(ours.shape) == tuple(ref.shape)
+    assert tuple(ours.stride()) == tuple(ref.stride())
+    assert ours.tolist() == ref.tolist()
