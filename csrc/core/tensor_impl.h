@@ -1,5 +1,6 @@
 // TensorImpl: storage + sizes + strides + offset + dtype; Tensor: its ref-counted handle.
 #pragma once
+#include <optional>
 #include <span>
 
 #include "core/dtype.h"
@@ -10,6 +11,8 @@
 namespace tp {
 
 using IntArrayRef = std::span<const int64_t>;
+/// An optional list of ints (e.g. reduction dims: None means every dim).
+using OptionalIntArrayRef = std::optional<IntArrayRef>;
 
 /// Row-major strides for `sizes`.
 DimVector contiguous_strides(IntArrayRef sizes);

@@ -88,7 +88,7 @@ def cpp_type(a):
     base = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double",
             "bool": "bool", "str": "std::string", "ScalarType": "DType", "Device": "Device"}
     if a.base == "int[]":
-        return "IntArrayRef"
+        return "OptionalIntArrayRef" if a.optional else "IntArrayRef"
     t = base[a.base]
     if a.optional:
         return f"const std::optional<{t}>&"
@@ -291,6 +291,9 @@ def py_param(op, a):
         if numbers_ok:
             return f"TensorArg {a.name}", f"{a.name}.t"
         return f"const Tensor& {a.name}", a.name
+    if a.base == "int[]" and a.optional:
+        return f"std::optional<IntList> {a.name}", \
+            f"({a.name} ? OptionalIntArrayRef(IntArrayRef({a.name}->v.data(), {a.name}->v.size())) : std::nullopt)"
     if a.base == "int[]":
         return f"IntList {a.name}", f"IntArrayRef({a.name}.v.data(), {a.name}.v.size())"
     if a.base == "Device":
@@ -367,6 +370,10 @@ def gen_python(ops):
                 guards = "".join(
                     f'      reject_number_with_out({a.name}, "{op.name}", "{"input" if a.name == "self" else a.name}", {i + 1});\n'
                     for i, a in enumerate(op.args) if a.name in nums and a.name not in out_nums)
+                # `out_needs:` arguments without which PyTorch has no out= overload
+                guards += "".join(
+                    f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
+                    f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
                 out.append(
                     f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
                     f"    if (!out.is_none()) {{\n{guards}"

@@ -1,0 +1,144 @@
+// CPU reduction loops: a contiguous run reduced to one value ("inner"), and rows of
+// a contiguous block reduced column-wise ("outer", vectorised across the kept dim).
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/tensor_iterator.h"
+
+namespace tp::cpu {
+
+// Reduction ops: acc_t accumulates, identity() starts, combine() adds one element.
+// Float sums accumulate in float inside short blocks and in double across blocks (see
+// reduce_contiguous), which keeps them within PyTorch's (cascade-summed) rounding.
+template <class T> struct SumOp {
+  using acc_t = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+  using total_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  static acc_t identity() { return 0; }
+  static acc_t combine(acc_t a, T x) { return a + acc_t(x); }
+  static total_t merge(total_t a, acc_t b) { return a + total_t(b); }
+};
+template <class T> struct ProdOp {
+  using acc_t = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  using total_t = acc_t;
+  static acc_t identity() { return 1; }
+  static acc_t combine(acc_t a, T x) { return a * acc_t(x); }
+  static total_t merge(total_t a, acc_t b) { return a * b; }
+};
+template <class T> struct MaxOp {
+  using acc_t = T;
+  using total_t = T;
+  static T identity() {
+    if constexpr (std::is_same_v<T, bool>) return false;
+    else if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  static T combine(T a, T x) {
+    if constexpr (std::is_floating_point_v<T>) return (x != x || x > a) ? x : a;  // NaN sticks
+    else return x > a ? x : a;
+  }
+  static T merge(T a, T b) { return combine(a, b); }
+};
+template <class T> struct MinOp {
+  using acc_t = T;
+  using total_t = T;
+  static T identity() {
+    if constexpr (std::is_same_v<T, bool>) return true;
+    else if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  static T combine(T a, T x) {
+    if constexpr (std::is_floating_point_v<T>) return (x != x || x < a) ? x : a;
+    else return x < a ? x : a;
+  }
+  static T merge(T a, T b) { return combine(a, b); }
+};
+template <class T> struct AllOp {
+  using acc_t = bool;
+  using total_t = bool;
+  static bool identity() { return true; }
+  static bool combine(bool a, T x) { return a && x != T(0); }
+  static bool merge(bool a, bool b) { return a && b; }
+};
+template <class T> struct AnyOp {
+  using acc_t = bool;
+  using total_t = bool;
+  static bool identity() { return false; }
+  static bool combine(bool a, T x) { return a || x != T(0); }
+  static bool merge(bool a, bool b) { return a || b; }
+};
+
+constexpr int kLanes = 16;
+constexpr int64_t kBlock = 1024;
+
+/// Reduces x[0..n) with kLanes independent accumulators per block of kBlock elements
+/// (vectorisable), merging block results into a total.
+template <class Op, class T>
+typename Op::total_t reduce_contiguous(const T* x, int64_t n) {
+  typename Op::total_t total = Op::identity();
+  for (int64_t b = 0; b < n; b += kBlock) {
+    int64_t e = std::min(n, b + kBlock);
+    typename Op::acc_t lanes[kLanes];
+    for (int j = 0; j < kLanes; ++j) lanes[j] = Op::identity();
+    int64_t i = b;
+    for (; i + kLanes <= e; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) lanes[j] = Op::combine(lanes[j], x[i + j]);
+    for (; i < e; ++i) lanes[0] = Op::combine(lanes[0], x[i]);
+    for (int w = kLanes / 2; w > 0; w /= 2)
+      for (int j = 0; j < w; ++j) lanes[j] = Op::merge(lanes[j], lanes[j + w]);
+    total = Op::merge(total, lanes[0]);
+  }
+  return total;
+}
+
+/// out[r] = reduce(x[r * inner .. (r + 1) * inner)), rows in parallel; one long row is
+/// split across threads instead.
+template <class Op, class T, class Out>
+void reduce_inner(const T* x, Out* out, int64_t outer, int64_t inner) {
+  using Total = typename Op::total_t;
+  int nth = get_num_threads();
+  if (outer == 1 && inner >= 65536 && nth > 1) {
+    std::vector<Total> part(size_t(nth), Total(Op::identity()));
+#pragma omp parallel num_threads(nth)
+    {
+      int t = omp_get_thread_num(), T_ = omp_get_num_threads();
+      int64_t per = ((inner + T_ - 1) / T_ + kBlock - 1) / kBlock * kBlock;
+      int64_t b = std::min(inner, t * per), e = std::min(inner, b + per);
+      if (b < e) part[size_t(t)] = reduce_contiguous<Op>(x + b, e - b);
+    }
+    Total total = Op::identity();
+    for (Total v : part) total = Op::merge(total, v);
+    out[0] = Out(total);
+    return;
+  }
+  bool par = nth > 1 && outer * inner >= 65536 && outer >= nth;
+#pragma omp parallel for num_threads(nth) if (par) schedule(static)
+  for (int64_t r = 0; r < outer; ++r) out[r] = Out(reduce_contiguous<Op>(x + r * inner, inner));
+}
+
+/// out[k] = reduce over r of x[r * K + k] (k contiguous), columns in parallel.
+template <class Op, class T, class Out>
+void reduce_outer(const T* x, Out* out, int64_t R, int64_t K) {
+  using Total = typename Op::total_t;
+  int nth = get_num_threads();
+  int64_t chunk = 1024;
+  bool par = nth > 1 && R * K >= 65536 && K >= 2 * chunk;
+#pragma omp parallel for num_threads(nth) if (par) schedule(static)
+  for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+    int64_t kn = std::min(chunk, K - k0);
+    Total acc[1024];
+    for (int64_t k = 0; k < kn; ++k) acc[k] = Op::identity();
+    for (int64_t r = 0; r < R; ++r) {
+      const T* row = x + r * K + k0;
+      for (int64_t k = 0; k < kn; ++k) acc[k] = Op::merge(acc[k], Op::combine(Op::identity(), row[k]));
+    }
+    for (int64_t k = 0; k < kn; ++k) out[k0 + k] = Out(acc[k]);
+  }
+}
+
+}  // namespace tp::cpu

@@ -1,0 +1,201 @@
+// Reductions over dims (sum, mean, prod, amax, amin, all, any): dim as int, list or None,
+// keepdim, dtype= and out=. Layouts: reduced dims innermost or outermost run in place;
+// anything else is permuted to "kept dims first" and made contiguous first.
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/cpu/reduce_kernels.h"
+#include "ops/pointwise.h"
+#include "ops/shape_utils.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+enum class Kind { Sum, Prod, Max, Min, All, Any };
+
+struct Plan {
+  std::vector<bool> reduced;  // per input dim
+  DimVector out_shape;        // with keepdim applied
+  int64_t count = 1;          // elements folded into each result
+};
+
+/// `dim=()` reduces every dim for sum/mean/amax/amin but none for all/any (PyTorch).
+Plan make_plan(const char* op, const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+               bool empty_means_all) {
+  int64_t nd = self.dim();
+  Plan p;
+  p.reduced.assign(size_t(std::max<int64_t>(nd, 1)), false);
+  bool all = !dim || (dim->empty() && empty_means_all);
+  if (all) {
+    std::fill(p.reduced.begin(), p.reduced.end(), true);
+  } else {
+    for (int64_t d : *dim) {
+      int64_t w = wrap_dim(d, nd);
+      TP_CHECK(!p.reduced[size_t(w)], op, ": dim ", w, " appears multiple times in the list of dims");
+      p.reduced[size_t(w)] = true;
+    }
+  }
+  for (int64_t i = 0; i < nd; ++i) {
+    if (p.reduced[size_t(i)]) {
+      p.count *= self.size(i);
+      if (keepdim) p.out_shape.push_back(1);
+    } else {
+      p.out_shape.push_back(self.size(i));
+    }
+  }
+  return p;
+}
+
+template <template <class> class Op, class T>
+void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
+  using Out = std::conditional_t<std::is_same_v<Op<T>, cpu::AllOp<T>> || std::is_same_v<Op<T>, cpu::AnyOp<T>>,
+                                 bool, typename Op<T>::total_t>;
+  using Store = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op<T>, cpu::ProdOp<T>>,
+                                   std::conditional_t<std::is_same_v<Out, bool>, bool, T>, Out>;
+  int64_t nd = x.dim();
+  // A contiguous input whose reduced dims (ignoring size-1 dims) all come after the
+  // kept ones reduces rows in place ("inner"); all before them, columns ("outer").
+  bool any_reduced = false, kept_after_reduced = false, reduced_after_kept = false;
+  bool seen_kept = false;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (x.size(i) == 1) continue;
+    if (p.reduced[size_t(i)]) {
+      any_reduced = true;
+      reduced_after_kept |= seen_kept;
+    } else {
+      seen_kept = true;
+      kept_after_reduced |= any_reduced;
+    }
+  }
+  int64_t R = p.count, K = res.numel();
+  Store* out = res.data<Store>();
+  Tensor src = x;
+  bool outer = x.is_contiguous() && any_reduced && kept_after_reduced && !reduced_after_kept;
+  if (!x.is_contiguous() || (kept_after_reduced && !outer)) src = Tensor();
+  if (!src.defined()) {  // kept dims first, reduced last, then contiguous
+    DimVector order;
+    for (int64_t i = 0; i < nd; ++i) if (!p.reduced[size_t(i)]) order.push_back(i);
+    for (int64_t i = 0; i < nd; ++i) if (p.reduced[size_t(i)]) order.push_back(i);
+    src = contiguous(permute(x, order));
+  }
+  const T* data = src.data<T>();
+  if (R == 0) {  // an empty reduction: the identity everywhere
+    for (int64_t k = 0; k < K; ++k) out[k] = Store(Op<T>::identity());
+    return;
+  }
+  if (outer) cpu::reduce_outer<Op<T>>(data, out, R, K);
+  else cpu::reduce_inner<Op<T>>(data, out, K, R);
+}
+
+/// Result dtype of the kernel for `kind` on compute dtype `dt`.
+DType kernel_dtype(Kind kind, DType dt) {
+  switch (kind) {
+    case Kind::Sum: return is_floating(dt) ? dt : DType::Int64;
+    case Kind::Prod: return is_floating(dt) ? DType::Float64 : DType::Int64;
+    case Kind::All: case Kind::Any: return DType::Bool;
+    default: return dt;
+  }
+}
+
+Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+              DType result_dtype, DType compute_dtype, OutArg out, bool mean = false) {
+  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  Plan p = make_plan(op, self, dim, keepdim, kind != Kind::All && kind != Kind::Any);
+  if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0) {
+    for (int64_t i = 0; i < self.dim(); ++i)
+      TP_CHECK_INDEX(!(p.reduced[size_t(i)] && self.size(i) == 0), op, "(): Expected reduction dim ",
+                     i, " to have non-zero size.");
+    TP_CHECK(self.dim() > 0 || self.numel() > 0, op, "(): Expected reduction dim to be specified "
+             "for input.numel() == 0.");
+  }
+  Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
+  DType kdt = kernel_dtype(kind, compute_dtype);
+  Tensor res = empty_tensor(p.out_shape, kdt);
+  visit_dtype(compute_dtype, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      TP_FAIL(op, ": half types reach the kernel only through float32");
+    } else {
+      switch (kind) {
+        case Kind::Sum: run_kernel<cpu::SumOp, T>(x, p, res); break;
+        case Kind::Prod: run_kernel<cpu::ProdOp, T>(x, p, res); break;
+        case Kind::Max: run_kernel<cpu::MaxOp, T>(x, p, res); break;
+        case Kind::Min: run_kernel<cpu::MinOp, T>(x, p, res); break;
+        case Kind::All: run_kernel<cpu::AllOp, T>(x, p, res); break;
+        case Kind::Any: run_kernel<cpu::AnyOp, T>(x, p, res); break;
+      }
+    }
+  });
+  if (mean) res = div(res, wrapped_scalar(Scalar(int64_t(p.count))));
+  if (out.tensor) {
+    const Tensor& o = *out.tensor;
+    TP_CHECK(o.dtype() == result_dtype, op, "(): Expected out tensor to have dtype ",
+             dtype_name(result_dtype), ", but got ", dtype_name(o.dtype()), " instead");
+    if (!std::equal(o.sizes().begin(), o.sizes().end(), p.out_shape.begin(), p.out_shape.end())) {
+      Tensor fresh = empty_tensor(p.out_shape, o.dtype(), o.device());
+      o.impl()->set_storage(fresh.impl()->storage());
+      o.impl()->set_sizes_and_strides(p.out_shape, contiguous_strides(p.out_shape), 0);
+    }
+    copy_(const_cast<Tensor&>(o), res);
+    return o;
+  }
+  return res.dtype() == result_dtype ? res : _to_dtype(res, result_dtype);
+}
+
+DType compute_for(DType dt) {
+  return dt == DType::Float16 || dt == DType::BFloat16 ? DType::Float32 : dt;
+}
+
+}  // namespace
+
+Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                const std::optional<DType>& dtype, OutArg out) {
+  DType in = dtype.value_or(self.dtype());
+  DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
+  return reduce("sum", Kind::Sum, dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, result,
+                compute_for(in), out);
+}
+
+Tensor mean_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                 const std::optional<DType>& dtype, OutArg out) {
+  DType in = dtype.value_or(self.dtype());
+  TP_CHECK(is_floating(in), "mean(): could not infer output dtype. ",
+           dtype ? "Optional" : "Input", " dtype must be either a floating point or complex "
+           "dtype. Got: ", dtype_scalar_name(in));
+  Tensor x = dtype ? _to_dtype(self, *dtype) : self;
+  DType compute = in == DType::Float64 ? DType::Float64 : DType::Float32;
+  return reduce("mean", Kind::Sum, x, dim, keepdim, in, compute, out, /*mean=*/true);
+}
+
+Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool keepdim,
+                 const std::optional<DType>& dtype, OutArg out) {
+  DType in = dtype.value_or(self.dtype());
+  DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
+  int64_t d = dim.value_or(0);
+  OptionalIntArrayRef dims = dim ? OptionalIntArrayRef(IntArrayRef(&d, 1)) : std::nullopt;
+  return reduce("prod", Kind::Prod, dtype ? _to_dtype(self, *dtype) : self, dims, keepdim && dim,
+                result, compute_for(in), out);
+}
+
+Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  return reduce("amax", Kind::Max, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
+}
+
+Tensor amin_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  return reduce("amin", Kind::Min, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
+}
+
+Tensor all_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  return reduce("all", Kind::All, self, dim, keepdim, result, compute_for(self.dtype()), out);
+}
+
+Tensor any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  return reduce("any", Kind::Any, self, dim, keepdim, result, compute_for(self.dtype()), out);
+}
+
+}  // namespace tp

@@ -1,0 +1,50 @@
+"""Op-database entries: reductions (issue 3). Loaded after opdb.py, whose registry it extends."""
+import importlib
+import sys
+
+import torch
+
+db = sys.modules.get('tensorplay_opdb') or importlib.import_module('tensorplay.testing.opdb')
+
+COVERAGE = ('0-dim', 'empty', 'noncontig')
+# (args, kwargs) applied to a 3x4x5 input in every layout
+DIM_CALLS = [((), {}), ((0,), {}), ((1,), {}), ((-1,), {}), (((0, 2),), {}), (((1, 2),), {}),
+             ((1, True), {}), ((), {'dim': (0, 1), 'keepdim': True}), (((),), {})]
+LAYOUTS = ('contiguous', 'transposed', 'strided')
+
+
+def _samples(calls, domain=None, extra_shapes=((), (0,), (2, 0, 3), (1, 6, 1)), extra_calls=()):
+    def samples(op, mk):
+        for shape, args in extra_calls:
+            yield db.Sample((mk(shape),) + args)
+        kw = {'domain': domain} if domain else {}
+        for args, kwargs in calls:
+            for layout in LAYOUTS:
+                yield db.Sample((mk((3, 4, 5), **kw),) + args, kwargs, layout=layout)
+        for shape in extra_shapes:
+            yield db.Sample((mk(shape, **kw),))
+            if shape:
+                yield db.Sample((mk(shape, **kw), len(shape) - 1))
+    return samples
+
+
+def reduction(name, dtypes=db.ALL_DTYPES, calls=DIM_CALLS, extra_shapes=((), (0,), (2, 0, 3), (1, 6, 1)),
+              extra_calls=(), errors=(), tol=None, repeated_dim_exc=RuntimeError, **kw):
+    E = torch.ones(2, 3)
+    errs = [db._err(E, 2, exc=IndexError), db._err(E, (0, 0), exc=repeated_dim_exc)] + list(errors)
+    samples = _samples(calls, kw.pop('domain', None), extra_shapes, extra_calls)
+    return db.register(db.OpInfo(name, samples, dtypes,
+                                 out=True, coverage=COVERAGE, errors=db._errors(*errs),
+                                 tol=tol or {}, **kw))
+
+
+SUM_TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2), 'float32': (1e-5, 1e-5)}
+reduction('sum', tol=SUM_TOL)
+reduction('mean', db.FLOATS, tol=SUM_TOL, errors=[db._err(torch.ones(2, dtype=torch.int64))])
+reduction('prod', calls=[((), {}), ((0,), {}), ((-1, True), {})], domain=(0.5, 1.5), tol=SUM_TOL,
+          repeated_dim_exc=TypeError)
+for _name in ('amax', 'amin'):
+    reduction(_name, errors=[db._err(torch.ones(0, 3), 0, exc=IndexError)],
+              extra_shapes=((), (1, 6, 1), (2, 3)), extra_calls=[((2, 0, 3), (0,)), ((0, 3), (1,))])
+reduction('all')
+reduction('any')
