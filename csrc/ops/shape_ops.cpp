@@ -354,8 +354,8 @@ Tensor tri_indices(int64_t row, int64_t col, int64_t offset, const std::optional
   std::copy(rs.begin(), rs.end(), idx.data<int64_t>());
   std::copy(cs.begin(), cs.end(), idx.data<int64_t>() + n);
   DType dt = dtype.value_or(DType::Int64);
-  TP_CHECK(dt == DType::Int64 || dt == DType::Int32,
-           "\"", lower ? "tril" : "triu", "_indices\" not implemented for '", dtype_name(dt), "'");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, dt == DType::Int64 || dt == DType::Int32, "\"",
+                lower ? "tril" : "triu", "_indices\" not implemented for '", dtype_scalar_name(dt), "'");
   (void)device;
   return to_dtype_impl(idx, dt, false, {});
 }

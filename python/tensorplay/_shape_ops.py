@@ -6,16 +6,20 @@ __all__ = ['atleast_1d', 'atleast_2d', 'atleast_3d', 'hstack', 'vstack', 'dstack
            'column_stack', 'meshgrid', 'cartesian_prod', 'block_diag']
 
 
-def _tensors_arg(args):
-    """f(a, b) and f([a, b]) alike."""
-    if len(args) == 1 and isinstance(args[0], (list, tuple)):
-        return tuple(args[0])
+def _tensors_arg(args, name='', unpack=True):
+    """f(a, b) and f([a, b]) alike; TypeError for anything but tensors."""
+    if unpack and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    for t in args:
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f'{name}(): expected Tensor as element of argument tensors, '
+                            f'but got {type(t).__name__}')
     return args
 
 
 def _atleast(nd, view):
     def fn(*tensors):
-        ts = _tensors_arg(tensors)
+        ts = _tensors_arg(tensors, 'atleast_%dd' % nd)
         out = tuple(view(t) if t.dim() < nd else t for t in ts)
         return out[0] if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)) else out
     return fn
@@ -65,7 +69,7 @@ def column_stack(tensors, *, out=None):
 
 def meshgrid(*tensors, indexing='ij'):
     """Coordinate grids from 0-/1-D tensors; indexing 'ij' (matrix) or 'xy' (Cartesian)."""
-    ts = _tensors_arg(tensors)
+    ts = _tensors_arg(tensors, 'meshgrid')
     if len(ts) == 0:
         raise RuntimeError('meshgrid expects a non-empty TensorList')
     if indexing not in ('ij', 'xy'):
@@ -92,7 +96,7 @@ def meshgrid(*tensors, indexing='ij'):
 
 def cartesian_prod(*tensors):
     """Cartesian product of 1-D tensors, as rows (1-D input: a copy of it)."""
-    ts = _tensors_arg(tensors)
+    ts = _tensors_arg(tensors, 'cartesian_prod', unpack=False)
     if len(ts) == 0:
         raise RuntimeError('cartesian_prod expects a non-empty TensorList')
     for t in ts:
@@ -106,7 +110,7 @@ def cartesian_prod(*tensors):
 
 def block_diag(*tensors):
     """A block-diagonal matrix of 0-, 1- and 2-D tensors (result dtype promoted)."""
-    ts = _tensors_arg(tensors)
+    ts = _tensors_arg(tensors, 'block_diag', unpack=False)
     mats = []
     for i, t in enumerate(ts):
         if t.dim() > 2:

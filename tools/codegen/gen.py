@@ -420,8 +420,10 @@ def gen_python(ops):
             # t.view(2, 3) and t.view((2, 3)) alike
             mcargs = cargs.replace(f"IntArrayRef({rest[0].name}.v.data(), {rest[0].name}.v.size())",
                                    f'size_from_args(size_args, "{op.name}")')
-            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args) '
-                       f'{{ return tp::{op.name}({mcargs}); }}, nb::arg("{rest[0].name}"), "{doc}");')
+            # ... and t.flip(dims=(0, 1))
+            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args, nb::kwargs kw) {{\n'
+                       f'    size_args = sizes_or_keyword(size_args, kw, "{rest[0].name}", "{op.name}");\n'
+                       f'    return tp::{op.name}({mcargs}); }}, "{doc}");')
         elif "method" in op.variants:
             out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
                        f'{{ return tp::{op.name}({cargs}); }}{spec_str}, "{doc}");')
