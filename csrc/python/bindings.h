@@ -30,6 +30,8 @@ bool scalar_from_python(PyObject* o, Scalar& out);
 bool int_list_from_python(PyObject* o, DimVector& out);
 /// Sizes from *args: zeros(2, 3), zeros((2, 3)) and zeros([2, 3]).
 DimVector size_from_args(nb::args args, const char* op);
+/// `args`, or (kw[name],) when the sizes came as the keyword `name` (t.flip(dims=(0,))).
+nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const char* op);
 /// PyTorch's out= overloads take tensors only: raises TypeError if `a` was a number.
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos);
 /// Python number for element 0 of `t`, by its dtype.

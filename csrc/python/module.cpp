@@ -106,6 +106,13 @@ DimVector size_from_args(nb::args args, const char* op) {
   return storage;
 }
 
+nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const char* op) {
+  if (kw.size() == 0) return args;
+  if (kw.size() != 1 || !kw.contains(name) || args.size() != 0)
+    throw nb::type_error((std::string(op) + "() received an invalid combination of arguments").c_str());
+  return nb::borrow<nb::args>(nb::make_tuple(kw[name]));
+}
+
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
   if (!a.t.impl()->is_wrapped_number()) return;
   DType dt = a.t.dtype();

@@ -14,6 +14,8 @@ from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, con
                                 memory_format, preserve_format)
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
+from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,
+                                    column_stack, dstack, hstack, meshgrid, vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (broadcast_shapes, broadcast_tensors, chunk, dsplit, hsplit, split,
                                squeeze, tensor_split, unbind, vsplit)

@@ -1,5 +1,8 @@
 """Generates TensorPlay's op layer from csrc/ops/ops.yaml.
 
+Schema types: Tensor, Tensor?, Tensor[] (C++ TensorList, Python any sequence of
+tensors), Scalar, int, int?, int[], float, bool, str?, ScalarType?, Device?.
+
 Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   tensorplay/ops_api.h        C++ API (tp::add, tp::add_, tp::add_out), op ids, impl decls
   tensorplay/pointwise_kernels.h  the PwKernel enum (one per functor)
@@ -73,7 +76,8 @@ def parse_schema(text):
     name, argstr, _ret = m.groups()
     name, _, overload = name.partition(".")
     args, kwonly = [], False
-    for part in [p.strip() for p in argstr.split(",") if p.strip()]:
+    # split on commas outside brackets (int[] dims=[0, 1])
+    for part in [p.strip() for p in re.split(r",(?![^\[]*\])", argstr) if p.strip()]:
         if part == "*":
             kwonly = True
             continue
@@ -89,6 +93,8 @@ def cpp_type(a):
             "bool": "bool", "str": "std::string", "ScalarType": "DType", "Device": "Device"}
     if a.base == "int[]":
         return "OptionalIntArrayRef" if a.optional else "IntArrayRef"
+    if a.base == "Tensor[]":
+        return "TensorList"
     t = base[a.base]
     if a.optional:
         return f"const std::optional<{t}>&"
@@ -105,7 +111,15 @@ def cpp_default(a):
         return " = " + d.lower()
     if a.base == "Scalar":
         return f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
+    if a.base == "int[]":  # the temporary array lives until the end of the call
+        vals = int_list_default(d)
+        return f" = std::array<int64_t, {len(vals)}>{{{', '.join(vals)}}}" if vals else " = {}"
     return " = " + d
+
+
+def int_list_default(d):
+    """'[0, 1]' -> ['0', '1']."""
+    return [v.strip() for v in d.strip("[]").split(",") if v.strip()]
 
 
 def params(op, defaults=True):
@@ -124,6 +138,10 @@ def key_expr(op):
     tensors = op.tensor_args
     if tensors:
         return f"dispatch_key_of({tensors[0].name})"
+    lists = [a for a in op.args if a.base == "Tensor[]"]
+    if lists:  # an empty list is the kernel's error to report, on CPU
+        t = lists[0].name
+        return f"({t}.empty() ? DispatchKey::CPU : dispatch_key_of({t}[0]))"
     dev = [a for a in op.args if a.base == "Device"]
     if dev:
         return f"({dev[0].name} ? backend_key({dev[0].name}->type) : DispatchKey::CPU)"
@@ -180,13 +198,17 @@ def gen_api_header(ops):
     return "\n".join([
         "// Generated from ops.yaml. Do not edit.",
         "#pragma once",
+        "#include <array>",
         "#include <optional>",
+        "#include <span>",
         "#include <string>",
         '#include "core/scalar.h"',
         '#include "core/tensor_impl.h"',
         '#include "dispatch/registry.h"',
         '#include "kernels/tensor_iterator.h"',
         "namespace tp {",
+        "/// A `Tensor[]` argument (cat, stack, ...).",
+        "using TensorList = std::span<const Tensor>;",
         *ids,
         f"constexpr int kNumBuiltinOps = {len(ops)};",
         "/// Adds the built-in ops to the registry (called once at import).",
@@ -296,6 +318,8 @@ def py_param(op, a):
             f"({a.name} ? OptionalIntArrayRef(IntArrayRef({a.name}->v.data(), {a.name}->v.size())) : std::nullopt)"
     if a.base == "int[]":
         return f"IntList {a.name}", f"IntArrayRef({a.name}.v.data(), {a.name}.v.size())"
+    if a.base == "Tensor[]":  # any sequence of tensors (nanobind's stl/vector.h caster)
+        return f"const std::vector<Tensor>& {a.name}", f"TensorList({a.name})"
     if a.base == "Device":
         return f"std::optional<DeviceArg> {a.name}", \
             f"({a.name} ? std::optional<Device>({a.name}->d) : std::nullopt)"
@@ -319,6 +343,8 @@ def py_arg_spec(a, rename_self=True):
             spec += f" = {d.lower()}"
         elif a.base == "Scalar":
             spec += f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
+        elif a.base == "int[]":
+            spec += f" = nb::make_tuple({', '.join(int_list_default(d))})"
         else:
             spec += f" = {d}"
     return spec
@@ -336,6 +362,7 @@ def arg_specs(args, rename_self=True):
 
 def gen_python(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
+           "#include <nanobind/stl/vector.h>",
            '#include "python/bindings.h"',
            '#include "tensorplay/ops_api.h"',
            "namespace tp::python {",
@@ -400,8 +427,10 @@ def gen_python(ops):
             # t.view(2, 3) and t.view((2, 3)) alike
             mcargs = cargs.replace(f"IntArrayRef({rest[0].name}.v.data(), {rest[0].name}.v.size())",
                                    f'size_from_args(size_args, "{op.name}")')
-            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args) '
-                       f'{{ return tp::{op.name}({mcargs}); }}, nb::arg("{rest[0].name}"), "{doc}");')
+            # ... and t.flip(dims=(0, 1))
+            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args, nb::kwargs kw) {{\n'
+                       f'    size_args = sizes_or_keyword(size_args, kw, "{rest[0].name}", "{op.name}");\n'
+                       f'    return tp::{op.name}({mcargs}); }}, "{doc}");')
         elif "method" in op.variants:
             out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
                        f'{{ return tp::{op.name}({cargs}); }}{spec_str}, "{doc}");')
