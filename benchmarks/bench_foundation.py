@@ -8,30 +8,16 @@ the run. Timings: interleaved rounds, median per round.
 """
 import argparse
 import platform
-import statistics
-import time
 
 import numpy as np
 import torch
 
 import tensorplay as tp
+from common import compare
 
 
-def timeit(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
 
 
-def compare(name, tp_fn, torch_fn, number, rounds):
-    """Median seconds per call for each library, runs interleaved."""
-    tp_fn(), torch_fn()
-    tps, ths = [], []
-    for _ in range(rounds):
-        tps.append(timeit(tp_fn, number))
-        ths.append(timeit(torch_fn, number))
-    return statistics.median(tps), statistics.median(ths)
 
 
 def check(name, ours, ref, tol=0.0):
@@ -88,7 +74,7 @@ def main():
     number, rounds = (2000, 5) if args.quick else (20000, 15)
     for name, f_tp, f_th, (ours, ref) in overhead_cases():
         check(name, ours, ref)
-        t_tp, t_th = compare(name, f_tp, f_th, number, rounds)
+        t_tp, t_th = compare(f_tp, f_th, number, rounds)
         rows.append(("overhead", name, threads, t_tp * 1e9, t_th * 1e9, "ns"))
 
     n = 1 << 24
@@ -98,7 +84,7 @@ def main():
         torch.set_num_threads(nthreads)
         for name, f_tp, f_th, tol in throughput_cases(n):
             check(name, f_tp(), f_th(), tol)
-            t_tp, t_th = compare(name, f_tp, f_th, number, rounds)
+            t_tp, t_th = compare(f_tp, f_th, number, rounds)
             rows.append(("16M fp32", name, nthreads, t_tp * 1e3, t_th * 1e3, "ms"))
     tp.set_num_threads(threads)
     torch.set_num_threads(threads)

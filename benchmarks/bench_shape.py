@@ -7,30 +7,17 @@ Each case checks TensorPlay's result against PyTorch's before timing; a mismatch
 the run. Timings: interleaved rounds, median per round.
 """
 import argparse
-import statistics
 import time
 
 import numpy as np
 import torch
 
 import tensorplay as tp
+from common import compare
 
 
-def timeit(fn, number):
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
 
 
-def compare(tp_fn, torch_fn, number, rounds):
-    """Median seconds per call for each library, runs interleaved."""
-    tp_fn(), torch_fn()
-    tps, ths = [], []
-    for _ in range(rounds):
-        tps.append(timeit(tp_fn, number))
-        ths.append(timeit(torch_fn, number))
-    return statistics.median(tps), statistics.median(ths)
 
 
 def cases():

@@ -1,6 +1,7 @@
 // CPU reduction loops: a contiguous run reduced to one value ("inner"), and rows of
 // a contiguous block reduced column-wise ("outer", vectorised across the kept dim).
 #pragma once
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -78,8 +79,40 @@ constexpr int64_t kBlock = 1024;
 
 /// Reduces x[0..n) with kLanes independent accumulators per block of kBlock elements
 /// (vectorisable), merging block results into a total.
+#if defined(__AVX2__)
+/// float32 max (IsMax) or min with NaN propagation: vmaxps/vminps lanes plus an
+/// unordered-compare mask, two accumulators for instruction-level parallelism.
+template <bool IsMax>
+float minmax_f32(const float* x, int64_t n) {
+  const float init = IsMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  __m256 a0 = _mm256_set1_ps(init), a1 = a0, nan = _mm256_setzero_ps();
+  auto step = [](__m256 a, __m256 v) { return IsMax ? _mm256_max_ps(a, v) : _mm256_min_ps(a, v); };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    a0 = step(a0, v0);
+    a1 = step(a1, v1);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, step(a0, a1));
+  float r = init;
+  bool any_nan = _mm256_movemask_ps(nan) != 0;
+  for (float v : lanes) r = IsMax ? (v > r ? v : r) : (v < r ? v : r);
+  for (; i < n; ++i) {
+    any_nan |= x[i] != x[i];
+    r = IsMax ? (x[i] > r ? x[i] : r) : (x[i] < r ? x[i] : r);
+  }
+  return any_nan ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+#endif
+
 template <class Op, class T>
 typename Op::total_t reduce_contiguous(const T* x, int64_t n) {
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<Op, MaxOp<float>>) return minmax_f32<true>(x, n);
+  if constexpr (std::is_same_v<Op, MinOp<float>>) return minmax_f32<false>(x, n);
+#endif
   typename Op::total_t total = Op::identity();
   for (int64_t b = 0; b < n; b += kBlock) {
     int64_t e = std::min(n, b + kBlock);

@@ -1,0 +1,56 @@
+"""Reduction benchmark: sum, mean and amax over 16M float32 elements and over each dim
+of 4096x4096, TensorPlay vs PyTorch in one process (ratio = tp time / torch time).
+
+    python benchmarks/bench_reductions.py [--quick] [--markdown]
+
+Each case checks TensorPlay's result against PyTorch's before timing.
+"""
+import argparse
+
+import numpy as np
+import torch
+
+import tensorplay as tp
+from common import compare
+
+
+def cases():
+    rng = np.random.default_rng(0)
+    flat = rng.standard_normal(1 << 24, dtype=np.float32)
+    square = rng.standard_normal((4096, 4096), dtype=np.float32)
+    out = []
+    for label, arr in (("16M", flat), ("4096x4096", square)):
+        x, tx = tp.from_numpy(arr), torch.from_numpy(arr)
+        dims = [None] if arr.ndim == 1 else [0, 1]
+        for op in ("sum", "mean", "amax"):
+            for d in dims:
+                args = () if d is None else (d,)
+                name = f"{op} {label}" + ("" if d is None else f" dim={d}")
+                out.append((name, (lambda x=x, op=op, a=args: getattr(tp, op)(x, *a)),
+                            (lambda tx=tx, op=op, a=args: getattr(torch, op)(tx, *a))))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    number, rounds = (3, 3) if args.quick else (10, 9)
+    rows = []
+    for name, f_tp, f_th in cases():
+        ours, ref = np.asarray(f_tp().tolist()), f_th().numpy()
+        if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-4, atol=1e-3):
+            raise SystemExit(f"{name}: TensorPlay result differs from PyTorch's")
+        a, b = compare(f_tp, f_th, number, rounds)
+        rows.append((name, a * 1e3, b * 1e3))
+    print(f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, torch {torch.__version__}")
+    if args.markdown:
+        print("| case | tensorplay | torch | ratio |\n|---|---|---|---|")
+    for name, a, b in rows:
+        print(f"| `{name}` | {a:.3g} ms | {b:.3g} ms | {a / b:.2f} |" if args.markdown
+              else f"{name:24s} tp {a:8.3g} ms  torch {b:8.3g} ms  ratio {a / b:5.2f}")
+
+
+if __name__ == "__main__":
+    main()
