@@ -198,4 +198,114 @@ Tensor any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutAr
   return reduce("any", Kind::Any, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 
+// ---------------------------------------------------------------- arg reductions
+
+namespace {
+
+/// Index of the first max (IsMax) or min in x[0..n); a NaN wins at its first position.
+template <bool IsMax, class T>
+int64_t arg_best(const T* x, int64_t n) {
+  int64_t bi = 0;
+  T best = x[0];
+  if constexpr (std::is_floating_point_v<T>) if (best != best) return 0;
+  for (int64_t i = 1; i < n; ++i) {
+    T v = x[i];
+    if constexpr (std::is_floating_point_v<T>) if (v != v) return i;
+    if (IsMax ? v > best : v < best) {
+      best = v;
+      bi = i;
+    }
+  }
+  return bi;
+}
+
+/// (values, indices) of the max/min along `dim` (all elements, flattened, when none).
+std::tuple<Tensor, Tensor> arg_reduce(const char* op, bool is_max, const Tensor& self,
+                                      std::optional<int64_t> dim, bool keepdim) {
+  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  int64_t nd = self.dim();
+  Tensor x = self;
+  int64_t d = 0;
+  DimVector out_shape;
+  if (!dim) {
+    TP_CHECK_INDEX(self.numel() > 0, op, "(): Expected reduction dim to be specified for "
+                   "input.numel() == 0.");
+    x = reshape(self, std::vector<int64_t>{self.numel()});
+    if (keepdim) out_shape = DimVector(size_t(nd), 1);
+  } else {
+    d = wrap_dim(*dim, nd);
+    if (nd == 0) {
+      x = reshape(self, std::vector<int64_t>{1});
+    } else {
+      TP_CHECK_INDEX(self.size(d) > 0, op, "(): Expected reduction dim ", d,
+                     " to have non-zero size.");
+      DimVector order;
+      for (int64_t i = 0; i < nd; ++i) if (i != d) order.push_back(i);
+      order.push_back(d);
+      x = contiguous(permute(self, order));
+    }
+    for (int64_t i = 0; i < nd; ++i) {
+      if (i != d) out_shape.push_back(self.size(i));
+      else if (keepdim) out_shape.push_back(1);
+    }
+  }
+  DType compute = self.dtype() == DType::Float16 || self.dtype() == DType::BFloat16
+                      ? DType::Float32 : self.dtype();
+  if (x.dtype() != compute) x = _to_dtype(x, compute);
+  x = contiguous(x);
+  int64_t len = x.dim() ? x.size(x.dim() - 1) : 1, rows = x.numel() / std::max<int64_t>(len, 1);
+  Tensor indices = empty_tensor(out_shape, DType::Int64);
+  Tensor values = empty_tensor(out_shape, self.dtype());
+  int64_t* idx = indices.data<int64_t>();
+  visit_dtype(compute, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      TP_FAIL(op, ": half types reach the kernel only through float32");
+    } else {
+      const T* data = x.data<T>();
+#pragma omp parallel for num_threads(get_num_threads()) if (rows * len >= 65536 && rows > 1)
+      for (int64_t r = 0; r < rows; ++r)
+        idx[r] = is_max ? arg_best<true>(data + r * len, len) : arg_best<false>(data + r * len, len);
+      char* vals = values.data_ptr();
+      size_t es = values.itemsize();
+      for (int64_t r = 0; r < rows; ++r)
+        cast_strided(reinterpret_cast<const char*>(data + r * len + idx[r]), 0, compute,
+                     vals + size_t(r) * es, 0, values.dtype(), 1);
+    }
+  });
+  return {values, indices};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  return arg_reduce("max", true, self, dim, keepdim);
+}
+
+std::tuple<Tensor, Tensor> min_dim_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  return arg_reduce("min", false, self, dim, keepdim);
+}
+
+Tensor argmax_impl(const Tensor& self, const std::optional<int64_t>& dim, bool keepdim, OutArg) {
+  TP_CHECK(self.dtype() != DType::Bool, "argmax(): does not support bool input");
+  return std::get<1>(arg_reduce("argmax", true, self, dim, keepdim));
+}
+
+Tensor argmin_impl(const Tensor& self, const std::optional<int64_t>& dim, bool keepdim, OutArg) {
+  TP_CHECK(self.dtype() != DType::Bool, "argmin(): does not support bool input");
+  return std::get<1>(arg_reduce("argmin", false, self, dim, keepdim));
+}
+
+Tensor max_all_impl(const Tensor& self, OutArg out) {
+  TP_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() "
+           "== 0. Specify the reduction dim with the 'dim' argument.");
+  return amax_impl(self, std::nullopt, false, out);
+}
+
+Tensor min_all_impl(const Tensor& self, OutArg out) {
+  TP_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() "
+           "== 0. Specify the reduction dim with the 'dim' argument.");
+  return amin_impl(self, std::nullopt, false, out);
+}
+
 }  // namespace tp

@@ -34,6 +34,8 @@ DimVector size_from_args(nb::args args, const char* op);
 nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const char* op);
 /// PyTorch's out= overloads take tensors only: raises TypeError if `a` was a number.
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos);
+/// A tuple result as its tp.return_types named tuple (registered from Python).
+nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r);
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);
 

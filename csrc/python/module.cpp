@@ -113,6 +113,19 @@ nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const 
   return nb::borrow<nb::args>(nb::make_tuple(kw[name]));
 }
 
+namespace {
+// op name -> named tuple class (tensorplay.return_types). A raw reference kept for the
+// whole process: a C++ global holding a Python object would be released after the
+// interpreter has finalised.
+PyObject* g_return_types = nullptr;
+}
+
+nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r) {
+  nb::object a = nb::cast(std::move(std::get<0>(r))), b = nb::cast(std::move(std::get<1>(r)));
+  PyObject* cls = g_return_types ? PyDict_GetItemString(g_return_types, op) : nullptr;
+  return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
+}
+
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
   if (!a.t.impl()->is_wrapped_number()) return;
   DType dt = a.t.dtype();
@@ -257,6 +270,11 @@ NB_MODULE(_C, m) {
   bind_tensor(m, cls);  // after: its fill_(Tensor) overload must come second
   bind_creation(m);
   bind_dlpack(m, cls);
+
+  m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
+    if (!g_return_types) g_return_types = PyDict_New();
+    PyDict_SetItemString(g_return_types, op.c_str(), cls.ptr());
+  });
 
   // ---- the op registry, for introspection and tests
   m.def("_registered_ops", [] {

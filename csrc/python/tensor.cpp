@@ -10,14 +10,14 @@ namespace tp::python {
 
 namespace {
 
-nb::object g_size_type;  // tensorplay.Size, set from Python
+PyObject* g_size_type = nullptr;  // tensorplay.Size, set from Python; kept for the process
 
 nb::object make_size(IntArrayRef sizes) {
   PyObject* t = PyTuple_New(Py_ssize_t(sizes.size()));
   for (size_t i = 0; i < sizes.size(); ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(sizes[i]));
   nb::object tup = nb::steal(t);
-  if (!g_size_type.is_valid()) return tup;
-  return g_size_type(tup);
+  if (!g_size_type) return tup;
+  return nb::handle(g_size_type)(tup);
 }
 
 template <class T>
@@ -45,7 +45,7 @@ void check_single(const Tensor& t, const char* what) {
 }  // namespace
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
-  m.def("_set_size_type", [](nb::object t) { g_size_type = t; });
+  m.def("_set_size_type", [](nb::handle t) { g_size_type = t.inc_ref().ptr(); });
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); })
       .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return make_size(t.sizes());

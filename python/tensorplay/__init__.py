@@ -19,7 +19,7 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (broadcast_shapes, broadcast_tensors, chunk, dsplit, hsplit, split,
                                squeeze, tensor_split, unbind, vsplit)
-from tensorplay import version
+from tensorplay import return_types, version
 from tensorplay.version import __version__
 
 get_num_threads = _C.get_num_threads

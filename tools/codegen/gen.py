@@ -55,6 +55,14 @@ class Op:
     args: list
     entry: dict
     variants: list = field(default_factory=list)
+    returns: list = field(default_factory=lambda: ["Tensor"])  # names of tuple fields, or one
+
+    @property
+    def ret(self):
+        """The C++ return type: Tensor, or std::tuple<Tensor, ...> for a named-tuple op."""
+        if len(self.returns) == 1:
+            return "Tensor"
+        return f"std::tuple<{', '.join(['Tensor'] * len(self.returns))}>"
 
     @property
     def full_name(self):
@@ -73,7 +81,7 @@ def parse_schema(text):
     m = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*->\s*(.+)", text)
     if not m:
         raise ValueError(f"bad schema: {text}")
-    name, argstr, _ret = m.groups()
+    name, argstr, ret = m.groups()
     name, _, overload = name.partition(".")
     args, kwonly = [], False
     # split on commas outside brackets (int[] dims=[0, 1])
@@ -84,7 +92,10 @@ def parse_schema(text):
         decl, _, default = part.partition("=")
         typ, argname = decl.split()
         args.append(Arg(typ, argname, default.strip() or None, kwonly))
-    return name, overload, args
+    ret = ret.strip()
+    returns = ["Tensor"] if ret == "Tensor" else \
+        [r.split()[1] for r in ret.strip("()").split(",")]  # "(Tensor values, Tensor indices)"
+    return name, overload, args, returns
 
 
 # ------------------------------------------------------------------ C++ API types
@@ -131,7 +142,7 @@ def call_args(op):
 
 
 def kernel_sig(op):
-    return f"Tensor(*)({', '.join([cpp_type(a) for a in op.args] + ['OutArg'])})"
+    return f"{op.ret}(*)({', '.join([cpp_type(a) for a in op.args] + ['OutArg'])})"
 
 
 def key_expr(op):
@@ -153,8 +164,11 @@ def load(path):
     data = yaml.safe_load(Path(path).read_text())
     ops = []
     for e in data["ops"]:
-        name, overload, args = parse_schema(e["func"])
-        ops.append(Op(name, overload, args, e, list(e.get("variants", ["function"]))))
+        name, overload, args, returns = parse_schema(e["func"])
+        op = Op(name, overload, args, e, list(e.get("variants", ["function"])), returns)
+        if len(returns) > 1 and {"inplace", "out"} & set(op.variants):
+            raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place or out= forms yet")
+        ops.append(op)
     return data["kernels"], ops
 
 
@@ -184,7 +198,7 @@ def gen_api_header(ops):
         ids.append(f"constexpr int kOp_{op.ident} = {i};")
         p = params(op)
         if "function" in op.variants or "method" in op.variants:
-            decls.append(f"Tensor {op.name}({p});")
+            decls.append(f"{op.ret} {op.name}({p});")
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             decls.append(f"Tensor& {op.name}_({ip});")
@@ -192,7 +206,7 @@ def gen_api_header(ops):
             decls.append(f"Tensor& {op.name}_out(Tensor& out, {p});")
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
-            impls.append(f"Tensor {fn}({params(op, False)}, OutArg out);")
+            impls.append(f"{op.ret} {fn}({params(op, False)}, OutArg out);")
         if "check" in op.entry:
             checks.add(f"void {op.entry['check']}({params(op, False)});")
     return "\n".join([
@@ -200,6 +214,7 @@ def gen_api_header(ops):
         "#pragma once",
         "#include <array>",
         "#include <optional>",
+        "#include <tuple>",
         "#include <span>",
         "#include <string>",
         '#include "core/scalar.h"',
@@ -252,7 +267,7 @@ def gen_api_source(ops):
             return (f"{{\n  try {{ {call}; {ret} }}\n"
                     f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
         if "function" in op.variants or "method" in op.variants:
-            out.append(f"Tensor {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", op.name))
+            out.append(f"{op.ret} {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", op.name))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             out.append(f"Tensor& {op.name}_({ip}) " +
@@ -360,6 +375,12 @@ def arg_specs(args, rename_self=True):
     return specs, kw_done
 
 
+def py_call(op, args):
+    """The C++ call in a binding; tuple results become tp.return_types named tuples."""
+    call = f"tp::{op.name}({args})"
+    return call if len(op.returns) == 1 else f'named_result("{op.name}", {call})'
+
+
 def gen_python(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            "#include <nanobind/stl/vector.h>",
@@ -408,7 +429,7 @@ def gen_python(ops):
                     f"    {body_fn}\n"
                     f'  }}, {", ".join(specs)}, "{doc}");')
             else:
-                out.append(f'  m.def("{op.name}", []({pdecl}) {{ return tp::{op.name}({cargs}); }}, '
+                out.append(f'  m.def("{op.name}", []({pdecl}) {{ return {py_call(op, cargs)}; }}, '
                            f'{", ".join(specs)}, "{doc}");')
         # method forms: self is the bound tensor
         if first is None or op.args[0] is not first:
@@ -416,7 +437,7 @@ def gen_python(ops):
                 specs, _ = arg_specs([a for a in op.args if a is not first])
                 mdecl = ", ".join(d for (d, _), a in zip(decls, op.args) if a is not first)
                 out.append(f'  cls.def("{op.name}", [](const Tensor& {first.name}{", " if mdecl else ""}{mdecl}) '
-                           f'{{ return tp::{op.name}({cargs}); }}, {", ".join(specs)}, "{doc}");')
+                           f'{{ return {py_call(op, cargs)}; }}, {", ".join(specs)}, "{doc}");')
             continue
         rest = [a for a in op.args[1:]]
         cargs = ", ".join([first.name] + [c for _, c in decls[1:]])  # self is the bound tensor
@@ -433,7 +454,7 @@ def gen_python(ops):
                        f'    return tp::{op.name}({mcargs}); }}, "{doc}");')
         elif "method" in op.variants:
             out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
-                       f'{{ return tp::{op.name}({cargs}); }}{spec_str}, "{doc}");')
+                       f'{{ return {py_call(op, cargs)}; }}{spec_str}, "{doc}");')
         if "inplace" in op.variants:
             ip_args = cargs.replace("self", "t", 1) if cargs.startswith("self") else cargs
             out.append(f'  cls.def("{op.name}_", [](nb::handle self_obj{", " if mdecl else ""}{mdecl}) -> nb::handle {{\n'

@@ -48,3 +48,34 @@ for _name in ('amax', 'amin'):
               extra_shapes=((), (1, 6, 1), (2, 3)), extra_calls=[((2, 0, 3), (0,)), ((0, 3), (1,))])
 reduction('all')
 reduction('any')
+
+
+def _arg_samples(with_other):
+    """Inputs with ties (small integer domain) and, for floats, NaN; dims and keepdim."""
+    def samples(op, mk):
+        for layout in LAYOUTS:
+            x = mk((3, 4, 5), int_domain=(-2, 2), domain=(-2, 2))
+            yield db.Sample((x,), layout=layout)
+            for args in ((0,), (1,), (-1, True), (2, False)):
+                yield db.Sample((x,) + args, layout=layout)
+        yield db.Sample((mk(()),))
+        yield db.Sample((mk(()), 0))
+        yield db.Sample((mk((2, 0, 3)), 2))
+        if mk.is_float:
+            v = mk.values([1.0, float('nan'), 3.0, float('nan')])
+            yield db.Sample((v,))
+            yield db.Sample((v, 0))
+        if with_other:
+            yield db.Sample((mk((3, 4)), mk((4,))))
+    return samples
+
+
+_ARG_ERRORS = [db._err(torch.ones(2, 3), 2, exc=IndexError),
+               db._err(torch.ones(0, 3), 0, exc=IndexError)]
+for _name in ('max', 'min'):
+    db.register(db.OpInfo(_name, _arg_samples(True), tol=db.EXACT_TOL, coverage=COVERAGE,
+                          errors=db._errors(*_ARG_ERRORS, db._err(torch.ones(0)))))
+for _name in ('argmax', 'argmin'):
+    db.register(db.OpInfo(_name, _arg_samples(False), db.NO_BOOL, coverage=COVERAGE,
+                          errors=db._errors(*_ARG_ERRORS, db._err(torch.ones(0), exc=IndexError),
+                                            db._err(torch.ones(2, dtype=torch.bool)))))
