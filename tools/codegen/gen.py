@@ -444,7 +444,7 @@ def gen_python(ops):
         specs, _ = arg_specs(rest)
         mdecl = ", ".join(d for d, _ in decls[1:])
         spec_str = (", " + ", ".join(specs)) if specs else ""
-        if "method" in op.variants and len(rest) == 1 and rest[0].base == "int[]":
+        if "method" in op.variants and len(rest) == 1 and rest[0].base == "int[]" and not rest[0].optional:
             # t.view(2, 3) and t.view((2, 3)) alike
             mcargs = cargs.replace(f"IntArrayRef({rest[0].name}.v.data(), {rest[0].name}.v.size())",
                                    f'size_from_args(size_args, "{op.name}")')

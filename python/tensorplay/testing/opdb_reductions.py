@@ -79,3 +79,25 @@ for _name in ('argmax', 'argmin'):
     db.register(db.OpInfo(_name, _arg_samples(False), db.NO_BOOL, coverage=COVERAGE,
                           errors=db._errors(*_ARG_ERRORS, db._err(torch.ones(0), exc=IndexError),
                                             db._err(torch.ones(2, dtype=torch.bool)))))
+
+# ---------------------------------------------------------------- composed reductions
+STAT_CALLS = [((), {}), ((0,), {}), ((-1,), {'keepdim': True}), (((0, 2),), {}),
+              ((1,), {'correction': 0}), ((), {'correction': 2})]
+for _name in ('var', 'std', 'var_mean', 'std_mean'):
+    db.register(db.OpInfo(_name, _samples(STAT_CALLS), db.FLOATS, method=_name in ('var', 'std'),
+                          coverage=COVERAGE, tol=SUM_TOL,
+                          errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError),
+                                            db._err(torch.ones(2, dtype=torch.int64)))))
+db.register(db.OpInfo('logsumexp', _samples([((0,), {}), ((-1, True), {}), (((0, 1),), {})],
+                                             extra_shapes=()),
+                      coverage=('noncontig',), tol=SUM_TOL,
+                      errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError))))
+db.register(db.OpInfo('count_nonzero', _samples([((), {}), ((0,), {}), (((1, 2),), {})],
+                                                 extra_shapes=((), (0,))),
+                      coverage=('0-dim', 'empty', 'noncontig'),
+                      errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError))))
+for _name in ('nansum', 'nanmean'):
+    db.register(db.OpInfo(_name, _samples(DIM_CALLS[:-1], extra_shapes=((), (0,), (2, 0, 3))),
+                          db.ALL_DTYPES if _name == 'nansum' else db.FLOATS, coverage=COVERAGE,
+                          tol=SUM_TOL,
+                          errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError))))
