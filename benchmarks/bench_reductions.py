@@ -1,5 +1,6 @@
 """Reduction benchmark: sum, mean and amax over 16M float32 elements and over each dim
-of 4096x4096, TensorPlay vs PyTorch in one process (ratio = tp time / torch time).
+of 4096x4096, and logsumexp over the last dim of 4096x4096, TensorPlay vs PyTorch in one
+process (ratio = tp time / torch time).
 
     python benchmarks/bench_reductions.py [--quick] [--markdown]
 
@@ -28,6 +29,9 @@ def cases():
                 name = f"{op} {label}" + ("" if d is None else f" dim={d}")
                 out.append((name, (lambda x=x, op=op, a=args: getattr(tp, op)(x, *a)),
                             (lambda tx=tx, op=op, a=args: getattr(torch, op)(tx, *a))))
+    x, tx = tp.from_numpy(square), torch.from_numpy(square)
+    out.append(("logsumexp 4096x4096 dim=-1", lambda: tp.logsumexp(x, -1),
+                lambda: torch.logsumexp(tx, -1)))
     return out
 
 
