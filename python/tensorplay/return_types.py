@@ -19,3 +19,5 @@ def _return_type(name, fields):
 
 max = _return_type("max", ["values", "indices"])
 min = _return_type("min", ["values", "indices"])
+sort = _return_type("sort", ["values", "indices"])
+topk = _return_type("topk", ["values", "indices"])
