@@ -1,5 +1,5 @@
 """Reduction benchmark: sum, mean and amax over 16M float32 elements and over each dim
-of 4096x4096, and logsumexp over the last dim of 4096x4096, TensorPlay vs PyTorch in one
+of 4096x4096, logsumexp over the last dim of 4096x4096 and sort of 1M, TensorPlay vs PyTorch in one
 process (ratio = tp time / torch time).
 
     python benchmarks/bench_reductions.py [--quick] [--markdown]
@@ -32,6 +32,9 @@ def cases():
     x, tx = tp.from_numpy(square), torch.from_numpy(square)
     out.append(("logsumexp 4096x4096 dim=-1", lambda: tp.logsumexp(x, -1),
                 lambda: torch.logsumexp(tx, -1)))
+    v = rng.standard_normal(1 << 20, dtype=np.float32)
+    y, ty = tp.from_numpy(v), torch.from_numpy(v)
+    out.append(("sort 1M", lambda: y.sort().values, lambda: ty.sort().values))
     return out
 
 
