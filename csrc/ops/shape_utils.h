@@ -13,6 +13,9 @@ inline int64_t wrap_dim(int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
+/// The shape `a` and `b` broadcast to; RuntimeError naming `op` if they do not.
+DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op);
+
 /// Resolves one -1 in `shape` so it holds `numel` elements.
 DimVector infer_size(IntArrayRef shape, int64_t numel);
 

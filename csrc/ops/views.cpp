@@ -31,6 +31,22 @@ DimVector infer_size(IntArrayRef shape, int64_t numel) {
   return res;
 }
 
+DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op) {
+  size_t nd = std::max<size_t>(a.dim(), b.dim());
+  DimVector out(nd, 1);
+  for (const Tensor* t : {&a, &b}) {
+    size_t off = nd - size_t(t->dim());
+    for (size_t i = 0; i < size_t(t->dim()); ++i) {
+      int64_t s = t->size(int64_t(i));
+      int64_t& r = out[off + i];
+      TP_CHECK(s == r || s == 1 || r == 1, op, ": The size of tensor a (", r,
+               ") must match the size of tensor b (", s, ") at non-singleton dimension ", off + i);
+      if (r == 1) r = s;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Strides for viewing (sizes, strides) as `shape`, or nullopt if the memory layout

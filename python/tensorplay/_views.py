@@ -180,3 +180,35 @@ def _mT(self):
 
 Tensor._mT = _mT
 Tensor.mH = Tensor.mT  # no complex dtypes yet: the adjoint is the transpose
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """Indices of the nonzero elements: an (n, ndim) tensor, or one 1-D tensor per dim."""
+    _check_tensor(input, "nonzero")
+    idx = _C._nonzero(input)
+    if as_tuple:
+        if input.dim() == 0:
+            return (idx.reshape(-1)[:idx.shape[0]],)
+        return tuple(idx[:, d] for d in range(input.dim()))
+    if out is not None:
+        if tuple(out.shape) != tuple(idx.shape):
+            raise RuntimeError(f"nonzero: out= needs shape {tuple(idx.shape)}, got {tuple(out.shape)}")
+        return out.copy_(idx)
+    return idx
+
+
+def argwhere(input):
+    """Indices of the nonzero elements, one row per element."""
+    _check_tensor(input, "argwhere")
+    return _C._nonzero(input)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """``where(cond, a, b)`` picks elementwise; ``where(cond)`` is ``nonzero(cond, as_tuple=True)``."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    return _C.where(condition, input, other, out=out)
+
+
+_method(lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple), "nonzero")
+_method(argwhere)

@@ -1,0 +1,151 @@
+// Indexing by tensors: index_select, gather, take, masked_fill, masked_select, nonzero.
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/pointwise.h"
+#include "ops/shape_utils.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+/// Index values as int64 (checked integral), contiguous.
+Tensor index_as_long(const Tensor& index, const char* op) {
+  TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
+           "(): Expected dtype int32/int64 for index");
+  return contiguous(_to_dtype(index, DType::Int64));
+}
+
+}  // namespace
+
+Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, OutArg) {
+  TP_CHECK(self.device().is_cpu(), "index_select: no CUDA kernel");
+  TP_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
+  Tensor idx = index_as_long(index, "index_select");
+  int64_t n = idx.numel(), size = self.dim() ? self.size(d) : 1;
+  TP_CHECK(self.dim() > 0 || n == 1, "index_select(): Index to scalar can have only 1 value, got ",
+           n, " value(s)");
+  const int64_t* ip = idx.data<int64_t>();
+  DimVector sizes(self.sizes().data(), self.sizes().size());
+  if (self.dim()) sizes[d] = n;
+  Tensor out = empty_tensor(sizes, self.dtype(), self.device());
+  for (int64_t i = 0; i < n; ++i) {
+    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
+    int64_t j = ip[i];
+    Tensor dst = self.dim() ? select(out, d, i) : out;
+    copy_(dst, self.dim() ? select(self, d, j) : self);
+  }
+  return out;
+}
+
+Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, OutArg) {
+  (void)sparse_grad;
+  TP_CHECK(self.device().is_cpu(), "gather: no CUDA kernel");
+  int64_t nd = self.dim();
+  int64_t d = nd ? wrap_dim(dim, nd) : (wrap_dim(dim, 0), 0);
+  TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+           "gather(): Expected dtype int32/int64 for index");
+  TP_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(nd, 1),
+           "Index tensor must have the same number of dimensions as input tensor");
+  for (int64_t i = 0; i < index.dim(); ++i)
+    TP_CHECK(i == d || index.size(i) <= self.size(i), "Size does not match at dimension ", i,
+             " expected index ", shape_str(index.sizes()), " to be no larger than self ",
+             shape_str(self.sizes()), " apart from dimension ", d);
+  Tensor idx = index_as_long(index, "gather");
+  Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
+  int64_t n = idx.numel(), isz = int64_t(self.itemsize());
+  if (n == 0) return out;
+  const int64_t* ip = idx.data<int64_t>();
+  const char* src = self.data_ptr();
+  char* dst = out.data_ptr();
+  int64_t size = nd ? self.size(d) : 1;
+  int64_t idim = idx.dim();
+  // Walk the index in row-major order, keeping the source offset of its other dims.
+  std::vector<int64_t> ctr(size_t(std::max<int64_t>(idim, 1)), 0);
+  int64_t base = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t j = ip[e];
+    TP_CHECK(j >= -size && j < size, "index ", j, " is out of bounds for dimension ", d,
+             " with size ", size);
+    if (j < 0) j += size;
+    int64_t off = base + (nd ? j * self.stride(d) : 0);
+    std::memcpy(dst + e * isz, src + off * isz, size_t(isz));
+    for (int64_t k = idim - 1; k >= 0; --k) {
+      if (k != d) base += self.stride(k);
+      if (++ctr[size_t(k)] < idx.size(k)) break;
+      if (k != d) base -= ctr[size_t(k)] * self.stride(k);
+      ctr[size_t(k)] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor take_impl(const Tensor& self, const Tensor& index, OutArg) {
+  TP_CHECK(self.device().is_cpu(), "take: no CUDA kernel");
+  Tensor flat = reshape(contiguous(self), std::vector<int64_t>{self.numel()});
+  Tensor idx = index_as_long(index, "take");
+  Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
+  const int64_t* ip = idx.data<int64_t>();
+  int64_t isz = int64_t(self.itemsize()), n = self.numel();
+  for (int64_t e = 0; e < idx.numel(); ++e) {
+    TP_CHECK_INDEX(ip[e] >= -n && ip[e] < n, "take(): out of range: tried to access index ", ip[e],
+                   " on a tensor of ", n, " elements.");
+    int64_t j = ip[e] < 0 ? ip[e] + n : ip[e];
+    std::memcpy(out.data_ptr() + e * isz, flat.data_ptr() + j * isz, size_t(isz));
+  }
+  return out;
+}
+
+Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Tensor& value, OutArg out) {
+  TP_CHECK(mask.dtype() == DType::Bool, "masked_fill_ only supports boolean masks, but got mask "
+           "with dtype ", dtype_name(mask.dtype()));
+  TP_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
+           "tensor with ", value.dim(), " dimension(s).");
+  Tensor v = _to_dtype(value, self.dtype());
+  if (out.tensor) {  // in place: self keeps its shape; the mask broadcasts to it
+    Tensor m = expand(mask, self.sizes());
+    return where_impl(m, v, self, out);
+  }
+  return where(mask, v, self);
+}
+
+Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
+  TP_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask");
+  DimVector bs = broadcast_shapes_of(self, mask, "masked_select");
+  Tensor x = contiguous(expand(self, bs)), m = contiguous(expand(mask, bs));
+  const bool* mp = m.data<bool>();
+  int64_t n = m.numel(), count = 0;
+  for (int64_t i = 0; i < n; ++i) count += mp[i];
+  int64_t sz[1] = {count};
+  Tensor out = empty_tensor(sz, self.dtype(), self.device());
+  int64_t isz = int64_t(self.itemsize()), o = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (mp[i]) std::memcpy(out.data_ptr() + (o++) * isz, x.data_ptr() + i * isz, size_t(isz));
+  return out;
+}
+
+Tensor nonzero_impl(const Tensor& self, OutArg) {
+  TP_CHECK(self.device().is_cpu(), "nonzero: no CUDA kernel");
+  Tensor x = contiguous(_to_dtype(self, DType::Bool));
+  const bool* p = x.data<bool>();
+  int64_t n = x.numel(), nd = self.dim(), count = 0;
+  for (int64_t i = 0; i < n; ++i) count += p[i];
+  int64_t sz[2] = {count, nd};
+  Tensor out = empty_tensor(sz, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  std::vector<int64_t> ctr(size_t(std::max<int64_t>(nd, 1)), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i]) for (int64_t k = 0; k < nd; ++k) *o++ = ctr[size_t(k)];
+    for (int64_t k = nd - 1; k >= 0; --k) {
+      if (++ctr[size_t(k)] < self.size(k)) break;
+      ctr[size_t(k)] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace tp
