@@ -1,4 +1,5 @@
 // Indexing by tensors: index_select, gather, take, masked_fill, masked_select, nonzero.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -60,26 +61,55 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
   int64_t n = idx.numel(), isz = int64_t(self.itemsize());
   if (n == 0) return out;
   const int64_t* ip = idx.data<int64_t>();
-  const char* src = self.data_ptr();
-  char* dst = out.data_ptr();
   int64_t size = nd ? self.size(d) : 1;
   int64_t idim = idx.dim();
-  // Walk the index in row-major order, keeping the source offset of its other dims.
-  std::vector<int64_t> ctr(size_t(std::max<int64_t>(idim, 1)), 0);
-  int64_t base = 0;
-  for (int64_t e = 0; e < n; ++e) {
-    int64_t j = ip[e];
-    TP_CHECK(j >= -size && j < size, "index ", j, " is out of bounds for dimension ", d,
-             " with size ", size);
-    if (j < 0) j += size;
-    int64_t off = base + (nd ? j * self.stride(d) : 0);
-    std::memcpy(dst + e * isz, src + off * isz, size_t(isz));
-    for (int64_t k = idim - 1; k >= 0; --k) {
-      if (k != d) base += self.stride(k);
-      if (++ctr[size_t(k)] < idx.size(k)) break;
-      if (k != d) base -= ctr[size_t(k)] * self.stride(k);
-      ctr[size_t(k)] = 0;
+  // Rows of the index's last dim; each row's source base offset comes from its other dims.
+  int64_t last = idim ? idx.size(idim - 1) : 1;
+  int64_t last_stride = (idim && idim - 1 != d) ? self.stride(idim - 1) : 0;
+  int64_t dstride = nd ? self.stride(d) : 0;
+  int bad = 0;
+  auto run = [&](auto word) {
+    using W = decltype(word);
+    const W* src = reinterpret_cast<const W*>(self.data_ptr());
+    W* dst = reinterpret_cast<W*>(out.data_ptr());
+    auto row_base = [&](int64_t r) {
+      int64_t base = 0, rem = r;
+      for (int64_t k = idim - 2; k >= 0; --k) {
+        int64_t c = rem % idx.size(k);
+        rem /= idx.size(k);
+        if (k != d) base += c * self.stride(k);
+      }
+      return base;
+    };
+    // Blocks of the flat index, in parallel; each tracks its row and that row's base offset.
+    constexpr int64_t kBlock = 4096;
+#pragma omp parallel for num_threads(get_num_threads()) if (n >= 65536) reduction(| : bad)
+    for (int64_t b = 0; b < n; b += kBlock) {
+      int64_t e_end = std::min(n, b + kBlock), r = b / last, k = b - r * last;
+      int64_t base = row_base(r);
+      for (int64_t e = b; e < e_end; ++e) {
+        int64_t j = ip[e];
+        bad |= j < -size || j >= size;
+        j = j < 0 ? j + size : j;
+        j = j < 0 || j >= size ? 0 : j;  // a bad index reads element 0; the error follows
+        dst[e] = src[base + k * last_stride + j * dstride];
+        if (++k == last) {
+          k = 0;
+          if (e + 1 < e_end) base = row_base(++r);
+        }
+      }
     }
+  };
+  switch (isz) {
+    case 1: run(uint8_t{}); break;
+    case 2: run(uint16_t{}); break;
+    case 4: run(uint32_t{}); break;
+    default: run(uint64_t{}); break;
+  }
+  if (bad) {
+    for (int64_t e = 0; e < n; ++e)
+      TP_CHECK(ip[e] >= -size && ip[e] < size, "index ", ip[e], " is out of bounds for dimension ",
+               d, " with size ", size);
   }
   return out;
 }
