@@ -74,8 +74,8 @@ template <class T> struct AnyOp {
   static bool merge(bool a, bool b) { return a || b; }
 };
 
-constexpr int kLanes = 16;
-constexpr int64_t kBlock = 1024;
+constexpr int kLanes = 64;  // 8 AVX2 accumulators: enough independent adds to hide latency
+constexpr int64_t kBlock = 8192;
 
 /// Reduces x[0..n) with kLanes independent accumulators per block of kBlock elements
 /// (vectorisable), merging block results into a total.
