@@ -90,4 +90,43 @@ Tensor nanmean_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   return div(nansum_impl(self, dim, keepdim, dtype, {}), sum(valid, dim, keepdim));
 }
 
+// ---------------------------------------------------------------- closeness and differences
+
+Tensor isclose_impl(const Tensor& self, const Tensor& other, double rtol, double atol,
+                    bool equal_nan, OutArg) {
+  TP_CHECK(self.dtype() == other.dtype(), dtype_scalar_name(self.dtype()), " did not match ",
+           dtype_scalar_name(other.dtype()));
+  TP_CHECK(rtol >= 0, "rtol must be greater than or equal to zero, but got ", rtol);
+  TP_CHECK(atol >= 0, "atol must be greater than or equal to zero, but got ", atol);
+  Tensor close = eq(self, other);  // also covers equal infinities
+  if (equal_nan && is_floating(self.dtype()))
+    close = logical_or(close, logical_and(isnan(self), isnan(other)));
+  // |a - b| <= atol + rtol * |b|, in float64 for integers (as PyTorch does)
+  Tensor a = is_floating(self.dtype()) ? self : _to_dtype(self, DType::Float64);
+  Tensor b = is_floating(other.dtype()) ? other : _to_dtype(other, DType::Float64);
+  Tensor bound = add(mul(abs(b), wrapped_scalar(Scalar(rtol))), wrapped_scalar(Scalar(atol)));
+  return logical_or(close, le(abs(sub(a, b)), bound));
+}
+
+Tensor diff_impl(const Tensor& self, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
+                 const std::optional<Tensor>& append, OutArg) {
+  TP_CHECK(self.dim() >= 1, "diff expects input to be at least one-dimensional");
+  TP_CHECK(n >= 0, "order must be non-negative but got ", n);
+  int64_t d = wrap_dim(dim, self.dim());
+  Tensor x = self;
+  if (prepend || append) {
+    std::vector<Tensor> parts;
+    if (prepend) parts.push_back(*prepend);
+    parts.push_back(self);
+    if (append) parts.push_back(*append);
+    x = cat(parts, d);
+  }
+  for (int64_t i = 0; i < n && x.size(d) > 0; ++i) {
+    int64_t len = x.size(d) - 1;
+    Tensor hi = narrow(x, d, 1, len), lo = narrow(x, d, 0, len);
+    x = x.dtype() == DType::Bool ? logical_xor(hi, lo) : sub(hi, lo);
+  }
+  return x.is_same(self) ? clone(self) : x;
+}
+
 }  // namespace tp

@@ -17,7 +17,7 @@ from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_d
 from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,
                                     column_stack, dstack, hstack, meshgrid, vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
-from tensorplay._views import (argwhere, broadcast_shapes, broadcast_tensors, chunk, dsplit,
+from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
 from tensorplay import return_types, version
 from tensorplay.version import __version__

@@ -212,3 +212,25 @@ def where(condition, input=None, other=None, *, out=None):
 
 _method(lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple), "nonzero")
 _method(argwhere)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every element pair is close (see isclose)."""
+    _check_tensor(input, "allclose")
+    _check_tensor(other, "allclose", "other")
+    try:
+        close = _C.isclose(input, other, rtol, atol, equal_nan)
+    except RuntimeError as e:
+        raise RuntimeError(f"allclose: {e}") from None
+    return builtins.bool(close.all())
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and elements."""
+    _check_tensor(input, "equal")
+    _check_tensor(other, "equal", "other")
+    return tuple(input.shape) == tuple(other.shape) and builtins.bool((input == other).all())
+
+
+_method(allclose)
+_method(equal)

@@ -101,3 +101,41 @@ for _name in ('nansum', 'nanmean'):
                           db.ALL_DTYPES if _name == 'nansum' else db.FLOATS, coverage=COVERAGE,
                           tol=SUM_TOL,
                           errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError))))
+
+# ---------------------------------------------------------------- closeness and differences
+
+
+def _close_samples(op, mk):
+    for layout in LAYOUTS:
+        a = mk((3, 4))
+        noise = mk((3, 4), domain=(-1e-6, 1e-6), int_domain=(0, 1)) if mk.dtype != 'bool' else mk((3, 4))
+        yield db.Sample((a, (a.double() + noise.double()).to(a.dtype)), layout=layout)
+    yield db.Sample((mk(()), mk(())))
+    yield db.Sample((mk((0, 2)), mk((0, 2))))
+    yield db.Sample((mk((2, 3)), mk((3,))), {'rtol': 0.5, 'atol': 1.0})
+    if mk.is_float:
+        v = mk.values([1.0, float('nan'), float('inf'), -float('inf')])
+        yield db.Sample((v, v.clone()), {'equal_nan': True})
+        yield db.Sample((v, v.clone()))
+
+
+for _name in ('isclose', 'allclose'):
+    db.register(db.OpInfo(_name, _close_samples, coverage=COVERAGE, method=True,
+                          errors=db._errors(db._err(torch.ones(2), torch.ones(2, dtype=torch.int64)))))
+db.register(db.OpInfo('equal', lambda op, mk: (s for s in _close_samples(op, mk) if not s.kwargs),
+                      coverage=('0-dim', 'empty', 'noncontig')))
+
+
+def _diff_samples(op, mk):
+    for layout in LAYOUTS:
+        yield db.Sample((mk((3, 5)),), layout=layout)
+        yield db.Sample((mk((3, 5)),), {'n': 2, 'dim': 0}, layout=layout)
+    yield db.Sample((mk((4,)),), {'prepend': mk((2,)), 'append': mk((1,))})
+    yield db.Sample((mk((2, 3)),), {'dim': 0, 'prepend': mk((1, 3))})
+    yield db.Sample((mk((3,)),), {'n': 5})
+    yield db.Sample((mk((0, 3)),))
+    yield db.Sample((mk((3,)),), {'n': 0})
+
+
+db.register(db.OpInfo('diff', _diff_samples, coverage=('empty', 'noncontig'),
+                      errors=db._errors(db._err(torch.tensor(1.)), db._err(torch.ones(3), -1))))
