@@ -241,61 +241,6 @@ Tensor.T = property(_reversed_dims, doc="The tensor with its dims reversed (2-D:
 
 
 @_method
-def __getitem__(self, index):
-    """Basic indexing: ints, slices (with steps), None and Ellipsis."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    n_real = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
-    if n_real > self.dim():
-        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
-    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    expanded = []
-    for i in index:
-        if i is Ellipsis:
-            expanded += [slice(None)] * (self.dim() - n_real)
-        else:
-            expanded.append(i)
-    sizes, strides, offset, d = [], [], self.storage_offset(), 0
-    shape, stride = self.shape, self.stride()
-    for i in expanded:
-        if i is None:
-            sizes.append(1)
-            strides.append(0)
-            continue
-        if isinstance(i, Tensor) and i.dim() == 0 and not i.is_floating_point() and i.dtype != _dtype.bool:
-            i = builtins.int(i)
-        if isinstance(i, builtins.bool) or not isinstance(i, (builtins.int, slice)):
-            raise NotImplementedError("advanced indexing arrives with the Tensor-API issue")
-        if isinstance(i, builtins.int):
-            size = shape[d]
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
-            offset += (i % size) * stride[d]
-        else:
-            start, stop, step = i.indices(shape[d])
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            length = builtins.max(0, (stop - start + step - 1) // step)
-            sizes.append(length)
-            strides.append(stride[d] * step)
-            offset += start * stride[d] if length else 0
-        d += 1
-    sizes += list(shape[d:])
-    strides += list(stride[d:])
-    return self._as_strided(sizes, strides, offset)
-
-
-@_method
-def __setitem__(self, index, value):
-    target = self[index]
-    if isinstance(value, Tensor):
-        target.copy_(value)
-    else:
-        target.fill_(value)
-
-
-@_method
 def untyped_storage(self):
     return UntypedStorage(self)
 
