@@ -1,4 +1,5 @@
-"""Indexing benchmark: gather of 1M and boolean-mask select on 16M float32, TensorPlay vs
+"""Indexing benchmark: gather and advanced-index read of 1M, boolean-mask select on 16M
+float32, TensorPlay vs
 PyTorch in one process (ratio = tp time / torch time).
 
     python benchmarks/bench_indexing.py [--quick]
@@ -27,6 +28,7 @@ def main():
     b, tb = tp.from_numpy(big), torch.from_numpy(big)
     m, tm = b > 0, tb > 0
     cases = [("gather 1M", lambda: x.gather(0, i), lambda: tx.gather(0, ti)),
+             ("x[index] read 1M", lambda: x[i], lambda: tx[ti]),
              ("masked_select 16M", lambda: b.masked_select(m), lambda: tb.masked_select(tm))]
     number, rounds = (3, 3) if args.quick else (10, 9)
     print(f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}")

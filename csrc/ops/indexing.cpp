@@ -31,14 +31,34 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
   TP_CHECK(self.dim() > 0 || n == 1, "index_select(): Index to scalar can have only 1 value, got ",
            n, " value(s)");
   const int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
   DimVector sizes(self.sizes().data(), self.sizes().size());
   if (self.dim()) sizes[d] = n;
   Tensor out = empty_tensor(sizes, self.dtype(), self.device());
-  for (int64_t i = 0; i < n; ++i) {
-    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
-    int64_t j = ip[i];
-    Tensor dst = self.dim() ? select(out, d, i) : out;
-    copy_(dst, self.dim() ? select(self, d, j) : self);
+  // Rows of `inner` contiguous elements: out[o, i, :] = x[o, index[i], :].
+  Tensor x = contiguous(self);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= self.size(i);
+  for (int64_t i = d + 1; i < self.dim(); ++i) inner *= self.size(i);
+  size_t row = size_t(inner) * self.itemsize();
+  const char* src = x.data_ptr();
+  char* dst = out.data_ptr();
+  auto copy_rows = [&](auto word) {
+    using W = decltype(word);
+#pragma omp parallel for num_threads(get_num_threads()) if (outer * n * inner >= 65536)
+    for (int64_t r = 0; r < outer * n; ++r) {
+      int64_t o = r / n, i = r - o * n;
+      const char* from = src + (o * size + ip[i]) * int64_t(row);
+      if (inner == 1) reinterpret_cast<W*>(dst)[r] = *reinterpret_cast<const W*>(from);
+      else std::memcpy(dst + r * int64_t(row), from, row);
+    }
+  };
+  switch (self.itemsize()) {
+    case 1: copy_rows(uint8_t{}); break;
+    case 2: copy_rows(uint16_t{}); break;
+    case 4: copy_rows(uint32_t{}); break;
+    default: copy_rows(uint64_t{}); break;
   }
   return out;
 }

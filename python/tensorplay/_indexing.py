@@ -116,11 +116,13 @@ def getitem(self, index):
     for d, t in zip(dims, idx):
         size = view.shape[d]
         t = t.long()
-        bad = (t < -size) | (t >= size)
-        if builtins.bool(bad.any()):
-            raise IndexError(f"index {builtins.int(t.masked_select(bad)[0])} is out of bounds for "
-                             f"dimension {d} with size {size}")
-        t = _C.where(t < 0, t + size, t)
+        if t.numel():
+            lo, hi = builtins.int(t.amin()), builtins.int(t.amax())
+            if lo < -size or hi >= size:
+                bad = lo if lo < -size else hi
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+            if lo < 0:  # wrap negative indices only when there are some
+                t = _C.where(t < 0, t + size, t)
         flat = t if flat is None else flat * size + t
     rest = [d for d in range(view.dim()) if d not in dims]
     moved = view.permute(dims + rest).reshape([-1] + [view.shape[d] for d in rest])
