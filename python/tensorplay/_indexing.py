@@ -58,23 +58,21 @@ def _basic_view(self, items):
         t = _as_index_tensor(i)
         if t is not None:
             if t.dtype == _dtype.bool:  # a k-dim mask stands for k integer indices
+                if t.dim() == 0:
+                    raise IndexError("indexing with a 0-dim bool tensor is not supported yet")
                 if tuple(t.shape) != tuple(shape[d:d + t.dim()]):
                     raise IndexError(f"The shape of the mask {list(t.shape)} at index {d} does not "
                                      f"match the shape of the indexed tensor {list(shape)}")
-                for k, part in enumerate(_C._nonzero(t).unbind(1) if t.dim() else (None,)):
-                    if part is None:  # 0-dim bool: a new dim of size 1 or 0
-                        raise IndexError("indexing with a 0-dim bool tensor is not supported yet")
-                    advanced.append((len(sizes), part))
-                    sizes.append(shape[d])
-                    strides.append(stride[d])
-                    d += 1
-                continue
-            if t.is_floating_point():
+                parts = _C._nonzero(t).unbind(1)
+            elif t.is_floating_point():
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            advanced.append((len(sizes), t))
-            sizes.append(shape[d])
-            strides.append(stride[d])
-            d += 1
+            else:
+                parts = (t,)
+            for part in parts:  # each keeps its dim in the view; applied after it
+                advanced.append((len(sizes), part))
+                sizes.append(shape[d])
+                strides.append(stride[d])
+                d += 1
             continue
         if isinstance(i, Tensor):
             i = builtins.int(i)
