@@ -1,4 +1,4 @@
-"""Generates TensorPlay's op layer from csrc/ops/ops.yaml.
+"""Generates TensorPlay's op layer from csrc/ops/*.yaml.
 
 Schema types: Tensor, Tensor?, Tensor[] (C++ TensorList, Python any sequence of
 tensors), Scalar, int, int?, int[], float, bool, str?, ScalarType?, Device?.
@@ -160,14 +160,23 @@ def key_expr(op):
 
 
 # ------------------------------------------------------------------ generation
-def load(path):
-    data = yaml.safe_load(Path(path).read_text())
+def load(op_dir):
+    """ops.yaml holds the pointwise kernels and the foundation ops; every other
+    csrc/ops/<family>.yaml adds the ops of one family (same entry format)."""
+    op_dir = Path(op_dir)
+    data = yaml.safe_load((op_dir / "ops.yaml").read_text())
+    entries = list(data["ops"])
+    for extra in sorted(op_dir.glob("*.yaml")):
+        if extra.name != "ops.yaml":
+            entries += yaml.safe_load(extra.read_text()).get("ops") or []
     ops = []
-    for e in data["ops"]:
+    for e in entries:
         name, overload, args, returns = parse_schema(e["func"])
         op = Op(name, overload, args, e, list(e.get("variants", ["function"])), returns)
         if len(returns) > 1 and {"inplace", "out"} & set(op.variants):
             raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place or out= forms yet")
+        if any(o.full_name == op.full_name for o in ops):
+            raise ValueError(f"{op.full_name}: defined twice in csrc/ops/*.yaml")
         ops.append(op)
     return data["kernels"], ops
 
