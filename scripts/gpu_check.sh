@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine (Python 3.12, no network): build with what is installed
 # there, run the test suite and the benchmarks, and print a short table last.
-#   device run: bash scripts/gpu_check.sh
+#   device run: bash scripts/gpu_check.sh   (carry .whl: the scipy-openblas32 wheel, which
+#   the machine lacks; fetch it with scripts/fetch_device_wheels.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
 log=${OUT:-/tmp}/gpu_check.log
 python3 --version
 python3 -c "import nanobind, scikit_build_core, torch; print('nanobind', nanobind.__version__, 'skbuild', scikit_build_core.__version__, 'torch', torch.__version__)"

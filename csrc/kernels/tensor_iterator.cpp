@@ -14,7 +14,6 @@ namespace {
 
 constexpr int64_t kGrainSize = 32768;
 constexpr int64_t kCastChunk = 256;
-int g_num_threads = 0;
 
 struct ResultTypeState {
   DType dim = DType::Undefined, zero = DType::Undefined, wrapped = DType::Undefined;
@@ -53,14 +52,11 @@ std::string shape_str(IntArrayRef sizes) {
   return r + "]";
 }
 
-int get_num_threads() {
-  if (g_num_threads <= 0) g_num_threads = std::max(1, omp_get_max_threads());
-  return g_num_threads;
-}
-
-void set_num_threads(int n) {
-  TP_CHECK(n > 0, "set_num_threads expects a positive integer");
-  g_num_threads = n;
+void resize_out(const Tensor& out, IntArrayRef sizes) {
+  if (std::equal(sizes.begin(), sizes.end(), out.sizes().begin(), out.sizes().end())) return;
+  Tensor fresh = empty_tensor(sizes, out.dtype(), out.device());
+  out.impl()->set_storage(fresh.impl()->storage());
+  out.impl()->set_sizes_and_strides(DimVector(sizes.data(), sizes.size()), contiguous_strides(sizes), 0);
 }
 
 DType result_type(std::initializer_list<const Tensor*> tensors) {
@@ -175,12 +171,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
     TP_CHECK(o.device().type == device_.type,
              "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
              " instead");
-    if (!same_shape) {
-      // out= of another shape is resized (PyTorch resizes too, warning when non-empty).
-      Tensor fresh = empty_tensor(shape_, o.dtype(), device_);
-      o.impl()->set_storage(fresh.impl()->storage());
-      o.impl()->set_sizes_and_strides(DimVector(shape_.data(), nd), contiguous_strides(shape_), 0);
-    }
+    if (!same_shape) resize_out(o, IntArrayRef(shape_.data(), nd));
     out_ = o;
   } else {
     DimVector strides(nd);

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 
+#include "core/parallel.h"
 #include "core/scalar.h"
 #include "core/tensor_impl.h"
 
@@ -48,6 +49,10 @@ struct OutArg {
   bool bump_version = true;
   static OutArg none() { return {}; }
 };
+
+/// Gives an `out=` tensor the result's shape when it has another one: fresh contiguous
+/// storage (PyTorch resizes out= too). A no-op when the shape already matches.
+void resize_out(const Tensor& out, IntArrayRef sizes);
 
 constexpr int kMaxOperands = 5;
 
@@ -110,10 +115,6 @@ void cast_strided(const char* src, int64_t sstride, DType sdt, char* dst, int64_
 
 /// The promoted dtype over tensors with PyTorch's wrapped-number and 0-dim rules.
 DType result_type(std::initializer_list<const Tensor*> tensors);
-
-/// Threads used by CPU kernels (tp.get_num_threads / set_num_threads).
-int get_num_threads();
-void set_num_threads(int n);
 
 /// Formats sizes as "[2, 3]".
 std::string shape_str(IntArrayRef sizes);

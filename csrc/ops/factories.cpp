@@ -22,14 +22,8 @@ Device device_or_cpu(const std::optional<Device>& d) {
 Tensor factory_result(IntArrayRef size, DType dtype, const std::optional<Device>& device,
                       bool requires_grad, OutArg out) {
   if (out.tensor) {
-    const Tensor& o = *out.tensor;
-    if (!std::equal(size.begin(), size.end(), o.sizes().begin(), o.sizes().end())) {
-      Tensor fresh = empty_tensor(size, o.dtype(), o.device());
-      o.impl()->set_storage(fresh.impl()->storage());
-      o.impl()->set_sizes_and_strides(DimVector(size.data(), size.size()),
-                                      contiguous_strides(size), 0);
-    }
-    return o;
+    resize_out(*out.tensor, size);
+    return *out.tensor;
   }
   Tensor t = empty_tensor(size, dtype, device_or_cpu(device));
   if (requires_grad) {

@@ -134,11 +134,7 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
     const Tensor& o = *out.tensor;
     TP_CHECK(o.dtype() == result_dtype, op, "(): Expected out tensor to have dtype ",
              dtype_name(result_dtype), ", but got ", dtype_name(o.dtype()), " instead");
-    if (!std::equal(o.sizes().begin(), o.sizes().end(), p.out_shape.begin(), p.out_shape.end())) {
-      Tensor fresh = empty_tensor(p.out_shape, o.dtype(), o.device());
-      o.impl()->set_storage(fresh.impl()->storage());
-      o.impl()->set_sizes_and_strides(p.out_shape, contiguous_strides(p.out_shape), 0);
-    }
+    resize_out(o, p.out_shape);
     copy_(const_cast<Tensor&>(o), res);
     return o;
   }

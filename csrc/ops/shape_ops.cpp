@@ -18,15 +18,12 @@ using Index = std::vector<int64_t>;
 DimVector dims_of(const Tensor& t) { return DimVector(t.sizes().data(), t.dim()); }
 DimVector strides_of(const Tensor& t) { return DimVector(t.strides().data(), t.dim()); }
 
-/// The result tensor of an op with an `out=` form: `out` itself (shape and dtype checked),
-/// or a new contiguous tensor.
+/// The result tensor of an op with an `out=` form: `out` itself (resized to `sizes` if its
+/// shape differs), or a new contiguous tensor.
 Tensor result_for(OutArg out, IntArrayRef sizes, DType dtype, Device device) {
   if (!out.tensor) return empty_tensor(sizes, dtype, device);
-  const Tensor& o = *out.tensor;
-  TP_CHECK(std::equal(o.sizes().begin(), o.sizes().end(), sizes.begin(), sizes.end()),
-           "output with shape ", shape_str(o.sizes()), " doesn't match the result shape ",
-           shape_str(sizes));
-  return o;
+  resize_out(*out.tensor, sizes);
+  return *out.tensor;
 }
 
 template <class T>

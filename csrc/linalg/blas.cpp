@@ -1,0 +1,147 @@
+#include "linalg/blas.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "kernels/tensor_iterator.h"
+
+namespace tp::blas {
+namespace {
+
+/// How BLAS reads an operand of `rows` x `cols`: transposed or not, leading dimension.
+/// False when neither stride is a unit stride (the caller packs it first).
+bool blas_layout(const MatrixRef& a, int64_t rows, int64_t cols, CBLAS_TRANSPOSE& trans,
+                 int64_t& ld) {
+  if ((cols == 1 || a.col_stride == 1) && (rows == 1 || a.row_stride >= std::max<int64_t>(cols, 1))) {
+    trans = CblasNoTrans;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : a.row_stride;
+    return true;
+  }
+  if ((rows == 1 || a.row_stride == 1) && (cols == 1 || a.col_stride >= std::max<int64_t>(rows, 1))) {
+    trans = CblasTrans;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : a.col_stride;
+    return true;
+  }
+  return false;
+}
+
+/// Copies a strided rows x cols operand into a dense row-major buffer of dtype `to`.
+void pack(const MatrixRef& a, DType from, int64_t rows, int64_t cols, DType to, char* dst) {
+  size_t fs = element_size(from), ts = element_size(to);
+  for (int64_t i = 0; i < rows; ++i)
+    cast_strided(static_cast<const char*>(a.data) + i * a.row_stride * int64_t(fs),
+                 a.col_stride * int64_t(fs), from, dst + i * cols * int64_t(ts), int64_t(ts), to,
+                 cols);
+}
+
+void check_blas_int(int64_t v) {
+  TP_CHECK(v <= INT_MAX, "matrix dimension ", v, " exceeds the 32-bit BLAS limit");
+}
+
+template <class T>
+void blas_gemm(int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
+               double beta, T* c, int64_t ldc) {
+  std::vector<T> pa, pb;
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  if (!blas_layout(a, m, k, ta, lda)) {
+    pa.resize(size_t(m * k));
+    pack(a, dtype_of<T>::value, m, k, dtype_of<T>::value, reinterpret_cast<char*>(pa.data()));
+    a = {pa.data(), k, 1};
+    ta = CblasNoTrans, lda = std::max<int64_t>(k, 1);
+  }
+  if (!blas_layout(b, k, n, tb, ldb)) {
+    pb.resize(size_t(k * n));
+    pack(b, dtype_of<T>::value, k, n, dtype_of<T>::value, reinterpret_cast<char*>(pb.data()));
+    b = {pb.data(), n, 1};
+    tb = CblasNoTrans, ldb = std::max<int64_t>(n, 1);
+  }
+  for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v);
+  ldc = std::max<int64_t>(ldc, std::max<int64_t>(n, 1));
+  if constexpr (std::is_same_v<T, float>)
+    scipy_cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha),
+                      static_cast<const float*>(a.data), int(lda), static_cast<const float*>(b.data),
+                      int(ldb), float(beta), c, int(ldc));
+  else
+    scipy_cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha,
+                      static_cast<const double*>(a.data), int(lda),
+                      static_cast<const double*>(b.data), int(ldb), beta, c, int(ldc));
+}
+
+/// Integers have no BLAS: each row of C accumulates in int64 (wrapping like PyTorch's).
+template <class T>
+void loop_gemm(int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
+               double beta, T* c, int64_t ldc) {
+  const T* ap = static_cast<const T*>(a.data);
+  const T* bp = static_cast<const T*>(b.data);
+  int64_t al = int64_t(alpha), be = int64_t(beta);
+#pragma omp parallel num_threads(get_num_threads()) if (m * n * k >= 32768 && m > 1)
+  {
+    std::vector<int64_t> acc(static_cast<size_t>(n));
+#pragma omp for
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t p = 0; p < k; ++p) {
+        int64_t x = int64_t(ap[i * a.row_stride + p * a.col_stride]);
+        const T* brow = bp + p * b.row_stride;
+        for (int64_t j = 0; j < n; ++j) acc[j] += x * int64_t(brow[j * b.col_stride]);
+      }
+      T* crow = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) crow[j] = T(al * acc[j] + (be ? be * int64_t(crow[j]) : 0));
+    }
+  }
+}
+
+/// float16/bfloat16: operands are widened to float32, multiplied by BLAS, rounded back.
+void half_gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
+               double beta, void* c, int64_t ldc) {
+  size_t es = element_size(dt);
+  std::vector<float> fa(size_t(m * k)), fb(size_t(k * n)), fc(size_t(m * n));
+  pack(a, dt, m, k, DType::Float32, reinterpret_cast<char*>(fa.data()));
+  pack(b, dt, k, n, DType::Float32, reinterpret_cast<char*>(fb.data()));
+  MatrixRef cref{c, ldc, 1};
+  if (beta != 0) pack(cref, dt, m, n, DType::Float32, reinterpret_cast<char*>(fc.data()));
+  blas_gemm<float>(m, n, k, alpha, {fa.data(), k, 1}, {fb.data(), n, 1}, beta, fc.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    cast_strided(reinterpret_cast<const char*>(fc.data() + i * n), 4, DType::Float32,
+                 static_cast<char*>(c) + i * ldc * int64_t(es), int64_t(es), dt, n);
+}
+
+}  // namespace
+
+void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
+          double beta, void* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  switch (dt) {
+    case DType::Float32: return blas_gemm<float>(m, n, k, alpha, a, b, beta, static_cast<float*>(c), ldc);
+    case DType::Float64: return blas_gemm<double>(m, n, k, alpha, a, b, beta, static_cast<double*>(c), ldc);
+    case DType::Float16:
+    case DType::BFloat16: return half_gemm(dt, m, n, k, alpha, a, b, beta, c, ldc);
+    default:
+      visit_dtype(dt, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) loop_gemm<T>(m, n, k, alpha, a, b, beta, static_cast<T*>(c), ldc);
+        else TP_CHECK_TYPE(false, "gemm: unsupported dtype ", dtype_name(dt));
+      });
+  }
+}
+
+void gemm_batched(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                  MatrixRef a, int64_t a_batch_stride, MatrixRef b, int64_t b_batch_stride,
+                  double beta, void* c, int64_t ldc, int64_t c_batch_stride) {
+  int64_t es = int64_t(element_size(dt));
+  for (int64_t i = 0; i < batch; ++i) {
+    MatrixRef ai{static_cast<const char*>(a.data) + i * a_batch_stride * es, a.row_stride, a.col_stride};
+    MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride};
+    gemm(dt, m, n, k, alpha, ai, bi, beta, static_cast<char*>(c) + i * c_batch_stride * es, ldc);
+  }
+}
+
+}  // namespace tp::blas
