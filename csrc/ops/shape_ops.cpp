@@ -2,7 +2,9 @@
 // tril/triu and their indices, diag/diag_embed/diagflat. Composite kernels over
 // empty_tensor, make_view and copy_impl, plus one gather loop (gather_grid) for the
 // ops that reorder elements.
+#include <algorithm>
 #include <array>
+#include <numeric>
 #include <cstring>
 #include <vector>
 
@@ -102,6 +104,28 @@ Tensor narrow_view(const Tensor& t, int64_t dim, int64_t start, int64_t len) {
   return make_view(t, sizes, strides_of(t), t.storage_offset() + start * t.stride(dim));
 }
 
+/// Strides of a 4-D (N, C, H, W) tensor stored as (N, H, W, C).
+DimVector channels_last_strides(IntArrayRef s) {
+  int64_t c = std::max<int64_t>(s[1], 1), w = std::max<int64_t>(s[3], 1);
+  int64_t h = std::max<int64_t>(s[2], 1);
+  return DimVector{h * w * c, 1, w * c, c};
+}
+
+/// Whether every tensor cat uses is 4-D and laid out channels-last (and not also
+/// contiguous): then cat's result is channels-last too, as in PyTorch.
+bool all_channels_last(TensorList tensors) {
+  bool any = false;
+  for (const Tensor& t : tensors) {
+    if (t.dim() == 1 && t.size(0) == 0) continue;
+    if (t.dim() != 4 || t.is_contiguous()) return false;
+    any = true;
+    DimVector want = channels_last_strides(t.sizes());
+    for (int64_t d = 0; d < 4; ++d)
+      if (t.size(d) != 1 && t.stride(d) != want[d]) return false;
+  }
+  return any;
+}
+
 /// cat's fast path: contiguous CPU inputs of the result's dtype are rows of bytes
 /// (memcpy per outer index and input), as in PyTorch's serial kernel.
 bool cat_contiguous(TensorList tensors, const Tensor& res, int64_t dim) {
@@ -162,7 +186,9 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
     TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
                   "input types can't be cast to the desired output type ",
                   dtype_scalar_name(out.tensor->dtype()));
-  Tensor res = result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device());
+  Tensor res = out.tensor || !all_channels_last(tensors)
+                   ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
+                   : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
   if (cat_contiguous(tensors, res, dim)) {
     res.impl()->bump_version();
     return res;
@@ -210,10 +236,21 @@ Tensor stack_impl(TensorList tensors, int64_t dim, OutArg out) {
 // ------------------------------------------------------------------ flip, roll, rot90
 Tensor flip_impl(const Tensor& self, IntArrayRef dims, OutArg) {
   auto flipped = dim_set(dims, self.dim());
-  auto grid = identity_grid(self);
-  for (int64_t d = 0; d < self.dim(); ++d)
-    if (flipped[d]) std::reverse(grid[d].begin(), grid[d].end());
-  return gather_grid(self, grid, self.strides());
+  // The result keeps a dense input's layout (as PyTorch's empty_like): gather in the order
+  // of decreasing strides, then permute back.
+  DimVector order(self.dim());
+  std::iota(order.begin(), order.end(), 0);
+  if (self.impl()->is_non_overlapping_and_dense())
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  Tensor x = permute_impl(self, order, {});
+  auto grid = identity_grid(x);
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (flipped[order[d]]) std::reverse(grid[d].begin(), grid[d].end());
+  Tensor res = gather_grid(x, grid, x.strides());
+  DimVector inverse(self.dim());
+  for (int64_t d = 0; d < self.dim(); ++d) inverse[order[d]] = d;
+  return permute_impl(res, inverse, {});
 }
 
 Tensor fliplr_impl(const Tensor& self, OutArg) {
@@ -265,7 +302,11 @@ Tensor rot90_impl(const Tensor& self, int64_t k, IntArrayRef dims, OutArg) {
     case 1: return transpose_impl(flip_impl(self, f1, {}), d0, d1, {});
     case 2: return flip_impl(self, both, {});
     case 3: return transpose_impl(flip_impl(self, f0, {}), d0, d1, {});
-    default: return clone_impl(self, {});
+    default: {  // a contiguous copy, whatever self's layout
+      Tensor res = empty_tensor(self.sizes(), self.dtype(), self.device());
+      copy_impl(res, self, false, {});
+      return res;
+    }
   }
 }
 

@@ -16,7 +16,8 @@ from tensorplay import _indexing  # noqa: F401  (installs Tensor.__getitem__/__s
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
 from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,
-                                    column_stack, dstack, hstack, meshgrid, vstack)
+                                    column_stack, dstack, hstack, meshgrid, repeat_interleave,
+                                    vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)

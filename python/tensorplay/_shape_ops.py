@@ -3,7 +3,12 @@ on the C++ ops cat, stack, diag, ... (csrc/ops/shape_ops.cpp)."""
 from tensorplay import _C
 
 __all__ = ['atleast_1d', 'atleast_2d', 'atleast_3d', 'hstack', 'vstack', 'dstack',
-           'column_stack', 'meshgrid', 'cartesian_prod', 'block_diag']
+           'column_stack', 'meshgrid', 'cartesian_prod', 'block_diag', 'repeat_interleave']
+
+# Names PyTorch's kernel errors use for dtypes ("... not implemented for 'Float'").
+_KERNEL_DTYPE_NAMES = {'bool': 'Bool', 'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short',
+                       'int32': 'Int', 'int64': 'Long', 'float16': 'Half', 'bfloat16': 'BFloat16',
+                       'float32': 'Float', 'float64': 'Double'}
 
 
 def _tensors_arg(args, name='', unpack=True):
@@ -132,3 +137,25 @@ def block_diag(*tensors):
             res[r:r + h, c:c + w] = m
         r, c = r + h, c + w
     return res
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeats each element (or slice along ``dim``) ``repeats`` times.
+
+    With ``repeats`` omitted, ``input`` is the repeat counts:
+    ``repeat_interleave(tensor([1, 2]))`` is ``tensor([0, 1, 1])``.
+    """
+    if repeats is not None:
+        return _C.repeat_interleave(input, repeats, dim, output_size=output_size)
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if input.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    name = input.dtype._name
+    if name not in ('int32', 'int64'):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
+                                  f"'{_KERNEL_DTYPE_NAMES[name]}'")
+    from tensorplay._creation import arange
+    positions = arange(input.numel(), dtype=input.dtype, device=input.device)
+    return _C.repeat_interleave(positions, input, 0, output_size=output_size)
