@@ -24,6 +24,8 @@ class Error : public std::exception {
     if (msg_.rfind(op, 0) == 0) return;
     msg_ = std::string(op) + ": " + msg_;
   }
+  /// Appends text (e.g. a forward traceback) to the message.
+  void append_note(const std::string& note) { msg_ += note; }
 
  private:
   ErrorKind kind_;

@@ -1,5 +1,6 @@
 // TensorImpl: storage + sizes + strides + offset + dtype; Tensor: its ref-counted handle.
 #pragma once
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -18,6 +19,12 @@ using OptionalIntArrayRef = std::optional<IntArrayRef>;
 DimVector contiguous_strides(IntArrayRef sizes);
 /// Product of sizes; raises if it overflows int64.
 int64_t checked_numel(IntArrayRef sizes, const char* op);
+
+/// What autograd keeps per tensor (grad, grad_fn, hooks); defined by csrc/autograd, which
+/// core does not depend on. Absent on tensors that never took part in autograd.
+struct AutogradMetaBase {
+  virtual ~AutogradMetaBase() = default;
+};
 
 /// The state behind a tensor. Views share `storage_`.
 class TensorImpl : public RefCounted {
@@ -49,8 +56,11 @@ class TensorImpl : public RefCounted {
   uint32_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }
 
+  /// True for leaves that require grad and for results with a grad_fn.
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool r) { requires_grad_ = r; }
+  AutogradMetaBase* autograd_meta() const { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaBase> m) { autograd_meta_ = std::move(m); }
   /// Python numbers turned into 0-dim tensors promote as "wrapped numbers".
   bool is_wrapped_number() const { return wrapped_number_; }
   void set_wrapped_number(bool w) { wrapped_number_ = w; }
@@ -64,6 +74,7 @@ class TensorImpl : public RefCounted {
   int64_t offset_ = 0;
   int64_t numel_ = 1;
   DType dtype_;
+  std::unique_ptr<AutogradMetaBase> autograd_meta_;
   bool contiguous_ = true;
   bool requires_grad_ = false;
   bool wrapped_number_ = false;
@@ -93,6 +104,7 @@ class Tensor {
   template <class T> T* data() const { return reinterpret_cast<T*>(impl_->data_ptr()); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
   size_t itemsize() const { return element_size(dtype()); }
+  bool requires_grad() const { return impl_->requires_grad(); }
 
  private:
   intrusive_ptr<TensorImpl> impl_;

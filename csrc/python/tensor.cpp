@@ -1,5 +1,6 @@
 // TensorBase: metadata properties, conversions to Python, and the operator dunders
 // (bound in C++ so `a + b` costs one call).
+#include "autograd/variable.h"
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
@@ -95,7 +96,13 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
                    [](Tensor& t, bool r) {
                      TP_CHECK(!r || is_floating(t.dtype()),
-                              "only Tensors of floating point dtype can require gradients");
+                              "only Tensors of floating point and complex dtype can require gradients");
+                     if (!autograd::is_leaf(t)) {
+                       TP_CHECK(r, "you can only change requires_grad flags of leaf variables. If "
+                                "you want to use a computed variable in a subgraph that doesn't "
+                                "require differentiation use var_no_grad = var.detach().");
+                       return;
+                     }
                      t.impl()->set_requires_grad(r);
                    })
       .def("_as_strided", [](const Tensor& t, IntList sizes, IntList strides, int64_t offset) {

@@ -22,6 +22,9 @@ from tensorplay._tensor_str import get_printoptions, printoptions, set_printopti
 from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
 from tensorplay import return_types, version
+from tensorplay import autograd, _tensor_autograd  # noqa: F401  (Tensor.backward, hooks)
+from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                           is_inference_mode_enabled, no_grad, set_grad_enabled)
 from tensorplay.version import __version__
 
 get_num_threads = _C.get_num_threads

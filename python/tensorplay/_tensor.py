@@ -262,10 +262,3 @@ class UntypedStorage:
 
     def __len__(self):
         return self._t._storage_nbytes
-
-
-# Autograd state: the engine (and grad_fn nodes) arrive with the autograd issue; until then
-# every tensor is a leaf without history.
-Tensor.grad_fn = property(lambda self: None)
-Tensor.grad = property(lambda self: None)
-Tensor.is_leaf = property(lambda self: True)

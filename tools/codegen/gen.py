@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from gen_autograd import gen_autograd, records, mode
+
 DTYPE_SETS = {
     "all": ["Bool", "UInt8", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64"],
     "numeric": ["UInt8", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64"],
@@ -245,9 +247,19 @@ def gen_api_header(ops):
         "}  // namespace tp", ""])
 
 
+def kernel_expr(op):
+    return f"reinterpret_cast<{kernel_sig(op)}>(lookup_kernel(kOp_{op.ident}, {key_expr(op)}))"
+
+
+def grad_tensor_args(op):
+    return ", ".join(a.name for a in op.args if a.base in ("Tensor", "Tensor[]"))
+
+
 def gen_api_source(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            '#include "tensorplay/ops_api.h"',
+           '#include "tensorplay/autograd_ops.h"',
+           '#include "autograd/record.h"',
            '#include "core/error.h"',
            '#include "ops/pointwise.h"',
            "namespace tp {", "namespace {"]
@@ -268,22 +280,29 @@ def gen_api_source(ops):
         out.append("}")
     out.append("}  // namespace")
     for op in ops:
-        sig = kernel_sig(op)
-        k = f"reinterpret_cast<{sig}>(lookup_kernel(kOp_{op.ident}, {key_expr(op)}))"
+        k = kernel_expr(op)
         p, a = params(op, False), call_args(op)
+        targs = grad_tensor_args(op)
+        # Recording ops hand over to their autograd wrapper when an input requires grad.
+        rec = f"if (autograd::needs_grad({targs})) " if records(op) else ""
+        no_out_grad = (f'autograd::check_out_no_grad("{op.name}", {targs}); '
+                       if targs and mode(op) != "non_differentiable" else "")
         # Errors leave the API with the op's name in front (STYLE.md: errors name the op).
         def body(call, ret, name):
             return (f"{{\n  try {{ {call}; {ret} }}\n"
                     f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
         if "function" in op.variants or "method" in op.variants:
-            out.append(f"{op.ret} {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", op.name))
+            grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
+            out.append(f"{op.ret} {op.name}({p}) " +
+                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", op.name))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
+            grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""
             out.append(f"Tensor& {op.name}_({ip}) " +
-                       body(f"{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
+                       body(f"{grad_path}{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
         if "out" in op.variants:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
-                       body(f"{k}({a}, OutArg{{&out, false}})", "return out;", op.name))
+                       body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", op.name))
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
@@ -488,6 +507,9 @@ def main():
     for shard in range(CPU_SHARDS):
         write_if_changed(out / f"cpu_kernels_{shard}.cpp", gen_cpu_kernels(kernels, shard))
     write_if_changed(out / "python_ops.cpp", gen_python(ops))
+    header, source = gen_autograd(ops, params, call_args, kernel_expr)
+    write_if_changed(out / "tensorplay/autograd_ops.h", header)
+    write_if_changed(out / "autograd_ops.cpp", source)
 
 
 if __name__ == "__main__":

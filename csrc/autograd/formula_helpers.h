@@ -1,0 +1,92 @@
+#pragma once
+// What derivative formulas (the `derivatives:` entries of csrc/ops/*.yaml) are written
+// with: arithmetic operators on tensors and the backward helpers of formulas.cpp.
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "autograd/record.h"
+#include "autograd/saved_variable.h"
+#include "autograd/variable.h"
+#include "ops/pointwise.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, const Scalar& s) { return add(a, wrapped_scalar(s)); }
+inline Tensor operator-(const Tensor& a, const Scalar& s) { return sub(a, wrapped_scalar(s)); }
+inline Tensor operator*(const Tensor& a, const Scalar& s) { return mul(a, wrapped_scalar(s)); }
+inline Tensor operator/(const Tensor& a, const Scalar& s) { return div(a, wrapped_scalar(s)); }
+inline Tensor operator+(const Scalar& s, const Tensor& a) { return add(wrapped_scalar(s), a); }
+inline Tensor operator-(const Scalar& s, const Tensor& a) { return sub(wrapped_scalar(s), a); }
+inline Tensor operator*(const Scalar& s, const Tensor& a) { return mul(wrapped_scalar(s), a); }
+inline Tensor operator/(const Scalar& s, const Tensor& a) { return div(wrapped_scalar(s), a); }
+
+}  // namespace tp
+
+namespace tp::autograd {
+
+/// A 0-dim zero of t's dtype and device (broadcasts in where()).
+inline Tensor zeros_like_scalar(const Tensor& t) { return zeros(IntArrayRef(), t.dtype(), t.device()); }
+
+/// zeros shaped like grad (for ops whose derivative is 0 almost everywhere).
+inline Tensor zeros_like_grad(const Tensor& grad) {
+  return zeros(grad.sizes(), grad.dtype(), grad.device());
+}
+/// grad * s, skipping the multiply when s is 1.
+inline Tensor maybe_multiply(const Tensor& grad, const Scalar& s) {
+  return s.is_floating() || s.to_int() != 1 ? grad * s : grad;
+}
+/// The gradient reaching `self` of maximum(self, other) (`pick_max`) or minimum: all of
+/// it where self wins, half where the two tie, as PyTorch does.
+Tensor binary_pick_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
+                            bool pick_max);
+/// clamp's gradient for self: passes where min <= self <= max.
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
+                      const std::optional<Tensor>& max);
+/// clamp's gradient for a tensor bound (`is_min` picks which): where that bound won.
+Tensor clamp_bound_backward(const Tensor& grad, const Tensor& self,
+                            const std::optional<Tensor>& min, const std::optional<Tensor>& max,
+                            bool is_min);
+
+/// Sums a (broadcast) gradient down to `sizes`.
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
+/// The gradient of a reduction over `dim` (None: all) expanded back to `sizes`.
+Tensor reduce_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
+                       bool keepdim);
+/// mean's gradient: reduce_backward divided by the number of elements averaged.
+Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
+                     bool keepdim);
+/// The gradient of a reduction that picked `result` (amax/amin/max/min without dim):
+/// shared evenly among the elements equal to it, as PyTorch does.
+Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                                  OptionalIntArrayRef dim, bool keepdim);
+/// The inverse permutation applied to grad.
+Tensor permute_backward(const Tensor& grad, IntArrayRef dims);
+/// grad placed at `start`..`start+len` of `dim` in zeros of `sizes` (narrow, select).
+Tensor narrow_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t start);
+Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index);
+/// The gradients of cat's inputs: grad split along dim by their sizes.
+variable_list cat_backward(const Tensor& grad, const std::vector<DimVector>& sizes, int64_t dim);
+/// The gradients of stack's inputs.
+variable_list stack_backward(const Tensor& grad, size_t count, int64_t dim);
+/// The gradient of `pow(self, exponent)` w.r.t. self (0 where exponent is 0).
+Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent);
+/// The gradient w.r.t. the exponent (0 where self is 0 and exponent >= 0).
+Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
+                             const Tensor& result);
+/// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
+Tensor masked_grad(const Tensor& grad, const Tensor& mask);
+/// The gradient of a float-only unary op applied to an integer input (promoted) is
+/// returned in the input's dtype by the engine; this converts a Scalar to a 0-dim tensor.
+Tensor scalar_tensor(const Scalar& s, const Tensor& like);
+
+}  // namespace tp::autograd

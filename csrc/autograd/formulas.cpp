@@ -1,0 +1,164 @@
+// Backward helpers used by the derivative formulas of csrc/ops/*.yaml. Each is written
+// with differentiable ops, so create_graph=True differentiates them again.
+#include <algorithm>
+
+#include "autograd/formula_helpers.h"
+#include "ops/shape_utils.h"
+
+namespace tp::autograd {
+
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
+  if (std::equal(sizes.begin(), sizes.end(), grad.sizes().begin(), grad.sizes().end())) return grad;
+  size_t lead = size_t(grad.dim()) - sizes.size();
+  DimVector dims;
+  for (size_t i = 0; i < size_t(grad.dim()); ++i)
+    if (i < lead || (sizes[i - lead] == 1 && grad.size(int64_t(i)) != 1)) dims.push_back(int64_t(i));
+  Tensor r = dims.size() ? sum(grad, IntArrayRef(dims.data(), dims.size()), true) : grad;
+  return reshape(r, sizes);
+}
+
+namespace {
+
+/// The dims a reduction removed, wrapped and sorted (all of them for None / empty).
+DimVector reduced_dims(OptionalIntArrayRef dim, int64_t ndim) {
+  DimVector dims;
+  if (!dim || dim->empty()) {
+    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : *dim) dims.push_back(wrap_dim(d, ndim));
+    std::sort(dims.begin(), dims.end());
+  }
+  return dims;
+}
+
+/// grad with the reduced dims put back as size 1 (a no-op with keepdim).
+Tensor unsqueeze_reduced(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
+                         bool keepdim) {
+  if (keepdim || sizes.empty()) return grad;
+  Tensor g = grad;
+  for (int64_t d : reduced_dims(dim, int64_t(sizes.size()))) g = unsqueeze(g, d);
+  return g;
+}
+
+}  // namespace
+
+Tensor reduce_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
+                       bool keepdim) {
+  return expand(unsqueeze_reduced(grad, sizes, dim, keepdim), sizes);
+}
+
+Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
+                     bool keepdim) {
+  int64_t count = 1;
+  for (int64_t d : reduced_dims(dim, int64_t(sizes.size()))) count *= sizes[d];
+  return reduce_backward(grad, sizes, dim, keepdim) / Scalar(double(count));
+}
+
+Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                                  OptionalIntArrayRef dim, bool keepdim) {
+  Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
+  Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
+  Tensor mask = eq(self, r);
+  Tensor hits = sum(_to_dtype(mask, grad.dtype()), dim ? dim : OptionalIntArrayRef(), true);
+  return where(mask, g / hits, zeros_like_scalar(grad));
+}
+
+Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {
+  DimVector inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], int64_t(dims.size()))] = int64_t(i);
+  return permute(grad, inverse);
+}
+
+Tensor narrow_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t start) {
+  dim = wrap_dim(dim, int64_t(sizes.size()));
+  int64_t len = grad.size(dim), total = sizes[dim];
+  if (start < 0) start += total;
+  std::vector<Tensor> parts;
+  DimVector s(sizes.data(), sizes.size());
+  if (start > 0) {
+    s[dim] = start;
+    parts.push_back(zeros(s, grad.dtype(), grad.device()));
+  }
+  parts.push_back(grad);
+  if (start + len < total) {
+    s[dim] = total - start - len;
+    parts.push_back(zeros(s, grad.dtype(), grad.device()));
+  }
+  return parts.size() == 1 ? grad : cat(parts, dim);
+}
+
+Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index) {
+  dim = wrap_dim(dim, int64_t(sizes.size()));
+  if (index < 0) index += sizes[dim];
+  return narrow_backward(unsqueeze(grad, dim), sizes, dim, index);
+}
+
+variable_list cat_backward(const Tensor& grad, const std::vector<DimVector>& sizes, int64_t dim) {
+  variable_list out;
+  int64_t nd = 0;
+  for (const DimVector& s : sizes)
+    if (!(s.size() == 1 && s[0] == 0)) nd = int64_t(s.size());
+  dim = wrap_dim(dim, nd);
+  int64_t at = 0;
+  for (const DimVector& s : sizes) {
+    if (s.size() == 1 && s[0] == 0 && nd != 1) {  // legacy skipped empty input
+      out.push_back(zeros(IntArrayRef(s.data(), s.size()), grad.dtype(), grad.device()));
+      continue;
+    }
+    out.push_back(narrow(grad, dim, at, s[dim]));
+    at += s[dim];
+  }
+  return out;
+}
+
+variable_list stack_backward(const Tensor& grad, size_t count, int64_t dim) {
+  dim = wrap_dim(dim, grad.dim());
+  variable_list out;
+  for (size_t i = 0; i < count; ++i) out.push_back(select(grad, dim, int64_t(i)));
+  return out;
+}
+
+Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  Tensor g = grad * exponent * pow(self, exponent - Scalar(1.0));
+  return where(eq(exponent, zeros_like_scalar(exponent)), zeros_like_scalar(g), g);
+}
+
+Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
+                             const Tensor& result) {
+  Tensor g = grad * result * log(self);
+  Tensor zero_base = logical_and(eq(self, zeros_like_scalar(self)), ge(exponent, zeros_like_scalar(exponent)));
+  return where(zero_base, zeros_like_scalar(g), g);
+}
+
+Tensor binary_pick_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
+                            bool pick_max) {
+  Tensor wins = pick_max ? gt(self, other) : lt(self, other);
+  return where(eq(self, other), grad / Scalar(2.0), masked_grad(grad, wins));
+}
+
+Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
+                      const std::optional<Tensor>& max) {
+  Tensor keep;
+  if (min) keep = ge(self, *min);
+  if (max) keep = keep.defined() ? logical_and(keep, le(self, *max)) : le(self, *max);
+  return keep.defined() ? masked_grad(grad, keep) : grad;
+}
+
+Tensor clamp_bound_backward(const Tensor& grad, const Tensor& self,
+                            const std::optional<Tensor>& min, const std::optional<Tensor>& max,
+                            bool is_min) {
+  // max wins over min where they cross (clamp applies min first, then max).
+  Tensor won = is_min ? lt(self, *min) : gt(self, *max);
+  if (is_min && max) won = logical_and(won, le(*min, *max));
+  return masked_grad(grad, won);
+}
+
+Tensor masked_grad(const Tensor& grad, const Tensor& mask) {
+  return where(mask, grad, zeros_like_scalar(grad));
+}
+
+Tensor scalar_tensor(const Scalar& s, const Tensor& like) {
+  return _to_dtype(wrapped_scalar(s), like.dtype());
+}
+
+}  // namespace tp::autograd

@@ -1,0 +1,62 @@
+#include "autograd/saved_variable.h"
+
+#include <string>
+
+#include "autograd/variable.h"
+#include "core/error.h"
+#include "kernels/tensor_iterator.h"
+
+namespace tp::autograd {
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
+  if (!t.defined()) return;
+  defined_ = true;
+  version_ = t.impl()->version();
+  requires_grad_ = t.requires_grad();
+  is_output_ = is_output && requires_grad_;
+  if (is_output_) {
+    output_nr_ = meta(t)->output_nr_;
+    data_ = detached(t);
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
+  if (!defined_) return Tensor();
+  TP_CHECK(!released_,
+           "Trying to backward through the graph a second time (or directly access saved tensors "
+           "after they have already been freed). Saved intermediate values of the graph are freed "
+           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
+           "to backward through the graph a second time or if you need to access saved tensors "
+           "after calling backward.");
+  uint32_t now = data_.impl()->version();
+  if (now != version_) {
+    std::string shape = shape_str(data_.sizes());
+    std::string which = "[tensorplay." + std::string(dtype_name(data_.dtype())) + " " + shape + "]";
+    auto fn = is_output_ ? saved_for : grad_fn(data_);
+    if (fn)
+      which += ", which is output " + std::to_string(is_output_ ? output_nr_ : meta(data_)->output_nr_) +
+               " of " + fn->name() + ",";
+    TP_FAIL("one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: ", which, " is at version ", now, "; expected version ", version_,
+            " instead. Hint: enable anomaly detection to find the operation that failed to "
+            "compute its gradient, with tensorplay.autograd.set_detect_anomaly(True).");
+  }
+  if (!is_output_ || !saved_for) return data_;
+  // Note [Saved outputs]: a fresh alias carrying the output's history.
+  Tensor out = detached(data_);
+  AutogradMeta& m = meta_or_create(out);
+  m.grad_fn_ = saved_for;
+  m.output_nr_ = output_nr_;
+  out.impl()->set_requires_grad(requires_grad_);
+  return out;
+}
+
+void SavedVariable::reset_data() {
+  if (!defined_) return;
+  data_ = Tensor();
+  released_ = true;
+}
+
+}  // namespace tp::autograd

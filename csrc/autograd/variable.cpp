@@ -1,0 +1,66 @@
+#include "autograd/variable.h"
+
+#include "autograd/functions.h"
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+
+namespace tp::autograd {
+
+AutogradMeta* meta(const Tensor& t) {
+  return static_cast<AutogradMeta*>(t.impl()->autograd_meta());
+}
+
+AutogradMeta& meta_or_create(const Tensor& t) {
+  if (!t.impl()->autograd_meta()) t.impl()->set_autograd_meta(std::make_unique<AutogradMeta>());
+  return *meta(t);
+}
+
+std::shared_ptr<Node> grad_fn(const Tensor& t) {
+  AutogradMeta* m = meta(t);
+  return m ? m->grad_fn_ : nullptr;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
+  AutogradMeta& m = meta_or_create(t);
+  if (auto acc = m.grad_accumulator_.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(t);
+  acc->tensor_pre_hooks_ = m.leaf_hooks_;
+  m.grad_accumulator_ = acc;
+  return acc;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  if (auto fn = grad_fn(t)) return {fn, meta(t)->output_nr_};
+  if (t.requires_grad()) return {grad_accumulator(t), 0};
+  return {};
+}
+
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
+  AutogradMeta& m = meta_or_create(t);
+  m.grad_fn_ = fn;
+  m.output_nr_ = fn->add_input_metadata(t);
+  t.impl()->set_requires_grad(true);
+}
+
+Tensor detached(const Tensor& t) {
+  return make_view(t, DimVector(t.sizes().data(), t.sizes().size()),
+                   DimVector(t.strides().data(), t.strides().size()), t.storage_offset());
+}
+
+void set_view_base(const Tensor& view, const Tensor& base) {
+  AutogradMeta& m = meta_or_create(view);
+  AutogradMeta* bm = meta(base);
+  m.is_view_ = true;
+  m.base_ = bm && bm->is_view_ ? bm->base_ : base;
+}
+
+void check_inplace(const Tensor& t) {
+  if (!grad_enabled() || !t.requires_grad()) return;
+  AutogradMeta* m = meta(t);
+  if (m && m->is_view_ && m->base_.requires_grad() && is_leaf(m->base_))
+    TP_FAIL("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  TP_CHECK(!is_leaf(t), "a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+}  // namespace tp::autograd

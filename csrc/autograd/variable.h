@@ -1,0 +1,57 @@
+#pragma once
+// Per-tensor autograd state (AutogradMeta) and the functions that read and write it.
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "autograd/node.h"
+
+namespace tp::autograd {
+
+/// A hook run after a leaf's .grad was accumulated; gets the leaf.
+using PostAccumulateHook = std::function<void(const Tensor&)>;
+
+/// What autograd keeps per tensor. Created on first need (requires_grad=True, a result
+/// with history, a retained or accumulated .grad, hooks).
+struct AutogradMeta final : AutogradMetaBase {
+  std::shared_ptr<Node> grad_fn_;
+  /// The leaf's AccumulateGrad node, while some graph holds it.
+  std::weak_ptr<Node> grad_accumulator_;
+  Tensor grad_;
+  /// Which output of grad_fn_ this tensor is.
+  uint32_t output_nr_ = 0;
+  bool retains_grad_ = false;
+  /// Hooks registered on a leaf before any graph used it (moved to its AccumulateGrad).
+  std::vector<std::tuple<int, uint32_t, TensorHook>> leaf_hooks_;
+  std::vector<std::pair<int, PostAccumulateHook>> post_accumulate_hooks_;
+  /// For views of tensors that take part in autograd: the tensor viewed (never a view).
+  Tensor base_;
+  bool is_view_ = false;
+  /// Inference tensors (made in inference_mode) refuse autograd use outside it.
+  bool is_inference_ = false;
+};
+
+/// The tensor's AutogradMeta, or null.
+AutogradMeta* meta(const Tensor& t);
+/// The tensor's AutogradMeta, created if missing.
+AutogradMeta& meta_or_create(const Tensor& t);
+
+/// The node that produced `t` (null for leaves and tensors without history).
+std::shared_ptr<Node> grad_fn(const Tensor& t);
+inline bool is_leaf(const Tensor& t) { return !grad_fn(t); }
+/// The AccumulateGrad node of a leaf that requires grad (made on first use).
+std::shared_ptr<Node> grad_accumulator(const Tensor& t);
+/// Where t's gradient goes: its grad_fn slot, its accumulator, or nowhere.
+Edge gradient_edge(const Tensor& t);
+/// Records `fn` as the producer of `t` (a new gradient slot of fn); t then requires grad.
+void set_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+/// An alias of t's memory with no autograd state (Tensor.detached()).
+Tensor detached(const Tensor& t);
+/// Marks `view` (a result of a view op) as a view of `base`'s autograd base.
+void set_view_base(const Tensor& view, const Tensor& base);
+/// Checks an in-place write to `t` is allowed (not a leaf that requires grad, nor a view
+/// of one).
+void check_inplace(const Tensor& t);
+
+}  // namespace tp::autograd
