@@ -66,9 +66,12 @@ Tensor reduce_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRe
 Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim,
                      bool keepdim);
 /// The gradient of a reduction that picked `result` (amax/amin/max/min without dim):
-/// shared evenly among the elements equal to it, as PyTorch does.
+/// shared evenly among the elements equal to it, as PyTorch does; with `nan_picks` (max,
+/// min) a NaN result is shared among the NaN elements.
 Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
-                                  OptionalIntArrayRef dim, bool keepdim);
+                                  OptionalIntArrayRef dim, bool keepdim, bool nan_picks);
+/// For inputs PyTorch cannot differentiate either: raises NotImplementedError naming `what`.
+Tensor not_implemented_grad(const char* what);
 /// The inverse permutation applied to grad.
 Tensor permute_backward(const Tensor& grad, IntArrayRef dims);
 /// grad placed at `start`..`start+len` of `dim` in zeros of `sizes` (narrow, select).
@@ -83,6 +86,10 @@ Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& e
 /// The gradient w.r.t. the exponent (0 where self is 0 and exponent >= 0).
 Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
                              const Tensor& result);
+/// The gradient of a reduction that picked one element per slice along `dim` (max.dim,
+/// min.dim, kthvalue, median, mode): grad at the picked index, 0 elsewhere.
+Tensor index_pick_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes,
+                           int64_t dim, bool keepdim);
 /// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
 Tensor masked_grad(const Tensor& grad, const Tensor& mask);
 /// The gradient of a float-only unary op applied to an integer input (promoted) is

@@ -55,10 +55,11 @@ Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef 
 }
 
 Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
-                                  OptionalIntArrayRef dim, bool keepdim) {
+                                  OptionalIntArrayRef dim, bool keepdim, bool nan_picks) {
   Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor mask = eq(self, r);
+  if (nan_picks) mask = logical_or(mask, logical_and(isnan(self), isnan(r)));
   Tensor hits = sum(_to_dtype(mask, grad.dtype()), dim ? dim : OptionalIntArrayRef(), true);
   return where(mask, g / hits, zeros_like_scalar(grad));
 }
@@ -119,8 +120,9 @@ variable_list stack_backward(const Tensor& grad, size_t count, int64_t dim) {
 }
 
 Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
-  Tensor g = grad * exponent * pow(self, exponent - Scalar(1.0));
-  return where(eq(exponent, zeros_like_scalar(exponent)), zeros_like_scalar(g), g);
+  Tensor e = _to_dtype(exponent, grad.dtype(), false);  // bool and integer exponents too
+  Tensor g = grad * e * pow(self, e - Scalar(1.0));
+  return where(eq(e, zeros_like_scalar(e)), zeros_like_scalar(g), g);
 }
 
 Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
@@ -132,8 +134,9 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
 
 Tensor binary_pick_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
                             bool pick_max) {
-  Tensor wins = pick_max ? gt(self, other) : lt(self, other);
-  return where(eq(self, other), grad / Scalar(2.0), masked_grad(grad, wins));
+  // Where self loses it gets nothing; NaN comparisons lose nowhere (both get all of it).
+  Tensor loses = pick_max ? lt(self, other) : gt(self, other);
+  return where(eq(self, other), grad / Scalar(2.0), masked_grad(grad, logical_not(loses)));
 }
 
 Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
@@ -147,10 +150,31 @@ Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optiona
 Tensor clamp_bound_backward(const Tensor& grad, const Tensor& self,
                             const std::optional<Tensor>& min, const std::optional<Tensor>& max,
                             bool is_min) {
-  // max wins over min where they cross (clamp applies min first, then max).
-  Tensor won = is_min ? lt(self, *min) : gt(self, *max);
-  if (is_min && max) won = logical_and(won, le(*min, *max));
-  return masked_grad(grad, won);
+  // Where the bounds cross (max < min) the result is max: max gets the gradient there.
+  if (is_min) {
+    Tensor won = lt(self, *min);
+    return masked_grad(grad, max ? logical_and(won, lt(*min, *max)) : won);
+  }
+  Tensor won = gt(self, *max);
+  return masked_grad(grad, min ? logical_or(won, lt(*max, *min)) : won);
+}
+
+Tensor index_pick_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes,
+                           int64_t dim, bool keepdim) {
+  if (sizes.empty()) return grad;
+  dim = wrap_dim(dim, int64_t(sizes.size()));
+  Tensor g = keepdim ? grad : unsqueeze(grad, dim);
+  Tensor idx = keepdim ? indices : unsqueeze(indices, dim);
+  DimVector pos_shape(sizes.size(), 1);
+  pos_shape[dim] = sizes[dim];
+  Tensor pos = reshape(arange(Scalar(int64_t(0)), Scalar(sizes[dim]), Scalar(int64_t(1)),
+                              DType::Int64, grad.device()), pos_shape);
+  return where(eq(pos, idx), g, zeros_like_scalar(g));
+}
+
+Tensor not_implemented_grad(const char* what) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, false, "the derivative for '", what, "' is not implemented.");
+  return Tensor();
 }
 
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {
