@@ -261,6 +261,19 @@ Tensor updated_copy(const Tensor& self, OutArg out) {
   return o;
 }
 
+/// Runs `write` on dst, or for float16/bfloat16 on a float32 copy rounded back once at the
+/// end: PyTorch accumulates sums and products of those types in float.
+template <class F>
+void with_opmath(const Tensor& dst, F&& write) {
+  if (dst.dtype() != DType::Float16 && dst.dtype() != DType::BFloat16) {
+    write(dst);
+    return;
+  }
+  Tensor work = _to_dtype(dst, DType::Float32, true);
+  write(work);
+  copy_(dst, work);
+}
+
 /// Divides the elements of `res` that `count` (> 0) covers by it: the `mean` reduction's
 /// last step (floor division for integers, as in PyTorch).
 void divide_by_count(const Tensor& res, const Tensor& count) {
@@ -385,7 +398,7 @@ void check_source(const char* op, const Tensor& self, int64_t dim, const Tensor&
                   ErrorKind count_kind) {
   TP_CHECK(source.dtype() == self.dtype(), op, "(): self (", dtype_scalar_name(self.dtype()),
            ") and source (", dtype_scalar_name(source.dtype()), ") must have the same scalar type");
-  bool same = std::max<int64_t>(source.dim(), 1) == std::max<int64_t>(self.dim(), 1);
+  bool same = source.dim() == self.dim();
   for (int64_t d = 0; same && d < self.dim(); ++d)
     same = d == dim || (source.dim() ? source.size(d) : 1) == self.size(d);
   TP_CHECK(same, op, "(): source tensor shape must match self tensor shape, excluding the specified "
@@ -422,12 +435,14 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   Tensor idx = checked_dim_index(rule, self, dim, index);
   check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
   Tensor res = updated_copy(self, out);
-  Tensor src = source;
-  if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
-    Scalar a = is_floating(self.dtype()) ? alpha : Scalar(alpha.to_int());
-    src = _to_dtype(mul(source, wrapped_scalar(a)), self.dtype());
-  }
-  write_slices(res, dim, idx, src, Reduce::Sum);
+  with_opmath(res, [&](const Tensor& work) {
+    Tensor src = _to_dtype(source, work.dtype());
+    if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
+      Scalar a = is_floating(self.dtype()) ? alpha : Scalar(alpha.to_int());
+      src = _to_dtype(mul(src, wrapped_scalar(a)), work.dtype());
+    }
+    write_slices(work, dim, idx, src, Reduce::Sum);
+  });
   res.impl()->bump_version();
   return res;
 }
@@ -465,8 +480,9 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   IndexRules rule{"index_reduce_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Index, false};
   Tensor idx = checked_dim_index(rule, self, dim, index);
   check_source("index_reduce_", self, dim, idx, source, ErrorKind::Runtime);
-  if (r == Reduce::Mean && self.dtype() == DType::Bool)
-    TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"mean\" is not implemented for 'Bool'");
+  if ((r == Reduce::Mean || !include_self || self.dim() <= 1) && self.dtype() == DType::Bool)
+    TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"", reduce, "\"", include_self ? "" : " without self",
+                            " is not implemented for 'Bool'");
   Tensor res = updated_copy(self, out);
   if (!include_self)
     write_slices(res, dim, idx, slices_value(self, dim, idx.numel(), reduce_identity(r, self.dtype())),
@@ -594,16 +610,21 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   Tensor dst = at_least_1d(res);
   Tensor from = src ? at_least_1d(*src) : expand(full({}, *value, self.dtype()), idx.sizes());
   if (from.impl()->storage().get() == res.impl()->storage().get()) from = clone(from);
-  auto run = [&](Reduce how, const Tensor& s) {
-    visit_dtype(self.dtype(), [&](auto t) {
-      using T = decltype(t);
-      visit_reduce(how, [&](auto rc) {
-        scatter_loop<decltype(rc)::value, T>(dst, dim, idx, s.data<T>(), s.strides());
+  auto body = [&](const Tensor& work) {
+    auto run = [&](Reduce how, const Tensor& s0) {
+      Tensor s = _to_dtype(s0, work.dtype());
+      visit_dtype(work.dtype(), [&](auto t) {
+        using T = decltype(t);
+        visit_reduce(how, [&](auto rc) {
+          scatter_loop<decltype(rc)::value, T>(work, dim, idx, s.data<T>(), s.strides());
+        });
       });
-    });
+    };
+    if (!include_self) run(Reduce::Assign, expand(reduce_identity(r, work.dtype()), idx.sizes()));
+    run(r, from);
   };
-  if (!include_self) run(Reduce::Assign, expand(reduce_identity(r, self.dtype()), idx.sizes()));
-  run(r, from);
+  if (r == Reduce::Sum || r == Reduce::Prod || r == Reduce::Mean) with_opmath(dst, body);
+  else body(dst);
   if (r == Reduce::Mean) {
     Tensor count = zeros(dst.sizes(), DType::Int64);
     Tensor ones = expand(full({}, Scalar(int64_t(1)), DType::Int64), idx.sizes());
@@ -782,7 +803,7 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
       TP_CHECK(sp[i] >= 0 && sp[i] < len, "torch.searchsorted(): sorter index out of range");
   }
   DType ct = promote_types(bd.dtype(), self.dtype());
-  if (ct == DType::Bool || bd.dtype() == DType::Bool || self.dtype() == DType::Bool)
+  if (ct == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED("searchsorted: not implemented for 'Bool'");
   DType rt = out_int32 ? DType::Int32 : DType::Int64;
   Tensor res;
