@@ -139,6 +139,19 @@ struct RowWrite {
   int64_t val_outer;                          // value row p starts at p * val_outer
 };
 
+/// The common row write: one index, one element per row; entries p0..p1 whose index
+/// falls in [lo, hi).
+template <Reduce R, class T>
+inline void single_rows(T* __restrict dst, const T* __restrict val, const int64_t* __restrict ip,
+                        int64_t p0, int64_t p1, int64_t size, int64_t stride, int64_t val_stride,
+                        int64_t lo, int64_t hi) {
+  for (int64_t p = p0; p < p1; ++p) {
+    int64_t j = ip[p];
+    j += j < 0 ? size : 0;
+    if (j >= lo && j < hi) combine<R>(dst[j * stride], val[p * val_stride]);
+  }
+}
+
 template <Reduce R, class T, bool kOne>
 void row_write_loop(const RowWrite& w) {
   T* dst = reinterpret_cast<T*>(w.dst);
@@ -165,6 +178,27 @@ void row_write_loop(const RowWrite& w) {
     else for (int64_t q = q0; q < q1; ++q) combine<R>(d[di[q]], v[vi[q]]);
   };
   int64_t nth = get_num_threads(), n = w.n;
+  if (kOne && inner == 1) {
+    T* d0 = dst + di[0];
+    const T* v0 = val + vi[0];
+    int64_t vs = w.val_outer;
+    if (n < 32768 || nth == 1) {
+      single_rows<R, T>(d0, v0, i0, 0, n, s0, st0, vs, 0, s0);
+    } else if (R == Reduce::Assign) {
+#pragma omp parallel num_threads(nth)
+      {
+        int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        single_rows<R, T>(d0, v0, i0, n * t / nt, n * (t + 1) / nt, s0, st0, vs, 0, s0);
+      }
+    } else {
+#pragma omp parallel num_threads(nth)
+      {
+        int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        single_rows<R, T>(d0, v0, i0, 0, n, s0, st0, vs, s0 * t / nt, s0 * (t + 1) / nt);
+      }
+    }
+    return;
+  }
   if (n * inner < 32768 || nth == 1) {
     for (int64_t p = 0; p < n; ++p) row(p, 0, inner);
   } else if (R == Reduce::Assign) {
@@ -529,8 +563,18 @@ Tensor put_impl(const Tensor& self, const Tensor& index, const Tensor& source, b
 // ------------------------------------------------------------------ scatter family
 namespace {
 
-/// self[.., index[i][j].., ..] op= src[i][j] along `dim` (Note [Row writes] for the
-/// threading: lines along dim in parallel, else ranges of target positions).
+/// One line of a scatter: d[ip[j] * dsd] op= s[j * ssd] for the targets in [lo, hi).
+template <Reduce R, class T>
+inline void scatter_line(T* __restrict d, const T* __restrict s, const int64_t* __restrict ip, int64_t m,
+                         int64_t isd, int64_t ssd, int64_t dsd, int64_t lo, int64_t hi) {
+  for (int64_t j = 0; j < m; ++j) {
+    int64_t t = ip[j * isd];
+    if (t >= lo && t < hi) combine<R>(d[t * dsd], s[j * ssd]);
+  }
+}
+
+/// self[.., index[i][j].., ..] op= src[i][j] along `dim`; lines along dim (which never
+/// share a target) run in parallel.
 template <Reduce R, class T>
 void scatter_loop(const Tensor& dst, int64_t dim, const Tensor& idx, const T* src, IntArrayRef sst) {
   int64_t nd = idx.dim(), m = idx.size(dim), lines = m ? idx.numel() / m : 0;
@@ -552,23 +596,14 @@ void scatter_loop(const Tensor& dst, int64_t dim, const Tensor& idx, const T* sr
   auto line = [&](int64_t l, int64_t lo, int64_t hi) {
     int64_t db, sb, ib;
     line_base(l, db, sb, ib);
-    for (int64_t j = 0; j < m; ++j) {
-      int64_t t = ip[ib + j * isd];
-      if (t >= lo && t < hi) combine<R>(d[db + t * dsd], src[sb + j * ssd]);
-    }
+    scatter_line<R, T>(d + db, src + sb, ip + ib, m, isd, ssd, dsd, lo, hi);
   };
   int64_t nth = get_num_threads();
-  if (lines * m < 32768 || nth == 1) {
-    for (int64_t l = 0; l < lines; ++l) line(l, 0, size);
-  } else if (lines >= 4 * nth) {
+  if (lines * m >= 32768 && lines >= 4 * nth && nth > 1) {
 #pragma omp parallel for num_threads(nth)
     for (int64_t l = 0; l < lines; ++l) line(l, 0, size);
-  } else {
-#pragma omp parallel num_threads(nth)
-    {
-      int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      for (int64_t l = 0; l < lines; ++l) line(l, size * t / nt, size * (t + 1) / nt);
-    }
+  } else {  // few long lines: serial, as PyTorch (splitting by target lost on a busy machine)
+    for (int64_t l = 0; l < lines; ++l) line(l, 0, size);
   }
 }
 
