@@ -13,6 +13,7 @@ from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, double, dty
 from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, contiguous_format,
                                 memory_format, preserve_format)
 from tensorplay import _indexing  # noqa: F401  (installs Tensor.__getitem__/__setitem__)
+from tensorplay._indexing import index_put_
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
 from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,

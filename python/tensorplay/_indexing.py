@@ -4,7 +4,10 @@ Basic indices (ints, slices, None, Ellipsis) become one strided view. Advanced i
 (integer tensors or lists, bool masks) are applied after it: they broadcast together,
 address the advanced dims through one flat index, and their result dims go where the
 first advanced index stood if the advanced indices are adjacent, else in front
-(PyTorch's rule, inherited from NumPy).
+(PyTorch's rule, inherited from NumPy). A bool scalar (``True``, ``False`` or a 0-dim
+bool tensor) adds a dim of size 1 with the advanced index ``[0]`` (True) or ``[]`` (False).
+Assignment through advanced indices permutes the advanced dims to the front of the view
+and calls ``index_put_`` on it.
 """
 import builtins
 
@@ -16,8 +19,15 @@ from tensorplay._views import broadcast_tensors
 Tensor = _C.Tensor
 
 
+def _is_bool_scalar(i):
+    return isinstance(i, builtins.bool) or (isinstance(i, Tensor) and i.dim() == 0
+                                             and i.dtype == _dtype.bool)
+
+
 def _as_index_tensor(i):
     """An advanced index as a tensor, or None for a basic one."""
+    if isinstance(i, builtins.bool):
+        return None
     if isinstance(i, Tensor):
         if i.dim() == 0 and i.dtype != _dtype.bool:
             return None
@@ -30,7 +40,7 @@ def _as_index_tensor(i):
 def _expand_ellipsis(items, ndim):
     consumed = 0
     for i in items:
-        if i is None or i is Ellipsis:
+        if i is None or i is Ellipsis or _is_bool_scalar(i):
             continue
         t = _as_index_tensor(i)
         consumed += t.dim() if t is not None and t.dtype == _dtype.bool else 1
@@ -55,11 +65,14 @@ def _basic_view(self, items):
             sizes.append(1)
             strides.append(0)
             continue
+        if _is_bool_scalar(i):  # a new dim of size 1, indexed by [0] or by nothing
+            advanced.append((len(sizes), _C.zeros(1 if builtins.bool(i) else 0, dtype=_dtype.int64)))
+            sizes.append(1)
+            strides.append(0)
+            continue
         t = _as_index_tensor(i)
         if t is not None:
             if t.dtype == _dtype.bool:  # a k-dim mask stands for k integer indices
-                if t.dim() == 0:
-                    raise IndexError("indexing with a 0-dim bool tensor is not supported yet")
                 if tuple(t.shape) != tuple(shape[d:d + t.dim()]):
                     raise IndexError(f"The shape of the mask {list(t.shape)} at index {d} does not "
                                      f"match the shape of the indexed tensor {list(shape)}")
@@ -76,8 +89,6 @@ def _basic_view(self, items):
             continue
         if isinstance(i, Tensor):
             i = builtins.int(i)
-        if isinstance(i, builtins.bool):
-            raise IndexError("indexing with a Python bool is not supported yet")
         if isinstance(i, builtins.int):
             size = shape[d]
             if not -size <= i < size:
@@ -133,16 +144,66 @@ def getitem(self, index):
     return out
 
 
+def _broadcast_shape(shapes):
+    """The shape the index tensors broadcast to (IndexError if they do not)."""
+    out = []
+    for shape in shapes:
+        shape = list(shape)
+        n = builtins.max(len(out), len(shape))
+        a, b = [1] * (n - len(out)) + out, [1] * (n - len(shape)) + shape
+        if builtins.any(x != y and x != 1 and y != 1 for x, y in zip(a, b)):
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                             f"with shapes {', '.join(str(list(s)) for s in shapes)}")
+        out = [y if x == 1 else x for x, y in zip(a, b)]
+    return out
+
+
 def setitem(self, index, value):
-    items = _expand_ellipsis(index if isinstance(index, tuple) else (index,), self.dim())
+    items = index if isinstance(index, tuple) else (index,)
+    if builtins.any(_is_bool_scalar(i) and not builtins.bool(i) for i in items):
+        return  # a False index selects nothing; PyTorch writes nothing and checks no shapes
+    items = _expand_ellipsis(items, self.dim())
     view, advanced = _basic_view(self, items)
-    if advanced:
-        raise NotImplementedError("assignment through advanced indices (index_put_) is not "
-                                  "implemented yet")
-    if isinstance(value, Tensor):
-        view.copy_(value)
+    if not advanced:
+        if isinstance(value, Tensor):
+            view.copy_(value)
+        else:
+            view.fill_(value)
+        return
+    if not isinstance(value, Tensor):
+        value = _C._tensor(value, self.dtype, None, False, "index_put_")
+    dims, idx = [d for d, _ in advanced], [t for _, t in advanced]
+    bshape = _broadcast_shape([t.shape for t in idx])
+    rest = [d for d in range(view.dim()) if d not in dims]
+    first, nb = dims[0], len(bshape)
+    if dims == list(range(first, first + len(dims))) and first > 0:
+        # adjacent advanced dims keep their place in the result: value is laid out
+        # (view dims before, index dims, view dims after); index_put_ wants index dims first
+        rshape = list(view.shape[:first]) + bshape + list(view.shape[dims[-1] + 1:])
     else:
-        view.fill_(value)
+        rshape, first = bshape + [view.shape[d] for d in rest], 0
+    while value.dim() > len(rshape) and value.shape[0] == 1:  # PyTorch drops leading 1s
+        value = value[0]
+    vshape = list(value.shape)
+    if len(vshape) > len(rshape) or builtins.any(
+            v != 1 and v != r for v, r in zip(reversed(vshape), reversed(rshape))):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {vshape} cannot be broadcast "
+                           f"to indexing result of shape {rshape}")
+    if first and value.dim():
+        value = value.broadcast_to(rshape)
+        value = value.permute(list(range(first, first + nb)) + list(range(first))
+                              + list(range(first + nb, len(rshape))))
+    target = view if dims == list(range(len(dims))) else view.permute(dims + rest)
+    target.index_put_(idx, value)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """In-place ``index_put``: ``input[indices] = values`` (``+=`` with accumulate=True).
+
+    >>> x = tp.zeros(3); tp.index_put_(x, (tp.tensor([0, 0]),), tp.tensor(1.), True)
+    tensor([2., 0., 0.])
+    """
+    return input.index_put_(indices, values, accumulate)
 
 
 Tensor.__getitem__ = getitem
