@@ -90,6 +90,39 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
 /// min.dim, kthvalue, median, mode): grad at the picked index, 0 elsewhere.
 Tensor index_pick_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes,
                            int64_t dim, bool keepdim);
+/// zeros of `sizes` in grad's dtype and device.
+inline Tensor zeros_for(const Tensor& grad, IntArrayRef sizes) {
+  return zeros(sizes, grad.dtype(), grad.device());
+}
+/// The gradient of ops that place slices of self at `indices` along dim (sort, topk):
+/// grad scattered back into zeros of self's shape.
+Tensor value_selecting_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                IntArrayRef sizes);
+/// grad[indices] with index_put's indices (integer tensors or bool masks on the leading
+/// dims, broadcast together): the gradient of index_put's values.
+Tensor index_backward(const Tensor& grad, TensorList indices);
+/// masked_scatter's gradient for source: the masked elements of grad in order, zero-padded
+/// to source's size.
+Tensor masked_scatter_backward(const Tensor& grad, const Tensor& mask, IntArrayRef source_sizes);
+/// masked_select's gradient: grad scattered into zeros of the broadcast shape of self and mask.
+Tensor masked_select_backward(const Tensor& grad, IntArrayRef self_sizes, const Tensor& mask);
+/// cumsum's gradient: the reversed cumulative sum of grad.
+Tensor cumsum_backward(const Tensor& grad, int64_t dim);
+/// repeat's gradient: grad summed over the repeated blocks back to `sizes`.
+Tensor repeat_backward(const Tensor& grad, IntArrayRef repeats, IntArrayRef sizes);
+/// tile's gradient (tile is repeat with repeats padded by leading ones).
+Tensor tile_backward(const Tensor& grad, IntArrayRef dims, IntArrayRef sizes);
+/// roll's gradient: grad rolled back.
+Tensor roll_backward(const Tensor& grad, IntArrayRef shifts, IntArrayRef dims);
+/// var's gradient for correction `correction` (None: 1) over `dim`.
+Tensor var_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
+                    const std::optional<Scalar>& correction, bool keepdim);
+/// std's gradient from var's: grad / (2 std), 0 where std is 0.
+Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                    OptionalIntArrayRef dim, const std::optional<Scalar>& correction, bool keepdim);
+/// nanmean's gradient: each non-NaN element gets grad / (non-NaN count of its slice).
+Tensor nanmean_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
+                        bool keepdim);
 /// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
 Tensor masked_grad(const Tensor& grad, const Tensor& mask);
 /// The gradient of a float-only unary op applied to an integer input (promoted) is

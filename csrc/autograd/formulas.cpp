@@ -177,6 +177,115 @@ Tensor not_implemented_grad(const char* what) {
   return Tensor();
 }
 
+Tensor value_selecting_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                IntArrayRef sizes) {
+  if (sizes.empty()) return grad;
+  return scatter(zeros_for(grad, sizes), dim, indices, grad);
+}
+
+Tensor index_backward(const Tensor& grad, TensorList indices) {
+  // Each index addresses one leading dim (a k-dim mask addresses k): one linear index.
+  std::vector<Tensor> idx;
+  for (const Tensor& t : indices) {
+    if (t.dtype() == DType::Bool || t.dtype() == DType::UInt8) {
+      Tensor nz = _nonzero(t);
+      for (int64_t j = 0; j < nz.size(1); ++j) idx.push_back(select(nz, 1, j));
+    } else {
+      idx.push_back(t);
+    }
+  }
+  DimVector shape(idx[0].sizes().data(), idx[0].sizes().size());
+  for (size_t i = 1; i < idx.size(); ++i) {
+    Tensor probe = empty_tensor(shape, DType::Bool, grad.device());
+    shape = broadcast_shapes_of(probe, idx[i], "index");
+  }
+  Tensor linear = zeros(shape, DType::Int64, grad.device());
+  int64_t stride = 1;
+  for (int64_t d = int64_t(idx.size()) - 1; d >= 0; --d) {
+    Tensor i = _to_dtype(idx[d], DType::Int64, false);
+    i = where(lt(i, zeros_like_scalar(i)), i + Scalar(grad.size(d)), i);
+    linear = linear + i * Scalar(stride);
+    stride *= grad.size(d);
+  }
+  DimVector flat_shape{stride}, out_shape = shape;
+  for (int64_t d = int64_t(idx.size()); d < grad.dim(); ++d) {
+    flat_shape.push_back(grad.size(d));
+    out_shape.push_back(grad.size(d));
+  }
+  Tensor picked = index_select(reshape(grad, flat_shape), 0, reshape(linear, DimVector{-1}));
+  return reshape(picked, out_shape);
+}
+
+Tensor masked_scatter_backward(const Tensor& grad, const Tensor& mask, IntArrayRef source_sizes) {
+  Tensor picked = masked_select(grad, mask);
+  int64_t total = 1;
+  for (int64_t s : source_sizes) total *= s;
+  int64_t n = picked.numel();
+  if (n < total) picked = cat(std::vector<Tensor>{picked, zeros_for(grad, DimVector{total - n})}, 0);
+  return reshape(picked, source_sizes);
+}
+
+Tensor masked_select_backward(const Tensor& grad, IntArrayRef self_sizes, const Tensor& mask) {
+  Tensor z = zeros_for(grad, self_sizes);
+  DimVector shape = broadcast_shapes_of(z, mask, "masked_select");
+  return masked_scatter(zeros_for(grad, shape), mask, grad);
+}
+
+Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
+  if (grad.dim() == 0) return grad;
+  int64_t d[1] = {wrap_dim(dim, grad.dim())};
+  return flip(cumsum(flip(grad, d), d[0]), d);
+}
+
+Tensor repeat_backward(const Tensor& grad, IntArrayRef repeats, IntArrayRef sizes) {
+  size_t lead = repeats.size() - sizes.size();
+  DimVector split, sum_dims;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    int64_t s = i < lead ? 1 : sizes[i - lead];
+    sum_dims.push_back(int64_t(split.size()));
+    split.push_back(repeats[i]);
+    split.push_back(s);
+  }
+  if (grad.numel() == 0) return zeros_for(grad, sizes);
+  return reshape(sum(reshape(grad, split), sum_dims, false), sizes);
+}
+
+Tensor tile_backward(const Tensor& grad, IntArrayRef dims, IntArrayRef sizes) {
+  DimVector reps;
+  for (size_t i = dims.size(); i < sizes.size(); ++i) reps.push_back(1);
+  for (int64_t r : dims) reps.push_back(r);
+  return repeat_backward(grad, reps, sizes);
+}
+
+Tensor roll_backward(const Tensor& grad, IntArrayRef shifts, IntArrayRef dims) {
+  DimVector back;
+  for (int64_t s : shifts) back.push_back(-s);
+  return roll(grad, back, dims);
+}
+
+Tensor var_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
+                    const std::optional<Scalar>& correction, bool keepdim) {
+  int64_t count = 1;
+  for (int64_t d : reduced_dims(dim, self.dim())) count *= self.size(d);
+  double c = correction ? correction->to_double() : 1.0;
+  Tensor centered = self - mean(self, dim, true);
+  return reduce_backward(grad, self.sizes(), dim, keepdim) * centered * Scalar(2.0 / (double(count) - c));
+}
+
+Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                    OptionalIntArrayRef dim, const std::optional<Scalar>& correction, bool keepdim) {
+  Tensor g = where(eq(result, zeros_like_scalar(result)), zeros_like_scalar(grad), grad / (result * 2.0));
+  return var_backward(g, self, dim, correction, keepdim);
+}
+
+Tensor nanmean_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
+                        bool keepdim) {
+  Tensor valid = logical_not(isnan(self));
+  Tensor count = sum(_to_dtype(valid, grad.dtype(), false), dim, true);
+  Tensor g = reduce_backward(grad, self.sizes(), dim, keepdim) / count;
+  return masked_grad(g, valid);
+}
+
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {
   return where(mask, grad, zeros_like_scalar(grad));
 }
