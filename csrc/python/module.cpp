@@ -126,6 +126,10 @@ nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r) {
   return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
 }
 
+nb::object named_result(const char*, std::tuple<Tensor, Tensor, Tensor> r) {
+  return nb::make_tuple(std::move(std::get<0>(r)), std::move(std::get<1>(r)), std::move(std::get<2>(r)));
+}
+
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
   if (!a.t.impl()->is_wrapped_number()) return;
   DType dt = a.t.dtype();

@@ -245,6 +245,11 @@ def gen_api_header(ops):
         "}  // namespace tp", ""])
 
 
+def py_name(op):
+    """The name users call the op by: linalg_<name> ops are tp.linalg.<name>."""
+    return "linalg." + op.name[7:] if op.name.startswith("linalg_") else op.name
+
+
 def gen_api_source(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            '#include "tensorplay/ops_api.h"',
@@ -276,22 +281,23 @@ def gen_api_source(ops):
             return (f"{{\n  try {{ {call}; {ret} }}\n"
                     f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
         if "function" in op.variants or "method" in op.variants:
-            out.append(f"{op.ret} {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", op.name))
+            out.append(f"{op.ret} {op.name}({p}) " + body(f"return {k}({a}, OutArg::none())", "", py_name(op)))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             out.append(f"Tensor& {op.name}_({ip}) " +
                        body(f"{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
         if "out" in op.variants:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
-                       body(f"{k}({a}, OutArg{{&out, false}})", "return out;", op.name))
+                       body(f"{k}({a}, OutArg{{&out, false}})", "return out;", py_name(op)))
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
     for i, op in enumerate(ops):
         e = op.entry
         doc = (e.get("doc") or "").replace("\\", "\\\\").replace('"', '\\"')
+        schema = e["func"].replace("\\", "\\\\").replace('"', '\\"')  # str defaults are quoted
         tags = ",".join(e.get("tags", []))
-        out.append(f'  reg[{i}].name = "{op.full_name}"; reg[{i}].schema = "{e["func"]}"; '
+        out.append(f'  reg[{i}].name = "{op.full_name}"; reg[{i}].schema = "{schema}"; '
                    f'reg[{i}].tags = "{tags}"; reg[{i}].doc = "{doc}";')
         if "pointwise" in e or "impl" in e:
             fn = f"pw_{op.ident}" if "pointwise" in e else e["impl"]
