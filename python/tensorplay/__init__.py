@@ -20,7 +20,8 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
-from tensorplay import return_types, version
+from tensorplay import linalg, return_types, version
+from tensorplay._reductions import norm, unique, unique_consecutive
 from tensorplay.version import __version__
 
 get_num_threads = _C.get_num_threads
