@@ -187,12 +187,19 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
   visit_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // float16/bfloat16 round every step to their own precision, as PyTorch's kernel does
+      DType dt = self.dtype();
+      auto rnd = [dt](T v) -> T {
+        if (dt == DType::Float16) return T(float(Half(float(v))));
+        if (dt == DType::BFloat16) return T(float(BFloat16(float(v))));
+        return v;
+      };
       const T* p = x.data<T>();
-      T left = T(lo), right = T(hi);
+      T left = rnd(T(lo)), right = rnd(T(hi)), width = rnd(right - left), nbins = rnd(T(bins));
       for (int64_t i = 0; i < x.numel(); ++i) {
         T e = p[i];
         if (!(e >= left && e <= right)) continue;  // outside the range, or NaN
-        auto pos = int64_t((e - left) * T(bins) / (right - left));
+        auto pos = int64_t(rnd(rnd(rnd(e - left) * nbins) / width));
         ++counts[size_t(std::min(pos, bins - 1))];  // the right edge belongs to the last bin
       }
     }

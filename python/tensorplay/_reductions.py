@@ -19,7 +19,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         >>> tp.unique(tp.tensor([2, 1, 2]), return_counts=True)
         (tensor([1, 2]), tensor([1, 2]))
     """
-    results = _C._unique2(input, sorted, return_inverse, return_counts, dim)
+    results = _C._unique(input, sorted, return_inverse, return_counts, dim)
     return _select(results, return_inverse, return_counts)
 
 
