@@ -173,8 +173,8 @@ def load(op_dir):
     for e in entries:
         name, overload, args, returns = parse_schema(e["func"])
         op = Op(name, overload, args, e, list(e.get("variants", ["function"])), returns)
-        if len(returns) > 1 and {"inplace", "out"} & set(op.variants):
-            raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place or out= forms yet")
+        if len(returns) > 1 and "inplace" in op.variants:
+            raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place form")
         if any(o.full_name == op.full_name for o in ops):
             raise ValueError(f"{op.full_name}: defined twice in csrc/ops/*.yaml")
         ops.append(op)
@@ -211,7 +211,7 @@ def gen_api_header(ops):
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             decls.append(f"Tensor& {op.name}_({ip});")
-        if "out" in op.variants:
+        if "out" in op.variants and len(op.returns) == 1:
             decls.append(f"Tensor& {op.name}_out(Tensor& out, {p});")
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
@@ -286,7 +286,7 @@ def gen_api_source(ops):
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             out.append(f"Tensor& {op.name}_({ip}) " +
                        body(f"{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
-        if "out" in op.variants:
+        if "out" in op.variants and len(op.returns) == 1:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
                        body(f"{k}({a}, OutArg{{&out, false}})", "return out;", py_name(op)))
     out.append("void register_builtin_ops() {")
@@ -437,10 +437,15 @@ def gen_python(ops):
                 guards += "".join(
                     f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
                     f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
+                # a tuple result is computed, then copied into the out= tensors
+                fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n"
+                        if len(op.returns) == 1 else
+                        f'      return tuple_out("{op.name}", tp::{op.name}({cargs}), out);\n')
+                if len(op.returns) > 1:
+                    body_fn = f"return {py_call(op, cargs)};"
                 out.append(
                     f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
-                    f"    if (!out.is_none()) {{\n{guards}"
-                    f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n    }}\n"
+                    f"    if (!out.is_none()) {{\n{guards}{fill}    }}\n"
                     f"    {body_fn}\n"
                     f'  }}, {", ".join(specs)}, "{doc}");')
             else:

@@ -53,7 +53,7 @@ def _aminmax_extra(mk):
 
 db.register(db.OpInfo('aminmax', _dim_samples([((), {}), ((), {'dim': 0}), ((), {'dim': -1, 'keepdim': True}),
                                                 ((), {'keepdim': True})], _aminmax_extra),
-                      tol=db.EXACT_TOL, coverage=COVERAGE,
+                      tol=db.EXACT_TOL, coverage=COVERAGE, out=True,
                       errors=db._errors(db._err(torch.ones(0, 3)), db._err(torch.ones(0, 3), dim=0, exc=IndexError),
                                         db._err(E23, dim=2, exc=IndexError),
                                         db._err(E23, dim=(0, 1), exc=TypeError))))
@@ -70,7 +70,7 @@ def _scan_extra(mk):
 
 SCAN_DIMS = [((0,), {}), ((1,), {}), ((-1,), {})]
 for _name in ('cummax', 'cummin'):
-    db.register(db.OpInfo(_name, _dim_samples(SCAN_DIMS, _scan_extra), tol=db.EXACT_TOL, coverage=COVERAGE,
+    db.register(db.OpInfo(_name, _dim_samples(SCAN_DIMS, _scan_extra), tol=db.EXACT_TOL, coverage=COVERAGE, out=True,
                           errors=db._errors(BAD_DIM)))
 
 
@@ -104,7 +104,7 @@ def _order_extra(*dim_args):
 EMPTY_DIM = db._err(torch.ones(2, 0), 1, exc=IndexError)
 db.register(db.OpInfo('kthvalue', _dim_samples([((1, 0), {}), ((2,), {}), ((4, 1, True), {}), ((5, -1), {}),
                                                  ((3,), {'dim': 2, 'keepdim': True})], _order_extra(1)),
-                      db.NO_BOOL, tol=db.EXACT_TOL, coverage=COVERAGE,
+                      db.NO_BOOL, tol=db.EXACT_TOL, coverage=COVERAGE, out=True,
                       errors=db._errors(db._err(E23, 4), db._err(E23, 0), db._err(torch.ones(3), 4),
                                         db._err(torch.ones(2, 0), 1, 1, exc=IndexError),
                                         db._err(E23, 1, 2, exc=IndexError))))
@@ -124,10 +124,10 @@ def _median_extra(mk):
 MEDIAN_CALLS = [((), {}), ((0,), {}), ((1, True), {}), ((-1,), {}), ((), {'dim': 2, 'keepdim': True})]
 for _name in ('median', 'nanmedian'):
     db.register(db.OpInfo(_name, _dim_samples(MEDIAN_CALLS, _median_extra), db.NO_BOOL, tol=db.EXACT_TOL,
-                          coverage=COVERAGE, errors=db._errors(BAD_DIM, EMPTY_DIM)))
+                          coverage=COVERAGE, out=True, errors=db._errors(BAD_DIM, EMPTY_DIM)))
 db.register(db.OpInfo('mode', _dim_samples([((), {}), ((0,), {}), ((1, True), {}), ((), {'dim': 2})],
                                            _order_extra()),
-                      tol=db.EXACT_TOL, coverage=COVERAGE, errors=db._errors(BAD_DIM, EMPTY_DIM)))
+                      tol=db.EXACT_TOL, coverage=COVERAGE, out=True, errors=db._errors(BAD_DIM, EMPTY_DIM)))
 
 
 # ---------------------------------------------------------------- quantiles
