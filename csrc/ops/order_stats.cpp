@@ -284,6 +284,7 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
                 OutArg out) {
   check_cpu(op, self);
   TP_CHECK(self.numel() > 0, op, "() input tensor must be non-empty");
+  TP_CHECK(self.numel() <= (int64_t(1) << 24), op, "() input tensor is too large");  // PyTorch's limit
   TP_CHECK(q.dim() <= 1, op, "() q must be a scalar or 1D tensor");
   TP_CHECK(self.dtype() == DType::Float32 || self.dtype() == DType::Float64, op,
            "() input tensor must be either float or double dtype");

@@ -29,3 +29,12 @@ def test_tie_indices_match_torch(n, with_nan):
 def test_svd_norms_not_implemented(call):
     with pytest.raises(NotImplementedError, match='svd'):
         call(tp.ones(3, 3))
+
+
+@pytest.mark.parametrize('name', ['quantile', 'nanquantile'])
+def test_quantile_size_limit(name):
+    """PyTorch refuses inputs above 2**24 elements; 2**24 itself works."""
+    for lib in (torch, tp):
+        with pytest.raises(RuntimeError, match='too large'):
+            getattr(lib, name)(lib.zeros(2 ** 24 + 1), 0.5)
+    assert getattr(tp, name)(tp.zeros(2 ** 24), 0.5).item() == 0.0
