@@ -1,6 +1,7 @@
 """Reduction benchmark: sum, mean and amax over 16M float32 elements and over each dim
-of 4096x4096, logsumexp over the last dim of 4096x4096 and sort of 1M, TensorPlay vs PyTorch in one
-process (ratio = tp time / torch time).
+of 4096x4096, logsumexp and median over the last dim of 4096x4096, sort of 1M float32 and
+unique of 1M int64 (values below 2^16), TensorPlay vs PyTorch in one process
+(ratio = tp time / torch time).
 
     python benchmarks/bench_reductions.py [--quick] [--markdown]
 
@@ -35,6 +36,11 @@ def cases():
     v = rng.standard_normal(1 << 20, dtype=np.float32)
     y, ty = tp.from_numpy(v), torch.from_numpy(v)
     out.append(("sort 1M", lambda: y.sort().values, lambda: ty.sort().values))
+    out.append(("median 4096x4096 dim=-1", lambda: tp.median(x, -1).values,
+                lambda: torch.median(tx, -1).values))
+    ints = rng.integers(0, 1 << 16, 1 << 20)
+    z, tz = tp.from_numpy(ints), torch.from_numpy(ints)
+    out.append(("unique 1M int64", lambda: tp.unique(z), lambda: torch.unique(tz)))
     return out
 
 

@@ -123,6 +123,22 @@ Tensor std_backward(const Tensor& grad, const Tensor& self, const Tensor& result
 /// nanmean's gradient: each non-NaN element gets grad / (non-NaN count of its slice).
 Tensor nanmean_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
                         bool keepdim);
+/// "Every dim" for reductions (spelled without std::, which a formula of an op with an
+/// output named `std` cannot use).
+inline OptionalIntArrayRef all_dims() { return std::nullopt; }
+/// The correction of var/std's legacy `unbiased` flag.
+inline std::optional<Scalar> legacy_correction(bool unbiased) {
+  return Scalar(int64_t(unbiased ? 1 : 0));
+}
+/// aminmax's gradient: min's and max's, each shared among the elements equal to it.
+Tensor aminmax_backward(const Tensor& grad_min, const Tensor& grad_max, const Tensor& self,
+                        const Tensor& min, const Tensor& max, std::optional<int64_t> dim,
+                        bool keepdim);
+/// cummax/cummin's gradient: each output's gradient added at the index it came from.
+Tensor cummaxmin_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes, int64_t dim);
+/// linalg.vector_norm's gradient for order `ord` (0 where the norm is 0, as PyTorch).
+Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord,
+                            const Tensor& result, OptionalIntArrayRef dim, bool keepdim);
 /// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
 Tensor masked_grad(const Tensor& grad, const Tensor& mask);
 /// The gradient of a float-only unary op applied to an integer input (promoted) is

@@ -60,8 +60,11 @@ Tensor evenly_distribute_backward(const Tensor& grad, const Tensor& self, const 
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor mask = eq(self, r);
   if (nan_picks) mask = logical_or(mask, logical_and(isnan(self), isnan(r)));
-  Tensor hits = sum(_to_dtype(mask, grad.dtype()), dim ? dim : OptionalIntArrayRef(), true);
-  return where(mask, g / hits, zeros_like_scalar(grad));
+  Tensor weight = _to_dtype(mask, grad.dtype());
+  Tensor hits = sum(weight, dim ? dim : OptionalIntArrayRef(), true);
+  // As PyTorch: max/min mask the share in; amax/amin/aminmax multiply it in (a slice
+  // whose result matches nothing, e.g. NaN, gets NaN).
+  return nan_picks ? where(mask, g / hits, zeros_like_scalar(grad)) : weight * (g / hits);
 }
 
 Tensor permute_backward(const Tensor& grad, IntArrayRef dims) {
@@ -284,6 +287,40 @@ Tensor nanmean_backward(const Tensor& grad, const Tensor& self, OptionalIntArray
   Tensor count = sum(_to_dtype(valid, grad.dtype(), false), dim, true);
   Tensor g = reduce_backward(grad, self.sizes(), dim, keepdim) / count;
   return masked_grad(g, valid);
+}
+
+Tensor aminmax_backward(const Tensor& grad_min, const Tensor& grad_max, const Tensor& self,
+                        const Tensor& min, const Tensor& max, std::optional<int64_t> dim,
+                        bool keepdim) {
+  int64_t d = dim.value_or(0);
+  OptionalIntArrayRef dims = dim ? OptionalIntArrayRef(IntArrayRef(&d, 1)) : std::nullopt;
+  bool kd = dim ? keepdim : false;
+  return evenly_distribute_backward(grad_min, self, min, dims, kd, false) +
+         evenly_distribute_backward(grad_max, self, max, dims, kd, false);
+}
+
+Tensor cummaxmin_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes, int64_t dim) {
+  if (sizes.empty()) return grad;
+  return scatter_add(zeros_for(grad, sizes), dim, indices, grad);
+}
+
+Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord,
+                            const Tensor& result, OptionalIntArrayRef dim, bool keepdim) {
+  double p = ord.to_double();
+  Tensor g = reduce_backward(grad, self.sizes(), dim, keepdim);
+  Tensor norm = reduce_backward(result, self.sizes(), dim, keepdim);
+  Tensor zero = zeros_like_scalar(g);
+  if (p == 0) return zeros_for(grad, self.sizes());
+  if (p == 1) return g * sgn(self);
+  if (std::isinf(p)) {  // shared among the elements at the norm; none there (NaN): 0
+    Tensor mask = eq(abs(self), norm);
+    Tensor hits = sum(_to_dtype(mask, g.dtype(), false), dim ? dim : all_dims(), true);
+    return where(mask, g / hits, zero) * sgn(self);
+  }
+  Tensor scaled = p == 2 ? self / norm
+                         : self * pow(abs(self), wrapped_scalar(Scalar(p - 2))) /
+                               pow(norm, wrapped_scalar(Scalar(p - 1)));
+  return where(eq(norm, zeros_like_scalar(norm)), zero, g * scaled);
 }
 
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {

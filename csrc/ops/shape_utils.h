@@ -19,4 +19,11 @@ DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op);
 /// Resolves one -1 in `shape` so it holds `numel` elements.
 DimVector infer_size(IntArrayRef shape, int64_t numel);
 
+/// `self` with `dim` moved last and made contiguous (one row per kept index), plus the
+/// permutation used (sorting.cpp).
+Tensor rows_along(const Tensor& self, int64_t dim, DimVector& order);
+
+/// Inverse of rows_along: a row-major result back in `self`'s dim order.
+Tensor back_from_rows(const Tensor& rows, const DimVector& order);
+
 }  // namespace tp

@@ -14,9 +14,6 @@
 
 namespace tp {
 
-namespace {
-
-/// `self` with `dim` moved last and made contiguous, plus the permutation used.
 Tensor rows_along(const Tensor& self, int64_t dim, DimVector& order) {
   int64_t nd = self.dim();
   order.resize(0);
@@ -25,12 +22,13 @@ Tensor rows_along(const Tensor& self, int64_t dim, DimVector& order) {
   return contiguous(permute(self, order));
 }
 
-/// Inverse of rows_along: a row-major result back in `self`'s dim order.
 Tensor back_from_rows(const Tensor& rows, const DimVector& order) {
   DimVector inverse(order.size());
   for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
   return permute(rows, inverse);
 }
+
+namespace {
 
 DType half_to_float(DType dt) {
   return dt == DType::Float16 || dt == DType::BFloat16 ? DType::Float32 : dt;

@@ -62,6 +62,48 @@ std::tuple<Tensor, Tensor> std_mean_impl(const Tensor& self, OptionalIntArrayRef
   return {sqrt(v), m};
 }
 
+// var/std and their *_mean forms with PyTorch's legacy `unbiased` flag (correction 1 or 0).
+
+namespace {
+std::optional<Scalar> correction_for(bool unbiased) { return Scalar(int64_t(unbiased ? 1 : 0)); }
+}  // namespace
+
+Tensor var_unbiased_impl(const Tensor& self, bool unbiased, OutArg out) {
+  return var_impl(self, std::nullopt, correction_for(unbiased), false, out);
+}
+
+Tensor var_dim_unbiased_impl(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim,
+                             OutArg out) {
+  return var_impl(self, dim, correction_for(unbiased), keepdim, out);
+}
+
+Tensor std_unbiased_impl(const Tensor& self, bool unbiased, OutArg out) {
+  return std_impl(self, std::nullopt, correction_for(unbiased), false, out);
+}
+
+Tensor std_dim_unbiased_impl(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim,
+                             OutArg out) {
+  return std_impl(self, dim, correction_for(unbiased), keepdim, out);
+}
+
+std::tuple<Tensor, Tensor> var_mean_unbiased_impl(const Tensor& self, bool unbiased, OutArg out) {
+  return var_mean_impl(self, std::nullopt, correction_for(unbiased), false, out);
+}
+
+std::tuple<Tensor, Tensor> var_mean_dim_unbiased_impl(const Tensor& self, OptionalIntArrayRef dim,
+                                                      bool unbiased, bool keepdim, OutArg out) {
+  return var_mean_impl(self, dim, correction_for(unbiased), keepdim, out);
+}
+
+std::tuple<Tensor, Tensor> std_mean_unbiased_impl(const Tensor& self, bool unbiased, OutArg out) {
+  return std_mean_impl(self, std::nullopt, correction_for(unbiased), false, out);
+}
+
+std::tuple<Tensor, Tensor> std_mean_dim_unbiased_impl(const Tensor& self, OptionalIntArrayRef dim,
+                                                      bool unbiased, bool keepdim, OutArg out) {
+  return std_mean_impl(self, dim, correction_for(unbiased), keepdim, out);
+}
+
 Tensor logsumexp_impl(const Tensor& self, IntArrayRef dim, bool keepdim, OutArg) {
   Tensor x = is_floating(self.dtype()) ? self : _to_dtype(self, default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));

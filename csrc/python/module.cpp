@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
+#include "ops/reduce_utils.h"
 #include "python/bindings.h"
 #include "tensorplay/ops_api.h"
 
@@ -124,6 +125,26 @@ nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r) {
   nb::object a = nb::cast(std::move(std::get<0>(r))), b = nb::cast(std::move(std::get<1>(r)));
   PyObject* cls = g_return_types ? PyDict_GetItemString(g_return_types, op) : nullptr;
   return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
+}
+
+nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out) {
+  bool seq = nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out);
+  if (!seq || nb::len(out) != 2 || !nb::isinstance<Tensor>(out[0]) || !nb::isinstance<Tensor>(out[1]))
+    throw nb::type_error((std::string(op) + "(): argument 'out' must be a tuple of 2 Tensors").c_str());
+  try {
+    write_out(op, std::get<0>(r), OutArg{&nb::cast<Tensor&>(out[0]), false});
+    write_out(op, std::get<1>(r), OutArg{&nb::cast<Tensor&>(out[1]), false});
+  } catch (Error& e) {
+    e.name_op(op);
+    throw;
+  }
+  PyObject* cls = g_return_types ? PyDict_GetItemString(g_return_types, op) : nullptr;
+  nb::object a = nb::borrow(out[0]), b = nb::borrow(out[1]);
+  return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
+}
+
+nb::object named_result(const char*, std::tuple<Tensor, Tensor, Tensor> r) {
+  return nb::make_tuple(std::move(std::get<0>(r)), std::move(std::get<1>(r)), std::move(std::get<2>(r)));
 }
 
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {

@@ -22,7 +22,8 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
-from tensorplay import return_types, version
+from tensorplay import linalg, return_types, version
+from tensorplay._reductions import norm, unique, unique_consecutive
 from tensorplay import autograd, _tensor_autograd  # noqa: F401  (Tensor.backward, hooks)
 from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                            is_inference_mode_enabled, no_grad, set_grad_enabled)

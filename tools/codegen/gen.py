@@ -175,8 +175,8 @@ def load(op_dir):
     for e in entries:
         name, overload, args, returns = parse_schema(e["func"])
         op = Op(name, overload, args, e, list(e.get("variants", ["function"])), returns)
-        if len(returns) > 1 and {"inplace", "out"} & set(op.variants):
-            raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place or out= forms yet")
+        if len(returns) > 1 and "inplace" in op.variants:
+            raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place form")
         if any(o.full_name == op.full_name for o in ops):
             raise ValueError(f"{op.full_name}: defined twice in csrc/ops/*.yaml")
         ops.append(op)
@@ -213,7 +213,7 @@ def gen_api_header(ops):
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             decls.append(f"Tensor& {op.name}_({ip});")
-        if "out" in op.variants:
+        if "out" in op.variants and len(op.returns) == 1:
             decls.append(f"Tensor& {op.name}_out(Tensor& out, {p});")
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
@@ -255,6 +255,11 @@ def grad_tensor_args(op):
     return ", ".join(a.name for a in op.args if a.base in ("Tensor", "Tensor[]"))
 
 
+def py_name(op):
+    """The name users call the op by: linalg_<name> ops are tp.linalg.<name>."""
+    return "linalg." + op.name[7:] if op.name.startswith("linalg_") else op.name
+
+
 def gen_api_source(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            '#include "tensorplay/ops_api.h"',
@@ -294,23 +299,24 @@ def gen_api_source(ops):
         if "function" in op.variants or "method" in op.variants:
             grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
             out.append(f"{op.ret} {op.name}({p}) " +
-                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", op.name))
+                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", py_name(op)))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""
             out.append(f"Tensor& {op.name}_({ip}) " +
                        body(f"{grad_path}{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
-        if "out" in op.variants:
+        if "out" in op.variants and len(op.returns) == 1:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
-                       body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", op.name))
+                       body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", py_name(op)))
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
     for i, op in enumerate(ops):
         e = op.entry
         doc = (e.get("doc") or "").replace("\\", "\\\\").replace('"', '\\"')
+        schema = e["func"].replace("\\", "\\\\").replace('"', '\\"')  # str defaults are quoted
         tags = ",".join(e.get("tags", []))
-        out.append(f'  reg[{i}].name = "{op.full_name}"; reg[{i}].schema = "{e["func"]}"; '
+        out.append(f'  reg[{i}].name = "{op.full_name}"; reg[{i}].schema = "{schema}"; '
                    f'reg[{i}].tags = "{tags}"; reg[{i}].doc = "{doc}";')
         if "pointwise" in e or "impl" in e:
             fn = f"pw_{op.ident}" if "pointwise" in e else e["impl"]
@@ -450,10 +456,15 @@ def gen_python(ops):
                 guards += "".join(
                     f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
                     f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
+                # a tuple result is computed, then copied into the out= tensors
+                fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n"
+                        if len(op.returns) == 1 else
+                        f'      return tuple_out("{op.name}", tp::{op.name}({cargs}), out);\n')
+                if len(op.returns) > 1:
+                    body_fn = f"return {py_call(op, cargs)};"
                 out.append(
                     f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
-                    f"    if (!out.is_none()) {{\n{guards}"
-                    f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n    }}\n"
+                    f"    if (!out.is_none()) {{\n{guards}{fill}    }}\n"
                     f"    {body_fn}\n"
                     f'  }}, {", ".join(specs)}, "{doc}");')
             else:

@@ -256,6 +256,7 @@ class OpInfo:
     the sample traits (see ``Sample.traits``) the samples must include.
     ``message_names``: words an error message may use to name the op
     (whole words, case-insensitive; default: the name without a trailing '_').
+    A dotted name ('linalg.vector_norm') is looked up attribute by attribute.
     """
     name: str
     samples: SampleFn
@@ -314,11 +315,11 @@ class OpInfo:
         """Calls the op in ``form``.  In-place returns (result, self); out=
         returns (result, out)."""
         if form == 'function':
-            return getattr(lib, self.name)(*args, **kwargs)
+            return resolve(lib, self.name)(*args, **kwargs)
         if form == 'operator':
             return self.operator(*args)
         if form == 'out':
-            return getattr(lib, self.name)(*args, **kwargs, out=out), out
+            return resolve(lib, self.name)(*args, **kwargs, out=out), out
         rest = args[:self.self_arg] + args[self.self_arg + 1:]
         self_t = args[self.self_arg]
         if form == 'method':
@@ -342,6 +343,16 @@ def register(op: OpInfo) -> OpInfo:
 
 def get(name: str) -> OpInfo:
     return next(o for o in op_db if o.name == name)
+
+
+def resolve(lib, name: str, default=None):
+    """``lib.<name>``, following dots ('linalg.vector_norm'); ``default`` if missing."""
+    obj = lib
+    for part in name.split('.'):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return default
+    return obj
 
 
 def _first_sample(op: OpInfo) -> Sample:

@@ -82,7 +82,11 @@ for _name in ('argmax', 'argmin'):
 
 # ---------------------------------------------------------------- composed reductions
 STAT_CALLS = [((), {}), ((0,), {}), ((-1,), {'keepdim': True}), (((0, 2),), {}),
-              ((1,), {'correction': 0}), ((), {'correction': 2})]
+              ((1,), {'correction': 0}), ((), {'correction': 2}),
+              # the legacy `unbiased` flag, positional and keyword
+              ((True,), {}), ((False,), {}), ((0, True), {}), ((1, False, True), {}),
+              (((0, 2), False), {}), ((), {'unbiased': False}), ((None, True), {}),
+              ((), {'dim': 1, 'unbiased': False, 'keepdim': True})]
 for _name in ('var', 'std', 'var_mean', 'std_mean'):
     db.register(db.OpInfo(_name, _samples(STAT_CALLS), db.FLOATS, method=_name in ('var', 'std'),
                           coverage=COVERAGE, tol=SUM_TOL,

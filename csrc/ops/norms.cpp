@@ -1,0 +1,163 @@
+// Vector and matrix norms behind tp.linalg.vector_norm / matrix_norm / norm (and the
+// legacy tp.norm, whose Python glue picks one of them). Composites of reductions.
+// Matrix norms that need singular values (ord 2, -2, 'nuc') wait for linalg.svd.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+#include "ops/pointwise.h"
+#include "ops/reduce_utils.h"
+#include "ops/shape_utils.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void check_floating_input(const char* op, const Tensor& self) {
+  TP_CHECK(is_floating(self.dtype()), op, ": Expected a floating point or complex tensor as input. Got ",
+           dtype_scalar_name(self.dtype()));
+}
+
+/// The dtype of the result: `dtype` (a float the input converts to without narrowing) or
+/// the input's.
+DType norm_result_dtype(const char* op, const Tensor& self, const std::optional<DType>& dtype) {
+  if (!dtype) return self.dtype();
+  TP_CHECK(is_floating(*dtype), op, ": dtype should be floating point or complex, but got ",
+           dtype_scalar_name(*dtype));
+  TP_CHECK(promote_types(self.dtype(), *dtype) == *dtype, op, ": the dtype of the input (",
+           dtype_scalar_name(self.dtype()), ") should be convertible without narrowing to the specified dtype (",
+           dtype_scalar_name(*dtype), ")");
+  return *dtype;
+}
+
+std::string join(IntArrayRef v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += sep;
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+Tensor vector_norm(const Tensor& self, double p, OptionalIntArrayRef dim, bool keepdim,
+                   const std::optional<DType>& dtype) {
+  const char* op = "linalg.vector_norm";
+  check_floating_input(op, self);
+  DType result = norm_result_dtype(op, self, dtype);
+  if (p < 0 || p == kInf) {  // min/max have no identity: nothing reduced may be empty
+    bool empty = self.numel() == 0 && (!dim || dim->empty());
+    if (dim) for (int64_t d : *dim) empty |= self.dim() > 0 && self.size(wrap_dim(d, self.dim())) == 0;
+    TP_CHECK(!empty, op, " cannot compute the ", p, " norm on an empty tensor because the operation "
+             "does not have an identity");
+  }
+  Tensor x = _to_dtype(self, opmath_dtype(result));
+  Tensor r;
+  if (p == 0) {
+    r = sum(_to_dtype(ne(x, wrapped_scalar(Scalar(0.0))), x.dtype()), dim, keepdim);
+  } else if (p == kInf || p == -kInf) {
+    r = p > 0 ? amax(abs(x), dim, keepdim) : amin(abs(x), dim, keepdim);
+  } else if (p == 1) {
+    r = sum(abs(x), dim, keepdim);
+  } else if (p == 2) {
+    r = sqrt(sum(mul(x, x), dim, keepdim));
+  } else {
+    r = pow(sum(pow(abs(x), wrapped_scalar(Scalar(p))), dim, keepdim), wrapped_scalar(Scalar(1.0 / p)));
+  }
+  return _to_dtype(r, result);
+}
+
+/// The two matrix dims of `dim`, wrapped; errors as PyTorch's matrix_norm raises them.
+std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& self, IntArrayRef dim) {
+  TP_CHECK(self.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
+  TP_CHECK(dim.size() == 2, op, ": dim must be a 2-tuple. Got ", join(dim, " "));
+  int64_t d0 = wrap_dim(dim[0], self.dim()), d1 = wrap_dim(dim[1], self.dim());
+  TP_CHECK(d0 != d1, op, ": dims must be different. Got (", d0, ", ", d1, ")");
+  return {d0, d1};
+}
+
+Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
+                   const std::optional<DType>& dtype) {
+  const char* op = "linalg.matrix_norm";
+  auto [d0, d1] = matrix_dims(op, self, dim);
+  check_floating_input(op, self);
+  TP_CHECK_KIND(ErrorKind::NotImplemented, std::abs(p) != 2, op, ": ord=", p, " needs the singular values "
+                "(linalg.svd), which TensorPlay does not have yet");
+  TP_CHECK(std::abs(p) == 1 || std::abs(p) == kInf, op, ": Order ", p, " not supported.");
+  if (std::abs(p) == kInf) std::swap(d0, d1);  // the inf-norm is the 1-norm of the transpose
+  // column sums of |A| (over d0), then their max or min over d1
+  Tensor sums = linalg_vector_norm(self, Scalar(1.0), IntArrayRef(&d0, 1), true, dtype);
+  Tensor r;
+  if (p > 0 && sums.size(d1) == 0) {
+    DimVector shape(sums.sizes().data(), sums.sizes().size());
+    shape[size_t(d1)] = 1;
+    r = zeros(shape, sums.dtype());
+  } else {
+    r = p > 0 ? amax(sums, IntArrayRef(&d1, 1), true) : amin(sums, IntArrayRef(&d1, 1), true);
+  }
+  if (keepdim) return r;
+  int64_t both[2] = {std::min(d0, d1), std::max(d0, d1)};
+  return _squeeze_dims(r, IntArrayRef(both, 2));
+}
+
+Tensor matrix_norm_named(const Tensor& self, const std::string& ord, IntArrayRef dim, bool keepdim,
+                         const std::optional<DType>& dtype) {
+  const char* op = "linalg.matrix_norm";
+  matrix_dims(op, self, dim);
+  TP_CHECK_KIND(ErrorKind::NotImplemented, ord != "nuc", op, ": ord='nuc' needs the singular values "
+                "(linalg.svd), which TensorPlay does not have yet");
+  TP_CHECK(ord == "fro", op, ": Order ", ord, " not supported.");
+  return linalg_vector_norm(self, Scalar(2.0), dim, keepdim, dtype);
+}
+
+constexpr int64_t kLastTwo[2] = {-2, -1};
+
+/// linalg.norm's checks on `dim` (or, without it, on the input's rank when ord is given).
+void check_norm_dims(const Tensor& self, OptionalIntArrayRef dim, bool has_ord) {
+  const char* op = "linalg.norm";
+  if (dim) {
+    TP_CHECK(dim->size() == 1 || dim->size() == 2, op, ": If dim is specified, it must be of length 1 or 2. "
+             "Got [", join(*dim, ", "), "]");
+  } else if (has_ord) {
+    TP_CHECK(self.dim() == 1 || self.dim() == 2, op, ": If dim is not specified but ord is, the input "
+             "must be 1D or 2D. Got ", self.dim(), "D.");
+  }
+}
+
+}  // namespace
+
+Tensor vector_norm_impl(const Tensor& self, const Scalar& ord, OptionalIntArrayRef dim, bool keepdim,
+                        const std::optional<DType>& dtype, OutArg out) {
+  return write_out("linalg.vector_norm", vector_norm(self, ord.to_double(), dim, keepdim, dtype), out);
+}
+
+Tensor matrix_norm_impl(const Tensor& self, const Scalar& ord, IntArrayRef dim, bool keepdim,
+                        const std::optional<DType>& dtype, OutArg out) {
+  return write_out("linalg.matrix_norm", matrix_norm(self, ord.to_double(), dim, keepdim, dtype), out);
+}
+
+Tensor matrix_norm_str_impl(const Tensor& self, const std::string& ord, IntArrayRef dim, bool keepdim,
+                            const std::optional<DType>& dtype, OutArg out) {
+  return write_out("linalg.matrix_norm", matrix_norm_named(self, ord, dim, keepdim, dtype), out);
+}
+
+Tensor linalg_norm_impl(const Tensor& self, const std::optional<Scalar>& ord, OptionalIntArrayRef dim,
+                        bool keepdim, const std::optional<DType>& dtype, OutArg out) {
+  check_norm_dims(self, dim, ord.has_value());
+  bool matrix = ord && (dim ? dim->size() == 2 : self.dim() == 2);
+  Tensor r = matrix ? matrix_norm(self, ord->to_double(), dim ? *dim : IntArrayRef(kLastTwo, 2), keepdim, dtype)
+                    : linalg_vector_norm(self, ord ? *ord : Scalar(2.0), dim, keepdim, dtype);
+  return write_out("linalg.norm", r, out);
+}
+
+Tensor linalg_norm_str_impl(const Tensor& self, const std::string& ord, OptionalIntArrayRef dim,
+                            bool keepdim, const std::optional<DType>& dtype, OutArg out) {
+  check_norm_dims(self, dim, true);
+  Tensor r = matrix_norm_named(self, ord, dim ? *dim : IntArrayRef(kLastTwo, 2), keepdim, dtype);
+  return write_out("linalg.norm", r, out);
+}
+
+}  // namespace tp

@@ -1,0 +1,446 @@
+// Order statistics and scans that report indices: aminmax, cummax/cummin, logcumsumexp,
+// kthvalue, median/nanmedian, mode, quantile/nanquantile. Like sorting.cpp, each moves
+// `dim` last, makes rows contiguous and works row by row, rows in parallel.
+//
+// Note [Index choice on ties]: PyTorch's CPU kernels fix which index a tied value
+// reports, and we reproduce it. kthvalue selects with a median-of-three quickselect
+// (Numerical Recipes' `select`) that swaps values and indices together; median/nanmedian
+// return the index the median has in a stable sort of the row; mode sorts (value, index)
+// pairs by value alone with std::sort and reports the last pair of the longest run.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/pointwise.h"
+#include "ops/reduce_utils.h"
+#include "ops/shape_utils.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return v != v;
+  else return false;
+}
+
+/// NaN ranks above every number.
+template <class T>
+bool gt_or_nan(T a, T b) {
+  return (is_nan(a) && !is_nan(b)) || a > b;
+}
+
+template <class T>
+constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+template <class F>
+void for_each_row(int64_t rows, int64_t len, F f) {
+#pragma omp parallel for num_threads(get_num_threads()) schedule(dynamic, 16) if (rows > 1 && rows * len >= 32768)
+  for (int64_t r = 0; r < rows; ++r) f(r);
+}
+
+void check_cpu(const char* op, const Tensor& self) {
+  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+}
+
+/// The rows of `self` along `dim` in its compute dtype (one row for a 0-dim input).
+struct Rows {
+  Tensor x;         // rows x len, contiguous
+  DimVector order;  // permutation used by rows_along
+  int64_t d = 0, len = 1, rows = 0;
+};
+
+Rows make_rows(const Tensor& self, int64_t dim) {
+  Rows r;
+  r.d = wrap_dim(dim, self.dim());
+  Tensor x = _to_dtype(self, opmath_dtype(self.dtype()));
+  if (self.dim() == 0) {
+    r.x = reshape(x, std::vector<int64_t>{1});
+  } else {
+    r.x = rows_along(x, r.d, r.order);
+    r.len = self.size(r.d);
+  }
+  r.rows = r.len ? r.x.numel() / r.len : 0;
+  return r;
+}
+
+/// (values, indices) of a reduction over `dim` whose per-row kernel is
+/// fn(row, len, value&, index&); the dim must not be empty.
+template <class Fn>
+std::tuple<Tensor, Tensor> reduce_rows(const char* op, const Tensor& self, int64_t dim, bool keepdim,
+                                       Fn fn) {
+  check_cpu(op, self);
+  Rows r = make_rows(self, dim);
+  TP_CHECK_INDEX(r.len > 0, op, "(): Expected reduction dim ", r.d, " to have non-zero size.");
+  DimVector shape = reduced_shape(self, r.d, keepdim);
+  Tensor values = empty_tensor(shape, r.x.dtype()), indices = empty_tensor(shape, DType::Int64);
+  visit_dtype(r.x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (!kHalfType<T>) {
+      const T* in = r.x.data<T>();
+      T* ov = values.data<T>();
+      int64_t* oi = indices.data<int64_t>();
+      for_each_row(r.rows, r.len, [&](int64_t row) { fn(in + row * r.len, r.len, ov[row], oi[row]); });
+    }
+  });
+  return {_to_dtype(values, self.dtype()), indices};
+}
+
+void reject_bool(const char* op, const Tensor& self) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, op,
+                ": not implemented for 'Bool'");
+}
+
+// ---------------------------------------------------------------- selection
+
+/// Moves the k-th smallest of v[0..n) to v[k] (NaN largest), permuting ix alongside:
+/// the median-of-three quickselect of Note [Index choice on ties].
+template <class T>
+void quick_select(T* v, int64_t* ix, int64_t n, int64_t k) {
+  auto swap = [&](int64_t i, int64_t j) {
+    std::swap(v[i], v[j]);
+    std::swap(ix[i], ix[j]);
+  };
+  int64_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    if (hi == lo + 1) {
+      if (gt_or_nan(v[lo], v[hi])) swap(lo, hi);
+      return;
+    }
+    swap(lo + (hi - lo) / 2, lo + 1);  // median of three: v[lo + 1] <= v[lo] <= v[hi]
+    if (gt_or_nan(v[lo + 1], v[hi])) swap(lo + 1, hi);
+    if (gt_or_nan(v[lo], v[hi])) swap(lo, hi);
+    if (gt_or_nan(v[lo + 1], v[lo])) swap(lo + 1, lo);
+    int64_t i = lo + 1, j = hi;
+    const T pivot = v[lo];
+    while (true) {
+      do ++i; while (gt_or_nan(pivot, v[i]));
+      do --j; while (gt_or_nan(v[j], pivot));
+      if (j < i) break;
+      swap(i, j);
+    }
+    swap(lo, j);
+    if (j <= k) lo = i;
+    if (j >= k) hi = j - 1;
+  }
+}
+
+/// The median of a row (the lower one for even counts) and the index it has in a stable
+/// sort of the row; with `ignore_nan` NaNs are left out, else the first NaN wins.
+template <class T>
+void median_row(const T* row, int64_t n, bool ignore_nan, T& value, int64_t& index) {
+  if (!ignore_nan) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (is_nan(row[i])) {
+        value = row[i];
+        index = i;
+        return;
+      }
+    }
+  }
+  std::vector<T> buf;
+  buf.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) if (!is_nan(row[i])) buf.push_back(row[i]);
+  int64_t m = int64_t(buf.size());
+  if (m == 0) {  // all NaN: the element libstdc++'s nth_element picks for PyTorch's comparator
+    std::vector<int64_t> ix(static_cast<size_t>(n));
+    std::iota(ix.begin(), ix.end(), int64_t(0));
+    std::nth_element(ix.begin(), ix.begin(), ix.end(), [&](int64_t a, int64_t b) {
+      return row[a] < row[b] || (row[a] == row[b] && a < b) || (is_nan(row[b]) && !is_nan(row[a]));
+    });
+    index = ix[0];
+    value = row[index];
+    return;
+  }
+  int64_t pos = (m - 1) / 2;
+  std::nth_element(buf.begin(), buf.begin() + pos, buf.end());
+  T v = buf[size_t(pos)];
+  int64_t skip = pos;  // equal values before the median's stable position
+  for (T x : buf) skip -= x < v;
+  for (int64_t i = 0; i < n; ++i) {
+    if (row[i] == v && skip-- == 0) {
+      index = i;
+      break;
+    }
+  }
+  value = row[index];
+}
+
+std::tuple<Tensor, Tensor> median_dim(const char* op, bool ignore_nan, const Tensor& self,
+                                      int64_t dim, bool keepdim) {
+  reject_bool(op, self);
+  return reduce_rows(op, self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
+    median_row(row, n, ignore_nan, value, index);
+  });
+}
+
+Tensor median_all(const char* op, bool ignore_nan, const Tensor& self) {
+  check_cpu(op, self);
+  reject_bool(op, self);
+  if (self.numel() == 0)  // PyTorch answers NaN (converted to the input's dtype)
+    return _to_dtype(full(IntArrayRef(), Scalar(std::numeric_limits<double>::quiet_NaN()),
+                          DType::Float64), self.dtype());
+  Tensor flat = reshape(self, std::vector<int64_t>{self.numel()});
+  return reshape(std::get<0>(median_dim(op, ignore_nan, flat, 0, false)), IntArrayRef());
+}
+
+// ---------------------------------------------------------------- scans with indices
+
+template <bool IsMax>
+std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t dim) {
+  check_cpu(op, self);
+  Rows r = make_rows(self, dim);
+  Tensor values = empty_tensor(r.x.sizes(), r.x.dtype()), indices = empty_tensor(r.x.sizes(), DType::Int64);
+  visit_dtype(r.x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (!kHalfType<T>) {
+      const T* in = r.x.data<T>();
+      T* ov = values.data<T>();
+      int64_t* oi = indices.data<int64_t>();
+      for_each_row(r.rows, r.len, [&](int64_t row) {
+        const T* x = in + row * r.len;
+        T best = x[0];
+        int64_t at = 0;
+        for (int64_t i = 0; i < r.len; ++i) {
+          // a tie moves the index forward; a NaN sticks (each later NaN takes over)
+          bool take = is_nan(x[i]) || (!is_nan(best) && (IsMax ? x[i] >= best : x[i] <= best));
+          if (take) {
+            best = x[i];
+            at = i;
+          }
+          ov[row * r.len + i] = best;
+          oi[row * r.len + i] = at;
+        }
+      });
+    }
+  });
+  if (self.dim() == 0) return {_to_dtype(reshape(values, IntArrayRef()), self.dtype()), reshape(indices, IntArrayRef())};
+  return {_to_dtype(contiguous(back_from_rows(values, r.order)), self.dtype()),
+          contiguous(back_from_rows(indices, r.order))};
+}
+
+/// log(exp(a) + exp(b)) without overflow; NaN propagates, -inf is the identity.
+double log_add_exp(double a, double b) {
+  if (a != a || b != b) return std::numeric_limits<double>::quiet_NaN();
+  double hi = std::max(a, b), lo = std::min(a, b);
+  if (lo == -std::numeric_limits<double>::infinity() || hi == std::numeric_limits<double>::infinity())
+    return hi;
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
+// ---------------------------------------------------------------- quantiles
+
+enum class Interp { Linear, Lower, Higher, Midpoint, Nearest };
+
+Interp parse_interpolation(const char* op, const std::string& s) {
+  if (s == "linear") return Interp::Linear;
+  if (s == "lower") return Interp::Lower;
+  if (s == "higher") return Interp::Higher;
+  if (s == "midpoint") return Interp::Midpoint;
+  if (s == "nearest") return Interp::Nearest;
+  TP_FAIL(op, "() interpolation must be one of linear, lower, higher, midpoint or nearest, but got ", s);
+}
+
+/// PyTorch's lerp, which is exact at both ends.
+template <class T>
+T lerp_exact(T a, T b, T w) {
+  return w < T(0.5) ? T(a + w * (b - a)) : T(b - (b - a) * (T(1) - w));
+}
+
+/// Quantiles of sorted, NaN-free buf for each q (computed in T, as PyTorch does).
+template <class T>
+void quantiles_of(const std::vector<T>& buf, const std::vector<double>& qs, Interp how, T* out,
+                  int64_t out_stride) {
+  int64_t m = int64_t(buf.size());
+  for (size_t j = 0; j < qs.size(); ++j) {
+    T& o = out[int64_t(j) * out_stride];
+    if (m == 0) {
+      o = std::numeric_limits<T>::quiet_NaN();
+      continue;
+    }
+    T rank = T(qs[j]) * T(m - 1);
+    T below = std::floor(rank), above = std::ceil(rank);
+    switch (how) {
+      case Interp::Lower: o = buf[size_t(below)]; break;
+      case Interp::Higher: o = buf[size_t(above)]; break;
+      case Interp::Nearest: o = buf[size_t(std::nearbyint(rank))]; break;  // half to even
+      case Interp::Midpoint: o = lerp_exact(buf[size_t(below)], buf[size_t(above)], T(0.5)); break;
+      case Interp::Linear: o = lerp_exact(buf[size_t(below)], buf[size_t(above)], T(rank - below)); break;
+    }
+  }
+}
+
+Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tensor& q,
+                const std::optional<int64_t>& dim, bool keepdim, const std::string& interpolation,
+                OutArg out) {
+  check_cpu(op, self);
+  TP_CHECK(self.numel() > 0, op, "() input tensor must be non-empty");
+  TP_CHECK(self.numel() <= (int64_t(1) << 24), op, "() input tensor is too large");  // PyTorch's limit
+  TP_CHECK(q.dim() <= 1, op, "() q must be a scalar or 1D tensor");
+  TP_CHECK(self.dtype() == DType::Float32 || self.dtype() == DType::Float64, op,
+           "() input tensor must be either float or double dtype");
+  bool scalar_q = q.impl()->is_wrapped_number();
+  TP_CHECK(scalar_q || q.dtype() == self.dtype(), op, "() q tensor must be same dtype as the input tensor");
+  Interp how = parse_interpolation(op, interpolation);
+  Tensor qd = contiguous(_to_dtype(q, DType::Float64));
+  std::vector<double> qs(qd.data<double>(), qd.data<double>() + qd.numel());
+  for (double v : qs) {
+    if (scalar_q) TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
+    else TP_CHECK(v >= 0 && v <= 1, op, "() q values must be in the range [0, 1]");
+  }
+  Rows r;
+  DimVector shape;
+  if (dim) {
+    r = make_rows(self, *dim);
+    shape = reduced_shape(self, r.d, keepdim);
+  } else {
+    r.x = contiguous(reshape(self, std::vector<int64_t>{self.numel()}));
+    r.len = self.numel();
+    r.rows = 1;
+    if (keepdim) shape.resize(size_t(self.dim()), 1);
+  }
+  int64_t nq = int64_t(qs.size());
+  Tensor res = empty_tensor(std::vector<int64_t>{nq, r.rows}, self.dtype());
+  visit_dtype(self.dtype(), [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* in = r.x.data<T>();
+      T* o = res.data<T>();
+      for_each_row(r.rows, r.len, [&](int64_t row) {
+        const T* x = in + row * r.len;
+        std::vector<T> buf;
+        buf.reserve(size_t(r.len));
+        bool has_nan = false;
+        for (int64_t i = 0; i < r.len; ++i) {
+          if (x[i] != x[i]) has_nan = true;
+          else buf.push_back(x[i]);
+        }
+        if (has_nan && !ignore_nan) {
+          for (int64_t j = 0; j < nq; ++j) o[j * r.rows + row] = std::numeric_limits<T>::quiet_NaN();
+          return;
+        }
+        std::sort(buf.begin(), buf.end());
+        quantiles_of(buf, qs, how, o + row, r.rows);
+      });
+    }
+  });
+  DimVector full_shape;
+  if (q.dim() == 1) full_shape.push_back(nq);
+  for (int64_t s : shape) full_shape.push_back(s);
+  return write_out(op, reshape(res, full_shape), out);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> aminmax_impl(const Tensor& self, const std::optional<int64_t>& dim,
+                                        bool keepdim, OutArg) {
+  if (!dim) {
+    TP_CHECK(self.numel() > 0, "aminmax(): cannot compute aminmax over an empty dimension as the "
+             "operation has no identity.");
+    Tensor lo = amin(self), hi = amax(self);
+    if (!keepdim) return {lo, hi};
+    DimVector ones(size_t(self.dim()), 1);
+    return {reshape(lo, ones), reshape(hi, ones)};
+  }
+  int64_t d = wrap_dim(*dim, self.dim());
+  TP_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "aminmax: Expected reduction dim ", d,
+                 " to have non-zero size.");
+  IntArrayRef dims(&d, 1);
+  return {amin(self, dims, keepdim), amax(self, dims, keepdim)};
+}
+
+std::tuple<Tensor, Tensor> cummax_impl(const Tensor& self, int64_t dim, OutArg) {
+  return cum_best<true>("cummax", self, dim);
+}
+
+std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) {
+  return cum_best<false>("cummin", self, dim);
+}
+
+Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
+  check_cpu("logcumsumexp", self);
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
+                dtype_scalar_name(self.dtype()), "'");
+  Rows r = make_rows(_to_dtype(self, DType::Float64), dim);
+  Tensor res = empty_tensor(r.x.sizes(), DType::Float64);
+  const double* in = r.x.data<double>();
+  double* o = res.data<double>();
+  for_each_row(r.rows, r.len, [&](int64_t row) {
+    double acc = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < r.len; ++i) o[row * r.len + i] = acc = log_add_exp(acc, in[row * r.len + i]);
+  });
+  Tensor back = self.dim() ? contiguous(back_from_rows(res, r.order)) : reshape(res, IntArrayRef());
+  return write_out("logcumsumexp", _to_dtype(back, self.dtype()), out);
+}
+
+std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t dim, bool keepdim, OutArg) {
+  reject_bool("kthvalue", self);
+  int64_t d = wrap_dim(dim, self.dim());
+  int64_t len = self.dim() ? self.size(d) : 1;
+  if (len > 0)
+    TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
+  return reduce_rows("kthvalue", self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
+    std::unique_ptr<T[]> v(new T[size_t(n)]);  // not std::vector: vector<bool> has no data()
+    std::copy(row, row + n, v.get());
+    std::vector<int64_t> ix(static_cast<size_t>(n));
+    std::iota(ix.begin(), ix.end(), int64_t(0));
+    quick_select(v.get(), ix.data(), n, k - 1);
+    value = v[size_t(k - 1)];
+    index = ix[size_t(k - 1)];
+  });
+}
+
+Tensor median_all_impl(const Tensor& self, OutArg) { return median_all("median", false, self); }
+
+Tensor nanmedian_all_impl(const Tensor& self, OutArg) { return median_all("nanmedian", true, self); }
+
+std::tuple<Tensor, Tensor> median_dim_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  return median_dim("median", false, self, dim, keepdim);
+}
+
+std::tuple<Tensor, Tensor> nanmedian_dim_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  return median_dim("nanmedian", true, self, dim, keepdim);
+}
+
+std::tuple<Tensor, Tensor> mode_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  return reduce_rows("mode", self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
+    std::vector<std::pair<T, int64_t>> el(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) el[size_t(i)] = {row[i], i};
+    std::sort(el.begin(), el.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t best = 0, run = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ++run;
+      if (i == n - 1 || el[size_t(i)].first != el[size_t(i + 1)].first) {
+        if (run > best) {
+          best = run;
+          value = el[size_t(i)].first;
+          index = el[size_t(i)].second;
+        }
+        run = 0;
+      }
+    }
+  });
+}
+
+Tensor quantile_impl(const Tensor& self, const Tensor& q, const std::optional<int64_t>& dim,
+                     bool keepdim, const std::string& interpolation, OutArg out) {
+  return quantile("quantile", false, self, q, dim, keepdim, interpolation, out);
+}
+
+Tensor nanquantile_impl(const Tensor& self, const Tensor& q, const std::optional<int64_t>& dim,
+                        bool keepdim, const std::string& interpolation, OutArg out) {
+  return quantile("nanquantile", true, self, q, dim, keepdim, interpolation, out);
+}
+
+}  // namespace tp
