@@ -114,6 +114,31 @@ void half_gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRe
                  static_cast<char*>(c) + i * ldc * int64_t(es), int64_t(es), dt, n);
 }
 
+/// gemm_batched through OpenBLAS's ?gemm_batch_strided; false when an operand would need
+/// packing first or a stride exceeds 32 bits.
+bool blas_batch_strided(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                        MatrixRef a, int64_t sa, MatrixRef b, int64_t sb, double beta, void* c,
+                        int64_t ldc, int64_t sc) {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  if (k == 0 || !blas_layout(a, m, k, ta, lda) || !blas_layout(b, k, n, tb, ldb)) return false;
+  ldc = std::max<int64_t>(ldc, std::max<int64_t>(n, 1));
+  for (int64_t v : {batch, lda, ldb, ldc, sa, sb, sc})
+    if (v < 0 || v > INT_MAX) return false;
+  if (dt == DType::Float32)
+    scipy_cblas_sgemm_batch_strided(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha),
+                                    static_cast<const float*>(a.data), int(lda), int(sa),
+                                    static_cast<const float*>(b.data), int(ldb), int(sb),
+                                    float(beta), static_cast<float*>(c), int(ldc), int(sc),
+                                    int(batch));
+  else
+    scipy_cblas_dgemm_batch_strided(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha,
+                                    static_cast<const double*>(a.data), int(lda), int(sa),
+                                    static_cast<const double*>(b.data), int(ldb), int(sb), beta,
+                                    static_cast<double*>(c), int(ldc), int(sc), int(batch));
+  return true;
+}
+
 }  // namespace
 
 void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
@@ -136,12 +161,23 @@ void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, 
 void gemm_batched(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                   MatrixRef a, int64_t a_batch_stride, MatrixRef b, int64_t b_batch_stride,
                   double beta, void* c, int64_t ldc, int64_t c_batch_stride) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  TP_CHECK_TYPE(dt != DType::Bool, "gemm: unsupported dtype ", dtype_name(dt));
+  for (int64_t v : {m, n, k}) check_blas_int(v);
   int64_t es = int64_t(element_size(dt));
-  for (int64_t i = 0; i < batch; ++i) {
+  auto one = [&](int64_t i) {
     MatrixRef ai{static_cast<const char*>(a.data) + i * a_batch_stride * es, a.row_stride, a.col_stride};
     MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride};
     gemm(dt, m, n, k, alpha, ai, bi, beta, static_cast<char*>(c) + i * c_batch_stride * es, ldc);
-  }
+  };
+  // float32/float64 operands BLAS reads as they are: one call, which OpenBLAS spreads
+  // over the batch with a single-threaded GEMM per product (its jobs run on our team,
+  // Note [One thread pool]). Anything else: one product after another.
+  if ((dt == DType::Float32 || dt == DType::Float64) &&
+      blas_batch_strided(dt, batch, m, n, k, alpha, a, a_batch_stride, b, b_batch_stride, beta,
+                         c, ldc, c_batch_stride))
+    return;
+  for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
 }  // namespace tp::blas

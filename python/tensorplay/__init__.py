@@ -15,6 +15,7 @@ from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, con
 from tensorplay import _indexing  # noqa: F401  (installs Tensor.__getitem__/__setitem__)
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
+from tensorplay._linalg_products import cross, einsum, tensordot
 from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,
                                     column_stack, dstack, hstack, meshgrid, vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
