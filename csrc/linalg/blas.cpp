@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/half.h"
 #include "kernels/tensor_iterator.h"
 
@@ -114,31 +115,6 @@ void half_gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRe
                  static_cast<char*>(c) + i * ldc * int64_t(es), int64_t(es), dt, n);
 }
 
-/// gemm_batched through OpenBLAS's ?gemm_batch_strided; false when an operand would need
-/// packing first or a stride exceeds 32 bits.
-bool blas_batch_strided(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
-                        MatrixRef a, int64_t sa, MatrixRef b, int64_t sb, double beta, void* c,
-                        int64_t ldc, int64_t sc) {
-  CBLAS_TRANSPOSE ta, tb;
-  int64_t lda, ldb;
-  if (k == 0 || !blas_layout(a, m, k, ta, lda) || !blas_layout(b, k, n, tb, ldb)) return false;
-  ldc = std::max<int64_t>(ldc, std::max<int64_t>(n, 1));
-  for (int64_t v : {batch, lda, ldb, ldc, sa, sb, sc})
-    if (v < 0 || v > INT_MAX) return false;
-  if (dt == DType::Float32)
-    scipy_cblas_sgemm_batch_strided(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha),
-                                    static_cast<const float*>(a.data), int(lda), int(sa),
-                                    static_cast<const float*>(b.data), int(ldb), int(sb),
-                                    float(beta), static_cast<float*>(c), int(ldc), int(sc),
-                                    int(batch));
-  else
-    scipy_cblas_dgemm_batch_strided(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha,
-                                    static_cast<const double*>(a.data), int(lda), int(sa),
-                                    static_cast<const double*>(b.data), int(ldb), int(sb), beta,
-                                    static_cast<double*>(c), int(ldc), int(sc), int(batch));
-  return true;
-}
-
 }  // namespace
 
 void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, MatrixRef b,
@@ -170,13 +146,19 @@ void gemm_batched(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, doub
     MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride};
     gemm(dt, m, n, k, alpha, ai, bi, beta, static_cast<char*>(c) + i * c_batch_stride * es, ldc);
   };
-  // float32/float64 operands BLAS reads as they are: one call, which OpenBLAS spreads
-  // over the batch with a single-threaded GEMM per product (its jobs run on our team,
-  // Note [One thread pool]). Anything else: one product after another.
-  if ((dt == DType::Float32 || dt == DType::Float64) &&
-      blas_batch_strided(dt, batch, m, n, k, alpha, a, a_batch_stride, b, b_batch_stride, beta,
-                         c, ldc, c_batch_stride))
+  // Many small products: one whole product per thread, each a single-threaded BLAS call
+  // (Note [One thread pool]). Few large ones: one after another, each threaded by BLAS.
+  int threads = get_num_threads();
+  bool over_batch = threads > 1 && batch >= threads && m * n * k <= (int64_t(1) << 24) &&
+                    !omp_in_parallel();
+  for (int64_t v : {a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldc})
+    over_batch = over_batch && v >= -INT_MAX && v <= INT_MAX;  // nothing may throw inside
+  if (!over_batch) {
+    for (int64_t i = 0; i < batch; ++i) one(i);
     return;
+  }
+  BlasSingleThreaded single;
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
