@@ -319,6 +319,7 @@ Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, cons
 
 Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                     const Scalar& beta, const Scalar& alpha, OutArg out) {
+  (void)wrap_dim(2, batch1.dim()), (void)wrap_dim(2, batch2.dim());  // PyTorch: IndexError
   check_bmm(batch1, batch2, "baddbmm");
   check_same_dtype(self, batch1);
   int64_t sizes[3] = {batch1.size(0), batch1.size(1), batch2.size(2)};
@@ -348,6 +349,13 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
   int64_t nb = batch1.size(0), m = batch1.size(1), k = batch1.size(2), n = batch2.size(2);
   int64_t sizes[2] = {m, n};
   check_broadcastable(self, sizes);
+  if (out.inplace && !std::equal(sizes, sizes + 2, self.sizes().begin(), self.sizes().end())) {
+    // PyTorch's addbmm_ resizes a broadcast self to the result's shape.
+    Tensor res = addbmm_impl(self, batch1, batch2, beta, alpha, OutArg::none());
+    resize_out(self, sizes);
+    copy_(self, res);
+    return self;
+  }
   int64_t perm[3] = {1, 0, 2}, a2[2] = {m, nb * k}, b2[2] = {nb * k, n};
   Tensor a = reshape(permute(batch1, perm), a2), b = reshape(batch2, b2);
   DType dt = batch1.dtype();

@@ -52,9 +52,9 @@ def tensordot(a, b, dims=2, out=None):
     >>> tp.tensordot(tp.ones(2, 3), tp.ones(3, 4), dims=1).shape
     tensorplay.Size([2, 4])
     """
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError(f'tensordot(): expected Tensors, got {type(a).__name__} and '
-                        f'{type(b).__name__}')
+    for t in (a, b):  # PyTorch's tensordot fails on t.dim() too
+        if not isinstance(t, Tensor):
+            raise AttributeError(f"tensordot(): '{type(t).__name__}' object has no attribute 'dim'")
     if isinstance(dims, Tensor):
         dims = dims.item() if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, int) and not isinstance(dims, bool):
