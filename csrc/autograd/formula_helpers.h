@@ -139,6 +139,14 @@ Tensor cummaxmin_backward(const Tensor& grad, const Tensor& indices, IntArrayRef
 /// linalg.vector_norm's gradient for order `ord` (0 where the norm is 0, as PyTorch).
 Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord,
                             const Tensor& result, OptionalIntArrayRef dim, bool keepdim);
+/// matmul's gradient for self (`for_self`) or other, through every rank combination:
+/// 1-D operands act as a row/column, broadcast batch dims are summed back.
+Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self);
+/// addbmm's gradient for batch1 (`for_batch1`) or batch2: grad is shared by every batch.
+Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& batch2,
+                       const Scalar& alpha, bool for_batch1);
+/// trace's gradient: grad on the diagonal of a matrix of `sizes`.
+Tensor trace_backward(const Tensor& grad, IntArrayRef sizes);
 /// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
 Tensor masked_grad(const Tensor& grad, const Tensor& mask);
 /// The gradient of a float-only unary op applied to an integer input (promoted) is

@@ -323,6 +323,31 @@ Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar
   return where(eq(norm, zeros_like_scalar(norm)), zero, g * scaled);
 }
 
+Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self) {
+  Tensor a = self.dim() == 1 ? unsqueeze(self, 0) : self;
+  Tensor b = other.dim() == 1 ? unsqueeze(other, 1) : other;
+  Tensor g = grad;
+  if (self.dim() == 1) g = unsqueeze(g, g.dim() == 0 ? 0 : -1 - (other.dim() == 1 ? 0 : 1));
+  if (other.dim() == 1) g = unsqueeze(g, -1);
+  Tensor r = for_self ? matmul(g, transpose(b, -1, -2)) : matmul(transpose(a, -1, -2), g);
+  const Tensor& target = for_self ? self : other;
+  const Tensor& shaped = for_self ? a : b;
+  return reshape(sum_to(r, shaped.sizes()), target.sizes());
+}
+
+Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& batch2,
+                       const Scalar& alpha, bool for_batch1) {
+  int64_t n = batch1.size(0);
+  DimVector shape{n, grad.size(0), grad.size(1)};
+  Tensor g = expand(unsqueeze(grad, 0), shape);
+  Tensor r = for_batch1 ? bmm(g, transpose(batch2, 1, 2)) : bmm(transpose(batch1, 1, 2), g);
+  return maybe_multiply(r, alpha);
+}
+
+Tensor trace_backward(const Tensor& grad, IntArrayRef sizes) {
+  return eye(sizes[0], sizes[1], grad.dtype(), grad.device()) * grad;
+}
+
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {
   return where(mask, grad, zeros_like_scalar(grad));
 }

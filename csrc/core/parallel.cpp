@@ -13,8 +13,11 @@
 // we hand OpenBLAS a threads callback: every parallel BLAS/LAPACK call runs its jobs on
 // our OpenMP team, so kernels and BLAS share one pool and one budget. OpenBLAS's jobs
 // wait on one another (level-3 threading), so all `numjobs` of them must run at once:
-// the team has exactly numjobs threads. BLAS is never called from inside our own
-// parallel regions (a nested team would have one thread).
+// the team has exactly numjobs threads. BLAS is never called multi-threaded from inside
+// our own parallel regions (a nested team would have one thread and the jobs would wait
+// forever): code that calls BLAS from a parallel region (blas::gemm_batched, one product
+// per thread) holds a BlasSingleThreaded for the region's duration. Ops run under the
+// GIL, so no other thread changes the BLAS thread count meanwhile.
 
 extern "C" {
 typedef void (*openblas_dojob_callback)(int thread_num, void* jobdata, int dojob_data);
@@ -60,6 +63,13 @@ int get_num_threads() {
   if (g_num_threads <= 0) apply(std::max(1, omp_get_max_threads()));
   return g_num_threads;
 }
+
+BlasSingleThreaded::BlasSingleThreaded() {
+  get_num_threads();
+  scipy_openblas_set_num_threads(1);
+}
+
+BlasSingleThreaded::~BlasSingleThreaded() { scipy_openblas_set_num_threads(g_num_threads); }
 
 void set_num_threads(int n) {
   TP_CHECK(n > 0, "set_num_threads expects a positive integer");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/half.h"
 #include "kernels/tensor_iterator.h"
 
@@ -136,12 +137,29 @@ void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, 
 void gemm_batched(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
                   MatrixRef a, int64_t a_batch_stride, MatrixRef b, int64_t b_batch_stride,
                   double beta, void* c, int64_t ldc, int64_t c_batch_stride) {
+  if (batch == 0 || m == 0 || n == 0) return;
+  TP_CHECK_TYPE(dt != DType::Bool, "gemm: unsupported dtype ", dtype_name(dt));
+  for (int64_t v : {m, n, k}) check_blas_int(v);
   int64_t es = int64_t(element_size(dt));
-  for (int64_t i = 0; i < batch; ++i) {
+  auto one = [&](int64_t i) {
     MatrixRef ai{static_cast<const char*>(a.data) + i * a_batch_stride * es, a.row_stride, a.col_stride};
     MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride};
     gemm(dt, m, n, k, alpha, ai, bi, beta, static_cast<char*>(c) + i * c_batch_stride * es, ldc);
+  };
+  // Many small products: one whole product per thread, each a single-threaded BLAS call
+  // (Note [One thread pool]). Few large ones: one after another, each threaded by BLAS.
+  int threads = get_num_threads();
+  bool over_batch = threads > 1 && batch >= threads && m * n * k <= (int64_t(1) << 24) &&
+                    !omp_in_parallel();
+  for (int64_t v : {a.row_stride, a.col_stride, b.row_stride, b.col_stride, ldc})
+    over_batch = over_batch && v >= -INT_MAX && v <= INT_MAX;  // nothing may throw inside
+  if (!over_batch) {
+    for (int64_t i = 0; i < batch; ++i) one(i);
+    return;
   }
+  BlasSingleThreaded single;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < batch; ++i) one(i);
 }
 
 }  // namespace tp::blas

@@ -162,6 +162,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   TP_BINARY_DUNDER("lshift", tp::bitwise_left_shift)
   TP_BINARY_DUNDER("rshift", tp::bitwise_right_shift)
 #undef TP_BINARY_DUNDER
+  // Only tensors: `t @ 2` is a TypeError (nanobind answers NotImplemented).
+  cls.def("__matmul__", [](const Tensor& a, const Tensor& b) { return tp::matmul(a, b); },
+          nb::is_operator());
+  cls.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return tp::matmul(b, a); },
+          nb::is_operator());
   cls.def("__pow__", [](const Tensor& a, TensorArg b) { return tp::pow(a, b.t); }, nb::is_operator());
   cls.def("__rpow__", [](const Tensor& a, Scalar b) { return tp::pow(b, a); }, nb::is_operator());
   cls.def("__ipow__", [](nb::handle self, TensorArg b) {
