@@ -314,11 +314,11 @@ class OpInfo:
         """Calls the op in ``form``.  In-place returns (result, self); out=
         returns (result, out)."""
         if form == 'function':
-            return getattr(lib, self.name)(*args, **kwargs)
+            return resolve(lib, self.name)(*args, **kwargs)
         if form == 'operator':
             return self.operator(*args)
         if form == 'out':
-            return getattr(lib, self.name)(*args, **kwargs, out=out), out
+            return resolve(lib, self.name)(*args, **kwargs, out=out), out
         rest = args[:self.self_arg] + args[self.self_arg + 1:]
         self_t = args[self.self_arg]
         if form == 'method':
@@ -332,6 +332,22 @@ class OpInfo:
 
 
 op_db: list[OpInfo] = []
+
+
+def resolve(lib, name: str):
+    """lib.<name>, following dots ('linalg.det' -> lib.linalg.det); None if missing."""
+    obj = lib
+    for part in name.split('.'):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def lib_exception(exc_type: type, lib) -> type:
+    """The exception type lib raises where torch raises exc_type: the builtin types are
+    shared; torch.linalg.LinAlgError is lib.linalg.LinAlgError."""
+    if exc_type is torch.linalg.LinAlgError:
+        return lib.linalg.LinAlgError
+    return exc_type
 
 
 def register(op: OpInfo) -> OpInfo:
