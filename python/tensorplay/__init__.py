@@ -20,7 +20,7 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
-from tensorplay import return_types, version
+from tensorplay import linalg, return_types, version
 from tensorplay.version import __version__
 
 get_num_threads = _C.get_num_threads
@@ -28,10 +28,11 @@ set_num_threads = _C.set_num_threads
 
 
 def _export_generated_ops():
-    """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...)."""
+    """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...); the
+    linalg_<name> ops are tp.linalg.<name> only, as in PyTorch."""
     g = globals()
     for name in dir(_C):
-        if not name.startswith("_") and name not in g:
+        if not name.startswith(("_", "linalg_")) and name not in g:
             g[name] = getattr(_C, name)
 
 
