@@ -114,6 +114,7 @@ Tensor finish_out(OutArg out, const Tensor& res) {
   return *out.tensor;
 }
 
+/// The workspace size a LAPACK query (lwork = -1) wrote to work[0], at least 1.
 template <class T>
 int query_lwork(T work0) {
   return std::max(1, int(work0));
@@ -275,7 +276,7 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   int64_t br = rows(Bm), bc = cols(Bm);
   TP_CHECK(left ? br == n : bc == n, "Incompatible shapes of A and B for the equation ",
            left ? "AX = B (" : "XA = B (", n, "x", n, " and ", br, "x", bc, ")");
-  DimVector batch = broadcast_batch(batch_of(A), batch_of(Bm));
+  DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
   // X A = B is A^T X^T = B^T.
   Tensor a = expand(A, with_tail(batch, {n, n}));
   Tensor b = expand(Bm, with_tail(batch, {br, bc}));
@@ -286,7 +287,7 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   });
   for (size_t i = 0; i < info.size(); ++i)
     if (info[i] > 0)
-      TP_FAIL_LINALG(batch.size() ? batch_prefix(a, int64_t(i)) : std::string(),
+      TP_FAIL_LINALG(batch_prefix(a, int64_t(i)),
                      "The solver failed because the input matrix is singular.");
   if (!left) x = transpose(x, -2, -1);
   if (vector_case) x = select(x, -1, 0);
@@ -529,7 +530,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   Tensor Bm = vector_case ? unsqueeze(B, -1) : B;
   int64_t m = rows(A), n = cols(A), k = cols(Bm), mn = std::max(m, n), mink = std::min(m, n);
   TP_CHECK(rows(Bm) == m, "input.size(-2) should match other.size(-2)");
-  DimVector batch = broadcast_batch(batch_of(A), batch_of(Bm));
+  DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
   int64_t nb = count(batch);
   DType dt = A.dtype();
   Tensor a = colmajor_copy(A, batch);
