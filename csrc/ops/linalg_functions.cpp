@@ -10,6 +10,7 @@
 #include "linalg/blas.h"
 #include "linalg/lapack.h"
 #include "ops/linalg_common.h"
+#include "ops/pointwise.h"
 
 namespace tp {
 
@@ -17,15 +18,44 @@ using namespace linalg;
 
 namespace {
 
-/// The cut-off below which singular values count as zero: max(atol, rtol * largest);
-/// PyTorch's defaults: rtol = eps * max(m, n) unless atol > 0 was given alone.
-template <class T>
-T rank_tolerance(T largest, const std::optional<double>& atol, const std::optional<double>& rtol,
-                 int64_t m, int64_t n) {
-  T a = atol ? T(*atol) : T(0);
-  T r = rtol ? T(*rtol)
-             : (atol && *atol > 0 ? T(0) : std::numeric_limits<T>::epsilon() * T(std::max(m, n)));
-  return std::max(a, r * largest);
+/// Per-matrix tolerances of pinv/matrix_rank: atol and rtol (numbers or tensors) broadcast
+/// with A's batch dims, as in PyTorch; `batch` is the batch of the result.
+struct Tolerances {
+  DimVector batch;
+  std::vector<double> atol, rtol;  // one per matrix of `batch`; empty when not given
+
+  Tolerances(const Tensor& A, const std::optional<Tensor>& atol_t,
+             const std::optional<Tensor>& rtol_t)
+      : batch(batch_of(A)) {
+    for (const auto* t : {&atol_t, &rtol_t})
+      if (*t) batch = broadcast_batch((*t)->sizes(), batch);
+    atol = values(atol_t);
+    rtol = values(rtol_t);
+  }
+
+  /// The cut-off of matrix b: max(atol, rtol * largest); PyTorch's defaults: atol = 0,
+  /// rtol = eps * max(m, n) unless a positive atol was given alone (then rtol = 0).
+  template <class T>
+  T cutoff(int64_t b, T largest, int64_t m, int64_t n) const {
+    T a = atol.empty() ? T(0) : T(atol[size_t(b)]);
+    T r = !rtol.empty() ? T(rtol[size_t(b)])
+          : a > 0       ? T(0)
+                        : std::numeric_limits<T>::epsilon() * T(std::max(m, n));
+    return std::max(a, r * largest);
+  }
+
+ private:
+  std::vector<double> values(const std::optional<Tensor>& t) const {
+    if (!t) return {};
+    Tensor v = empty_tensor(batch, DType::Float64);
+    copy_(v, expand(*t, batch));
+    return std::vector<double>(v.data<double>(), v.data<double>() + v.numel());
+  }
+};
+
+/// A with its batch broadcast to `batch` (a view; LAPACK works on copies anyway).
+Tensor with_batch(const Tensor& A, IntArrayRef batch) {
+  return expand(A, with_tail(batch, {rows(A), cols(A)}));
 }
 
 void check_rank_input(const Tensor& A) {
@@ -48,11 +78,14 @@ Tensor batched_mm(const Tensor& A, const Tensor& B) {
 
 }  // namespace
 
-Tensor linalg_pinv_impl(const Tensor& A, const std::optional<double>& atol,
-                        const std::optional<double>& rtol, bool hermitian, OutArg out) {
-  TP_CHECK(A.dim() >= 2 && (A.dtype() == DType::Float32 || A.dtype() == DType::Float64),
+Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
+                        const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  TP_CHECK(input.dim() >= 2 &&
+               (input.dtype() == DType::Float32 || input.dtype() == DType::Float64),
            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types");
-  DimVector batch = batch_of(A);
+  Tolerances tols(input, atol, rtol);
+  Tensor A = with_batch(input, tols.batch);
+  const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
   if (hermitian) check_matrix(A, nullptr, true);
   Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype());
@@ -68,7 +101,7 @@ Tensor linalg_pinv_impl(const Tensor& A, const std::optional<double>& atol,
         T* qb = q + b * n * n;
         T largest = 0;
         for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::abs(w[i]));
-        T tol = rank_tolerance(largest, atol, rtol, m, n);
+        T tol = tols.cutoff(b, largest, m, n);
         for (int64_t j = 0; j < n; ++j) {
           T s = std::abs(w[j]) > tol ? T(1) / w[j] : T(0);
           for (int64_t i = 0; i < n; ++i) scaled[size_t(j * n + i)] = qb[j * n + i] * s;
@@ -84,7 +117,7 @@ Tensor linalg_pinv_impl(const Tensor& A, const std::optional<double>& atol,
     T* vh = r.Vh.data<T>();
     for (int64_t b = 0; b < nb; ++b) {
       T* s = r.S.data<T>() + b * k;
-      T tol = rank_tolerance(k ? s[0] : T(0), atol, rtol, m, n);
+      T tol = tols.cutoff(b, k ? s[0] : T(0), m, n);
       T* vb = vh + b * k * n;  // k x n, column-major: row i scaled by 1/S_i
       for (int64_t i = 0; i < k; ++i) {
         T inv = s[i] > tol ? T(1) / s[i] : T(0);
@@ -98,13 +131,15 @@ Tensor linalg_pinv_impl(const Tensor& A, const std::optional<double>& atol,
 }
 
 Tensor pinverse_composite(const Tensor& self, double rcond, OutArg) {
-  return linalg_pinv(self, 0.0, rcond);
+  return linalg_pinv(self, wrapped_scalar(0.0), wrapped_scalar(rcond));
 }
 
-Tensor linalg_matrix_rank_impl(const Tensor& A, const std::optional<double>& atol,
-                               const std::optional<double>& rtol, bool hermitian, OutArg out) {
-  check_rank_input(A);
-  DimVector batch = batch_of(A);
+Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>& atol,
+                               const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  check_rank_input(input);
+  Tolerances tols(input, atol, rtol);
+  Tensor A = with_batch(input, tols.batch);
+  const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
   Tensor rank = zeros(batch, DType::Int64);
   if (m == 0 || n == 0) return finish_out(out, rank);
@@ -117,7 +152,7 @@ Tensor linalg_matrix_rank_impl(const Tensor& A, const std::optional<double>& ato
       const T* s = values.data<T>() + b * k;
       T largest = 0;
       for (int64_t i = 0; i < k; ++i) largest = std::max(largest, std::abs(s[i]));
-      T tol = rank_tolerance(largest, atol, rtol, m, n);
+      T tol = tols.cutoff(b, largest, m, n);
       int64_t r = 0;
       for (int64_t i = 0; i < k; ++i) r += std::abs(s[i]) > tol;
       rank.data<int64_t>()[b] = r;

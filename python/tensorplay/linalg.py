@@ -76,26 +76,25 @@ def eigh(A, UPLO="L", *, out=None):
     return _with_out("linalg.eigh", _C.linalg_eigh(A, UPLO), out)
 
 
-def _tolerance(value, name):
-    """A float tolerance; a one-element tensor is taken as its value."""
-    if value is None or isinstance(value, (int, float)):
-        return value
-    if hasattr(value, "numel") and value.numel() == 1:
-        return float(value.item())
-    raise NotImplementedError(f"{name}: tensor tolerances with more than one element are not "
-                              "supported yet; pass a float")
+def _check_tolerances(name, atol, rtol):
+    """PyTorch's overloads take atol and rtol both as numbers or both as tensors."""
+    kinds = {isinstance(t, (int, float)) for t in (atol, rtol) if t is not None}
+    if len(kinds) > 1:
+        raise TypeError(f"{name}() received an invalid combination of arguments: atol and rtol "
+                        "must both be numbers or both be tensors")
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Moore-Penrose pseudo-inverse; singular values <= max(atol, rtol * largest) count as 0.
+    atol and rtol are numbers or tensors broadcast with A's batch dims.
 
     ``pinv(A, rcond)`` is PyTorch's older form: rtol=rcond, atol=0.
     """
     if rcond is not None:
         if atol is not None or rtol is not None:
             raise TypeError("linalg.pinv(): rcond cannot be combined with atol or rtol")
-        atol, rtol = 0.0, rcond
-    atol, rtol = _tolerance(atol, "linalg.pinv"), _tolerance(rtol, "linalg.pinv")
+        atol, rtol = (0.0 if isinstance(rcond, (int, float)) else rcond * 0), rcond
+    _check_tolerances("linalg_pinv", atol, rtol)
     return _C.linalg_pinv(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
 
 
@@ -107,12 +106,11 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     if tol is not None:
         if atol is not None or rtol is not None:
             raise TypeError("linalg.matrix_rank(): tol cannot be combined with atol or rtol")
-        atol, rtol = tol, 0.0
+        atol, rtol = tol, (0.0 if isinstance(tol, (int, float)) else tol * 0)
+    _check_tolerances("linalg_matrix_rank", atol, rtol)
     if rtol is not None and getattr(A, "dtype", None) not in (_C.float32, _C.float64, None):
         # PyTorch's paths with tol= or rtol= have no dtype check of their own: its SVD/eigh raises
         (eigvalsh if hermitian else svdvals)(A)
-    atol = _tolerance(atol, "linalg.matrix_rank")
-    rtol = _tolerance(rtol, "linalg.matrix_rank")
     return _C.linalg_matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
 
 # ----------------------------------------------------------- end of decompositions block

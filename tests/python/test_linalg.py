@@ -217,8 +217,18 @@ def test_tolerance_forms():
     assert tp.linalg.matrix_rank(x, 1.5).item() == torch.linalg.matrix_rank(a, 1.5).item()
     assert_close(to_torch(tp.linalg.pinv(x, 0.5)), torch.linalg.pinv(a, 0.5), torch.float64)
     assert_close(to_torch(tp.pinverse(x, 0.5)), torch.pinverse(a, 0.5), torch.float64)
-    with pytest.raises(NotImplementedError):
-        tp.linalg.pinv(x, atol=tp.ones(4))
+    atol = torch.tensor([0.5, 1.5, 2.5], dtype=torch.float64)
+    assert to_torch(tp.linalg.matrix_rank(x, atol=to_tp(atol))).tolist() == [3, 2, 1]
+    zero = torch.zeros((), dtype=torch.float64)
+    ours = tp.linalg.pinv(x, atol=to_tp(atol), rtol=to_tp(zero))
+    assert_close(to_torch(ours), torch.linalg.pinv(a, atol=atol, rtol=zero), torch.float64)
+    for lib, t in ((torch, atol), (tp, to_tp(atol))):  # tensor and number do not mix
+        with pytest.raises(TypeError):
+            lib.linalg.pinv(t.diag(), atol=t, rtol=0.0)
+    assert_close(to_torch(tp.linalg.pinv(x, to_tp(atol))), torch.linalg.pinv(a, atol),
+                 torch.float64)
+    with pytest.raises(RuntimeError):  # does not broadcast with the batch
+        tp.linalg.pinv(to_tp(a.expand(2, 4, 4)), atol=to_tp(atol))
 
 
 def test_namespace_matches_torch():

@@ -205,6 +205,9 @@ def _pinv_samples(legacy):
         yield db.Sample((d,), {'rtol': 0.5})
         yield db.Sample((d,), {'atol': 0.1, 'rtol': 0.5})
         yield db.Sample((d, 0.1))
+        # tensor tolerances broadcast with the batch (and may widen it)
+        yield db.Sample((d,), {'atol': mk.values([0.5, 1.5, 2.5]), 'rtol': mk.values(0.0)})
+        yield db.Sample((torch.stack([d, 2 * d]),), {'rtol': mk.values([[0.4], [0.2]])})
         yield db.Sample((_matrix(mk, (4, 4), 'sym'),), {'hermitian': True})
         yield db.Sample((_matrix(mk, (2, 3, 3), 'sym'),), {'hermitian': True}, layout='transposed')
         yield db.Sample((torch.diag(mk.values([-3.0, 2.0, -1.0, 1e-3])),),
