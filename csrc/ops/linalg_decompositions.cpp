@@ -166,11 +166,11 @@ void lu_slogdet(const Tensor& lu, const std::vector<int>& piv, int64_t batch, in
       T d = a[b * n * n + i * (n + 1)];
       if (piv[size_t(b * n + i)] != i + 1) s = -s;
       if (d < 0) s = -s, d = -d;
-      if (d == 0) s = 0;
+      if (!(d > 0)) s = 0;  // zero or NaN pivot (log|det| is then -inf or NaN)
       l += std::log(d);
     }
     sign[b] = s;
-    logabs[b] = s == 0 ? -std::numeric_limits<T>::infinity() : l;
+    logabs[b] = l;
   }
 }
 
@@ -310,6 +310,9 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, 
       T* a = L.data<T>() + b * n * n;
       info[b] = 0;
       if (n) lapack::potrf(upper ? 'U' : 'L', ni, a, ni, &info[b]);
+      // OpenBLAS's potrf lets NaN through; a NaN pivot fails as a non-positive one would
+      for (int64_t j = 0; j < n && info[b] == 0; ++j)
+        if (std::isnan(a[j * n + j])) info[b] = int32_t(j + 1);
       for (int64_t j = 0; j < n; ++j)  // zero the triangle LAPACK leaves untouched
         for (int64_t i = 0; i < n; ++i)
           if (upper ? i > j : i < j) a[j * n + i] = 0;

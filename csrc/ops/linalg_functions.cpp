@@ -222,10 +222,14 @@ void expm(int64_t n, double* a, double* out) {
     for (int64_t i = 0; i < n; ++i) s += std::abs(a[i * n + j]);
     norm1 = std::max(norm1, s);
   }
+  if (!std::isfinite(norm1)) {  // inf or NaN entries: no meaningful exponential
+    std::fill(out, out + nn, std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
   int degree_index = 0;
   while (degree_index < 4 && !(norm1 <= kTheta[degree_index])) ++degree_index;
   int squarings = 0;
-  if (degree_index == 4 && norm1 > kTheta[4]) {
+  if (norm1 > kTheta[4]) {
     squarings = std::max(0, int(std::ceil(std::log2(norm1 / kTheta[4]))));
     double scale = std::ldexp(1.0, -squarings);
     for (size_t i = 0; i < nn; ++i) a[i] *= scale;

@@ -240,3 +240,19 @@ def test_namespace_matches_torch():
                  'matrix_power', 'matrix_exp']:
         assert hasattr(tp, name) and hasattr(tp.Tensor, name), name
     assert not hasattr(tp, 'linalg_det') and not hasattr(torch, 'linalg_det')
+
+
+def test_non_finite_inputs_like_torch():
+    nan = torch.full((3, 3), float('nan'))
+    inf = torch.eye(3)
+    inf[0, 0] = float('inf')
+    ours, ref = tp.linalg.slogdet(to_tp(nan)), torch.linalg.slogdet(nan)
+    assert ours.sign.item() == ref.sign.item() == 0 and np.isnan(ours.logabsdet.item())
+    for a in (nan, torch.diag(torch.tensor([1.0, float('nan'), 1.0]))):
+        ours, ref = tp.linalg.cholesky_ex(to_tp(a)), torch.linalg.cholesky_ex(a)
+        assert ours.info.item() == ref.info.item() > 0
+    for a in (nan, inf):  # NaN everywhere, as torch gives (and no endless squaring)
+        assert torch.equal(to_torch(tp.linalg.matrix_exp(to_tp(a))).isnan(),
+                           torch.linalg.matrix_exp(a).isnan())
+    with pytest.raises(tp.linalg.LinAlgError):
+        tp.linalg.eigvalsh(to_tp(nan))
