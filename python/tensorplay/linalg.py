@@ -11,9 +11,7 @@ from tensorplay import _C
 # csrc/ops/linalg_decomp.yaml as linalg_<name>). float32/float64; batches over leading dims.
 # ---------------------------------------------------------------------------------------
 
-LinAlgError = _C._LinAlgError
-LinAlgError.__doc__ = ("Raised when a linear algebra routine fails on its input (singular matrix, "
-                       "matrix not positive-definite, no convergence). A RuntimeError.")
+LinAlgError = _C._LinAlgError  # a RuntimeError, as torch.linalg.LinAlgError
 
 det = _C.linalg_det
 inv = _C.linalg_inv
