@@ -10,7 +10,9 @@
 
 namespace tp {
 
-enum class ErrorKind { Runtime, Type, Value, Index, NotImplemented };
+/// LinAlg: a matrix the algorithm cannot handle (singular, not positive-definite, no
+/// convergence); Python's tp.linalg.LinAlgError, a RuntimeError subclass.
+enum class ErrorKind { Runtime, Type, Value, Index, NotImplemented, LinAlg };
 
 /// An error from TensorPlay's C++ core; `kind` picks the Python exception type.
 class Error : public std::exception {
@@ -72,3 +74,4 @@ template <class... Args>
 #define TP_CHECK_INDEX(cond, ...) TP_CHECK_KIND(::tp::ErrorKind::Index, cond, __VA_ARGS__)
 #define TP_FAIL(...) ::tp::fail(::tp::ErrorKind::Runtime, __VA_ARGS__)
 #define TP_FAIL_NOT_IMPLEMENTED(...) ::tp::fail(::tp::ErrorKind::NotImplemented, __VA_ARGS__)
+#define TP_FAIL_LINALG(...) ::tp::fail(::tp::ErrorKind::LinAlg, __VA_ARGS__)

@@ -34,13 +34,16 @@ DimVector size_from_args(nb::args args, const char* op);
 nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const char* op);
 /// PyTorch's out= overloads take tensors only: raises TypeError if `a` was a number.
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos);
-/// A tuple result as its tp.return_types named tuple (registered from Python).
-nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r);
+/// `fields` as op's tp.return_types named tuple (registered from Python), else as is.
+nb::object named_tuple(const char* op, nb::tuple fields);
+/// A tuple result as its tp.return_types named tuple.
+template <class... Ts>
+nb::object named_result(const char* op, std::tuple<Ts...> r) {
+  return std::apply([op](auto&... t) { return named_tuple(op, nb::make_tuple(std::move(t)...)); }, r);
+}
 /// out= of a two-tensor op: copies `r` into the tensors of the sequence `out` (resized when
 /// their shape differs; their dtypes must match) and returns them as the op's named tuple.
 nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out);
-/// A three-tensor result: a plain tuple (no op returns a named triple yet).
-nb::object named_result(const char* op, std::tuple<Tensor, Tensor, Tensor> r);
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);
 

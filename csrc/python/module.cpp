@@ -119,12 +119,16 @@ namespace {
 // whole process: a C++ global holding a Python object would be released after the
 // interpreter has finalised.
 PyObject* g_return_types = nullptr;
+// tensorplay._C._LinAlgError, created at import and alive for the whole process.
+PyObject* g_linalg_error = nullptr;
 }
 
-nb::object named_result(const char* op, std::tuple<Tensor, Tensor> r) {
-  nb::object a = nb::cast(std::move(std::get<0>(r))), b = nb::cast(std::move(std::get<1>(r)));
+nb::object named_tuple(const char* op, nb::tuple fields) {
   PyObject* cls = g_return_types ? PyDict_GetItemString(g_return_types, op) : nullptr;
-  return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
+  if (!cls) return std::move(fields);
+  PyObject* r = PyObject_CallObject(cls, fields.ptr());
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
 }
 
 nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out) {
@@ -141,10 +145,6 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
   PyObject* cls = g_return_types ? PyDict_GetItemString(g_return_types, op) : nullptr;
   nb::object a = nb::borrow(out[0]), b = nb::borrow(out[1]);
   return cls ? nb::handle(cls)(a, b) : nb::object(nb::make_tuple(a, b));
-}
-
-nb::object named_result(const char*, std::tuple<Tensor, Tensor, Tensor> r) {
-  return nb::make_tuple(std::move(std::get<0>(r)), std::move(std::get<1>(r)), std::move(std::get<2>(r)));
 }
 
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
@@ -218,12 +218,20 @@ NB_MODULE(_C, m) {
   nb::set_leak_warnings(false);  // dtype singletons live for the whole process
   register_builtin_ops();
 
+  // tp.linalg.LinAlgError (PyTorch's torch._C._LinAlgError): a RuntimeError subclass.
+  g_linalg_error = PyErr_NewExceptionWithDoc(
+      "tensorplay._C._LinAlgError",
+      "Raised when a linear algebra routine fails on its input (singular matrix, matrix not "
+      "positive-definite, no convergence).",
+      PyExc_RuntimeError, nullptr);
+  m.attr("_LinAlgError") = nb::handle(g_linalg_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
       PyObject* type = PyExc_RuntimeError;
       switch (e.kind()) {
+        case ErrorKind::LinAlg: type = g_linalg_error; break;
         case ErrorKind::Type: type = PyExc_TypeError; break;
         case ErrorKind::Value: type = PyExc_ValueError; break;
         case ErrorKind::Index: type = PyExc_IndexError; break;

@@ -35,10 +35,11 @@ set_num_threads = _C.set_num_threads
 
 
 def _export_generated_ops():
-    """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...)."""
+    """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...); the
+    linalg_<name> ops are tp.linalg.<name> only, as in PyTorch."""
     g = globals()
     for name in dir(_C):
-        if not name.startswith("_") and name not in g:
+        if not name.startswith(("_", "linalg_")) and name not in g:
             g[name] = getattr(_C, name)
 
 

@@ -110,11 +110,11 @@ def test_cross_default_dim_warns():
 
 def test_linalg_cross():
     a, b = torch.randn(4, 3), torch.randn(1, 3)
-    _close(tp.linalg_cross(_tp(a), _tp(b)), torch.linalg.cross(a, b))
+    _close(tp.linalg.cross(_tp(a), _tp(b)), torch.linalg.cross(a, b))
     a, b = torch.randn(3, 4), torch.randn(3, 4)
-    _close(tp.linalg_cross(_tp(a), _tp(b), dim=0), torch.linalg.cross(a, b, dim=0))
+    _close(tp.linalg.cross(_tp(a), _tp(b), dim=0), torch.linalg.cross(a, b, dim=0))
     with pytest.raises(RuntimeError, match='must have length 3'):
-        tp.linalg_cross(_tp(a), _tp(b))
+        tp.linalg.cross(_tp(a), _tp(b))
 
 
 @pytest.mark.parametrize('threads', [1, 2])

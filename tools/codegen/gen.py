@@ -1,7 +1,8 @@
 """Generates TensorPlay's op layer from csrc/ops/*.yaml.
 
 Schema types: Tensor, Tensor?, Tensor[] (C++ TensorList, Python any sequence of
-tensors), Scalar, int, int?, int[], float, bool, str?, ScalarType?, Device?.
+tensors), Scalar, int, int?, int[], float, bool, str (default in quotes), str?,
+ScalarType?, Device?. Returns: Tensor, or a named tuple of 2 to 4 tensors.
 
 Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   tensorplay/ops_api.h        C++ API (tp::add, tp::add_, tp::add_out), op ids, impl decls
@@ -122,12 +123,19 @@ def cpp_default(a):
         return " = std::nullopt"
     if d in ("True", "False"):
         return " = " + d.lower()
+    if a.base == "str":
+        return " = " + str_literal(d)
     if a.base == "Scalar":
         return f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
     if a.base == "int[]":  # the temporary array lives until the end of the call
         vals = int_list_default(d)
         return f" = std::array<int64_t, {len(vals)}>{{{', '.join(vals)}}}" if vals else " = {}"
     return " = " + d
+
+
+def str_literal(d):
+    """"'reduced'" (a schema default) -> '"reduced"' (a C++ string literal)."""
+    return '"' + d.strip("'\"") + '"'
 
 
 def int_list_default(d):
@@ -296,18 +304,20 @@ def gen_api_source(ops):
         def body(call, ret, name):
             return (f"{{\n  try {{ {call}; {ret} }}\n"
                     f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
+        # `error_name:` is the name users know the op by, where it differs (linalg.det)
+        shown = op.entry.get("error_name", py_name(op))
         if "function" in op.variants or "method" in op.variants:
             grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
             out.append(f"{op.ret} {op.name}({p}) " +
-                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", py_name(op)))
+                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", shown))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""
             out.append(f"Tensor& {op.name}_({ip}) " +
-                       body(f"{grad_path}{k}({a}, OutArg{{&self, true}})", "return self;", op.name + "_"))
+                       body(f"{grad_path}{k}({a}, OutArg{{&self, true}})", "return self;", shown + "_"))
         if "out" in op.variants and len(op.returns) == 1:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
-                       body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", py_name(op)))
+                       body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", shown))
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
@@ -390,6 +400,8 @@ def py_arg_spec(a, rename_self=True):
             spec += " = nb::none()"
         elif d in ("True", "False"):
             spec += f" = {d.lower()}"
+        elif a.base == "str":
+            spec += f" = {str_literal(d)}"
         elif a.base == "Scalar":
             spec += f" = Scalar({'int64_t(' + d + ')' if '.' not in d else d})"
         elif a.base == "int[]":

@@ -249,7 +249,11 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant):
 
 def records(op):
     """Whether the op's API records autograd history itself (a wrapper exists)."""
-    return mode(op) in ("formulas", "missing") and bool(edge_inputs(op))
+    rec = mode(op) in ("formulas", "missing") and bool(edge_inputs(op))
+    if rec and any(a.name in ("result", "grad", "grads", "node") for a in op.args):
+        raise ValueError(f"{op.full_name}: an argument named like a formula variable needs "
+                         "`derivatives: non_differentiable` or a rename")
+    return rec
 
 
 def gen_autograd(ops, params, call_args, kernel_expr):

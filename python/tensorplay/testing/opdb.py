@@ -335,6 +335,22 @@ class OpInfo:
 op_db: list[OpInfo] = []
 
 
+def resolve(lib, name: str):
+    """lib.<name>, following dots ('linalg.det' -> lib.linalg.det); None if missing."""
+    obj = lib
+    for part in name.split('.'):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def lib_exception(exc_type: type, lib) -> type:
+    """The exception type lib raises where torch raises exc_type: the builtin types are
+    shared; torch.linalg.LinAlgError is lib.linalg.LinAlgError."""
+    if exc_type is torch.linalg.LinAlgError:
+        return lib.linalg.LinAlgError
+    return exc_type
+
+
 def register(op: OpInfo) -> OpInfo:
     assert all(o.name != op.name for o in op_db), f'duplicate opdb entry {op.name}'
     op_db.append(op)

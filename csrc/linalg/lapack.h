@@ -1,0 +1,96 @@
+#pragma once
+// LAPACK routines from the bundled OpenBLAS (scipy-openblas32: `scipy_` prefix, 32-bit
+// integers, gfortran convention: every argument by pointer, one hidden trailing size_t
+// length per character argument), with overloads picking the float/double routine.
+// All matrices are column-major. Calls run on tp's thread budget: never call these from
+// inside an OpenMP parallel region (Note [One thread pool]).
+#include <cstddef>
+
+extern "C" {
+#define TP_LAPACK_DECLARE(T, p)                                                               \
+  void scipy_##p##getrf_(const int* m, const int* n, T* a, const int* lda, int* ipiv, int* info); \
+  void scipy_##p##getrs_(const char* trans, const int* n, const int* nrhs, const T* a,         \
+                         const int* lda, const int* ipiv, T* b, const int* ldb, int* info,     \
+                         size_t trans_len);                                                   \
+  void scipy_##p##potrf_(const char* uplo, const int* n, T* a, const int* lda, int* info,     \
+                         size_t uplo_len);                                                    \
+  void scipy_##p##geqrf_(const int* m, const int* n, T* a, const int* lda, T* tau, T* work,   \
+                         const int* lwork, int* info);                                        \
+  void scipy_##p##orgqr_(const int* m, const int* n, const int* k, T* a, const int* lda,      \
+                         const T* tau, T* work, const int* lwork, int* info);                 \
+  void scipy_##p##gesdd_(const char* jobz, const int* m, const int* n, T* a, const int* lda,  \
+                         T* s, T* u, const int* ldu, T* vt, const int* ldvt, T* work,         \
+                         const int* lwork, int* iwork, int* info, size_t jobz_len);           \
+  void scipy_##p##syevd_(const char* jobz, const char* uplo, const int* n, T* a,              \
+                         const int* lda, T* w, T* work, const int* lwork, int* iwork,         \
+                         const int* liwork, int* info, size_t jobz_len, size_t uplo_len);     \
+  void scipy_##p##gels_(const char* trans, const int* m, const int* n, const int* nrhs, T* a, \
+                        const int* lda, T* b, const int* ldb, T* work, const int* lwork,      \
+                        int* info, size_t trans_len);                                         \
+  void scipy_##p##gelsy_(const int* m, const int* n, const int* nrhs, T* a, const int* lda,   \
+                         T* b, const int* ldb, int* jpvt, const T* rcond, int* rank, T* work, \
+                         const int* lwork, int* info);                                        \
+  void scipy_##p##gelsd_(const int* m, const int* n, const int* nrhs, T* a, const int* lda,   \
+                         T* b, const int* ldb, T* s, const T* rcond, int* rank, T* work,      \
+                         const int* lwork, int* iwork, int* info);                            \
+  void scipy_##p##gelss_(const int* m, const int* n, const int* nrhs, T* a, const int* lda,   \
+                         T* b, const int* ldb, T* s, const T* rcond, int* rank, T* work,      \
+                         const int* lwork, int* info);
+TP_LAPACK_DECLARE(float, s)
+TP_LAPACK_DECLARE(double, d)
+#undef TP_LAPACK_DECLARE
+}
+
+namespace tp::lapack {
+
+// One overload per precision; arguments as in the Fortran routines, by value where LAPACK
+// only reads them. `info` follows LAPACK: < 0 a bad argument, > 0 a routine-specific failure.
+#define TP_LAPACK_WRAP(T, p)                                                                  \
+  inline void getrf(int m, int n, T* a, int lda, int* ipiv, int* info) {                      \
+    scipy_##p##getrf_(&m, &n, a, &lda, ipiv, info);                                           \
+  }                                                                                           \
+  inline void getrs(char trans, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b,  \
+                    int ldb, int* info) {                                                     \
+    scipy_##p##getrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);                    \
+  }                                                                                           \
+  inline void potrf(char uplo, int n, T* a, int lda, int* info) {                             \
+    scipy_##p##potrf_(&uplo, &n, a, &lda, info, 1);                                           \
+  }                                                                                           \
+  inline void geqrf(int m, int n, T* a, int lda, T* tau, T* work, int lwork, int* info) {     \
+    scipy_##p##geqrf_(&m, &n, a, &lda, tau, work, &lwork, info);                              \
+  }                                                                                           \
+  inline void orgqr(int m, int n, int k, T* a, int lda, const T* tau, T* work, int lwork,     \
+                    int* info) {                                                              \
+    scipy_##p##orgqr_(&m, &n, &k, a, &lda, tau, work, &lwork, info);                          \
+  }                                                                                           \
+  inline void gesdd(char jobz, int m, int n, T* a, int lda, T* s, T* u, int ldu, T* vt,       \
+                    int ldvt, T* work, int lwork, int* iwork, int* info) {                    \
+    scipy_##p##gesdd_(&jobz, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, work, &lwork, iwork,     \
+                      info, 1);                                                               \
+  }                                                                                           \
+  inline void syevd(char jobz, char uplo, int n, T* a, int lda, T* w, T* work, int lwork,     \
+                    int* iwork, int liwork, int* info) {                                      \
+    scipy_##p##syevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info, 1, 1); \
+  }                                                                                           \
+  inline void gels(char trans, int m, int n, int nrhs, T* a, int lda, T* b, int ldb, T* work, \
+                   int lwork, int* info) {                                                    \
+    scipy_##p##gels_(&trans, &m, &n, &nrhs, a, &lda, b, &ldb, work, &lwork, info, 1);         \
+  }                                                                                           \
+  inline void gelsy(int m, int n, int nrhs, T* a, int lda, T* b, int ldb, int* jpvt, T rcond, \
+                    int* rank, T* work, int lwork, int* info) {                               \
+    scipy_##p##gelsy_(&m, &n, &nrhs, a, &lda, b, &ldb, jpvt, &rcond, rank, work, &lwork, info); \
+  }                                                                                           \
+  inline void gelsd(int m, int n, int nrhs, T* a, int lda, T* b, int ldb, T* s, T rcond,      \
+                    int* rank, T* work, int lwork, int* iwork, int* info) {                   \
+    scipy_##p##gelsd_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork,  \
+                      info);                                                                  \
+  }                                                                                           \
+  inline void gelss(int m, int n, int nrhs, T* a, int lda, T* b, int ldb, T* s, T rcond,      \
+                    int* rank, T* work, int lwork, int* info) {                               \
+    scipy_##p##gelss_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, info);  \
+  }
+TP_LAPACK_WRAP(float, s)
+TP_LAPACK_WRAP(double, d)
+#undef TP_LAPACK_WRAP
+
+}  // namespace tp::lapack

@@ -1,0 +1,62 @@
+#pragma once
+// Shared by the tp.linalg kernels (linalg_decompositions.cpp, linalg_functions.cpp):
+// batch bookkeeping, input checks, column-major LAPACK buffers, SVD and eigh cores.
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp::linalg {
+
+/// Size of the second-to-last / last dim (a matrix's rows / columns).
+int64_t rows(const Tensor& A);
+int64_t cols(const Tensor& A);
+/// A's sizes without its last `matrix_dims` dims.
+DimVector batch_of(const Tensor& A, int64_t matrix_dims = 2);
+/// batch followed by tail.
+DimVector with_tail(IntArrayRef batch, std::initializer_list<int64_t> tail);
+/// Product of the sizes (1 for none).
+int64_t count(IntArrayRef batch);
+/// Broadcast of two batch shapes, with PyTorch's message when they do not broadcast.
+DimVector broadcast_batch(IntArrayRef a, IntArrayRef b);
+/// v as a LAPACK dimension/leading dimension (at least 1); error above INT_MAX.
+int lapack_int(int64_t v);
+/// PyTorch's rule for solve/lstsq: B is a vector (batch) when 1-D or A's shape minus its last dim.
+bool is_vector_rhs(const Tensor& A, const Tensor& B);
+
+/// Checks A is a (batch of) float32/float64 matrix, square if asked. float16/bfloat16
+/// raise NotImplementedError naming `half_kernel` (PyTorch's CPU kernel, e.g. "lu_cpu"),
+/// or, when it is null, RuntimeError "Low precision dtypes not supported".
+void check_matrix(const Tensor& A, const char* half_kernel, bool square);
+
+/// Uninitialised batch of r x c column-major matrices (the layout LAPACK writes).
+Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt);
+/// A column-major copy of A broadcast to `batch`, which LAPACK may overwrite.
+Tensor colmajor_copy(const Tensor& A, IntArrayRef batch);
+/// "(Batch element b): " when A is a batch, as PyTorch's messages have it; else "".
+std::string batch_prefix(const Tensor& A, int64_t b);
+/// res, or res copied into out= (which must have res's dtype; resized as needed).
+Tensor finish_out(OutArg out, const Tensor& res);
+
+/// Calls f(float{}) or f(double{}) by dt (callers have checked dt is one of the two).
+template <class F>
+auto dispatch_float(DType dt, F&& f) {
+  return dt == DType::Float32 ? f(float{}) : f(double{});
+}
+
+struct SvdResult {
+  Tensor U, S, Vh;  // U, Vh undefined without compute_uv
+};
+/// Singular values (descending) and, if asked, the vectors of a checked A (gesdd).
+SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices);
+/// The checks linalg.svd/svdvals make (driver= is CUDA-only in PyTorch).
+void check_svd_input(const Tensor& A, const std::optional<std::string>& driver);
+
+struct EighResult {
+  Tensor eigenvalues, eigenvectors;  // eigenvectors hold A's overwritten copy without compute_v
+};
+/// Ascending eigenvalues and, if asked, eigenvectors of symmetric A from triangle uplo (syevd).
+EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo);
+
+}  // namespace tp::linalg

@@ -1,0 +1,618 @@
+// tp.linalg decompositions on CPU through LAPACK: LU (det, slogdet, inv, solve), Cholesky,
+// QR, SVD, the symmetric eigensolver and least squares, plus the legacy top-level names.
+// Matrices are copied into column-major batches that LAPACK overwrites; results that
+// LAPACK writes stay column-major, as PyTorch's do. Functions built on these (pinv,
+// matrix_rank, matrix_power, matrix_exp) live in linalg_functions.cpp.
+#include "ops/linalg_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "linalg/lapack.h"
+
+namespace tp {
+namespace linalg {
+
+int64_t rows(const Tensor& A) { return A.size(A.dim() - 2); }
+int64_t cols(const Tensor& A) { return A.size(A.dim() - 1); }
+
+DimVector batch_of(const Tensor& A, int64_t matrix_dims) {
+  return DimVector(A.sizes().data(), size_t(A.dim() - matrix_dims));
+}
+
+DimVector with_tail(IntArrayRef batch, std::initializer_list<int64_t> tail) {
+  DimVector s(batch.data(), batch.size());
+  for (int64_t v : tail) s.push_back(v);
+  return s;
+}
+
+int64_t count(IntArrayRef batch) {
+  int64_t n = 1;
+  for (int64_t v : batch) n *= v;
+  return n;
+}
+
+DimVector broadcast_batch(IntArrayRef a, IntArrayRef b) {
+  size_t n = std::max(a.size(), b.size());
+  DimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    int64_t y = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    TP_CHECK(x == y || x == 1 || y == 1, "The size of tensor a (", x,
+             ") must match the size of tensor b (", y, ") at non-singleton dimension ", i);
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+int lapack_int(int64_t v) {
+  TP_CHECK(v <= std::numeric_limits<int>::max(), "matrix dimension ", v,
+           " exceeds the 32-bit LAPACK limit");
+  return int(std::max<int64_t>(v, 1));
+}
+
+void check_matrix(const Tensor& A, const char* half_kernel, bool square) {
+  TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
+  DType dt = A.dtype();
+  TP_CHECK(is_floating(dt), "Expected a floating point or complex tensor as input. Got ",
+           dtype_scalar_name(dt));
+  if (dt == DType::Float16 || dt == DType::BFloat16) {
+    if (half_kernel)
+      TP_FAIL_NOT_IMPLEMENTED("\"", half_kernel, "\" not implemented for '", dtype_scalar_name(dt), "'");
+    TP_FAIL("Low precision dtypes not supported. Got ", dtype_scalar_name(dt));
+  }
+  if (square)
+    TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
+             " by ", cols(A), " matrices");
+  TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
+}
+
+bool is_vector_rhs(const Tensor& A, const Tensor& B) {
+  return B.dim() == 1 || (B.dim() == A.dim() - 1 &&
+                          std::equal(B.sizes().begin(), B.sizes().end(), A.sizes().begin()));
+}
+
+Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt) {
+  DimVector sizes = with_tail(batch, {r, c});
+  size_t nd = sizes.size();
+  DimVector strides(nd);
+  strides[nd - 2] = 1;
+  strides[nd - 1] = std::max<int64_t>(r, 1);
+  int64_t s = std::max<int64_t>(r * c, 1);
+  for (size_t i = nd - 2; i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return empty_strided_tensor(sizes, strides, dt, Device(DeviceType::CPU));
+}
+
+Tensor colmajor_copy(const Tensor& A, IntArrayRef batch) {
+  Tensor buf = colmajor_empty(batch, rows(A), cols(A), A.dtype());
+  copy_(buf, expand(A, with_tail(batch, {rows(A), cols(A)})));
+  return buf;
+}
+
+std::string batch_prefix(const Tensor& A, int64_t b) {
+  if (A.dim() <= 2) return {};
+  std::string s;
+  detail::append(s, "(Batch element ");
+  detail::append(s, b);
+  detail::append(s, "): ");
+  return s;
+}
+
+Tensor finish_out(OutArg out, const Tensor& res) {
+  if (!out.tensor) return res;
+  TP_CHECK(out.tensor->dtype() == res.dtype(), "Expected out tensor to have dtype ",
+           dtype_scalar_name(res.dtype()), ", but got ", dtype_scalar_name(out.tensor->dtype()),
+           " instead");
+  resize_out(*out.tensor, res.sizes());
+  copy_(*out.tensor, res);
+  return *out.tensor;
+}
+
+/// The workspace size a LAPACK query (lwork = -1) wrote to work[0], at least 1.
+template <class T>
+int query_lwork(T work0) {
+  return std::max(1, int(work0));
+}
+
+// ------------------------------------------------------------------ LU
+namespace {
+
+/// LU-factors every n x n matrix of the column-major batch `lu` in place; pivots (n per
+/// matrix, 1-based) and LAPACK's info per matrix (> 0: U(info, info) is zero).
+template <class T>
+void lu_factor(const Tensor& lu, int64_t batch, int64_t n, std::vector<int>& piv,
+               std::vector<int>& info) {
+  int ni = lapack_int(n);
+  piv.assign(size_t(batch * n), 0);
+  info.assign(size_t(batch), 0);
+  T* a = lu.data<T>();
+  if (n == 0) return;
+  for (int64_t b = 0; b < batch; ++b)
+    lapack::getrf(ni, ni, a + b * n * n, ni, piv.data() + b * n, &info[size_t(b)]);
+}
+
+/// Solves A X = B for a batch of A (n x n) and B (n x k) sharing batch sizes `batch`;
+/// returns the column-major X and each matrix's getrf info (X is not solved where > 0).
+template <class T>
+Tensor lu_solve(const Tensor& A, const Tensor& B, IntArrayRef batch, std::vector<int>& info) {
+  int64_t n = rows(A), k = cols(B), nb = count(batch);
+  Tensor lu = colmajor_copy(A, batch);
+  Tensor x = colmajor_copy(B, batch);
+  std::vector<int> piv;
+  lu_factor<T>(lu, nb, n, piv, info);
+  if (n == 0 || k == 0) return x;
+  int ni = lapack_int(n), ki = lapack_int(k), rc = 0;
+  for (int64_t b = 0; b < nb; ++b)
+    if (info[size_t(b)] == 0)
+      lapack::getrs('N', ni, ki, lu.data<T>() + b * n * n, ni, piv.data() + b * n,
+                    x.data<T>() + b * n * k, ni, &rc);
+  return x;
+}
+
+/// sign and log|det| of each matrix from its LU factors (writes into contiguous outputs).
+template <class T>
+void lu_slogdet(const Tensor& lu, const std::vector<int>& piv, int64_t batch, int64_t n,
+                T* sign, T* logabs) {
+  const T* a = lu.data<T>();
+  for (int64_t b = 0; b < batch; ++b) {
+    T s = 1, l = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      T d = a[b * n * n + i * (n + 1)];
+      if (piv[size_t(b * n + i)] != i + 1) s = -s;
+      if (d < 0) s = -s, d = -d;
+      if (!(d > 0)) s = 0;  // zero or NaN pivot (log|det| is then -inf or NaN)
+      l += std::log(d);
+    }
+    sign[b] = s;
+    logabs[b] = l;
+  }
+}
+
+}  // namespace
+}  // namespace linalg
+
+using namespace linalg;
+
+Tensor linalg_det_impl(const Tensor& A, OutArg out) {
+  check_matrix(A, "lu_cpu", true);
+  DimVector batch = batch_of(A);
+  int64_t n = rows(A), nb = count(batch);
+  Tensor det = empty_tensor(batch, A.dtype());
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    Tensor lu = colmajor_copy(A, batch);
+    std::vector<int> piv, info;
+    lu_factor<T>(lu, nb, n, piv, info);
+    const T* a = lu.data<T>();
+    T* d = det.data<T>();
+    for (int64_t b = 0; b < nb; ++b) {
+      T p = 1;
+      for (int64_t i = 0; i < n; ++i) {
+        p *= a[b * n * n + i * (n + 1)];
+        if (piv[size_t(b * n + i)] != i + 1) p = -p;
+      }
+      d[b] = p;
+    }
+  });
+  return finish_out(out, det);
+}
+
+Tensor det_composite(const Tensor& self, OutArg) { return linalg_det(self); }
+
+std::tuple<Tensor, Tensor> linalg_slogdet_impl(const Tensor& A, OutArg) {
+  check_matrix(A, nullptr, true);
+  DimVector batch = batch_of(A);
+  int64_t n = rows(A), nb = count(batch);
+  Tensor sign = empty_tensor(batch, A.dtype()), logabs = empty_tensor(batch, A.dtype());
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    Tensor lu = colmajor_copy(A, batch);
+    std::vector<int> piv, info;
+    lu_factor<T>(lu, nb, n, piv, info);
+    lu_slogdet<T>(lu, piv, nb, n, sign.data<T>(), logabs.data<T>());
+  });
+  return {sign, logabs};
+}
+
+std::tuple<Tensor, Tensor> slogdet_composite(const Tensor& self, OutArg) {
+  return linalg_slogdet(self);
+}
+
+Tensor logdet_composite(const Tensor& self, OutArg) {
+  auto [sign, logabs] = linalg_slogdet_impl(self, OutArg::none());
+  dispatch_float(self.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* s = sign.data<T>();
+    T* l = logabs.data<T>();
+    for (int64_t i = 0; i < logabs.numel(); ++i)
+      if (s[i] < 0) l[i] = std::numeric_limits<T>::quiet_NaN();
+  });
+  return logabs;
+}
+
+std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors, OutArg) {
+  check_matrix(A, nullptr, true);
+  DimVector batch = batch_of(A);
+  int64_t n = rows(A);
+  Tensor eye_n = eye(n, std::nullopt, A.dtype());
+  std::vector<int> info;
+  Tensor inv = dispatch_float(A.dtype(), [&](auto zero) {
+    return lu_solve<decltype(zero)>(A, eye_n, batch, info);
+  });
+  Tensor info_t = empty_tensor(batch, DType::Int32);
+  std::copy(info.begin(), info.end(), info_t.data<int32_t>());
+  if (check_errors)
+    for (size_t b = 0; b < info.size(); ++b)
+      if (info[b] > 0)
+        TP_FAIL_LINALG(batch_prefix(A, int64_t(b)), "The diagonal element ", info[b],
+                       " is zero, the inversion could not be completed because the input "
+                       "matrix is singular.");
+  return {inv, info_t};
+}
+
+Tensor linalg_inv_impl(const Tensor& A, OutArg out) {
+  return finish_out(out, std::get<0>(linalg_inv_ex_impl(A, true, OutArg::none())));
+}
+
+Tensor inverse_composite(const Tensor& self, OutArg out) {
+  if (out.tensor) return linalg_inv_out(const_cast<Tensor&>(*out.tensor), self);
+  return linalg_inv(self);
+}
+
+Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out) {
+  check_matrix(A, "lu_cpu", true);
+  TP_CHECK(A.dtype() == B.dtype(), "Expected A and B to have the same dtype, but found A of type ",
+           dtype_scalar_name(A.dtype()), " and B of type ", dtype_scalar_name(B.dtype()),
+           " instead");
+  int64_t n = rows(A);
+  bool vector_case = is_vector_rhs(A, B);
+  Tensor Bm = vector_case ? unsqueeze(B, -1) : B;
+  int64_t br = rows(Bm), bc = cols(Bm);
+  TP_CHECK(left ? br == n : bc == n, "Incompatible shapes of A and B for the equation ",
+           left ? "AX = B (" : "XA = B (", n, "x", n, " and ", br, "x", bc, ")");
+  DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
+  // X A = B is A^T X^T = B^T.
+  Tensor a = expand(A, with_tail(batch, {n, n}));
+  Tensor b = expand(Bm, with_tail(batch, {br, bc}));
+  if (!left) a = transpose(a, -2, -1), b = transpose(b, -2, -1);
+  std::vector<int> info;
+  Tensor x = dispatch_float(A.dtype(), [&](auto zero) {
+    return lu_solve<decltype(zero)>(a, b, batch, info);
+  });
+  for (size_t i = 0; i < info.size(); ++i)
+    if (info[i] > 0)
+      TP_FAIL_LINALG(batch_prefix(a, int64_t(i)),
+                     "The solver failed because the input matrix is singular.");
+  if (!left) x = transpose(x, -2, -1);
+  if (vector_case) x = select(x, -1, 0);
+  return finish_out(out, x);
+}
+
+// ------------------------------------------------------------------ Cholesky
+std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
+                                                   OutArg) {
+  check_matrix(A, "cholesky_cpu", true);
+  DimVector batch = batch_of(A);
+  int64_t n = rows(A), nb = count(batch);
+  Tensor L = colmajor_copy(A, batch);
+  Tensor info_t = empty_tensor(batch, DType::Int32);
+  int32_t* info = info_t.data<int32_t>();
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    int ni = lapack_int(n);
+    for (int64_t b = 0; b < nb; ++b) {
+      T* a = L.data<T>() + b * n * n;
+      info[b] = 0;
+      if (n) lapack::potrf(upper ? 'U' : 'L', ni, a, ni, &info[b]);
+      // OpenBLAS's potrf lets NaN through; a NaN pivot fails as a non-positive one would
+      for (int64_t j = 0; j < n && info[b] == 0; ++j)
+        if (std::isnan(a[j * n + j])) info[b] = int32_t(j + 1);
+      for (int64_t j = 0; j < n; ++j)  // zero the triangle LAPACK leaves untouched
+        for (int64_t i = 0; i < n; ++i)
+          if (upper ? i > j : i < j) a[j * n + i] = 0;
+    }
+  });
+  if (check_errors)
+    for (int64_t b = 0; b < nb; ++b)
+      if (info[b] > 0)
+        TP_FAIL_LINALG(batch_prefix(A, b), "The factorization could not be completed because the "
+                       "input is not positive-definite (the leading minor of order ", info[b],
+                       " is not positive-definite).");
+  return {L, info_t};
+}
+
+Tensor linalg_cholesky_impl(const Tensor& A, bool upper, OutArg out) {
+  return finish_out(out, std::get<0>(linalg_cholesky_ex_impl(A, upper, true, OutArg::none())));
+}
+
+Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
+  DType dt = self.dtype();
+  if (!is_floating(dt) || dt == DType::Float16 || dt == DType::BFloat16)
+    TP_FAIL_NOT_IMPLEMENTED("\"cholesky_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
+  if (out.tensor) return linalg_cholesky_out(const_cast<Tensor&>(*out.tensor), self, upper);
+  return linalg_cholesky(self, upper);
+}
+
+// ------------------------------------------------------------------ QR
+std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mode, OutArg) {
+  TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
+           mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  check_matrix(A, "geqrf_cpu", false);
+  DimVector batch = batch_of(A);
+  int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
+  bool complete = mode == "complete";
+  int64_t rrows = complete ? m : k, qcols = complete ? m : k;
+  Tensor a = colmajor_copy(A, batch);
+  Tensor R = colmajor_empty(batch, rrows, n, A.dtype());
+  Tensor Q = mode == "r" ? empty_tensor(std::array<int64_t, 1>{0}, A.dtype())
+                         : colmajor_empty(batch, m, qcols, A.dtype());
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    int mi = lapack_int(m), ni = lapack_int(n), ki = int(k), qi = lapack_int(qcols), info = 0;
+    std::vector<T> tau(size_t(std::max<int64_t>(k, 1)));
+    T wq = 0, wo = 0;  // workspace queries only with arguments LAPACK accepts
+    if (k) lapack::geqrf(mi, ni, a.data<T>(), mi, tau.data(), &wq, -1, &info);
+    if (k && mode != "r") lapack::orgqr(mi, qi, ki, a.data<T>(), mi, tau.data(), &wo, -1, &info);
+    std::vector<T> work(size_t(std::max({query_lwork(wq), query_lwork(wo), qi, ni})));
+    int lwork = int(work.size());
+    for (int64_t b = 0; b < nb; ++b) {
+      T* ab = a.data<T>() + b * m * n;
+      if (k) lapack::geqrf(mi, ni, ab, mi, tau.data(), work.data(), lwork, &info);
+      T* rb = R.data<T>() + b * rrows * n;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < rrows; ++i) rb[j * rrows + i] = i <= j ? ab[j * m + i] : T(0);
+      if (mode == "r" || m == 0) continue;
+      T* qb = Q.data<T>() + b * m * qcols;
+      std::copy(ab, ab + m * std::min(qcols, n), qb);
+      if (qcols) lapack::orgqr(mi, qi, ki, qb, mi, tau.data(), work.data(), lwork, &info);
+    }
+  });
+  return {Q, R};
+}
+
+std::tuple<Tensor, Tensor> qr_composite(const Tensor& self, bool some, OutArg) {
+  return linalg_qr(self, some ? "reduced" : "complete");
+}
+
+// ------------------------------------------------------------------ SVD
+namespace linalg {
+
+SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
+  DimVector batch = batch_of(A);
+  int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
+  int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
+  SvdResult r;
+  r.S = empty_tensor(with_tail(batch, {k}), A.dtype());
+  if (compute_uv) {
+    r.U = colmajor_empty(batch, m, ucols, A.dtype());
+    r.Vh = colmajor_empty(batch, vrows, n, A.dtype());
+  }
+  if (k == 0) {  // nothing to factor: U and Vh are identities where they have columns
+    if (compute_uv) {
+      copy_(r.U, eye(m, ucols, A.dtype()));
+      copy_(r.Vh, eye(vrows, n, A.dtype()));
+    }
+    return r;
+  }
+  Tensor a = colmajor_copy(A, batch);
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    char jobz = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
+    int mi = lapack_int(m), ni = lapack_int(n), ldu = lapack_int(m), ldvt = lapack_int(vrows);
+    int info = 0;
+    T dummy = 0, wq = 0;
+    T* u0 = compute_uv ? r.U.data<T>() : &dummy;
+    T* v0 = compute_uv ? r.Vh.data<T>() : &dummy;
+    std::vector<int> iwork(size_t(8 * k));
+    lapack::gesdd(jobz, mi, ni, a.data<T>(), mi, r.S.data<T>(), u0, ldu, v0, ldvt, &wq, -1,
+                  iwork.data(), &info);
+    std::vector<T> work(size_t(query_lwork(wq)));
+    for (int64_t b = 0; b < nb; ++b) {
+      T* ub = compute_uv ? u0 + b * m * ucols : u0;
+      T* vb = compute_uv ? v0 + b * vrows * n : v0;
+      lapack::gesdd(jobz, mi, ni, a.data<T>() + b * m * n, mi, r.S.data<T>() + b * k, ub, ldu, vb,
+                    ldvt, work.data(), int(work.size()), iwork.data(), &info);
+      if (info < 0)
+        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                       "matrix contained non-finite values.");
+      if (info > 0)
+        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                       "matrix is ill-conditioned or has too many repeated singular values "
+                       "(error code: ", info, ").");
+    }
+  });
+  return r;
+}
+
+EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
+  TP_CHECK(uplo == "L" || uplo == "U", "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
+  DType dt = A.dtype();
+  if (dt != DType::Float32 && dt != DType::Float64)
+    TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
+  check_matrix(A, nullptr, true);
+  DimVector batch = batch_of(A);
+  int64_t n = rows(A), nb = count(batch);
+  EighResult r;
+  r.eigenvalues = empty_tensor(with_tail(batch, {n}), dt);
+  r.eigenvectors = colmajor_copy(A, batch);
+  if (n == 0) return r;
+  dispatch_float(dt, [&](auto zero) {
+    using T = decltype(zero);
+    char jobz = compute_v ? 'V' : 'N';
+    int ni = lapack_int(n), info = 0, iq = 0;
+    T wq = 0;
+    T* a = r.eigenvectors.data<T>();
+    lapack::syevd(jobz, uplo[0], ni, a, ni, r.eigenvalues.data<T>(), &wq, -1, &iq, -1, &info);
+    std::vector<T> work(size_t(query_lwork(wq)));
+    std::vector<int> iwork(size_t(std::max(iq, 1)));
+    for (int64_t b = 0; b < nb; ++b) {
+      lapack::syevd(jobz, uplo[0], ni, a + b * n * n, ni, r.eigenvalues.data<T>() + b * n,
+                    work.data(), int(work.size()), iwork.data(), int(iwork.size()), &info);
+      if (info > 0)
+        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                       "matrix is ill-conditioned or has too many repeated eigenvalues (error "
+                       "code: ", info, ").");
+    }
+  });
+  return r;
+}
+
+void check_svd_input(const Tensor& A, const std::optional<std::string>& driver) {
+  TP_CHECK(!driver, "keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER "
+           "backend.");
+  check_matrix(A, "linalg_svd_cpu", false);
+}
+
+}  // namespace linalg
+
+std::tuple<Tensor, Tensor, Tensor> linalg_svd_impl(const Tensor& A, bool full_matrices,
+                                                   const std::optional<std::string>& driver,
+                                                   OutArg) {
+  check_svd_input(A, driver);
+  SvdResult r = linalg::svd(A, true, full_matrices);
+  return {r.U, r.S, r.Vh};
+}
+
+Tensor linalg_svdvals_impl(const Tensor& A, const std::optional<std::string>& driver, OutArg out) {
+  check_svd_input(A, driver);
+  return finish_out(out, linalg::svd(A, false, false).S);
+}
+
+std::tuple<Tensor, Tensor, Tensor> svd_composite(const Tensor& self, bool some, bool compute_uv,
+                                                 OutArg) {
+  if (compute_uv) {
+    auto [U, S, Vh] = linalg_svd(self, !some);
+    return {U, S, transpose(Vh, -2, -1)};
+  }
+  Tensor S = linalg_svdvals(self);
+  DimVector batch = batch_of(self);
+  int64_t m = rows(self), n = cols(self);
+  return {zeros(with_tail(batch, {m, m}), self.dtype()), S,
+          zeros(with_tail(batch, {n, n}), self.dtype())};
+}
+
+// ------------------------------------------------------------------ eigh
+std::tuple<Tensor, Tensor> linalg_eigh_impl(const Tensor& A, const std::string& UPLO, OutArg) {
+  EighResult r = linalg::eigh(A, true, UPLO);
+  return {r.eigenvalues, r.eigenvectors};
+}
+
+Tensor linalg_eigvalsh_impl(const Tensor& A, const std::string& UPLO, OutArg out) {
+  return finish_out(out, linalg::eigh(A, false, UPLO).eigenvalues);
+}
+
+// ------------------------------------------------------------------ least squares
+std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
+    const Tensor& A, const Tensor& B, const std::optional<double>& rcond,
+    const std::optional<std::string>& driver, OutArg) {
+  TP_CHECK(A.dim() >= 2, "input must have at least 2 dimensions.");
+  TP_CHECK(B.dim() >= 1, "other must have at least 1 dimension.");
+  TP_CHECK(A.dim() >= B.dim() && A.dim() - B.dim() <= 1,
+           "input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) <= 1");
+  for (const Tensor* t : {&A, &B}) {
+    DType dt = t->dtype();
+    if (dt == DType::Float32 || dt == DType::Float64) continue;
+    if (rcond)  // PyTorch's path with rcond= fails in its dtype dispatch instead
+      TP_FAIL_NOT_IMPLEMENTED("\"linalg_lstsq_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
+    TP_FAIL("This function doesn't handle types other than float and double");
+  }
+  TP_CHECK(A.dtype() == B.dtype(), "Expected input and other to have the same dtype, but got "
+           "input's dtype ", dtype_scalar_name(A.dtype()), " and other's dtype ",
+           dtype_scalar_name(B.dtype()));
+  TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
+  std::string drv = driver.value_or("gelsy");
+  TP_CHECK(drv == "gels" || drv == "gelsy" || drv == "gelsd" || drv == "gelss",
+           "parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
+  bool vector_case = is_vector_rhs(A, B);
+  Tensor Bm = vector_case ? unsqueeze(B, -1) : B;
+  int64_t m = rows(A), n = cols(A), k = cols(Bm), mn = std::max(m, n), mink = std::min(m, n);
+  TP_CHECK(rows(Bm) == m, "input.size(-2) should match other.size(-2)");
+  DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
+  int64_t nb = count(batch);
+  DType dt = A.dtype();
+  Tensor a = colmajor_copy(A, batch);
+  // LAPACK writes the solution over B, so B's buffer has max(m, n) rows.
+  Tensor x = colmajor_empty(batch, mn, k, dt);
+  zero_(x);
+  copy_(narrow(x, -2, 0, m), expand(Bm, with_tail(batch, {m, k})));
+  bool has_rank = drv != "gels", has_sv = drv == "gelsd" || drv == "gelss";
+  Tensor rank = has_rank ? zeros(batch, DType::Int64) : empty_tensor(std::array<int64_t, 1>{0}, DType::Int64);
+  Tensor sv = has_sv ? zeros(with_tail(batch, {mink}), dt) : empty_tensor(std::array<int64_t, 1>{0}, dt);
+  if (mink > 0 && k > 0) {
+    dispatch_float(dt, [&](auto zero) {
+      using T = decltype(zero);
+      int mi = lapack_int(m), ni = lapack_int(n), ki = lapack_int(k), ld = lapack_int(m),
+          ldb = lapack_int(mn), info = 0, rk = 0, iq = 1;
+      T rc = rcond ? T(*rcond) : std::numeric_limits<T>::epsilon() * T(mn);
+      T* a0 = a.data<T>();
+      T* x0 = x.data<T>();
+      T* s0 = has_sv ? sv.data<T>() : nullptr;
+      std::vector<int> jpvt(static_cast<size_t>(n));
+      T wq = 0;
+      if (drv == "gels") lapack::gels('N', mi, ni, ki, a0, ld, x0, ldb, &wq, -1, &info);
+      if (drv == "gelsy") lapack::gelsy(mi, ni, ki, a0, ld, x0, ldb, jpvt.data(), rc, &rk, &wq, -1, &info);
+      if (drv == "gelsd") lapack::gelsd(mi, ni, ki, a0, ld, x0, ldb, s0, rc, &rk, &wq, -1, &iq, &info);
+      if (drv == "gelss") lapack::gelss(mi, ni, ki, a0, ld, x0, ldb, s0, rc, &rk, &wq, -1, &info);
+      std::vector<T> work(size_t(query_lwork(wq)));
+      std::vector<int> iwork(size_t(std::max(iq, 1)));
+      int lw = int(work.size());
+      for (int64_t b = 0; b < nb; ++b) {
+        T* ab = a0 + b * m * n;
+        T* xb = x0 + b * mn * k;
+        T* sb = has_sv ? s0 + b * mink : nullptr;
+        if (drv == "gels") {
+          lapack::gels('N', mi, ni, ki, ab, ld, xb, ldb, work.data(), lw, &info);
+          if (info > 0)
+            TP_FAIL_LINALG(batch_prefix(a, b), "The least squares solution could not be computed "
+                           "because the input matrix does not have full rank (error code: ", info, ").");
+        } else if (drv == "gelsy") {
+          std::fill(jpvt.begin(), jpvt.end(), 0);
+          lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work.data(), lw, &info);
+        } else if (drv == "gelsd") {
+          lapack::gelsd(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work.data(), lw, iwork.data(), &info);
+        } else {
+          lapack::gelss(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work.data(), lw, &info);
+        }
+        if (info > 0)
+          TP_FAIL_LINALG(batch_prefix(a, b), "The algorithm failed to converge because the input "
+                         "matrix is ill-conditioned (error code: ", info, ").");
+        if (has_rank) rank.data<int64_t>()[b] = rk;
+      }
+    });
+  }
+  Tensor solution = narrow(x, -2, 0, n);
+  // Residuals exist when the system is overdetermined and every matrix has full rank;
+  // gelsy's B below row n holds no residual information.
+  bool full_rank = true;
+  if (has_rank)
+    for (int64_t b = 0; b < nb; ++b) full_rank = full_rank && rank.data<int64_t>()[b] == n;
+  Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, dt);
+  if (m > n && drv != "gelsy" && full_rank && nb > 0) {
+    Tensor tail = narrow(x, -2, n, m - n);
+    residuals = sum(mul(tail, tail), std::array<int64_t, 1>{-2});
+  }
+  if (vector_case) solution = select(solution, -1, 0);
+  // rank and singular values describe A: one per matrix of A's own batch
+  DimVector a_batch = batch_of(A);
+  if (a_batch.size() != batch.size() || count(a_batch) != nb) {
+    size_t lead = batch.size() - a_batch.size();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      bool from_a = i >= lead && a_batch[i - lead] == batch[i];
+      if (has_rank && !from_a) rank = narrow(rank, int64_t(i), 0, 1);
+      if (has_sv && !from_a) sv = narrow(sv, int64_t(i), 0, 1);
+    }
+    if (has_rank) rank = reshape(rank, a_batch);
+    if (has_sv) sv = reshape(sv, with_tail(a_batch, {mink}));
+  }
+  return {solution, residuals, rank, sv};
+}
+
+Tensor linalg_write_out_impl(const Tensor& result, OutArg out) { return finish_out(out, result); }
+
+}  // namespace tp

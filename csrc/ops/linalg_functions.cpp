@@ -1,0 +1,316 @@
+// tp.linalg functions built on the decompositions: pinv and matrix_rank (SVD or eigh),
+// matrix_power (repeated squaring, inv for negative powers), matrix_exp (Padé
+// scaling and squaring), and their legacy top-level names.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "linalg/blas.h"
+#include "linalg/lapack.h"
+#include "ops/linalg_common.h"
+#include "ops/pointwise.h"
+
+namespace tp {
+
+using namespace linalg;
+
+namespace {
+
+/// Per-matrix tolerances of pinv/matrix_rank: atol and rtol (numbers or tensors) broadcast
+/// with A's batch dims, as in PyTorch; `batch` is the batch of the result.
+struct Tolerances {
+  DimVector batch;
+  std::vector<double> atol, rtol;  // one per matrix of `batch`; empty when not given
+
+  Tolerances(const Tensor& A, const std::optional<Tensor>& atol_t,
+             const std::optional<Tensor>& rtol_t)
+      : batch(batch_of(A)) {
+    for (const auto* t : {&atol_t, &rtol_t})
+      if (*t) batch = broadcast_batch((*t)->sizes(), batch);
+    atol = values(atol_t);
+    rtol = values(rtol_t);
+  }
+
+  /// The cut-off of matrix b: max(atol, rtol * largest); PyTorch's defaults: atol = 0,
+  /// rtol = eps * max(m, n) unless a positive atol was given alone (then rtol = 0).
+  template <class T>
+  T cutoff(int64_t b, T largest, int64_t m, int64_t n) const {
+    T a = atol.empty() ? T(0) : T(atol[size_t(b)]);
+    T r = !rtol.empty() ? T(rtol[size_t(b)])
+          : a > 0       ? T(0)
+                        : std::numeric_limits<T>::epsilon() * T(std::max(m, n));
+    return std::max(a, r * largest);
+  }
+
+ private:
+  std::vector<double> values(const std::optional<Tensor>& t) const {
+    if (!t) return {};
+    Tensor v = empty_tensor(batch, DType::Float64);
+    copy_(v, expand(*t, batch));
+    return std::vector<double>(v.data<double>(), v.data<double>() + v.numel());
+  }
+};
+
+/// A with its batch broadcast to `batch` (a view; LAPACK works on copies anyway).
+Tensor with_batch(const Tensor& A, IntArrayRef batch) {
+  return expand(A, with_tail(batch, {rows(A), cols(A)}));
+}
+
+void check_rank_input(const Tensor& A) {
+  TP_CHECK(A.dim() >= 2, "The input tensor input must have at least 2 dimensions.");
+  TP_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+           "This function doesn't handle types other than float and double");
+}
+
+/// C = A @ B for same-batch (..., m, k) and (..., k, n) tensors; a new contiguous tensor.
+Tensor batched_mm(const Tensor& A, const Tensor& B) {
+  Tensor a = contiguous(A), b = contiguous(B);
+  DimVector batch = batch_of(a);
+  int64_t m = rows(a), k = cols(a), n = cols(b), nb = count(batch);
+  Tensor c = empty_tensor(with_tail(batch, {m, n}), a.dtype());
+  if (c.numel())
+    blas::gemm_batched(a.dtype(), nb, m, n, k, 1.0, {a.data_ptr(), k, 1}, m * k,
+                       {b.data_ptr(), n, 1}, k * n, 0.0, c.data_ptr(), n, m * n);
+  return c;
+}
+
+}  // namespace
+
+Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
+                        const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  TP_CHECK(input.dim() >= 2 &&
+               (input.dtype() == DType::Float32 || input.dtype() == DType::Float64),
+           "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types");
+  Tolerances tols(input, atol, rtol);
+  Tensor A = with_batch(input, tols.batch);
+  const DimVector& batch = tols.batch;
+  int64_t m = rows(A), n = cols(A), nb = count(batch);
+  if (hermitian) check_matrix(A, nullptr, true);
+  Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype());
+  if (res.numel() == 0) return finish_out(out, zero_(res));
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (hermitian) {  // A = Q diag(w) Q^T, so pinv(A) = Q diag(1/w) Q^T over the kept w
+      EighResult e = linalg::eigh(A, true, "L");
+      T* q = e.eigenvectors.data<T>();
+      std::vector<T> scaled(size_t(n * n));
+      for (int64_t b = 0; b < nb; ++b) {
+        const T* w = e.eigenvalues.data<T>() + b * n;
+        T* qb = q + b * n * n;
+        T largest = 0;
+        for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::abs(w[i]));
+        T tol = tols.cutoff(b, largest, m, n);
+        for (int64_t j = 0; j < n; ++j) {
+          T s = std::abs(w[j]) > tol ? T(1) / w[j] : T(0);
+          for (int64_t i = 0; i < n; ++i) scaled[size_t(j * n + i)] = qb[j * n + i] * s;
+        }
+        blas::gemm(A.dtype(), n, n, n, 1.0, {scaled.data(), 1, n}, {qb, n, 1}, 0.0,
+                   res.data<T>() + b * n * n, n);
+      }
+      return;
+    }
+    // A = U diag(S) Vh, so pinv(A) = Vh^T diag(1/S) U^T over the kept S.
+    SvdResult r = linalg::svd(A, true, false);
+    int64_t k = std::min(m, n);
+    T* vh = r.Vh.data<T>();
+    for (int64_t b = 0; b < nb; ++b) {
+      T* s = r.S.data<T>() + b * k;
+      T tol = tols.cutoff(b, k ? s[0] : T(0), m, n);
+      T* vb = vh + b * k * n;  // k x n, column-major: row i scaled by 1/S_i
+      for (int64_t i = 0; i < k; ++i) {
+        T inv = s[i] > tol ? T(1) / s[i] : T(0);
+        for (int64_t j = 0; j < n; ++j) vb[j * k + i] *= inv;
+      }
+    }
+    blas::gemm_batched(A.dtype(), nb, n, m, k, 1.0, {vh, k, 1}, k * n, {r.U.data<T>(), m, 1},
+                       m * k, 0.0, res.data_ptr(), m, n * m);
+  });
+  return finish_out(out, res);
+}
+
+Tensor pinverse_composite(const Tensor& self, double rcond, OutArg) {
+  return linalg_pinv(self, wrapped_scalar(0.0), wrapped_scalar(rcond));
+}
+
+Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>& atol,
+                               const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  check_rank_input(input);
+  Tolerances tols(input, atol, rtol);
+  Tensor A = with_batch(input, tols.batch);
+  const DimVector& batch = tols.batch;
+  int64_t m = rows(A), n = cols(A), nb = count(batch);
+  Tensor rank = zeros(batch, DType::Int64);
+  if (m == 0 || n == 0) return finish_out(out, rank);
+  Tensor values = hermitian ? linalg::eigh(A, false, "L").eigenvalues
+                            : (check_matrix(A, "linalg_svd_cpu", false), linalg::svd(A, false, false).S);
+  int64_t k = cols(values);
+  dispatch_float(A.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t b = 0; b < nb; ++b) {
+      const T* s = values.data<T>() + b * k;
+      T largest = 0;
+      for (int64_t i = 0; i < k; ++i) largest = std::max(largest, std::abs(s[i]));
+      T tol = tols.cutoff(b, largest, m, n);
+      int64_t r = 0;
+      for (int64_t i = 0; i < k; ++i) r += std::abs(s[i]) > tol;
+      rank.data<int64_t>()[b] = r;
+    }
+  });
+  return finish_out(out, rank);
+}
+
+Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
+  TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
+  TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
+           " by ", cols(A), " matrices");
+  int64_t size = rows(A);
+  if (n == 0) {
+    Tensor res = empty_tensor(A.sizes(), A.dtype());
+    copy_(res, expand(eye(size, std::nullopt, A.dtype()), A.sizes()));
+    return finish_out(out, res);
+  }
+  Tensor base = n < 0 ? linalg_inv(A) : A;
+  uint64_t p = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
+  if (p == 1) return finish_out(out, n < 0 ? base : clone(base));
+  TP_CHECK_KIND(ErrorKind::NotImplemented, A.dtype() != DType::Bool,
+                "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  // z runs through base^(2^i); the result gathers the z of each set bit of p.
+  Tensor z, res;
+  while (p) {
+    z = z.defined() ? batched_mm(z, z) : base;
+    if (p & 1) res = res.defined() ? batched_mm(res, z) : clone(z);
+    p >>= 1;
+  }
+  return finish_out(out, res);
+}
+
+Tensor matrix_power_composite(const Tensor& self, int64_t n, OutArg out) {
+  if (out.tensor) return linalg_matrix_power_out(const_cast<Tensor&>(*out.tensor), self, n);
+  return linalg_matrix_power(self, n);
+}
+
+// ------------------------------------------------------------------ matrix_exp
+namespace {
+
+/// exp of one n x n row-major float64 matrix `a` (overwritten) into `out`: Higham's
+/// scaling and squaring with the Padé approximant of the lowest sufficient degree
+/// (3, 5, 7, 9 or 13; "The scaling and squaring method for the matrix exponential
+/// revisited", SIAM J. Matrix Anal. Appl. 26(4), 2005).
+void expm(int64_t n, double* a, double* out) {
+  static constexpr double kTheta[] = {1.495585217958292e-2, 2.539398330063230e-1,
+                                      9.504178996162932e-1, 2.097847961257068e0,
+                                      5.371920351148152e0};
+  static constexpr double kB13[] = {64764752532480000., 32382376266240000., 7771770303897600.,
+                                    1187353796428800.,  129060195264000.,   10559470521600.,
+                                    670442572800.,      33522128640.,       1323241920.,
+                                    40840800.,          960960.,            16380.,
+                                    182.,               1.};
+  static constexpr double kB9[] = {17643225600., 8821612800., 2075673600., 302702400., 30270240.,
+                                   2162160.,     110880.,     3960.,       90.,        1.};
+  static constexpr double kB7[] = {17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.};
+  static constexpr double kB5[] = {30240., 15120., 3360., 420., 30., 1.};
+  static constexpr double kB3[] = {120., 60., 12., 1.};
+  size_t nn = size_t(n * n);
+  auto mm = [n](const double* x, const double* y, double* z) {
+    blas::gemm(DType::Float64, n, n, n, 1.0, {x, n, 1}, {y, n, 1}, 0.0, z, n);
+  };
+  double norm1 = 0;  // largest column sum of |a|
+  for (int64_t j = 0; j < n; ++j) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += std::abs(a[i * n + j]);
+    norm1 = std::max(norm1, s);
+  }
+  if (!std::isfinite(norm1)) {  // inf or NaN entries: no meaningful exponential
+    std::fill(out, out + nn, std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
+  int degree_index = 0;
+  while (degree_index < 4 && !(norm1 <= kTheta[degree_index])) ++degree_index;
+  int squarings = 0;
+  if (norm1 > kTheta[4]) {
+    squarings = std::max(0, int(std::ceil(std::log2(norm1 / kTheta[4]))));
+    double scale = std::ldexp(1.0, -squarings);
+    for (size_t i = 0; i < nn; ++i) a[i] *= scale;
+  }
+  // powers[j] = a^(2j) for j = 1..4 (a^2, a^4, a^6, a^8)
+  std::vector<double> pw(4 * nn), u(nn), v(nn), t(nn);
+  double* a2 = pw.data();
+  mm(a, a, a2);
+  int max_power = degree_index == 4 ? 3 : degree_index + 1;
+  for (int j = 1; j < max_power; ++j) mm(pw.data() + (j - 1) * nn, a2, pw.data() + j * nn);
+  auto power = [&](int j) { return pw.data() + (j - 1) * nn; };  // a^(2j)
+  auto add_identity = [n](double* x, double c) {
+    for (int64_t i = 0; i < n; ++i) x[i * n + i] += c;
+  };
+  if (degree_index < 4) {
+    const double* b[] = {kB3, kB5, kB7, kB9};
+    const double* c = b[degree_index];
+    int terms = degree_index + 2;  // even/odd coefficient pairs
+    std::fill(t.begin(), t.end(), 0.0);
+    std::fill(v.begin(), v.end(), 0.0);
+    for (int j = 1; j < terms; ++j)
+      for (size_t i = 0; i < nn; ++i) {
+        t[i] += c[2 * j + 1] * power(j)[i];
+        v[i] += c[2 * j] * power(j)[i];
+      }
+    add_identity(t.data(), c[1]);
+    add_identity(v.data(), c[0]);
+    mm(a, t.data(), u.data());
+  } else {
+    const double *p2 = power(1), *p4 = power(2), *p6 = power(3);
+    const double* b = kB13;
+    for (size_t i = 0; i < nn; ++i) t[i] = b[13] * p6[i] + b[11] * p4[i] + b[9] * p2[i];
+    mm(p6, t.data(), u.data());
+    for (size_t i = 0; i < nn; ++i) u[i] += b[7] * p6[i] + b[5] * p4[i] + b[3] * p2[i];
+    add_identity(u.data(), b[1]);
+    mm(a, u.data(), t.data());
+    std::swap(u, t);  // u = a * (...)
+    for (size_t i = 0; i < nn; ++i) t[i] = b[12] * p6[i] + b[10] * p4[i] + b[8] * p2[i];
+    mm(p6, t.data(), v.data());
+    for (size_t i = 0; i < nn; ++i) v[i] += b[6] * p6[i] + b[4] * p4[i] + b[2] * p2[i];
+    add_identity(v.data(), b[0]);
+  }
+  // exp(a) ~ (v - u)^-1 (v + u). Both are polynomials in a and commute, so solving with the
+  // row-major buffers read as column-major (their transposes) gives the row-major result.
+  for (size_t i = 0; i < nn; ++i) {
+    double p = v[i] + u[i];
+    t[i] = v[i] - u[i];
+    out[i] = p;
+  }
+  std::vector<int> piv(static_cast<size_t>(n));
+  int ni = lapack_int(n), info = 0;
+  lapack::getrf(ni, ni, t.data(), ni, piv.data(), &info);
+  lapack::getrs('N', ni, ni, t.data(), ni, piv.data(), out, ni, &info);
+  for (int s = 0; s < squarings; ++s) {
+    mm(out, out, t.data());
+    std::copy(t.begin(), t.end(), out);
+  }
+}
+
+}  // namespace
+
+Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
+  TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
+  TP_CHECK(is_floating(A.dtype()), "Expected a floating point or complex tensor as input. Got ",
+           dtype_scalar_name(A.dtype()));
+  TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
+           " by ", cols(A), " matrices");
+  // Computed in float64 for every dtype, then rounded to A's.
+  Tensor work = empty_tensor(A.sizes(), DType::Float64);
+  copy_(work, A);
+  Tensor res64 = empty_tensor(A.sizes(), DType::Float64);
+  int64_t n = rows(A), nb = count(batch_of(A));
+  if (n > 0)
+    for (int64_t b = 0; b < nb; ++b)
+      expm(n, work.data<double>() + b * n * n, res64.data<double>() + b * n * n);
+  if (A.dtype() == DType::Float64) return res64;
+  Tensor res = empty_tensor(A.sizes(), A.dtype());
+  copy_(res, res64);
+  return res;
+}
+
+Tensor matrix_exp_composite(const Tensor& self, OutArg) { return linalg_matrix_exp(self); }
+
+}  // namespace tp

@@ -1,0 +1,258 @@
+"""tp.linalg beyond the op database: decompositions whose signs are not unique (qr, svd,
+eigh) checked by their invariants against torch's shapes, dtypes and values; tuple out=;
+LinAlgError; return types; layouts of results."""
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+
+DTYPES = [torch.float32, torch.float64]
+TOL = {torch.float32: 1e-4, torch.float64: 1e-10}
+RECT_SHAPES = [(5, 3), (3, 5), (4, 4), (1, 1), (2, 5, 3), (2, 1, 3, 4), (0, 3), (3, 0),
+               (2, 0, 4), (0, 2, 2)]
+
+
+def to_tp(t):
+    return tp.from_numpy(np.ascontiguousarray(t.numpy()))
+
+
+def to_torch(x):
+    return torch.from_numpy(np.array(x.numpy()))
+
+
+def rand(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(shape, generator=g, dtype=torch.float64).mul(2).sub(1).to(dtype)
+
+
+def assert_same_meta(ours, ref):
+    """Each result has torch's shape and dtype."""
+    assert len(ours) == len(ref)
+    for o, r in zip(ours, ref):
+        assert tuple(o.shape) == tuple(r.shape)
+        assert str(o.dtype).split('.')[-1] == str(r.dtype).split('.')[-1]
+
+
+def assert_close(a, b, dtype):
+    torch.testing.assert_close(a, b, rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('shape', RECT_SHAPES)
+@pytest.mark.parametrize('mode', ['reduced', 'complete', 'r'])
+def test_qr_invariants(shape, mode, dtype):
+    a = rand(shape, dtype)
+    ref = torch.linalg.qr(a, mode=mode)
+    ours = tp.linalg.qr(to_tp(a), mode=mode)
+    assert type(ours).__name__ == 'linalg_qr'
+    assert_same_meta(ours, ref)
+    Q, R = to_torch(ours.Q), to_torch(ours.R)
+    assert torch.equal(R, R.triu())
+    assert_close(R.abs(), ref.R.abs(), dtype)  # rows are unique up to sign
+    if mode == 'r':
+        return
+    k = Q.shape[-1]
+    assert_close(Q.mT @ Q, torch.eye(k, dtype=dtype).expand(Q.shape[:-2] + (k, k)), dtype)
+    assert_close(Q @ R, a, dtype)
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('shape', RECT_SHAPES)
+@pytest.mark.parametrize('full_matrices', [True, False])
+def test_svd_invariants(shape, full_matrices, dtype):
+    a = rand(shape, dtype, seed=1)
+    ref = torch.linalg.svd(a, full_matrices=full_matrices)
+    ours = tp.linalg.svd(to_tp(a), full_matrices=full_matrices)
+    assert type(ours).__name__ == 'linalg_svd' and ours._fields == ('U', 'S', 'Vh')
+    assert_same_meta(ours, ref)
+    U, S, Vh = (to_torch(x) for x in ours)
+    assert_close(S, ref.S, dtype)
+    m, n = U.shape[-1], Vh.shape[-2]
+    assert_close(U.mT @ U, torch.eye(m, dtype=dtype).expand(U.shape[:-2] + (m, m)), dtype)
+    assert_close(Vh @ Vh.mT, torch.eye(n, dtype=dtype).expand(Vh.shape[:-2] + (n, n)), dtype)
+    k = S.shape[-1]
+    assert_close((U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], a, dtype)
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('shape', [(4, 4), (1, 1), (2, 3, 3), (0, 0), (0, 3, 3), (2, 1, 5, 5)])
+@pytest.mark.parametrize('uplo', ['L', 'U'])
+def test_eigh_invariants(shape, uplo, dtype):
+    a = rand(shape, dtype, seed=2)  # not symmetric: only triangle `uplo` is read
+    ref = torch.linalg.eigh(a, UPLO=uplo)
+    ours = tp.linalg.eigh(to_tp(a), UPLO=uplo)
+    assert type(ours).__name__ == 'linalg_eigh'
+    assert ours._fields == ('eigenvalues', 'eigenvectors')
+    assert_same_meta(ours, ref)
+    w, V = to_torch(ours.eigenvalues), to_torch(ours.eigenvectors)
+    assert_close(w, ref.eigenvalues, dtype)
+    sym = a.tril() + a.tril(-1).mT if uplo == 'L' else a.triu() + a.triu(1).mT
+    n = shape[-1]
+    assert_close(V.mT @ V, torch.eye(n, dtype=dtype).expand(V.shape[:-2] + (n, n)), dtype)
+    assert_close(sym @ V, V * w.unsqueeze(-2), dtype)
+
+
+def test_decompositions_of_noncontiguous_input():
+    base = rand((4, 6, 5), torch.float64, seed=3)
+    a = base.transpose(0, 2)[:, ::2]  # (5, 3, 4), neither C nor F ordered
+    x = to_tp(base).transpose(0, 2)[:, ::2]
+    assert_close(to_torch(tp.linalg.svdvals(x)), torch.linalg.svdvals(a), torch.float64)
+    Q, R = (to_torch(t) for t in tp.linalg.qr(x))
+    assert_close(Q @ R, a, torch.float64)
+    sq = a[..., :3, :3]
+    assert_close(to_torch(tp.linalg.eigvalsh(x[..., :3, :3])), torch.linalg.eigvalsh(sq),
+                 torch.float64)
+    assert torch.equal(to_torch(x), a)  # the input is untouched
+
+
+def test_legacy_svd_and_qr():
+    a = rand((5, 3), torch.float64, seed=4)
+    ours, ref = tp.svd(to_tp(a)), torch.svd(a)
+    assert type(ours).__name__ == 'svd' and ours._fields == ('U', 'S', 'V')
+    assert_same_meta(ours, ref)
+    U, S, V = (to_torch(t) for t in ours)
+    assert_close(U @ torch.diag(S) @ V.mT, a, torch.float64)
+    ours, ref = to_tp(a).svd(some=False), torch.svd(a, some=False)
+    assert_same_meta(ours, ref)
+    ours, ref = tp.svd(to_tp(a), compute_uv=False), torch.svd(a, compute_uv=False)
+    assert_same_meta(ours, ref)
+    assert to_torch(ours.U).abs().sum() == 0 and to_torch(ours.V).abs().sum() == 0
+    assert_close(to_torch(ours.S), ref.S, torch.float64)
+    ours = tp.qr(to_tp(a), some=False)  # torch.qr(some=False) is linalg.qr 'complete'
+    assert type(ours).__name__ == 'qr' and ours._fields == ('Q', 'R')
+    assert_same_meta(ours, torch.linalg.qr(a, mode='complete'))
+
+
+def test_tuple_out():
+    a = rand((2, 3, 3), torch.float64, seed=5) + 3 * torch.eye(3, dtype=torch.float64)
+    sign, logabs = tp.empty(0, dtype=tp.float64), tp.empty(7, dtype=tp.float64)
+    res = tp.linalg.slogdet(to_tp(a), out=(sign, logabs))
+    assert type(res).__name__ == 'linalg_slogdet'
+    assert res.sign is sign and res.logabsdet is logabs
+    ref = torch.linalg.slogdet(a)
+    assert_close(to_torch(sign), ref.sign, torch.float64)
+    assert_close(to_torch(logabs), ref.logabsdet, torch.float64)
+    U, S, Vh = (tp.empty(0, dtype=tp.float64) for _ in range(3))
+    tp.linalg.svd(to_tp(a), out=(U, S, Vh))
+    assert tuple(U.shape) == (2, 3, 3) and tuple(S.shape) == (2, 3)
+    assert_close(to_torch(S), torch.linalg.svdvals(a), torch.float64)
+    w, V = tp.empty(0, dtype=tp.float64), tp.empty(0, dtype=tp.float64)
+    tp.linalg.eigh(to_tp(a), out=(w, V))
+    assert_close(to_torch(w), torch.linalg.eigvalsh(a), torch.float64)
+    with pytest.raises(RuntimeError, match='dtype'):
+        tp.linalg.slogdet(to_tp(a), out=(tp.empty(0), tp.empty(0)))
+    with pytest.raises(TypeError):
+        tp.linalg.slogdet(to_tp(a), out=tp.empty(0, dtype=tp.float64))
+    with pytest.raises(RuntimeError):  # as torch: out= must have the result's dtype
+        tp.linalg.det(to_tp(a), out=tp.empty(0))
+    with pytest.raises(RuntimeError):
+        torch.linalg.det(a, out=torch.empty(0))
+
+
+def test_linalg_error_matches_torch():
+    assert issubclass(tp.linalg.LinAlgError, RuntimeError)
+    cases = [
+        (lambda m: m.linalg.inv, torch.zeros(3, 3)),
+        (lambda m: m.linalg.inv, torch.stack([torch.eye(3), torch.zeros(3, 3)])),
+        (lambda m: m.linalg.cholesky, -torch.eye(3)),
+        (lambda m: m.linalg.cholesky, torch.stack([torch.eye(2), -torch.eye(2)])),
+        (lambda m: m.linalg.svd, torch.full((3, 3), float('nan'))),
+    ]
+    for fn, a in cases:
+        with pytest.raises(torch.linalg.LinAlgError) as expected:
+            fn(torch)(a)
+        with pytest.raises(tp.linalg.LinAlgError) as actual:
+            fn(tp)(to_tp(a))
+        assert str(actual.value) == str(expected.value)
+    with pytest.raises(tp.linalg.LinAlgError, match='singular'):
+        tp.linalg.solve(tp.zeros(2, 3, 3), tp.ones(2, 3))
+    inv, info = tp.linalg.inv_ex(to_tp(torch.stack([torch.eye(2), torch.zeros(2, 2)])))
+    assert info.tolist() == [0, 1] and str(info.dtype) == 'tensorplay.int32'
+    L, info = tp.linalg.cholesky_ex(to_tp(torch.stack([torch.eye(2), -torch.eye(2)])))
+    assert info.tolist() == [0, 1]
+
+
+def test_results_are_column_major_like_torch():
+    a = rand((4, 4), torch.float64, seed=6) + 4 * torch.eye(4, dtype=torch.float64)
+    spd = a @ a.mT
+    x, xs = to_tp(a), to_tp(spd)
+    pairs = [(tp.linalg.inv(x), torch.linalg.inv(a)),
+             (tp.linalg.solve(x, x), torch.linalg.solve(a, a)),
+             (tp.linalg.cholesky(xs), torch.linalg.cholesky(spd)),
+             (tp.linalg.svd(x).U, torch.linalg.svd(a).U),
+             (tp.linalg.qr(x).Q, torch.linalg.qr(a).Q),
+             (tp.linalg.eigh(xs).eigenvectors, torch.linalg.eigh(spd).eigenvectors),
+             (tp.linalg.lstsq(x, x).solution, torch.linalg.lstsq(a, a).solution)]
+    for ours, ref in pairs:
+        assert tuple(ours.stride()) == tuple(ref.stride())
+
+
+@pytest.mark.parametrize('driver', ['gels', 'gelsy', 'gelsd', 'gelss'])
+@pytest.mark.parametrize('shapes', [((5, 3), (5, 2)), ((5, 3), (5,)), ((1, 5, 3), (2, 5, 2)),
+                                    ((2, 3, 5), (2, 3, 1)), ((3, 3), (3, 3))])
+def test_lstsq_fields(driver, shapes):
+    a, b = rand(shapes[0], torch.float64, 7), rand(shapes[1], torch.float64, 8)
+    ref = torch.linalg.lstsq(a, b, driver=driver)
+    ours = tp.linalg.lstsq(to_tp(a), to_tp(b), driver=driver)
+    assert ours._fields == ('solution', 'residuals', 'rank', 'singular_values')
+    assert_same_meta(ours, ref)
+    for o, r in zip(ours, ref):
+        assert_close(to_torch(o), r, torch.float64)
+
+
+def test_matrix_exp_half_is_float32_rounded():
+    # torch's own float16/bfloat16 matrix_exp overflows for n > 1; ours computes in float64
+    a = rand((2, 4, 4), torch.float64, seed=9)
+    for dt, tol in ((tp.float16, 2e-3), (tp.bfloat16, 1.6e-2)):
+        ours = to_torch(tp.linalg.matrix_exp(to_tp(a).to(dt)).to(tp.float64))
+        half = a.to(getattr(torch, str(dt).split('.')[-1])).double()
+        torch.testing.assert_close(ours, torch.linalg.matrix_exp(half), rtol=tol, atol=tol)
+
+
+def test_tolerance_forms():
+    a = torch.diag(torch.tensor([3.0, 2.0, 1.0, 1e-3], dtype=torch.float64))
+    x = to_tp(a)
+    assert tp.linalg.matrix_rank(x, atol=tp.tensor(1.5)).item() == 2
+    assert tp.linalg.matrix_rank(x, 1.5).item() == torch.linalg.matrix_rank(a, 1.5).item()
+    assert_close(to_torch(tp.linalg.pinv(x, 0.5)), torch.linalg.pinv(a, 0.5), torch.float64)
+    assert_close(to_torch(tp.pinverse(x, 0.5)), torch.pinverse(a, 0.5), torch.float64)
+    atol = torch.tensor([0.5, 1.5, 2.5], dtype=torch.float64)
+    assert to_torch(tp.linalg.matrix_rank(x, atol=to_tp(atol))).tolist() == [3, 2, 1]
+    zero = torch.zeros((), dtype=torch.float64)
+    ours = tp.linalg.pinv(x, atol=to_tp(atol), rtol=to_tp(zero))
+    assert_close(to_torch(ours), torch.linalg.pinv(a, atol=atol, rtol=zero), torch.float64)
+    for lib, t in ((torch, atol), (tp, to_tp(atol))):  # tensor and number do not mix
+        with pytest.raises(TypeError):
+            lib.linalg.pinv(t.diag(), atol=t, rtol=0.0)
+    assert_close(to_torch(tp.linalg.pinv(x, to_tp(atol))), torch.linalg.pinv(a, atol),
+                 torch.float64)
+    with pytest.raises(RuntimeError):  # does not broadcast with the batch
+        tp.linalg.pinv(to_tp(a.expand(2, 4, 4)), atol=to_tp(atol))
+
+
+def test_namespace_matches_torch():
+    for name in ['det', 'slogdet', 'inv', 'inv_ex', 'solve', 'cholesky', 'cholesky_ex', 'qr',
+                 'svd', 'svdvals', 'eigh', 'eigvalsh', 'lstsq', 'pinv', 'matrix_rank',
+                 'matrix_power', 'matrix_exp', 'LinAlgError']:
+        assert hasattr(tp.linalg, name), name
+    for name in ['det', 'logdet', 'slogdet', 'inverse', 'cholesky', 'qr', 'svd', 'pinverse',
+                 'matrix_power', 'matrix_exp']:
+        assert hasattr(tp, name) and hasattr(tp.Tensor, name), name
+    assert not hasattr(tp, 'linalg_det') and not hasattr(torch, 'linalg_det')
+
+
+def test_non_finite_inputs_like_torch():
+    nan = torch.full((3, 3), float('nan'))
+    inf = torch.eye(3)
+    inf[0, 0] = float('inf')
+    ours, ref = tp.linalg.slogdet(to_tp(nan)), torch.linalg.slogdet(nan)
+    assert ours.sign.item() == ref.sign.item() == 0 and np.isnan(ours.logabsdet.item())
+    for a in (nan, torch.diag(torch.tensor([1.0, float('nan'), 1.0]))):
+        ours, ref = tp.linalg.cholesky_ex(to_tp(a)), torch.linalg.cholesky_ex(a)
+        assert ours.info.item() == ref.info.item() > 0
+    for a in (nan, inf):  # NaN everywhere, as torch gives (and no endless squaring)
+        assert torch.equal(to_torch(tp.linalg.matrix_exp(to_tp(a))).isnan(),
+                           torch.linalg.matrix_exp(a).isnan())
+    with pytest.raises(tp.linalg.LinAlgError):
+        tp.linalg.eigvalsh(to_tp(nan))
