@@ -147,6 +147,12 @@ Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& b
                        const Scalar& alpha, bool for_batch1);
 /// trace's gradient: grad on the diagonal of a matrix of `sizes`.
 Tensor trace_backward(const Tensor& grad, IntArrayRef sizes);
+/// as_strided's gradient: grad summed into the storage positions of the output geometry
+/// (out_*), read back at the input's (in_*). Inputs whose elements overlap are not
+/// supported by this formula (PyTorch weighs them; we raise).
+Tensor as_strided_backward(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef in_strides,
+                           int64_t in_offset, IntArrayRef out_sizes, IntArrayRef out_strides,
+                           int64_t out_offset);
 /// A tensor of the gradient's dtype/device holding 0 where `mask` is false.
 Tensor masked_grad(const Tensor& grad, const Tensor& mask);
 /// The gradient of a float-only unary op applied to an integer input (promoted) is

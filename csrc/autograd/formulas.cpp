@@ -348,6 +348,49 @@ Tensor trace_backward(const Tensor& grad, IntArrayRef sizes) {
   return eye(sizes[0], sizes[1], grad.dtype(), grad.device()) * grad;
 }
 
+namespace {
+
+/// The storage position of every element of a geometry, minus `lo`, flattened.
+Tensor storage_positions(IntArrayRef sizes, IntArrayRef strides, int64_t offset, int64_t lo,
+                         Device device) {
+  Tensor pos = full(IntArrayRef(), Scalar(offset - lo), DType::Int64, device);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    Tensor step = arange(Scalar(int64_t(0)), Scalar(sizes[d]), Scalar(int64_t(1)), DType::Int64, device);
+    pos = unsqueeze(pos, -1) + step * Scalar(strides[d]);
+  }
+  return reshape(pos, DimVector{-1});
+}
+
+/// One past the last storage position a geometry touches (its offset when empty).
+int64_t storage_end(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  int64_t end = offset + 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return offset;
+    end += (sizes[d] - 1) * strides[d];
+  }
+  return end;
+}
+
+}  // namespace
+
+Tensor as_strided_backward(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef in_strides,
+                           int64_t in_offset, IntArrayRef out_sizes, IntArrayRef out_strides,
+                           int64_t out_offset) {
+  int64_t lo = std::min(in_offset, out_offset);
+  int64_t extent = std::max(storage_end(in_sizes, in_strides, in_offset),
+                            storage_end(out_sizes, out_strides, out_offset)) - lo;
+  Tensor in_pos = storage_positions(in_sizes, in_strides, in_offset, lo, grad.device());
+  Tensor out_pos = storage_positions(out_sizes, out_strides, out_offset, lo, grad.device());
+  if (in_pos.numel() > 1) {  // overlapping input elements would each take the whole sum
+    Tensor distinct = std::get<0>(_unique(in_pos, true, false, false, std::nullopt));
+    TP_CHECK_KIND(ErrorKind::NotImplemented, distinct.numel() == in_pos.numel(),
+                  "as_strided: the derivative for inputs whose elements overlap is not implemented");
+  }
+  Tensor storage = index_add(zeros_for(grad, DimVector{std::max<int64_t>(extent, 0)}), 0, out_pos,
+                             reshape(grad, DimVector{-1}));
+  return reshape(index_select(storage, 0, in_pos), in_sizes);
+}
+
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {
   return where(mask, grad, zeros_like_scalar(grad));
 }

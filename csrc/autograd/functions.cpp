@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "autograd/formula_helpers.h"
 #include "autograd/grad_mode.h"
 #include "autograd/variable.h"
 #include "core/error.h"
@@ -39,6 +40,29 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
 
 GraphRoot::GraphRoot(std::vector<Edge> roots, variable_list grads) : grads_(std::move(grads)) {
   next_edges_ = std::move(roots);
+}
+
+Geometry::Geometry(const Tensor& t)
+    : sizes(t.sizes().data(), t.sizes().size()), strides(t.strides().data(), t.strides().size()),
+      offset(t.storage_offset()) {}
+
+variable_list AsStridedViewBackward::apply(variable_list&& grads) {
+  return {as_strided_backward(grads[0], base_.sizes, base_.strides, base_.offset, view_.sizes,
+                              view_.strides, view_.offset)};
+}
+
+variable_list CopySlices::apply(variable_list&& grads) {
+  const Tensor& grad = grads[0];
+  // The base's gradient in the base's layout, so the view's geometry addresses it.
+  Tensor result = empty_strided(base_.sizes, base_.strides, grad.dtype(), grad.device());
+  copy_(result, grad);
+  Tensor slice = as_strided(result, view_.sizes, view_.strides,
+                            result.storage_offset() + view_.offset - base_.offset);
+  variable_list res = fn_->apply({clone(slice)});
+  if (res[0].defined()) copy_(slice, res[0]);
+  else zero_(slice);
+  res[0] = result;
+  return res;
 }
 
 variable_list NotImplementedBackward::apply(variable_list&&) {

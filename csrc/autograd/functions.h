@@ -31,6 +31,40 @@ class GraphRoot final : public Node {
   variable_list grads_;
 };
 
+/// Where a view sits in its base's storage.
+struct Geometry {
+  DimVector sizes, strides;
+  int64_t offset = 0;
+  explicit Geometry(const Tensor& t);
+};
+
+/// The history of a view whose base was written in place: the base's gradient, restricted
+/// to the view's elements. See Note [Views and in-place writes].
+class AsStridedViewBackward final : public Node {
+ public:
+  AsStridedViewBackward(const Tensor& base, const Tensor& view) : base_(base), view_(view) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  variable_list apply(variable_list&& grads) override;
+
+ private:
+  Geometry base_, view_;
+};
+
+/// The base's history after an in-place op `fn` on one of its views: the gradient of the
+/// view's elements goes through fn, the rest to the base's old history.
+class CopySlices final : public Node {
+ public:
+  CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn)
+      : base_(base), view_(view), fn_(std::move(fn)) {}
+  std::string name() const override { return "CopySlices"; }
+  variable_list apply(variable_list&& grads) override;
+  void release_variables() override { fn_->release_variables(); }
+
+ private:
+  Geometry base_, view_;
+  std::shared_ptr<Node> fn_;
+};
+
 /// The node of an op that has no derivative formula: raises when backward reaches it.
 class NotImplementedBackward final : public Node {
  public:

@@ -33,7 +33,10 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
   uint32_t now = data_.impl()->version();
   if (now != version_) {
     std::string shape = shape_str(data_.sizes());
-    std::string which = "[tensorplay." + std::string(dtype_name(data_.dtype())) + " " + shape + "]";
+    static constexpr const char* kTypeNames[] = {"Bool", "Byte", "Char", "Short", "Int", "Long",
+                                                 "Half", "BFloat16", "Float", "Double"};
+    std::string which = "[tensorplay." + std::string(kTypeNames[int(data_.dtype())]) + "Tensor " +
+                        shape + "]";
     auto fn = is_output_ ? saved_for : grad_fn(data_);
     if (fn)
       which += ", which is output " + std::to_string(is_output_ ? output_nr_ : meta(data_)->output_nr_) +

@@ -15,9 +15,36 @@ AutogradMeta& meta_or_create(const Tensor& t) {
   return *meta(t);
 }
 
+// Note [Views and in-place writes]
+// A view (made by a view op while grad mode is on) remembers its base. An in-place op on
+// a view changes the base too, so rebase_history gives the base a CopySlices node: the
+// base's gradient flows to its old history except in the view's elements, which flow
+// through the in-place op. Every view of that base then needs a history that starts at
+// the base's new one; instead of finding them all, a view notices that its storage version
+// moved since its grad_fn was made and rebuilds it as AsStridedViewBackward of the base.
+
+namespace {
+
+/// Rebuilds a view's history from its base's current one.
+void refresh_view_history(const Tensor& t, AutogradMeta& m) {
+  const Tensor& base = m.base_;
+  if (base.requires_grad()) {
+    auto fn = std::make_shared<AsStridedViewBackward>(base, t);
+    fn->next_edges_ = {gradient_edge(base)};
+    m.grad_fn_ = fn;
+    m.output_nr_ = fn->add_input_metadata(t);
+    t.impl()->set_requires_grad(true);
+  }
+  m.view_version_ = t.impl()->version();
+}
+
+}  // namespace
+
 std::shared_ptr<Node> grad_fn(const Tensor& t) {
   AutogradMeta* m = meta(t);
-  return m ? m->grad_fn_ : nullptr;
+  if (!m) return nullptr;
+  if (m->is_view_ && m->view_version_ != t.impl()->version()) refresh_view_history(t, *m);
+  return m->grad_fn_;
 }
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
@@ -53,6 +80,25 @@ void set_view_base(const Tensor& view, const Tensor& base) {
   AutogradMeta* bm = meta(base);
   m.is_view_ = true;
   m.base_ = bm && bm->is_view_ ? bm->base_ : base;
+  m.view_version_ = view.impl()->version();
+}
+
+void note_view(const Tensor& view, const Tensor& base) {
+  if (grad_enabled()) set_view_base(view, base);
+}
+
+void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
+  AutogradMeta* m = meta(t);
+  if (!m || !m->is_view_) {
+    set_history(t, fn);
+    return;
+  }
+  Tensor base = m->base_;
+  auto copy_slices = std::make_shared<CopySlices>(base, t, fn);
+  copy_slices->next_edges_.push_back(gradient_edge(base));
+  for (size_t i = 1; i < fn->next_edges_.size(); ++i) copy_slices->next_edges_.push_back(fn->next_edges_[i]);
+  set_history(base, copy_slices);
+  refresh_view_history(t, *m);
 }
 
 void check_inplace(const Tensor& t) {

@@ -25,9 +25,11 @@ struct AutogradMeta final : AutogradMetaBase {
   /// Hooks registered on a leaf before any graph used it (moved to its AccumulateGrad).
   std::vector<std::tuple<int, uint32_t, TensorHook>> leaf_hooks_;
   std::vector<std::pair<int, PostAccumulateHook>> post_accumulate_hooks_;
-  /// For views of tensors that take part in autograd: the tensor viewed (never a view).
+  /// For views (made while grad mode is on): the tensor viewed (never a view itself), and
+  /// the storage version grad_fn_ was made for. See Note [Views and in-place writes].
   Tensor base_;
   bool is_view_ = false;
+  uint32_t view_version_ = 0;
   /// Inference tensors (made in inference_mode) refuse autograd use outside it.
   bool is_inference_ = false;
 };
@@ -46,6 +48,11 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t);
 Edge gradient_edge(const Tensor& t);
 /// Records `fn` as the producer of `t` (a new gradient slot of fn); t then requires grad.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+/// After an in-place op `fn` wrote into `t`: t's new history is fn; if t is a view, its
+/// base's history becomes CopySlices(fn) and t's a view of that.
+void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+/// Records that `view` (a view op's result) views `base`, while grad mode is on.
+void note_view(const Tensor& view, const Tensor& base);
 /// An alias of t's memory with no autograd state (Tensor.detached()).
 Tensor detached(const Tensor& t);
 /// Marks `view` (a result of a view op) as a view of `base`'s autograd base.

@@ -109,7 +109,7 @@ def _basic_view(self, items):
         d += 1
     sizes += list(shape[d:])
     strides += list(stride[d:])
-    return self._as_strided(sizes, strides, offset), advanced
+    return _C.as_strided(self, sizes, strides, offset), advanced
 
 
 def getitem(self, index):

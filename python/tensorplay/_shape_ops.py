@@ -133,8 +133,7 @@ def block_diag(*tensors):
     r = c = 0
     for m in mats:
         h, w = m.shape
-        if h and w:
-            res[r:r + h, c:c + w] = m
+        res[r:r + h, c:c + w] = m  # empty blocks too: the result's history covers every input
         r, c = r + h, c + w
     return res
 

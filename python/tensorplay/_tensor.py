@@ -233,8 +233,7 @@ def clamp_max(self, max):
 def _reversed_dims(self):
     if self.dim() < 2:
         return self
-    return self._as_strided(list(reversed(self.shape)), list(reversed(self.stride())),
-                            self.storage_offset())
+    return _C.permute(self, list(range(self.dim() - 1, -1, -1)))
 
 
 Tensor.T = property(_reversed_dims, doc="The tensor with its dims reversed (2-D: transpose).")

@@ -17,7 +17,7 @@ import tensorplay_opdb as opdb
 
 NO_FORMULA_YET = {
     'logit', 'copysign', 'fmax', 'fmin', 'prod', 'diff', 'repeat_interleave', 'diag', 'diag_embed',
-    'diagflat', 'block_diag', 'msort', 'cumprod', 'unfold', 'diagonal', 'as_strided',
+    'diagflat', 'msort', 'cumprod', 'unfold', 'diagonal',
     'scatter_reduce', 'index_reduce', 'take_along_dim', 'logcumsumexp', 'quantile', 'nanquantile',
     'inner', 'einsum', 'tensordot',
     # linear algebra (LAPACK-backed)

@@ -308,8 +308,10 @@ def gen_api_source(ops):
         shown = op.entry.get("error_name", py_name(op))
         if "function" in op.variants or "method" in op.variants:
             grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
-            out.append(f"{op.ret} {op.name}({p}) " +
-                       body(f"{grad_path}return {k}({a}, OutArg::none())", "", shown))
+            call = f"return {k}({a}, OutArg::none())"
+            if "view" in op.entry.get("tags", []):  # Note [Views and in-place writes]
+                call = f"Tensor r = {k}({a}, OutArg::none()); autograd::note_view(r, self); return r"
+            out.append(f"{op.ret} {op.name}({p}) " + body(f"{grad_path}{call}", "", shown))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""

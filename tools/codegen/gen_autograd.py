@@ -11,13 +11,16 @@ Absent: backward through the op raises NotImplementedError.
 
 Names a formula may use: `grad` (gradient of the first output), `grads[i]`, `result`
 (the output) or the names of a tuple's outputs, every argument by name (tensors are
-saved, with a version check), `<tensor>_sizes`, `<tensor>_dtype`, `<tensor>_dim`, and
+saved, with a version check), `<tensor>_sizes`, `_strides`, `_storage_offset`, `_dtype`,
+`_dim`, and
 for Tensor[] arguments `<list>_sizes` (a vector of sizes). A formula for a Tensor[]
 argument returns a variable_list.
 """
 import re
 
 SAVED_ATTRS = {"sizes": ("DimVector", "DimVector({a}.sizes().data(), {a}.sizes().size())"),
+               "strides": ("DimVector", "DimVector({a}.strides().data(), {a}.strides().size())"),
+               "storage_offset": ("int64_t", "{a}.storage_offset()"),
                "dtype": ("DType", "{a}.dtype()"),
                "dim": ("int64_t", "{a}.dim()")}
 VALUE_TYPES = {"Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
@@ -226,7 +229,7 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant):
     outs = op.returns if len(op.returns) > 1 else ["result"]
     if inplace:
         lines.append(f"  {{ GradModeGuard no_grad(false); {kernel_call}; }}")
-        lines.append(f"  set_history(self, {node});")
+        lines.append(f"  rebase_history(self, {node});")
         lines.append("  [[maybe_unused]] const Tensor& result = self;")
     elif len(outs) == 1:
         lines.append("  Tensor result;")
