@@ -83,6 +83,7 @@ struct ReadyOrder {
 
 /// Runs a node's hooks and apply; returns its gradients for its next edges.
 variable_list call_node(Node& node, variable_list inputs, bool create_graph) {
+  GradModeGuard mode(create_graph);  // hooks too run in the backward's grad mode, as in PyTorch
   for (auto& [id, slot, hook] : node.tensor_pre_hooks_) {
     Tensor r = hook(inputs[slot]);
     if (r.defined()) inputs[slot] = r;
@@ -105,15 +106,12 @@ variable_list call_node(Node& node, variable_list inputs, bool create_graph) {
   }
   variable_list grad_inputs_copy = node.post_hooks_.empty() ? variable_list() : inputs;
   variable_list outputs;
-  {
-    GradModeGuard mode(create_graph);
-    try {
-      outputs = node.apply(std::move(inputs));
-    } catch (Error& e) {
-      if (g_anomaly && !node.forward_trace_.empty())
-        e.append_note("\nTraceback of forward call that caused the error:\n" + node.forward_trace_);
-      throw;
-    }
+  try {
+    outputs = node.apply(std::move(inputs));
+  } catch (Error& e) {
+    if (g_anomaly && !node.forward_trace_.empty())
+      e.append_note("\nTraceback of forward call that caused the error:\n" + node.forward_trace_);
+    throw;
   }
   if (dynamic_cast<AccumulateGrad*>(&node)) return outputs;
   validate_outputs(node, outputs);

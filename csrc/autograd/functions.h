@@ -12,7 +12,7 @@ namespace tp::autograd {
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(Tensor variable);
-  std::string name() const override { return "AccumulateGrad"; }
+  std::string name() const override { return "tensorplay::autograd::AccumulateGrad"; }
   variable_list apply(variable_list&& grads) override;
   const Tensor& variable() const { return variable_; }
 
@@ -56,7 +56,7 @@ class CopySlices final : public Node {
  public:
   CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn)
       : base_(base), view_(view), fn_(std::move(fn)) {}
-  std::string name() const override { return "CopySlices"; }
+  std::string name() const override { return "tensorplay::autograd::CopySlices"; }
   variable_list apply(variable_list&& grads) override;
   void release_variables() override { fn_->release_variables(); }
 

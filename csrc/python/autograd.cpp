@@ -140,9 +140,9 @@ nb::object next_functions(Node& n) {
   return nb::tuple(l);
 }
 
-variable_list run_backward(const std::vector<Tensor>& tensors, nb::handle grads, bool keep_graph,
-                           bool create_graph, const std::vector<Tensor>& inputs,
-                           bool accumulate_grad) {
+/// The gradients flowing into `inputs` (None where none does).
+nb::list run_backward(const std::vector<Tensor>& tensors, nb::handle grads, bool keep_graph,
+                      bool create_graph, const std::vector<Tensor>& inputs, bool accumulate_grad) {
   std::vector<autograd::Edge> roots;
   variable_list seeds;
   size_t i = 0;
@@ -160,8 +160,11 @@ variable_list run_backward(const std::vector<Tensor>& tensors, nb::handle grads,
     TP_CHECK(edge.valid(), "One of the differentiated Tensors does not require grad");
     input_edges.push_back(edge);
   }
-  return autograd::run_backward(roots, std::move(seeds), keep_graph, create_graph, input_edges,
-                                accumulate_grad, inputs);
+  variable_list result = autograd::run_backward(roots, std::move(seeds), keep_graph, create_graph,
+                                                input_edges, accumulate_grad, inputs);
+  nb::list out;
+  for (const Tensor& g : result) out.append(tensor_or_none(g));
+  return out;
 }
 
 }  // namespace
@@ -205,7 +208,8 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         auto fn = autograd::grad_fn(t);
         return fn ? nb::cast(fn) : nb::none();
       })
-      .def_prop_rw("grad", [](const Tensor& t) { return tensor_or_none(get_grad(t)); }, &set_grad)
+      .def("_get_grad", [](const Tensor& t) { return tensor_or_none(get_grad(t)); })
+      .def("_set_grad", &set_grad, nb::arg("value").none())
       .def_prop_ro("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
       .def_prop_ro("output_nr", [](const Tensor& t) {
         auto* m = autograd::meta(t);

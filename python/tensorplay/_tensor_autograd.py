@@ -24,6 +24,8 @@ def register_post_accumulate_grad_hook(self, hook):
     return RemovableHandle(self, self._register_post_accumulate_grad_hook(hook))
 
 
+Tensor.grad = property(Tensor._get_grad, Tensor._set_grad,
+                       doc="The accumulated gradient (None until a backward reaches this leaf).")
 Tensor.backward = backward
 Tensor.register_hook = register_hook
 Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

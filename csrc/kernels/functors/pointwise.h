@@ -121,6 +121,13 @@ template <class T> struct Neg : Base<T> {
   using Base<T>::Base;
   T operator()(T x) const { return T(-x); }
 };
+template <class T> struct Relu : Base<T> {
+  using Base<T>::Base;
+  T operator()(T x) const {  // NaN stays NaN, as PyTorch's relu
+    if constexpr (kFloat<T>) return x < T(0) ? T(0) : x;
+    else return x > T(0) ? x : T(0);
+  }
+};
 template <class T> struct Abs : Base<T> {
   using Base<T>::Base;
   T operator()(T x) const {

@@ -181,9 +181,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_grads(*args):
         ins, gos = args[:n], args[n:]
-        outs = [o for o in _diff_outputs(_outputs(func, ins)) if o.requires_grad]
-        grads = autograd.grad(outs, [ins[i] for i in diff_idx], gos, create_graph=True,
-                              allow_unused=True)
+        with autograd.enable_grad():  # also inside gradcheck's finite differences
+            outs = [o for o in _diff_outputs(_outputs(func, ins)) if o.requires_grad]
+            grads = autograd.grad(outs, [ins[i] for i in diff_idx], gos, create_graph=True,
+                                  allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_grads, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,

@@ -448,6 +448,7 @@ unary('neg', NO_BOOL, operator=operator.neg,
       errors=_errors(_err(_t([True, False], 'bool')),
                      _err(_t([True, False], 'bool'), form='operator')))
 unary('abs', NO_BOOL, operator=abs)
+unary('relu', NO_BOOL, inplace=True, out=False)
 unary('sign', extras=(-2.5,))
 unary('sgn', extras=(-2.5,))
 unary('square')
