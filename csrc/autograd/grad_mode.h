@@ -1,4 +1,5 @@
 #pragma once
+#include "core/tensor_impl.h"
 // Thread-local grad mode and inference mode (tp.no_grad, tp.enable_grad, tp.inference_mode).
 
 namespace tp::autograd {
@@ -7,9 +8,8 @@ namespace tp::autograd {
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
 
-/// Whether this thread is inside tp.inference_mode() (new tensors are inference tensors).
-bool inference_mode_enabled();
-void set_inference_mode_enabled(bool enabled);
+using tp::inference_mode_enabled;  // core/tensor_impl.h: the mode marks the tensors it makes
+using tp::set_inference_mode_enabled;
 
 /// Sets grad mode for a scope and restores the previous one.
 class GradModeGuard {

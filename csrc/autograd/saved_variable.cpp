@@ -10,6 +10,11 @@ namespace tp::autograd {
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
+  TP_CHECK(!t.impl()->is_inference() || inference_mode_enabled(),
+           "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+           "inference mode in computation tracked by autograd. To work around this, you can make "
+           "a clone to get a normal tensor and use it in autograd, or use `tensorplay.no_grad()` "
+           "instead of `tensorplay.inference_mode()`.");
   defined_ = true;
   version_ = t.impl()->version();
   requires_grad_ = t.requires_grad();

@@ -75,6 +75,13 @@ Tensor detached(const Tensor& t) {
                    DimVector(t.strides().data(), t.strides().size()), t.storage_offset());
 }
 
+void check_inference_inplace(const Tensor& t) {
+  TP_CHECK(!t.impl()->is_inference() || inference_mode_enabled(),
+           "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+           "clone to get a normal tensor before doing inplace update.See "
+           "https://github.com/pytorch/rfcs/pull/17 for more details.");
+}
+
 void set_view_base(const Tensor& view, const Tensor& base) {
   AutogradMeta& m = meta_or_create(view);
   AutogradMeta* bm = meta(base);

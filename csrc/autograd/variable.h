@@ -30,8 +30,6 @@ struct AutogradMeta final : AutogradMetaBase {
   Tensor base_;
   bool is_view_ = false;
   uint32_t view_version_ = 0;
-  /// Inference tensors (made in inference_mode) refuse autograd use outside it.
-  bool is_inference_ = false;
 };
 
 /// The tensor's AutogradMeta, or null.
@@ -53,8 +51,10 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn);
 void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
 /// Records that `view` (a view op's result) views `base`, while grad mode is on.
 void note_view(const Tensor& view, const Tensor& base);
-/// An alias of t's memory with no autograd state (Tensor.detached()).
+/// An alias of t's memory with no autograd state (Tensor.detach()).
 Tensor detached(const Tensor& t);
+/// In-place writes into inference tensors are refused outside inference_mode.
+void check_inference_inplace(const Tensor& t);
 /// Marks `view` (a result of a view op) as a view of `base`'s autograd base.
 void set_view_base(const Tensor& view, const Tensor& base);
 /// Checks an in-place write to `t` is allowed (not a leaf that requires grad, nor a view

@@ -30,10 +30,17 @@ int64_t checked_numel(IntArrayRef sizes, const char* op) {
   return n;
 }
 
+namespace {
+thread_local bool t_inference_mode = false;
+}  // namespace
+
+bool inference_mode_enabled() { return t_inference_mode; }
+void set_inference_mode_enabled(bool enabled) { t_inference_mode = enabled; }
+
 TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, DType dtype, DimVector sizes,
                        DimVector strides, int64_t offset)
     : storage_(std::move(storage)), sizes_(std::move(sizes)), strides_(std::move(strides)),
-      offset_(offset), dtype_(dtype) {
+      offset_(offset), dtype_(dtype), inference_(t_inference_mode) {
   refresh();
 }
 
@@ -105,7 +112,7 @@ Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype,
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
   auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
                                          std::move(strides), offset);
-  impl->set_requires_grad(base.impl()->requires_grad());
+  if (base.impl()->is_inference()) impl->set_inference(true);
   return Tensor(std::move(impl));
 }
 

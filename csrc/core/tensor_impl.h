@@ -20,6 +20,11 @@ DimVector contiguous_strides(IntArrayRef sizes);
 /// Product of sizes; raises if it overflows int64.
 int64_t checked_numel(IntArrayRef sizes, const char* op);
 
+/// Whether this thread is inside tp.inference_mode(): tensors made now are inference
+/// tensors (autograd refuses them outside the mode).
+bool inference_mode_enabled();
+void set_inference_mode_enabled(bool enabled);
+
 /// What autograd keeps per tensor (grad, grad_fn, hooks); defined by csrc/autograd, which
 /// core does not depend on. Absent on tensors that never took part in autograd.
 struct AutogradMetaBase {
@@ -60,6 +65,9 @@ class TensorImpl : public RefCounted {
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool r) { requires_grad_ = r; }
   AutogradMetaBase* autograd_meta() const { return autograd_meta_.get(); }
+  /// Made inside inference_mode (or a view of such a tensor).
+  bool is_inference() const { return inference_; }
+  void set_inference(bool i) { inference_ = i; }
   void set_autograd_meta(std::unique_ptr<AutogradMetaBase> m) { autograd_meta_ = std::move(m); }
   /// Python numbers turned into 0-dim tensors promote as "wrapped numbers".
   bool is_wrapped_number() const { return wrapped_number_; }
@@ -78,6 +86,7 @@ class TensorImpl : public RefCounted {
   bool contiguous_ = true;
   bool requires_grad_ = false;
   bool wrapped_number_ = false;
+  bool inference_ = false;
 };
 
 /// A handle to a TensorImpl; copying shares the tensor (as in Python).

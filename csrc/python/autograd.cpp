@@ -211,6 +211,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("_get_grad", [](const Tensor& t) { return tensor_or_none(get_grad(t)); })
       .def("_set_grad", &set_grad, nb::arg("value").none())
       .def_prop_ro("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
+      .def("is_inference", [](const Tensor& t) { return t.impl()->is_inference(); })
       .def_prop_ro("output_nr", [](const Tensor& t) {
         auto* m = autograd::meta(t);
         return m ? m->output_nr_ : 0u;

@@ -97,6 +97,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
                    [](Tensor& t, bool r) {
                      TP_CHECK(!r || is_floating(t.dtype()),
                               "only Tensors of floating point and complex dtype can require gradients");
+                     TP_CHECK(!r || !t.impl()->is_inference() || inference_mode_enabled(),
+                              "Setting requires_grad=True on inference tensor outside "
+                              "InferenceMode is not allowed.");
                      if (!autograd::is_leaf(t)) {
                        TP_CHECK(r, "you can only change requires_grad flags of leaf variables. If "
                                 "you want to use a computed variable in a subgraph that doesn't "

@@ -220,8 +220,24 @@ def test_inference_mode():
         x = leaf(lib, [1.0])
         with lib.inference_mode():
             y = x * 2
+            z = lib.ones(2)
             assert lib.is_inference_mode_enabled() and not lib.is_grad_enabled()
         assert not y.requires_grad and lib.is_grad_enabled()
+        assert z.is_inference() and z[0:1].is_inference() and not (z + 1).is_inference()
+        assert not x.is_inference()
+        with pytest.raises(RuntimeError, match='Inplace update to inference tensor outside InferenceMode'):
+            z.add_(1)
+        with pytest.raises(RuntimeError, match='Setting requires_grad=True on inference tensor'):
+            z.requires_grad_()
+        with pytest.raises(RuntimeError, match='Inference tensors cannot be saved for backward'):
+            lib.ones(2, requires_grad=True) * z
+        with lib.inference_mode():
+            z.add_(1)  # fine inside the mode
+
+        @lib.inference_mode()
+        def f():
+            return lib.ones(1)
+        assert f().is_inference()
 
 
 # ------------------------------------------------------------------ saved tensors, in place

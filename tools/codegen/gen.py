@@ -316,7 +316,8 @@ def gen_api_source(ops):
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""
             out.append(f"Tensor& {op.name}_({ip}) " +
-                       body(f"{grad_path}{k}({a}, OutArg{{&self, true}})", "return self;", shown + "_"))
+                       body(f"autograd::check_inference_inplace(self); {grad_path}"
+                            f"{k}({a}, OutArg{{&self, true}})", "return self;", shown + "_"))
         if "out" in op.variants and len(op.returns) == 1:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
                        body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", shown))
