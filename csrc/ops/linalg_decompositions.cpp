@@ -225,15 +225,11 @@ std::tuple<Tensor, Tensor> slogdet_composite(const Tensor& self, OutArg) {
 }
 
 Tensor logdet_composite(const Tensor& self, OutArg) {
-  auto [sign, logabs] = linalg_slogdet_impl(self, OutArg::none());
-  dispatch_float(self.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* s = sign.data<T>();
-    T* l = logabs.data<T>();
-    for (int64_t i = 0; i < logabs.numel(); ++i)
-      if (s[i] < 0) l[i] = std::numeric_limits<T>::quiet_NaN();
-  });
-  return logabs;
+  // log|det| where the determinant is not negative, NaN where it is (as PyTorch).
+  auto [sign, logabs] = linalg_slogdet(self);
+  Tensor negative = lt(sign, zeros(IntArrayRef(), sign.dtype()));
+  return where(negative, full(IntArrayRef(), std::numeric_limits<double>::quiet_NaN(), logabs.dtype()),
+               logabs);
 }
 
 std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors, OutArg) {

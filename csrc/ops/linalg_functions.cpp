@@ -64,18 +64,6 @@ void check_rank_input(const Tensor& A) {
            "This function doesn't handle types other than float and double");
 }
 
-/// C = A @ B for same-batch (..., m, k) and (..., k, n) tensors; a new contiguous tensor.
-Tensor batched_mm(const Tensor& A, const Tensor& B) {
-  Tensor a = contiguous(A), b = contiguous(B);
-  DimVector batch = batch_of(a);
-  int64_t m = rows(a), k = cols(a), n = cols(b), nb = count(batch);
-  Tensor c = empty_tensor(with_tail(batch, {m, n}), a.dtype());
-  if (c.numel())
-    blas::gemm_batched(a.dtype(), nb, m, n, k, 1.0, {a.data_ptr(), k, 1}, m * k,
-                       {b.data_ptr(), n, 1}, k * n, 0.0, c.data_ptr(), n, m * n);
-  return c;
-}
-
 }  // namespace
 
 Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
@@ -166,11 +154,11 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
            " by ", cols(A), " matrices");
   int64_t size = rows(A);
-  if (n == 0) {
-    Tensor res = empty_tensor(A.sizes(), A.dtype());
-    copy_(res, expand(eye(size, std::nullopt, A.dtype()), A.sizes()));
-    return finish_out(out, res);
+  if (n == 0) {  // the identity; where() keeps A's history (a zero gradient), as PyTorch
+    Tensor res = where(zeros(IntArrayRef(), DType::Bool), A, eye(size, std::nullopt, A.dtype()));
+    return finish_out(out, contiguous(res));
   }
+  // Written with tp::matmul / linalg_inv, which record their own gradients.
   Tensor base = n < 0 ? linalg_inv(A) : A;
   uint64_t p = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
   if (p == 1) return finish_out(out, n < 0 ? base : clone(base));
@@ -179,8 +167,8 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
   // z runs through base^(2^i); the result gathers the z of each set bit of p.
   Tensor z, res;
   while (p) {
-    z = z.defined() ? batched_mm(z, z) : base;
-    if (p & 1) res = res.defined() ? batched_mm(res, z) : clone(z);
+    z = z.defined() ? matmul(z, z) : base;
+    if (p & 1) res = res.defined() ? matmul(res, z) : z;
     p >>= 1;
   }
   return finish_out(out, res);

@@ -1,6 +1,6 @@
 // Vector and matrix norms behind tp.linalg.vector_norm / matrix_norm / norm (and the
 // legacy tp.norm, whose Python glue picks one of them). Composites of reductions.
-// Matrix norms that need singular values (ord 2, -2, 'nuc') wait for linalg.svd.
+// Matrix norms ord 2, -2 and 'nuc' reduce the singular values (linalg.svdvals).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -79,13 +79,28 @@ std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& self, IntA
   return {d0, d1};
 }
 
+/// The spectral norm (`ord` 2), the smallest singular value (-2) or the nuclear norm
+/// ('nuc': ord 0 here) of the matrices in dims (d0, d1), from linalg.svdvals.
+Tensor singular_value_norm(const Tensor& self, int ord, int64_t d0, int64_t d1, bool keepdim,
+                           const std::optional<DType>& dtype) {
+  Tensor A = _to_dtype(self, norm_result_dtype("linalg.matrix_norm", self, dtype));
+  int64_t src[2] = {d0, d1}, dst[2] = {-2, -1};
+  Tensor S = linalg_svdvals(movedim(A, IntArrayRef(src, 2), IntArrayRef(dst, 2)));
+  int64_t last = -1;
+  // an empty matrix has norm 0 (its sum); its smallest singular value raises, as PyTorch
+  Tensor r = ord == 0 || (ord > 0 && S.size(S.dim() - 1) == 0) ? sum(S, IntArrayRef(&last, 1))
+             : ord > 0                                ? amax(S, IntArrayRef(&last, 1))
+                                                      : amin(S, IntArrayRef(&last, 1));
+  if (!keepdim) return r;
+  return unsqueeze(unsqueeze(r, std::min(d0, d1)), std::max(d0, d1));
+}
+
 Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
                    const std::optional<DType>& dtype) {
   const char* op = "linalg.matrix_norm";
   auto [d0, d1] = matrix_dims(op, self, dim);
   check_floating_input(op, self);
-  TP_CHECK_KIND(ErrorKind::NotImplemented, std::abs(p) != 2, op, ": ord=", p, " needs the singular values "
-                "(linalg.svd), which TensorPlay does not have yet");
+  if (std::abs(p) == 2) return singular_value_norm(self, p > 0 ? 1 : -1, d0, d1, keepdim, dtype);
   TP_CHECK(std::abs(p) == 1 || std::abs(p) == kInf, op, ": Order ", p, " not supported.");
   if (std::abs(p) == kInf) std::swap(d0, d1);  // the inf-norm is the 1-norm of the transpose
   // column sums of |A| (over d0), then their max or min over d1
@@ -106,9 +121,11 @@ Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
 Tensor matrix_norm_named(const Tensor& self, const std::string& ord, IntArrayRef dim, bool keepdim,
                          const std::optional<DType>& dtype) {
   const char* op = "linalg.matrix_norm";
-  matrix_dims(op, self, dim);
-  TP_CHECK_KIND(ErrorKind::NotImplemented, ord != "nuc", op, ": ord='nuc' needs the singular values "
-                "(linalg.svd), which TensorPlay does not have yet");
+  auto [d0, d1] = matrix_dims(op, self, dim);
+  if (ord == "nuc") {
+    check_floating_input(op, self);
+    return singular_value_norm(self, 0, d0, d1, keepdim, dtype);
+  }
   TP_CHECK(ord == "fro", op, ": Order ", ord, " not supported.");
   return linalg_vector_norm(self, Scalar(2.0), dim, keepdim, dtype);
 }

@@ -256,3 +256,138 @@ def test_non_finite_inputs_like_torch():
                            torch.linalg.matrix_exp(a).isnan())
     with pytest.raises(tp.linalg.LinAlgError):
         tp.linalg.eigvalsh(to_tp(nan))
+
+
+# ---- gradients of the decompositions with non-unique signs: losses that do not depend on
+# the signs of singular vectors / eigenvectors / Q's columns, compared with torch's.
+GRAD_SHAPES = [(5, 3), (3, 5), (4, 4), (2, 4, 3), (2, 3, 4)]
+
+
+def _weights(shapes, seed):
+    return [rand(s, torch.float64, seed=seed + i) for i, s in enumerate(shapes)]
+
+
+def _grad_both(fn_torch, fn_tp, a):
+    ta = a.clone().requires_grad_()
+    (expected,) = torch.autograd.grad(fn_torch(torch, ta), ta)
+    pa = to_tp(a).requires_grad_()
+    (actual,) = tp.autograd.grad(fn_tp(tp, pa), pa)
+    torch.testing.assert_close(to_torch(actual), expected, rtol=1e-7, atol=1e-9)
+
+
+def _svd_loss(lib, a, full_matrices, weights, w_tp):
+    U, S, Vh = lib.linalg.svd(a, full_matrices=full_matrices)
+    k = S.shape[-1]
+    U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)  # full_matrices: the extra ones are arbitrary
+    w = weights if lib is torch else w_tp
+    return (((U * S.unsqueeze(-2)) @ Vh) * w[0]).sum() + (U * U * w[1]).sum() \
+        + (Vh * Vh * w[2]).sum() + (S * w[3]).sum()
+
+
+@pytest.mark.parametrize('full_matrices', [False, True])
+@pytest.mark.parametrize('shape', GRAD_SHAPES)
+def test_svd_gradient_gauge_invariant_loss(shape, full_matrices):
+    a = rand(shape, torch.float64)
+    m, n = shape[-2:]
+    k = min(m, n)
+    w = _weights([shape, shape[:-1] + (k,), shape[:-2] + (k, n), shape[:-2] + (k,)], seed=1)
+    w_tp = [to_tp(x) for x in w]
+    _grad_both(lambda lib, x: _svd_loss(lib, x, full_matrices, w, w_tp),
+               lambda lib, x: _svd_loss(lib, x, full_matrices, w, w_tp), a)
+
+
+@pytest.mark.parametrize('uplo', ['L', 'U'])
+@pytest.mark.parametrize('shape', [(4, 4), (2, 3, 3)])
+def test_eigh_gradient_gauge_invariant_loss(shape, uplo):
+    x = rand(shape, torch.float64)
+    a = x + x.mT
+    w = _weights([shape, shape, shape[:-1]], seed=2)
+    w_tp = [to_tp(t) for t in w]
+
+    def loss(lib, A):
+        ws = w if lib is torch else w_tp
+        L, V = lib.linalg.eigh(A, UPLO=uplo)
+        recon = (V * L.unsqueeze(-2)) @ V.mT
+        return (recon * ws[0]).sum() + (V * V * ws[1]).sum() + (L * ws[2]).sum()
+
+    _grad_both(loss, loss, a)
+    _grad_both(lambda lib, A: (lib.linalg.eigvalsh(A, UPLO=uplo) * (w[2] if lib is torch else w_tp[2])).sum(),
+               lambda lib, A: (lib.linalg.eigvalsh(A, UPLO=uplo) * w_tp[2]).sum(), a)
+
+
+@pytest.mark.parametrize('mode,shape', [('reduced', (5, 3)), ('reduced', (3, 5)), ('reduced', (4, 4)),
+                                        ('reduced', (2, 4, 3)), ('complete', (3, 5)),
+                                        ('complete', (2, 4, 4))])
+def test_qr_gradient_gauge_invariant_loss(mode, shape):
+    a = rand(shape, torch.float64)
+    Q0, R0 = torch.linalg.qr(a, mode=mode)
+    w = _weights([shape, tuple(Q0.shape), tuple(R0.shape)], seed=3)
+    w_tp = [to_tp(t) for t in w]
+
+    def loss(lib, A):
+        ws = w if lib is torch else w_tp
+        Q, R = lib.linalg.qr(A, mode=mode)
+        return ((Q @ R) * ws[0]).sum() + (Q * Q * ws[1]).sum() + (R * R * ws[2]).sum()
+
+    _grad_both(loss, loss, a)
+
+
+@pytest.mark.parametrize('mode,shape', [('r', (4, 3)), ('complete', (5, 3))])
+def test_qr_gradient_unsupported_like_torch(mode, shape):
+    a = rand(shape, torch.float64)
+    ta = a.clone().requires_grad_()
+    with pytest.raises(RuntimeError):
+        torch.linalg.qr(ta, mode=mode)[1].sum().backward()
+    pa = to_tp(a).requires_grad_()
+    with pytest.raises(RuntimeError, match='linalg.qr'):
+        tp.linalg.qr(pa, mode=mode)[1].sum().backward()
+
+
+def _well_conditioned(shape, seed=0):
+    n = shape[-1]
+    return rand(shape, torch.float64, seed) + n * torch.eye(n, dtype=torch.float64)
+
+
+def _spd(shape, seed=0):
+    x = rand(shape, torch.float64, seed)
+    return x @ x.mT + shape[-1] * torch.eye(shape[-1], dtype=torch.float64)
+
+
+@pytest.mark.parametrize('name,fn,make', [
+    ('det', lambda lib, A: lib.linalg.det(A), lambda: [_well_conditioned((3, 3))]),
+    ('det batch', lambda lib, A: lib.det(A), lambda: [rand((2, 3, 3), torch.float64)]),
+    ('slogdet', lambda lib, A: lib.linalg.slogdet(A).logabsdet, lambda: [_well_conditioned((3, 3))]),
+    ('inv', lambda lib, A: lib.linalg.inv(A), lambda: [_well_conditioned((2, 3, 3))]),
+    ('inv_ex', lambda lib, A: lib.linalg.inv_ex(A).inverse, lambda: [_well_conditioned((3, 3))]),
+    ('solve', lambda lib, A, B: lib.linalg.solve(A, B),
+     lambda: [_well_conditioned((3, 3)), rand((3, 2), torch.float64, 1)]),
+    ('solve right', lambda lib, A, B: lib.linalg.solve(A, B, left=False),
+     lambda: [_well_conditioned((2, 3, 3)), rand((2, 2, 3), torch.float64, 1)]),
+    ('solve vector', lambda lib, A, B: lib.linalg.solve(A, B),
+     lambda: [_well_conditioned((3, 3)), rand((3,), torch.float64, 1)]),
+    ('cholesky', lambda lib, A: lib.linalg.cholesky((A + A.mT) / 2), lambda: [_spd((3, 3))]),
+    ('cholesky upper', lambda lib, A: lib.linalg.cholesky((A + A.mT) / 2, upper=True),
+     lambda: [_spd((2, 3, 3))]),
+    ('matrix_exp', lambda lib, A: lib.linalg.matrix_exp(A), lambda: [rand((3, 3), torch.float64)]),
+])
+def test_double_backward(name, fn, make):
+    """gradcheck of the first derivative, then the second derivative (the gradient of
+    <d f(x)/dx [v], w>, with create_graph=True) against torch's."""
+    values = make()
+    inputs = tuple(to_tp(t).requires_grad_() for t in values)
+    assert tp.autograd.gradcheck(lambda *xs: fn(tp, *xs), inputs), name
+
+    def second(lib, xs, v, w):
+        out = fn(lib, *xs)
+        firsts = lib.autograd.grad(out, xs, v, create_graph=True)
+        inner = sum((g * wi).sum() for g, wi in zip(firsts, w))
+        return lib.autograd.grad(inner, xs)
+
+    t_inputs = tuple(t.clone().requires_grad_() for t in values)
+    t_out = fn(torch, *t_inputs)
+    v = rand((t_out.numel(),), torch.float64, seed=7).reshape(t_out.shape)
+    w = [rand(tuple(t.shape), torch.float64, seed=8 + i) for i, t in enumerate(values)]
+    expected = second(torch, t_inputs, v, w)
+    actual = second(tp, inputs, to_tp(v).reshape(tuple(v.shape)), [to_tp(x) for x in w])
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(to_torch(a), e, rtol=1e-7, atol=1e-9)

@@ -23,12 +23,22 @@ def test_tie_indices_match_torch(n, with_nan):
 
 
 @pytest.mark.parametrize('call', [
-    lambda x: tp.linalg.matrix_norm(x, 2), lambda x: tp.linalg.matrix_norm(x, -2),
-    lambda x: tp.linalg.matrix_norm(x, 'nuc'), lambda x: tp.linalg.norm(x, 'nuc'),
-    lambda x: tp.linalg.norm(x, 2), lambda x: tp.norm(x, 'nuc'), lambda x: x.norm('nuc')])
-def test_svd_norms_not_implemented(call):
-    with pytest.raises(NotImplementedError, match='svd'):
-        call(tp.ones(3, 3))
+    lambda lib, x: lib.linalg.matrix_norm(x, 2), lambda lib, x: lib.linalg.matrix_norm(x, -2),
+    lambda lib, x: lib.linalg.matrix_norm(x, 'nuc'), lambda lib, x: lib.linalg.norm(x, 'nuc'),
+    lambda lib, x: lib.linalg.norm(x, 2), lambda lib, x: lib.norm(x, 'nuc'),
+    lambda lib, x: x.norm('nuc'), lambda lib, x: lib.linalg.matrix_norm(x, 2, dim=(1, 0), keepdim=True)])
+def test_svd_norms_match_torch_with_gradients(call):
+    """The singular-value norms (ord 2, -2, 'nuc') and their gradients, as torch's."""
+    x = torch.rand(4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    tx = x.clone().requires_grad_()
+    expected = call(torch, tx)
+    (g_expected,) = torch.autograd.grad(expected.sum(), tx)
+    px = tp.from_numpy(x.numpy().copy()).requires_grad_()
+    actual = call(tp, px)
+    (g_actual,) = tp.autograd.grad(actual.sum(), px)
+    assert tuple(actual.shape) == tuple(expected.shape)
+    torch.testing.assert_close(torch.from_numpy(np.array(actual.detach().numpy())), expected.detach())
+    torch.testing.assert_close(torch.from_numpy(np.array(g_actual.numpy())), g_expected)
 
 
 @pytest.mark.parametrize('name', ['quantile', 'nanquantile'])

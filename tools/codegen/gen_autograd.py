@@ -8,6 +8,8 @@ from autograd/formula_helpers.h) or one of the words:
   non_differentiable the outputs never require grad
 Absent: backward through the op raises NotImplementedError.
 `node:` overrides the node's name where PyTorch's differs (_to_dtype -> ToCopyBackward0).
+`output_differentiability:` (a list of booleans, one per output) marks the outputs that
+never require grad although floating (lstsq's singular_values), as PyTorch's key does.
 
 Names a formula may use: `grad` (gradient of the first output), `grads[i]`, `result`
 (the output) or the names of a tuple's outputs, every argument by name (tensors are
@@ -238,9 +240,11 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant):
     else:
         lines.append(f"  {op.ret} res;")
         lines.append(f"  {{ GradModeGuard no_grad(false); res = {kernel_call}; }}")
+        differentiable = op.entry.get("output_differentiability", [True] * len(outs))
         for i, r in enumerate(outs):
-            lines.append(f"  const Tensor& {r} = std::get<{i}>(res);")
-            lines.append(f"  if (is_floating({r}.dtype())) set_history({r}, {node});")
+            if differentiable[i]:
+                lines.append(f"  const Tensor& {r} = std::get<{i}>(res);")
+                lines.append(f"  if (is_floating({r}.dtype())) set_history({r}, {node});")
     for i, r in spec.saved_outputs if mode(op) == "formulas" else []:
         lines.append(f"  {node}->{r}_ = SavedVariable({r}, true);")
     if "view" in op.entry.get("tags", []) and not inplace:

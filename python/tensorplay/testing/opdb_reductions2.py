@@ -288,11 +288,30 @@ def _matrix_norm_samples(op, mk):
         yield db.Sample((mk((0, 3)), o))
     yield db.Sample((mk((3, 0)), 1))
     yield db.Sample((mk((2, 3, 0)), -INF))
+    yield from _svd_norm_samples(mk)
+
+
+SVD_FLOATS = ('float32', 'float64')  # torch has no half-precision SVD on the CPU
+
+
+def _svd_norm_samples(mk):
+    """matrix_norm's singular-value orders (2, -2, 'nuc') over dims, with keepdim/dtype."""
+    if mk.dtype not in SVD_FLOATS:
+        return
+    x = mk((3, 4, 5))
+    for o in (2, -2, 'nuc'):
+        yield db.Sample((x, o))
+        yield db.Sample((x, o, (0, 2), True))
+        yield db.Sample((mk((4, 3)),), {'ord': o, 'dim': (-1, -2)}, layout='transposed')
+    yield db.Sample((mk((4, 4)), 2), {'dtype': torch.float64})
+    yield db.Sample((mk((0, 3)), 'nuc'))
+    yield db.Sample((mk((2, 3, 0)), 2))
 
 
 MATRIX_ERRORS = [db._err(E23, 3), db._err(E23, 'foo'), db._err(torch.ones(3), 1),
                  db._err(E23, 1, (0, 0)), db._err(E23, 1, (0, 1, 1)),
-                 db._err(torch.arange(4).reshape(2, 2), 1), db._err(torch.ones(3, 0), -1, exc=IndexError)]
+                 db._err(torch.arange(4).reshape(2, 2), 1), db._err(torch.ones(3, 0), -1, exc=IndexError),
+                 db._err(torch.ones(3, 0), -2, exc=IndexError)]
 db.register(db.OpInfo('linalg.matrix_norm', _matrix_norm_samples, db.FLOATS, method=False, out=True,
                       coverage=('empty', 'noncontig'), tol=NORM_TOL, message_names=('matrix_norm', 'amin'),
                       errors=db._errors(*MATRIX_ERRORS)))
@@ -312,6 +331,10 @@ def _linalg_norm_samples(op, mk):
     for o in (0, 1, 2, 0.5, INF):
         yield db.Sample((mk((6,)), o))
     yield db.Sample((m,), {'ord': -1, 'dim': 0, 'dtype': torch.float64})
+    if mk.dtype in SVD_FLOATS:
+        for o in (2, -2, 'nuc'):
+            yield db.Sample((m, o))
+            yield db.Sample((mk((3, 4, 5)), o, (2, 0), True))
     yield db.Sample((mk(()),))
     yield db.Sample((mk((0, 3)),))
 
@@ -334,6 +357,10 @@ def _norm_samples(op, mk):
     yield db.Sample((mk((4, 5)), 'fro', 1))
     yield db.Sample((mk((4, 5)),), {'p': 0.5, 'dtype': torch.float64})
     yield db.Sample((mk((4, 5)), -INF))
+    if mk.dtype in SVD_FLOATS:
+        yield db.Sample((mk((4, 5)), 'nuc'))
+        yield db.Sample((mk((3, 4, 5)), 'nuc', (0, 2)))
+        yield db.Sample((mk((3, 4, 5)),), {'p': 'nuc', 'dim': (2, 1), 'keepdim': True})
     yield db.Sample((mk(()),))
     yield db.Sample((mk((0, 3)),))
 

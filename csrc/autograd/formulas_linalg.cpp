@@ -1,0 +1,217 @@
+// Backward helpers of the tp.linalg decompositions and solvers. Each is written with
+// differentiable tp:: ops (matmul, linalg_solve, linalg_svd, ...), so double backward works.
+#include "autograd/formulas_linalg.h"
+
+#include <limits>
+#include <vector>
+
+#include "autograd/formula_helpers.h"
+
+namespace tp::autograd {
+
+namespace {
+
+Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
+
+/// The size of t's k-th dim from the end (1: the last).
+int64_t size_from_end(const Tensor& t, int64_t k) { return t.size(t.dim() - k); }
+
+/// The n x n identity in t's dtype and device.
+Tensor identity(int64_t n, const Tensor& t) { return eye(n, std::nullopt, t.dtype(), t.device()); }
+
+/// v (..., n) on the diagonal of (..., n, n) matrices (diag_embed written with mul).
+Tensor diag_matrix(const Tensor& v) { return unsqueeze(v, -1) * identity(size_from_end(v, 1), v); }
+
+/// x with its last two dims' diagonal replaced by v (..., n).
+Tensor with_diagonal(const Tensor& x, const Tensor& v) {
+  Tensor I = identity(size_from_end(x, 1), x);
+  return x - x * I + diag_matrix(v);
+}
+
+/// Whether any element of a bool tensor is set.
+bool any_true(const Tensor& mask) {
+  if (mask.numel() == 0) return false;
+  Tensor a = any(mask);
+  return a.data<bool>()[0];
+}
+
+/// PyTorch's rule for a vector right-hand side of linalg.solve / lstsq: B is 1-D, or has
+/// exactly A's batch and rows.
+bool is_vector_rhs(const Tensor& A, const Tensor& B) {
+  if (B.dim() == 1) return true;
+  if (B.dim() != A.dim() - 1) return false;
+  for (int64_t d = 0; d < B.dim(); ++d)
+    if (B.size(d) != A.size(d)) return false;
+  return true;
+}
+
+/// E with E_ij = x_j - x_i off the diagonal and 1 on it (the divisor of the svd/eigh
+/// gradients; its diagonal is replaced afterwards).
+Tensor gaps(const Tensor& x) {
+  return unsqueeze(x, -2) - unsqueeze(x, -1) + identity(size_from_end(x, 1), x);
+}
+
+/// qr's gradient for rows >= cols (Q m x n, R n x n): with M = R gR^T - gQ^T Q,
+/// gA = (gQ + Q copyltu(M)) R^{-T}, copyltu mirroring M's lower triangle upwards.
+Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
+  Tensor M = matmul(R, mT(gR)) - matmul(mT(gQ), Q);
+  Tensor sym = tril(M) + mT(tril(M, -1));
+  return linalg_solve(mT(R), gQ + matmul(Q, sym), false);
+}
+
+}  // namespace
+
+Tensor det_backward(const Tensor& grad, const Tensor& A, const Tensor& det) {
+  if (A.numel() == 0) return zeros(A.sizes(), grad.dtype(), grad.device());
+  Tensor g = unsqueeze(unsqueeze(grad, -1), -1);
+  if (!any_true(eq(det, zeros_like_scalar(det))))
+    return g * unsqueeze(unsqueeze(det, -1), -1) * mT(linalg_inv(A));
+  // Some matrix is singular: the adjugate from A = U diag(s) Vh, where
+  // adj(A)^T = det(U) det(Vh) U diag(p) Vh with p_i the product of the other s_j.
+  auto [U, S, Vh] = linalg_svd(A, false);
+  int64_t n = size_from_end(S, 1);
+  Tensor I = identity(n, S);
+  Tensor others = unsqueeze(S, -2) * (1.0 - I) + I;  // row i: s with s_i replaced by 1
+  Tensor p = prod(others, -1);
+  Tensor c = unsqueeze(unsqueeze(linalg_det(U) * linalg_det(Vh), -1), -1);
+  return g * c * matmul(U * unsqueeze(p, -2), Vh);
+}
+
+Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A) {
+  if (A.numel() == 0) return zeros(A.sizes(), grad_logabsdet.dtype(), grad_logabsdet.device());
+  auto [inverse, info] = linalg_inv_ex(A);
+  Tensor singular = unsqueeze(unsqueeze(ne(info, zeros_like_scalar(info)), -1), -1);
+  Tensor inv_t = where(singular, full(IntArrayRef(), std::numeric_limits<double>::quiet_NaN(), A.dtype()),
+                       mT(inverse));
+  return unsqueeze(unsqueeze(grad_logabsdet, -1), -1) * inv_t;
+}
+
+Tensor inv_backward(const Tensor& grad, const Tensor& inverse) {
+  Tensor inv_t = mT(inverse);
+  return -matmul(matmul(inv_t, grad), inv_t);
+}
+
+Tensor solve_backward(const Tensor& grad, const Tensor& A, const Tensor& B, const Tensor& X,
+                      bool left, bool for_A) {
+  Tensor gB = linalg_solve(mT(A), grad, left);
+  if (!for_A) return sum_to(gB, B.sizes());
+  Tensor gA;
+  if (is_vector_rhs(A, B))
+    gA = left ? -(unsqueeze(gB, -1) * unsqueeze(X, -2)) : -(unsqueeze(X, -1) * unsqueeze(gB, -2));
+  else
+    gA = left ? -matmul(gB, mT(X)) : -matmul(mT(X), gB);
+  return sum_to(gA, A.sizes());
+}
+
+Tensor cholesky_backward(const Tensor& grad, const Tensor& L, bool upper) {
+  Tensor lower = upper ? mT(L) : L;
+  Tensor g = upper ? mT(grad) : grad;
+  Tensor phi = tril(matmul(mT(lower), g));
+  phi = phi - 0.5 * phi * identity(size_from_end(L, 1), L);
+  Tensor inv = linalg_inv(lower);
+  Tensor gA = matmul(matmul(mT(inv), phi), inv);
+  return 0.5 * (gA + mT(gA));
+}
+
+Tensor qr_backward(const Tensor& grad_Q, const Tensor& grad_R, const Tensor& Q, const Tensor& R,
+                   const std::string& mode) {
+  TP_CHECK(mode != "r", "linalg.qr: The derivative of linalg.qr depends on Q, which is not "
+           "computed when mode='r'. Please use linalg.qr(A, mode='reduced') if you are going "
+           "to differentiate through linalg.qr.");
+  int64_t m = size_from_end(Q, 2), n = size_from_end(R, 1);
+  TP_CHECK(!(mode == "complete" && m > n), "linalg.qr: The QR decomposition is not "
+           "differentiable when mode='complete' and nrows > ncols.");
+  if (m >= n) return qr_backward_tall(grad_Q, grad_R, Q, R);
+  // A = [X | Y] with X = Q U square and Y = Q V: Y's part flows through Q as well.
+  Tensor U = narrow(R, -1, 0, m), V = narrow(R, -1, m, n - m);
+  Tensor gU = narrow(grad_R, -1, 0, m), gV = narrow(grad_R, -1, m, n - m);
+  Tensor gX = qr_backward_tall(grad_Q + matmul(matmul(Q, V), mT(gV)), gU, Q, U);
+  Tensor gY = matmul(Q, gV);
+  return cat(std::vector<Tensor>{gX, gY}, -1);
+}
+
+Tensor svd_backward(const Tensor& grad_U, const Tensor& grad_S, const Tensor& grad_Vh,
+                    const Tensor& U, const Tensor& S, const Tensor& Vh, bool full_matrices) {
+  int64_t m = size_from_end(U, 2), n = size_from_end(Vh, 1), k = size_from_end(S, 1);
+  DimVector shape(U.sizes().data(), U.sizes().size());
+  shape[shape.size() - 1] = n;
+  if (k == 0) return zeros(shape, grad_S.dtype(), grad_S.device());
+  Tensor u = U, vh = Vh, gU = grad_U, gVh = grad_Vh;
+  if (full_matrices) {
+    u = narrow(U, -1, 0, k);
+    gU = narrow(grad_U, -1, 0, k);
+    vh = narrow(Vh, -2, 0, k);
+    gVh = narrow(grad_Vh, -2, 0, k);
+  }
+  Tensor UtgU = matmul(mT(u), gU), VtgV = matmul(vh, mT(gVh));
+  Tensor skewU = UtgU - mT(UtgU), skewV = VtgV - mT(VtgV);
+  Tensor E = gaps(S * S);
+  Tensor core = (skewU * unsqueeze(S, -2) + unsqueeze(S, -1) * skewV) / E + diag_matrix(grad_S);
+  if (m > n) {  // the part of gU outside U's span: (I - U U^T) gU S^{-1}
+    Tensor gUSinv = gU / unsqueeze(S, -2);
+    Tensor left = matmul(u, core) + gUSinv - matmul(u, matmul(mT(u), gUSinv));
+    return matmul(left, vh);
+  }
+  if (m < n) {  // likewise S^{-1} gVh (I - V V^T)
+    Tensor SinvgVh = gVh / unsqueeze(S, -1);
+    Tensor right = matmul(core, vh) + SinvgVh - matmul(matmul(SinvgVh, mT(vh)), vh);
+    return matmul(u, right);
+  }
+  return matmul(matmul(u, core), vh);
+}
+
+Tensor svdvals_backward(const Tensor& grad, const Tensor& A) {
+  auto [U, S, Vh] = linalg_svd(A, false);
+  return matmul(U * unsqueeze(grad, -2), Vh);
+}
+
+Tensor eigh_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L,
+                     const Tensor& V) {
+  // Only the skew part of V^T gV moves orthonormal eigenvectors; this also makes the
+  // gradient symmetric, as PyTorch's.
+  Tensor VtgV = matmul(mT(V), grad_V);
+  Tensor inner = with_diagonal((VtgV - mT(VtgV)) * 0.5 / gaps(L), grad_L);
+  return matmul(matmul(V, inner), mT(V));
+}
+
+Tensor eigvalsh_backward(const Tensor& grad, const Tensor& A, const std::string& UPLO) {
+  auto [L, V] = linalg_eigh(A, UPLO);
+  return matmul(V * unsqueeze(grad, -2), mT(V));
+}
+
+Tensor pinv_backward(const Tensor& G, const Tensor& P, const Tensor& A) {
+  Tensor Pt = mT(P), Gt = mT(G);
+  Tensor X = matmul(matmul(Gt, P), Pt);
+  Tensor Y = matmul(matmul(Pt, P), Gt);
+  return -matmul(matmul(Pt, G), Pt) + X - matmul(A, matmul(P, X)) + Y -
+         matmul(matmul(Y, P), A);
+}
+
+Tensor lstsq_backward(const Tensor& grad, const Tensor& grad_residuals, const Tensor& A,
+                      const Tensor& B, const Tensor& X, bool for_A) {
+  bool vector = is_vector_rhs(A, B);
+  Tensor gX = vector ? unsqueeze(grad, -1) : grad;
+  Tensor Bm = vector ? unsqueeze(B, -1) : B;
+  Tensor P = linalg_pinv(A);
+  Tensor g = for_A ? pinv_backward(matmul(gX, mT(Bm)), P, A) : matmul(mT(P), gX);
+  if (grad_residuals.numel() > 0) {  // residuals |A x - b|^2 at the optimum x
+    Tensor Xm = vector ? unsqueeze(X, -1) : X;
+    Tensor gr = unsqueeze(vector ? unsqueeze(grad_residuals, -1) : grad_residuals, -2);
+    Tensor R = (matmul(A, Xm) - Bm) * gr * 2.0;
+    g = for_A ? g + matmul(R, mT(Xm)) : g - R;
+  }
+  if (for_A) return sum_to(g, A.sizes());
+  if (vector) g = select(g, -1, 0);
+  return sum_to(g, B.sizes());
+}
+
+Tensor matrix_exp_backward(const Tensor& grad, const Tensor& A) {
+  int64_t n = size_from_end(A, 1);
+  Tensor At = mT(A);
+  Tensor top = cat(std::vector<Tensor>{At, grad}, -1);
+  Tensor bottom = cat(std::vector<Tensor>{zeros_like_grad(grad), At}, -1);
+  Tensor block = linalg_matrix_exp(cat(std::vector<Tensor>{top, bottom}, -2));
+  return narrow(narrow(block, -2, 0, n), -1, n, n);
+}
+
+}  // namespace tp::autograd
