@@ -11,6 +11,7 @@
 #include "autograd/record.h"
 #include "autograd/saved_variable.h"
 #include "autograd/variable.h"
+#include "autograd/formulas_more.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
 
