@@ -12,6 +12,7 @@
 #include "autograd/record.h"
 #include "autograd/saved_variable.h"
 #include "autograd/variable.h"
+#include "autograd/formulas_more.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
 
@@ -149,8 +150,8 @@ Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& b
 /// trace's gradient: grad on the diagonal of a matrix of `sizes`.
 Tensor trace_backward(const Tensor& grad, IntArrayRef sizes);
 /// as_strided's gradient: grad summed into the storage positions of the output geometry
-/// (out_*), read back at the input's (in_*). Inputs whose elements overlap are not
-/// supported by this formula (PyTorch weighs them; we raise).
+/// (out_*), read back at the input's (in_*); aliases of one storage element in an
+/// overlapping input share its gradient equally, as PyTorch does.
 Tensor as_strided_backward(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef in_strides,
                            int64_t in_offset, IntArrayRef out_sizes, IntArrayRef out_strides,
                            int64_t out_offset);

@@ -1,6 +1,7 @@
 // Backward helpers used by the derivative formulas of csrc/ops/*.yaml. Each is written
 // with differentiable ops, so create_graph=True differentiates them again.
 #include <algorithm>
+#include <vector>
 
 #include "autograd/formula_helpers.h"
 #include "ops/shape_utils.h"
@@ -371,6 +372,22 @@ int64_t storage_end(IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   return end;
 }
 
+/// Whether two elements of a strided geometry share a storage element.
+bool may_overlap(IntArrayRef sizes, IntArrayRef strides) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return false;
+    if (sizes[i] > 1) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t span = 0;  // the storage extent of the dims seen so far, minus one
+  for (size_t i : order) {
+    if (strides[i] <= span) return true;
+    span += (sizes[i] - 1) * strides[i];
+  }
+  return false;
+}
+
 }  // namespace
 
 Tensor as_strided_backward(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef in_strides,
@@ -381,14 +398,15 @@ Tensor as_strided_backward(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef
                             storage_end(out_sizes, out_strides, out_offset)) - lo;
   Tensor in_pos = storage_positions(in_sizes, in_strides, in_offset, lo, grad.device());
   Tensor out_pos = storage_positions(out_sizes, out_strides, out_offset, lo, grad.device());
-  if (in_pos.numel() > 1) {  // overlapping input elements would each take the whole sum
-    Tensor distinct = std::get<0>(_unique(in_pos, true, false, false, std::nullopt));
-    TP_CHECK_KIND(ErrorKind::NotImplemented, distinct.numel() == in_pos.numel(),
-                  "as_strided: the derivative for inputs whose elements overlap is not implemented");
+  DimVector flat{std::max<int64_t>(extent, 0)};
+  Tensor storage = index_add(zeros_for(grad, flat), 0, out_pos, reshape(grad, DimVector{-1}));
+  Tensor g = index_select(storage, 0, in_pos);
+  if (may_overlap(in_sizes, in_strides)) {  // aliases of one storage element share its gradient
+    Tensor count = index_add(zeros_for(grad, flat), 0, in_pos,
+                             ones(in_pos.sizes(), grad.dtype(), grad.device()));
+    g = g / index_select(count, 0, in_pos);
   }
-  Tensor storage = index_add(zeros_for(grad, DimVector{std::max<int64_t>(extent, 0)}), 0, out_pos,
-                             reshape(grad, DimVector{-1}));
-  return reshape(index_select(storage, 0, in_pos), in_sizes);
+  return reshape(g, in_sizes);
 }
 
 Tensor masked_grad(const Tensor& grad, const Tensor& mask) {

@@ -101,9 +101,7 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
            " but found ", dtype_scalar_name(b.dtype()));
   TP_CHECK_KIND(ErrorKind::NotImplemented, a.dtype() != DType::Bool,
                 "\"bmm\" not implemented for 'Bool'");
-  int64_t c3[3] = {B, M, N};
-  Tensor res = empty_tensor(c3, a.dtype(), a.device());
-  run_gemm(a, b, res, 1.0, 0.0);
+  Tensor res = bmm(a, b);
   // Back to the slot order: (batch, lo, ro, summed as size 1) then the inverse permutation.
   DimVector order = batch, sizes;
   append(order, lo), append(order, ro);

@@ -128,14 +128,16 @@ def block_diag(*tensors):
     dtype = mats[0].dtype
     for m in mats[1:]:
         dtype = tp.promote_types(dtype, m.dtype)
-    rows, cols = sum(m.shape[0] for m in mats), sum(m.shape[1] for m in mats)
-    res = tp.zeros((rows, cols), dtype=dtype)
-    r = c = 0
+    cols = sum(m.shape[1] for m in mats)
+    # Built with cat (not written into zeros) so that the result records autograd history.
+    rows, c = [], 0
     for m in mats:
         h, w = m.shape
-        res[r:r + h, c:c + w] = m  # empty blocks too: the result's history covers every input
-        r, c = r + h, c + w
-    return res
+        parts = [tp.zeros((h, c), dtype=dtype, device=m.device), m.to(dtype),
+                 tp.zeros((h, cols - c - w), dtype=dtype, device=m.device)]
+        rows.append(_C.cat(parts, 1))
+        c += w
+    return _C.cat(rows, 0)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):

@@ -169,6 +169,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """gradcheck of the gradient itself: the first backward is recorded
     (create_graph=True) and differentiated again, also w.r.t. the grad_outputs."""
     from tensorplay import autograd
+    from tensorplay.autograd.grad_mode import enable_grad
     inputs = _tuple(inputs)
     outputs = [o for o in _diff_outputs(_outputs(func, inputs)) if o.requires_grad]
     if grad_outputs is None:
@@ -180,8 +181,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
     def first_grads(*args):
-        ins, gos = args[:n], args[n:]
-        with autograd.enable_grad():  # also inside gradcheck's finite differences
+        # Recorded even where gradcheck evaluates under no_grad (finite differences).
+        with enable_grad():
+            ins, gos = args[:n], args[n:]
             outs = [o for o in _diff_outputs(_outputs(func, ins)) if o.requires_grad]
             grads = autograd.grad(outs, [ins[i] for i in diff_idx], gos, create_graph=True,
                                   allow_unused=True)
