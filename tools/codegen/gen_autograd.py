@@ -236,6 +236,12 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant):
     elif len(outs) == 1:
         lines.append("  Tensor result;")
         lines.append(f"  {{ GradModeGuard no_grad(false); result = {kernel_call}; }}")
+        # An op that hands back its input itself (contiguous, same-dtype conversion) records
+        # nothing, as in PyTorch: the input keeps its history.
+        same = [a.name for a in op.args if a.base == "Tensor" and not a.optional]
+        if same:
+            cond = " || ".join(f"result.is_same({n})" for n in same)
+            lines.append(f"  if ({cond}) return result;")
         lines.append(f"  if (is_floating(result.dtype())) set_history(result, {node});")
     else:
         lines.append(f"  {op.ret} res;")
