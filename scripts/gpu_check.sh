@@ -18,7 +18,8 @@ MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -
 build_rc=$?
 build_s=$(( $(date +%s) - start ))
 tail -n 5 "$log"
-python3 -m pytest tests -q -p no:cacheprovider -x -W ignore::UserWarning 2>&1 | tail -n 5 | tee -a "$log"
+python3 -m pytest tests -q -p no:cacheprovider --maxfail=50 -W ignore::UserWarning 2>&1 | grep -E "^(FAILED|ERROR)|passed|failed" | tail -n 25 | tee -a "$log"
 test_rc=${PIPESTATUS[0]}
 python3 benchmarks/bench_foundation.py --quick 2>&1 | tee -a "$log" | tail -n 20
+python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
 echo "== gpu_check: build rc=$build_rc (${build_s}s), tests rc=$test_rc"
