@@ -281,16 +281,15 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
 }
 
 /// The tensor an op that updates a copy of self writes into: self (in place), `out`
-/// (checked, then filled with self) or a new copy.
+/// (dtype checked, resized to self's shape as PyTorch does, then filled with self) or a
+/// new copy.
 Tensor updated_copy(const Tensor& self, OutArg out) {
   if (out.tensor && out.inplace) return self;
   if (!out.tensor) return clone(self);
   const Tensor& o = *out.tensor;
   TP_CHECK(o.dtype() == self.dtype(), "Expected out tensor to have dtype ",
            dtype_name(self.dtype()), ", but got ", dtype_name(o.dtype()), " instead");
-  TP_CHECK(std::equal(o.sizes().begin(), o.sizes().end(), self.sizes().begin(), self.sizes().end()),
-           "output with shape ", shape_str(o.sizes()), " doesn't match the result shape ",
-           shape_str(self.sizes()));
+  resize_out(o, self.sizes());
   if (!o.is_same(self)) copy_(o, self);
   return o;
 }
@@ -770,10 +769,7 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
   if (!out.tensor) return r;
   TP_CHECK(out.tensor->dtype() == r.dtype(), "Expected out tensor to have dtype ", dtype_name(r.dtype()),
            ", but got ", dtype_name(out.tensor->dtype()), " instead");
-  TP_CHECK(out.tensor->sizes().size() == r.sizes().size() &&
-           std::equal(r.sizes().begin(), r.sizes().end(), out.tensor->sizes().begin()),
-           "output with shape ", shape_str(out.tensor->sizes()), " doesn't match the result shape ",
-           shape_str(r.sizes()));
+  resize_out(*out.tensor, r.sizes());
   copy_(*out.tensor, r);
   return *out.tensor;
 }
@@ -847,10 +843,7 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
              "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got "
              "output tensor's dtype ", dtype_scalar_name(out.tensor->dtype()), " and out_int32 flag is ",
              out_int32 ? "True" : "False");
-    TP_CHECK(std::equal(self.sizes().begin(), self.sizes().end(), out.tensor->sizes().begin(),
-                        out.tensor->sizes().end()),
-             "output with shape ", shape_str(out.tensor->sizes()), " doesn't match the result shape ",
-             shape_str(self.sizes()));
+    resize_out(*out.tensor, self.sizes());
     res = out.tensor->is_contiguous() ? *out.tensor : empty_tensor(self.sizes(), rt);
   } else {
     res = empty_tensor(self.sizes(), rt);
