@@ -398,6 +398,11 @@ template <class T> struct Fmin : Base<T> {
     else return a < b ? a : b;
   }
 };
+/// relu's gradient in one pass: grad where the result is not <= 0 (NaN results pass it).
+template <class T> struct ReluBackward : Base<T> {
+  using Base<T>::Base;
+  T operator()(T grad, T result) const { return result <= T(0) ? T(0) : grad; }
+};
 template <class T> struct Maximum : Base<T> {
   using Base<T>::Base;
   T operator()(T a, T b) const {
