@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import tensorplay as tp
-from common import compare
+from common import print_table, run_checked
 
 
 def cases():
@@ -58,22 +58,9 @@ def main():
     tp.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
     number, rounds = (3, 3) if args.quick else (10, 9)
-    rows = []
-    for name, f_tp, f_th in cases():
-        ours, ref = np.asarray(f_tp().tolist()), f_th().numpy()
-        if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-4, atol=1e-3):
-            raise SystemExit(f"{name}: TensorPlay result differs from PyTorch's")
-        a, b = compare(f_tp, f_th, number, rounds)
-        rows.append((name, a * 1e3, b * 1e3))
-    core = blas_corename()
-    print(f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, "
-          f"torch {torch.__version__}, OpenBLAS core {core}")
-    if args.markdown:
-        print("| case | tensorplay | torch | ratio |\n|---|---|---|---|")
-    for name, a, b in rows:
-        print(f"| `{name}` | {a:.3g} ms | {b:.3g} ms | {a / b:.2f} |" if args.markdown
-              else f"{name:36s} tp {a:8.3g} ms  torch {b:8.3g} ms  ratio {a / b:5.2f}")
-
+    rows = run_checked(cases(), number, rounds)
+    print_table(rows, f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, "
+                f"torch {torch.__version__}, OpenBLAS core {blas_corename()}", args.markdown, 36)
 
 if __name__ == "__main__":
     main()

@@ -19,3 +19,27 @@ def compare(tp_fn, torch_fn, number, rounds):
         tps.append(timeit(tp_fn, number))
         ths.append(timeit(torch_fn, number))
     return statistics.median(tps), statistics.median(ths)
+
+
+def run_checked(cases, number, rounds, rtol=1e-4, atol=1e-3):
+    """[(name, tp ms, torch ms)] for (name, tp_fn, torch_fn) cases; each result is first
+    checked against PyTorch's (exits if they differ)."""
+    import numpy as np
+    rows = []
+    for name, f_tp, f_th in cases:
+        ours, ref = np.asarray(f_tp().tolist()), f_th().numpy()
+        if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=rtol, atol=atol):
+            raise SystemExit(f"{name}: TensorPlay result differs from PyTorch's")
+        a, b = compare(f_tp, f_th, number, rounds)
+        rows.append((name, a * 1e3, b * 1e3))
+    return rows
+
+
+def print_table(rows, header, markdown, width=24):
+    """Prints `header` then the rows, as a markdown table or aligned text."""
+    print(header)
+    if markdown:
+        print("| case | tensorplay | torch | ratio |\n|---|---|---|---|")
+    for name, a, b in rows:
+        print(f"| `{name}` | {a:.3g} ms | {b:.3g} ms | {a / b:.2f} |" if markdown
+              else f"{name:{width}s} tp {a:8.3g} ms  torch {b:8.3g} ms  ratio {a / b:5.2f}")

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/formula_helpers.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/variable.h"
@@ -29,18 +30,6 @@ bool expandable_to(IntArrayRef to, IntArrayRef from) {
   return true;
 }
 
-/// Sums `g` down to `sizes` over the dims broadcasting added or expanded.
-Tensor sum_to_size(const Tensor& g, IntArrayRef sizes) {
-  size_t lead = size_t(g.dim()) - sizes.size();
-  DimVector dims;
-  for (size_t i = 0; i < size_t(g.dim()); ++i)
-    if (i < lead || (sizes[i - lead] == 1 && g.size(int64_t(i)) != 1)) dims.push_back(int64_t(i));
-  Tensor r = dims.size() ? sum(g, IntArrayRef(dims.data(), dims.size()), true) : g;
-  return lead || r.dim() != int64_t(sizes.size()) ? reshape(r, sizes) : r;
-}
-
-std::string shape_text(IntArrayRef s) { return shape_str(s); }
-
 /// PyTorch's validate_outputs: each gradient a node returns must fit the forward input it
 /// flows to; broadcast gradients are summed down and dtypes converted.
 void validate_outputs(const Node& node, variable_list& grads) {
@@ -54,9 +43,9 @@ void validate_outputs(const Node& node, variable_list& grads) {
     IntArrayRef want(md.sizes.data(), md.sizes.size());
     if (!std::equal(want.begin(), want.end(), g.sizes().begin(), g.sizes().end())) {
       TP_CHECK(expandable_to(want, g.sizes()), "Function ", node.name(),
-               " returned an invalid gradient at index ", i, " - got ", shape_text(g.sizes()),
-               " but expected shape compatible with ", shape_text(want));
-      g = sum_to_size(g, want);
+               " returned an invalid gradient at index ", i, " - got ", shape_str(g.sizes()),
+               " but expected shape compatible with ", shape_str(want));
+      g = sum_to(g, want);
     }
     if (g.dtype() != md.dtype) g = _to_dtype(g, md.dtype, false);
     TP_CHECK(g.device() == md.device, "Function ", node.name(),

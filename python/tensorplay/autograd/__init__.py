@@ -8,7 +8,7 @@ from tensorplay.autograd import graph  # noqa: F401  (Node.register_hook)
 
 __all__ = ['backward', 'grad', 'no_grad', 'enable_grad', 'set_grad_enabled', 'inference_mode',
            'is_grad_enabled', 'is_inference_mode_enabled', 'detect_anomaly', 'set_detect_anomaly',
-           'gradcheck', 'gradgradcheck']
+           'gradcheck', 'gradgradcheck', 'is_anomaly_enabled']
 
 Tensor = _C.Tensor
 
@@ -27,7 +27,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     if grads is None:
         grads = (None,) * len(outputs)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+        raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else
                            f"Mismatch in number of gradients: got {len(grads)} gradients "
                            f"for {len(outputs)} outputs")

@@ -27,26 +27,26 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
+class _GradModeScope(_DecoratorContextManager):
+    """Sets grad mode to the class's `_enabled` for a block and restores it after."""
+    _enabled = True
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(self._enabled)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+
+
+class no_grad(_GradModeScope):
     """Disables gradient recording inside the block (or the decorated function)."""
-
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
+    _enabled = False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_GradModeScope):
     """Enables gradient recording inside the block (e.g. within no_grad)."""
-
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
+    _enabled = True
 
 
 class set_grad_enabled(_DecoratorContextManager):
