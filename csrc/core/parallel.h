@@ -1,4 +1,9 @@
 #pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
 // The one thread budget of the process: CPU kernels (OpenMP) and BLAS/LAPACK (OpenBLAS)
 // both run on it. See Note [One thread pool] in parallel.cpp.
 
@@ -19,5 +24,22 @@ class BlasSingleThreaded {
   BlasSingleThreaded(const BlasSingleThreaded&) = delete;
   BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
 };
+
+/// Runs f(b, e) over contiguous pieces of [begin, end), each at least `grain` long, on up
+/// to get_num_threads() threads (serially when small, or when already inside a parallel
+/// region). f must not throw: an exception cannot leave an OpenMP region.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int64_t pieces = std::min<int64_t>(get_num_threads(), (n + grain - 1) / std::max<int64_t>(grain, 1));
+  if (pieces <= 1 || omp_in_parallel()) return f(begin, end);
+#pragma omp parallel num_threads(int(pieces))
+  {
+    const int64_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads();
+    const int64_t b = begin + per * omp_get_thread_num(), e = std::min(end, b + per);
+    if (b < e) f(b, e);
+  }
+}
 
 }  // namespace tp

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include "core/generator.h"
 #include "core/scalar.h"
 #include "core/tensor_impl.h"
 
@@ -47,6 +48,7 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);
 
+void bind_generator(nb::module_& m);
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_creation(nb::module_& m);

@@ -29,6 +29,9 @@ from tensorplay import autograd, _tensor_autograd  # noqa: F401  (Tensor.backwar
 from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                            is_inference_mode_enabled, no_grad, set_grad_enabled)
 from tensorplay.version import __version__
+from tensorplay import random
+from tensorplay.random import (Generator, default_generator, get_rng_state, initial_seed,
+                               manual_seed, seed, set_rng_state)
 
 get_num_threads = _C.get_num_threads
 set_num_threads = _C.set_num_threads

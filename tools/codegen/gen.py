@@ -2,7 +2,7 @@
 
 Schema types: Tensor, Tensor?, Tensor[] (C++ TensorList, Python any sequence of
 tensors), Scalar, int, int?, int[], float, bool, str (default in quotes), str?,
-ScalarType?, Device?. Returns: Tensor, or a named tuple of 2 to 4 tensors.
+ScalarType?, Device?, Generator?. Returns: Tensor, or a named tuple of 2 to 4 tensors.
 
 Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   tensorplay/ops_api.h        C++ API (tp::add, tp::add_, tp::add_out), op ids, impl decls
@@ -104,7 +104,8 @@ def parse_schema(text):
 # ------------------------------------------------------------------ C++ API types
 def cpp_type(a):
     base = {"Tensor": "Tensor", "Scalar": "Scalar", "int": "int64_t", "float": "double",
-            "bool": "bool", "str": "std::string", "ScalarType": "DType", "Device": "Device"}
+            "bool": "bool", "str": "std::string", "ScalarType": "DType", "Device": "Device",
+            "Generator": "Generator"}
     if a.base == "int[]":
         return "OptionalIntArrayRef" if a.optional else "IntArrayRef"
     if a.base == "Tensor[]":
@@ -236,6 +237,7 @@ def gen_api_header(ops):
         "#include <tuple>",
         "#include <span>",
         "#include <string>",
+        '#include "core/generator.h"',
         '#include "core/scalar.h"',
         '#include "core/tensor_impl.h"',
         '#include "dispatch/registry.h"',
@@ -386,7 +388,8 @@ def py_param(op, a):
         return f"std::optional<DeviceArg> {a.name}", \
             f"({a.name} ? std::optional<Device>({a.name}->d) : std::nullopt)"
     t = {"Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
-         "str": "std::string", "ScalarType": "DType", "Device": "Device"}[a.base]
+         "str": "std::string", "ScalarType": "DType", "Device": "Device",
+         "Generator": "Generator"}[a.base]
     if a.optional:
         return f"std::optional<{t}> {a.name}", a.name
     return f"{t} {a.name}", a.name

@@ -1,0 +1,60 @@
+"""Seeding and the state of the default generator (``tp.manual_seed``, ``tp.random.fork_rng``).
+
+The CPU generator reproduces PyTorch's CPU stream: the same seed gives the same numbers, and
+states move between the two libraries (``tp.set_rng_state(torch.get_rng_state())``, through
+NumPy). docs/random.md lists the draws each random op makes.
+"""
+import contextlib
+
+from tensorplay import _C
+
+Generator = _C.Generator
+default_generator = _C._default_cpu_generator()
+
+__all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
+           "manual_seed", "seed", "set_rng_state"]
+
+
+def manual_seed(seed):
+    """Seeds the default generator; returns it."""
+    return default_generator.manual_seed(int(seed))
+
+
+def seed():
+    """Seeds the default generator from a nondeterministic source; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed():
+    """The seed the default generator started from."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The default generator's state, as a uint8 tensor (5056 bytes)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restores the default generator's state (from get_rng_state, or from torch's)."""
+    if not isinstance(new_state, _C.Tensor) or new_state.dtype != _C.uint8:
+        raise TypeError("RNG state must be a torch.ByteTensor")
+    default_generator.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """Restores the random states on exit: draws inside the block leave the streams outside
+    untouched. Only the CPU generator exists so far; `devices` names accelerator devices."""
+    if not enabled:
+        yield
+        return
+    if device_type == "meta":
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
