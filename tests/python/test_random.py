@@ -401,3 +401,54 @@ def test_bad_arguments_raise_pytorchs_errors(call, exc, msg):
 def test_rand_rejects_a_non_generator():
     with pytest.raises(TypeError):
         tp.rand(2, generator=1)
+
+
+def test_randperm_large_n_uses_the_inside_out_shuffle():
+    # from n = 2^32 / 20 on, PyTorch switches to 64-bit draws and the inside-out shuffle
+    n = 2**32 // 20 + 3
+    torch.manual_seed(3)
+    tp.manual_seed(3)
+    a = torch.randperm(n, dtype=torch.int32).numpy()
+    b = tp.randperm(n, dtype=tp.int32).numpy()
+    assert np.array_equal(a, b)
+    del a, b
+    assert_same_state()
+
+
+def test_module_api():
+    assert tp.manual_seed(5) is tp.default_generator
+    assert tp.initial_seed() == 5 and tp.random.initial_seed() == 5
+    assert isinstance(tp.Generator(), tp.random.Generator)
+    assert tp.Generator("cpu").device.type == "cpu"
+    with pytest.raises(RuntimeError, match="generator"):
+        tp.Generator("cuda")
+
+
+BASELINE = """
+import numpy as np, torch, tensorplay as tp
+assert torch.backends.cpu.get_cpu_capability() == "DEFAULT"
+for seed in (0, 5):
+    for name in ("float32", "float64", "float16", "bfloat16"):
+        for n in (7, 16, 17, 1000):
+            for f in (lambda m: m.randn(n, dtype=getattr(m, name)),
+                      lambda m: m.empty(n, dtype=getattr(m, name)).uniform_(-3.7, 5.1),
+                      lambda m: m.empty(n, dtype=getattr(m, name)).normal_(0.3, 1.7),
+                      lambda m: m.empty(n, dtype=getattr(m, name)).cauchy_(1.5, 0.25),
+                      lambda m: m.empty(n, dtype=getattr(m, name)).log_normal_(0.3, 0.4),
+                      lambda m: m.empty(n, 2, dtype=getattr(m, name))[:, 0].normal_(0.3, 1.7)):
+                torch.manual_seed(seed); tp.manual_seed(seed)
+                a, b = f(torch).float().numpy(), f(tp).to(tp.float32).numpy()
+                assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), (name, n)
+print("ok")
+"""
+
+
+def test_baseline_cpu_capability_matches_too():
+    # PyTorch's baseline build (no FMA, scalar Box-Muller) rounds differently from its AVX2
+    # build; ATEN_CPU_CAPABILITY=default selects it in both libraries
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    r = subprocess.run([sys.executable, "-c", BASELINE], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
