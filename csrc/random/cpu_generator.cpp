@@ -2,7 +2,6 @@
 #include "random/cpu_generator.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -13,8 +12,8 @@ namespace tp::random {
 namespace {
 
 // The serialised state, field for field PyTorch's layout (x86-64 alignment): the legacy
-// part (5048 bytes) keeps the state words widened to 64 bits and the cached double
-// normal in normal_y; the current form appends the cached float normal.
+// part keeps the state words widened to 64 bits and the cached double normal in normal_y
+// (normal_x and normal_rho are unused); the cached float normal follows.
 struct LegacyState {
   uint64_t the_initial_seed;
   int32_t left;
@@ -31,7 +30,6 @@ struct State {
   float next_float_normal_sample;
   bool is_next_float_normal_sample_valid;
 };
-static_assert(sizeof(LegacyState) == kLegacyStateSize, "PyTorch's legacy state layout");
 static_assert(sizeof(State) == kStateSize, "PyTorch's state layout");
 
 /// 64 nondeterministic bits: /dev/urandom, or the clock where it is missing.
@@ -88,26 +86,15 @@ void CPUGenerator::set_state(const Tensor& t) {
                 "expected a torch.ByteTensor, but got ", t.device().is_cpu() ? "" : "cuda ",
                 dtype_scalar_name(t.dtype()), "Tensor");
   const size_t n = size_t(t.numel());
-  TP_CHECK(n == kLegacyStateSize || n == kStateSize,
-           "Expected either a THGeneratorState of size ", kLegacyStateSize,
-           " or a CPUGeneratorImplState of size ", kStateSize,
+  TP_CHECK(n == kStateSize, "Expected a CPUGeneratorImplState of size ", kStateSize,
            " but found the input RNG state size to be ", n);
   TP_CHECK(t.is_contiguous(), "RNG state must be contiguous");
   State st;
-  std::memset(&st, 0, sizeof(st));
   std::memcpy(&st, t.data_ptr(), n);
   std::optional<double> dnormal;
   std::optional<float> fnormal;
-  if (n == kLegacyStateSize) {
-    // The legacy form kept the Box-Muller inputs; its cached sample is the sine half.
-    if (st.legacy.normal_is_valid) {
-      double theta = 2.0 * 3.14159265358979323846 * st.legacy.normal_x;
-      dnormal = st.legacy.normal_rho * std::sin(theta);
-    }
-  } else {
-    if (st.is_next_float_normal_sample_valid) fnormal = st.next_float_normal_sample;
-    if (st.legacy.normal_is_valid) dnormal = st.legacy.normal_y;
-  }
+  if (st.is_next_float_normal_sample_valid) fnormal = st.next_float_normal_sample;
+  if (st.legacy.normal_is_valid) dnormal = st.legacy.normal_y;
   MT19937 e;
   e.seed = st.legacy.the_initial_seed;
   e.left = st.legacy.left;

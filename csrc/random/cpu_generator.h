@@ -10,9 +10,8 @@ namespace tp::random {
 
 /// PyTorch's default seed (torch.initial_seed() of a fresh process's default generator).
 constexpr uint64_t kDefaultSeed = 67280421310721ull;
-/// Size of the serialised state: PyTorch's CPUGeneratorImplState, and its legacy form.
+/// Size of the serialised state: PyTorch's CPUGeneratorImplState.
 constexpr size_t kStateSize = 5056;
-constexpr size_t kLegacyStateSize = 5048;
 
 class CPUGenerator final : public GeneratorImpl {
  public:

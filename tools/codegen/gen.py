@@ -433,6 +433,47 @@ def py_call(op, args):
     return call if len(op.returns) == 1 else f'named_result("{op.name}", {call})'
 
 
+def function_defs(op, fdecl, fargs, star, doc):
+    """The m.def lines of an op's function form (with out= when it has one); `star` binds
+    the sizes as *args (zeros(2, 3))."""
+    out = []
+    specs, kw = arg_specs(op.args)
+    if star:
+        specs[0] = 'nb::arg("size")'
+        specs = [x for x in specs if x != "nb::kw_only()"]
+        kw = True
+    if "out" in op.variants:
+        if not kw:
+            specs.append("nb::kw_only()")
+        specs.append('nb::arg("out").none() = nb::none()')
+        body_fn = (f"return nb::cast(tp::{op.name}({fargs}));" if "function" in op.variants
+                   else 'throw nb::type_error("' + op.name + '() missing out=");')
+        nums = op.entry.get("numbers", [])
+        out_nums = op.entry.get("out_numbers", nums)
+        guards = "".join(
+            f'      reject_number_with_out({a.name}, "{op.name}", "{"input" if a.name == "self" else a.name}", {i + 1});\n'
+            for i, a in enumerate(op.args) if a.name in nums and a.name not in out_nums)
+        # `out_needs:` arguments without which PyTorch has no out= overload
+        guards += "".join(
+            f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
+            f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
+        # a tuple result is computed, then copied into the out= tensors
+        fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {fargs}); return nb::borrow(out);\n"
+                if len(op.returns) == 1 else
+                f'      return tuple_out("{op.name}", tp::{op.name}({fargs}), out);\n')
+        if len(op.returns) > 1:
+            body_fn = f"return {py_call(op, fargs)};"
+        out.append(
+            f'  m.def("{op.name}", []({fdecl}{", " if fdecl else ""}nb::handle out) -> nb::object {{\n'
+            f"    if (!out.is_none()) {{\n{guards}{fill}    }}\n"
+            f"    {body_fn}\n"
+            f'  }}, {", ".join(specs)}, "{doc}");')
+    else:
+        out.append(f'  m.def("{op.name}", []({fdecl}) {{ return {py_call(op, fargs)}; }}, '
+                   f'{", ".join(specs)}, "{doc}");')
+    return out
+
+
 def gen_python(ops):
     out = ["// Generated from ops.yaml. Do not edit.",
            "#include <nanobind/stl/vector.h>",
@@ -449,45 +490,14 @@ def gen_python(ops):
         # function form, with out= when the op has one
         positional = [a for a in op.args if not a.kwonly]
         varargs = len(positional) == 1 and positional[0].base == "int[]" and positional[0].name == "size"
-        if varargs:  # zeros(2, 3) and zeros((2, 3)) alike
-            pdecl = pdecl.replace("IntList size", "nb::args size_args", 1)
-            cargs = cargs.replace("IntArrayRef(size.v.data(), size.v.size())",
-                                  f'size_from_args(size_args, "{op.name}")', 1)
+        forms = [(pdecl, cargs, False)]
+        if varargs:  # zeros(2, 3) and zeros((2, 3)) alike; zeros(size=(2, 3)) by the plain form
+            forms.insert(0, (pdecl.replace("IntList size", "nb::args size_args", 1),
+                             cargs.replace("IntArrayRef(size.v.data(), size.v.size())",
+                                           f'size_from_args(size_args, "{op.name}")', 1), True))
         if "function" in op.variants or "out" in op.variants:
-            specs, kw = arg_specs(op.args)
-            if varargs:
-                specs[0] = 'nb::arg("size")'
-                specs = [x for x in specs if x != "nb::kw_only()"]
-                kw = True
-            if "out" in op.variants:
-                if not kw:
-                    specs.append("nb::kw_only()")
-                specs.append('nb::arg("out").none() = nb::none()')
-                body_fn = (f"return nb::cast(tp::{op.name}({cargs}));" if "function" in op.variants
-                           else 'throw nb::type_error("' + op.name + '() missing out=");')
-                nums = op.entry.get("numbers", [])
-                out_nums = op.entry.get("out_numbers", nums)
-                guards = "".join(
-                    f'      reject_number_with_out({a.name}, "{op.name}", "{"input" if a.name == "self" else a.name}", {i + 1});\n'
-                    for i, a in enumerate(op.args) if a.name in nums and a.name not in out_nums)
-                # `out_needs:` arguments without which PyTorch has no out= overload
-                guards += "".join(
-                    f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
-                    f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
-                # a tuple result is computed, then copied into the out= tensors
-                fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {cargs}); return nb::borrow(out);\n"
-                        if len(op.returns) == 1 else
-                        f'      return tuple_out("{op.name}", tp::{op.name}({cargs}), out);\n')
-                if len(op.returns) > 1:
-                    body_fn = f"return {py_call(op, cargs)};"
-                out.append(
-                    f'  m.def("{op.name}", []({pdecl}{", " if pdecl else ""}nb::handle out) -> nb::object {{\n'
-                    f"    if (!out.is_none()) {{\n{guards}{fill}    }}\n"
-                    f"    {body_fn}\n"
-                    f'  }}, {", ".join(specs)}, "{doc}");')
-            else:
-                out.append(f'  m.def("{op.name}", []({pdecl}) {{ return {py_call(op, cargs)}; }}, '
-                           f'{", ".join(specs)}, "{doc}");')
+            for fdecl, fargs, star in forms:
+                out.extend(function_defs(op, fdecl, fargs, star, doc))
         # method forms: self is the bound tensor
         if first is None or op.args[0] is not first:
             if "method" in op.variants and first is not None:
