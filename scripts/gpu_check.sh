@@ -13,6 +13,8 @@ fi
 log=${OUT:-/tmp}/gpu_check.log
 python3 --version
 python3 -c "import nanobind, scikit_build_core, torch; print('nanobind', nanobind.__version__, 'skbuild', scikit_build_core.__version__, 'torch', torch.__version__)"
+grep -m1 "model name" /proc/cpuinfo
+python3 -c "import torch; print('torch cpu capability', torch.backends.cpu.get_cpu_capability())"
 start=$(date +%s)
 MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps -q . >"$log" 2>&1
 build_rc=$?
@@ -22,4 +24,5 @@ python3 -m pytest tests -q -p no:cacheprovider --maxfail=50 -W ignore::UserWarni
 test_rc=${PIPESTATUS[0]}
 python3 benchmarks/bench_foundation.py --quick 2>&1 | tee -a "$log" | tail -n 20
 python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
+python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 echo "== gpu_check: build rc=$build_rc (${build_s}s), tests rc=$test_rc"
