@@ -7,6 +7,7 @@ are plain tensors updated under no_grad). Prints the loss and accuracy as it lea
     python examples/train_moons.py [--steps 300] [--lr 0.5]
 """
 import argparse
+import math
 import pathlib
 
 import numpy as np
@@ -22,12 +23,13 @@ def load():
 
 
 def init_params(sizes, seed=0):
-    """He-initialised weights (from NumPy until tp's RNG lands) and zero biases."""
-    rng = np.random.default_rng(seed)
+    """He-initialised weights and zero biases. The draws are PyTorch's: the same seed gives
+    the weights torch.randn would, so a PyTorch run of this script starts identically."""
+    g = tp.Generator().manual_seed(seed)
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        w = (rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
-        params += [tp.from_numpy(w).requires_grad_(), tp.zeros(fan_out, requires_grad=True)]
+        w = tp.randn(fan_in, fan_out, generator=g) * math.sqrt(2.0 / fan_in)
+        params += [w.requires_grad_(), tp.zeros(fan_out, requires_grad=True)]
     return params
 
 

@@ -12,3 +12,19 @@ def test_train_moons_converges():
     assert run.returncode == 0, run.stdout + run.stderr
     last = run.stdout.strip().splitlines()[-1]
     assert float(last.split("accuracy")[1]) >= 0.95, run.stdout
+
+
+def test_train_moons_init_is_pytorchs():
+    # the example's weights are the ones torch.randn draws from the same seed
+    import importlib.util
+
+    import numpy as np
+    import torch
+    spec = importlib.util.spec_from_file_location("train_moons", ROOT / "examples" / "train_moons.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    params = mod.init_params([2, 32, 32, 1], seed=7)
+    g = torch.Generator().manual_seed(7)
+    for i, (fan_in, fan_out) in enumerate([(2, 32), (32, 32), (32, 1)]):
+        want = torch.randn(fan_in, fan_out, generator=g) * (2.0 / fan_in) ** 0.5
+        assert np.array_equal(params[2 * i].detach().numpy(), want.numpy())
