@@ -31,7 +31,8 @@ from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_
 from tensorplay.version import __version__
 from tensorplay import random
 from tensorplay.random import (Generator, default_generator, get_rng_state, initial_seed,
-                               manual_seed, seed, set_rng_state)
+                               manual_seed, rand_like, randint_like, randn_like, seed,
+                               set_rng_state)
 
 get_num_threads = _C.get_num_threads
 set_num_threads = _C.set_num_threads

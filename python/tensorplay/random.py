@@ -58,3 +58,37 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
         yield
     finally:
         set_rng_state(state)
+
+
+def _layout_donor(input, memory_format):
+    """A tensor with input's shape whose strides the *_like samplers should copy."""
+    from tensorplay._tensor import channels_last, contiguous_format, preserve_format
+    if memory_format is None or memory_format is preserve_format:
+        return input
+    if memory_format is contiguous_format:
+        return input if input.is_contiguous() else _C.empty(tuple(input.shape), dtype=input.dtype)
+    if memory_format is channels_last:
+        if input.dim() != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        n, c, h, w = input.shape
+        return _C.empty((n, h, w, c), dtype=input.dtype).permute(0, 3, 1, 2)
+    raise RuntimeError(f"unsupported memory format {memory_format}")
+
+
+def _like_sampler(c_fn):
+    def like(input, *args, generator=None, dtype=None, layout=None, device=None,
+             requires_grad=False, memory_format=None):
+        if not isinstance(input, _C.Tensor):
+            raise TypeError(f"{c_fn.__name__}(): argument 'input' (position 1) must be Tensor, "
+                            f"not {type(input).__name__}")
+        return c_fn(_layout_donor(input, memory_format), *args, generator=generator,
+                    dtype=input.dtype if dtype is None else dtype,
+                    device=input.device if device is None else device, requires_grad=requires_grad)
+    like.__name__ = c_fn.__name__
+    like.__doc__ = c_fn.__doc__
+    return like
+
+
+rand_like = _like_sampler(_C.rand_like)
+randn_like = _like_sampler(_C.randn_like)
+randint_like = _like_sampler(_C.randint_like)

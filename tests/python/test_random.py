@@ -188,6 +188,15 @@ def test_like_factories_keep_a_dense_layout():
     t, p = both(3, lambda m: m.randn_like(x if m is torch else y))
     assert tuple(p.stride()) == t.stride()
     both(3, lambda m: m.rand_like(x if m is torch else y))
+    for fmt in ("contiguous_format", "channels_last", "preserve_format"):
+        z = torch.empty(2, 3, 4, 5)
+        w = tp.empty(2, 3, 4, 5)
+        t, p = both(3, lambda m: m.randn_like(z if m is torch else w,
+                                              memory_format=getattr(m, fmt)))
+        assert tuple(p.stride()) == t.stride()
+        t, p = both(3, lambda m: m.randint_like(x if m is torch else y, 3, 9,
+                                                memory_format=getattr(m, fmt)))
+        assert tuple(p.stride()) == t.stride()
 
 
 @pytest.mark.parametrize("dtype", INTS + FLOATS + ["bool"])
