@@ -77,11 +77,11 @@ def _layout_donor(input, memory_format):
 
 def _like_sampler(c_fn):
     def like(input, *args, generator=None, dtype=None, layout=None, device=None,
-             requires_grad=False, memory_format=None):
+             requires_grad=False, memory_format=None, **bounds):
         if not isinstance(input, _C.Tensor):
             raise TypeError(f"{c_fn.__name__}(): argument 'input' (position 1) must be Tensor, "
                             f"not {type(input).__name__}")
-        return c_fn(_layout_donor(input, memory_format), *args, generator=generator,
+        return c_fn(_layout_donor(input, memory_format), *args, **bounds, generator=generator,
                     dtype=input.dtype if dtype is None else dtype,
                     device=input.device if device is None else device, requires_grad=requires_grad)
     like.__name__ = c_fn.__name__
