@@ -57,6 +57,13 @@ class TensorImpl : public RefCounted {
 
   void set_sizes_and_strides(DimVector sizes, DimVector strides, int64_t offset);
   void set_storage(intrusive_ptr<StorageImpl> storage) { storage_ = std::move(storage); }
+  /// Takes `o`'s storage, geometry and dtype, keeping this tensor's autograd state
+  /// (PyTorch's `t.data = o`).
+  void shallow_copy_from(const TensorImpl& o) {
+    storage_ = o.storage_;
+    dtype_ = o.dtype_;
+    set_sizes_and_strides(o.sizes_, o.strides_, o.offset_);
+  }
 
   uint32_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }

@@ -47,6 +47,30 @@ void check_single(const Tensor& t, const char* what) {
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_size_type", [](nb::handle t) { g_size_type = t.inc_ref().ptr(); });
+  // Tensor subclasses (nn.Parameter): an instance of `cls` aliasing `data` (a detached
+  // view of it), with requires_grad set.
+  m.def("_make_subclass", [](nb::handle cls, const Tensor& data, bool requires_grad) {
+    TP_CHECK_TYPE(PyType_Check(cls.ptr()) &&
+                  PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                   reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+                  "_make_subclass: cls must be a subclass of Tensor");
+    Tensor alias = detach(data);
+    if (requires_grad) {
+      TP_CHECK(is_floating(alias.dtype()),
+               "Only Tensors of floating point and complex dtype can require gradients");
+      alias.impl()->set_requires_grad(true);
+    }
+    nb::object obj = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(alias));
+    nb::inst_mark_ready(obj);
+    return obj;
+  }, nb::arg("cls"), nb::arg("data"), nb::arg("requires_grad") = false);
+  cls.def_prop_rw("data", [](const Tensor& t) { return detach(t); },
+                  [](Tensor& t, const Tensor& src) {
+                    TP_CHECK(t.device() == src.device(), "data set to a tensor that requires "
+                             "gradients must be on the same device");
+                    t.impl()->shallow_copy_from(*src.impl());
+                  }, "The tensor's values without autograd history; assigning swaps them.");
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); })
       .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return make_size(t.sizes());

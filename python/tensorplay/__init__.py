@@ -63,3 +63,4 @@ def numel(input):
     return input.numel()
 
 
+from tensorplay import nn, utils  # noqa: E402,F401  (nn builds on the ops exported above)

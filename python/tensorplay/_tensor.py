@@ -230,6 +230,57 @@ def clamp_max(self, max):
     return _C.clamp(self, max=max)
 
 
+def _new_factory(factory):
+    def new(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        return factory(size, **kw, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device,
+                       requires_grad=requires_grad)
+    return new
+
+
+Tensor.new_empty = _new_factory(_C.empty)
+Tensor.new_zeros = _new_factory(_C.zeros)
+Tensor.new_ones = _new_factory(_C.ones)
+
+
+@_method
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _C.full(tuple(size), fill_value, dtype=self.dtype if dtype is None else dtype,
+                   device=self.device if device is None else device, requires_grad=requires_grad)
+
+
+@_method
+def type_as(self, other):
+    return self.to(other.dtype)
+
+
+@_method
+def __deepcopy__(self, memo):
+    """A copy with its own storage (graph leaves only, as in PyTorch); subclasses
+    (nn.Parameter) keep their class and attributes."""
+    if id(self) in memo:
+        return memo[id(self)]
+    if self.grad_fn is not None:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment.  If you were attempting to "
+                           "deepcopy a module, this may be because of a torch.nn.utils.weight_norm "
+                           "usage, see https://github.com/pytorch/pytorch/pull/103001")
+    import copy
+    data = self.detach().clone()
+    if type(self) is Tensor:
+        new = data.requires_grad_(self.requires_grad)
+    else:
+        new = _C._make_subclass(type(self), data, self.requires_grad)
+    memo[id(self)] = new
+    if self.grad is not None:
+        new.grad = copy.deepcopy(self.grad, memo)
+    for k, v in getattr(self, "__dict__", {}).items():
+        setattr(new, k, copy.deepcopy(v, memo))
+    return new
+
+
 def _reversed_dims(self):
     if self.dim() < 2:
         return self

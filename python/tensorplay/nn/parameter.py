@@ -1,0 +1,90 @@
+"""nn.Parameter: a tensor that a Module registers as one of its parameters."""
+from tensorplay import _C
+
+Tensor = _C.Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that, assigned as a Module attribute, becomes one of its parameters.
+    It aliases `data` (no copy) and requires grad unless told otherwise."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            data = _C.empty((0,))
+        return _C._make_subclass(cls, data, requires_grad)
+
+    def __init__(self, data=None, requires_grad=True):
+        pass  # __new__ did the work; Tensor has no Python-callable constructor
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
+
+
+def _rebuild_parameter(data, requires_grad):
+    return Parameter(data, requires_grad)
+
+
+class UninitializedTensorMixin:
+    """Shape-less placeholders of lazy modules, materialised on their first forward."""
+
+    def materialize(self, shape, device=None, dtype=None):
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        self.data = _C.empty(shape, dtype=self.dtype if dtype is None else dtype,
+                             device=self.device if device is None else device)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+            "initialized one. Call `forward` to initialize the parameters before accessing their "
+            "attributes.")
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return _C._make_subclass(cls, _C.empty((0,), dtype=dtype, device=device), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+
+class Buffer(Tensor):
+    """Marks a tensor assigned to a Module attribute as a buffer (nn.Buffer)."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = _C.empty((0,))
+        t = _C._make_subclass(cls, data, data.requires_grad)
+        t.persistent = persistent
+        return t
+
+    def __init__(self, data=None, *, persistent=True):
+        pass
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    cls_to_become = Buffer  # a subclass: the C++ Tensor type takes no __class__ assignment
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        t = _C._make_subclass(cls, _C.empty((0,), dtype=dtype, device=device), requires_grad)
+        t.persistent = persistent
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+
+def is_lazy(param):
+    return isinstance(param, UninitializedTensorMixin)

@@ -1,0 +1,6 @@
+"""nn.utils: gradient clipping and parameter/vector conversion."""
+from tensorplay.nn.utils.clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_
+from tensorplay.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+           "vector_to_parameters"]

@@ -1,0 +1,2 @@
+"""tensorplay.utils: helpers shared across the package (hooks, ...)."""
+from tensorplay.utils import hooks  # noqa: F401

@@ -1,0 +1,600 @@
+"""tp.nn against torch.nn: seeded initialisation bit for bit, then outputs and gradients
+with identical weights; the Module system's behaviour; losses; dropout masks; init."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+
+tnn, pnn = torch.nn, tp.nn
+tF, pF = torch.nn.functional, tp.nn.functional
+
+
+def np_of(t):
+    t = t.detach()
+    if isinstance(t, torch.Tensor):
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    return (t.to(tp.float32) if t.dtype == tp.bfloat16 else t).numpy()
+
+
+def to_tp(t):
+    return tp.from_numpy(t.detach().numpy().copy())
+
+
+def copy_weights(tm, pm):
+    """Loads torch module tm's state into tp module pm (through NumPy)."""
+    pm.load_state_dict({k: to_tp(v) for k, v in tm.state_dict().items()})
+
+
+def assert_close(a, b, rtol=1e-5, atol=1e-6):
+    np.testing.assert_allclose(np_of(a), np_of(b), rtol=rtol, atol=atol)
+
+
+def assert_bits(a, b):
+    x, y = np_of(a), np_of(b)
+    assert x.shape == y.shape and x.dtype == y.dtype
+    assert np.array_equal(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8))
+
+
+def build_both(name, args, kwargs, seed=0):
+    torch.manual_seed(seed)
+    tm = getattr(tnn, name)(*args, **kwargs)
+    tp.manual_seed(seed)
+    pm = getattr(pnn, name)(*args, **kwargs)
+    return tm, pm
+
+
+# ---------------------------------------------------------------- layers with parameters
+LAYERS = [
+    ("Linear", (5, 3), {}, [(4, 5)]),
+    ("Linear", (5, 3), {"bias": False}, [(2, 7, 5)]),
+    ("Bilinear", (4, 3, 2), {}, [(6, 4), (6, 3)]),
+    ("Embedding", (10, 4), {}, "idx"),
+    ("Embedding", (10, 4), {"padding_idx": 2}, "idx"),
+    ("PReLU", (), {}, [(3, 4)]),
+    ("PReLU", (4,), {"init": 0.1}, [(2, 4, 3)]),
+    ("LayerNorm", (6,), {}, [(3, 6)]),
+    ("LayerNorm", ((2, 3),), {"elementwise_affine": False}, [(4, 2, 3)]),
+    ("GroupNorm", (2, 4), {}, [(3, 4, 5)]),
+    ("BatchNorm1d", (4,), {}, [(8, 4)]),
+    ("BatchNorm1d", (4,), {"momentum": None}, [(8, 4, 3)]),
+    ("BatchNorm2d", (3,), {}, [(4, 3, 5, 5)]),
+    ("BatchNorm2d", (3,), {"affine": False, "track_running_stats": False}, [(4, 3, 2, 2)]),
+    ("InstanceNorm1d", (3,), {}, [(2, 3, 7)]),
+    ("InstanceNorm2d", (3,), {"affine": True}, [(2, 3, 4, 4)]),
+    ("RMSNorm", (6,), {}, [(3, 6)]),
+    ("RMSNorm", (6,), {"eps": 1e-3}, [(3, 6)]),
+    ("LocalResponseNorm", (3,), {}, [(2, 5, 4, 4)]),
+    ("MultiheadAttention", (8, 2), {}, [(5, 3, 8), (6, 3, 8), (6, 3, 8)]),
+    ("MultiheadAttention", (8, 2), {"batch_first": True, "bias": False}, [(3, 5, 8), (3, 6, 8), (3, 6, 8)]),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, inputs", LAYERS)
+def test_layer_matches_torch(name, args, kwargs, inputs):
+    tm, pm = build_both(name, args, kwargs)
+    # seeded initialisation is PyTorch's, bit for bit
+    tsd, psd = tm.state_dict(), pm.state_dict()
+    assert list(tsd) == list(psd)
+    for k in tsd:
+        assert_bits(tsd[k], psd[k])
+    rng = np.random.default_rng(1)
+    if inputs == "idx":
+        idx = rng.integers(0, 10, (3, 5))
+        tx, px = [torch.from_numpy(idx)], [tp.from_numpy(idx)]
+    else:
+        arrs = [rng.standard_normal(s).astype(np.float32) for s in inputs]
+        tx = [torch.from_numpy(a).requires_grad_() for a in arrs]
+        px = [tp.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    tout, pout = tm(*tx), pm(*px)
+    if isinstance(tout, tuple):
+        tout, pout = tout[0], pout[0]
+    assert_close(tout, pout, rtol=1e-4, atol=1e-5)
+    g = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
+    tout.backward(torch.from_numpy(g))
+    pout.backward(tp.from_numpy(g))
+    for (n, tparam), (_, pparam) in zip(tm.named_parameters(), pm.named_parameters()):
+        assert_close(tparam.grad, pparam.grad, rtol=1e-4, atol=1e-5)
+    for a, b in zip(tx, px):
+        if a.requires_grad:
+            assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+    # running statistics move the same way
+    for (n, tb), (_, pb) in zip(tm.named_buffers(), pm.named_buffers()):
+        assert_close(tb, pb, rtol=1e-5, atol=1e-6)
+
+
+ACTIVATIONS = [
+    ("ReLU", ()), ("ReLU6", ()), ("LeakyReLU", (0.2,)), ("ELU", (0.7,)), ("SELU", ()),
+    ("CELU", (1.3,)), ("GELU", ()), ("GELU", ("tanh",)), ("SiLU", ()), ("Mish", ()),
+    ("Softplus", (2.0, 3.0)), ("Softsign", ()), ("Tanh", ()), ("Tanhshrink", ()), ("Sigmoid", ()),
+    ("LogSigmoid", ()), ("Hardsigmoid", ()), ("Hardtanh", (-0.5, 0.8)), ("Hardswish", ()),
+    ("Hardshrink", (0.4,)), ("Softshrink", (0.3,)), ("Threshold", (0.1, -2.0)), ("GLU", ()),
+    ("Softmax", (1,)), ("LogSoftmax", (1,)), ("Softmin", (0,)), ("Softmax2d", ()),
+    ("Identity", ()), ("Flatten", ()), ("Unflatten", (1, (2, 3))), ("PixelShuffle", (2,)),
+    ("PixelUnshuffle", (2,)), ("ChannelShuffle", (2,)),
+]
+
+
+@pytest.mark.parametrize("name, args", ACTIVATIONS)
+def test_parameterless_layer_matches_torch(name, args):
+    shape = {"PixelShuffle": (2, 8, 3, 3), "PixelUnshuffle": (2, 2, 4, 6), "Unflatten": (3, 6),
+             "ChannelShuffle": (2, 4, 3, 3), "Softmax2d": (2, 3, 4, 4)}.get(name, (4, 6))
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32) * 3
+    tm, pm = build_both(name, args, {})
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tout, pout = tm(tx), pm(px)
+    assert_close(tout, pout, rtol=1e-5, atol=1e-6)
+    g = np.random.default_rng(3).standard_normal(tuple(tout.shape)).astype(np.float32)
+    tout.backward(torch.from_numpy(g))
+    pout.backward(tp.from_numpy(g))
+    assert_close(tx.grad, px.grad, rtol=1e-5, atol=1e-6)
+    assert repr(pm) == repr(tm)
+
+
+# ---------------------------------------------------------------- losses
+def _loss_inputs(kind, rng):
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    if kind == "class":
+        t = rng.integers(0, 5, (6,))
+        t[2] = -100
+        return x, t
+    if kind == "prob":
+        return x, rng.random((6, 5)).astype(np.float32)
+    if kind == "binary":
+        return 1 / (1 + np.exp(-x)), (rng.random((6, 5)) > 0.5).astype(np.float32)
+    if kind == "sign":
+        return x, np.sign(rng.standard_normal((6, 5))).astype(np.float32)
+    return x, rng.standard_normal((6, 5)).astype(np.float32)
+
+
+LOSSES = [
+    ("L1Loss", {}, "real"), ("MSELoss", {}, "real"), ("SmoothL1Loss", {"beta": 0.5}, "real"),
+    ("HuberLoss", {"delta": 0.7}, "real"), ("SoftMarginLoss", {}, "sign"),
+    ("NLLLoss", {}, "class"), ("NLLLoss", {"weight": "w"}, "class"),
+    ("CrossEntropyLoss", {}, "class"), ("CrossEntropyLoss", {"weight": "w"}, "class"),
+    ("CrossEntropyLoss", {"label_smoothing": 0.1}, "class"),
+    ("CrossEntropyLoss", {"weight": "w", "label_smoothing": 0.2}, "class"),
+    ("CrossEntropyLoss", {}, "prob"), ("CrossEntropyLoss", {"label_smoothing": 0.3}, "prob"),
+    ("BCELoss", {}, "binary"), ("BCELoss", {"weight": "w5"}, "binary"),
+    ("BCEWithLogitsLoss", {}, "prob"), ("BCEWithLogitsLoss", {"pos_weight": "w5"}, "prob"),
+    ("KLDivLoss", {}, "prob"), ("KLDivLoss", {"log_target": True}, "real"),
+    ("MultiLabelSoftMarginLoss", {}, "prob"), ("HingeEmbeddingLoss", {"margin": 0.5}, "sign"),
+    ("PoissonNLLLoss", {}, "prob"), ("PoissonNLLLoss", {"log_input": False, "full": True}, "prob"),
+]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name, kwargs, kind", LOSSES)
+def test_loss_matches_torch(name, kwargs, kind, reduction):
+    rng = np.random.default_rng(4)
+    x, t = _loss_inputs(kind, rng)
+    if name == "PoissonNLLLoss" and not kwargs.get("log_input", True):
+        x = np.abs(x) + 0.1
+    if name == "KLDivLoss" and kind == "prob":
+        x = np.log(np.abs(x) + 0.1).astype(np.float32)
+    w = rng.random(5).astype(np.float32) + 0.5
+    tk, pk = dict(kwargs), dict(kwargs)
+    for k, v in kwargs.items():
+        if v in ("w", "w5"):
+            tk[k], pk[k] = torch.from_numpy(w), tp.from_numpy(w.copy())
+    tl = getattr(tnn, name)(reduction=reduction, **tk)
+    pl = getattr(pnn, name)(reduction=reduction, **pk)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tout, pout = tl(tx, torch.from_numpy(t)), pl(px, tp.from_numpy(t.copy()))
+    assert_close(tout, pout, rtol=1e-5, atol=1e-6)
+    tout.sum().backward()
+    pout.sum().backward()
+    assert_close(tx.grad, px.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_pairwise_losses_match_torch():
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal((4, 6)).astype(np.float32) for _ in range(3))
+    y = np.array([1, -1, 1, -1], dtype=np.float32)
+    cases = [("CosineEmbeddingLoss", {"margin": 0.2}, (a, b, y)),
+             ("MarginRankingLoss", {"margin": 0.1}, (a[:, 0], b[:, 0], y)),
+             ("TripletMarginLoss", {"margin": 0.5, "swap": True}, (a, b, c)),
+             ("TripletMarginWithDistanceLoss", {}, (a, b, c))]
+    for name, kw, arrs in cases:
+        grads = [v is not y for v in arrs]  # labels take no gradient
+        tx = [torch.from_numpy(v).requires_grad_(g) for v, g in zip(arrs, grads)]
+        px = [tp.from_numpy(v.copy()).requires_grad_(g) for v, g in zip(arrs, grads)]
+        tout, pout = getattr(tnn, name)(**kw)(*tx), getattr(pnn, name)(**kw)(*px)
+        assert_close(tout, pout)
+        tout.backward()
+        pout.backward()
+        for u, v in zip(tx, px):
+            if u.requires_grad:
+                assert_close(u.grad, v.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_margin_losses_match_torch():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    tgt = np.array([1, 0, 4, 2])
+    ml = np.array([[3, 0, -1, 1, 2], [1, -1, 0, 0, 0], [0, 1, 2, 3, 4], [4, 2, -1, 0, 0]])
+    for tl, pl, t in [(tnn.MultiMarginLoss(), pnn.MultiMarginLoss(), tgt),
+                      (tnn.MultiMarginLoss(p=2, margin=0.5), pnn.MultiMarginLoss(p=2, margin=0.5), tgt),
+                      (tnn.MultiLabelMarginLoss(), pnn.MultiLabelMarginLoss(), ml)]:
+        tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+        tout, pout = tl(tx, torch.from_numpy(t)), pl(px, tp.from_numpy(t.copy()))
+        assert_close(tout, pout)
+        tout.backward()
+        pout.backward()
+        assert_close(tx.grad, px.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_gaussian_nll_matches_torch():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    t = rng.standard_normal((4, 3)).astype(np.float32)
+    v = (rng.random((4, 3)) + 0.1).astype(np.float32)
+    for full in (False, True):
+        tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+        tv, pv = torch.from_numpy(v).requires_grad_(), tp.from_numpy(v.copy()).requires_grad_()
+        tout = tnn.GaussianNLLLoss(full=full)(tx, torch.from_numpy(t), tv)
+        pout = pnn.GaussianNLLLoss(full=full)(px, tp.from_numpy(t.copy()), pv)
+        assert_close(tout, pout)
+        tout.backward()
+        pout.backward()
+        assert_close(tx.grad, px.grad)
+        assert_close(tv.grad, pv.grad)
+
+
+def test_loss_errors():
+    x = tp.randn(3, 5)
+    with pytest.raises(ValueError, match="Expected input batch_size"):
+        pF.cross_entropy(x, tp.tensor([1, 2]))
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        pF.nll_loss(x, tp.tensor([1, 7, 2]))
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        pF.mse_loss(x, x, reduction="avg")
+    with pytest.raises(ValueError, match="must be the same as input size"):
+        pF.binary_cross_entropy_with_logits(x, tp.zeros(3))
+
+
+# ---------------------------------------------------------------- dropout and init draws
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.5, 1.0])
+def test_dropout_masks_are_pytorchs(p):
+    x = np.random.default_rng(8).standard_normal((7, 9)).astype(np.float32)
+    for tf, pf in [(tF.dropout, pF.dropout), (tF.alpha_dropout, pF.alpha_dropout)]:
+        torch.manual_seed(3)
+        tp.manual_seed(3)
+        a = tf(torch.from_numpy(x), p, True)
+        b = pf(tp.from_numpy(x.copy()), p, True)
+        assert_close(a, b, rtol=1e-6, atol=1e-7)
+    x4 = np.random.default_rng(9).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    for tf, pf in [(tF.dropout2d, pF.dropout2d), (tF.feature_alpha_dropout, pF.feature_alpha_dropout)]:
+        torch.manual_seed(4)
+        tp.manual_seed(4)
+        assert_close(tf(torch.from_numpy(x4), p, True), pf(tp.from_numpy(x4.copy()), p, True),
+                     rtol=1e-6, atol=1e-7)
+    # a channels-last input draws its mask in memory order, as PyTorch does
+    tx = torch.from_numpy(x4).to(memory_format=torch.channels_last)
+    px = tp.from_numpy(np.ascontiguousarray(x4.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
+    torch.manual_seed(5)
+    tp.manual_seed(5)
+    assert_close(tF.dropout(tx, p), pF.dropout(px, p), rtol=1e-6, atol=1e-7)
+    torch.manual_seed(5)
+    tp.manual_seed(5)
+    m_t, m_p = tnn.Dropout(p), pnn.Dropout(p)
+    assert_close(m_t(torch.from_numpy(x)), m_p(tp.from_numpy(x.copy())))
+    m_t.eval(), m_p.eval()
+    assert_close(m_t(torch.from_numpy(x)), m_p(tp.from_numpy(x.copy())))
+
+
+INITS = [
+    ("uniform_", (-0.3, 0.7)), ("normal_", (0.1, 2.0)), ("trunc_normal_", (0.0, 1.0, -1.5, 1.0)),
+    ("trunc_normal_", (0.5, 1.0, 0.0, 0.3)),
+    ("constant_", (0.25,)), ("ones_", ()), ("zeros_", ()), ("eye_", ()),
+    ("xavier_uniform_", (1.5,)), ("xavier_normal_", ()), ("kaiming_uniform_", ()),
+    ("kaiming_normal_", (0.1, "fan_out", "leaky_relu")), ("orthogonal_", (2.0,)),
+    ("sparse_", (0.3,)),
+]
+
+
+@pytest.mark.parametrize("name, args", INITS)
+def test_init_draws_are_pytorchs(name, args):
+    for shape in [(6, 4), (3, 8)]:
+        torch.manual_seed(11)
+        tp.manual_seed(11)
+        a = getattr(torch.nn.init, name)(torch.empty(shape), *args)
+        b = getattr(tp.nn.init, name)(tp.empty(shape), *args)
+        if name == "orthogonal_":  # QR: each library's LAPACK rounds its own way
+            assert_close(a, b, rtol=1e-5, atol=1e-6)
+        else:
+            assert_bits(a, b)
+        assert np.array_equal(torch.get_rng_state().numpy(), tp.get_rng_state().numpy())
+    torch.manual_seed(1)
+    tp.manual_seed(1)
+    assert_bits(torch.nn.init.dirac_(torch.empty(4, 2, 3, 3), 2),
+                tp.nn.init.dirac_(tp.empty(4, 2, 3, 3), 2))
+
+
+def test_calculate_gain():
+    for nl, param in [("linear", None), ("tanh", None), ("relu", None), ("leaky_relu", 0.2),
+                      ("leaky_relu", None), ("selu", None), ("conv2d", None)]:
+        assert tp.nn.init.calculate_gain(nl, param) == torch.nn.init.calculate_gain(nl, param)
+    with pytest.raises(ValueError, match="Unsupported nonlinearity"):
+        tp.nn.init.calculate_gain("foo")
+
+
+# ---------------------------------------------------------------- the Module system
+class Net(pnn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = pnn.Linear(4, 3)
+        self.act = pnn.ReLU()
+        self.block = pnn.Sequential(pnn.Linear(3, 3), pnn.Tanh())
+        self.register_buffer("step", tp.zeros(()))
+        self.register_buffer("scratch", tp.ones(2), persistent=False)
+        self.scale = pnn.Parameter(tp.ones(()))
+
+    def forward(self, x):
+        return self.block(self.act(self.fc1(x))) * self.scale
+
+
+class TNet(tnn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = tnn.Linear(4, 3)
+        self.act = tnn.ReLU()
+        self.block = tnn.Sequential(tnn.Linear(3, 3), tnn.Tanh())
+        self.register_buffer("step", torch.zeros(()))
+        self.register_buffer("scratch", torch.ones(2), persistent=False)
+        self.scale = tnn.Parameter(torch.ones(()))
+
+    def forward(self, x):
+        return self.block(self.act(self.fc1(x))) * self.scale
+
+
+def test_module_traversal_matches_torch():
+    torch.manual_seed(0)
+    t = TNet()
+    tp.manual_seed(0)
+    p = Net()
+    assert [n for n, _ in p.named_parameters()] == [n for n, _ in t.named_parameters()]
+    assert [n for n, _ in p.named_buffers()] == [n for n, _ in t.named_buffers()]
+    assert [n for n, _ in p.named_modules()] == [n for n, _ in t.named_modules()]
+    assert [n for n, _ in p.named_children()] == [n for n, _ in t.named_children()]
+    assert [n for n, _ in p.named_parameters(prefix="m", recurse=False)] == \
+        [n for n, _ in t.named_parameters(prefix="m", recurse=False)]
+    assert list(p.state_dict()) == list(t.state_dict())
+    assert repr(p).replace("Net", "TNet") == repr(t)
+    for (n, a), (_, b) in zip(t.state_dict().items(), p.state_dict().items()):
+        assert_bits(a, b)
+    # shared submodules and parameters are reported once (unless remove_duplicate=False)
+    shared = pnn.Linear(2, 2)
+    s = pnn.Sequential(shared, shared)
+    assert len(list(s.parameters())) == 2 and len(list(s.named_modules())) == 2
+    assert len(list(s.named_modules(remove_duplicate=False))) == 3
+    assert s.get_submodule("0") is shared and s.get_parameter("1.weight") is shared.weight
+
+
+def test_state_dict_round_trips_with_torch():
+    torch.manual_seed(1)
+    t = TNet()
+    p = Net()
+    p.load_state_dict({k: to_tp(v) for k, v in t.state_dict().items()})
+    t2 = TNet()
+    t2.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in p.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    assert_close(t(torch.from_numpy(x)), p(tp.from_numpy(x)))
+    assert_close(t2(torch.from_numpy(x)), p(tp.from_numpy(x)))
+
+
+def test_load_state_dict_errors_and_flags():
+    p = Net()
+    sd = p.state_dict()
+    del sd["fc1.bias"]
+    sd["extra"] = tp.zeros(1)
+    with pytest.raises(RuntimeError) as e:
+        p.load_state_dict(sd)
+    assert str(e.value) == ('Error(s) in loading state_dict for Net:\n\tMissing key(s) in '
+                            'state_dict: "fc1.bias". \n\tUnexpected key(s) in state_dict: "extra". ')
+    r = p.load_state_dict(sd, strict=False)
+    assert r.missing_keys == ["fc1.bias"] and r.unexpected_keys == ["extra"]
+    bad = p.state_dict()
+    bad["fc1.weight"] = tp.zeros(2, 2)
+    with pytest.raises(RuntimeError, match=r"size mismatch for fc1.weight: copying a param with "
+                       r"shape torch.Size\(\[2, 2\]\) from checkpoint, the shape in current model "
+                       r"is torch.Size\(\[3, 4\]\)."):
+        p.load_state_dict(bad)
+    w = p.fc1.weight
+    new = {k: v.clone() + 1 for k, v in p.state_dict().items()}
+    p.load_state_dict(new)
+    assert p.fc1.weight is w  # copied in place
+    p.load_state_dict(new, assign=True)
+    assert p.fc1.weight is not w and isinstance(p.fc1.weight, pnn.Parameter)
+
+
+def test_attribute_registration_rules():
+    m = pnn.Module()
+    m.w = pnn.Parameter(tp.ones(2))
+    m.sub = pnn.Linear(1, 1)
+    m.register_buffer("b", tp.zeros(1))
+    m.plain = 3
+    assert set(m._parameters) == {"w"} and set(m._modules) == {"sub"} and set(m._buffers) == {"b"}
+    with pytest.raises(TypeError, match="cannot assign 'tensorplay.Tensor' as parameter 'w'"):
+        m.w = tp.ones(2)
+    m.w = None
+    assert m.w is None and "w" in m._parameters
+    with pytest.raises(KeyError, match="attribute 'plain' already exists"):
+        m.register_buffer("plain", tp.zeros(1))
+    with pytest.raises(AttributeError, match="'Module' object has no attribute 'nope'"):
+        m.nope
+    del m.sub
+    assert "sub" not in m._modules
+    with pytest.raises(TypeError, match="cannot assign 'tensorplay.Tensor' object to parameter 'q'"):
+        m.register_parameter("q", tp.ones(1))
+    class Early(pnn.Module):
+        def __init__(self):
+            self.w = pnn.Parameter(tp.ones(1))
+    with pytest.raises(AttributeError, match="cannot assign parameters before Module.__init__"):
+        Early()
+
+
+def test_train_eval_requires_grad_zero_grad_apply():
+    m = Net()
+    assert m.training and m.block[0].training
+    m.eval()
+    assert not m.training and not m.block[1].training
+    with pytest.raises(ValueError, match="training mode is expected to be boolean"):
+        m.train("yes")
+    m.requires_grad_(False)
+    assert not any(p.requires_grad for p in m.parameters())
+    m.requires_grad_()
+    m(tp.randn(2, 4)).sum().backward()
+    m.zero_grad(set_to_none=False)
+    assert all(float(p.grad.abs().sum().item()) == 0 for p in m.parameters())
+    m.zero_grad()
+    assert all(p.grad is None for p in m.parameters())
+    seen = []
+    m.apply(lambda mod: seen.append(type(mod).__name__))
+    assert seen == ["Linear", "ReLU", "Linear", "Tanh", "Sequential", "Net"]
+
+
+def test_to_double_and_back_keeps_parameter_objects():
+    m = Net()
+    w = m.fc1.weight
+    m.double()
+    assert m.fc1.weight is w and w.dtype == tp.float64 and m.step.dtype == tp.float64
+    m.to(tp.float32)
+    assert w.dtype == tp.float32
+    with pytest.raises(TypeError, match="nn.Module.to only accepts floating point"):
+        m.to(tp.int64)
+    m.half().float()
+    assert m(tp.randn(2, 4)).dtype == tp.float32
+
+
+def test_forward_hooks():
+    m = pnn.Linear(2, 2)
+    calls = []
+    h1 = m.register_forward_pre_hook(lambda mod, args: (args[0] * 0,))
+    h2 = m.register_forward_hook(lambda mod, args, out: calls.append(("post", out.shape)) or out + 1)
+    h3 = m.register_forward_pre_hook(lambda mod, args, kw: calls.append(("kw", kw)), with_kwargs=True)
+    out = m(tp.ones(1, 2))
+    assert_close(out, m.bias.detach().reshape(1, 2) + 1)
+    assert calls == [("kw", {}), ("post", tp.Size([1, 2]))]
+    for h in (h1, h2, h3):
+        h.remove()
+    assert_close(m(tp.zeros(1, 2)), m.bias.detach().reshape(1, 2))
+    seen = []
+    m.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+    with pytest.raises(RuntimeError):
+        m(tp.ones(3))  # wrong shape: the forward raises, the hook still runs
+    assert seen == [None]
+
+
+def test_containers():
+    s = pnn.Sequential(pnn.Linear(2, 3), pnn.ReLU(), pnn.Linear(3, 1))
+    assert len(s) == 3 and isinstance(s[1], pnn.ReLU) and isinstance(s[-1], pnn.Linear)
+    assert isinstance(s[:2], pnn.Sequential) and len(s[:2]) == 2
+    s.append(pnn.Sigmoid())
+    s.insert(0, pnn.Identity())
+    assert [type(m).__name__ for m in s] == ["Identity", "Linear", "ReLU", "Linear", "Sigmoid"]
+    del s[0]
+    assert list(s._modules) == ["0", "1", "2", "3"]
+    ml = pnn.ModuleList([pnn.Linear(1, 1) for _ in range(3)])
+    ml.append(pnn.Tanh())
+    assert len(ml) == 4 and len(list(ml.parameters())) == 6 and isinstance(ml[1:], pnn.ModuleList)
+    md = pnn.ModuleDict({"a": pnn.ReLU(), "b": pnn.Linear(1, 2)})
+    assert list(md.keys()) == ["a", "b"] and "b" in md and len(list(md.parameters())) == 2
+    pl = pnn.ParameterList([pnn.Parameter(tp.ones(2)), tp.zeros(3)])
+    assert isinstance(pl[1], pnn.Parameter) and len(list(pl.parameters())) == 2
+    pd = pnn.ParameterDict({"x": tp.ones(1)})
+    pd["y"] = pnn.Parameter(tp.zeros(2))
+    assert list(pd.keys()) == ["x", "y"] and len(list(pd.parameters())) == 2
+    torch.manual_seed(0)
+    tl = tnn.ModuleList([tnn.Linear(2, 2) for _ in range(3)] + [tnn.ReLU()])
+    pl2 = pnn.ModuleList([pnn.Linear(2, 2) for _ in range(3)] + [pnn.ReLU()])
+    assert repr(pl2) == repr(tl)
+
+
+def test_lazy_linear_materialises_on_first_call():
+    torch.manual_seed(2)
+    t = tnn.LazyLinear(3)
+    tp.manual_seed(2)
+    p = pnn.LazyLinear(3)
+    assert isinstance(p.weight, pnn.UninitializedParameter)
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    assert_close(t(torch.from_numpy(x)), p(tp.from_numpy(x)))
+    assert type(p) is pnn.Linear and p.in_features == 5 and tuple(p.weight.shape) == (3, 5)
+    assert_bits(t.weight, p.weight)
+
+
+def test_deepcopy_module_and_parameter_repr():
+    m = Net()
+    m2 = copy.deepcopy(m)
+    assert m2.fc1.weight is not m.fc1.weight and isinstance(m2.fc1.weight, pnn.Parameter)
+    assert_bits(m2.fc1.weight, m.fc1.weight)
+    p = pnn.Parameter(tp.ones(2))
+    assert repr(p).startswith("Parameter containing:\ntensor([1., 1.], requires_grad=True)")
+
+
+def test_clip_grad_and_vector_conversion():
+    torch.manual_seed(0)
+    t = TNet()
+    p = Net()
+    p.load_state_dict({k: to_tp(v) for k, v in t.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    t(torch.from_numpy(x)).sum().backward()
+    p(tp.from_numpy(x)).sum().backward()
+    for norm in (2.0, 1.0, float("inf")):
+        tn = torch.nn.utils.clip_grad_norm_(t.parameters(), 0.1, norm)
+        pn_ = tp.nn.utils.clip_grad_norm_(p.parameters(), 0.1, norm)
+        assert_close(tn, pn_)
+    torch.nn.utils.clip_grad_value_(t.parameters(), 0.01)
+    tp.nn.utils.clip_grad_value_(p.parameters(), 0.01)
+    for a, b in zip(t.parameters(), p.parameters()):
+        assert_close(a.grad, b.grad)
+    v = tp.nn.utils.parameters_to_vector(p.parameters())
+    assert_close(torch.nn.utils.parameters_to_vector(t.parameters()), v)
+    tp.nn.utils.vector_to_parameters(v * 0 + 2, p.parameters())
+    assert float(p.fc1.weight.sum().item()) == 2 * 12
+
+
+# ---------------------------------------------------------------- functional extras
+def test_functional_extras_match_torch():
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    tx, px = torch.from_numpy(x), tp.from_numpy(x)
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        assert_close(tF.pad(tx, (1, 2, 2, 1), mode=mode), pF.pad(px, (1, 2, 2, 1), mode=mode))
+    assert_close(tF.pad(tx, (1, -1), value=3.0), pF.pad(px, (1, -1), value=3.0))
+    assert_close(tF.normalize(tx, dim=2), pF.normalize(px, dim=2))
+    assert_close(tF.cosine_similarity(tx, tx * 2 + 1, dim=1), pF.cosine_similarity(px, px * 2 + 1, dim=1))
+    assert_close(tF.pairwise_distance(tx[0], tx[1]), pF.pairwise_distance(px[0], px[1]))
+    assert_close(tF.pdist(tx[0]), pF.pdist(px[0]))
+    idx = np.array([0, 3, 1])
+    assert np.array_equal(tF.one_hot(torch.from_numpy(idx), 5).numpy(), pF.one_hot(tp.from_numpy(idx), 5).numpy())
+    q, k, v = (rng.standard_normal((2, 3, 4, 8)).astype(np.float32) for _ in range(3))
+    for causal in (False, True):
+        assert_close(tF.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)), is_causal=causal),
+                     pF.scaled_dot_product_attention(*map(tp.from_numpy, (q, k, v)), is_causal=causal),
+                     rtol=1e-5, atol=1e-6)
+    mask = rng.random((4, 4)) > 0.3
+    np.fill_diagonal(mask, True)
+    assert_close(tF.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)), attn_mask=torch.from_numpy(mask)),
+                 pF.scaled_dot_product_attention(*map(tp.from_numpy, (q, k, v)), attn_mask=tp.from_numpy(mask)),
+                 rtol=1e-5, atol=1e-6)
+    for dt in ("float64",):
+        assert pF.softmax(px, 1, dtype=getattr(tp, dt)).dtype == getattr(tp, dt)
+    torch.manual_seed(0)
+    tp.manual_seed(0)
+    assert_close(tF.gumbel_softmax(tx, tau=0.5), pF.gumbel_softmax(px, tau=0.5), rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_bag_matches_torch():
+    torch.manual_seed(0)
+    t = tnn.EmbeddingBag(10, 3, mode="sum")
+    tp.manual_seed(0)
+    p = pnn.EmbeddingBag(10, 3, mode="sum")
+    assert_bits(t.weight, p.weight)
+    inp = np.array([1, 2, 4, 5, 4, 3, 2, 9])
+    offs = np.array([0, 4])
+    for mode in ("sum", "mean", "max"):
+        t.mode = p.mode = mode
+        assert_close(t(torch.from_numpy(inp), torch.from_numpy(offs)), p(tp.from_numpy(inp), tp.from_numpy(offs)))
