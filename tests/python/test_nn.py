@@ -598,3 +598,68 @@ def test_embedding_bag_matches_torch():
     for mode in ("sum", "mean", "max"):
         t.mode = p.mode = mode
         assert_close(t(torch.from_numpy(inp), torch.from_numpy(offs)), p(tp.from_numpy(inp), tp.from_numpy(offs)))
+
+
+# ---------------------------------------------------------------- recurrent layers
+RNNS = [
+    ("RNN", (5, 6), {}), ("RNN", (5, 6), {"nonlinearity": "relu", "num_layers": 2}),
+    ("LSTM", (5, 6), {}), ("LSTM", (5, 6), {"num_layers": 2, "bidirectional": True}),
+    ("LSTM", (5, 6), {"proj_size": 3, "batch_first": True}),
+    ("GRU", (5, 6), {"num_layers": 2, "bias": False}), ("GRU", (5, 6), {"bidirectional": True}),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs", RNNS)
+def test_recurrent_layers_match_torch(name, args, kwargs):
+    tm, pm = build_both(name, args, kwargs, seed=3)
+    for (k, a), (_, b) in zip(tm.state_dict().items(), pm.state_dict().items()):
+        assert_bits(a, b)
+    assert repr(tm) == repr(pm)
+    rng = np.random.default_rng(0)
+    shape = (3, 4, 5) if kwargs.get("batch_first") else (4, 3, 5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tout, th = tm(tx)
+    pout, ph = pm(px)
+    assert_close(tout, pout, rtol=1e-4, atol=1e-5)
+    if name == "LSTM":
+        assert_close(th[0], ph[0], rtol=1e-4, atol=1e-5)
+        assert_close(th[1], ph[1], rtol=1e-4, atol=1e-5)
+        tloss, ploss = tout.sum() + th[1].sum(), pout.sum() + ph[1].sum()
+    else:
+        assert_close(th, ph, rtol=1e-4, atol=1e-5)
+        tloss, ploss = tout.sum() + th.sum(), pout.sum() + ph.sum()
+    tloss.backward()
+    ploss.backward()
+    assert_close(tx.grad, px.grad, rtol=1e-4, atol=1e-5)
+    for (n, a), (_, b) in zip(tm.named_parameters(), pm.named_parameters()):
+        assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_packed_sequences_through_lstm():
+    tm, pm = build_both("LSTM", (3, 4), {"bidirectional": True}, seed=1)
+    rng = np.random.default_rng(1)
+    lengths = [2, 5, 3]
+    seqs = [rng.standard_normal((n, 3)).astype(np.float32) for n in lengths]
+    tpk = torch.nn.utils.rnn.pack_sequence([torch.from_numpy(s) for s in seqs], enforce_sorted=False)
+    ppk = tp.nn.utils.rnn.pack_sequence([tp.from_numpy(s) for s in seqs], enforce_sorted=False)
+    assert_close(tpk.data, ppk.data)
+    assert tpk.batch_sizes.tolist() == ppk.batch_sizes.tolist()
+    tout, (th, tc) = tm(tpk)
+    pout, (ph, pc) = pm(ppk)
+    assert_close(tout.data, pout.data, rtol=1e-4, atol=1e-5)
+    assert_close(th, ph, rtol=1e-4, atol=1e-5)
+    tpad, tl = torch.nn.utils.rnn.pad_packed_sequence(tout, batch_first=True)
+    ppad, pl = tp.nn.utils.rnn.pad_packed_sequence(pout, batch_first=True)
+    assert_close(tpad, ppad, rtol=1e-4, atol=1e-5)
+    assert tl.tolist() == pl.tolist()
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_cells_match_torch(name):
+    tm, pm = build_both(name, (4, 5), {}, seed=2)
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    tout, pout = tm(torch.from_numpy(x)), pm(tp.from_numpy(x))
+    if name == "LSTMCell":
+        tout, pout = tout[1], pout[1]
+    assert_close(tout, pout, rtol=1e-5, atol=1e-6)

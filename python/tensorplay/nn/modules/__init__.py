@@ -38,3 +38,5 @@ from tensorplay.nn.modules.padding import (CircularPad1d, CircularPad2d, Circula
                                            ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                                            ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
                                            ZeroPad1d, ZeroPad2d, ZeroPad3d)
+from tensorplay.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,
+                                       RNNCellBase)
