@@ -663,3 +663,41 @@ def test_cells_match_torch(name):
     if name == "LSTMCell":
         tout, pout = tout[1], pout[1]
     assert_close(tout, pout, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- transformers
+def test_transformer_matches_torch():
+    kw = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16)
+    tm, pm = build_both("Transformer", (), kw, seed=5)
+    for (k, a), (_, b) in zip(tm.state_dict().items(), pm.state_dict().items()):
+        assert_bits(a, b)
+    tm.eval(), pm.eval()
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((6, 2, 8)).astype(np.float32)
+    tgt = rng.standard_normal((5, 2, 8)).astype(np.float32)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    pmask = tp.nn.Transformer.generate_square_subsequent_mask(5)
+    assert_close(mask, pmask)
+    ts, tt = torch.from_numpy(src).requires_grad_(), torch.from_numpy(tgt)
+    ps, pt = tp.from_numpy(src.copy()).requires_grad_(), tp.from_numpy(tgt.copy())
+    tout = tm(ts, tt, tgt_mask=mask)
+    pout = pm(ps, pt, tgt_mask=pmask)
+    assert_close(tout, pout, rtol=1e-4, atol=1e-5)
+    tout.sum().backward()
+    pout.sum().backward()
+    assert_close(ts.grad, ps.grad, rtol=1e-3, atol=1e-5)
+    for (n, a), (_, b) in zip(tm.named_parameters(), pm.named_parameters()):
+        assert_close(a.grad, b.grad, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_with_padding_mask(norm_first):
+    tm, pm = build_both("TransformerEncoderLayer", (8, 2),
+                        {"dim_feedforward": 12, "batch_first": True, "norm_first": norm_first,
+                         "activation": "gelu"}, seed=6)
+    tm.eval(), pm.eval()
+    x = np.random.default_rng(4).standard_normal((3, 5, 8)).astype(np.float32)
+    kpm = np.zeros((3, 5), dtype=bool)
+    kpm[0, 3:] = True
+    assert_close(tm(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(kpm)),
+                 pm(tp.from_numpy(x), src_key_padding_mask=tp.from_numpy(kpm)), rtol=1e-4, atol=1e-5)

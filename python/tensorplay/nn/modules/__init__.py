@@ -40,3 +40,6 @@ from tensorplay.nn.modules.padding import (CircularPad1d, CircularPad2d, Circula
                                            ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from tensorplay.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,
                                        RNNCellBase)
+from tensorplay.nn.modules.transformer import (Transformer, TransformerDecoder,
+                                               TransformerDecoderLayer, TransformerEncoder,
+                                               TransformerEncoderLayer)
