@@ -63,4 +63,4 @@ def numel(input):
     return input.numel()
 
 
-from tensorplay import nn, utils  # noqa: E402,F401  (nn builds on the ops exported above)
+from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)

@@ -701,3 +701,40 @@ def test_encoder_layer_with_padding_mask(norm_first):
     kpm[0, 3:] = True
     assert_close(tm(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(kpm)),
                  pm(tp.from_numpy(x), src_key_padding_mask=tp.from_numpy(kpm)), rtol=1e-4, atol=1e-5)
+
+
+def test_functional_call_swaps_and_restores():
+    m = pnn.Linear(3, 2)
+    w = tp.zeros(2, 3, requires_grad=True)
+    b = tp.ones(2)
+    out = tp.func.functional_call(m, {"weight": w, "bias": b}, (tp.randn(4, 3),))
+    assert out.tolist() == [[1.0, 1.0]] * 4
+    out.sum().backward()
+    assert w.grad is not None and m.weight.grad is None
+    assert isinstance(m.weight, pnn.Parameter) and m.weight is not w
+    with pytest.raises(RuntimeError, match="Missing key"):
+        tp.nn.utils.stateless.functional_call(m, {"weight": w}, (tp.randn(1, 3),), strict=True)
+
+
+@pytest.mark.parametrize("mode, shape, kw", [
+    ("nearest", (2, 3, 5), {"size": 8}), ("nearest", (2, 3, 4, 5), {"scale_factor": 2}),
+    ("nearest", (1, 2, 7, 5), {"size": (3, 4)}), ("nearest-exact", (1, 2, 7, 5), {"size": (3, 9)}),
+    ("linear", (2, 3, 5), {"size": 9}), ("linear", (2, 3, 5), {"size": 9, "align_corners": True}),
+    ("bilinear", (1, 2, 4, 5), {"scale_factor": 1.5}),
+    ("bilinear", (1, 2, 6, 5), {"size": (3, 8), "align_corners": True}),
+    ("bicubic", (1, 2, 4, 5), {"size": (7, 6)}),
+    ("bicubic", (1, 2, 4, 5), {"size": (7, 3), "align_corners": True}),
+    ("trilinear", (1, 1, 3, 4, 5), {"size": (5, 3, 6)}),
+])
+def test_interpolate_matches_torch(mode, shape, kw):
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tout, pout = tF.interpolate(tx, mode=mode, **kw), pF.interpolate(px, mode=mode, **kw)
+    assert_close(tout, pout, rtol=1e-5, atol=1e-5)
+    g = np.random.default_rng(6).standard_normal(tuple(tout.shape)).astype(np.float32)
+    tout.backward(torch.from_numpy(g))
+    pout.backward(tp.from_numpy(g))
+    assert_close(tx.grad, px.grad, rtol=1e-5, atol=1e-5)
+    um_t = tnn.Upsample(mode=mode, **kw)
+    um_p = pnn.Upsample(mode=mode, **kw)
+    assert repr(um_t) == repr(um_p)

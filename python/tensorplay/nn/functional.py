@@ -1281,3 +1281,115 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _require("col2im")(input, _pair(output_size, 2), _pair(kernel_size, 2),
                               _pair(dilation, 2), _pair(padding, 2), _pair(stride, 2))
+
+
+# ================================================================== interpolation
+def _interp_scale(n_in, n_out, align_corners, scale):
+    if align_corners:
+        return (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+
+
+def _weights_shape(x, d, n):
+    shape = [1] * x.dim()
+    shape[d] = n
+    return tuple(shape)
+
+
+def _interp_dim(x, d, n_out, mode, align_corners, scale):
+    """Resamples dim d of x to n_out points (separable: one dim at a time)."""
+    import numpy as np
+    n_in = x.size(d)
+    s = np.float32(_interp_scale(n_in, n_out, align_corners, scale))
+    dst = np.arange(n_out, dtype=np.float32)
+    if mode in ("nearest", "nearest-exact"):
+        src = np.floor((dst + np.float32(0.5)) * s) if mode == "nearest-exact" else np.floor(dst * s)
+        idx = np.minimum(src.astype(np.int64), n_in - 1)
+        return x.index_select(d, tp.from_numpy(idx))
+    if align_corners:
+        src = s * dst
+    else:
+        src = s * (dst + np.float32(0.5)) - np.float32(0.5)
+    if mode == "cubic":
+        i0 = np.floor(src).astype(np.int64)
+        t = (src - i0).astype(np.float32)
+        A = np.float32(-0.75)
+
+        def near(v):  # |v| <= 1
+            return ((A + 2) * v - (A + 3)) * v * v + 1
+
+        def far(v):  # 1 < |v| < 2
+            return ((A * v - 5 * A) * v + 8 * A) * v - 4 * A
+        coeffs = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+        out = None
+        for k, c in enumerate(coeffs):
+            idx = np.clip(i0 - 1 + k, 0, n_in - 1)
+            term = x.index_select(d, tp.from_numpy(idx)) * \
+                tp.from_numpy(c.astype(np.float32)).reshape(_weights_shape(x, d, n_out)).to(x.dtype)
+            out = term if out is None else out + term
+        return out
+    src = np.maximum(src, np.float32(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    l1 = (src - i0).astype(np.float32)
+    l0 = (np.float32(1) - l1).astype(np.float32)
+    w0 = tp.from_numpy(l0).reshape(_weights_shape(x, d, n_out)).to(x.dtype)
+    w1 = tp.from_numpy(l1).reshape(_weights_shape(x, d, n_out)).to(x.dtype)
+    return x.index_select(d, tp.from_numpy(i0)) * w0 + x.index_select(d, tp.from_numpy(i1)) * w1
+
+
+_INTERP_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims (all dims after N, C) by `size` or `scale_factor`."""
+    n = input.dim() - 2
+    if n < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.dim()}D) for the modes: nearest | linear | bilinear | bicubic "
+                         f"| trilinear | area | nearest-exact (got {mode})")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    else:
+        if align_corners is None:
+            align_corners = False
+        if _INTERP_DIMS.get(mode) != n:
+            raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                      f"{_INTERP_DIMS.get(mode, '?') + 2}D input")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out_size = list(size) if isinstance(size, (list, tuple)) else [size] * n
+        scales = [None] * n
+    elif scale_factor is not None:
+        scales = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * n
+        out_size = [int(math.floor(input.size(i + 2) * s)) for i, s in enumerate(scales)]
+        if recompute_scale_factor:
+            scales = [None] * n
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if mode == "area":
+        return {1: adaptive_avg_pool1d, 2: adaptive_avg_pool2d, 3: adaptive_avg_pool3d}[n](
+            input, out_size)
+    kind = "cubic" if mode == "bicubic" else ("linear" if mode in _INTERP_DIMS else mode)
+    if kind not in ("nearest", "nearest-exact", "linear", "cubic"):
+        raise NotImplementedError(f"Input Error: unsupported mode {mode}")
+    out = input
+    for i in range(n):
+        out = _interp_dim(out, i + 2, out_size[i], kind, bool(align_corners), scales[i])
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

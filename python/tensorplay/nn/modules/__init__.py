@@ -21,7 +21,8 @@ from tensorplay.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbedd
 from tensorplay.nn.modules.sparse import Embedding, EmbeddingBag
 from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatten, Fold,
                                         PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten,
-                                        Unfold)
+                                        Unfold, Upsample, UpsamplingBilinear2d,
+                                        UpsamplingNearest2d)
 from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d,
                                                  GroupNorm, InstanceNorm1d, InstanceNorm2d,
                                                  InstanceNorm3d, LayerNorm, LocalResponseNorm,

@@ -5,3 +5,4 @@ from tensorplay.nn.utils.convert_parameters import parameters_to_vector, vector_
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
            "vector_to_parameters"]
 from tensorplay.nn.utils import rnn  # noqa: E402,F401
+from tensorplay.nn.utils import stateless  # noqa: E402,F401
