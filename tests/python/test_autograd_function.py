@@ -494,3 +494,15 @@ def test_saved_output_keeps_its_history_without_a_cycle():
         gg, = lib.autograd.grad(g.sum(), x)
         return g, gg
     _check(*_both(run))
+
+
+def test_node_is_freed_with_its_outputs():
+    import weakref
+    x = _t(tp, [1.0, 2.0], True)
+    for backward in (False, True):
+        y = square(tp).apply(x)
+        ref = weakref.ref(y.grad_fn)
+        if backward:
+            y.sum().backward()
+        del y
+        assert ref() is None
