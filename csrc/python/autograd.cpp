@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "autograd/engine.h"
+#include "autograd/forward_ad.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/saved_variable.h"
@@ -291,6 +292,13 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_is_anomaly_enabled", &autograd::anomaly_enabled);
   m.def("_set_anomaly_enabled", &autograd::set_anomaly_enabled, nb::arg("enabled"),
         nb::arg("check_nan") = true);
+  m.def("_enter_dual_level", &autograd::enter_dual_level);
+  m.def("_exit_dual_level", &autograd::exit_dual_level, nb::arg("level"));
+  m.def("_make_dual", &autograd::make_dual, nb::arg("tensor"), nb::arg("tangent"), nb::arg("level"));
+  m.def("_unpack_dual", [](const Tensor& t, int64_t level) {
+    Tensor tangent = autograd::fw_grad(t);
+    return nb::make_tuple(autograd::fw_primal(t, level), tensor_or_none(tangent));
+  }, nb::arg("tensor"), nb::arg("level"));
   m.def("_push_saved_tensors_hooks", [](nb::handle pack, nb::handle unpack) {
     autograd::push_saved_tensor_hooks(std::make_shared<PySavedTensorHooks>(pack, unpack));
   });
