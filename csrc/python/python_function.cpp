@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/engine.h"
+#include "autograd/forward_ad.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/saved_variable.h"
@@ -214,6 +215,38 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
   return is_tuple ? result : nb::borrow(nb::handle(PyTuple_GET_ITEM(result.ptr(), 0)));
 }
 
+/// Forward-mode AD through a Function: its outputs' tangents are jvp(ctx, *input tangents)
+/// (None for inputs without one), computed with tangent propagation off.
+void set_output_tangents(nb::handle cls, nb::handle ctx, nb::tuple args, nb::handle result) {
+  size_t n = args.size();
+  std::vector<nb::object> tangents(n);
+  std::vector<PyObject*> argv(n + 1);
+  argv[0] = ctx.ptr();
+  for (size_t i = 0; i < n; ++i) {
+    Tensor t = is_tensor(args[i]) ? autograd::fw_grad(as_tensor(args[i])) : Tensor();
+    tangents[i] = t.defined() ? nb::cast(std::move(t)) : nb::none();
+    argv[i + 1] = tangents[i].ptr();
+  }
+  nb::object jvp = cls.attr("jvp");
+  nb::object r;
+  {
+    autograd::FwGradDisabledGuard fw_off;
+    r = nb::steal(PyObject_Vectorcall(jvp.ptr(), argv.data(), argv.size(), nullptr));
+  }
+  if (!r.is_valid()) throw nb::python_error();
+  bool single = !PyTuple_Check(result.ptr());
+  if (!PyTuple_Check(r.ptr())) r = nb::make_tuple(r);
+  size_t n_out = single ? 1 : nb::len(result);
+  TP_CHECK(nb::len(r) == n_out, "jvp: expected ", n_out, " output tangents, got ", nb::len(r));
+  for (size_t k = 0; k < n_out; ++k) {
+    nb::handle o = single ? result : nb::handle(result[k]);
+    nb::handle t = r[k];
+    if (!is_tensor(o) || t.is_none()) continue;
+    TP_CHECK_TYPE(is_tensor(t), "jvp: expected a Tensor or None, got ", nb::inst_name(t).c_str());
+    if (is_floating(as_tensor(o).dtype())) autograd::set_fw_grad(as_tensor(o), as_tensor(t));
+  }
+}
+
 /// Function.apply(*args, **kwargs), bound as a classmethod of tp.autograd.Function.
 nb::object function_apply(nb::args call_args, nb::kwargs kwargs) {
   TP_CHECK_TYPE(call_args.size() >= 1, "apply: expected the Function class");
@@ -255,9 +288,13 @@ nb::object function_apply(nb::args call_args, nb::kwargs kwargs) {
     for (const Tensor& t : inputs) node.next_edges_.push_back(autograd::gradient_edge(t));
     node.forward_trace_ = autograd::current_forward_trace();
   }
+  // Forward-mode AD: the inputs' tangents go to the Function's jvp after forward.
+  bool fw = autograd::fw_grad_enabled() && std::any_of(inputs.begin(), inputs.end(),
+                                                        autograd::has_fw_grad);
   nb::object out;
   {
     autograd::GradModeGuard no_grad(false);
+    autograd::FwGradDisabledGuard fw_off;
     nb::object forward = cls.attr("forward");
     PyObject* kw = kwargs.size() ? kwargs.ptr() : nullptr;
     if (setup_style) {
@@ -272,7 +309,9 @@ nb::object function_apply(nb::args call_args, nb::kwargs kwargs) {
       if (!out.is_valid()) throw nb::python_error();
     }
   }
-  return wrap_outputs(node, sp, std::move(out), inputs);
+  nb::object result = wrap_outputs(node, sp, std::move(out), inputs);
+  if (fw) set_output_tangents(cls, ctx, args, result);
+  return result;
 }
 
 /// Aliases of `outputs` whose history is one DelayedError node raising `msg`.
