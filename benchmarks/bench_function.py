@@ -3,7 +3,7 @@
 
 - a custom Function (square, saves its input) forward + backward on a 1-element tensor;
 - forward-mode JVP of a chain of 20 ops on 16-element tensors (dual_level, make_dual,
-  unpack_dual).
+  unpack_dual), and the same with the dual level entered once outside the timing.
 
     python benchmarks/bench_function.py [--quick] [--markdown]
 
@@ -45,6 +45,13 @@ def function_case():
     return "Function square, 1 element, fwd+bwd", make(tp), make(torch)
 
 
+def _chain(lib, fwAD, x, v):
+    y = fwAD.make_dual(x, v)
+    for _ in range(4):  # 20 ops
+        y = lib.tanh(y * 1.01 + 0.1).exp() - 0.05
+    return fwAD.unpack_dual(y).tangent
+
+
 def jvp_chain_case():
     arr = np.linspace(-1, 1, 16, dtype=np.float32)
 
@@ -55,12 +62,21 @@ def jvp_chain_case():
 
         def run():
             with fwAD.dual_level():
-                y = fwAD.make_dual(x, v)
-                for _ in range(4):  # 20 ops
-                    y = lib.tanh(y * 1.01 + 0.1).exp() - 0.05
-                return fwAD.unpack_dual(y).tangent
+                return _chain(lib, fwAD, x, v)
         return run
     return "JVP of a 20-op chain, 16 elements", make(tp), make(torch)
+
+
+def jvp_chain_open_level_case():
+    """The same chain inside one dual level left open (no level enter/exit per call)."""
+    arr = np.linspace(-1, 1, 16, dtype=np.float32)
+
+    def make(lib):
+        fwAD = lib.autograd.forward_ad
+        x = lib.from_numpy(arr.copy())
+        v = lib.ones_like(x)
+        return lambda: _chain(lib, fwAD, x, v)
+    return "same chain, dual level kept open", make(tp), make(torch)
 
 
 def main():
@@ -69,11 +85,19 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--only", choices=["function", "jvp"])
     args = ap.parse_args()
-    makers = {"function": function_case, "jvp": jvp_chain_case}
-    if args.only:
-        makers = {args.only: makers[args.only]}
     number, rounds = (500, 3) if args.quick else (5000, 9)
-    rows = run_checked([m() for m in makers.values()], number, rounds)
+    rows = []
+    if args.only in (None, "function"):
+        rows += run_checked([function_case()], number, rounds)
+    if args.only in (None, "jvp"):
+        rows += run_checked([jvp_chain_case()], number // 10, rounds)
+        for lib in (tp, torch):  # the open-level case runs inside one level per library
+            lib.autograd.forward_ad.enter_dual_level()
+        try:
+            rows += run_checked([jvp_chain_open_level_case()], number // 10, rounds)
+        finally:
+            for lib in (tp, torch):
+                lib.autograd.forward_ad.exit_dual_level()
     print_table(rows, f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, "
                 f"torch {torch.__version__}", args.markdown, width=40)
 

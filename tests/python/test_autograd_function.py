@@ -506,3 +506,86 @@ def test_node_is_freed_with_its_outputs():
             y.sum().backward()
         del y
         assert ref() is None
+
+
+def _documented_examples(lib):
+    """The Function examples of PyTorch's documentation ("Extending torch.autograd"),
+    written against `lib`."""
+    class LinearFunction(lib.autograd.Function):
+        @staticmethod
+        def forward(input, weight, bias):
+            output = input.mm(weight.t())
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            input, weight, bias = inputs
+            ctx.save_for_backward(input, weight, bias)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight)
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias
+
+    class MulConstant(lib.autograd.Function):
+        @staticmethod
+        def forward(tensor, constant):
+            return tensor * constant
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            tensor, constant = inputs
+            ctx.constant = constant
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.constant, None
+
+    class MyCube(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            result = x ** 3
+            dx = 3 * x ** 2
+            return result, dx
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, = inputs
+            result, dx = output
+            ctx.save_for_backward(x, dx)
+
+        @staticmethod
+        def backward(ctx, grad_output, grad_dx):
+            x, dx = ctx.saved_tensors
+            return grad_output * dx + grad_dx * 6 * x
+
+    return LinearFunction, MulConstant, MyCube
+
+
+def test_documented_examples_run_unchanged():
+    def run(lib):
+        Linear, MulConstant, MyCube = _documented_examples(lib)
+        x = _t(lib, [[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]], True)
+        w = _t(lib, [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], True)
+        b = _t(lib, [0.01, -0.02], True)
+        y = Linear.apply(x, w, b)
+        z = MulConstant.apply(y, 2.5)
+        c, dc = MyCube.apply(z)
+        (c.sum() + dc.sum()).backward()
+        gx, gw = lib.autograd.grad(MyCube.apply(x)[0].sum(), x, create_graph=True)[0], None
+        return y, z, c, x.grad, w.grad, b.grad, gx
+    _check(*_both(run))
+    Linear, MulConstant, MyCube = _documented_examples(tp)
+    args = tuple(tp.from_numpy(np.random.default_rng(0).standard_normal(s)).requires_grad_(True)
+                 for s in ((3, 4), (2, 4), (2,)))
+    assert tp.autograd.gradcheck(Linear.apply, args)
+    assert tp.autograd.gradgradcheck(lambda a: MyCube.apply(a)[0], (args[2],))

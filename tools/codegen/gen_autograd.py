@@ -18,6 +18,8 @@ input has none; a vector for Tensor[]), or one of the words
                 `grad` standing for that input's tangent (default for pointwise ops)
   linear        the op is linear in its differentiable inputs: the op applied to their
                 tangents (default for views)
+  multilinear   linear in each differentiable input separately (mm, dot): the sum over
+                inputs with a tangent of the op with that input replaced by its tangent
   from_backward J t computed from the backward node, as d/du <J^T u, t> (default otherwise;
                 two small reverse passes per op)
 
@@ -232,7 +234,7 @@ def jvp_mode(op):
     return "from_backward"
 
 
-JVP_MODES = ("element_wise", "linear", "from_backward")
+JVP_MODES = ("element_wise", "linear", "multilinear", "from_backward")
 
 
 def attr_lines(spec):
@@ -263,7 +265,7 @@ def gen_jvp_function(spec, params):
     lines = [f"Tensor {spec.name}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
     if self_tensor:
         lines.append("  [[maybe_unused]] const Tensor& self = self_before.defined() ? self_before : self_arg;")
-    zeros = jm != "element_wise"
+    zeros = jm not in ("element_wise", "multilinear")
     for a in spec.inputs:
         src = "self_arg" if a.name == "self" and self_tensor else a.name
         if a.base == "Tensor[]":
@@ -281,6 +283,13 @@ def gen_jvp_function(spec, params):
         lines.append(f"  return tp::{fn}({args});")
     elif jm == "formula":
         lines.append(f"  return {op.entry['jvp']};")
+    elif jm == "multilinear":
+        lines.append("  Tensor result_t;")
+        for a in spec.inputs:
+            args = ", ".join(f"{x.name}_t" if x is a else x.name for x in op.args)
+            lines.append(f"  if ({a.name}_t.defined()) {{ Tensor term = tp::{op.name}({args}); "
+                         "result_t = result_t.defined() ? add(result_t, term) : term; }")
+        lines.append("  return result_t;")
     else:
         lines.append("  Tensor result_t;")
         for a in spec.inputs:
