@@ -20,6 +20,11 @@ input has none; a vector for Tensor[]), or one of the words
                 tangents (default for views)
   multilinear   linear in each differentiable input separately (mm, dot): the sum over
                 inputs with a tangent of the op with that input replaced by its tangent
+  reduction     one input, each of whose elements reaches one output element (over `dim`,
+                or all): the backward formula at grad = ones gives each element's partial
+                derivative; the tangent is sum(partial * self_t) over the reduced dims
+A multi-output op may give a map from output name to expression (an output left out has
+no tangent).
   from_backward J t computed from the backward node, as d/du <J^T u, t> (default otherwise;
                 two small reverse passes per op)
 
@@ -222,6 +227,8 @@ def jvp_mode(op):
     """How the op's outputs get their tangents (forward-mode AD): `jvp:` in the entry, else
     element_wise for pointwise ops, linear for views, from_backward otherwise."""
     j = op.entry.get("jvp")
+    if isinstance(j, dict):
+        return "formulas"
     if j in JVP_MODES:
         return j
     if j:
@@ -234,7 +241,7 @@ def jvp_mode(op):
     return "from_backward"
 
 
-JVP_MODES = ("element_wise", "linear", "multilinear", "from_backward")
+JVP_MODES = ("element_wise", "linear", "multilinear", "reduction", "from_backward")
 
 
 def attr_lines(spec):
@@ -262,10 +269,14 @@ def gen_jvp_function(spec, params):
     jm = jvp_mode(op)
     self_tensor = any(a.name == "self" and a.base == "Tensor" for a in op.args)
     p = params.replace("const Tensor& self", "const Tensor& self_arg", 1) if self_tensor else params
-    lines = [f"Tensor {spec.name}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
+    if jm == "formulas":  # one tangent per output, from the outputs by name
+        outs = ", ".join(f"const Tensor& {r}" for r in op.returns)
+        lines = [f"std::vector<Tensor> {spec.name}_jvp({p}, {outs}, const Tensor& self_before) {{"]
+    else:
+        lines = [f"Tensor {spec.name}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
     if self_tensor:
         lines.append("  [[maybe_unused]] const Tensor& self = self_before.defined() ? self_before : self_arg;")
-    zeros = jm not in ("element_wise", "multilinear")
+    zeros = jm not in ("element_wise", "multilinear", "reduction")
     for a in spec.inputs:
         src = "self_arg" if a.name == "self" and self_tensor else a.name
         if a.base == "Tensor[]":
@@ -283,6 +294,27 @@ def gen_jvp_function(spec, params):
         lines.append(f"  return tp::{fn}({args});")
     elif jm == "formula":
         lines.append(f"  return {op.entry['jvp']};")
+    elif jm == "formulas":
+        exprs = op.entry["jvp"]
+        items = ", ".join(exprs[r] if r in exprs else "Tensor()" for r in op.returns)
+        lines.append(f"  return {{{items}}};")
+    elif jm == "reduction":
+        args = {a.name: a for a in op.args}
+        dim = args.get("dim")
+        if dim is None:
+            dim_expr = "std::nullopt"
+        elif dim.type == "int":
+            dim_expr = "IntArrayRef(&dim, 1)"
+        elif dim.type == "int?":
+            dim_expr = "dim ? OptionalIntArrayRef(IntArrayRef(&*dim, 1)) : OptionalIntArrayRef()"
+        else:
+            dim_expr = "dim"
+        keepdim = "keepdim" if "keepdim" in args else "false"
+        (a,) = spec.inputs
+        lines.append(f"  if (!{a.name}_t.defined()) return Tensor();")
+        lines.append("  Tensor grad = ones(result.sizes(), result.dtype(), result.device());")
+        lines.append(f"  Tensor partial = {spec.formulas[a.name]};")
+        lines.append(f"  return sum(partial * {a.name}_t, {dim_expr}, {keepdim});")
     elif jm == "multilinear":
         lines.append("  Tensor result_t;")
         for a in spec.inputs:
@@ -317,6 +349,10 @@ def gen_fw(spec, inplace, outs, call_args):
         for r in names:
             target = "set_inplace_fw_grad(self, fw_ts[k++])" if inplace else f"set_fw_grad({r}, fw_ts[k++])"
             lines.append(f"    if (is_floating({r}.dtype())) {target};")
+    elif jvp_mode(op) == "formulas":
+        lines.append(f"    auto fw_ts = {spec.name}_jvp({call_args}, {', '.join(outs)}, Tensor());")
+        for i, r in enumerate(outs):
+            lines.append(f"    if (fw_ts[{i}].defined() && is_floating({r}.dtype())) set_fw_grad({r}, fw_ts[{i}]);")
     else:
         before = "fw_self_before" if inplace else "Tensor()"
         lines.append(f"    Tensor result_t = {spec.name}_jvp({call_args}, result, {before});")
