@@ -3,7 +3,8 @@
 
 - a custom Function (square, saves its input) forward + backward on a 1-element tensor;
 - forward-mode JVP of a chain of 20 ops on 16-element tensors (dual_level, make_dual,
-  unpack_dual), and the same with the dual level entered once outside the timing.
+  unpack_dual), the same with the dual level entered once outside the timing, and a chain
+  of 20 unary ops (no binary op with a constant, a slow path of PyTorch's forward AD).
 
     python benchmarks/bench_function.py [--quick] [--markdown]
 
@@ -67,6 +68,26 @@ def jvp_chain_case():
     return "JVP of a 20-op chain, 16 elements", make(tp), make(torch)
 
 
+def jvp_unary_chain_case():
+    """20 unary ops only: PyTorch 2.13's forward AD is slow on binary ops with a constant
+    operand (hundreds of us each here), so this row shows the ratio without that path."""
+    arr = np.linspace(-1, 1, 16, dtype=np.float32)
+
+    def make(lib):
+        fwAD = lib.autograd.forward_ad
+        x = lib.from_numpy(arr.copy())
+        v = lib.ones_like(x)
+
+        def run():
+            with fwAD.dual_level():
+                y = fwAD.make_dual(x, v)
+                for _ in range(5):  # 20 ops
+                    y = y.sin().tanh().exp().sigmoid()
+                return fwAD.unpack_dual(y).tangent
+        return run
+    return "JVP of 20 unary ops, 16 elements", make(tp), make(torch)
+
+
 def jvp_chain_open_level_case():
     """The same chain inside one dual level left open (no level enter/exit per call)."""
     arr = np.linspace(-1, 1, 16, dtype=np.float32)
@@ -90,7 +111,7 @@ def main():
     if args.only in (None, "function"):
         rows += run_checked([function_case()], number, rounds)
     if args.only in (None, "jvp"):
-        rows += run_checked([jvp_chain_case()], number // 10, rounds)
+        rows += run_checked([jvp_chain_case(), jvp_unary_chain_case()], number // 10, rounds)
         for lib in (tp, torch):  # the open-level case runs inside one level per library
             lib.autograd.forward_ad.enter_dual_level()
         try:
