@@ -589,3 +589,12 @@ def test_documented_examples_run_unchanged():
                  for s in ((3, 4), (2, 4), (2,)))
     assert tp.autograd.gradcheck(Linear.apply, args)
     assert tp.autograd.gradgradcheck(lambda a: MyCube.apply(a)[0], (args[2],))
+
+
+def test_ctx_classes():
+    for lib in (tp, torch):
+        y = square(lib).apply(_t(lib, [1.0], True))
+        assert isinstance(y.grad_fn, lib.autograd.function.FunctionCtx)
+        assert isinstance(y.grad_fn, lib.autograd.function.BackwardCFunction)
+        assert type(y.grad_fn).__name__ == "SquareBackward"
+        assert type(y.grad_fn)._forward_cls.__name__ == "Square"

@@ -137,7 +137,10 @@ def test_strict_mode():
             return F.hessian(lambda a: a.sum(), x, strict=True)
         if fn == "vhp":
             return F.vhp(lambda a: (a * 3).sum(), x, _t(lib, [1.0, 1.0]), strict=True)
-    for fn in ("vjp", "jacobian", "constant", "hessian", "vhp"):
+        if fn == "jvp":
+            return F.jvp(lambda a, b: (a * 2, lib.ones(2, dtype=lib.float64)), (x, y),
+                         (_t(lib, [1.0, 1.0]), _t(lib, [1.0, 1.0])), strict=True)
+    for fn in ("vjp", "jacobian", "constant", "hessian", "vhp", "jvp"):
         _errors(lambda lib: independent(lib, fn))
     # Without strict, the same calls give zeros.
     _same(independent_non_strict(tp), independent_non_strict(torch))

@@ -20,7 +20,7 @@ class FunctionCtx:
     ``mark_non_differentiable``, ``set_materialize_grads``, ``save_for_forward``)."""
 
 
-class BackwardCFunction(_C._FunctionBase):
+class BackwardCFunction(_C._FunctionBase, FunctionCtx):
     """The node of one call of a custom Function, also its ``ctx``. Arbitrary attributes
     may be set on it in forward and read in backward."""
 
