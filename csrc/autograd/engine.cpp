@@ -83,7 +83,7 @@ variable_list call_node(Node& node, variable_list inputs, bool create_graph) {
     if (!r.empty()) inputs = std::move(r);
   }
   // Missing gradients of a node with several outputs are zeros (only some were used).
-  if (dynamic_cast<AccumulateGrad*>(&node) == nullptr) {
+  if (node.zero_fills_missing_) {
     bool any = false;
     for (auto& g : inputs) any = any || g.defined();
     for (size_t i = 0; any && i < inputs.size(); ++i)

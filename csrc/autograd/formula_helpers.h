@@ -92,6 +92,9 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
 /// min.dim, kthvalue, median, mode): grad at the picked index, 0 elsewhere.
 Tensor index_pick_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes,
                            int64_t dim, bool keepdim);
+/// The tangent of the values such ops (and sort, topk, cummax: keepdim=true) pick: the
+/// input's tangent read at the picked indices.
+Tensor index_pick_jvp(const Tensor& tangent, const Tensor& indices, int64_t dim, bool keepdim);
 /// zeros of `sizes` in grad's dtype and device.
 inline Tensor zeros_for(const Tensor& grad, IntArrayRef sizes) {
   return zeros(sizes, grad.dtype(), grad.device());

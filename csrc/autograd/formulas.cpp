@@ -163,6 +163,13 @@ Tensor clamp_bound_backward(const Tensor& grad, const Tensor& self,
   return masked_grad(grad, min ? logical_or(won, lt(*max, *min)) : won);
 }
 
+Tensor index_pick_jvp(const Tensor& tangent, const Tensor& indices, int64_t dim, bool keepdim) {
+  if (tangent.dim() == 0) return clone(tangent);
+  dim = wrap_dim(dim, tangent.dim());
+  Tensor picked = gather(tangent, dim, keepdim ? indices : unsqueeze(indices, dim));
+  return keepdim ? picked : _squeeze_dims(picked, IntArrayRef(&dim, 1));
+}
+
 Tensor index_pick_backward(const Tensor& grad, const Tensor& indices, IntArrayRef sizes,
                            int64_t dim, bool keepdim) {
   if (sizes.empty()) return grad;

@@ -12,6 +12,7 @@ namespace tp::autograd {
 
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   sequence_nr_ = UINT64_MAX;  // runs as soon as it is ready
+  zero_fills_missing_ = false;
   add_input_metadata(variable_);
 }
 
@@ -68,6 +69,11 @@ variable_list CopySlices::apply(variable_list&& grads) {
 variable_list NotImplementedBackward::apply(variable_list&&) {
   TP_CHECK_KIND(ErrorKind::NotImplemented, false, "the derivative for '", op_,
                 "' is not implemented.");
+  return {};
+}
+
+variable_list DelayedError::apply(variable_list&&) {
+  TP_FAIL(msg_);
   return {};
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Hand-written nodes: AccumulateGrad (leaves), GraphRoot (backward's seed), NotImplemented
-// (ops without a derivative formula).
+// (ops without a derivative formula), DelayedError (once_differentiable's outputs).
 #include <string>
 #include <utility>
 
@@ -75,6 +75,18 @@ class NotImplementedBackward final : public Node {
 
  private:
   std::string op_, name_;
+};
+
+/// The history of values computed by a backward that cannot itself be differentiated
+/// (a once_differentiable Function's): raises `msg` when a backward reaches it.
+class DelayedError final : public Node {
+ public:
+  explicit DelayedError(std::string msg) : msg_(std::move(msg)) {}
+  std::string name() const override { return "tensorplay::autograd::Error"; }
+  variable_list apply(variable_list&&) override;
+
+ private:
+  std::string msg_;
 };
 
 }  // namespace tp::autograd

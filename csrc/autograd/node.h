@@ -78,6 +78,10 @@ class Node : public std::enable_shared_from_this<Node> {
   std::string forward_trace_;
   /// The Python-side `metadata` dict (owned by the bindings).
   std::shared_ptr<void> py_metadata_;
+  /// Whether the engine zero-fills the gradient slots no gradient reached (and skips apply
+  /// when none did). AccumulateGrad and custom Functions handle missing gradients
+  /// themselves.
+  bool zero_fills_missing_ = true;
 
  protected:
   uint64_t sequence_nr_;

@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "autograd/forward_ad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/variable.h"
 #include "core/error.h"
@@ -33,17 +34,20 @@ bool any_requires_grad(std::span<const Tensor> ts, const Rest&... rest) {
   return any_requires_grad(rest...);
 }
 
-/// Whether an op on these tensor arguments records history (grad mode on and some input
-/// requires grad). When false, nothing autograd-related is allocated.
+/// Whether an op on these tensor arguments goes through its autograd wrapper: it records
+/// history (grad mode on and some input requires grad) or propagates tangents (a dual
+/// level is active and some input has a tangent). When false, nothing autograd-related is
+/// allocated.
 template <class... Args>
 bool needs_grad(const Args&... args) {
-  return grad_enabled() && any_requires_grad(args...);
+  return (grad_enabled() && any_requires_grad(args...)) ||
+         (fw_grad_enabled() && any_fw_grad(args...));
 }
 
 /// out= forms never record history; PyTorch refuses them when an input requires grad.
 template <class... Args>
 void check_out_no_grad(const char* op, const Args&... args) {
-  TP_CHECK(!needs_grad(args...), op, "(): functions with out=... arguments don't support "
+  TP_CHECK(!(grad_enabled() && any_requires_grad(args...)), op, "(): functions with out=... arguments don't support "
            "automatic differentiation, but one of the arguments requires grad.");
 }
 

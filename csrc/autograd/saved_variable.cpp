@@ -1,12 +1,33 @@
 #include "autograd/saved_variable.h"
 
 #include <string>
+#include <vector>
 
+#include "autograd/functions.h"
 #include "autograd/variable.h"
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 
 namespace tp::autograd {
+namespace {
+thread_local std::vector<std::shared_ptr<SavedTensorHooks>> t_hooks;
+thread_local std::optional<std::string> t_disabled;
+}  // namespace
+
+void push_saved_tensor_hooks(std::shared_ptr<SavedTensorHooks> hooks) {
+  TP_CHECK(!t_disabled, *t_disabled);
+  t_hooks.push_back(std::move(hooks));
+}
+
+void pop_saved_tensor_hooks() {
+  if (!t_hooks.empty()) t_hooks.pop_back();
+}
+
+std::optional<std::string> set_saved_tensor_hooks_disabled(std::optional<std::string> message) {
+  TP_CHECK(!message || t_hooks.empty(), *message);
+  std::swap(message, t_disabled);
+  return message;
+}
 
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
@@ -19,12 +40,15 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   version_ = t.impl()->version();
   requires_grad_ = t.requires_grad();
   is_output_ = is_output && requires_grad_;
-  if (is_output_) {
-    output_nr_ = meta(t)->output_nr_;
-    data_ = detached(t);
-  } else {
-    data_ = t;
+  if (is_output_) output_nr_ = meta(t)->output_nr_;
+  if (!t_hooks.empty()) {
+    hook_ = t_hooks.back()->make();
+    // An output is packed as a plain alias: the hook may keep what it gets (Note [Saved outputs]).
+    hook_->pack(is_output_ ? detached(t) : t);
+    if (!is_output_ && requires_grad_) edge_ = gradient_edge(t);
+    return;
   }
+  data_ = is_output_ ? detached(t) : t;
 }
 
 Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
@@ -35,6 +59,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
            "to backward through the graph a second time or if you need to access saved tensors "
            "after calling backward.");
+  if (hook_) return with_history(hook_->unpack(), saved_for);
   uint32_t now = data_.impl()->version();
   if (now != version_) {
     std::string shape = shape_str(data_.sizes());
@@ -52,11 +77,21 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
             "compute its gradient, with tensorplay.autograd.set_detect_anomaly(True).");
   }
   if (!is_output_ || !saved_for) return data_;
-  // Note [Saved outputs]: a fresh alias carrying the output's history.
-  Tensor out = detached(data_);
+  return with_history(data_, saved_for);
+}
+
+Tensor SavedVariable::with_history(const Tensor& data, const std::shared_ptr<Node>& saved_for) const {
+  Edge edge = is_output_ ? Edge{saved_for, output_nr_} : edge_;
+  if (!edge.valid()) return data;
+  // Note [Saved outputs]: a fresh alias carrying the saved tensor's history.
+  Tensor out = detached(data);
   AutogradMeta& m = meta_or_create(out);
-  m.grad_fn_ = saved_for;
-  m.output_nr_ = output_nr_;
+  if (dynamic_cast<AccumulateGrad*>(edge.fn.get())) {
+    m.grad_accumulator_ = edge.fn;
+  } else {
+    m.grad_fn_ = edge.fn;
+    m.output_nr_ = edge.input_nr;
+  }
   out.impl()->set_requires_grad(requires_grad_);
   return out;
 }
@@ -64,6 +99,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
 void SavedVariable::reset_data() {
   if (!defined_) return;
   data_ = Tensor();
+  hook_.reset();
   released_ = true;
 }
 

@@ -30,6 +30,11 @@ struct AutogradMeta final : AutogradMetaBase {
   Tensor base_;
   bool is_view_ = false;
   uint32_t view_version_ = 0;
+  /// The tangent at dual level fw_level_ (Note [Forward AD] in forward_ad.cpp).
+  Tensor fw_grad_;
+  uint64_t fw_level_ = 0;
+  /// unpack_dual's primal: never has a tangent (not even its base's).
+  bool fw_primal_ = false;
 };
 
 /// The tensor's AutogradMeta, or null.

@@ -5,8 +5,10 @@
 #include <nanobind/stl/vector.h>
 
 #include "autograd/engine.h"
+#include "autograd/forward_ad.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
+#include "autograd/saved_variable.h"
 #include "autograd/variable.h"
 #include "core/error.h"
 #include "python/bindings.h"
@@ -167,6 +169,38 @@ nb::list run_backward(const std::vector<Tensor>& tensors, nb::handle grads, bool
   return out;
 }
 
+/// One saved tensor packed by Python hooks.
+class PySavedTensorHook final : public autograd::SavedTensorHook {
+ public:
+  PySavedTensorHook(std::shared_ptr<nb::object> pack, std::shared_ptr<nb::object> unpack)
+      : pack_(std::move(pack)), unpack_(std::move(unpack)) {}
+  void pack(const Tensor& t) override {
+    nb::gil_scoped_acquire gil;
+    packed_ = keep((*pack_)(t));
+  }
+  Tensor unpack() override {
+    nb::gil_scoped_acquire gil;
+    nb::object r = (*unpack_)(*packed_);
+    TP_CHECK_TYPE(nb::isinstance<Tensor>(r), "Output of saved tensor unpack_hook expected to be "
+                  "a Tensor but got result of type ", nb::inst_name(r).c_str());
+    return nb::cast<Tensor>(r);
+  }
+
+ private:
+  std::shared_ptr<nb::object> pack_, unpack_, packed_;
+};
+
+class PySavedTensorHooks final : public autograd::SavedTensorHooks {
+ public:
+  PySavedTensorHooks(nb::handle pack, nb::handle unpack) : pack_(keep(pack)), unpack_(keep(unpack)) {}
+  std::unique_ptr<autograd::SavedTensorHook> make() override {
+    return std::make_unique<PySavedTensorHook>(pack_, unpack_);
+  }
+
+ private:
+  std::shared_ptr<nb::object> pack_, unpack_;
+};
+
 }  // namespace
 
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
@@ -258,6 +292,19 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_is_anomaly_enabled", &autograd::anomaly_enabled);
   m.def("_set_anomaly_enabled", &autograd::set_anomaly_enabled, nb::arg("enabled"),
         nb::arg("check_nan") = true);
+  m.def("_enter_dual_level", &autograd::enter_dual_level);
+  m.def("_exit_dual_level", &autograd::exit_dual_level, nb::arg("level"));
+  m.def("_make_dual", &autograd::make_dual, nb::arg("tensor"), nb::arg("tangent"), nb::arg("level"));
+  m.def("_unpack_dual", [](const Tensor& t, int64_t level) {
+    Tensor tangent = autograd::fw_grad(t);
+    return nb::make_tuple(autograd::fw_primal(t, level), tensor_or_none(tangent));
+  }, nb::arg("tensor"), nb::arg("level"));
+  m.def("_push_saved_tensors_hooks", [](nb::handle pack, nb::handle unpack) {
+    autograd::push_saved_tensor_hooks(std::make_shared<PySavedTensorHooks>(pack, unpack));
+  });
+  m.def("_pop_saved_tensors_hooks", &autograd::pop_saved_tensor_hooks);
+  m.def("_set_saved_tensors_hooks_disabled", &autograd::set_saved_tensor_hooks_disabled,
+        nb::arg("message").none());
   m.def("_set_forward_trace_provider", [](nb::handle fn) {
     auto f = keep(fn);
     autograd::set_forward_trace_provider([f] { return nb::cast<std::string>((*f)()); });

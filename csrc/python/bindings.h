@@ -54,6 +54,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_creation(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_function(nb::module_& m);
 
 }  // namespace tp::python
 

@@ -301,6 +301,7 @@ NB_MODULE(_C, m) {
   bind_creation(m);
   bind_dlpack(m, cls);
   bind_autograd(m, cls);
+  bind_function(m);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();

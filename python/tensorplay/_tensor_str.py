@@ -257,4 +257,9 @@ def tensor_repr(t, default_dtype_name="float32"):
         suffixes.append(f"grad_fn=<{grad_fn.name().rsplit('::', 1)[-1]}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    from tensorplay.autograd import forward_ad
+    if forward_ad._current_level >= 0:
+        tangent = forward_ad.unpack_dual(t).tangent
+        if tangent is not None:
+            suffixes.append(f"tangent={tangent}")
     return _append_suffixes(prefix + body, suffixes, indent)

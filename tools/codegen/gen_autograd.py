@@ -11,6 +11,23 @@ Absent: backward through the op raises NotImplementedError.
 `output_differentiability:` (a list of booleans, one per output) marks the outputs that
 never require grad although floating (lstsq's singular_values), as PyTorch's key does.
 
+`jvp:` gives the outputs' tangents in forward-mode AD (Note [Forward AD]): a C++ expression
+over the primals (by name, `result`) and the inputs' tangents `<input>_t` (zeros where an
+input has none; a vector for Tensor[]), or one of the words
+  element_wise  the op is element-wise: the sum over inputs of its backward formula with
+                `grad` standing for that input's tangent (default for pointwise ops)
+  linear        the op is linear in its differentiable inputs: the op applied to their
+                tangents (default for views)
+  multilinear   linear in each differentiable input separately (mm, dot): the sum over
+                inputs with a tangent of the op with that input replaced by its tangent
+  reduction     one input, each of whose elements reaches one output element (over `dim`,
+                or all): the backward formula at grad = ones gives each element's partial
+                derivative; the tangent is sum(partial * self_t) over the reduced dims
+A multi-output op may give a map from output name to expression (an output left out has
+no tangent).
+  from_backward J t computed from the backward node, as d/du <J^T u, t> (default otherwise;
+                two small reverse passes per op)
+
 Names a formula may use: `grad` (gradient of the first output), `grads[i]`, `result`
 (the output) or the names of a tuple's outputs, every argument by name (tensors are
 saved, with a version check), `<tensor>_sizes`, `_strides`, `_storage_offset`, `_dtype`,
@@ -206,55 +223,222 @@ def edge_pos(spec, i):
     return " + ".join(parts) if parts else "0"
 
 
-def gen_wrapper(spec, kernel_call, params, inplace_variant):
-    """The recording wrapper of one op variant (function or in-place). Ops named with a
-    trailing underscore (copy_, fill_) write into self whatever the variant."""
+def jvp_mode(op):
+    """How the op's outputs get their tangents (forward-mode AD): `jvp:` in the entry, else
+    element_wise for pointwise ops, linear for views, from_backward otherwise."""
+    j = op.entry.get("jvp")
+    if isinstance(j, dict):
+        return "formulas"
+    if j in JVP_MODES:
+        return j
+    if j:
+        return "formula"
+    tags = op.entry.get("tags", [])
+    if "pointwise" in tags and len(op.returns) == 1:
+        return "element_wise"
+    if "view" in tags:
+        return "linear"
+    return "from_backward"
+
+
+JVP_MODES = ("element_wise", "linear", "multilinear", "reduction", "from_backward")
+
+
+def attr_lines(spec):
+    """Wrapper-scope definitions of the `<tensor>_sizes`-style names the tangent formulas use."""
+    op = spec.op
+    text = " ".join(spec.formulas.values()) + " " + str(op.entry.get("jvp", ""))
+    out = []
+    for a, attr in [(a, attr) for a in op.args if a.base in ("Tensor", "Tensor[]")
+                    for attr in SAVED_ATTRS if uses(text, f"{a.name}_{attr}")]:
+        expr = SAVED_ATTRS[attr][1]
+        if a.base == "Tensor[]":
+            typ = SAVED_ATTRS[attr][0]
+            out.append(f"    std::vector<{typ}> {a.name}_{attr}; for (const Tensor& t : {a.name}) "
+                       f"{a.name}_{attr}.push_back({expr.format(a='t')});")
+        else:
+            out.append(f"    [[maybe_unused]] auto {a.name}_{attr} = {expr.format(a=a.name)};")
+    return out
+
+
+def gen_jvp_function(spec, params):
+    """The tangent formula of an op as a function in the nodes' namespace (where formulas
+    call tp:: ops, not the wrappers): (op arguments, result, self before an in-place write)
+    -> the result's tangent (undefined: none)."""
+    op = spec.op
+    jm = jvp_mode(op)
+    self_tensor = any(a.name == "self" and a.base == "Tensor" for a in op.args)
+    p = params.replace("const Tensor& self", "const Tensor& self_arg", 1) if self_tensor else params
+    if jm == "formulas":  # one tangent per output, from the outputs by name
+        outs = ", ".join(f"const Tensor& {r}" for r in op.returns)
+        lines = [f"std::vector<Tensor> {spec.name}_jvp({p}, {outs}, const Tensor& self_before) {{"]
+    else:
+        lines = [f"Tensor {spec.name}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
+    if self_tensor:
+        lines.append("  [[maybe_unused]] const Tensor& self = self_before.defined() ? self_before : self_arg;")
+    zeros = jm not in ("element_wise", "multilinear", "reduction")
+    for a in spec.inputs:
+        src = "self_arg" if a.name == "self" and self_tensor else a.name
+        if a.base == "Tensor[]":
+            lines.append(f"  std::vector<Tensor> {a.name}_t = fw_grads_or_zeros({src});")
+        elif a.optional:
+            get = "fw_grad_or_zeros" if zeros else "fw_grad"
+            lines.append(f"  Tensor {a.name}_t = {src} ? {get}(*{src}) : Tensor();")
+        else:
+            lines.append(f"  Tensor {a.name}_t = {'fw_grad_or_zeros' if zeros else 'fw_grad'}({src});")
+    lines.append("  FwGradDisabledGuard fw_off;")
+    lines += [line[2:] for line in attr_lines(spec)]
+    if jm == "linear":
+        fn = op.name.rstrip("_") if op.name.endswith("_") and "inplace" not in op.variants else op.name
+        args = ", ".join(f"{a.name}_t" if a in spec.inputs else a.name for a in op.args)
+        lines.append(f"  return tp::{fn}({args});")
+    elif jm == "formula":
+        lines.append(f"  return {op.entry['jvp']};")
+    elif jm == "formulas":
+        exprs = op.entry["jvp"]
+        items = ", ".join(exprs[r] if r in exprs else "Tensor()" for r in op.returns)
+        lines.append(f"  return {{{items}}};")
+    elif jm == "reduction":
+        args = {a.name: a for a in op.args}
+        dim = args.get("dim")
+        if dim is None:
+            dim_expr = "std::nullopt"
+        elif dim.type == "int":
+            dim_expr = "IntArrayRef(&dim, 1)"
+        elif dim.type == "int?":
+            dim_expr = "dim ? OptionalIntArrayRef(IntArrayRef(&*dim, 1)) : OptionalIntArrayRef()"
+        else:
+            dim_expr = "dim"
+        keepdim = "keepdim" if "keepdim" in args else "false"
+        (a,) = spec.inputs
+        lines.append(f"  if (!{a.name}_t.defined()) return Tensor();")
+        lines.append("  Tensor grad = ones(result.sizes(), result.dtype(), result.device());")
+        lines.append(f"  Tensor partial = {spec.formulas[a.name]};")
+        lines.append(f"  return sum(partial * {a.name}_t, {dim_expr}, {keepdim});")
+    elif jm == "multilinear":
+        lines.append("  Tensor result_t;")
+        for a in spec.inputs:
+            args = ", ".join(f"{x.name}_t" if x is a else x.name for x in op.args)
+            lines.append(f"  if ({a.name}_t.defined()) {{ Tensor term = tp::{op.name}({args}); "
+                         "result_t = result_t.defined() ? add(result_t, term) : term; }")
+        lines.append("  return result_t;")
+    else:
+        lines.append("  Tensor result_t;")
+        for a in spec.inputs:
+            f = spec.formulas[a.name]
+            lines.append(f"  if ({a.name}_t.defined()) {{ const Tensor& grad = {a.name}_t; "
+                         f"Tensor term = {f}; result_t = result_t.defined() ? add(result_t, term) : term; }}")
+        lines.append("  return result_t;")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def gen_fw(spec, inplace, outs, call_args):
+    """The statements giving the outputs their tangents (Note [Forward AD])."""
+    op = spec.op
+    lines = ["  if (fw) {"]
+    if jvp_mode(op) == "from_backward":
+        differentiable = op.entry.get("output_differentiability", [True] * len(outs))
+        names = ["self"] if inplace else [r for i, r in enumerate(outs) if differentiable[i]]
+        lines.append("    std::vector<Tensor> fw_outs;")
+        for r in names:
+            lines.append(f"    if (is_floating({r}.dtype())) {{ fw_outs.push_back({r}); "
+                         f"fw_node->add_input_metadata({r}); }}")
+        lines.append("    auto fw_ts = jvp_from_backward(*fw_node, fw_outs, fw_tangents);")
+        lines.append("    size_t k = 0;")
+        for r in names:
+            target = "set_inplace_fw_grad(self, fw_ts[k++])" if inplace else f"set_fw_grad({r}, fw_ts[k++])"
+            lines.append(f"    if (is_floating({r}.dtype())) {target};")
+    elif jvp_mode(op) == "formulas":
+        lines.append(f"    auto fw_ts = {spec.name}_jvp({call_args}, {', '.join(outs)}, Tensor());")
+        for i, r in enumerate(outs):
+            lines.append(f"    if (fw_ts[{i}].defined() && is_floating({r}.dtype())) set_fw_grad({r}, fw_ts[{i}]);")
+    else:
+        before = "fw_self_before" if inplace else "Tensor()"
+        lines.append(f"    Tensor result_t = {spec.name}_jvp({call_args}, result, {before});")
+        target = "set_inplace_fw_grad(self, result_t)" if inplace else "set_fw_grad(result, result_t)"
+        lines.append(f"    if (result_t.defined() && is_floating(result.dtype())) {target};")
+    lines.append("  }")
+    return lines
+
+
+def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
+    """The recording wrapper of one op variant (function or in-place): records the backward
+    node when an input requires grad and gives the outputs tangents when an input has one.
+    Ops named with a trailing underscore (copy_, fill_) write into self whatever the variant."""
     op = spec.op
     name = op.name + ("_" if inplace_variant else "")
     ret = "Tensor&" if inplace_variant else op.ret
     inplace = inplace_variant or op.name.endswith("_")
-    node = "node"
+    formulas = mode(op) == "formulas"
     lines = [f"{ret} {name}({params}) {{"]
+    edges = ", ".join(a.name for a in spec.inputs)
+    lines.append(f"  const bool record = grad_enabled() && any_requires_grad({edges});")
+    lines.append(f"  const bool fw = fw_grad_enabled() && any_fw_grad({edges});")
+    if not formulas:
+        lines.append(f'  if (fw) fw_not_implemented("{op.name}");')
     if inplace:
         lines.append("  check_inplace(self);")
-    node_type = spec.name if mode(op) == "formulas" else "NotImplementedBackward"
-    ctor = "" if mode(op) == "formulas" else f'"{op.name}", "{spec.name}"'
-    lines.append(f"  auto {node} = std::make_shared<{node_type}>({ctor});")
-    edges = ", ".join(a.name for a in spec.inputs)
-    lines.append(f"  {node}->next_edges_ = collect_edges({edges});")
-    lines.append(f"  {node}->forward_trace_ = current_forward_trace();")
-    for a in spec.inputs:
-        if a.base == "Tensor[]" and mode(op) == "formulas":
-            lines.append(f"  {node}->{a.name}_count_ = {a.name}.size();")
-    if mode(op) == "formulas":
-        lines += save_lines(spec, node, inplace)
+    node_type = spec.name if formulas else "NotImplementedBackward"
+    ctor = "" if formulas else f'"{op.name}", "{spec.name}"'
+    lines.append(f"  std::shared_ptr<{node_type}> node;")
+    lines.append("  if (record) {")
+    lines.append(f"  node = std::make_shared<{node_type}>({ctor});")
+    lines.append(f"  node->next_edges_ = collect_edges({edges});")
+    lines.append("  node->forward_trace_ = current_forward_trace();")
+    counts = [a for a in spec.inputs if a.base == "Tensor[]" and formulas]
+    for a in counts:
+        lines.append(f"  node->{a.name}_count_ = {a.name}.size();")
+    if formulas:
+        lines += save_lines(spec, "node", inplace)
+    lines.append("  }")
     outs = op.returns if len(op.returns) > 1 else ["result"]
+    jm = jvp_mode(op) if formulas else None
+    if jm == "from_backward":
+        lines.append(f"  std::shared_ptr<{node_type}> fw_node;")
+        lines.append("  std::vector<Tensor> fw_tangents;")
+        lines.append("  if (fw) {")
+        lines.append(f"  fw_tangents = collect_tangents({edges});")
+        lines.append(f"  fw_node = std::make_shared<{node_type}>();")
+        lines.append("  fw_node->next_edges_ = fw_edges(fw_tangents);")
+        for a in counts:
+            lines.append(f"  fw_node->{a.name}_count_ = {a.name}.size();")
+        lines += save_lines(spec, "fw_node", inplace)
+        lines.append("  }")
+    elif jm and inplace:
+        lines.append("  Tensor fw_self_before;")
+        lines.append("  if (fw) { FwGradDisabledGuard fw_off; fw_self_before = tp::clone(self); }")
     if inplace:
-        lines.append(f"  {{ GradModeGuard no_grad(false); {kernel_call}; }}")
-        lines.append(f"  rebase_history(self, {node});")
+        lines.append(f"  {{ GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; {kernel_call}; }}")
+        lines.append("  if (record) rebase_history(self, node);")
         lines.append("  [[maybe_unused]] const Tensor& result = self;")
     elif len(outs) == 1:
         lines.append("  Tensor result;")
-        lines.append(f"  {{ GradModeGuard no_grad(false); result = {kernel_call}; }}")
+        lines.append(f"  {{ GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; result = {kernel_call}; }}")
         # An op that hands back its input itself (contiguous, same-dtype conversion) records
-        # nothing, as in PyTorch: the input keeps its history.
+        # nothing, as in PyTorch: the input keeps its history (and its tangent).
         same = [a.name for a in op.args if a.base == "Tensor" and not a.optional]
         if same:
             cond = " || ".join(f"result.is_same({n})" for n in same)
             lines.append(f"  if ({cond}) return result;")
-        lines.append(f"  if (is_floating(result.dtype())) set_history(result, {node});")
+        lines.append(f"  if (record && is_floating(result.dtype())) set_history(result, node);")
     else:
         lines.append(f"  {op.ret} res;")
-        lines.append(f"  {{ GradModeGuard no_grad(false); res = {kernel_call}; }}")
+        lines.append(f"  {{ GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; res = {kernel_call}; }}")
         differentiable = op.entry.get("output_differentiability", [True] * len(outs))
         for i, r in enumerate(outs):
+            lines.append(f"  [[maybe_unused]] const Tensor& {r} = std::get<{i}>(res);")
             if differentiable[i]:
-                lines.append(f"  const Tensor& {r} = std::get<{i}>(res);")
-                lines.append(f"  if (is_floating({r}.dtype())) set_history({r}, {node});")
-    for i, r in spec.saved_outputs if mode(op) == "formulas" else []:
-        lines.append(f"  {node}->{r}_ = SavedVariable({r}, true);")
+                lines.append(f"  if (record && is_floating({r}.dtype())) set_history({r}, node);")
+    if formulas:
+        for i, r in spec.saved_outputs:
+            lines.append(f"  if (record) node->{r}_ = SavedVariable({r}, true);")
+            if jm == "from_backward":
+                lines.append(f"  if (fw) fw_node->{r}_ = SavedVariable({r}, false);")
     if "view" in op.entry.get("tags", []) and not inplace:
-        lines.append("  set_view_base(result, self);")
+        lines.append("  if (record) set_view_base(result, self);")
+    if formulas:
+        lines += gen_fw(spec, inplace, outs, call_args)
     lines.append("  return " + ("self" if inplace else ("result" if len(outs) == 1 else "res")) + ";")
     lines.append("}")
     return "\n".join(lines)
@@ -284,17 +468,19 @@ def gen_autograd(ops, params, call_args, kernel_expr):
         if not records(op):
             continue
         spec = NodeSpec(op, ops)
-        if mode(op) == "formulas":
-            source.append(gen_node(spec))
         p = params(op, False)
         a = call_args(op)
+        if mode(op) == "formulas":
+            source.append(gen_node(spec))
+            if jvp_mode(op) != "from_backward":
+                source.append(gen_jvp_function(spec, p))
         if "function" in op.variants or "method" in op.variants:
             header.append(f"{op.ret} {op.name}({p});")
-            wrappers.append(gen_wrapper(spec, f"{kernel_expr(op)}({a}, OutArg::none())", p, False))
+            wrappers.append(gen_wrapper(spec, f"{kernel_expr(op)}({a}, OutArg::none())", p, False, a))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             header.append(f"Tensor& {op.name}_({ip});")
-            wrappers.append(gen_wrapper(spec, f"{kernel_expr(op)}({a}, OutArg{{&self, true}})", ip, True))
+            wrappers.append(gen_wrapper(spec, f"{kernel_expr(op)}({a}, OutArg{{&self, true}})", ip, True, a))
     source += ["}  // namespace tp::autograd_nodes", "namespace tp::autograd_gen {",
                "using namespace tp::autograd;", "using namespace tp::autograd_nodes;"]
     source += wrappers

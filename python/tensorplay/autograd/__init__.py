@@ -5,10 +5,13 @@ from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_
                                            is_inference_mode_enabled, no_grad, set_grad_enabled)
 from tensorplay.autograd.gradcheck import gradcheck, gradgradcheck
 from tensorplay.autograd import graph  # noqa: F401  (Node.register_hook)
+from tensorplay.autograd import function  # noqa: F401
+from tensorplay.autograd import forward_ad, functional  # noqa: F401
+from tensorplay.autograd.function import Function
 
 __all__ = ['backward', 'grad', 'no_grad', 'enable_grad', 'set_grad_enabled', 'inference_mode',
            'is_grad_enabled', 'is_inference_mode_enabled', 'detect_anomaly', 'set_detect_anomaly',
-           'gradcheck', 'gradgradcheck', 'is_anomaly_enabled']
+           'gradcheck', 'gradgradcheck', 'is_anomaly_enabled', 'Function']
 
 Tensor = _C.Tensor
 

@@ -1,4 +1,4 @@
-"""Node (grad_fn) methods and removable hook handles."""
+"""Node (grad_fn) methods, removable hook handles, and the saved-tensor hooks."""
 from tensorplay import _C
 
 Node = _C._Node
@@ -34,3 +34,57 @@ def _node_register_prehook(self, fn):
 
 Node.register_hook = _node_register_hook
 Node.register_prehook = _node_register_prehook
+
+
+class saved_tensors_hooks:
+    """Context manager: tensors saved for backward while it is active (by built-in ops and
+    custom Functions alike) are passed to ``pack_hook`` at save time; a backward reading one
+    gets ``unpack_hook(packed)``, which must return a tensor of the saved tensor's value::
+
+        with tp.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+            y = x.exp()   # saves a copy of its result
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        return self
+
+    def __exit__(self, *exc):
+        _C._pop_saved_tensors_hooks()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept as copies in CPU memory (pinned if ``pin_memory``) and moved
+    back to their device when a backward reads them."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            packed = _C.empty(tuple(tensor.shape), dtype=tensor.dtype, device="cpu")
+            packed.copy_(tensor)
+            return tensor.device, packed
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager under which registering saved-tensor hooks raises
+    ``RuntimeError(error_message)`` (as does entering it while hooks are registered)."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = _C._set_saved_tensors_hooks_disabled(self.error_message)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_saved_tensors_hooks_disabled(self._previous)

@@ -1,0 +1,172 @@
+"""Forward-mode AD of every op in the op database.
+
+For each op and float64 sample the floating tensor inputs become dual tensors with random
+tangents. The outputs' tangents must equal PyTorch's (where PyTorch has a forward formula)
+and agree with tensorplay's own reverse mode: for random cotangents c,
+<c, J t> = <J^T c, t>. The primal values must equal the op's plain results. In-place
+forms run too (the dual is then written in place).
+
+Samples with an empty input or a non-finite input or output only check the primal: there
+the formulas' NaN conventions differ (PyTorch's forward and reverse modes disagree there
+as well). Ops reading one triangle of a symmetric input get symmetric tangents, as their
+gradcheck gets symmetric inputs. Half-precision outputs compare at half precision.
+"""
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+import tensorplay_opdb as opdb
+
+from test_autograd_ops import OPS, SYMMETRIC_INPUT, _call, _differentiable_samples, _leaves
+
+
+def _rebuild(value, table):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rebuild(v, table) for v in value)
+    if opdb.is_tensor(value) and id(value) in table:
+        return table[id(value)]
+    return value
+
+
+def _float_outputs(result):
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    return [o for o in items if opdb.is_tensor(o) and o.is_floating_point()]
+
+
+def _forward(op, lib, sample, tangents, form):
+    """(outputs, their tangents, the leaves) of op on duals with the given tangents."""
+    fw = lib.autograd.forward_ad
+    args, kwargs = opdb.materialize(sample, lib)
+    leaves = _leaves(list(args) + list(kwargs.values()), [])
+    if form == 'inplace':
+        leaves = [t.clone() if t is args[op.self_arg] else t for t in leaves]
+        args = tuple(leaves[0] if i == op.self_arg else a for i, a in enumerate(args)) \
+            if leaves and opdb.is_tensor(args[op.self_arg]) and args[op.self_arg].is_floating_point() else args
+    with fw.dual_level():
+        duals = {id(t): fw.make_dual(t, lib.from_numpy(tg.copy()))
+                 for t, tg in zip(leaves, tangents)}
+        d_args, d_kwargs = _rebuild(args, duals), _rebuild(kwargs, duals)
+        out = op.call(form, lib, d_args, d_kwargs)
+        if form == 'inplace':
+            out = out[1]
+        outs = _float_outputs(out)
+        unpacked = [fw.unpack_dual(o) for o in outs]
+    return [u.primal for u in unpacked], [u.tangent for u in unpacked], leaves
+
+
+def _np(t):
+    if t is None:
+        return None
+    if isinstance(t, torch.Tensor) and t._is_zerotensor():  # torch's tangent of a constant
+        return np.zeros(tuple(t.shape))
+    return np.asarray(opdb.to_torch(t).detach().double())
+
+
+def _close(a, e, ctx, rtol=1e-6, atol=1e-7):
+    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=ctx)
+
+
+def _no_formula_yet(op, sample):
+    """Forward formulas PyTorch has and tensorplay has not yet (they raise
+    NotImplementedError, never a wrong tangent)."""
+    return op.name == 'scatter_reduce' and sample.args[4] in ('amax', 'amin', 'prod')
+
+
+def _degenerate(tensors):
+    return any(t.numel() == 0 or not bool(torch.isfinite(opdb.to_torch(t).detach()).all())
+               for t in tensors)
+
+
+def _tolerances(tensors):
+    low = any(t.dtype in (torch.float16, torch.bfloat16, tp.float16, tp.bfloat16) for t in tensors)
+    return (1e-2, 1e-3) if low else (1e-6, 1e-7)
+
+
+def _check_sample(op, sample, form, rng):
+    t_args, t_kwargs = opdb.materialize(sample, torch)
+    t_leaves = _leaves(list(t_args) + list(t_kwargs.values()), [])
+    tangents = [rng.standard_normal(tuple(t.shape)) for t in t_leaves]
+    if op.name in SYMMETRIC_INPUT:
+        tangents = [(t + np.swapaxes(t, -1, -2)) / 2 if t.ndim >= 2 else t for t in tangents]
+    ctx = f'{op.name} ({form}) {sample!r}'
+    try:
+        t_outs = _float_outputs(op.call(op.primary_form, torch, t_args, t_kwargs))
+    except Exception:  # noqa: BLE001
+        t_outs = []
+    degenerate = _degenerate(t_leaves + t_outs)
+    rtol, atol = _tolerances(t_leaves + t_outs)
+    try:
+        _, expected, _ = _forward(op, torch, sample, tangents, form)
+    except NotImplementedError:
+        expected = None  # torch has no forward formula
+    except Exception as e:  # noqa: BLE001 - torch refuses the sample: so must tensorplay
+        if degenerate:  # torch refuses some empty duals its plain op takes (logcumsumexp)
+            return False
+        with pytest.raises(type(e)):
+            _forward(op, tp, sample, tangents, form)
+        return False
+    try:
+        primals, actual, _ = _forward(op, tp, sample, tangents, form)
+    except NotImplementedError:
+        assert expected is None or _no_formula_yet(op, sample), \
+            f'{ctx}: tensorplay has no forward formula, torch has'
+        return False
+    if degenerate:
+        return True
+    if expected is not None:
+        assert len(actual) == len(expected), ctx
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            if e is None:
+                assert a is None or not np.any(_np(a)), f'{ctx}: output {i} has a tangent'
+                continue
+            assert a is not None, f'{ctx}: output {i} has no tangent'
+            _close(_np(a), _np(e), f'{ctx}: tangent of output {i}', rtol, atol)
+    # Against tensorplay's reverse mode: <c, J t> == <J^T c, t>.
+    args, kwargs = opdb.materialize(sample, tp)
+    leaves = _leaves(list(args) + list(kwargs.values()), [])
+    if form == 'inplace':
+        return True  # the reverse-mode check of the function form covers the formula
+    fresh = {id(t): t.detach().requires_grad_(True) for t in leaves}
+    outs = _float_outputs(_call(op, tp, _rebuild(args, fresh), _rebuild(kwargs, fresh)))
+    for i, (p, o) in enumerate(zip(primals, outs)):
+        _close(_np(p), _np(o), f'{ctx}: primal of output {i}')
+    pairs = [(o, t) for o, t in zip(outs, actual) if o.requires_grad]
+    if not pairs:
+        return True
+    cots = [rng.standard_normal(tuple(o.shape)) for o, _ in pairs]
+    try:
+        grads = tp.autograd.grad([o for o, _ in pairs], list(fresh.values()),
+                                 [tp.from_numpy(c.copy()) for c in cots], allow_unused=True)
+    except (RuntimeError, IndexError):
+        return True  # reverse mode refuses the sample, as torch's does (test_autograd_ops)
+    lhs = sum(float(np.sum(c * (_np(t) if t is not None else 0.0))) for c, (_, t) in zip(cots, pairs))
+    rhs = sum(float(np.sum(_np(g) * tg)) for g, tg in zip(grads, tangents) if g is not None)
+    assert np.isclose(lhs, rhs, rtol=rtol, atol=max(atol, 1e-6)) or (np.isnan(lhs) and np.isnan(rhs)), \
+        f'{ctx}: <c, J t> = {lhs} but <J^T c, t> = {rhs}'
+    return True
+
+
+@pytest.mark.parametrize('op', OPS, ids=lambda op: op.name)
+def test_forward_ad_matches_torch_and_reverse_mode(op):
+    rng = np.random.default_rng(0)
+    for sample in _differentiable_samples(op):
+        _check_sample(op, sample, op.primary_form, rng)
+
+
+INPLACE_OPS = [op for op in OPS if op.inplace]
+
+
+@pytest.mark.parametrize('op', INPLACE_OPS, ids=lambda op: op.name)
+def test_forward_ad_inplace_forms(op):
+    rng = np.random.default_rng(1)
+    for sample in _differentiable_samples(op):
+        if not op.applies('inplace', sample):
+            continue
+        try:
+            t_args, t_kwargs = opdb.materialize(sample, torch)
+            op.call('inplace', torch, [a.clone() if opdb.is_tensor(a) else a for a in t_args],
+                    t_kwargs)
+        except Exception:  # noqa: BLE001 - torch refuses this in-place sample (dtype, shape)
+            continue
+        _check_sample(op, sample, 'inplace', rng)
