@@ -15,6 +15,21 @@ from tensorplay.nn.parameter import Parameter
 from tensorplay.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 
+class _StepSplit(tp.autograd.Function):
+    """The time steps of a sequence that requires grad, with one backward (a stack) instead
+    of one sequence-sized gradient per step."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.step_shape, ctx.dtype = tuple(x.shape[1:]), x.dtype
+        return tuple(s.clone() for s in x.unbind(0))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return tp.stack([g if g is not None else tp.zeros(ctx.step_shape, dtype=ctx.dtype)
+                         for g in grads])
+
+
 def _gate_count(mode):
     return {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}[mode]
 
@@ -115,14 +130,17 @@ class RNNBase(Module):
         pre = gi_t + F.linear(h, w_hh, b_hh)
         return (tp.tanh(pre) if mode == "RNN_TANH" else tp.relu(pre)), None
 
-    def _run_direction(self, x, h, c, weights, reverse, lengths):
+    def _run_direction(self, xs, h, c, weights, reverse, lengths):
+        """Runs one direction over the per-step inputs `xs`; returns the per-step outputs.
+
+        Steps are kept as separate tensors: slicing one sequence-sized tensor that requires
+        grad would give every step a backward that fills a whole sequence-sized gradient."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
-        T = x.size(0)
-        gi = F.linear(x, w_ih, b_ih)  # all time steps at once
+        T = len(xs)
         outs = [None] * T
         steps = range(T - 1, -1, -1) if reverse else range(T)
         for t in steps:
-            h_new, c_new = self._cell(gi[t], h, c, w_hh, b_hh, w_hr)
+            h_new, c_new = self._cell(F.linear(xs[t], w_ih, b_ih), h, c, w_hh, b_hh, w_hr)
             if lengths is not None:  # packed: rows past their length keep their state
                 alive = (lengths > t).unsqueeze(1)
                 h_new = tp.where(alive, h_new, h)
@@ -132,7 +150,7 @@ class RNNBase(Module):
             else:
                 outs[t] = h_new
             h, c = h_new, c_new
-        return tp.stack(outs), h, c
+        return outs, h, c
 
     def _weights_of(self, layer, direction):
         suffix = "_reverse" if direction == 1 else ""
@@ -180,19 +198,25 @@ class RNNBase(Module):
             if tuple(h0.shape) != expected:
                 raise RuntimeError(f"Expected hidden size {expected}, got {list(h0.shape)}")
         h_n, c_n = [], []
-        layer_in = x
+        steps = list(_StepSplit.apply(x)) if x.requires_grad else list(x.unbind(0))
         for layer in range(self.num_layers):
             outs = []
             for d in range(num_directions):
                 k = layer * num_directions + d
-                out, h, c = self._run_direction(layer_in, h0[k], c0[k] if c0 is not None else None,
+                out, h, c = self._run_direction(steps, h0[k], c0[k] if c0 is not None else None,
                                                 self._weights_of(layer, d), d == 1, lengths)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
-            layer_in = outs[0] if num_directions == 1 else tp.cat(outs, 2)
+            steps = outs[0] if num_directions == 1 else \
+                [tp.cat([a, b], 1) for a, b in zip(outs[0], outs[1])]
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                layer_in = F.dropout(layer_in, self.dropout, True)
+                # F.dropout on the stacked layer output draws this mask; applied step by step
+                shape = (len(steps),) + tuple(steps[0].shape)
+                noise = tp.empty(shape, dtype=steps[0].dtype).bernoulli_(1 - self.dropout)
+                noise.div_(1 - self.dropout)
+                steps = [s_ * noise[t] for t, s_ in enumerate(steps)]
+        layer_in = tp.stack(steps)
         output = layer_in
         h_n = tp.stack(h_n)
         c_n = tp.stack(c_n) if is_lstm else None
