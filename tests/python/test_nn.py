@@ -738,3 +738,23 @@ def test_interpolate_matches_torch(mode, shape, kw):
     um_t = tnn.Upsample(mode=mode, **kw)
     um_p = pnn.Upsample(mode=mode, **kw)
     assert repr(um_t) == repr(um_p)
+
+
+def test_full_backward_hooks_match_torch():
+    seen = {}
+    for lib in (torch, tp):
+        lib.manual_seed(0)
+        m = lib.nn.Linear(3, 2)
+        log = []
+        m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", np_of(go[0]))))
+        m.register_full_backward_hook(
+            lambda mod, gi, go: log.append(("full", np_of(gi[0]), np_of(go[0]))) or (gi[0] * 2,))
+        x = lib.ones((4, 3), requires_grad=True)
+        (m(x) * 3).sum().backward()
+        seen[lib.__name__] = (log, np_of(x.grad))
+    (tlog, tg), (plog, pg) = seen["torch"], seen["tensorplay"]
+    assert [e[0] for e in tlog] == [e[0] for e in plog] == ["pre", "full"]
+    for a, b in zip(tlog, plog):
+        for u, v in zip(a[1:], b[1:]):
+            np.testing.assert_allclose(u, v, rtol=1e-6)
+    np.testing.assert_allclose(tg, pg, rtol=1e-6)

@@ -434,6 +434,27 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output, run when the gradients with
+        respect to the module's outputs are ready."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input, run when the
+        gradients with respect to the module's tensor inputs are ready."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        return self.register_full_backward_hook(hook)
+
     def register_state_dict_pre_hook(self, hook):
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
@@ -461,6 +482,7 @@ class Module:
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         called_always = False
+        bw = _BackwardHook(self) if (self._backward_hooks or self._backward_pre_hooks) else None
         try:
             for hook_id, hook in list(self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -474,6 +496,8 @@ class Module:
                     res = hook(self, args)
                     if res is not None:
                         args = res if isinstance(res, tuple) else (res,)
+            if bw is not None:
+                args = bw.wrap_inputs(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called:
@@ -482,6 +506,8 @@ class Module:
                     if hook_id in self._forward_hooks_with_kwargs else hook(self, args, result)
                 if res is not None:
                     result = res
+            if bw is not None:
+                result = bw.wrap_outputs(result)
             return result
         except Exception:
             if not called_always:
@@ -663,6 +689,89 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+class _BackwardHook:
+    """Runs a module's full backward (pre-)hooks: identity autograd Functions around its
+    tensor inputs and outputs see the gradients flowing through them."""
+
+    def __init__(self, module):
+        self.module = module
+        self.grad_outputs = None
+        self.n_inputs = 0
+        self.inputs_hooked = False
+
+    def _call_full_hooks(self, grad_inputs):
+        for hook in list(self.module._backward_hooks.values()):
+            res = hook(self.module, grad_inputs, self.grad_outputs)
+            if res is not None:
+                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                if len(res) != len(grad_inputs):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(res)}, but expected {len(grad_inputs)}")
+                grad_inputs = res
+        return grad_inputs
+
+    def wrap_inputs(self, args):
+        from tensorplay.autograd import Function
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        self.n_inputs = len(positions)
+        if not any(args[i].requires_grad for i in positions):
+            return args
+        self.inputs_hooked = True
+        hook = self
+
+        class InputHook(Function):
+            @staticmethod
+            def forward(ctx, *xs):
+                return xs
+
+            @staticmethod
+            def backward(ctx, *grads):
+                req = [args[i].requires_grad for i in positions]
+                gin = tuple(g if r else None for g, r in zip(grads, req))
+                out = hook._call_full_hooks(gin)
+                return tuple(out)
+
+        wrapped = InputHook.apply(*[args[i] for i in positions])
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        new = list(args)
+        for i, w in zip(positions, wrapped):
+            new[i] = w if args[i].requires_grad else args[i]
+        return tuple(new)
+
+    def wrap_outputs(self, result):
+        from tensorplay.autograd import Function
+        single = isinstance(result, Tensor)
+        outs = (result,) if single else result
+        if not isinstance(outs, tuple) or not any(isinstance(o, Tensor) and o.requires_grad
+                                                  for o in outs):
+            return result
+        hook = self
+
+        class OutputHook(Function):
+            @staticmethod
+            def forward(ctx, *xs):
+                return xs
+
+            @staticmethod
+            def backward(ctx, *grads):
+                grads = tuple(grads)
+                for pre in list(hook.module._backward_pre_hooks.values()):
+                    res = pre(hook.module, grads)
+                    if res is not None:
+                        grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                hook.grad_outputs = grads
+                if not hook.inputs_hooked:  # no input takes a gradient: grad_input is all None
+                    hook._call_full_hooks((None,) * hook.n_inputs)
+                return grads
+
+        tensors = [o for o in outs if isinstance(o, Tensor)]
+        wrapped = OutputHook.apply(*tensors)
+        wrapped = list(wrapped) if isinstance(wrapped, tuple) else [wrapped]
+        it = iter(wrapped)
+        new = tuple(next(it) if isinstance(o, Tensor) else o for o in outs)
+        return new[0] if single else new
 
 
 def _torch_size(shape):
