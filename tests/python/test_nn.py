@@ -758,3 +758,36 @@ def test_full_backward_hooks_match_torch():
         for u, v in zip(a[1:], b[1:]):
             np.testing.assert_allclose(u, v, rtol=1e-6)
     np.testing.assert_allclose(tg, pg, rtol=1e-6)
+
+
+def test_parametrizations_match_torch():
+    for make in (lambda lib: lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(4, 3)),
+                 lambda lib: lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(4, 3), dim=1),
+                 lambda lib: lib.nn.utils.parametrizations.spectral_norm(lib.nn.Linear(5, 4)),
+                 lambda lib: lib.nn.utils.weight_norm(lib.nn.Linear(4, 3))):
+        torch.manual_seed(0)
+        tm = make(torch)
+        tp.manual_seed(0)
+        pm = make(tp)
+        assert type(pm).__name__ == type(tm).__name__
+        assert list(pm.state_dict()) == list(tm.state_dict())
+        for (k, a), (_, b) in zip(tm.state_dict().items(), pm.state_dict().items()):
+            assert_close(a, b, rtol=1e-5, atol=1e-6)
+        x = np.random.default_rng(0).standard_normal((2, tm.in_features)).astype(np.float32)
+        tx, px = torch.from_numpy(x), tp.from_numpy(x)
+        tout, pout = tm(tx), pm(px)
+        assert_close(tout, pout, rtol=1e-5, atol=1e-6)
+        tout.sum().backward()
+        pout.sum().backward()
+        for (n, a), (_, b) in zip(tm.named_parameters(), pm.named_parameters()):
+            assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+    m = tp.nn.utils.parametrize.register_parametrization(pnn.Linear(3, 3), "weight", _Symmetric())
+    w = m.weight
+    assert np.allclose(w.detach().numpy(), w.detach().numpy().T)
+    tp.nn.utils.parametrize.remove_parametrizations(m, "weight")
+    assert type(m) is pnn.Linear and isinstance(m.weight, pnn.Parameter)
+
+
+class _Symmetric(pnn.Module):
+    def forward(self, x):
+        return x.triu() + x.triu(1).transpose(0, 1)
