@@ -791,3 +791,37 @@ def test_parametrizations_match_torch():
 class _Symmetric(pnn.Module):
     def forward(self, x):
         return x.triu() + x.triu(1).transpose(0, 1)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("flat_targets", [False, True])
+def test_ctc_loss_matches_torch(reduction, flat_targets):
+    rng = np.random.default_rng(7)
+    T, N, C = 12, 3, 5
+    logits = rng.standard_normal((T, N, C)).astype(np.float32)
+    tgt = np.array([[1, 2, 2, 3], [4, 4, 0, 0], [1, 3, 2, 0]])
+    tgt[tgt == 0] = 1
+    tl = np.array([4, 2, 3])
+    il = np.array([12, 9, 6])
+    t_in = torch.from_numpy(logits).log_softmax(2).detach().requires_grad_()
+    p_in = tp.from_numpy(t_in.detach().numpy().copy()).requires_grad_()
+    if flat_targets:
+        flat = np.concatenate([tgt[i, :tl[i]] for i in range(N)])
+        tt, pt = torch.from_numpy(flat), tp.from_numpy(flat)
+    else:
+        tt, pt = torch.from_numpy(tgt), tp.from_numpy(tgt)
+    tl_ = tnn.CTCLoss(reduction=reduction)(t_in, tt, torch.from_numpy(il), torch.from_numpy(tl))
+    pl_ = pnn.CTCLoss(reduction=reduction)(p_in, pt, tp.from_numpy(il), tp.from_numpy(tl))
+    assert_close(tl_, pl_, rtol=1e-5, atol=1e-5)
+    tl_.sum().backward()
+    pl_.sum().backward()
+    assert_close(t_in.grad, p_in.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_ctc_impossible_alignment_and_zero_infinity():
+    lp = tp.full((2, 1, 3), -1.0986)
+    for zi in (False, True):
+        out = pF.ctc_loss(lp, tp.tensor([[1, 1]]), [2], [2], reduction="none", zero_infinity=zi)
+        ref = tF.ctc_loss(torch.full((2, 1, 3), -1.0986), torch.tensor([[1, 1]]), [2], [2],
+                          reduction="none", zero_infinity=zi)
+        assert np_of(out).tolist() == np_of(ref).tolist()

@@ -1393,3 +1393,99 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ================================================================== CTC
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist temporal classification loss: -log of the total probability of every
+    alignment of each target, by the forward (alpha) recursion in log space, batched."""
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 and not isinstance(target_lengths, int) \
+            else targets
+    T, N, C = tuple(log_probs.shape)
+    il = input_lengths.tolist() if isinstance(input_lengths, Tensor) else \
+        ([input_lengths] if isinstance(input_lengths, int) else list(input_lengths))
+    tl = target_lengths.tolist() if isinstance(target_lengths, Tensor) else \
+        ([target_lengths] if isinstance(target_lengths, int) else list(target_lengths))
+    if len(il) != N:
+        raise RuntimeError(f"input_lengths must be of size batch_size, but got {len(il)} and {N}")
+    if len(tl) != N:
+        raise RuntimeError(f"target_lengths must be of size batch_size, but got {len(tl)} and {N}")
+    # per-sample target rows (2-D padded targets, or 1-D concatenated)
+    if targets.dim() == 1:
+        flat, rows, off = targets.tolist(), [], 0
+        for n in tl:
+            rows.append(flat[off:off + n])
+            off += n
+    else:
+        rows = [targets[i, :tl[i]].tolist() for i in range(N)]
+    for i in range(N):
+        if il[i] > T:
+            raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
+                               f"{il[i]} (while checking arguments for ctc_loss_cpu)")
+    S = max(tl) if tl else 0
+    L = 2 * S + 1
+    ext = [[blank] * L for _ in range(N)]
+    skip = [[False] * L for _ in range(N)]
+    for i, row in enumerate(rows):
+        for k, lab in enumerate(row):
+            ext[i][2 * k + 1] = int(lab)
+            if k > 0 and row[k] != row[k - 1]:
+                skip[i][2 * k + 1] = True
+    ext_t = tp.tensor(ext, dtype=tp.int64)
+    skip_t = tp.tensor(skip, dtype=tp.bool)
+    valid_t = tp.tensor([[s <= 2 * tl[i] for s in range(L)] for i in range(N)], dtype=tp.bool)
+    dtype = log_probs.dtype
+    neg_inf = tp.full((), float("-inf"), dtype=dtype)
+    tiny = tp.finfo(dtype).tiny
+
+    def lse(*xs):  # log-sum-exp that stays -inf (with zero gradient) where all terms are
+        st = tp.stack(xs)
+        m = st.amax(0).detach()
+        dead = tp.isinf(m)
+        m = tp.where(dead, tp.zeros((), dtype=dtype), m)
+        val = m + tp.log(tp.clamp(tp.exp(st - m).sum(0), min=tiny))
+        return tp.where(dead, neg_inf, val)
+
+    def shift(a, k):
+        return tp.cat([tp.full((N, k), float("-inf"), dtype=dtype), a[:, :L - k]], 1)
+
+    lp0 = log_probs[0].gather(1, ext_t)
+    init = tp.full((N, L), float("-inf"), dtype=dtype)
+    first = tp.zeros((N, L), dtype=tp.bool)
+    first[:, 0] = True
+    if L > 1:
+        first[:, 1] = tp.tensor([n > 0 for n in tl], dtype=tp.bool)
+    alpha = tp.where(first & valid_t, lp0, init)
+    lens = tp.tensor(il, dtype=tp.int64).unsqueeze(1)
+    for t in range(1, T):
+        a2 = shift(alpha, 1) if L > 1 else tp.full((N, L), float("-inf"), dtype=dtype)
+        a3 = tp.where(skip_t, shift(alpha, 2), neg_inf) if L > 2 else \
+            tp.full((N, L), float("-inf"), dtype=dtype)
+        new = lse(alpha, a2, a3) + log_probs[t].gather(1, ext_t)
+        new = tp.where(valid_t, new, neg_inf)
+        alpha = tp.where(lens > t, new, alpha)
+    end = tp.tensor([2 * n for n in tl], dtype=tp.int64).unsqueeze(1)
+    last = alpha.gather(1, end).squeeze(1)
+    before = alpha.gather(1, (end - 1).clamp(min=0)).squeeze(1)
+    before = tp.where(end.squeeze(1) > 0, before, neg_inf)
+    loss = -lse(last, before)
+    # PyTorch's CTC backward returns exp(log_probs) - posterior (the gradient with respect to
+    # the logits behind a log_softmax) for t < input_length; add the exp term, value-neutral
+    steps = tp.arange(T).unsqueeze(1) < tp.tensor(il, dtype=tp.int64).unsqueeze(0)
+    w = (tp.exp(log_probs.detach()) * steps.unsqueeze(2).to(dtype))
+    term = (log_probs * w).sum((0, 2))
+    loss = loss + (term - term.detach())
+    if zero_infinity:
+        loss = tp.where(tp.isinf(loss), tp.zeros((), dtype=dtype), loss)
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        tlen = tp.tensor(tl, dtype=dtype).clamp(min=1)
+        return (loss / tlen).mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -11,7 +11,7 @@ from tensorplay.nn.modules.activation import (CELU, ELU, GELU, GLU, SELU, Hardsh
                                               Tanhshrink, Threshold)
 from tensorplay.nn.modules.dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
                                            FeatureAlphaDropout)
-from tensorplay.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,
+from tensorplay.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CTCLoss,
                                         CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss,
                                         HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                                         MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
