@@ -825,3 +825,26 @@ def test_ctc_impossible_alignment_and_zero_infinity():
         ref = tF.ctc_loss(torch.full((2, 1, 3), -1.0986), torch.tensor([[1, 1]]), [2], [2],
                           reduction="none", zero_infinity=zi)
         assert np_of(out).tolist() == np_of(ref).tolist()
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_and_grid_sample_match_torch(mode, padding_mode, align_corners):
+    rng = np.random.default_rng(8)
+    theta = (np.array([[[1.1, 0.2, 0.1], [-0.3, 0.9, -0.2]]] * 2) +
+             rng.standard_normal((2, 2, 3)) * 0.3).astype(np.float32)
+    x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    tt, pt = torch.from_numpy(theta).requires_grad_(), tp.from_numpy(theta.copy()).requires_grad_()
+    tg = tF.affine_grid(tt, (2, 3, 4, 7), align_corners=align_corners)
+    pg = pF.affine_grid(pt, (2, 3, 4, 7), align_corners=align_corners)
+    assert_close(tg, pg, rtol=1e-5, atol=1e-6)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tout = tF.grid_sample(tx, tg * 1.3, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    pout = pF.grid_sample(px, pg * 1.3, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    assert_close(tout, pout, rtol=1e-4, atol=1e-5)
+    tout.sum().backward()
+    pout.sum().backward()
+    assert_close(tx.grad, px.grad, rtol=1e-4, atol=1e-5)
+    if mode == "bilinear":
+        assert_close(tt.grad, pt.grad, rtol=1e-3, atol=1e-4)

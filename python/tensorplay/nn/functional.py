@@ -1489,3 +1489,97 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         tlen = tp.tensor(tl, dtype=dtype).clamp(min=1)
         return (loss / tlen).mean()
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+# ================================================================== spatial transformers
+def _linspace_from_neg_one(num_steps, align_corners, dtype):
+    if num_steps <= 1:
+        return tp.zeros((1,), dtype=dtype)
+    r = tp.linspace(-1, 1, num_steps, dtype=dtype)
+    return r if align_corners else r * ((num_steps - 1) / num_steps)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta."""
+    align_corners = bool(align_corners)
+    if len(size) == 4:
+        n, _, h, w = size
+        if tuple(theta.shape) != (n, 2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        xs = _linspace_from_neg_one(w, align_corners, theta.dtype)
+        ys = _linspace_from_neg_one(h, align_corners, theta.dtype)
+        base = tp.stack([xs.reshape((1, w)).expand(h, w), ys.reshape((h, 1)).expand(h, w),
+                         tp.ones((h, w), dtype=theta.dtype)], -1)
+        return tp.matmul(base.reshape((1, h * w, 3)), theta.transpose(1, 2)).reshape((n, h, w, 2))
+    if len(size) == 5:
+        n, _, d, h, w = size
+        if tuple(theta.shape) != (n, 3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{list(size)}. Got {list(theta.shape)}.")
+        xs = _linspace_from_neg_one(w, align_corners, theta.dtype)
+        ys = _linspace_from_neg_one(h, align_corners, theta.dtype)
+        zs = _linspace_from_neg_one(d, align_corners, theta.dtype)
+        base = tp.stack([xs.reshape((1, 1, w)).expand(d, h, w), ys.reshape((1, h, 1)).expand(d, h, w),
+                         zs.reshape((d, 1, 1)).expand(d, h, w), tp.ones((d, h, w), dtype=theta.dtype)], -1)
+        return tp.matmul(base.reshape((1, d * h * w, 4)), theta.transpose(1, 2)).reshape((n, d, h, w, 3))
+    raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                              f"transforms, respectively. Got size {list(size)}.")
+
+
+def _reflect(x, twice_low, twice_high):
+    if twice_low == twice_high:
+        return tp.zeros_like(x)
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    x = tp.abs(x - lo)
+    extra = tp.fmod(x, span)
+    flips = tp.floor(x / span).detach()
+    even = tp.fmod(flips, 2) == 0
+    return tp.where(even, extra + lo, span - extra + lo)
+
+
+def _source_coord(coord, size, padding_mode, align_corners):
+    x = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+    if padding_mode == "border":
+        x = tp.clamp(x, 0, size - 1)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
+        x = tp.clamp(x, 0, size - 1)
+    return x
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples input (N, C, H, W) at the normalised points grid (N, Ho, Wo, 2)."""
+    if input.dim() != 4:
+        raise NotImplementedError("grid_sample: only 4-D inputs (bilinear/nearest) are supported")
+    if mode not in ("bilinear", "nearest"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    align_corners = bool(align_corners)
+    n, c, h, w = tuple(input.shape)
+    ho, wo = grid.size(1), grid.size(2)
+    x = _source_coord(grid[..., 0], w, padding_mode, align_corners).reshape((n, ho * wo))
+    y = _source_coord(grid[..., 1], h, padding_mode, align_corners).reshape((n, ho * wo))
+    flat = input.reshape((n, c, h * w))
+
+    def tap(xi, yi, weight):
+        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+        idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(tp.int64)
+        vals = flat.gather(2, idx.unsqueeze(1).expand(n, c, ho * wo))
+        return vals * (weight * inside.to(weight.dtype)).unsqueeze(1)
+
+    if mode == "nearest":
+        xr, yr = tp.round(x).detach(), tp.round(y).detach()
+        out = tap(xr, yr, tp.ones_like(x))
+    else:
+        x0, y0 = tp.floor(x).detach(), tp.floor(y).detach()
+        x1, y1 = x0 + 1, y0 + 1
+        wx1, wy1 = x - x0, y - y0
+        wx0, wy0 = x1 - x, y1 - y
+        out = tap(x0, y0, wx0 * wy0) + tap(x1, y0, wx1 * wy0) + tap(x0, y1, wx0 * wy1) + \
+            tap(x1, y1, wx1 * wy1)
+    return out.reshape((n, c, ho, wo))
