@@ -848,3 +848,12 @@ def test_affine_grid_and_grid_sample_match_torch(mode, padding_mode, align_corne
     assert_close(tx.grad, px.grad, rtol=1e-4, atol=1e-5)
     if mode == "bilinear":
         assert_close(tt.grad, pt.grad, rtol=1e-3, atol=1e-4)
+
+
+def test_lazy_batchnorm_materialises_like_torch():
+    t, p = tnn.LazyBatchNorm1d(), pnn.LazyBatchNorm1d()
+    x = np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32)
+    assert_close(t(torch.from_numpy(x)), p(tp.from_numpy(x)))
+    assert type(p) is pnn.BatchNorm1d and p.num_features == 3
+    assert_close(t.running_mean, p.running_mean)
+    assert repr(t) == repr(p)

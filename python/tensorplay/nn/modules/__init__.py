@@ -44,3 +44,8 @@ from tensorplay.nn.modules.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBas
 from tensorplay.nn.modules.transformer import (Transformer, TransformerDecoder,
                                                TransformerDecoderLayer, TransformerEncoder,
                                                TransformerEncoderLayer)
+from tensorplay.nn.modules.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,
+                                        LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+                                        LazyConvTranspose2d, LazyConvTranspose3d,
+                                        LazyInstanceNorm1d, LazyInstanceNorm2d,
+                                        LazyInstanceNorm3d)
