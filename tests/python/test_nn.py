@@ -62,6 +62,8 @@ LAYERS = [
     ("BatchNorm1d", (4,), {"momentum": None}, [(8, 4, 3)]),
     ("BatchNorm2d", (3,), {}, [(4, 3, 5, 5)]),
     ("BatchNorm2d", (3,), {"affine": False, "track_running_stats": False}, [(4, 3, 2, 2)]),
+    ("BatchNorm2d", (3,), {"bias": False}, [(4, 3, 2, 2)]),
+    ("GroupNorm", (2, 4), {"bias": False}, [(3, 4, 5)]),
     ("InstanceNorm1d", (3,), {}, [(2, 3, 7)]),
     ("InstanceNorm2d", (3,), {"affine": True}, [(2, 3, 4, 4)]),
     ("RMSNorm", (6,), {}, [(3, 6)]),
@@ -75,6 +77,7 @@ LAYERS = [
 @pytest.mark.parametrize("name, args, kwargs, inputs", LAYERS)
 def test_layer_matches_torch(name, args, kwargs, inputs):
     tm, pm = build_both(name, args, kwargs)
+    assert repr(tm) == repr(pm)
     # seeded initialisation is PyTorch's, bit for bit
     tsd, psd = tm.state_dict(), pm.state_dict()
     assert list(tsd) == list(psd)

@@ -68,7 +68,7 @@ def _lazy_norm(base):
         cls_to_become = base
 
         def __init__(self, eps=1e-5, momentum=0.1, affine=None, track_running_stats=None,
-                     device=None, dtype=None):
+                     device=None, dtype=None, *, bias=True):
             affine = base.__init__.__defaults__[2] if affine is None else affine
             track = base.__init__.__defaults__[3] if track_running_stats is None \
                 else track_running_stats
@@ -78,7 +78,10 @@ def _lazy_norm(base):
             kw = dict(device=device, dtype=dtype)
             if affine:
                 self.weight = UninitializedParameter(**kw)
-                self.bias = UninitializedParameter(**kw)
+                if bias:
+                    self.bias = UninitializedParameter(**kw)
+                else:
+                    self.register_parameter("bias", None)
             else:
                 self.register_parameter("weight", None)
                 self.register_parameter("bias", None)
