@@ -138,9 +138,12 @@ class RNNBase(Module):
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
         T = len(xs)
         outs = [None] * T
+        # the input projections of every step: one GEMM, split with one backward
+        gi = F.linear(tp.stack(xs), w_ih, b_ih)
+        gis = _StepSplit.apply(gi) if gi.requires_grad else gi.unbind(0)
         steps = range(T - 1, -1, -1) if reverse else range(T)
         for t in steps:
-            h_new, c_new = self._cell(F.linear(xs[t], w_ih, b_ih), h, c, w_hh, b_hh, w_hr)
+            h_new, c_new = self._cell(gis[t], h, c, w_hh, b_hh, w_hr)
             if lengths is not None:  # packed: rows past their length keep their state
                 alive = (lengths > t).unsqueeze(1)
                 h_new = tp.where(alive, h_new, h)
