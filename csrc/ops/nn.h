@@ -2,7 +2,9 @@
 // Backward helpers of the nn kernels (nn_conv.cpp, nn_pool.cpp, nn_norm.cpp), used by the
 // derivative formulas in csrc/ops/nn_*.yaml. Each is written with differentiable ops, so
 // create_graph=True differentiates it again.
+#include <array>
 #include <optional>
+#include <tuple>
 
 #include "tensorplay/ops_api.h"
 
@@ -47,16 +49,20 @@ namespace tp {
 /// softmax's (log=false) or log_softmax's gradient from its output (Note [Fused backward and
 /// create_graph]), returned in the input's dtype.
 Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim, DType self_dtype, bool log);
-/// native_layer_norm's gradient for its input (which=0), weight (1) or bias (2).
-Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean,
-                           const Tensor& rstd, const std::optional<Tensor>& weight, double eps, int which);
+/// native_layer_norm's gradients for (input, weight, bias), those `mask` asks for.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       IntArrayRef normalized_shape, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       double eps, std::array<bool, 3> mask);
 
 }  // namespace tp
 
 namespace tp {
 
-/// native_batch_norm's gradient for its input (which=0), weight (1) or bias (2).
-Tensor batch_norm_backward(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
-                           const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps, int which);
+/// native_batch_norm's gradients for (input, weight, bias), those `mask` asks for.
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                                       const Tensor& save_invstd, bool training, double eps,
+                                                       std::array<bool, 3> mask);
 
 }  // namespace tp

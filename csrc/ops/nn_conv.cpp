@@ -12,6 +12,8 @@
 // depthwise convolution (G == Cin == Cout) runs direct loops instead of G tiny GEMMs.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
+#include <omp.h>
+
 #include <algorithm>
 #include <string>
 
@@ -132,50 +134,83 @@ void col2im(const ConvShape& g, int64_t channels, const T* col, T* x) {
 
 Tensor flat_buffer(int64_t n, DType dt) { return empty_tensor(IntArrayRef(&n, 1), dt); }
 
+/// Runs f(sample, scratch, thread) for each of n samples, scratch being `scratch_elems`
+/// elements private to the caller. With at least as many samples as threads the samples are
+/// spread over the threads, each calling single-threaded BLAS (one parallel region for the
+/// whole op: no per-GEMM thread hand-offs); otherwise samples run in turn with threaded BLAS.
+template <class T, class F>
+void for_each_sample(int64_t n, int64_t scratch_elems, DType dt, F f) {
+  const int threads = get_num_threads();
+  const int64_t per = std::max<int64_t>(scratch_elems, 1);
+  if (threads > 1 && n >= threads && !omp_in_parallel()) {
+    Tensor buf = flat_buffer(per * threads, dt);
+    BlasSingleThreaded single;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) f(i, buf.data<T>() + omp_get_thread_num() * per, omp_get_thread_num());
+    return;
+  }
+  Tensor buf = flat_buffer(per, dt);
+  for (int64_t i = 0; i < n; ++i) f(i, buf.data<T>(), 0);
+}
+
+/// How many threads for_each_sample uses for n samples.
+int sample_threads(int64_t n) {
+  const int threads = get_num_threads();
+  return threads > 1 && n >= threads && !omp_in_parallel() ? threads : 1;
+}
+
 template <class T>
 void gemm_forward(const ConvShape& g, DType dt, const T* x, const T* w, T* y, bool accumulate) {
   const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
-  Tensor col_buf = g.pointwise() ? Tensor() : flat_buffer(g.cin * K * L, dt);
-  for (int64_t n = 0; n < g.n; ++n) {
+  const bool direct = g.pointwise();
+  for_each_sample<T>(g.n, direct ? 0 : g.cin * K * L, dt, [&](int64_t n, T* col_buf, int) {
     const T* xn = x + n * g.cin * g.in_numel();
     const T* col = xn;
-    if (col_buf.defined()) {
-      im2col(g, g.cin, xn, col_buf.data<T>());
-      col = col_buf.data<T>();
+    if (!direct) {
+      im2col(g, g.cin, xn, col_buf);
+      col = col_buf;
     }
     blas::gemm_batched(dt, g.groups, cog, L, cig * K, 1.0, {w, cig * K, 1}, cog * cig * K,
                        {col, L, 1}, cig * K * L, accumulate ? 1.0 : 0.0, y + n * g.cout * L, L, cog * L);
-  }
+  });
 }
 
 template <class T>
 void gemm_input(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
   const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
   const bool direct = g.pointwise();
-  Tensor col_buf = direct ? Tensor() : flat_buffer(g.cin * K * L, dt);
-  for (int64_t n = 0; n < g.n; ++n) {
+  for_each_sample<T>(g.n, direct ? 0 : g.cin * K * L, dt, [&](int64_t n, T* col_buf, int) {
     T* gxn = gx + n * g.cin * g.in_numel();
-    T* col = direct ? gxn : col_buf.data<T>();
+    T* col = direct ? gxn : col_buf;
     blas::gemm_batched(dt, g.groups, cig * K, L, cog, 1.0, {w, 1, cig * K}, cog * cig * K,
                        {gy + n * g.cout * L, L, 1}, cog * L, 0.0, col, L, cig * K * L);
     if (!direct) col2im(g, g.cin, col, gxn);
-  }
+  });
 }
 
 template <class T>
 void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
   const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
-  if (g.n == 0) std::fill(gw, gw + g.cout * cig * K, T(0));
-  Tensor col_buf = g.pointwise() ? Tensor() : flat_buffer(g.cin * K * L, dt);
-  for (int64_t n = 0; n < g.n; ++n) {
+  const int64_t wn = g.cout * cig * K, col_elems = g.pointwise() ? 0 : g.cin * K * L;
+  // Each thread sums its samples' products into its own slice of `partial`; slices add up.
+  const int threads = sample_threads(g.n);
+  Tensor partial = flat_buffer(wn * threads, dt);
+  std::fill_n(partial.data<T>(), wn * threads, T(0));
+  for_each_sample<T>(g.n, col_elems, dt, [&](int64_t n, T* col_buf, int thread) {
     const T* xn = x + n * g.cin * g.in_numel();
     const T* col = xn;
-    if (col_buf.defined()) {
-      im2col(g, g.cin, xn, col_buf.data<T>());
-      col = col_buf.data<T>();
+    if (col_elems) {
+      im2col(g, g.cin, xn, col_buf);
+      col = col_buf;
     }
     blas::gemm_batched(dt, g.groups, cog, cig * K, L, 1.0, {gy + n * g.cout * L, L, 1}, cog * L,
-                       {col, 1, L}, cig * K * L, n ? 1.0 : 0.0, gw, cig * K, cog * cig * K);
+                       {col, 1, L}, cig * K * L, 1.0, partial.data<T>() + thread * wn, cig * K, cog * cig * K);
+  });
+  const T* p = partial.data<T>();
+  for (int64_t i = 0; i < wn; ++i) {
+    T acc = p[i];
+    for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
+    gw[i] = acc;
   }
 }
 
@@ -248,8 +283,12 @@ void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
             const T* row = gyc + orow;
             const T* src = xc + base;
             T part = 0;
-            if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow];
-            else for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow * s2];
+            if (s2 == 1) {
+#pragma omp simd reduction(+ : part)
+              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow * s2];
+            }
             acc += part;
           });
         }

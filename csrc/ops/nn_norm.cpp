@@ -6,6 +6,8 @@
 // no derivative of its own. The formula helpers below call it when grad mode is off (a
 // plain backward) and the same math written with differentiable ops when it is on
 // (create_graph=True), so double backward works at the cost of a slower first backward.
+#include <omp.h>
+
 #include <cmath>
 #include <vector>
 
@@ -65,8 +67,9 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, b
         const T* xr = x + r * n;
         T* yr = y + r * n;
         T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
         for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
-        for (int64_t i = 0; i < n; ++i) if (xr[i] != xr[i]) m = xr[i];
+        // A NaN in the row makes the sum NaN, hence every output NaN, as in PyTorch.
         T sum = exp_shifted(xr, yr, n, m);
         if (log) {
           const T shift = m + std::log(sum);
@@ -106,6 +109,27 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, b
 /// softmax: gx = y * (g - sum(g * y)); log_softmax: gx = g - exp(y) * sum(g).
 template <class T>
 void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64_t n, int64_t inner, bool log) {
+  if (inner == 1) {
+    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* gr = g + r * n;
+        const T* yr = y + r * n;
+        T* o = gx + r * n;
+        T s = 0;
+        if (log) {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) s += gr[i];
+          exp_shifted(yr, o, n, T(0));
+          for (int64_t i = 0; i < n; ++i) o[i] = gr[i] - o[i] * s;
+        } else {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) s += gr[i] * yr[i];
+          for (int64_t i = 0; i < n; ++i) o[i] = yr[i] * (gr[i] - s);
+        }
+      }
+    });
+    return;
+  }
   parallel_for(0, outer, 1, [&](int64_t b, int64_t e) {
     std::vector<T> s(inner);
     for (int64_t o = b; o < e; ++o) {
@@ -239,9 +263,11 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
       T* yr = y + r * len;
       double s = 0, ss = 0;
       T sf = 0;
+#pragma omp simd reduction(+ : sf)
       for (int64_t i = 0; i < len; ++i) sf += xr[i];
       s = double(sf) / double(len);
       T m = T(s), vf = 0;
+#pragma omp simd reduction(+ : vf)
       for (int64_t i = 0; i < len; ++i) vf += (xr[i] - m) * (xr[i] - m);
       ss = double(vf) / double(len);
       const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
@@ -255,18 +281,25 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
   });
 }
 
-/// The three gradients of a row-wise normalisation y = (x - mean) * rstd * w + b.
-/// dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)), gw = g * w.
+/// The gradients of a row-wise normalisation y = (x - mean) * rstd * w + b, in one pass:
+/// dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) with gw = g * w; the weight and bias
+/// gradients sum g * xhat and g over the rows (each thread into its own partial row).
 template <class T>
 void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb,
                                 int64_t rows, int64_t len) {
-  if (gx)
-    parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const T* gr = g + r * len;
-        const T* xr = x + r * len;
-        const T m = mean[r], rs = rstd[r];
+  const int threads = get_num_threads();
+  const bool columns = gw || gb;
+  std::vector<T> part(columns ? size_t(2 * len * threads) : 0, T(0));
+  parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
+    T* pw = columns ? part.data() + 2 * len * std::min(omp_get_thread_num(), threads - 1) : nullptr;
+    T* pb = columns ? pw + len : nullptr;
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* gr = g + r * len;
+      const T* xr = x + r * len;
+      const T m = mean[r], rs = rstd[r];
+      if (gx) {
         T a = 0, c = 0;
+#pragma omp simd reduction(+ : a, c)
         for (int64_t i = 0; i < len; ++i) {
           const T gwv = w ? gr[i] * w[i] : gr[i];
           a += gwv;
@@ -275,29 +308,26 @@ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* 
         a /= T(len);
         c = c * rs / T(len);
         T* out = gx + r * len;
+        if (w) for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] * w[i] - a - (xr[i] - m) * rs * c);
+        else for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] - a - (xr[i] - m) * rs * c);
+      }
+      if (columns)
         for (int64_t i = 0; i < len; ++i) {
-          const T gwv = w ? gr[i] * w[i] : gr[i];
-          out[i] = rs * (gwv - a - (xr[i] - m) * rs * c);
+          pw[i] += gr[i] * (xr[i] - m) * rs;
+          pb[i] += gr[i];
         }
-      }
-    });
-  if (gw || gb)
-    parallel_for(0, len, 64, [&](int64_t lo, int64_t hi) {
-      std::vector<T> aw(hi - lo, T(0)), ab(hi - lo, T(0));
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* gr = g + r * len;
-        const T* xr = x + r * len;
-        const T m = mean[r], rs = rstd[r];
-        for (int64_t i = lo; i < hi; ++i) {
-          aw[i - lo] += gr[i] * (xr[i] - m) * rs;
-          ab[i - lo] += gr[i];
-        }
-      }
-      for (int64_t i = lo; i < hi; ++i) {
-        if (gw) gw[i] = aw[i - lo];
-        if (gb) gb[i] = ab[i - lo];
-      }
-    });
+    }
+  });
+  if (!columns) return;
+  for (int64_t i = 0; i < len; ++i) {
+    T aw = 0, ab = 0;
+    for (int t = 0; t < threads; ++t) {
+      aw += part[size_t(2 * len * t + i)];
+      ab += part[size_t(2 * len * t + len + i)];
+    }
+    if (gw) gw[i] = aw;
+    if (gb) gb[i] = ab;
+  }
 }
 
 DimVector stat_sizes(const Tensor& input, int64_t nd) {
@@ -355,14 +385,12 @@ Tensor layer_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const 
   return std::get<0>(native_layer_norm(input, normalized_shape, weight, bias, eps));
 }
 
-Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean,
-                           const Tensor& rstd, const std::optional<Tensor>& weight, double eps, int which) {
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       IntArrayRef normalized_shape, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       double eps, std::array<bool, 3> mask) {
   if (!autograd::grad_enabled())
-    switch (which) {
-      case 0: return std::get<0>(native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, true, false, false));
-      case 1: return std::get<1>(native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, false, true, false));
-      default: return std::get<2>(native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, false, false, true));
-    }
+    return native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, mask[0], mask[1], mask[2]);
   const int64_t nd = int64_t(normalized_shape.size()), in_nd = input.dim();
   DimVector norm_dims, lead_dims;
   for (int64_t i = 0; i < in_nd; ++i) (i < in_nd - nd ? lead_dims : norm_dims).push_back(i);
@@ -370,10 +398,15 @@ Tensor layer_norm_backward(const Tensor& grad, const Tensor& input, IntArrayRef 
   Tensor m = tp::mean(input, norm_dims, true);
   Tensor rs = rsqrt(tp::mean(square(input - m), norm_dims, true) + Scalar(eps));
   Tensor xhat = (input - m) * rs;
-  if (which == 2) return lead_dims.empty() ? grad : sum(grad, lead_dims);
-  if (which == 1) return lead_dims.empty() ? grad * xhat : sum(grad * xhat, lead_dims);
-  Tensor gw = weight ? grad * *weight : grad;
-  return rs * (gw - tp::mean(gw, norm_dims, true) - xhat * tp::mean(gw * xhat, norm_dims, true));
+  auto lead_sum = [&](const Tensor& t) { return lead_dims.empty() ? t : sum(t, lead_dims); };
+  Tensor gx, gw, gb;
+  if (mask[0]) {
+    Tensor g = weight ? grad * *weight : grad;
+    gx = rs * (g - tp::mean(g, norm_dims, true) - xhat * tp::mean(g * xhat, norm_dims, true));
+  }
+  if (mask[1]) gw = lead_sum(grad * xhat);
+  if (mask[2]) gb = lead_sum(grad);
+  return {gx, gw, gb};
 }
 
 // ------------------------------------------------------------------ batch_norm
@@ -441,12 +474,14 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
           T s = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : s)
             for (int64_t j = 0; j < l; ++j) s += row[j];
           }
           m = count ? s / T(count) : T(NAN);
           T v = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : v)
             for (int64_t j = 0; j < l; ++j) v += (row[j] - m) * (row[j] - m);
           }
           const T var = count ? v / T(count) : T(NAN);
@@ -502,6 +537,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
         for (int64_t i = 0; i < n; ++i) {
           const T* gr = gp + (i * c + ch) * l;
           const T* xr = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : sg, sgx)
           for (int64_t j = 0; j < l; ++j) {
             sg += gr[j];
             sgx += gr[j] * (xr[j] - mu);
@@ -528,23 +564,25 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
   return {back(gx, input.dtype()), back(gw, wdt), back(gb, wdt)};
 }
 
-Tensor batch_norm_backward(const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
-                           const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps, int which) {
-  if (!autograd::grad_enabled()) {
-    auto r = native_batch_norm_backward(grad, input, weight, save_mean, save_invstd, training, which == 0, which == 1,
-                                        which == 2);
-    return which == 0 ? std::get<0>(r) : which == 1 ? std::get<1>(r) : std::get<2>(r);
-  }
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                                       const Tensor& save_invstd, bool training, double eps,
+                                                       std::array<bool, 3> mask) {
+  if (!autograd::grad_enabled())
+    return native_batch_norm_backward(grad, input, weight, save_mean, save_invstd, training, mask[0], mask[1], mask[2]);
   const int64_t nd = input.dim();
   DimVector dims = reduce_dims_of(nd);
-  if (which == 2) return sum(grad, dims);
   Tensor m = training ? tp::mean(input, dims, true) : channel_view(save_mean, nd);
   Tensor rs = training ? rsqrt(tp::mean(square(input - m), dims, true) + Scalar(eps)) : channel_view(save_invstd, nd);
   Tensor xhat = (input - m) * rs;
-  if (which == 1) return sum(grad * xhat, dims);
-  Tensor gw = weight ? grad * channel_view(*weight, nd) : grad;
-  if (!training) return gw * rs;
-  return rs * (gw - tp::mean(gw, dims, true) - xhat * tp::mean(gw * xhat, dims, true));
+  Tensor gx, gw, gb;
+  if (mask[0]) {
+    Tensor g = weight ? grad * channel_view(*weight, nd) : grad;
+    gx = training ? rs * (g - tp::mean(g, dims, true) - xhat * tp::mean(g * xhat, dims, true)) : g * rs;
+  }
+  if (mask[1]) gw = sum(grad * xhat, dims);
+  if (mask[2]) gb = sum(grad, dims);
+  return {gx, gw, gb};
 }
 
 Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
