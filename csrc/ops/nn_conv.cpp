@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -216,52 +217,92 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
 
 // ------------------------------------------------------------------ depthwise direct paths
 
+/// out[o] += sum_k w[k] * in[o*s + k*d - p] over one row (reads outside [0, in_w) are
+/// padding). Between the edges every tap is inside the row: one vectorisable loop.
+template <class T>
+inline void taps_row(T* out, const T* in, const T* w, int64_t out_w, int64_t in_w, int64_t taps, int64_t s,
+                     int64_t d, int64_t p) {
+  int64_t lo = p > 0 ? (p + s - 1) / s : 0;
+  const int64_t last = in_w - 1 - (taps - 1) * d + p;  // interior: o*s <= last
+  int64_t hi = last >= 0 ? last / s + 1 : 0;
+  lo = std::min(lo, out_w);
+  hi = std::max(lo, std::min(hi, out_w));
+  auto edge = [&](int64_t o) {
+    T acc = 0;
+    for (int64_t k = 0; k < taps; ++k) {
+      const int64_t i = o * s - p + k * d;
+      if (i >= 0 && i < in_w) acc += w[k] * in[i];
+    }
+    out[o] += acc;
+  };
+  for (int64_t o = 0; o < lo; ++o) edge(o);
+  if (s == 1 && taps == 3) {
+    const T w0 = w[0], w1 = w[1], w2 = w[2];
+    const T* b = in + (lo - p);
+    T* ob = out + lo;
+#pragma omp simd
+    for (int64_t o = 0; o < hi - lo; ++o) ob[o] += w0 * b[o] + w1 * b[o + d] + w2 * b[o + 2 * d];
+  } else {
+    for (int64_t o = lo; o < hi; ++o) {
+      T acc = 0;
+      for (int64_t k = 0; k < taps; ++k) acc += w[k] * in[o * s - p + k * d];
+      out[o] += acc;
+    }
+  }
+  for (int64_t o = hi; o < out_w; ++o) edge(o);
+}
+
 template <class T>
 void depthwise_forward(const ConvShape& g, const T* x, const T* w, T* y, bool accumulate) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2];
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin;
   parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
     for (int64_t nc = b; nc < e; ++nc) {
       const T* xc = x + nc * g.in_numel();
       const T* wc = w + (nc % C) * K;
       T* yc = y + nc * L;
       if (!accumulate) std::fill(yc, yc + L, T(0));
-      for (int64_t kk = 0; kk < K; ++kk) {
-        int64_t kd, kh, kw, lo, hi;
-        split_k(g, kk, kd, kh, kw);
-        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-        const T wv = wc[kk];
-        for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-          T* row = yc + orow;
-          const T* src = xc + base;
-          if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) row[ow] += wv * src[ow];
-          else for (int64_t ow = lo; ow < hi; ++ow) row[ow] += wv * src[ow * s2];
-        });
-      }
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+            taps_row(yc + orow, xc + base + g.p[2], wc + (kd * g.k[1] + kh) * g.k[2], g.out[2], g.in[2], g.k[2],
+                     g.s[2], g.d[2], g.p[2]);
+          });
     }
   });
 }
 
 template <class T>
 void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2];
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2];
   parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> flipped(static_cast<size_t>(k2), T(0));
     for (int64_t nc = b; nc < e; ++nc) {
       T* gxc = gx + nc * g.in_numel();
       const T* wc = w + (nc % C) * K;
       const T* gyc = gy + nc * L;
       std::fill(gxc, gxc + g.in_numel(), T(0));
-      for (int64_t kk = 0; kk < K; ++kk) {
-        int64_t kd, kh, kw, lo, hi;
-        split_k(g, kk, kd, kh, kw);
-        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-        const T wv = wc[kk];
-        for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-          const T* row = gyc + orow;
-          T* dst = gxc + base;
-          if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += wv * row[ow];
-          else for (int64_t ow = lo; ow < hi; ++ow) dst[ow * s2] += wv * row[ow];
-        });
-      }
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+          const T* wr = wc + (kd * g.k[1] + kh) * k2;
+          if (s2 == 1) {  // gx[i] += sum_k w[k] * gy[i + p - k*d]: taps over the flipped kernel row
+            for (int64_t k = 0; k < k2; ++k) flipped[size_t(k)] = wr[k2 - 1 - k];
+            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+              taps_row(gxc + base + g.p[2], gyc + orow, flipped.data(), g.in[2], g.out[2], k2, 1, g.d[2],
+                       (k2 - 1) * g.d[2] - g.p[2]);
+            });
+            continue;
+          }
+          for (int64_t kw = 0; kw < k2; ++kw) {
+            int64_t lo, hi;
+            valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+            const T wv = wr[kw];
+            for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+              const T* row = gyc + orow;
+              T* dst = gxc + base;
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * s2] += wv * row[ow];
+            });
+          }
+        }
     }
   });
 }

@@ -299,23 +299,37 @@ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* 
       const T m = mean[r], rs = rstd[r];
       if (gx) {
         T a = 0, c = 0;
+        if (w) {
 #pragma omp simd reduction(+ : a, c)
-        for (int64_t i = 0; i < len; ++i) {
-          const T gwv = w ? gr[i] * w[i] : gr[i];
-          a += gwv;
-          c += gwv * (xr[i] - m);
+          for (int64_t i = 0; i < len; ++i) {
+            a += gr[i] * w[i];
+            c += gr[i] * w[i] * (xr[i] - m);
+          }
+        } else {
+#pragma omp simd reduction(+ : a, c)
+          for (int64_t i = 0; i < len; ++i) {
+            a += gr[i];
+            c += gr[i] * (xr[i] - m);
+          }
         }
         a /= T(len);
-        c = c * rs / T(len);
+        c = c * rs * rs / T(len);
         T* out = gx + r * len;
-        if (w) for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] * w[i] - a - (xr[i] - m) * rs * c);
-        else for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] - a - (xr[i] - m) * rs * c);
+        if (w) {
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] * w[i] - a - (xr[i] - m) * c);
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] - a - (xr[i] - m) * c);
+        }
       }
-      if (columns)
+      if (columns) {
+#pragma omp simd
         for (int64_t i = 0; i < len; ++i) {
           pw[i] += gr[i] * (xr[i] - m) * rs;
           pb[i] += gr[i];
         }
+      }
     }
   });
   if (!columns) return;

@@ -52,6 +52,9 @@ def _conv_samples(nsp):
         yield db.Sample((x, _w(mk, (6, 2) + sp(2))), {'stride': 1, 'padding': 2, 'dilation': 2, 'groups': 2})
         yield db.Sample((x, _w(mk, (4, 1) + sp(3)), _w(mk, (4,))), {'padding': 1, 'groups': 4})  # depthwise
         yield db.Sample((x, _w(mk, (8, 1) + sp(3))), {'stride': 2, 'groups': 4})  # channel multiplier 2
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 1, 'dilation': 2, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3))), {'stride': 2, 'padding': 1, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 3, 'groups': 4})  # padding past the kernel
         yield db.Sample((x, _w(mk, (5, 4) + sp(1)), _w(mk, (5,))))  # 1x1
         yield db.Sample((x, _w(mk, (6, 4) + sp(3))), {'padding': 'same'})
         yield db.Sample((x, _w(mk, (6, 4) + sp(2))), {'padding': 'same', 'dilation': 1})
@@ -87,6 +90,8 @@ def _conv_t_samples(nsp):
         yield db.Sample((x, _w(mk, (4, 3) + sp(3))), {'stride': 2, 'padding': 1, 'output_padding': 1})
         yield db.Sample((x, _w(mk, (4, 2) + sp(2))), {'stride': 2, 'groups': 2, 'dilation': 2})
         yield db.Sample((x, _w(mk, (4, 1) + sp(3)), _w(mk, (4,))), {'padding': 1, 'groups': 4})  # depthwise
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 1, 'dilation': 2, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3))), {'stride': 2, 'padding': 2, 'groups': 4})
         yield db.Sample((x, _w(mk, (4, 5) + sp(1))))  # 1x1
         yield db.Sample((x[0], _w(mk, (4, 2) + sp(3))), {'stride': 2})  # unbatched
         yield db.Sample((_w(mk, (2, 4) + sp(3)), _w(mk, (4, 3) + sp(2))), layout='strided')
