@@ -13,6 +13,7 @@
 #include "autograd/saved_variable.h"
 #include "autograd/variable.h"
 #include "autograd/formulas_more.h"
+#include "ops/nn.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
 

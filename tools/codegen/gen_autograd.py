@@ -7,6 +7,9 @@ from autograd/formula_helpers.h) or one of the words:
   decomposed         the kernel is written with other ops, which record themselves
   non_differentiable the outputs never require grad
 Absent: backward through the op raises NotImplementedError.
+A key may name several inputs ("input, weight, bias"): its formula computes their gradients
+at once and returns a std::tuple in that order; it may read `grad_input_mask` (a
+std::array<bool, n>: which of them are needed). Plain Tensor inputs only.
 `node:` overrides the node's name where PyTorch's differs (_to_dtype -> ToCopyBackward0).
 `output_differentiability:` (a list of booleans, one per output) marks the outputs that
 never require grad although floating (lstsq's singular_values), as PyTorch's key does.
@@ -69,9 +72,24 @@ def node_name(op, ops):
     return f"{camel(op.name)}Backward{same.index(op) if op in same else 0}"
 
 
+def formula_map(op):
+    """{input name: formula}; a formula shared by several inputs (a key "a, b") is mapped
+    from each of them."""
+    out = {}
+    for key, f in op.entry["derivatives"].items():
+        for name in key.split(","):
+            out[name.strip()] = f
+    return out
+
+
+def formula_groups(op):
+    """{formula: [input names]} of the keys naming several inputs."""
+    return {f: [n.strip() for n in key.split(",")] for key, f in op.entry["derivatives"].items() if "," in key}
+
+
 def diff_args(op):
     """The tensor arguments with a formula, in schema order (each owns edges)."""
-    f = op.entry["derivatives"]
+    f = formula_map(op)
     return [a for a in op.args if a.base in ("Tensor", "Tensor[]") and a.name in f]
 
 
@@ -108,7 +126,8 @@ class NodeSpec:
     def __init__(self, op, ops):
         self.op = op
         self.name = node_name(op, ops)
-        self.formulas = op.entry["derivatives"] if mode(op) == "formulas" else {}
+        self.formulas = formula_map(op) if mode(op) == "formulas" else {}
+        self.groups = formula_groups(op) if mode(op) == "formulas" else {}
         self.inputs = edge_inputs(op)
         text = formula_text(op)
         self.saved_tensors = [a for a in op.args if a.base == "Tensor" and uses(text, a.name)]
@@ -176,8 +195,22 @@ def gen_node(spec):
         lines.append(f"    Tensor {r} = {r}_.unpack(self_node);")
     lines.append("    variable_list out(num_outputs());")
     lines.append("    size_t pos = 0;")
+    names = [a.name for a in spec.inputs]
+    for f, group in spec.groups.items():  # shared formulas: computed once, before the others
+        slots = [names.index(n) for n in group]
+        assert all(spec.inputs[i].base == "Tensor" for i in slots) and not any(
+            a.base == "Tensor[]" for a in spec.inputs), f"{op.full_name}: grouped formulas take plain tensors"
+        mask = ", ".join(f"should_compute_output({i})" for i in slots)
+        lines.append(f"    {{ std::array<bool, {len(slots)}> grad_input_mask{{{mask}}};")
+        lines.append("      if (" + " || ".join(f"grad_input_mask[{j}]" for j in range(len(slots))) + f") {{ auto g = {f};")
+        for j, i in enumerate(slots):
+            lines.append(f"        if (grad_input_mask[{j}]) out[{i}] = std::get<{j}>(g);")
+        lines.append("      } }")
     for a in spec.inputs:
         f = spec.formulas[a.name]
+        if f in spec.groups:
+            lines.append("    ++pos;")
+            continue
         if a.base == "Tensor[]":
             lines.append(f"    {{ bool any = false; for (size_t j = 0; j < {a.name}_count_; ++j) any = any || should_compute_output(pos + j);")
             lines.append(f"      if (any) {{ variable_list g = {f}; for (size_t j = 0; j < g.size(); ++j) out[pos + j] = g[j]; }}")

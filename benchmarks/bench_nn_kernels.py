@@ -1,0 +1,92 @@
+"""nn kernel benchmark (issue 8), forward + backward of each case, TensorPlay vs PyTorch in
+one process (ratio = tp time / torch time): conv2d 3x3 / 1x1 / depthwise 3x3 on
+8x64x56x56, max_pool2d 3x3 stride 2, batch_norm (training) on 8x64x56x56, layer_norm and
+softmax on 1024x1024.
+
+    python benchmarks/bench_nn_kernels.py [--quick] [--markdown] [--threads N]
+
+Each case first checks the output and every gradient against PyTorch's (rtol=atol=1e-3).
+"""
+import argparse
+
+import numpy as np
+import torch
+
+import tensorplay as tp
+from common import compare, print_table
+
+
+def _fwd_bwd(fn, inputs, cot):
+    """A callable running fn forward and backward (the timed work); returns the output."""
+    def run():
+        for t in inputs:
+            t.grad = None
+        out = fn(*inputs)
+        out.backward(cot)
+        return out
+    return run
+
+
+def case(name, shapes, tp_fn, torch_fn, out_shape, rng):
+    """(name, tp step, torch step, check): `check` compares outputs and every gradient."""
+    arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+    cot = rng.standard_normal(out_shape, dtype=np.float32)
+    tp_in = [tp.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    th_in = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+    tp_step, th_step = _fwd_bwd(tp_fn, tp_in, tp.from_numpy(cot)), _fwd_bwd(torch_fn, th_in, torch.from_numpy(cot))
+
+    def check():
+        results = [(tp_step().detach(), th_step().detach())]
+        results += [(a.grad, b.grad) for a, b in zip(tp_in, th_in)]
+        for ours, ref in results:
+            ours, ref = np.asarray(ours.tolist()), ref.numpy()
+            if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-3, atol=1e-3):
+                raise SystemExit(f"{name}: TensorPlay result differs from PyTorch's")
+    return name, tp_step, th_step, check
+
+
+def cases():
+    rng = np.random.default_rng(0)
+    x = (8, 64, 56, 56)
+    return [
+        case("conv2d 3x3 8x64x56x56->64", [x, (64, 64, 3, 3), (64,)],
+             lambda a, w, b: tp.conv2d(a, w, b, padding=1), lambda a, w, b: torch.conv2d(a, w, b, padding=1), x, rng),
+        case("conv2d 1x1 8x64x56x56->64", [x, (64, 64, 1, 1), (64,)],
+             lambda a, w, b: tp.conv2d(a, w, b), lambda a, w, b: torch.conv2d(a, w, b), x, rng),
+        case("depthwise 3x3 8x64x56x56", [x, (64, 1, 3, 3), (64,)],
+             lambda a, w, b: tp.conv2d(a, w, b, padding=1, groups=64),
+             lambda a, w, b: torch.conv2d(a, w, b, padding=1, groups=64), x, rng),
+        case("max_pool2d 3x3/2 8x64x56x56", [x], lambda a: tp.max_pool2d(a, 3, 2, 1),
+             lambda a: torch.max_pool2d(a, 3, 2, 1), (8, 64, 28, 28), rng),
+        case("batch_norm train 8x64x56x56", [x, (64,), (64,)],
+             lambda a, w, b: tp.batch_norm(a, w, b, None, None, True, 0.1, 1e-5),
+             lambda a, w, b: torch.batch_norm(a, w, b, None, None, True, 0.1, 1e-5, False), x, rng),
+        case("layer_norm 1024x1024", [(1024, 1024), (1024,), (1024,)],
+             lambda a, w, b: tp.layer_norm(a, [1024], w, b), lambda a, w, b: torch.layer_norm(a, [1024], w, b),
+             (1024, 1024), rng),
+        case("softmax 1024x1024", [(1024, 1024)], lambda a: tp.softmax(a, -1), lambda a: torch.softmax(a, -1),
+             (1024, 1024), rng),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--threads", type=int, default=0, help="thread count of both libraries (default: theirs)")
+    args = ap.parse_args()
+    if args.threads:
+        tp.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
+    number, rounds = (2, 3) if args.quick else (5, 7)
+    rows = []
+    for name, tp_step, th_step, check in cases():
+        check()
+        a, b = compare(tp_step, th_step, number, rounds)
+        rows.append((name, a * 1e3, b * 1e3))
+    print_table(rows, f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, "
+                f"torch {torch.__version__}", args.markdown, width=30)
+
+
+if __name__ == "__main__":
+    main()

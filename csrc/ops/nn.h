@@ -1,0 +1,68 @@
+#pragma once
+// Backward helpers of the nn kernels (nn_conv.cpp, nn_pool.cpp, nn_norm.cpp), used by the
+// derivative formulas in csrc/ops/nn_*.yaml. Each is written with differentiable ops, so
+// create_graph=True differentiates it again.
+#include <array>
+#include <optional>
+#include <tuple>
+
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+/// A plain convolution without bias (the gradient of the weight gradient).
+Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+/// The gradient of a (plain) convolution with respect to its input of size `in_sizes`:
+/// a transposed convolution of `grad` with `weight`.
+Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
+                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                       int64_t groups);
+/// convolution's gradient for `input` (plain or transposed).
+Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
+                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                  bool transposed, int64_t groups);
+/// convolution's gradient for `weight` (plain or transposed).
+Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
+                                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                   bool transposed, int64_t groups);
+/// The gradient of a per-channel bias (dim 1): grad summed over every other dim.
+Tensor channel_bias_backward(const Tensor& grad);
+
+}  // namespace tp
+
+namespace tp {
+
+/// The gradient of _max_pool_backward: grad read back at the winners' indices.
+Tensor max_pool_double_backward(const Tensor& grad, const Tensor& indices, int64_t spatial_dims);
+/// avg_pool1d/2d/3d by spatial dim count (the gradient of avg pooling's backward).
+Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_size, IntArrayRef stride,
+                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                   const std::optional<int64_t>& divisor_override);
+/// adaptive_avg_pool1d/2d/3d to the last `spatial_dims` of out_sizes.
+Tensor adaptive_avg_pool_nd(const Tensor& grad, IntArrayRef out_sizes, int64_t spatial_dims);
+
+}  // namespace tp
+
+namespace tp {
+
+/// softmax's (log=false) or log_softmax's gradient from its output (Note [Fused backward and
+/// create_graph]), returned in the input's dtype.
+Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim, DType self_dtype, bool log);
+/// native_layer_norm's gradients for (input, weight, bias), those `mask` asks for.
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       IntArrayRef normalized_shape, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       double eps, std::array<bool, 3> mask);
+
+}  // namespace tp
+
+namespace tp {
+
+/// native_batch_norm's gradients for (input, weight, bias), those `mask` asks for.
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                                       const Tensor& save_invstd, bool training, double eps,
+                                                       std::array<bool, 3> mask);
+
+}  // namespace tp

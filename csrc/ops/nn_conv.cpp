@@ -1,0 +1,684 @@
+// Convolutions: the `convolution` op (plain and transposed, 1-3 spatial dims), its weight
+// gradient `_convolution_weight_backward`, and the conv1d/2d/3d, conv_transpose1d/2d/3d
+// entry points (unbatched inputs, padding='same'/'valid').
+//
+// Note [Convolution as GEMM]
+// Every convolution is one of three products on a plain convolution's geometry
+// (x: N x Cin x in, w: Cout x Cin/G x k, y: N x Cout x out):
+//   forward   y = w @ im2col(x)                  (per sample, per group: one GEMM)
+//   input     x' = col2im(w^T @ y')               (the transposed convolution's forward)
+//   weight    w' = sum_n y'_n @ im2col(x_n)^T
+// A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix), and a
+// depthwise convolution (G == Cin == Cout) runs direct loops instead of G tiny GEMMs.
+// Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
+// float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "linalg/blas.h"
+#include "ops/nn.h"
+#include "ops/shape_utils.h"
+#include "kernels/tensor_iterator.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+/// A plain convolution's geometry; spatial arrays are padded in front to three dims.
+struct ConvShape {
+  int64_t nsp = 0, n = 0, cin = 0, cout = 0, groups = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
+
+  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
+  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
+  int64_t k_numel() const { return k[0] * k[1] * k[2]; }
+  bool pointwise() const {
+    for (int i = 0; i < 3; ++i)
+      if (k[i] != 1 || s[i] != 1 || p[i] != 0) return false;
+    return true;
+  }
+  bool depthwise() const { return groups > 1 && groups == cin && cout == cin; }
+};
+
+/// `v` as `nsp` values (one value repeats), PyTorch's message otherwise.
+DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
+  TP_CHECK(int64_t(v.size()) == nsp || v.size() == 1, "expected ", name,
+           " to be a single integer value or a list of ", nsp,
+           " values to match the convolution dimensions, but got ", name, "=", shape_str(v));
+  DimVector r;
+  for (int64_t i = 0; i < nsp; ++i) r.push_back(v.size() == 1 ? v[0] : v[i]);
+  return r;
+}
+
+/// Output rows ow in [lo, hi) read input column ow * s + off inside [0, in).
+inline void valid_range(int64_t out, int64_t in, int64_t off, int64_t s, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  hi = in - off > 0 ? (in - off + s - 1) / s : 0;
+  hi = std::max(lo, std::min(hi, out));
+  lo = std::min(lo, hi);
+}
+
+/// Calls f(i, id, ih, base): for each output row (od, oh) whose input row (id, ih) exists,
+/// with the output row's offset and the input row's offset minus the padding of dim 2.
+template <class F>
+inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw, F f) {
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+      if (ih < 0 || ih >= g.in[1]) continue;
+      f((od * g.out[1] + oh) * g.out[2], (id * g.in[1] + ih) * g.in[2] + kw * g.d[2] - g.p[2]);
+    }
+  }
+}
+
+inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, int64_t& kw) {
+  kd = kk / (g.k[1] * g.k[2]);
+  kh = kk / g.k[2] % g.k[1];
+  kw = kk % g.k[2];
+}
+
+/// col (channels*K x L) from one sample's channels; padding reads as zero.
+template <class T>
+void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
+  parallel_for(0, channels * K, 8, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t kd, kh, kw;
+      split_k(g, r % K, kd, kh, kw);
+      const T* xc = x + (r / K) * g.in_numel();
+      T* dst = col + r * L;
+      int64_t lo, hi;
+      valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+      std::fill(dst, dst + L, T(0));
+      for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+        T* row = dst + orow;
+        if (s2 == 1) std::copy(xc + base + lo, xc + base + hi, row + lo);
+        else for (int64_t ow = lo; ow < hi; ++ow) row[ow] = xc[base + ow * s2];
+      });
+    }
+  });
+}
+
+/// Adds col (channels*K x L) back into one sample's (zeroed) channels: im2col's adjoint.
+template <class T>
+void col2im(const ConvShape& g, int64_t channels, const T* col, T* x) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
+  parallel_for(0, channels, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      T* xc = x + c * g.in_numel();
+      std::fill(xc, xc + g.in_numel(), T(0));
+      for (int64_t kk = 0; kk < K; ++kk) {
+        int64_t kd, kh, kw, lo, hi;
+        split_k(g, kk, kd, kh, kw);
+        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+        const T* src = col + (c * K + kk) * L;
+        for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+          const T* row = src + orow;
+          if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow] += row[ow];
+          else for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow * s2] += row[ow];
+        });
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ GEMM paths
+
+Tensor flat_buffer(int64_t n, DType dt) { return empty_tensor(IntArrayRef(&n, 1), dt); }
+
+/// Runs f(sample, scratch, thread) for each of n samples, scratch being `scratch_elems`
+/// elements private to the caller. With at least as many samples as threads the samples are
+/// spread over the threads, each calling single-threaded BLAS (one parallel region for the
+/// whole op: no per-GEMM thread hand-offs); otherwise samples run in turn with threaded BLAS.
+template <class T, class F>
+void for_each_sample(int64_t n, int64_t scratch_elems, DType dt, F f) {
+  const int threads = get_num_threads();
+  const int64_t per = std::max<int64_t>(scratch_elems, 1);
+  if (threads > 1 && n >= threads && !omp_in_parallel()) {
+    Tensor buf = flat_buffer(per * threads, dt);
+    BlasSingleThreaded single;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; ++i) f(i, buf.data<T>() + omp_get_thread_num() * per, omp_get_thread_num());
+    return;
+  }
+  Tensor buf = flat_buffer(per, dt);
+  for (int64_t i = 0; i < n; ++i) f(i, buf.data<T>(), 0);
+}
+
+/// How many threads for_each_sample uses for n samples.
+int sample_threads(int64_t n) {
+  const int threads = get_num_threads();
+  return threads > 1 && n >= threads && !omp_in_parallel() ? threads : 1;
+}
+
+template <class T>
+void gemm_forward(const ConvShape& g, DType dt, const T* x, const T* w, T* y, bool accumulate) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
+  const bool direct = g.pointwise();
+  for_each_sample<T>(g.n, direct ? 0 : g.cin * K * L, dt, [&](int64_t n, T* col_buf, int) {
+    const T* xn = x + n * g.cin * g.in_numel();
+    const T* col = xn;
+    if (!direct) {
+      im2col(g, g.cin, xn, col_buf);
+      col = col_buf;
+    }
+    blas::gemm_batched(dt, g.groups, cog, L, cig * K, 1.0, {w, cig * K, 1}, cog * cig * K,
+                       {col, L, 1}, cig * K * L, accumulate ? 1.0 : 0.0, y + n * g.cout * L, L, cog * L);
+  });
+}
+
+template <class T>
+void gemm_input(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
+  const bool direct = g.pointwise();
+  for_each_sample<T>(g.n, direct ? 0 : g.cin * K * L, dt, [&](int64_t n, T* col_buf, int) {
+    T* gxn = gx + n * g.cin * g.in_numel();
+    T* col = direct ? gxn : col_buf;
+    blas::gemm_batched(dt, g.groups, cig * K, L, cog, 1.0, {w, 1, cig * K}, cog * cig * K,
+                       {gy + n * g.cout * L, L, 1}, cog * L, 0.0, col, L, cig * K * L);
+    if (!direct) col2im(g, g.cin, col, gxn);
+  });
+}
+
+template <class T>
+void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
+  const int64_t wn = g.cout * cig * K, col_elems = g.pointwise() ? 0 : g.cin * K * L;
+  // Each thread sums its samples' products into its own slice of `partial`; slices add up.
+  const int threads = sample_threads(g.n);
+  Tensor partial = flat_buffer(wn * threads, dt);
+  std::fill_n(partial.data<T>(), wn * threads, T(0));
+  for_each_sample<T>(g.n, col_elems, dt, [&](int64_t n, T* col_buf, int thread) {
+    const T* xn = x + n * g.cin * g.in_numel();
+    const T* col = xn;
+    if (col_elems) {
+      im2col(g, g.cin, xn, col_buf);
+      col = col_buf;
+    }
+    blas::gemm_batched(dt, g.groups, cog, cig * K, L, 1.0, {gy + n * g.cout * L, L, 1}, cog * L,
+                       {col, 1, L}, cig * K * L, 1.0, partial.data<T>() + thread * wn, cig * K, cog * cig * K);
+  });
+  const T* p = partial.data<T>();
+  for (int64_t i = 0; i < wn; ++i) {
+    T acc = p[i];
+    for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
+    gw[i] = acc;
+  }
+}
+
+// ------------------------------------------------------------------ depthwise direct paths
+
+/// out[o] += sum_k w[k] * in[o*s + k*d - p] over one row (reads outside [0, in_w) are
+/// padding). Between the edges every tap is inside the row: one vectorisable loop.
+template <class T>
+inline void taps_row(T* out, const T* in, const T* w, int64_t out_w, int64_t in_w, int64_t taps, int64_t s,
+                     int64_t d, int64_t p) {
+  int64_t lo = p > 0 ? (p + s - 1) / s : 0;
+  const int64_t last = in_w - 1 - (taps - 1) * d + p;  // interior: o*s <= last
+  int64_t hi = last >= 0 ? last / s + 1 : 0;
+  lo = std::min(lo, out_w);
+  hi = std::max(lo, std::min(hi, out_w));
+  auto edge = [&](int64_t o) {
+    T acc = 0;
+    for (int64_t k = 0; k < taps; ++k) {
+      const int64_t i = o * s - p + k * d;
+      if (i >= 0 && i < in_w) acc += w[k] * in[i];
+    }
+    out[o] += acc;
+  };
+  for (int64_t o = 0; o < lo; ++o) edge(o);
+  if (s == 1 && taps == 3) {
+    const T w0 = w[0], w1 = w[1], w2 = w[2];
+    const T* b = in + (lo - p);
+    T* ob = out + lo;
+#pragma omp simd
+    for (int64_t o = 0; o < hi - lo; ++o) ob[o] += w0 * b[o] + w1 * b[o + d] + w2 * b[o + 2 * d];
+  } else {
+    for (int64_t o = lo; o < hi; ++o) {
+      T acc = 0;
+      for (int64_t k = 0; k < taps; ++k) acc += w[k] * in[o * s - p + k * d];
+      out[o] += acc;
+    }
+  }
+  for (int64_t o = hi; o < out_w; ++o) edge(o);
+}
+
+template <class T>
+void depthwise_forward(const ConvShape& g, const T* x, const T* w, T* y, bool accumulate) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin;
+  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
+    for (int64_t nc = b; nc < e; ++nc) {
+      const T* xc = x + nc * g.in_numel();
+      const T* wc = w + (nc % C) * K;
+      T* yc = y + nc * L;
+      if (!accumulate) std::fill(yc, yc + L, T(0));
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+            taps_row(yc + orow, xc + base + g.p[2], wc + (kd * g.k[1] + kh) * g.k[2], g.out[2], g.in[2], g.k[2],
+                     g.s[2], g.d[2], g.p[2]);
+          });
+    }
+  });
+}
+
+template <class T>
+void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2];
+  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> flipped(static_cast<size_t>(k2), T(0));
+    for (int64_t nc = b; nc < e; ++nc) {
+      T* gxc = gx + nc * g.in_numel();
+      const T* wc = w + (nc % C) * K;
+      const T* gyc = gy + nc * L;
+      std::fill(gxc, gxc + g.in_numel(), T(0));
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+          const T* wr = wc + (kd * g.k[1] + kh) * k2;
+          if (s2 == 1) {  // gx[i] += sum_k w[k] * gy[i + p - k*d]: taps over the flipped kernel row
+            for (int64_t k = 0; k < k2; ++k) flipped[size_t(k)] = wr[k2 - 1 - k];
+            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+              taps_row(gxc + base + g.p[2], gyc + orow, flipped.data(), g.in[2], g.out[2], k2, 1, g.d[2],
+                       (k2 - 1) * g.d[2] - g.p[2]);
+            });
+            continue;
+          }
+          for (int64_t kw = 0; kw < k2; ++kw) {
+            int64_t lo, hi;
+            valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+            const T wv = wr[kw];
+            for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+              const T* row = gyc + orow;
+              T* dst = gxc + base;
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * s2] += wv * row[ow];
+            });
+          }
+        }
+    }
+  });
+}
+
+template <class T>
+void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2];
+  parallel_for(0, C, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      for (int64_t kk = 0; kk < K; ++kk) {
+        int64_t kd, kh, kw, lo, hi;
+        split_k(g, kk, kd, kh, kw);
+        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+        T acc = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* xc = x + (n * C + c) * g.in_numel();
+          const T* gyc = gy + (n * C + c) * L;
+          for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+            const T* row = gyc + orow;
+            const T* src = xc + base;
+            T part = 0;
+            if (s2 == 1) {
+#pragma omp simd reduction(+ : part)
+              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow * s2];
+            }
+            acc += part;
+          });
+        }
+        gw[c * K + kk] = acc;
+      }
+    }
+  });
+}
+
+// ------------------------------------------------------------------ drivers
+
+bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+
+/// Calls f(T{}) for the dtypes the kernels compute in (float16/bfloat16 are widened first).
+template <class F>
+void visit_compute(DType dt, F&& f) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, dt != DType::Bool, "\"slow_conv2d_cpu\" not implemented for 'Bool'");
+  visit_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
+      f(T{});
+  });
+}
+
+/// Adds bias[c] to every element of channel c of the contiguous (N, C, L) tensor y.
+template <class T>
+void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l) {
+  parallel_for(0, n * c, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T v = bias[r % c];
+      T* row = y + r * l;
+      for (int64_t i = 0; i < l; ++i) row[i] += v;
+    }
+  });
+}
+
+/// Sizes "(a x b)" as PyTorch prints them in convolution errors.
+std::string paren_list(const int64_t* v, int64_t n) {
+  std::string s = "(";
+  for (int64_t i = 0; i < n; ++i) {
+    detail::append(s, i ? " x " : "");
+    detail::append(s, v[i]);
+  }
+  return s + ")";
+}
+
+/// Fills the plain-convolution geometry of convolution(input, weight, ...) after PyTorch's
+/// checks. For a transposed convolution the plain one runs backwards: its input is the
+/// transposed convolution's output.
+ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                     IntArrayRef output_padding, int64_t groups) {
+  TP_CHECK(weight.dim() >= 3 && weight.dim() <= 5, "weight should have at least three dimensions");
+  TP_CHECK(input.dim() == weight.dim(), "Expected ", weight.dim(), "-dimensional input for ", weight.dim(),
+           "-dimensional weight ", shape_str(weight.sizes()), ", but got ", input.dim(),
+           "-dimensional input of size ", shape_str(input.sizes()), " instead");
+  TP_CHECK(input.dtype() == weight.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()),
+           " but found ", dtype_scalar_name(weight.dtype()));
+  TP_CHECK(!bias || bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()),
+           ") and bias type (", dtype_name(bias->dtype()), ") should be the same");
+  TP_CHECK(input.device().is_cpu() && weight.device().is_cpu(), "no ", input.device().str(), " kernel");
+  ConvShape g;
+  g.nsp = input.dim() - 2;
+  DimVector s = expand_param(stride, g.nsp, "stride"), p = expand_param(padding, g.nsp, "padding"),
+            d = expand_param(dilation, g.nsp, "dilation"),
+            op = expand_param(output_padding, g.nsp, "output_padding");
+  TP_CHECK(groups > 0, "non-positive groups is not supported");
+  for (int64_t i = 0; i < g.nsp; ++i) {
+    TP_CHECK(s[i] > 0, "non-positive stride is not supported");
+    TP_CHECK(p[i] >= 0, "negative padding is not supported");
+    TP_CHECK(d[i] > 0, "dilation should be greater than zero");
+    TP_CHECK(op[i] >= 0, "negative output_padding is not supported");
+  }
+  const int64_t off = 3 - g.nsp;
+  g.groups = groups;
+  g.n = input.size(0);
+  for (int64_t i = 0; i < g.nsp; ++i) {
+    g.k[off + i] = weight.size(2 + i);
+    g.s[off + i] = s[i];
+    g.p[off + i] = p[i];
+    g.d[off + i] = d[i];
+  }
+  int64_t out_channels;
+  if (!transposed) {
+    TP_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ",
+             groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
+    TP_CHECK(input.size(1) == weight.size(1) * groups, "Given groups=", groups, ", weight of size ",
+             shape_str(weight.sizes()), ", expected input", shape_str(input.sizes()), " to have ",
+             weight.size(1) * groups, " channels, but got ", input.size(1), " channels instead");
+    g.cin = input.size(1);
+    g.cout = weight.size(0);
+    out_channels = g.cout;
+    int64_t padded[3], kext[3];
+    bool too_big = false;
+    for (int64_t i = 0; i < g.nsp; ++i) {
+      g.in[off + i] = input.size(2 + i);
+      padded[i] = input.size(2 + i) + 2 * p[i];
+      kext[i] = d[i] * (weight.size(2 + i) - 1) + 1;
+      too_big = too_big || kext[i] > padded[i];
+    }
+    TP_CHECK(!too_big, "Calculated padded input size per channel: ", paren_list(padded, g.nsp),
+             ". Kernel size: ", paren_list(kext, g.nsp), ". Kernel size can't be greater than actual input size");
+    for (int64_t i = 0; i < g.nsp; ++i) g.out[off + i] = (padded[i] - kext[i]) / s[i] + 1;
+  } else {
+    TP_CHECK(input.size(1) == weight.size(0), "Given transposed=1, weight of size ", shape_str(weight.sizes()),
+             ", expected input", shape_str(input.sizes()), " to have ", weight.size(0),
+             " channels, but got ", input.size(1), " channels instead");
+    for (int64_t i = 0; i < g.nsp; ++i)
+      TP_CHECK(op[i] < s[i] || op[i] < d[i], "output padding must be smaller than either stride or dilation,"
+               " but got output_padding=", shape_str(op), " stride=", shape_str(s), " dilation=", shape_str(d));
+    g.cout = input.size(1);
+    g.cin = weight.size(1) * groups;
+    out_channels = g.cin;
+    int64_t in_sp[3], out_sp[3];
+    bool bad = false;
+    for (int64_t i = 0; i < g.nsp; ++i) {
+      g.out[off + i] = in_sp[i] = input.size(2 + i);
+      g.in[off + i] = out_sp[i] = (in_sp[i] - 1) * s[i] - 2 * p[i] + d[i] * (weight.size(2 + i) - 1) + op[i] + 1;
+      bad = bad || out_sp[i] <= 0;
+    }
+    TP_CHECK(!bad, "Given input size per channel: ", paren_list(in_sp, g.nsp),
+             ". Calculated output size per channel: ", paren_list(out_sp, g.nsp), ". Output size is too small");
+  }
+  TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
+           shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
+           " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  return g;
+}
+
+DimVector sizes_of(int64_t n, int64_t c, const ConvShape& g, bool in) {
+  DimVector r{n, c};
+  for (int64_t i = 3 - g.nsp; i < 3; ++i) r.push_back(in ? g.in[i] : g.out[i]);
+  return r;
+}
+
+/// Runs `f` on float32 copies of float16/bfloat16 tensors and converts the result back.
+template <class F>
+Tensor widened(DType dt, F&& f) {
+  if (!is_half(dt)) return f(dt);
+  return _to_dtype(f(DType::Float32), dt);
+}
+
+Tensor as_compute(const Tensor& t, DType dt) { return contiguous(t.dtype() == dt ? t : _to_dtype(t, dt)); }
+
+}  // namespace
+
+Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                        IntArrayRef output_padding, int64_t groups, OutArg) {
+  ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  const DType in_dt = input.dtype();
+  // PyTorch's integer kernels: int64 everywhere, the narrower ints only plain undilated
+  if (is_integral(in_dt, false) && in_dt != DType::Int64) {
+    const bool dilated = g.d[0] > 1 || g.d[1] > 1 || g.d[2] > 1;
+    TP_CHECK_KIND(ErrorKind::NotImplemented, !transposed && !dilated, "\"",
+                  transposed ? "slow_conv_transpose2d_out_cpu" : "slow_conv_dilated<>", "\" not implemented for '",
+                  dtype_scalar_name(in_dt), "'");
+  }
+  return widened(input.dtype(), [&](DType dt) {
+    Tensor x = as_compute(input, dt), w = as_compute(weight, dt);
+    const int64_t out_c = transposed ? g.cin : g.cout;
+    Tensor y = empty_tensor(sizes_of(g.n, out_c, g, transposed), dt);
+    Tensor b = bias ? as_compute(*bias, dt) : Tensor();
+    if (y.numel() == 0) return y;
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      const int64_t L = transposed ? g.in_numel() : g.out_numel();
+      if (!transposed && g.depthwise() && b.defined()) {  // start from the bias: one pass less
+        parallel_for(0, g.n * out_c, 1, [&](int64_t lo, int64_t hi) {
+          for (int64_t r = lo; r < hi; ++r) std::fill_n(y.data<T>() + r * L, L, b.data<T>()[r % out_c]);
+        });
+        depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), true);
+        return;
+      }
+      if (!transposed && g.depthwise()) depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), false);
+      else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
+      else if (g.depthwise()) depthwise_input(g, x.data<T>(), w.data<T>(), y.data<T>());
+      else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
+      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
+    });
+    return y;
+  });
+}
+
+Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size,
+                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                        int64_t groups, OutArg) {
+  TP_CHECK(int64_t(weight_size.size()) == input.dim(), "expected weight_size of ", input.dim(), " dims");
+  Tensor meta_w = empty_tensor(weight_size, input.dtype());  // only its sizes are read
+  const int64_t zero = 0;
+  ConvShape g = conv_shape(input, meta_w, std::nullopt, stride, padding, dilation, false,
+                           IntArrayRef(&zero, 1), groups);
+  TP_CHECK(grad_output.dim() == input.dim() && grad_output.size(0) == g.n && grad_output.size(1) == g.cout,
+           "grad_output of size ", shape_str(grad_output.sizes()), " does not match the convolution");
+  for (int64_t i = 0; i < g.nsp; ++i)
+    TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
+             shape_str(grad_output.sizes()), " does not match the convolution");
+  return widened(input.dtype(), [&](DType dt) {
+    Tensor gy = as_compute(grad_output, dt), x = as_compute(input, dt);
+    Tensor gw = empty_tensor(weight_size, dt);
+    if (gw.numel() == 0) return gw;
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
+      else if (g.depthwise()) depthwise_weight(g, gy.data<T>(), x.data<T>(), gw.data<T>());
+      else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
+    });
+    return gw;
+  });
+}
+
+// ------------------------------------------------------------------ backward helpers
+
+Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const int64_t nsp = int64_t(in_sizes.size()) - 2;
+  DimVector s = expand_param(stride, nsp, "stride"), p = expand_param(padding, nsp, "padding"),
+            d = expand_param(dilation, nsp, "dilation"), op;
+  for (int64_t i = 0; i < nsp; ++i) {
+    int64_t natural = (grad.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (weight.size(2 + i) - 1) + 1;
+    op.push_back(in_sizes[2 + i] - natural);
+  }
+  return convolution(grad, weight, std::nullopt, s, p, d, true, op, groups);
+}
+
+Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                         IntArrayRef dilation, int64_t groups) {
+  const int64_t zero = 0;
+  return convolution(input, weight, std::nullopt, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
+}
+
+Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
+                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                  bool transposed, int64_t groups) {
+  if (transposed) return plain_convolution(grad, weight, stride, padding, dilation, groups);
+  return conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+}
+
+Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
+                                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                   bool transposed, int64_t groups) {
+  return transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
+                    : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+}
+
+Tensor channel_bias_backward(const Tensor& grad) {
+  DimVector dims{0};
+  for (int64_t i = 2; i < grad.dim(); ++i) dims.push_back(i);
+  return sum(grad, dims);
+}
+
+// ------------------------------------------------------------------ conv1d/2d/3d, conv_transpose
+
+namespace {
+
+/// Runs `f` on a batched input: unbatched (C, spatial...) inputs get a batch dim of 1.
+template <class F>
+Tensor with_batch(const Tensor& input, int64_t nsp, const char* op, F&& f) {
+  TP_CHECK(input.dim() == nsp + 1 || input.dim() == nsp + 2, "Expected ", nsp + 1, "D (unbatched) or ",
+           nsp + 2, "D (batched) input to ", op, ", but got input of size: ", shape_str(input.sizes()));
+  if (input.dim() == nsp + 2) return f(input);
+  const int64_t zero = 0;
+  return _squeeze_dims(f(unsqueeze(input, 0)), IntArrayRef(&zero, 1));
+}
+
+Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+               IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
+  int64_t zero = 0;
+  return with_batch(input, nsp, op, [&](const Tensor& x) {
+    return convolution(x, weight, bias, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
+  });
+}
+
+Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+                   const std::string& padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
+  if (padding == "valid") {
+    int64_t zero = 0;
+    return conv_nd(input, weight, bias, stride, IntArrayRef(&zero, 1), dilation, groups, nsp, op);
+  }
+  TP_CHECK(padding == "same", "Invalid padding string: '", padding, "'");
+  DimVector s = expand_param(stride, nsp, "stride"), d = expand_param(dilation, nsp, "dilation");
+  for (int64_t v : s) TP_CHECK(v == 1, "padding='same' is not supported for strided convolutions");
+  TP_CHECK(weight.dim() == nsp + 2, "Expected ", nsp + 2, "-dimensional weight for ", op, ", but got weight of size ",
+           shape_str(weight.sizes()));
+  // Total padding d*(k-1) per dim; an odd total puts the extra element on the right, which
+  // equals padding one more on both sides and dropping the first output (stride is 1).
+  DimVector pad, trim;
+  for (int64_t i = 0; i < nsp; ++i) {
+    int64_t total = d[i] * (weight.size(2 + i) - 1);
+    pad.push_back((total + 1) / 2);
+    trim.push_back(total % 2);
+  }
+  return with_batch(input, nsp, op, [&](const Tensor& x) {
+    int64_t zero = 0;
+    Tensor y = convolution(x, weight, bias, s, pad, d, false, IntArrayRef(&zero, 1), groups);
+    for (int64_t i = 0; i < nsp; ++i)
+      if (trim[i]) y = narrow(y, 2 + i, 1, y.size(2 + i) - 1);
+    return y;
+  });
+}
+
+Tensor conv_transpose_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                         IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                         IntArrayRef dilation, int64_t nsp, const char* op) {
+  return with_batch(input, nsp, op, [&](const Tensor& x) {
+    return convolution(x, weight, bias, stride, padding, dilation, true, output_padding, groups);
+  });
+}
+
+}  // namespace
+
+Tensor conv1d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d");
+}
+Tensor conv2d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d");
+}
+Tensor conv3d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d");
+}
+Tensor conv1d_padding_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                           IntArrayRef stride, const std::string& padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd_str(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d");
+}
+Tensor conv2d_padding_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                           IntArrayRef stride, const std::string& padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd_str(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d");
+}
+Tensor conv3d_padding_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                           IntArrayRef stride, const std::string& padding, IntArrayRef dilation, int64_t groups, OutArg) {
+  return conv_nd_str(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d");
+}
+Tensor conv_transpose1d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                             IntArrayRef dilation, OutArg) {
+  return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 1, "conv_transpose1d");
+}
+Tensor conv_transpose2d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                             IntArrayRef dilation, OutArg) {
+  return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 2, "conv_transpose2d");
+}
+Tensor conv_transpose3d_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
+                             IntArrayRef dilation, OutArg) {
+  return conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d");
+}
+
+}  // namespace tp

@@ -1,0 +1,644 @@
+// Fused softmax / log_softmax, layer_norm and batch_norm (forward and backward kernels),
+// plus group_norm and rms_norm composed from them and from reductions.
+//
+// Note [Fused backward and create_graph]: a fused backward kernel (_softmax_backward_data,
+// native_layer_norm_backward, native_batch_norm_backward) is one pass over the data but has
+// no derivative of its own. The formula helpers below call it when grad mode is off (a
+// plain backward) and the same math written with differentiable ops when it is on
+// (create_graph=True), so double backward works at the cost of a slower first backward.
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/formula_helpers.h"
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/functors/pointwise.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/nn.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+DType compute_dtype(DType dt) { return is_half(dt) ? DType::Float32 : dt; }
+Tensor compute_input(const Tensor& t) { return contiguous(_to_dtype(t, compute_dtype(t.dtype()))); }
+
+template <class F>
+void visit_floating(DType dt, const char* op, F&& f) {
+  if (dt == DType::Float32) return f(float{});
+  if (dt == DType::Float64) return f(double{});
+  fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// y[i] = exp(x[i] - shift), returning the sum of the y[i].
+template <class T>
+T exp_shifted(const T* x, T* y, int64_t n, T shift) {
+  int64_t i = 0;
+  T sum = 0;
+#ifdef TP_VEC_LANES
+  if constexpr (std::is_same_v<T, float>) {
+    using namespace functors;
+    alignas(64) float lanes[TP_VEC_LANES] = {};
+    vec_f acc = vec_set1(0.f), sh = vec_set1(shift);
+    for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) {
+      vec_f e = TP_MVEC(expf)(vec_add(vec_load(x + i), vec_neg(sh)));
+      vec_store(y + i, e);
+      acc = vec_add(acc, e);
+    }
+    vec_store(lanes, acc);
+    for (float v : lanes) sum += v;
+  }
+#endif
+  for (; i < n; ++i) sum += (y[i] = std::exp(x[i] - shift));
+  return sum;
+}
+
+/// softmax / log_softmax of a contiguous (outer, n, inner) tensor along n.
+template <class T>
+void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  if (inner == 1) {
+    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
+        for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+        // A NaN in the row makes the sum NaN, hence every output NaN, as in PyTorch.
+        T sum = exp_shifted(xr, yr, n, m);
+        if (log) {
+          const T shift = m + std::log(sum);
+          for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
+        } else {
+          const T inv = T(1) / sum;
+          for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+        }
+      }
+    });
+    return;
+  }
+  parallel_for(0, outer, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> m(inner), s(inner);
+    for (int64_t o = b; o < e; ++o) {
+      const T* xo = x + o * n * inner;
+      T* yo = y + o * n * inner;
+      std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
+      std::fill(s.begin(), s.end(), T(0));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          const T v = xo[j * inner + i];
+          m[i] = (v > m[i] || v != v) ? v : m[i];
+        }
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) s[i] += (yo[j * inner + i] = std::exp(xo[j * inner + i] - m[i]));
+      for (int64_t i = 0; i < inner; ++i) s[i] = log ? m[i] + std::log(s[i]) : T(1) / s[i];
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          T& v = yo[j * inner + i];
+          v = log ? xo[j * inner + i] - s[i] : v * s[i];
+        }
+    }
+  });
+}
+
+/// softmax: gx = y * (g - sum(g * y)); log_softmax: gx = g - exp(y) * sum(g).
+template <class T>
+void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64_t n, int64_t inner, bool log) {
+  if (inner == 1) {
+    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* gr = g + r * n;
+        const T* yr = y + r * n;
+        T* o = gx + r * n;
+        T s = 0;
+        if (log) {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) s += gr[i];
+          exp_shifted(yr, o, n, T(0));
+          for (int64_t i = 0; i < n; ++i) o[i] = gr[i] - o[i] * s;
+        } else {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) s += gr[i] * yr[i];
+          for (int64_t i = 0; i < n; ++i) o[i] = yr[i] * (gr[i] - s);
+        }
+      }
+    });
+    return;
+  }
+  parallel_for(0, outer, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> s(inner);
+    for (int64_t o = b; o < e; ++o) {
+      const int64_t base = o * n * inner;
+      std::fill(s.begin(), s.end(), T(0));
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t k = base + j * inner + i;
+          s[i] += log ? g[k] : g[k] * y[k];
+        }
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t k = base + j * inner + i;
+          gx[k] = log ? g[k] - std::exp(y[k]) * s[i] : y[k] * (g[k] - s[i]);
+        }
+    }
+  });
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  const int64_t n = std::max<int64_t>(ndim, 1);
+  TP_CHECK_INDEX(dim >= -n && dim < n, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+                 "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+void outer_n_inner(IntArrayRef sizes, int64_t dim, int64_t& outer, int64_t& n, int64_t& inner) {
+  outer = inner = 1;
+  n = sizes.empty() ? 1 : sizes[dim];
+  for (int64_t i = 0; i < int64_t(sizes.size()); ++i) {
+    if (i < dim) outer *= sizes[i];
+    if (i > dim) inner *= sizes[i];
+  }
+}
+
+Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& dtype, bool log, const char* op) {
+  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
+  dim = wrap_dim(dim, self.dim());
+  const DType out_dt = dtype ? *dtype : self.dtype();
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(out_dt), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
+                dtype_scalar_name(out_dt), "'");
+  Tensor x = contiguous(_to_dtype(self, compute_dtype(out_dt)));
+  Tensor y = empty_tensor(self.sizes(), x.dtype());
+  int64_t outer, n, inner;
+  outer_n_inner(self.sizes(), dim, outer, n, inner);
+  if (y.numel())
+    visit_floating(x.dtype(), op, [&](auto t) {
+      using T = decltype(t);
+      softmax_kernel(x.data<T>(), y.data<T>(), outer, n, inner, log);
+    });
+  return _to_dtype(y, out_dt);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ softmax
+
+Tensor softmax_impl(const Tensor& self, int64_t dim, const std::optional<DType>& dtype, OutArg) {
+  return softmax_run(self, dim, dtype, false, "softmax");
+}
+
+Tensor log_softmax_impl(const Tensor& self, int64_t dim, const std::optional<DType>& dtype, OutArg) {
+  return softmax_run(self, dim, dtype, true, "log_softmax");
+}
+
+Tensor _softmax_backward_data_impl(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log, OutArg) {
+  dim = wrap_dim(dim, output.dim());
+  Tensor g = compute_input(grad_output), y = compute_input(output);
+  Tensor gx = empty_tensor(output.sizes(), y.dtype());
+  int64_t outer, n, inner;
+  outer_n_inner(output.sizes(), dim, outer, n, inner);
+  if (gx.numel())
+    visit_floating(y.dtype(), "softmax_backward", [&](auto t) {
+      using T = decltype(t);
+      softmax_backward_kernel(g.data<T>(), y.data<T>(), gx.data<T>(), outer, n, inner, log);
+    });
+  return _to_dtype(gx, output.dtype());
+}
+
+Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim, DType self_dtype, bool log) {
+  Tensor gx;
+  if (!autograd::grad_enabled()) {
+    gx = _softmax_backward_data(grad, result, dim, log);
+  } else {
+    int64_t d[1] = {dim};
+    gx = log ? grad - exp(result) * sum(grad, IntArrayRef(d, 1), true)
+             : result * (grad - sum(grad * result, IntArrayRef(d, 1), true));
+  }
+  return gx.dtype() == self_dtype ? gx : _to_dtype(gx, self_dtype);
+}
+
+// ------------------------------------------------------------------ layer_norm
+
+namespace {
+
+/// (rows, row length) of a layer norm over the trailing `normalized_shape`, with PyTorch's checks.
+std::pair<int64_t, int64_t> layer_norm_rows(const Tensor& input, IntArrayRef shape, const std::optional<Tensor>& weight,
+                                            const std::optional<Tensor>& bias) {
+  const int64_t nd = int64_t(shape.size()), in_nd = input.dim();
+  TP_CHECK(nd >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+           "but got normalized_shape = ", shape_str(shape));
+  auto same = [&](const std::optional<Tensor>& t) {
+    return !t || std::equal(t->sizes().begin(), t->sizes().end(), shape.begin(), shape.end());
+  };
+  TP_CHECK(same(weight), "Expected weight to be of same shape as normalized_shape, but got weight of shape ",
+           shape_str(weight->sizes()), " and normalized_shape = ", shape_str(shape));
+  TP_CHECK(same(bias), "Expected bias to be of same shape as normalized_shape, but got bias of shape ",
+           shape_str(bias->sizes()), " and normalized_shape = ", shape_str(shape));
+  bool ok = in_nd >= nd;
+  for (int64_t i = 0; ok && i < nd; ++i) ok = input.size(in_nd - nd + i) == shape[i];
+  if (!ok) {
+    std::string s = "[*";
+    for (int64_t v : shape) {
+      detail::append(s, ", ");
+      detail::append(s, v);
+    }
+    fail(ErrorKind::Runtime, "Given normalized_shape=", shape_str(shape), ", expected input with shape ", s,
+         "], but got input of size", shape_str(input.sizes()));
+  }
+  int64_t rows = 1, len = 1;
+  for (int64_t i = 0; i < in_nd; ++i) (i < in_nd - nd ? rows : len) *= input.size(i);
+  return {rows, len};
+}
+
+template <class T>
+void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t len,
+                       double eps) {
+  parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* xr = x + r * len;
+      T* yr = y + r * len;
+      double s = 0, ss = 0;
+      T sf = 0;
+#pragma omp simd reduction(+ : sf)
+      for (int64_t i = 0; i < len; ++i) sf += xr[i];
+      s = double(sf) / double(len);
+      T m = T(s), vf = 0;
+#pragma omp simd reduction(+ : vf)
+      for (int64_t i = 0; i < len; ++i) vf += (xr[i] - m) * (xr[i] - m);
+      ss = double(vf) / double(len);
+      const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
+      mean[r] = m;
+      rstd[r] = rs;
+      if (w && b) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
+      else if (w) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i];
+      else if (b) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs + b[i];
+      else for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs;
+    }
+  });
+}
+
+/// The gradients of a row-wise normalisation y = (x - mean) * rstd * w + b, in one pass:
+/// dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) with gw = g * w; the weight and bias
+/// gradients sum g * xhat and g over the rows (each thread into its own partial row).
+template <class T>
+void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb,
+                                int64_t rows, int64_t len) {
+  const int threads = get_num_threads();
+  const bool columns = gw || gb;
+  std::vector<T> part(columns ? size_t(2 * len * threads) : 0, T(0));
+  parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
+    T* pw = columns ? part.data() + 2 * len * std::min(omp_get_thread_num(), threads - 1) : nullptr;
+    T* pb = columns ? pw + len : nullptr;
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* gr = g + r * len;
+      const T* xr = x + r * len;
+      const T m = mean[r], rs = rstd[r];
+      if (gx) {
+        T a = 0, c = 0;
+        if (w) {
+#pragma omp simd reduction(+ : a, c)
+          for (int64_t i = 0; i < len; ++i) {
+            a += gr[i] * w[i];
+            c += gr[i] * w[i] * (xr[i] - m);
+          }
+        } else {
+#pragma omp simd reduction(+ : a, c)
+          for (int64_t i = 0; i < len; ++i) {
+            a += gr[i];
+            c += gr[i] * (xr[i] - m);
+          }
+        }
+        a /= T(len);
+        c = c * rs * rs / T(len);
+        T* out = gx + r * len;
+        if (w) {
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] * w[i] - a - (xr[i] - m) * c);
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] - a - (xr[i] - m) * c);
+        }
+      }
+      if (columns) {
+#pragma omp simd
+        for (int64_t i = 0; i < len; ++i) {
+          pw[i] += gr[i] * (xr[i] - m) * rs;
+          pb[i] += gr[i];
+        }
+      }
+    }
+  });
+  if (!columns) return;
+  for (int64_t i = 0; i < len; ++i) {
+    T aw = 0, ab = 0;
+    for (int t = 0; t < threads; ++t) {
+      aw += part[size_t(2 * len * t + i)];
+      ab += part[size_t(2 * len * t + len + i)];
+    }
+    if (gw) gw[i] = aw;
+    if (gb) gb[i] = ab;
+  }
+}
+
+DimVector stat_sizes(const Tensor& input, int64_t nd) {
+  DimVector r(input.sizes().data(), input.dim());
+  for (int64_t i = input.dim() - nd; i < input.dim(); ++i) r[i] = 1;
+  return r;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, IntArrayRef normalized_shape,
+                                                          const std::optional<Tensor>& weight,
+                                                          const std::optional<Tensor>& bias, double eps, OutArg) {
+  auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, bias);
+  TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
+  Tensor x = compute_input(input);
+  Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
+  Tensor y = empty_tensor(input.sizes(), x.dtype());
+  DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
+  Tensor mean = empty_tensor(ss, x.dtype()), rstd = empty_tensor(ss, x.dtype());
+  visit_floating(x.dtype(), "LayerNormKernelImpl", [&](auto t) {
+    using T = decltype(t);
+    if (rows && len)
+      layer_norm_kernel(x.data<T>(), w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr,
+                        y.data<T>(), mean.data<T>(), rstd.data<T>(), rows, len, eps);
+    else if (rows)
+      for (int64_t r = 0; r < rows; ++r) mean.data<T>()[r] = T(NAN), rstd.data<T>()[r] = T(NAN);
+  });
+  const DType dt = input.dtype();
+  return {_to_dtype(y, dt), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
+    const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
+    const std::optional<Tensor>& weight, bool input_grad, bool weight_grad, bool bias_grad, OutArg) {
+  auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+  Tensor g = compute_input(grad_out), x = compute_input(input), m = compute_input(mean), rs = compute_input(rstd);
+  Tensor w = weight ? compute_input(*weight) : Tensor();
+  Tensor gx = input_grad ? empty_tensor(input.sizes(), x.dtype()) : Tensor();
+  Tensor gw = weight_grad ? zeros(normalized_shape, x.dtype()) : Tensor();
+  Tensor gb = bias_grad ? zeros(normalized_shape, x.dtype()) : Tensor();
+  visit_floating(x.dtype(), "layer_norm_backward", [&](auto t) {
+    using T = decltype(t);
+    if (rows && len)
+      layer_norm_backward_kernel(g.data<T>(), x.data<T>(), m.data<T>(), rs.data<T>(), w.defined() ? w.data<T>() : nullptr,
+                                 gx.defined() ? gx.data<T>() : nullptr, gw.defined() ? gw.data<T>() : nullptr,
+                                 gb.defined() ? gb.data<T>() : nullptr, rows, len);
+  });
+  auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, input.dtype()) : t; };
+  return {back(gx), back(gw), back(gb)};
+}
+
+Tensor layer_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                       const std::optional<Tensor>& bias, double eps, bool, OutArg) {
+  return std::get<0>(native_layer_norm(input, normalized_shape, weight, bias, eps));
+}
+
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       IntArrayRef normalized_shape, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       double eps, std::array<bool, 3> mask) {
+  if (!autograd::grad_enabled())
+    return native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, mask[0], mask[1], mask[2]);
+  const int64_t nd = int64_t(normalized_shape.size()), in_nd = input.dim();
+  DimVector norm_dims, lead_dims;
+  for (int64_t i = 0; i < in_nd; ++i) (i < in_nd - nd ? lead_dims : norm_dims).push_back(i);
+  // mean and rstd again, as functions of the input (the saved ones carry no history)
+  Tensor m = tp::mean(input, norm_dims, true);
+  Tensor rs = rsqrt(tp::mean(square(input - m), norm_dims, true) + Scalar(eps));
+  Tensor xhat = (input - m) * rs;
+  auto lead_sum = [&](const Tensor& t) { return lead_dims.empty() ? t : sum(t, lead_dims); };
+  Tensor gx, gw, gb;
+  if (mask[0]) {
+    Tensor g = weight ? grad * *weight : grad;
+    gx = rs * (g - tp::mean(g, norm_dims, true) - xhat * tp::mean(g * xhat, norm_dims, true));
+  }
+  if (mask[1]) gw = lead_sum(grad * xhat);
+  if (mask[2]) gb = lead_sum(grad);
+  return {gx, gw, gb};
+}
+
+// ------------------------------------------------------------------ batch_norm
+
+namespace {
+
+/// (N, C, L) of a batch-norm input: channels on dim 1, everything after it flattened.
+void batch_dims(const Tensor& input, int64_t& n, int64_t& c, int64_t& l) {
+  TP_CHECK(input.dim() >= 2, "batch_norm: expected an input with at least 2 dims, but got input of size ",
+           shape_str(input.sizes()));
+  n = input.size(0);
+  c = input.size(1);
+  l = 1;
+  for (int64_t i = 2; i < input.dim(); ++i) l *= input.size(i);
+}
+
+void check_channel_vector(const std::optional<Tensor>& t, int64_t c, const char* name) {
+  TP_CHECK(!t || t->numel() == c, name, " should contain ", c, " elements not ", t ? t->numel() : 0);
+}
+
+/// The (1, C, 1, ...) view of a per-channel vector, for broadcasting against the input.
+Tensor channel_view(const Tensor& v, int64_t ndim) {
+  DimVector s(size_t(ndim), 1);
+  s[1] = v.numel();
+  return reshape(v, s);
+}
+
+DimVector reduce_dims_of(int64_t ndim) {
+  DimVector d{0};
+  for (int64_t i = 2; i < ndim; ++i) d.push_back(i);
+  return d;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
+                                                          const std::optional<Tensor>& bias,
+                                                          const std::optional<Tensor>& running_mean,
+                                                          const std::optional<Tensor>& running_var, bool training,
+                                                          double momentum, double eps, OutArg) {
+  int64_t n, c, l;
+  batch_dims(input, n, c, l);
+  check_channel_vector(weight, c, "weight");
+  check_channel_vector(bias, c, "bias");
+  check_channel_vector(running_mean, c, "running_mean");
+  check_channel_vector(running_var, c, "running_var");
+  TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
+  TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
+  Tensor x = compute_input(input);
+  const DType dt = x.dtype();
+  Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
+  Tensor y = empty_tensor(input.sizes(), dt);
+  Tensor mean = empty_tensor(IntArrayRef(&c, 1), dt), invstd = empty_tensor(IntArrayRef(&c, 1), dt);
+  Tensor rm = running_mean ? compute_input(*running_mean) : Tensor();
+  Tensor rv = running_var ? compute_input(*running_var) : Tensor();
+  visit_floating(dt, "batch_norm", [&](auto t) {
+    using T = decltype(t);
+    const T* xp = x.data<T>();
+    T* yp = y.data<T>();
+    const int64_t count = n * l;
+    parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t ch = lo; ch < hi; ++ch) {
+        T m, is;
+        if (training) {
+          T s = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const T* row = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = 0; j < l; ++j) s += row[j];
+          }
+          m = count ? s / T(count) : T(NAN);
+          T v = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const T* row = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : v)
+            for (int64_t j = 0; j < l; ++j) v += (row[j] - m) * (row[j] - m);
+          }
+          const T var = count ? v / T(count) : T(NAN);
+          is = T(1) / std::sqrt(var + T(eps));
+          if (rm.defined()) rm.data<T>()[ch] = T((1 - momentum) * rm.data<T>()[ch] + momentum * m);
+          if (rv.defined())
+            rv.data<T>()[ch] = T((1 - momentum) * rv.data<T>()[ch] +
+                                 momentum * (count > 1 ? v / T(count - 1) : T(NAN)));
+        } else {
+          m = rm.data<T>()[ch];
+          is = T(1) / std::sqrt(rv.data<T>()[ch] + T(eps));
+        }
+        mean.data<T>()[ch] = m;
+        invstd.data<T>()[ch] = is;
+        const T scale = w.defined() ? is * w.data<T>()[ch] : is;
+        const T shift = (b.defined() ? b.data<T>()[ch] : T(0)) - m * scale;
+        for (int64_t i = 0; i < n; ++i) {
+          const T* row = xp + (i * c + ch) * l;
+          T* out = yp + (i * c + ch) * l;
+          for (int64_t j = 0; j < l; ++j) out[j] = row[j] * scale + shift;
+        }
+      }
+    });
+  });
+  if (training) {  // running statistics are updated in place, as in PyTorch
+    if (running_mean && !rm.is_same(*running_mean)) copy_(const_cast<Tensor&>(*running_mean), rm);
+    if (running_var && !rv.is_same(*running_var)) copy_(const_cast<Tensor&>(*running_var), rv);
+  }
+  const DType out_dt = input.dtype();
+  return {_to_dtype(y, out_dt), mean, invstd};
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
+    const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight, const Tensor& save_mean,
+    const Tensor& save_invstd, bool training, bool input_grad, bool weight_grad, bool bias_grad, OutArg) {
+  int64_t n, c, l;
+  batch_dims(input, n, c, l);
+  Tensor g = compute_input(grad_out), x = compute_input(input);
+  const DType dt = x.dtype();
+  Tensor m = compute_input(_to_dtype(save_mean, dt)), is = compute_input(_to_dtype(save_invstd, dt));
+  Tensor w = weight ? compute_input(*weight) : Tensor();
+  Tensor gx = input_grad ? empty_tensor(input.sizes(), dt) : Tensor();
+  Tensor gw = weight_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+  Tensor gb = bias_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+  visit_floating(dt, "batch_norm_backward", [&](auto t) {
+    using T = decltype(t);
+    const T *gp = g.data<T>(), *xp = x.data<T>();
+    const int64_t count = n * l;
+    parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t ch = lo; ch < hi; ++ch) {
+        const T mu = m.data<T>()[ch], s = is.data<T>()[ch];
+        T sg = 0, sgx = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const T* gr = gp + (i * c + ch) * l;
+          const T* xr = xp + (i * c + ch) * l;
+#pragma omp simd reduction(+ : sg, sgx)
+          for (int64_t j = 0; j < l; ++j) {
+            sg += gr[j];
+            sgx += gr[j] * (xr[j] - mu);
+          }
+        }
+        if (gw.defined()) gw.data<T>()[ch] = sgx * s;
+        if (gb.defined()) gb.data<T>()[ch] = sg;
+        if (!gx.defined()) continue;
+        const T wv = w.defined() ? w.data<T>()[ch] : T(1);
+        const T a = wv * s;
+        const T mg = training && count ? sg / T(count) : T(0);
+        const T k = training && count ? sgx * s * s / T(count) : T(0);
+        for (int64_t i = 0; i < n; ++i) {
+          const T* gr = gp + (i * c + ch) * l;
+          const T* xr = xp + (i * c + ch) * l;
+          T* out = gx.data<T>() + (i * c + ch) * l;
+          for (int64_t j = 0; j < l; ++j) out[j] = a * (gr[j] - mg - (xr[j] - mu) * k);
+        }
+      }
+    });
+  });
+  auto back = [&](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
+  const DType wdt = weight ? weight->dtype() : input.dtype();
+  return {back(gx, input.dtype()), back(gw, wdt), back(gb, wdt)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
+                                                       const std::optional<Tensor>& weight, const Tensor& save_mean,
+                                                       const Tensor& save_invstd, bool training, double eps,
+                                                       std::array<bool, 3> mask) {
+  if (!autograd::grad_enabled())
+    return native_batch_norm_backward(grad, input, weight, save_mean, save_invstd, training, mask[0], mask[1], mask[2]);
+  const int64_t nd = input.dim();
+  DimVector dims = reduce_dims_of(nd);
+  Tensor m = training ? tp::mean(input, dims, true) : channel_view(save_mean, nd);
+  Tensor rs = training ? rsqrt(tp::mean(square(input - m), dims, true) + Scalar(eps)) : channel_view(save_invstd, nd);
+  Tensor xhat = (input - m) * rs;
+  Tensor gx, gw, gb;
+  if (mask[0]) {
+    Tensor g = weight ? grad * channel_view(*weight, nd) : grad;
+    gx = training ? rs * (g - tp::mean(g, dims, true) - xhat * tp::mean(g * xhat, dims, true)) : g * rs;
+  }
+  if (mask[1]) gw = sum(grad * xhat, dims);
+  if (mask[2]) gb = sum(grad, dims);
+  return {gx, gw, gb};
+}
+
+Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                       const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                       bool training, double momentum, double eps, bool, OutArg) {
+  return std::get<0>(native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps));
+}
+
+// ------------------------------------------------------------------ group_norm, rms_norm
+
+Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight,
+                       const std::optional<Tensor>& bias, double eps, bool, OutArg) {
+  TP_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ", input.dim());
+  const int64_t n = input.size(0), c = input.size(1);
+  TP_CHECK(num_groups > 0 && c % num_groups == 0, "Expected number of channels in input to be divisible by ",
+           "num_groups, but got input of shape ", shape_str(input.sizes()), " and num_groups=", num_groups);
+  check_channel_vector(weight, c, "weight");
+  check_channel_vector(bias, c, "bias");
+  // (N, G, C/G * spatial) rows normalised by layer_norm's kernel, then the per-channel affine
+  const int64_t rows_shape[3] = {n, num_groups, n ? input.numel() / (n * num_groups) : 0};
+  int64_t last = rows_shape[2];
+  Tensor y = reshape(std::get<0>(native_layer_norm(reshape(input, rows_shape), IntArrayRef(&last, 1), std::nullopt,
+                                                   std::nullopt, eps)),
+                     input.sizes());
+  if (weight) y = y * channel_view(*weight, input.dim());
+  if (bias) y = y + channel_view(*bias, input.dim());
+  return y;
+}
+
+Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                     const std::optional<double>& eps, OutArg) {
+  layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()), "\"rms_norm\" not implemented for '",
+                dtype_scalar_name(input.dtype()), "'");
+  DimVector dims;
+  for (int64_t i = input.dim() - int64_t(normalized_shape.size()); i < input.dim(); ++i) dims.push_back(i);
+  const DType acc = compute_dtype(input.dtype());
+  Tensor x = _to_dtype(input, acc);
+  const double e = eps ? *eps : (acc == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
+  Tensor y = x * rsqrt(tp::mean(square(x), dims, true) + Scalar(e));
+  y = _to_dtype(y, input.dtype());
+  return weight ? y * *weight : y;
+}
+
+}  // namespace tp

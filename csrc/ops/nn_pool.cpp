@@ -1,0 +1,446 @@
+// Pooling over 1-3 spatial dims: max_pool*d(_with_indices), avg_pool*d,
+// adaptive_avg_pool*d, adaptive_max_pool1d/2d and their backward kernels.
+//
+// Note [Pooling windows]: every pooling op reduces, per output position and spatial dim, a
+// window `begin + j * step` (j < count) of input positions, already clipped to the input;
+// a table of windows per dim is built once, then each (batch, channel) plane is reduced
+// with no materialised windows (planes in parallel). Spatial dims are padded in front to
+// three, so one kernel serves 1-3d. Max pooling keeps the flat spatial index of the winner
+// (NaN wins, as in PyTorch); its backward adds the gradient at those indices.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/tensor_iterator.h"
+#include "ops/nn.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+struct Window {
+  std::vector<int64_t> begin, count;
+  std::vector<double> pad_count;  // avg pooling: the window's size including padding
+  int64_t step = 1;
+};
+
+struct PoolShape {
+  int64_t nsp = 0, planes = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  Window w[3];
+  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
+  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
+};
+
+/// `v` as nsp values (a single value repeats; empty gives `fallback`).
+DimVector expand(IntArrayRef v, int64_t nsp, IntArrayRef fallback, const char* op, const char* what) {
+  if (v.empty()) v = fallback;
+  TP_CHECK(v.size() == 1 || int64_t(v.size()) == nsp, op, ": ", what, " must either be a single int, or a tuple of ",
+           nsp, " ints");
+  DimVector r;
+  for (int64_t i = 0; i < nsp; ++i) r.push_back(v.size() == 1 ? v[0] : v[i]);
+  return r;
+}
+
+void check_pool_input(const Tensor& self, int64_t nsp, const char* op) {
+  TP_CHECK(self.dim() == nsp + 1 || self.dim() == nsp + 2, op, ": Expected ", nsp + 1, "D or ", nsp + 2,
+           "D (batch mode) tensor for input, but got: ", shape_str(self.sizes()));
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TP_CHECK(self.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
+             "a shape of ", shape_str(self.sizes()), " and non-zero size for dim ", i);
+  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
+}
+
+void base_shape(PoolShape& g, const Tensor& self, int64_t nsp) {
+  g.nsp = nsp;
+  g.planes = 1;
+  for (int64_t i = 0; i < self.dim() - nsp; ++i) g.planes *= self.size(i);
+  for (int64_t i = 0; i < nsp; ++i) g.in[3 - nsp + i] = self.size(self.dim() - nsp + i);
+}
+
+/// Windows of a strided pooling (max: dilation; avg: dilation 1) with PyTorch's checks.
+PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool count_include_pad,
+                        bool is_max, const char* op) {
+  check_pool_input(self, nsp, op);
+  const int64_t one = 1;
+  TP_CHECK(!kernel_size.empty(), op, ": kernel_size must either be a single int, or a tuple of ", nsp, " ints");
+  DimVector k = expand(kernel_size, nsp, kernel_size, op, "kernel_size");
+  DimVector s = expand(stride, nsp, kernel_size, op, "stride");
+  DimVector p = expand(padding, nsp, IntArrayRef(&one, 0), op, "padding");
+  DimVector d = expand(dilation, nsp, IntArrayRef(&one, 1), op, "dilation");
+  PoolShape g;
+  base_shape(g, self, nsp);
+  for (int64_t i = 0; i < nsp; ++i) {
+    TP_CHECK(k[i] > 0, op, ": kernel_size must be greater than zero, but got ", k[i]);
+    TP_CHECK(s[i] > 0, op, ": stride must be greater than zero, but got ", s[i]);
+    TP_CHECK(d[i] > 0, op, ": dilation must be greater than zero, but got ", d[i]);
+    TP_CHECK(p[i] >= 0 && p[i] <= (is_max ? (k[i] - 1) * d[i] + 1 : k[i]) / 2, op,
+             ": pad should be at most half of effective kernel size, but got pad=", p[i], ", kernel_size=", k[i],
+             " and dilation=", d[i]);
+  }
+  std::string in_s, out_s;
+  bool bad = false;
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t in = g.in[3 - nsp + i], span = in + 2 * p[i] - d[i] * (k[i] - 1) - 1;
+    int64_t o = (span + (ceil_mode ? s[i] - 1 : 0)) / s[i] + 1;
+    if (span < 0) o = span / s[i] + 1 - (span % s[i] != 0);  // floor division of a negative span
+    if (ceil_mode && o > 0 && (o - 1) * s[i] >= in + p[i]) --o;
+    g.out[3 - nsp + i] = o;
+    bad = bad || o < 1;
+    detail::append(in_s, i ? "x" : "");
+    detail::append(in_s, in);
+    detail::append(out_s, i ? "x" : "");
+    detail::append(out_s, o);
+  }
+  TP_CHECK(!bad, op, ": Given input size: (", in_s, "). Calculated output size: (", out_s,
+           "). Output size is too small");
+  for (int64_t i = 0; i < nsp; ++i) {
+    Window& w = g.w[3 - nsp + i];
+    const int64_t in = g.in[3 - nsp + i], o_n = g.out[3 - nsp + i];
+    w.step = is_max ? d[i] : 1;
+    for (int64_t o = 0; o < o_n; ++o) {
+      const int64_t start = o * s[i] - p[i];
+      int64_t j0 = start < 0 ? (-start + w.step - 1) / w.step : 0;
+      int64_t j1 = std::min<int64_t>(k[i], (in - start + w.step - 1) / w.step);
+      j1 = std::max(j0, j1);
+      w.begin.push_back(start + j0 * w.step);
+      w.count.push_back(j1 - j0);
+      const int64_t pad_end = std::min(start + k[i], in + p[i]);
+      w.pad_count.push_back(double(count_include_pad ? pad_end - start : j1 - j0));
+    }
+  }
+  return g;
+}
+
+/// Windows of an adaptive pooling: [floor(o*in/out), ceil((o+1)*in/out)).
+PoolShape adaptive_shape(const Tensor& self, int64_t nsp, IntArrayRef output_size, const char* op) {
+  check_pool_input(self, nsp, op);
+  TP_CHECK(int64_t(output_size.size()) == nsp || output_size.size() == 1, op, ": output_size must be ", nsp);
+  PoolShape g;
+  base_shape(g, self, nsp);
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t o_n = output_size.size() == 1 ? output_size[0] : output_size[i];
+    TP_CHECK(o_n >= 0, op, ": elements of output_size must be greater than or equal to 0 but received ", o_n);
+    const int64_t in = g.in[3 - nsp + i];
+    g.out[3 - nsp + i] = o_n;
+    Window& w = g.w[3 - nsp + i];
+    for (int64_t o = 0; o < o_n; ++o) {
+      const int64_t b = o * in / o_n, e = ((o + 1) * in + o_n - 1) / o_n;
+      w.begin.push_back(b);
+      w.count.push_back(e - b);
+      w.pad_count.push_back(double(e - b));
+    }
+  }
+  return g;
+}
+
+/// The three padded dims' windows for dims that are not pooled (size 1).
+void fill_unit_windows(PoolShape& g) {
+  for (int i = 0; i < 3 - g.nsp; ++i) g.w[i] = Window{{0}, {1}, {1.0}, 1};
+}
+
+DimVector out_sizes(const Tensor& self, const PoolShape& g) {
+  DimVector r(self.sizes().data(), self.sizes().size() - g.nsp);
+  for (int64_t i = 3 - g.nsp; i < 3; ++i) r.push_back(g.out[i]);
+  return r;
+}
+
+template <class F>
+void visit_float(DType dt, const char* op, F&& f) {
+  if (dt == DType::Float64) return f(double{});
+  if (dt == DType::Float32) return f(float{});
+  if (dt == DType::Int64) return f(int64_t{});
+  if (dt == DType::Int32) return f(int32_t{});
+  if (dt == DType::Int16) return f(int16_t{});
+  if (dt == DType::Int8) return f(int8_t{});
+  if (dt == DType::UInt8) return f(uint8_t{});
+  fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+Tensor compute_input(const Tensor& t) { return contiguous(is_half(t.dtype()) ? _to_dtype(t, DType::Float32) : t); }
+
+/// Calls f(out_flat, in_flat_offsets...) over every output position of one plane.
+template <class F>
+inline void for_each_output(const PoolShape& g, F f) {
+  int64_t o = 0;
+  for (int64_t a = 0; a < g.out[0]; ++a)
+    for (int64_t b = 0; b < g.out[1]; ++b)
+      for (int64_t c = 0; c < g.out[2]; ++c, ++o) f(o, a, b, c);
+}
+
+template <class T>
+void max_pool_kernel(const PoolShape& g, const T* x, T* y, int64_t* idx) {
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t pl = pb; pl < pe; ++pl) {
+      const T* xp = x + pl * g.in_numel();
+      T* yp = y + pl * g.out_numel();
+      int64_t* ip = idx + pl * g.out_numel();
+      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
+        int64_t best = (w0.begin[a] * g.in[1] + w1.begin[b]) * g.in[2] + w2.begin[c];
+        T bv = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                    : std::numeric_limits<T>::lowest();
+        for (int64_t i = 0; i < w0.count[a]; ++i) {
+          const int64_t r0 = (w0.begin[a] + i * w0.step) * g.in[1];
+          for (int64_t j = 0; j < w1.count[b]; ++j) {
+            const int64_t r1 = (r0 + w1.begin[b] + j * w1.step) * g.in[2] + w2.begin[c];
+            const T* row = xp + r1;
+            for (int64_t l = 0; l < w2.count[c]; ++l) {
+              const T v = row[l * w2.step];
+              if (v > bv || v != v) {  // a NaN wins; a later NaN takes the index
+                bv = v;
+                best = r1 + l * w2.step;
+              }
+            }
+          }
+        }
+        yp[o] = bv;
+        ip[o] = best;
+      });
+    }
+  });
+}
+
+template <class T>
+void avg_pool_kernel(const PoolShape& g, const T* x, T* y, std::optional<int64_t> divisor) {
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t pl = pb; pl < pe; ++pl) {
+      const T* xp = x + pl * g.in_numel();
+      T* yp = y + pl * g.out_numel();
+      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
+        Acc acc = 0;
+        for (int64_t i = 0; i < w0.count[a]; ++i)
+          for (int64_t j = 0; j < w1.count[b]; ++j) {
+            const T* row = xp + ((w0.begin[a] + i) * g.in[1] + w1.begin[b] + j) * g.in[2] + w2.begin[c];
+            for (int64_t l = 0; l < w2.count[c]; ++l) acc += row[l];
+          }
+        const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
+        if constexpr (std::is_floating_point_v<T>) yp[o] = T(acc / T(div));
+        else yp[o] = T(acc / int64_t(div));  // integer division, as PyTorch's integer kernels
+      });
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward_kernel(const PoolShape& g, const T* gy, T* gx, std::optional<int64_t> divisor) {
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t pl = pb; pl < pe; ++pl) {
+      T* xp = gx + pl * g.in_numel();
+      const T* yp = gy + pl * g.out_numel();
+      std::fill(xp, xp + g.in_numel(), T(0));
+      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
+        const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
+        const T v = T(yp[o] / T(div));
+        for (int64_t i = 0; i < w0.count[a]; ++i)
+          for (int64_t j = 0; j < w1.count[b]; ++j) {
+            T* row = xp + ((w0.begin[a] + i) * g.in[1] + w1.begin[b] + j) * g.in[2] + w2.begin[c];
+            for (int64_t l = 0; l < w2.count[c]; ++l) row[l] += v;
+          }
+      });
+    }
+  });
+}
+
+std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, const char* op) {
+  fill_unit_windows(g);
+  TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
+  Tensor x = compute_input(self);
+  Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
+  Tensor idx = empty_tensor(out_sizes(self, g), DType::Int64);
+  if (y.numel())
+    visit_float(x.dtype(), op, [&](auto t) {
+      using T = decltype(t);
+      max_pool_kernel(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
+    });
+  return {is_half(self.dtype()) ? _to_dtype(y, self.dtype()) : y, idx};
+}
+
+Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divisor, const char* op) {
+  fill_unit_windows(g);
+  TP_CHECK(!divisor || *divisor != 0, op, ": divisor must be not zero");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || self.dtype() == DType::Int64, "\"", op,
+                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
+  Tensor x = compute_input(self);
+  Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
+  if (y.numel())
+    visit_float(x.dtype(), op, [&](auto t) {
+      using T = decltype(t);
+      avg_pool_kernel(g, x.data<T>(), y.data<T>(), divisor);
+    });
+  return is_half(self.dtype()) ? _to_dtype(y, self.dtype()) : y;
+}
+
+void floats_only(const Tensor& self, const char* op) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "\"", op, "\" not implemented for '",
+                dtype_scalar_name(self.dtype()), "'");
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ max pooling
+
+#define TP_MAX_POOL(N)                                                                                          \
+  std::tuple<Tensor, Tensor> max_pool##N##d_with_indices_impl(const Tensor& self, IntArrayRef kernel_size,      \
+                                                              IntArrayRef stride, IntArrayRef padding,          \
+                                                              IntArrayRef dilation, bool ceil_mode, OutArg) {   \
+    return max_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, dilation, ceil_mode, true,   \
+                                            true, "max_pool" #N "d"), "max_pool" #N "d");                       \
+  }                                                                                                             \
+  Tensor max_pool##N##d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,                   \
+                             IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, OutArg) {               \
+    if (N == 1) floats_only(self, "max_pool1d");                                                                \
+    return std::get<0>(max_pool##N##d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));  \
+  }
+TP_MAX_POOL(1)
+TP_MAX_POOL(2)
+TP_MAX_POOL(3)
+#undef TP_MAX_POOL
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
+  floats_only(self, "adaptive_max_pool1d");
+  return max_pool_run(self, adaptive_shape(self, 1, output_size, "adaptive_max_pool1d"), "adaptive_max_pool1d");
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
+  floats_only(self, "adaptive_max_pool2d");
+  return max_pool_run(self, adaptive_shape(self, 2, output_size, "adaptive_max_pool2d"), "adaptive_max_pool2d");
+}
+
+namespace {
+
+/// (planes, input plane numel) of a pooling input whose last `nsp` dims are pooled.
+std::pair<int64_t, int64_t> planes_of(IntArrayRef self_size, int64_t nsp) {
+  int64_t planes = 1, plane = 1;
+  for (int64_t i = 0; i < int64_t(self_size.size()); ++i) (i < int64_t(self_size.size()) - nsp ? planes : plane) *= self_size[i];
+  return {planes, plane};
+}
+
+}  // namespace
+
+Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices, IntArrayRef self_size,
+                               int64_t spatial_dims, OutArg) {
+  TP_CHECK(std::equal(grad_output.sizes().begin(), grad_output.sizes().end(), indices.sizes().begin(),
+                      indices.sizes().end()), "grad_output and indices must have the same shape");
+  auto [planes, plane] = planes_of(self_size, spatial_dims);
+  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  Tensor gy = contiguous(_to_dtype(grad_output, dt)), idx = contiguous(indices);
+  Tensor gx = zeros(self_size, dt);
+  const int64_t per = planes ? gy.numel() / planes : 0;
+  if (gy.numel())
+    visit_float(dt, "max_pool_backward", [&](auto t) {
+      using T = decltype(t);
+      const T* g = gy.data<T>();
+      const int64_t* ix = idx.data<int64_t>();
+      T* x = gx.data<T>();
+      parallel_for(0, planes, 1, [&](int64_t b, int64_t e) {
+        for (int64_t pl = b; pl < e; ++pl)
+          for (int64_t o = 0; o < per; ++o) x[pl * plane + ix[pl * per + o]] += g[pl * per + o];
+      });
+    });
+  return _to_dtype(gx, grad_output.dtype());
+}
+
+Tensor max_pool_double_backward(const Tensor& grad, const Tensor& indices, int64_t spatial_dims) {
+  auto [planes, plane] = planes_of(grad.sizes(), spatial_dims);
+  const int64_t g_shape[2] = {planes, plane}, i_shape[2] = {planes, planes ? indices.numel() / planes : 0};
+  return reshape(gather(reshape(grad, g_shape), 1, reshape(indices, i_shape)), indices.sizes());
+}
+
+// ------------------------------------------------------------------ average pooling
+
+Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                       bool ceil_mode, bool count_include_pad, OutArg) {
+  const int64_t one = 1;
+  return avg_pool_run(self, sliding_shape(self, 1, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
+                                          count_include_pad, false, "avg_pool1d"), std::nullopt, "avg_pool1d");
+}
+
+#define TP_AVG_POOL(N)                                                                                        \
+  Tensor avg_pool##N##d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,                 \
+                             IntArrayRef padding, bool ceil_mode, bool count_include_pad,                     \
+                             const std::optional<int64_t>& divisor_override, OutArg) {                        \
+    const int64_t one = 1;                                                                                    \
+    if (N == 3)                                                                                               \
+      TP_CHECK_KIND(ErrorKind::NotImplemented, !is_half(self.dtype()), "\"avg_pool3d_out_frame\" not implemented " \
+                    "for '", dtype_scalar_name(self.dtype()), "'");                                           \
+    return avg_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, IntArrayRef(&one, 1),      \
+                                            ceil_mode, count_include_pad, false, "avg_pool" #N "d"),          \
+                        divisor_override, "avg_pool" #N "d");                                                 \
+  }
+TP_AVG_POOL(2)
+TP_AVG_POOL(3)
+#undef TP_AVG_POOL
+
+Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                               IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               const std::optional<int64_t>& divisor_override, int64_t spatial_dims, OutArg) {
+  const int64_t one = 1;
+  PoolShape g = sliding_shape(self, spatial_dims, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
+                              count_include_pad, false, "avg_pool_backward");
+  fill_unit_windows(g);
+  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  Tensor gy = contiguous(_to_dtype(grad_output, dt));
+  TP_CHECK(gy.numel() == g.planes * g.out_numel(), "avg_pool_backward: grad_output has the wrong size");
+  Tensor gx = empty_tensor(self.sizes(), dt);
+  if (gx.numel())
+    visit_float(dt, "avg_pool_backward", [&](auto t) {
+      using T = decltype(t);
+      avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor_override);
+    });
+  return _to_dtype(gx, grad_output.dtype());
+}
+
+Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_size, IntArrayRef stride,
+                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                   const std::optional<int64_t>& divisor_override) {
+  if (spatial_dims == 1) return avg_pool1d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad);
+  if (spatial_dims == 2)
+    return avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  return avg_pool3d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+}
+
+// ------------------------------------------------------------------ adaptive average pooling
+
+#define TP_ADAPTIVE_AVG(N)                                                                                   \
+  Tensor adaptive_avg_pool##N##d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {                 \
+    floats_only(self, "adaptive_avg_pool" #N "d");                                                           \
+    return avg_pool_run(self, adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d"), std::nullopt, \
+                        "adaptive_avg_pool" #N "d");                                                         \
+  }
+TP_ADAPTIVE_AVG(1)
+TP_ADAPTIVE_AVG(2)
+TP_ADAPTIVE_AVG(3)
+#undef TP_ADAPTIVE_AVG
+
+Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, int64_t spatial_dims, OutArg) {
+  DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
+  PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
+  fill_unit_windows(g);
+  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  Tensor gy = contiguous(_to_dtype(grad_output, dt));
+  Tensor gx = empty_tensor(self.sizes(), dt);
+  if (gx.numel())
+    visit_float(dt, "adaptive_avg_pool_backward", [&](auto t) {
+      using T = decltype(t);
+      avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), std::nullopt);
+    });
+  return _to_dtype(gx, grad_output.dtype());
+}
+
+Tensor adaptive_avg_pool_nd(const Tensor& grad, IntArrayRef out_sizes, int64_t spatial_dims) {
+  DimVector out(out_sizes.data() + out_sizes.size() - spatial_dims, size_t(spatial_dims));
+  if (spatial_dims == 1) return adaptive_avg_pool1d(grad, out);
+  if (spatial_dims == 2) return adaptive_avg_pool2d(grad, out);
+  return adaptive_avg_pool3d(grad, out);
+}
+
+}  // namespace tp

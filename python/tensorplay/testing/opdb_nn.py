@@ -1,0 +1,279 @@
+"""Op-database entries: the nn kernels (csrc/ops/nn_conv.yaml, nn_pool.yaml, nn_norm.yaml):
+convolutions, pooling, softmax and the normalisation layers. Loaded after opdb.py.
+
+Each op's first sample is tiny (at most 24 input elements) so the gradient suites also run
+gradcheck and gradgradcheck on it. An op's dtypes are those for which PyTorch accepts every
+sample; the others are checked to fail (or succeed) as they do in PyTorch."""
+import importlib
+import sys
+
+import torch
+
+db = sys.modules.get('tensorplay_opdb') or importlib.import_module('tensorplay.testing.opdb')
+
+NAN, INF = float('nan'), float('inf')
+HALF_TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)}
+
+
+def _register(name, samples, fn=None, errors=None, tol=None, method=False):
+    """Registers `name` with the dtypes torch accepts for all of its samples. PyTorch keeps
+    some of these ops in torch._C._nn only (avg_pool2d, ...), while tensorplay exports them as
+    tp.<name>; the reference is then made reachable as torch.<name> for the harness."""
+    if not hasattr(torch, name):
+        setattr(torch, name, getattr(torch._C._nn, name))
+    fn = fn or getattr(torch, name)
+    dtypes = []
+    for dt in db.ALL_DTYPES:
+        try:
+            for s in samples(None, db.Maker(dt, 0)):
+                args, kwargs = db.materialize(s, torch)
+                fn(*args, **kwargs)
+            dtypes.append(dt)
+        except Exception:  # noqa: BLE001 - any failure leaves the dtype out
+            pass
+    db.register(db.OpInfo(name, samples, tuple(dtypes), method=method, tol=tol or HALF_TOL,
+                          errors=errors, coverage=('noncontig',)))
+
+
+def _w(mk, shape):
+    return mk(shape, domain=(-1, 1), int_domain=(-2, 2))
+
+
+# ---------------------------------------------------------------- convolutions
+def _conv_samples(nsp):
+    def samples(op, mk):
+        sp = lambda n: (n,) * nsp
+        small_k = sp(2) if nsp < 3 else (1, 1, 2)  # at most 24 elements: gradcheck runs on it
+        yield db.Sample((_w(mk, (1, 2) + sp(3 if nsp < 2 else 2)), _w(mk, (2, 1) + small_k), _w(mk, (2,))),
+                        {'groups': 2})
+        x = _w(mk, (2, 4) + sp(7 if nsp < 3 else 5))
+        yield db.Sample((x, _w(mk, (6, 4) + sp(3)), _w(mk, (6,))))
+        yield db.Sample((x, _w(mk, (6, 4) + sp(3))), {'stride': 2, 'padding': 1, 'dilation': 1})
+        yield db.Sample((x, _w(mk, (6, 2) + sp(2))), {'stride': 1, 'padding': 2, 'dilation': 2, 'groups': 2})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3)), _w(mk, (4,))), {'padding': 1, 'groups': 4})  # depthwise
+        yield db.Sample((x, _w(mk, (8, 1) + sp(3))), {'stride': 2, 'groups': 4})  # channel multiplier 2
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 1, 'dilation': 2, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3))), {'stride': 2, 'padding': 1, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 3, 'groups': 4})  # padding past the kernel
+        yield db.Sample((x, _w(mk, (5, 4) + sp(1)), _w(mk, (5,))))  # 1x1
+        yield db.Sample((x, _w(mk, (6, 4) + sp(3))), {'padding': 'same'})
+        yield db.Sample((x, _w(mk, (6, 4) + sp(2))), {'padding': 'same', 'dilation': 1})
+        yield db.Sample((x, _w(mk, (6, 4) + sp(3))), {'padding': 'valid'})
+        yield db.Sample((x[0], _w(mk, (3, 4) + sp(3))), {'padding': 1})  # unbatched
+        yield db.Sample((_w(mk, (2, 4) + sp(5)), _w(mk, (3, 4) + sp(2))), layout='strided')
+    return samples
+
+
+def _conv_errors(nsp):
+    sp = lambda n: (n,) * nsp
+    x, w = torch.ones((1, 2) + sp(4)), torch.ones((3, 2) + sp(3))
+    return db._errors(
+        db._err(torch.ones((1, 2) + sp(2)), w),                       # kernel larger than input
+        db._err(torch.ones((1, 4) + sp(4)), w),                       # channel mismatch
+        db._err(x, w, torch.ones(4)),                                 # bias size
+        db._err(torch.ones(sp(4)), w),                                # too few dims
+        db._err(x, w, stride=0),
+        db._err(x, w, padding=-1),
+        db._err(x, w, groups=2),
+        db._err(x, w.double()),
+        db._err(x, w, padding='same', stride=2),
+        db._err(x, w, stride=(1,) * (nsp + 1)))
+
+
+def _conv_t_samples(nsp):
+    def samples(op, mk):
+        sp = lambda n: (n,) * nsp
+        small_k = sp(2) if nsp < 3 else (1, 1, 2)  # at most 24 elements: gradcheck runs on it
+        yield db.Sample((_w(mk, (1, 2) + sp(2)), _w(mk, (2, 1) + small_k), _w(mk, (2,))), {'groups': 2})
+        x = _w(mk, (2, 4) + sp(5 if nsp < 3 else 3))
+        yield db.Sample((x, _w(mk, (4, 3) + sp(3)), _w(mk, (3,))))
+        yield db.Sample((x, _w(mk, (4, 3) + sp(3))), {'stride': 2, 'padding': 1, 'output_padding': 1})
+        yield db.Sample((x, _w(mk, (4, 2) + sp(2))), {'stride': 2, 'groups': 2, 'dilation': 2})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3)), _w(mk, (4,))), {'padding': 1, 'groups': 4})  # depthwise
+        yield db.Sample((x, _w(mk, (4, 1) + sp(2))), {'padding': 1, 'dilation': 2, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 1) + sp(3))), {'stride': 2, 'padding': 2, 'groups': 4})
+        yield db.Sample((x, _w(mk, (4, 5) + sp(1))))  # 1x1
+        yield db.Sample((x[0], _w(mk, (4, 2) + sp(3))), {'stride': 2})  # unbatched
+        yield db.Sample((_w(mk, (2, 4) + sp(3)), _w(mk, (4, 3) + sp(2))), layout='strided')
+    return samples
+
+
+def _conv_t_errors(nsp):
+    sp = lambda n: (n,) * nsp
+    x, w = torch.ones((1, 2) + sp(4)), torch.ones((2, 3) + sp(3))
+    return db._errors(
+        db._err(torch.ones((1, 4) + sp(4)), w),
+        db._err(x, w, torch.ones(4)),
+        db._err(x, w, output_padding=1),
+        db._err(torch.ones(sp(4)), w),
+        db._err(x, w, stride=0))
+
+
+for _n in (1, 2, 3):
+    _register(f'conv{_n}d', _conv_samples(_n), errors=_conv_errors(_n))
+    _register(f'conv_transpose{_n}d', _conv_t_samples(_n), errors=_conv_t_errors(_n))
+
+
+def _convolution_samples(op, mk):
+    yield db.Sample((_w(mk, (1, 2, 3)), _w(mk, (2, 2, 2)), _w(mk, (2,)), [1], [0], [1], False, [0], 1))
+    x = _w(mk, (2, 4, 6, 5))
+    yield db.Sample((x, _w(mk, (6, 2, 3, 2)), None, [2, 1], [1, 0], [1, 2], False, [0, 0], 2))
+    yield db.Sample((x, _w(mk, (4, 3, 3, 3)), _w(mk, (6,)), [2], [1], [1], True, [1], 2))
+    yield db.Sample((_w(mk, (2, 4, 6)), _w(mk, (3, 4, 2)), None, [1], [1], [1], False, [0], 1), layout='strided')
+
+
+_register('convolution', _convolution_samples,
+          errors=db._errors(db._err(torch.ones(1, 2, 4), torch.ones(3, 2, 5), None, [1], [0], [1], False, [0], 1)))
+
+
+# ---------------------------------------------------------------- pooling
+def _pool_input(mk, nsp, size):
+    return mk((2, 3) + (size,) * nsp, domain=(-3, 3), int_domain=(-20, 20))
+
+
+def _max_pool_samples(nsp):
+    def samples(op, mk):
+        yield db.Sample((mk((1, 2) + (3,) * nsp if nsp < 3 else (1, 1, 2, 3, 3)), 2), {'stride': 1})
+        x = _pool_input(mk, nsp, 7 if nsp < 3 else 5)
+        yield db.Sample((x, 3))
+        yield db.Sample((x, 3, 2, 1))
+        yield db.Sample((x, 2), {'stride': 2, 'ceil_mode': True})
+        yield db.Sample((x, 3), {'stride': 2, 'padding': 1, 'dilation': 2})
+        yield db.Sample((x, [2] * nsp, [1] * nsp), {'dilation': 1, 'ceil_mode': True})
+        yield db.Sample((x[0], 2))  # unbatched
+        yield db.Sample((_pool_input(mk, nsp, 6), 2), layout='strided')
+        if mk.is_float:
+            t = _pool_input(mk, nsp, 4)
+            t.view(-1)[::5] = NAN
+            t.view(-1)[1::7] = -INF
+            yield db.Sample((t, 2))
+    return samples
+
+
+def _pool_errors(nsp, too_few_dims=True):
+    x = torch.ones((1, 2) + (4,) * nsp)
+    few = (db._err(torch.ones(4), 2),) if too_few_dims else ()  # avg_pool2d: torch's IndexError
+    return db._errors(db._err(x, 3, 1, 2), db._err(x, 0), db._err(x, 2, 0), db._err(torch.ones((1, 2) + (1,) * nsp), 2),
+                      *few)
+
+
+for _n in (1, 2, 3):
+    _register(f'max_pool{_n}d', _max_pool_samples(_n), errors=_pool_errors(_n))
+    _register(f'max_pool{_n}d_with_indices', _max_pool_samples(_n), fn=(
+        torch.max_pool1d_with_indices if _n == 1 else getattr(torch._C._nn, f'max_pool{_n}d_with_indices')))
+
+
+def _avg_pool_samples(nsp):
+    def samples(op, mk):
+        yield db.Sample((mk((1, 2) + (3,) * nsp if nsp < 3 else (1, 1, 2, 3, 3)), 2), {'stride': 1})
+        x = _pool_input(mk, nsp, 7 if nsp < 3 else 5)
+        yield db.Sample((x, 3))
+        yield db.Sample((x, 3, 2, 1))
+        yield db.Sample((x, 3, 2, 1), {'count_include_pad': False})
+        yield db.Sample((x, 2), {'stride': 2, 'ceil_mode': True})
+        yield db.Sample((x, 3), {'stride': 2, 'padding': 1, 'ceil_mode': True, 'count_include_pad': False})
+        if nsp > 1:
+            yield db.Sample((x, 3), {'padding': 1, 'divisor_override': 4})
+        yield db.Sample((x[0], 2))
+        yield db.Sample((_pool_input(mk, nsp, 6), 2), layout='strided')
+    return samples
+
+
+for _n in (1, 2, 3):
+    _register(f'avg_pool{_n}d', _avg_pool_samples(_n), fn=(
+        torch.avg_pool1d if _n == 1 else getattr(torch._C._nn, f'avg_pool{_n}d')), errors=_pool_errors(_n, False))
+
+
+def _adaptive_samples(nsp):
+    def samples(op, mk):
+        yield db.Sample((mk((1, 2) + (3,) * nsp if nsp < 3 else (1, 1, 2, 3, 3)), 2))
+        x = _pool_input(mk, nsp, 7 if nsp < 3 else 5)
+        yield db.Sample((x, 3))
+        yield db.Sample((x, [4] + [1] * (nsp - 1)))
+        yield db.Sample((x, 7 if nsp < 3 else 5))
+        yield db.Sample((x[0], 2))
+        yield db.Sample((_pool_input(mk, nsp, 6), 4), layout='strided')
+    return samples
+
+
+for _n in (1, 2, 3):
+    _register(f'adaptive_avg_pool{_n}d', _adaptive_samples(_n), fn=(
+        torch.adaptive_avg_pool1d if _n == 1 else getattr(torch._C._nn, f'adaptive_avg_pool{_n}d')),
+        errors=db._errors(db._err(torch.ones(4), 2)))
+for _n in (1, 2):
+    _register(f'adaptive_max_pool{_n}d', _adaptive_samples(_n), fn=(
+        torch.adaptive_max_pool1d if _n == 1 else torch._C._nn.adaptive_max_pool2d),
+        errors=db._errors(db._err(torch.ones(4), 2)))
+
+
+# ---------------------------------------------------------------- softmax
+def _softmax_samples(op, mk):
+    yield db.Sample((mk((2, 3)), 1))
+    x = mk((3, 4, 5))
+    for d in (0, 1, -1):
+        yield db.Sample((x, d))
+    yield db.Sample((x, 1, torch.float64))
+    yield db.Sample((mk(()), 0))
+    yield db.Sample((mk((4, 37)), -1), layout='transposed')
+    yield db.Sample((mk((3, 6)), 1), layout='strided')
+    if mk.is_float:
+        yield db.Sample((mk.values([[1.0, NAN, 2.0], [-INF, -INF, -INF], [INF, 1.0, 2.0], [1e4, -1e4, 0.0]]), 1))
+
+
+for _name in ('softmax', 'log_softmax'):
+    _register(_name, _softmax_samples, method=True, errors=db._errors(db._err(torch.ones(2, 3), 2, exc=IndexError)))
+
+
+# ---------------------------------------------------------------- normalisation
+def _layer_norm_samples(op, mk):
+    yield db.Sample((mk((2, 3)), [3], mk((3,)), mk((3,))))
+    x = mk((3, 4, 5))
+    yield db.Sample((x, [5]))
+    yield db.Sample((x, [4, 5], mk((4, 5)), mk((4, 5))))
+    yield db.Sample((x, [5], mk((5,)), None, 1e-3))
+    yield db.Sample((mk((4, 6)), [6], mk((6,)), mk((6,))), layout='transposed')
+
+
+_register('layer_norm', _layer_norm_samples, tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2),
+                                                 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3), [4]), db._err(torch.ones(2, 3), [3], torch.ones(4))))
+
+
+def _batch_norm_samples(op, mk):
+    yield db.Sample((mk((3, 2)), mk((2,)), mk((2,)), None, None, True, 0.1, 1e-5, True))
+    x = mk((4, 3, 5))
+    yield db.Sample((x, mk((3,)), mk((3,)), mk.values([0.0, 0.5, -1.0]), mk.values([1.0, 2.0, 0.5]), True, 0.1, 1e-5, True))
+    yield db.Sample((x, None, None, mk((3,)), mk((3,), domain=(0.5, 2)), False, 0.1, 1e-5, True))
+    yield db.Sample((mk((2, 3, 4, 4)), mk((3,)), None, None, None, True, 0.3, 1e-3, True))
+    yield db.Sample((mk((4, 3)), mk((3,)), mk((3,)), None, None, True, 0.1, 1e-5, True), layout='transposed')
+
+
+_register('batch_norm', _batch_norm_samples,
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3), torch.ones(4), None, None, None, True, 0.1, 1e-5, True),
+                            db._err(torch.ones(2, 3), None, None, None, None, False, 0.1, 1e-5, True)))
+
+
+def _group_norm_samples(op, mk):
+    yield db.Sample((mk((2, 4, 2)), 2, mk((4,)), mk((4,))))
+    yield db.Sample((mk((3, 6, 5)), 3))
+    yield db.Sample((mk((2, 6, 3, 3)), 2, mk((6,)), None, 1e-3))
+    yield db.Sample((mk((4, 6)), 3, mk((6,)), mk((6,))), layout='transposed')
+
+
+_register('group_norm', _group_norm_samples,
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3, 4), 2)))
+
+
+def _rms_norm_samples(op, mk):
+    yield db.Sample((mk((2, 3)), [3], mk((3,))))
+    x = mk((3, 4, 5))
+    yield db.Sample((x, [5]))
+    yield db.Sample((x, [4, 5], mk((4, 5)), 1e-3))
+    yield db.Sample((mk((4, 6)), [6]), layout='transposed')
+
+
+_register('rms_norm', _rms_norm_samples,
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3), [4])))
