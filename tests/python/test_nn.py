@@ -70,6 +70,22 @@ LAYERS = [
     ("RMSNorm", (6,), {"eps": 1e-3}, [(3, 6)]),
     ("LocalResponseNorm", (3,), {}, [(2, 5, 4, 4)]),
     ("MultiheadAttention", (8, 2), {}, [(5, 3, 8), (6, 3, 8), (6, 3, 8)]),
+    ("Conv1d", (4, 6, 3), {}, [(2, 4, 9)]),
+    ("Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, [(2, 4, 11)]),
+    ("Conv1d", (4, 6, 4), {"padding": "same", "padding_mode": "reflect"}, [(2, 4, 9)]),
+    ("Conv2d", (3, 4, 3), {}, [(2, 3, 7, 6)]),
+    ("Conv2d", (3, 6, (3, 2)), {"stride": (2, 1), "padding": (1, 0), "bias": False}, [(2, 3, 8, 7)]),
+    ("Conv2d", (4, 4, 3), {"groups": 4, "padding": 1}, [(2, 4, 6, 6)]),
+    ("Conv2d", (3, 4, 3), {"padding": "same", "dilation": 2}, [(1, 3, 7, 7)]),
+    ("Conv2d", (3, 4, 3), {"padding": "valid"}, [(1, 3, 7, 7)]),
+    ("Conv2d", (3, 4, 3), {"padding": 1, "padding_mode": "circular"}, [(1, 3, 6, 5)]),
+    ("Conv2d", (3, 4, 3), {"padding": 2, "padding_mode": "replicate"}, [(1, 3, 6, 5)]),
+    ("Conv2d", (3, 4, 1), {}, [(2, 3, 5, 5)]),
+    ("Conv3d", (2, 3, 2), {"padding": 1}, [(1, 2, 4, 5, 4)]),
+    ("ConvTranspose1d", (4, 3, 3), {"stride": 2}, [(2, 4, 5)]),
+    ("ConvTranspose2d", (4, 2, 3), {"stride": 2, "padding": 1, "output_padding": 1}, [(1, 4, 4, 5)]),
+    ("ConvTranspose2d", (4, 4, 3), {"groups": 2, "dilation": 2}, [(1, 4, 4, 4)]),
+    ("ConvTranspose3d", (2, 3, 2), {"stride": 2}, [(1, 2, 3, 3, 3)]),
     ("MultiheadAttention", (8, 2), {"batch_first": True, "bias": False}, [(3, 5, 8), (3, 6, 8), (3, 6, 8)]),
 ]
 
@@ -115,6 +131,13 @@ ACTIVATIONS = [
     ("LogSigmoid", ()), ("Hardsigmoid", ()), ("Hardtanh", (-0.5, 0.8)), ("Hardswish", ()),
     ("Hardshrink", (0.4,)), ("Softshrink", (0.3,)), ("Threshold", (0.1, -2.0)), ("GLU", ()),
     ("Softmax", (1,)), ("LogSoftmax", (1,)), ("Softmin", (0,)), ("Softmax2d", ()),
+    ("MaxPool1d", (3,)), ("MaxPool1d", (3, 2, 1, 1, False, True)),
+    ("MaxPool2d", (2,)), ("MaxPool2d", (3, 2, 1)), ("MaxPool2d", ((2, 3), 1, 0, 2, False, True)),
+    ("MaxPool3d", (2,)), ("AvgPool1d", (3, 2, 1)), ("AvgPool2d", (3, 2, 1, True, False)),
+    ("AvgPool2d", (2, 1, 0, False, True, 3)), ("AvgPool3d", (2,)),
+    ("AdaptiveAvgPool1d", (4,)), ("AdaptiveAvgPool2d", ((3, 2),)), ("AdaptiveAvgPool3d", (2,)),
+    ("AdaptiveMaxPool1d", (3,)), ("AdaptiveMaxPool2d", ((2, 3),)), ("LPPool2d", (2, 2)),
+    ("Upsample", (None, 2, "bilinear")),
     ("Identity", ()), ("Flatten", ()), ("Unflatten", (1, (2, 3))), ("PixelShuffle", (2,)),
     ("PixelUnshuffle", (2,)), ("ChannelShuffle", (2,)),
 ]
@@ -124,6 +147,12 @@ ACTIVATIONS = [
 def test_parameterless_layer_matches_torch(name, args):
     shape = {"PixelShuffle": (2, 8, 3, 3), "PixelUnshuffle": (2, 2, 4, 6), "Unflatten": (3, 6),
              "ChannelShuffle": (2, 4, 3, 3), "Softmax2d": (2, 3, 4, 4)}.get(name, (4, 6))
+    if "Pool1d" in name:
+        shape = (2, 3, 11)
+    elif "Pool2d" in name or name == "Upsample":
+        shape = (2, 3, 9, 8)
+    elif "Pool3d" in name:
+        shape = (1, 2, 6, 5, 4)
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32) * 3
     tm, pm = build_both(name, args, {})
     tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()

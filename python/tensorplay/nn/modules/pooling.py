@@ -68,9 +68,13 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+
+        def single(v):
+            return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+        self.kernel_size = single(kernel_size)
+        self.stride = single(stride if stride is not None else kernel_size)
+        self.padding = single(padding)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
