@@ -337,6 +337,14 @@ Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tensor& oth
   Tensor g = grad;
   if (self.dim() == 1) g = unsqueeze(g, g.dim() == 0 ? 0 : -1 - (other.dim() == 1 ? 0 : 1));
   if (other.dim() == 1) g = unsqueeze(g, -1);
+  if (!for_self && b.dim() == 2 && a.dim() >= 3) {
+    // a 2-D right operand's gradient sums over every batch: fold the batch into one GEMM
+    // (a batched product then a sum would materialise one k x n block per batch element)
+    const int64_t k = a.size(a.dim() - 1), n = g.size(g.dim() - 1);
+    const int64_t rows_shape[2] = {-1, k}, grad_shape[2] = {-1, n};
+    Tensor r = mm(transpose(reshape(a, rows_shape), 0, 1), reshape(g, grad_shape));
+    return reshape(r, other.sizes());
+  }
   Tensor r = for_self ? matmul(g, transpose(b, -1, -2)) : matmul(transpose(a, -1, -2), g);
   const Tensor& target = for_self ? self : other;
   const Tensor& shaped = for_self ? a : b;

@@ -39,8 +39,9 @@ class TensorImpl : public RefCounted {
 
   IntArrayRef sizes() const { return {sizes_.data(), sizes_.size()}; }
   IntArrayRef strides() const { return {strides_.data(), strides_.size()}; }
-  int64_t size(int64_t d) const { return sizes_[d]; }
-  int64_t stride(int64_t d) const { return strides_[d]; }
+  /// Size and stride of dim d; negative d counts from the end, as in Python.
+  int64_t size(int64_t d) const { return sizes_[d < 0 ? d + dim() : d]; }
+  int64_t stride(int64_t d) const { return strides_[d < 0 ? d + dim() : d]; }
   int64_t dim() const { return int64_t(sizes_.size()); }
   int64_t numel() const { return numel_; }
   DType dtype() const { return dtype_; }

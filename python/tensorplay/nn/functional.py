@@ -52,6 +52,11 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     if input.dim() == 2 and bias is not None:
         return tp.addmm(bias, input, weight.t())
+    if input.dim() > 2:  # fold the leading dims: one GEMM forward and one per gradient
+        lead = tuple(input.shape[:-1])
+        flat = input.reshape((-1, input.size(-1)))
+        out = tp.addmm(bias, flat, weight.t()) if bias is not None else tp.mm(flat, weight.t())
+        return out.reshape(lead + (weight.size(0),))
     out = tp.matmul(input, weight.t())
     return out if bias is None else out + bias
 
