@@ -66,3 +66,12 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const
                                                        std::array<bool, 3> mask);
 
 }  // namespace tp
+
+namespace tp {
+
+/// _cross_entropy_rows's gradient (csrc/ops/nn_loss.cpp): the fused kernel in a plain
+/// backward, differentiable ops under create_graph (Note [Fused backward and create_graph]).
+Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                   int64_t ignore_index);
+
+}  // namespace tp

@@ -889,3 +889,26 @@ def test_lazy_batchnorm_materialises_like_torch():
     assert type(p) is pnn.BatchNorm1d and p.num_features == 3
     assert_close(t.running_mean, p.running_mean)
     assert repr(t) == repr(p)
+
+
+def test_fused_cross_entropy_matches_torch():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((9, 7)).astype(np.float32)
+    t = rng.integers(0, 7, 9)
+    t[[2, 5]] = -100
+    for red in ("mean", "sum", "none"):
+        tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+        tout = tF.cross_entropy(tx, torch.from_numpy(t), reduction=red)
+        pout = pF.cross_entropy(px, tp.from_numpy(t), reduction=red)
+        assert_close(tout, pout)
+        tout.sum().backward()
+        pout.sum().backward()
+        assert_close(tx.grad, px.grad)
+    # one sample (1-D logits) and double precision gradients, twice differentiable
+    assert_close(tF.cross_entropy(torch.from_numpy(x[0]), torch.tensor(3)),
+                 pF.cross_entropy(tp.from_numpy(x[0]), tp.tensor(3)))
+    xd = tp.from_numpy(x.astype(np.float64)).requires_grad_()
+    assert tp.autograd.gradcheck(lambda a: pF.cross_entropy(a, tp.from_numpy(t)), (xd,))
+    assert tp.autograd.gradgradcheck(lambda a: pF.cross_entropy(a, tp.from_numpy(t)), (xd,))
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        pF.cross_entropy(tp.from_numpy(x), tp.tensor([9] * 9))

@@ -889,8 +889,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.dim() == 1 else 1
-    logp = log_softmax(input, class_dim)
     c = input.size(class_dim)
+    if not target.is_floating_point() and weight is None and label_smoothing <= 0 and \
+            input.dim() in (1, 2) and _op("_cross_entropy_rows") is not None:
+        logp = None
+    else:
+        logp = log_softmax(input, class_dim)
     if target.is_floating_point():  # probabilities
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError("Expected input batch_size and target batch_size to match when "
@@ -906,6 +910,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return loss.sum() / (input.numel() // c) if input.dim() > 1 else loss.sum()
         return _reduce(loss, reduction)
+    fused = _op("_cross_entropy_rows")
+    if fused is not None and weight is None and label_smoothing <= 0 and input.dim() in (1, 2) \
+            and input.is_floating_point():
+        # one fused pass: logsumexp(x_n) - x_n[t_n] (and softmax - onehot backward)
+        x2, t1 = (input.unsqueeze(0), target.reshape((1,))) if input.dim() == 1 else (input, target)
+        if t1.dim() != 1 or t1.size(0) != x2.size(0):
+            _check_nll_shapes(input, target)
+        rows = fused(x2, t1, ignore_index)
+        if reduction == "none":
+            return rows.squeeze(0) if input.dim() == 1 else rows
+        if reduction == "sum":
+            return rows.sum()
+        if reduction == "mean":
+            return rows.sum() / (t1 != ignore_index).sum().to(rows.dtype)
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return nll

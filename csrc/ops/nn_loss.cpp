@@ -1,0 +1,100 @@
+// Fused cross entropy over rows of logits: one pass for the loss (max, sum of exp, pick),
+// one for the gradient (softmax minus the target's one-hot), rows split across threads.
+#include <cmath>
+#include <string>
+
+#include "autograd/grad_mode.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "ops/nn.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+void check_rows(const Tensor& self, const Tensor& target, const char* op) {
+  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel yet");
+  TP_CHECK(self.dim() == 2, op, ": expected 2-D logits, got ", self.dim(), "-D");
+  TP_CHECK(target.dim() == 1 && target.size(0) == self.size(0), op,
+           ": expected a target of shape [", self.size(0), "]");
+  TP_CHECK(is_integral(target.dtype(), false), op, ": expected integer class indices");
+}
+
+/// Calls f(T{}) with the compute type of a floating dtype (half types compute in float).
+template <class F>
+void visit_compute(DType dt, F&& f) {
+  if (dt == DType::Float64) return f(double{});
+  if (dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16) return f(float{});
+  fail(ErrorKind::NotImplemented, "\"cross_entropy\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// Targets with ignore_index replaced by 0 (a valid index for the gather).
+Tensor clamp_targets(const Tensor& tgt, int64_t ignore_index) {
+  return where(ne(tgt, full({}, Scalar(ignore_index), DType::Int64)), tgt, zeros({}, DType::Int64));
+}
+
+}  // namespace
+
+Tensor cross_entropy_rows_impl(const Tensor& self, const Tensor& target, int64_t ignore_index,
+                               OutArg) {
+  check_rows(self, target, "cross_entropy");
+  const int64_t n = self.size(0), c = self.size(1);
+  Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
+  const int64_t* t = tgt.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TP_CHECK_INDEX(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), "Target ", t[i],
+                   " is out of bounds.");
+  // logsumexp and the picked logit with the vectorised reductions; ignored rows give 0
+  const DType cdt = self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  Tensor x = _to_dtype(self, cdt, false);
+  const int64_t dim1[1] = {1};
+  Tensor picked = gather(x, 1, unsqueeze(clamp_targets(tgt, ignore_index), 1));
+  Tensor rows = sub(logsumexp(x, dim1, false), _squeeze_dims(picked, dim1));
+  Tensor valid = ne(tgt, full({}, Scalar(ignore_index), DType::Int64));
+  rows = where(valid, rows, zeros({}, cdt));
+  return _to_dtype(rows, self.dtype(), false);
+}
+
+Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& self,
+                                        const Tensor& target, int64_t ignore_index, OutArg) {
+  check_rows(self, target, "cross_entropy_backward");
+  const int64_t n = self.size(0), c = self.size(1);
+  Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
+  const int64_t* t = tgt.data<int64_t>();
+  // softmax (the fused, vectorised kernel), then per row: scale by grad, subtract at target
+  Tensor out;
+  visit_compute(self.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const DType cdt = std::is_same_v<T, double> ? DType::Float64 : DType::Float32;
+    Tensor dx = contiguous(softmax(_to_dtype(self, cdt, false), 1, std::nullopt));
+    Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false));
+    const T* gp = g.data<T>();
+    T* dp = dx.data<T>();
+    parallel_for(0, n, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        T* drow = dp + i * c;
+        const T gi = t[i] == ignore_index ? T(0) : gp[i];
+        for (int64_t j = 0; j < c; ++j) drow[j] *= gi;
+        if (t[i] != ignore_index) drow[t[i]] -= gi;
+      }
+    });
+    out = _to_dtype(dx, self.dtype(), false);
+  });
+  return out;
+}
+
+Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
+                                   int64_t ignore_index) {
+  if (!autograd::grad_enabled())
+    return _cross_entropy_rows_backward(grad, self, target, ignore_index);
+  // create_graph: the same gradient written with differentiable ops
+  Tensor t64 = _to_dtype(target, DType::Int64, false);
+  Tensor valid = ne(t64, full({}, Scalar(ignore_index), DType::Int64));
+  Tensor safe = where(valid, t64, zeros({}, DType::Int64));
+  Tensor onehot = scatter(zeros(self.sizes(), self.dtype()), 1, unsqueeze(safe, 1), Scalar(1.0));
+  Tensor w = mul(grad, _to_dtype(valid, self.dtype(), false));
+  return mul(sub(softmax(self, 1, std::nullopt), onehot), unsqueeze(w, 1));
+}
+
+}  // namespace tp
