@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "linalg/blas.h"
@@ -309,33 +310,40 @@ void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
 
 template <class T>
 void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2];
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2], o2 = g.out[2];
   parallel_for(0, C, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      for (int64_t kk = 0; kk < K; ++kk) {
-        int64_t kd, kh, kw, lo, hi;
-        split_k(g, kk, kd, kh, kw);
-        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-        T acc = 0;
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* xc = x + (n * C + c) * g.in_numel();
-          const T* gyc = gy + (n * C + c) * L;
-          for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-            const T* row = gyc + orow;
-            const T* src = xc + base;
-            T part = 0;
-            if (s2 == 1) {
-#pragma omp simd reduction(+ : part)
-              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow * s2];
-            }
-            acc += part;
-          });
+    // acc[k][o]: products of tap k at output column o, summed over rows and samples; the
+    // columns add up at the end (no horizontal sum per row)
+    std::vector<T> acc(static_cast<size_t>(k2 * o2), T(0));
+    std::vector<int64_t> lo(static_cast<size_t>(k2)), hi(static_cast<size_t>(k2));
+    for (int64_t kw = 0; kw < k2; ++kw) valid_range(o2, g.in[2], kw * g.d[2] - g.p[2], s2, lo[kw], hi[kw]);
+    for (int64_t c = b; c < e; ++c)
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+          std::fill(acc.begin(), acc.end(), T(0));
+          for (int64_t n = 0; n < g.n; ++n) {
+            const T* xc = x + (n * C + c) * g.in_numel();
+            const T* gyc = gy + (n * C + c) * L;
+            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+              const T* row = gyc + orow;
+              for (int64_t kw = 0; kw < k2; ++kw) {
+                const T* src = xc + base + kw * g.d[2];
+                T* a = acc.data() + kw * o2;
+                if (s2 == 1) {
+#pragma omp simd
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow];
+                } else {
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow * s2];
+                }
+              }
+            });
+          }
+          for (int64_t kw = 0; kw < k2; ++kw) {
+            T total = 0;
+            for (int64_t ow = 0; ow < o2; ++ow) total += acc[size_t(kw * o2 + ow)];
+            gw[c * K + (kd * g.k[1] + kh) * k2 + kw] = total;
+          }
         }
-        gw[c * K + kk] = acc;
-      }
-    }
   });
 }
 
@@ -576,6 +584,31 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {
+  const DType dt = grad.dtype();
+  if (!autograd::grad_enabled() && grad.is_contiguous() && grad.dim() >= 2 && grad.device().is_cpu() &&
+      (dt == DType::Float32 || dt == DType::Float64)) {  // one pass over the planes
+    const int64_t n = grad.size(0), c = grad.size(1), l = n * c ? grad.numel() / (n * c) : 0;
+    Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      const T* g = grad.data<T>();
+      T* o = out.data<T>();
+      parallel_for(0, c, 1, [&](int64_t b, int64_t e) {
+        for (int64_t ch = b; ch < e; ++ch) {
+          T acc = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const T* plane = g + (i * c + ch) * l;
+            T part = 0;
+#pragma omp simd reduction(+ : part)
+            for (int64_t j = 0; j < l; ++j) part += plane[j];
+            acc += part;
+          }
+          o[ch] = acc;
+        }
+      });
+    });
+    return out;
+  }
   DimVector dims{0};
   for (int64_t i = 2; i < grad.dim(); ++i) dims.push_back(i);
   return sum(grad, dims);
