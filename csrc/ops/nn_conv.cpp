@@ -23,6 +23,7 @@
 #include "core/parallel.h"
 #include "linalg/blas.h"
 #include "ops/nn.h"
+#include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "kernels/tensor_iterator.h"
 #include "tensorplay/ops_api.h"
@@ -598,10 +599,7 @@ Tensor channel_bias_backward(const Tensor& grad) {
           T acc = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* plane = g + (i * c + ch) * l;
-            T part = 0;
-#pragma omp simd reduction(+ : part)
-            for (int64_t j = 0; j < l; ++j) part += plane[j];
-            acc += part;
+            acc += rows::sum<T>(l, [&](int64_t j) { return plane[j]; });
           }
           o[ch] = acc;
         }
