@@ -73,5 +73,12 @@ namespace tp {
 /// backward, differentiable ops under create_graph (Note [Fused backward and create_graph]).
 Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
                                    int64_t ignore_index);
+/// constant_pad_nd's gradient: grad cropped by the negated padding.
+Tensor constant_pad_backward(const Tensor& grad, IntArrayRef pad);
+/// reflection_pad*d (reflect) or replication_pad*d by the padding's length.
+Tensor pad_nd(const Tensor& grad, IntArrayRef padding, bool reflect);
+/// im2col's gradient: col2im back to the input's spatial size.
+Tensor im2col_backward(const Tensor& grad, IntArrayRef self_sizes, IntArrayRef kernel_size, IntArrayRef dilation,
+                       IntArrayRef padding, IntArrayRef stride);
 
 }  // namespace tp

@@ -18,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "linalg/blas.h"
 #include "ops/nn.h"
+#include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "kernels/tensor_iterator.h"
 #include "tensorplay/ops_api.h"
@@ -309,33 +311,40 @@ void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
 
 template <class T>
 void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2];
+  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2], o2 = g.out[2];
   parallel_for(0, C, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      for (int64_t kk = 0; kk < K; ++kk) {
-        int64_t kd, kh, kw, lo, hi;
-        split_k(g, kk, kd, kh, kw);
-        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-        T acc = 0;
-        for (int64_t n = 0; n < g.n; ++n) {
-          const T* xc = x + (n * C + c) * g.in_numel();
-          const T* gyc = gy + (n * C + c) * L;
-          for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-            const T* row = gyc + orow;
-            const T* src = xc + base;
-            T part = 0;
-            if (s2 == 1) {
-#pragma omp simd reduction(+ : part)
-              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) part += row[ow] * src[ow * s2];
-            }
-            acc += part;
-          });
+    // acc[k][o]: products of tap k at output column o, summed over rows and samples; the
+    // columns add up at the end (no horizontal sum per row)
+    std::vector<T> acc(static_cast<size_t>(k2 * o2), T(0));
+    std::vector<int64_t> lo(static_cast<size_t>(k2)), hi(static_cast<size_t>(k2));
+    for (int64_t kw = 0; kw < k2; ++kw) valid_range(o2, g.in[2], kw * g.d[2] - g.p[2], s2, lo[kw], hi[kw]);
+    for (int64_t c = b; c < e; ++c)
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+          std::fill(acc.begin(), acc.end(), T(0));
+          for (int64_t n = 0; n < g.n; ++n) {
+            const T* xc = x + (n * C + c) * g.in_numel();
+            const T* gyc = gy + (n * C + c) * L;
+            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
+              const T* row = gyc + orow;
+              for (int64_t kw = 0; kw < k2; ++kw) {
+                const T* src = xc + base + kw * g.d[2];
+                T* a = acc.data() + kw * o2;
+                if (s2 == 1) {
+#pragma omp simd
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow];
+                } else {
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow * s2];
+                }
+              }
+            });
+          }
+          for (int64_t kw = 0; kw < k2; ++kw) {
+            T total = 0;
+            for (int64_t ow = 0; ow < o2; ++ow) total += acc[size_t(kw * o2 + ow)];
+            gw[c * K + (kd * g.k[1] + kh) * k2 + kw] = total;
+          }
         }
-        gw[c * K + kk] = acc;
-      }
-    }
   });
 }
 
@@ -576,9 +585,138 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {
+  const DType dt = grad.dtype();
+  if (!autograd::grad_enabled() && grad.is_contiguous() && grad.dim() >= 2 && grad.device().is_cpu() &&
+      (dt == DType::Float32 || dt == DType::Float64)) {  // one pass over the planes
+    const int64_t n = grad.size(0), c = grad.size(1), l = n * c ? grad.numel() / (n * c) : 0;
+    Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      const T* g = grad.data<T>();
+      T* o = out.data<T>();
+      parallel_for(0, c, 1, [&](int64_t b, int64_t e) {
+        for (int64_t ch = b; ch < e; ++ch) {
+          T acc = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const T* plane = g + (i * c + ch) * l;
+            acc += rows::sum<T>(l, [&](int64_t j) { return plane[j]; });
+          }
+          o[ch] = acc;
+        }
+      });
+    });
+    return out;
+  }
   DimVector dims{0};
   for (int64_t i = 2; i < grad.dim(); ++i) dims.push_back(i);
   return sum(grad, dims);
+}
+
+// ------------------------------------------------------------------ im2col / col2im (F.unfold / F.fold)
+
+namespace {
+
+/// Calls f(T{}) for the dtypes PyTorch's im2col/col2im take (float16/bfloat16 widened first).
+template <class F>
+void visit_blocks(DType dt, const char* op, F&& f) {
+  if (dt == DType::Float32) return f(float{});
+  if (dt == DType::Float64) return f(double{});
+  if (dt == DType::Bool) return f(bool{});
+  fail(ErrorKind::NotImplemented, "\"", op, "_out_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// The 2-D sliding-block geometry of im2col/col2im over spatial size (h, w), with checks.
+ConvShape block_shape(int64_t h, int64_t w, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                      IntArrayRef stride, const char* op) {
+  DimVector k = expand_param(kernel_size, 2, "kernel_size"), d = expand_param(dilation, 2, "dilation"),
+            p = expand_param(padding, 2, "padding"), s = expand_param(stride, 2, "stride");
+  TP_CHECK(k[0] > 0 && k[1] > 0, op, ": kernel size should be greater than zero, but got kernel_height: ", k[0],
+           " kernel_width: ", k[1]);
+  TP_CHECK(d[0] > 0 && d[1] > 0, op, ": dilation should be greater than zero, but got dilation_height: ", d[0],
+           " dilation_width: ", d[1]);
+  TP_CHECK(p[0] >= 0 && p[1] >= 0, op, ": padding should be non-negative, but got pad_height: ", p[0],
+           " pad_width: ", p[1]);
+  TP_CHECK(s[0] > 0 && s[1] > 0, op, ": stride should be greater than zero, but got stride_height: ", s[0],
+           " stride_width: ", s[1]);
+  ConvShape g;
+  g.nsp = 2;
+  g.in[1] = h;
+  g.in[2] = w;
+  for (int i = 0; i < 2; ++i) {
+    g.k[1 + i] = k[i];
+    g.d[1 + i] = d[i];
+    g.p[1 + i] = p[i];
+    g.s[1 + i] = s[i];
+    const int64_t span = g.in[1 + i] + 2 * p[i] - (d[i] * (k[i] - 1) + 1);
+    g.out[1 + i] = span >= 0 ? span / s[i] + 1 : 0;
+  }
+  TP_CHECK(g.out[1] >= 1 && g.out[2] >= 1, op, ": Given input with spatial size (", h, ", ", w, "), kernel_size=(",
+           k[0], ", ", k[1], "), dilation=(", d[0], ", ", d[1], "), padding=(", p[0], ", ", p[1],
+           "), calculated shape of the array of sliding blocks as (", g.out[1], ", ", g.out[2],
+           "), but its components must be at least one.");
+  return g;
+}
+
+}  // namespace
+
+Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                   IntArrayRef stride, OutArg) {
+  bool ok = self.dim() == 3 || self.dim() == 4;
+  for (int64_t i = self.dim() - 3; ok && i < self.dim(); ++i) ok = i == self.dim() - 4 || self.size(i) != 0;
+  TP_CHECK(ok, "Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "
+           "for input, but got: ", shape_str(self.sizes()));
+  const bool batched = self.dim() == 4;
+  ConvShape g = block_shape(self.size(-2 + self.dim()), self.size(-1 + self.dim()), kernel_size, dilation, padding,
+                            stride, "im2col");
+  g.n = batched ? self.size(0) : 1;
+  g.cin = self.size(batched ? 1 : 0);
+  const int64_t K = g.k_numel(), L = g.out_numel();
+  return widened(self.dtype(), [&](DType dt) {
+    Tensor x = as_compute(self, dt);
+    Tensor col = batched ? empty_tensor(DimVector{g.n, g.cin * K, L}, dt) : empty_tensor(DimVector{g.cin * K, L}, dt);
+    visit_blocks(dt, "im2col", [&](auto t) {
+      using T = decltype(t);
+      for (int64_t n = 0; n < g.n; ++n)
+        im2col(g, g.cin, x.data<T>() + n * g.cin * g.in_numel(), col.data<T>() + n * g.cin * K * L);
+    });
+    return col;
+  });
+}
+
+Tensor col2im_impl(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_size, IntArrayRef dilation,
+                   IntArrayRef padding, IntArrayRef stride, OutArg) {
+  TP_CHECK((self.dim() == 2 || self.dim() == 3) && self.size(self.dim() - 2) != 0 && self.size(self.dim() - 1) != 0,
+           "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for "
+           "input, but got: ", shape_str(self.sizes()));
+  DimVector out = expand_param(output_size, 2, "output_size");
+  ConvShape g = block_shape(out[0], out[1], kernel_size, dilation, padding, stride, "col2im");
+  const bool batched = self.dim() == 3;
+  const int64_t K = g.k_numel(), L = g.out_numel(), rows = self.size(batched ? 1 : 0);
+  TP_CHECK(rows % K == 0, "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+           "got input.size(1)=", rows, " and kernel_size=(", g.k[1], ", ", g.k[2], ")");
+  TP_CHECK(self.size(self.dim() - 1) == L, "Given output_size=(", out[0], ", ", out[1], "), kernel_size=(", g.k[1], ", ",
+           g.k[2], "), dilation=(", g.d[1], ", ", g.d[2], "), padding=(", g.p[1], ", ", g.p[2], "), stride=(", g.s[1],
+           ", ", g.s[2], "), expected size of input's dimension 2 to match the calculated number of sliding blocks ",
+           g.out[1], " * ", g.out[2], " = ", L, ", but got input.size(2)=", self.size(self.dim() - 1), ".");
+  g.n = batched ? self.size(0) : 1;
+  g.cin = rows / K;
+  return widened(self.dtype(), [&](DType dt) {
+    Tensor col = as_compute(self, dt);
+    Tensor img = batched ? empty_tensor(DimVector{g.n, g.cin, out[0], out[1]}, dt)
+                         : empty_tensor(DimVector{g.cin, out[0], out[1]}, dt);
+    visit_blocks(dt, "col2im", [&](auto t) {
+      using T = decltype(t);
+      for (int64_t n = 0; n < g.n; ++n)
+        col2im(g, g.cin, col.data<T>() + n * g.cin * K * L, img.data<T>() + n * g.cin * g.in_numel());
+    });
+    return img;
+  });
+}
+
+Tensor im2col_backward(const Tensor& grad, IntArrayRef self_sizes, IntArrayRef kernel_size, IntArrayRef dilation,
+                       IntArrayRef padding, IntArrayRef stride) {
+  const int64_t hw[2] = {self_sizes[self_sizes.size() - 2], self_sizes[self_sizes.size() - 1]};
+  return col2im(grad, IntArrayRef(hw, 2), kernel_size, dilation, padding, stride);
 }
 
 // ------------------------------------------------------------------ conv1d/2d/3d, conv_transpose

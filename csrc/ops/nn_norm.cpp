@@ -18,6 +18,7 @@
 #include "kernels/functors/pointwise.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/nn.h"
+#include "ops/nn_rows.h"
 #include "tensorplay/ops_api.h"
 
 namespace tp {
@@ -66,9 +67,7 @@ void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, b
       for (int64_t r = b; r < e; ++r) {
         const T* xr = x + r * n;
         T* yr = y + r * n;
-        T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-        for (int64_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+        const T m = rows::max(xr, n);
         // A NaN in the row makes the sum NaN, hence every output NaN, as in PyTorch.
         T sum = exp_shifted(xr, yr, n, m);
         if (log) {
@@ -115,15 +114,12 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64
         const T* gr = g + r * n;
         const T* yr = y + r * n;
         T* o = gx + r * n;
-        T s = 0;
         if (log) {
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < n; ++i) s += gr[i];
+          const T s = rows::sum<T>(n, [&](int64_t i) { return gr[i]; });
           exp_shifted(yr, o, n, T(0));
           for (int64_t i = 0; i < n; ++i) o[i] = gr[i] - o[i] * s;
         } else {
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < n; ++i) s += gr[i] * yr[i];
+          const T s = rows::sum<T>(n, [&](int64_t i) { return gr[i] * yr[i]; });
           for (int64_t i = 0; i < n; ++i) o[i] = yr[i] * (gr[i] - s);
         }
       }
@@ -261,15 +257,8 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
     for (int64_t r = lo; r < hi; ++r) {
       const T* xr = x + r * len;
       T* yr = y + r * len;
-      double s = 0, ss = 0;
-      T sf = 0;
-#pragma omp simd reduction(+ : sf)
-      for (int64_t i = 0; i < len; ++i) sf += xr[i];
-      s = double(sf) / double(len);
-      T m = T(s), vf = 0;
-#pragma omp simd reduction(+ : vf)
-      for (int64_t i = 0; i < len; ++i) vf += (xr[i] - m) * (xr[i] - m);
-      ss = double(vf) / double(len);
+      const T m = T(double(rows::sum<T>(len, [&](int64_t i) { return xr[i]; })) / double(len));
+      const double ss = double(rows::sum<T>(len, [&](int64_t i) { return (xr[i] - m) * (xr[i] - m); })) / double(len);
       const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
       mean[r] = m;
       rstd[r] = rs;
@@ -298,19 +287,13 @@ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* 
       const T* xr = x + r * len;
       const T m = mean[r], rs = rstd[r];
       if (gx) {
-        T a = 0, c = 0;
+        T a, c;
         if (w) {
-#pragma omp simd reduction(+ : a, c)
-          for (int64_t i = 0; i < len; ++i) {
-            a += gr[i] * w[i];
-            c += gr[i] * w[i] * (xr[i] - m);
-          }
+          a = rows::sum<T>(len, [&](int64_t i) { return gr[i] * w[i]; });
+          c = rows::sum<T>(len, [&](int64_t i) { return gr[i] * w[i] * (xr[i] - m); });
         } else {
-#pragma omp simd reduction(+ : a, c)
-          for (int64_t i = 0; i < len; ++i) {
-            a += gr[i];
-            c += gr[i] * (xr[i] - m);
-          }
+          a = rows::sum<T>(len, [&](int64_t i) { return gr[i]; });
+          c = rows::sum<T>(len, [&](int64_t i) { return gr[i] * (xr[i] - m); });
         }
         a /= T(len);
         c = c * rs * rs / T(len);
@@ -488,15 +471,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
           T s = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
-#pragma omp simd reduction(+ : s)
-            for (int64_t j = 0; j < l; ++j) s += row[j];
+            s += rows::sum<T>(l, [&](int64_t j) { return row[j]; });
           }
           m = count ? s / T(count) : T(NAN);
           T v = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
-#pragma omp simd reduction(+ : v)
-            for (int64_t j = 0; j < l; ++j) v += (row[j] - m) * (row[j] - m);
+            v += rows::sum<T>(l, [&](int64_t j) { return (row[j] - m) * (row[j] - m); });
           }
           const T var = count ? v / T(count) : T(NAN);
           is = T(1) / std::sqrt(var + T(eps));
@@ -551,11 +532,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
         for (int64_t i = 0; i < n; ++i) {
           const T* gr = gp + (i * c + ch) * l;
           const T* xr = xp + (i * c + ch) * l;
-#pragma omp simd reduction(+ : sg, sgx)
-          for (int64_t j = 0; j < l; ++j) {
-            sg += gr[j];
-            sgx += gr[j] * (xr[j] - mu);
-          }
+          sg += rows::sum<T>(l, [&](int64_t j) { return gr[j]; });
+          sgx += rows::sum<T>(l, [&](int64_t j) { return gr[j] * (xr[j] - mu); });
         }
         if (gw.defined()) gw.data<T>()[ch] = sgx * s;
         if (gb.defined()) gb.data<T>()[ch] = sg;

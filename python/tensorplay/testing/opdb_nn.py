@@ -31,6 +31,7 @@ def _register(name, samples, fn=None, errors=None, tol=None, method=False):
             dtypes.append(dt)
         except Exception:  # noqa: BLE001 - any failure leaves the dtype out
             pass
+    assert dtypes, f'{name}: torch rejects a sample in every dtype'
     db.register(db.OpInfo(name, samples, tuple(dtypes), method=method, tol=tol or HALF_TOL,
                           errors=errors, coverage=('noncontig',)))
 
@@ -277,3 +278,111 @@ def _rms_norm_samples(op, mk):
 _register('rms_norm', _rms_norm_samples,
           tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
           errors=db._errors(db._err(torch.ones(2, 3), [4])))
+
+
+# ---------------------------------------------------------------- padding
+def _constant_pad_samples(op, mk):
+    yield db.Sample((mk((2, 3)), [1, 2]))
+    x = mk((2, 3, 4))
+    yield db.Sample((x, [1, 2, 0, 1], 2))
+    yield db.Sample((x, [-1, 2]))
+    yield db.Sample((x, [1, 1, 1, 1, 1, 1]))
+    yield db.Sample((x, [0, 0, -1, -1]))
+    yield db.Sample((mk((0, 3)), [1, 1]))
+    yield db.Sample((mk((3, 5)), [2, 1]), layout='strided')
+
+
+_register('constant_pad_nd', _constant_pad_samples,
+          errors=db._errors(db._err(torch.ones(2, 3), [1]), db._err(torch.ones(2, 3), [1, 1, 1, 1, 1, 1]),
+                            db._err(torch.ones(2, 3), [-3, -1])))
+
+
+def _pad_samples(nsp):
+    def samples(op, mk):
+        yield db.Sample((mk((1, 2) + (3,) * nsp if nsp < 3 else (1, 1, 2, 2, 3)), [1, 2] * nsp if nsp < 3 else [1, 1] * 3))
+        x = mk((2, 3) + (4,) * nsp)
+        yield db.Sample((x, [3, 1] + [2, 0] * (nsp - 1)))
+        yield db.Sample((x, [0, 2] * nsp))
+        yield db.Sample((x[0], [1, 1] * nsp))
+        yield db.Sample((mk((2, 3) + (5,) * nsp), [2, 1] * nsp), layout='strided')
+    return samples
+
+
+for _n in (1, 2, 3):
+    for _kind in ('reflection', 'replication'):
+        _register(f'{_kind}_pad{_n}d', _pad_samples(_n),
+                  errors=db._errors(db._err(torch.ones(4), [1, 1] * _n), db._err(torch.ones((1, 2) + (2,) * _n), [1]),
+                                    db._err(torch.ones((1, 2) + (2,) * _n), [-3, 0] * _n),
+                                    *((db._err(torch.ones((1, 2) + (2,) * _n), [5, 5] * _n),) if _kind == 'reflection' else ())))
+
+
+# ---------------------------------------------------------------- unpooling
+def _unpool_samples(nsp, output_size):
+    def samples(op, mk):
+        pool = getattr(torch._C._nn, f'max_pool{nsp}d_with_indices') if nsp > 1 else torch.max_pool1d_with_indices
+        x = mk((2, 3) + (4,) * nsp, domain=(-3, 3)).double() if mk.is_float else mk((2, 3) + (4,) * nsp).double()
+        values, idx = pool(x, 2)
+        values = values.to(db.torch_dtype(mk.dtype))
+        small = values[:1, :1] if nsp == 3 else values[:1]
+        extra = ([2] * nsp, [0] * nsp) if nsp == 3 else ()
+        yield db.Sample((small, idx[:small.shape[0], :small.shape[1]], [4] * nsp) + extra)
+        yield db.Sample((values, idx, [4] * nsp) + extra)
+        yield db.Sample((values, idx, [5] * nsp) + extra)
+        yield db.Sample((values[0], idx[0], [4] * nsp) + extra)
+        yield db.Sample((values, idx, [4] * nsp) + extra, layout='strided')
+    return samples
+
+
+def _max_unpool1d_reference(input, indices, output_size):
+    """PyTorch's F.max_unpool1d: max_unpool2d over a trailing unit dim."""
+    if not isinstance(input, torch.Tensor) or not isinstance(indices, torch.Tensor):
+        raise TypeError('max_unpool1d(): input and indices must be tensors')
+    return torch._C._nn.max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), list(output_size) + [1]).squeeze(-1)
+
+
+if not hasattr(torch, 'max_unpool1d'):
+    torch.max_unpool1d = _max_unpool1d_reference
+_register('max_unpool1d', _unpool_samples(1, 4))
+_register('max_unpool2d', _unpool_samples(2, 4),
+          errors=db._errors(db._err(torch.ones(1, 2, 2, 2), torch.full((1, 2, 2, 2), 30), [4, 4]),
+                            db._err(torch.ones(1, 2, 2, 2), torch.zeros(1, 2, 2, 2, dtype=torch.long), [4, 4, 4]),
+                            db._err(torch.ones(1, 2, 2, 2), torch.zeros(1, 2, 2, 1, dtype=torch.long), [4, 4])))
+_register('max_unpool3d', _unpool_samples(3, 4))
+
+
+# ---------------------------------------------------------------- im2col / col2im
+def _im2col_samples(op, mk):
+    yield db.Sample((mk((1, 2, 3, 3)), [2, 2], [1, 1], [0, 0], [1, 1]))
+    x = mk((2, 3, 6, 5))
+    yield db.Sample((x, [3, 2], [1, 1], [1, 0], [2, 1]))
+    yield db.Sample((x, [2, 2], [2, 1], [1, 1], [1, 2]))
+    yield db.Sample((x[0], [3, 3], [1, 1], [1, 1], [1, 1]))
+    yield db.Sample((mk((2, 3, 4, 6)), [2, 2], [1, 1], [0, 0], [2, 2]), layout='strided')
+
+
+_register('im2col', _im2col_samples,
+          errors=db._errors(db._err(torch.ones(1, 2, 2, 2), [3, 3], [1, 1], [0, 0], [1, 1]),
+                            db._err(torch.ones(2, 2, 2, 2, 2), [1, 1], [1, 1], [0, 0], [1, 1])))
+
+
+def _blocks(size, k, d, p, st):
+    """How many sliding blocks fit along each spatial dim (their product is col2im's L)."""
+    n = 1
+    for a, b, c, e, f in zip(size, k, d, p, st):
+        n *= (a + 2 * e - c * (b - 1) - 1) // f + 1
+    return n
+
+
+def _col2im_samples(op, mk):
+    for batch, c, args, layout in [((1,), 1, ([2, 3], [2, 2], [1, 1], [0, 0], [1, 1]), 'contiguous'),
+                                   ((2,), 3, ([6, 5], [3, 2], [1, 1], [1, 0], [2, 1]), 'contiguous'),
+                                   ((2,), 3, ([6, 5], [2, 2], [2, 1], [1, 1], [1, 2]), 'contiguous'),
+                                   ((), 3, ([6, 5], [3, 3], [1, 1], [1, 1], [1, 1]), 'contiguous'),
+                                   ((2,), 3, ([4, 6], [2, 2], [1, 1], [0, 0], [2, 2]), 'strided')]:
+        k = args[1][0] * args[1][1]
+        yield db.Sample((mk(batch + (c * k, _blocks(*args))),) + args, layout=layout)
+
+
+_register('col2im', _col2im_samples,
+          errors=db._errors(db._err(torch.ones(1, 5, 9), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]),
+                            db._err(torch.ones(1, 4, 8), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1])))
