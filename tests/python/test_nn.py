@@ -912,3 +912,27 @@ def test_fused_cross_entropy_matches_torch():
     assert tp.autograd.gradgradcheck(lambda a: pF.cross_entropy(a, tp.from_numpy(t)), (xd,))
     with pytest.raises(IndexError, match="Target 9 is out of bounds"):
         pF.cross_entropy(tp.from_numpy(x), tp.tensor([9] * 9))
+
+
+def test_fold_unfold_and_max_unpool_match_torch():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    tu = tnn.Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=2)(tx)
+    pu = pnn.Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=2)(px)
+    assert_close(tu, pu)
+    tf_ = tnn.Fold(output_size=(6, 5), kernel_size=(2, 3), padding=1, stride=2)(tu)
+    pf_ = pnn.Fold(output_size=(6, 5), kernel_size=(2, 3), padding=1, stride=2)(pu)
+    assert_close(tf_, pf_)
+    tf_.sum().backward()
+    pf_.sum().backward()
+    assert_close(tx.grad, px.grad)
+    tout, tidx = tnn.MaxPool2d(2, return_indices=True)(torch.from_numpy(x))
+    pout, pidx = pnn.MaxPool2d(2, return_indices=True)(tp.from_numpy(x))
+    assert np.array_equal(tidx.numpy(), pidx.numpy())
+    assert_close(tnn.MaxUnpool2d(2)(tout, tidx, output_size=(6, 5)),
+                 pnn.MaxUnpool2d(2)(pout, pidx, output_size=(6, 5)))
+    x2 = torch.from_numpy(x[..., :4].copy())  # an even width: the default output size fits
+    tout, tidx = tnn.MaxPool2d(2, return_indices=True)(x2)
+    pout, pidx = pnn.MaxPool2d(2, return_indices=True)(tp.from_numpy(x2.numpy()))
+    assert_close(tnn.MaxUnpool2d(2)(tout, tidx), pnn.MaxUnpool2d(2)(pout, pidx))

@@ -568,6 +568,13 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError("Padding length should be less than or equal to two times the input "
                          "dimension but got padding length {} and input of dimension {}".format(
                              len(pad), input.dim()))
+    if mode == "constant" and _op("constant_pad_nd") is not None:
+        return _op("constant_pad_nd")(input, list(pad), 0.0 if value is None else value)
+    if mode in ("reflect", "replicate") and (value is None or value == 0):
+        n = len(pad) // 2
+        kernel = _op(f"{'reflection' if mode == 'reflect' else 'replication'}_pad{n}d")
+        if kernel is not None and input.dim() in (n + 1, n + 2):
+            return kernel(input, list(pad))
     if mode == "constant":
         fill = 0.0 if value is None else value
         shape = list(input.shape)
