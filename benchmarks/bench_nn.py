@@ -77,6 +77,30 @@ def check(name, tm, pm, run_t, run_p):
 def cases(quick):
     rng = np.random.default_rng(0)
     out = []
+    # cross entropy 4096 x 1000, forward + backward (fused kernel)
+    logits = rng.standard_normal((4096, 1000)).astype(np.float32)
+    labels = rng.integers(0, 1000, 4096)
+    tl_, pl_ = torch.from_numpy(logits).requires_grad_(), tp.from_numpy(logits.copy()).requires_grad_()
+    tlab, plab = torch.from_numpy(labels), tp.from_numpy(labels)
+
+    class XEnt:  # a module-like wrapper so check() can compare the gradient
+        def __init__(self, lib, x, y):
+            self.lib, self.x, self.y = lib, x, y
+
+        def state_dict(self):
+            return {}
+
+        def named_parameters(self):
+            return [("logits", self.x)]
+
+        def parameters(self):
+            return [self.x]
+
+        def __call__(self):
+            return self.lib.nn.functional.cross_entropy(self.x, self.y)
+    xt, xp = XEnt(torch, tl_, tlab), XEnt(tp, pl_, plab)
+    out.append(("cross_entropy 4096x1000, fwd+bwd", xt, xp,
+                lambda: fwd_bwd(torch, xt), lambda: fwd_bwd(tp, xp)))
     # 3-layer MLP training step (batch 64, 784 -> 512 -> 512 -> 10)
     x = rng.standard_normal((64, 784)).astype(np.float32)
     y = rng.integers(0, 10, 64)
@@ -111,7 +135,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="set both libraries' threads")
     args = ap.parse_args()
+    if args.threads:
+        tp.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
     rows = []
     for name, tm, pm, run_t, run_p in cases(args.quick):
         check(name, tm, pm, run_t, run_p)
