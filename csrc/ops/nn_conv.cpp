@@ -590,7 +590,7 @@ Tensor channel_bias_backward(const Tensor& grad) {
       (dt == DType::Float32 || dt == DType::Float64)) {  // one pass over the planes
     const int64_t n = grad.size(0), c = grad.size(1), l = n * c ? grad.numel() / (n * c) : 0;
     Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
-    visit_compute(dt, [&](auto t) {
+    auto run = [&](auto t) {
       using T = decltype(t);
       const T* g = grad.data<T>();
       T* o = out.data<T>();
@@ -599,12 +599,14 @@ Tensor channel_bias_backward(const Tensor& grad) {
           T acc = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* plane = g + (i * c + ch) * l;
-            acc += rows::sum<T>(l, [&](int64_t j) { return plane[j]; });
+            acc += rows::sum<T>(l, [&](auto at) { return at(plane); });
           }
           o[ch] = acc;
         }
       });
-    });
+    };
+    if (dt == DType::Float32) run(float{});
+    else run(double{});
     return out;
   }
   DimVector dims{0};
