@@ -25,8 +25,7 @@ namespace tp {
 
 namespace {
 
-bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-DType compute_dtype(DType dt) { return is_half(dt) ? DType::Float32 : dt; }
+DType compute_dtype(DType dt) { return is_float16_or_bfloat16(dt) ? DType::Float32 : dt; }
 Tensor compute_input(const Tensor& t) { return contiguous(_to_dtype(t, compute_dtype(t.dtype()))); }
 
 template <class F>
