@@ -10,6 +10,9 @@
 
 namespace tp {
 
+/// float16/bfloat16: the nn kernels compute these in float32 (inputs widened, result rounded once).
+inline bool is_float16_or_bfloat16(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+
 /// A plain convolution without bias (the gradient of the weight gradient).
 Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, int64_t groups);

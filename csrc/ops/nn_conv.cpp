@@ -350,8 +350,6 @@ void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
 
 // ------------------------------------------------------------------ drivers
 
-bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-
 /// Calls f(T{}) for the dtypes the kernels compute in (float16/bfloat16 are widened first).
 template <class F>
 void visit_compute(DType dt, F&& f) {
@@ -477,7 +475,7 @@ DimVector sizes_of(int64_t n, int64_t c, const ConvShape& g, bool in) {
 /// Runs `f` on float32 copies of float16/bfloat16 tensors and converts the result back.
 template <class F>
 Tensor widened(DType dt, F&& f) {
-  if (!is_half(dt)) return f(dt);
+  if (!is_float16_or_bfloat16(dt)) return f(dt);
   return _to_dtype(f(DType::Float32), dt);
 }
 
@@ -588,9 +586,9 @@ Tensor channel_bias_backward(const Tensor& grad) {
   const DType dt = grad.dtype();
   if (!autograd::grad_enabled() && grad.is_contiguous() && grad.dim() >= 2 && grad.device().is_cpu() &&
       (dt == DType::Float32 || dt == DType::Float64)) {  // one pass over the planes
-    const int64_t n = grad.size(0), c = grad.size(1), l = n * c ? grad.numel() / (n * c) : 0;
+    const int64_t n = grad.size(0), c = grad.size(1), l = n * c != 0 ? grad.numel() / (n * c) : 0;
     Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
-    visit_compute(dt, [&](auto t) {
+    auto run = [&](auto t) {
       using T = decltype(t);
       const T* g = grad.data<T>();
       T* o = out.data<T>();
@@ -599,12 +597,14 @@ Tensor channel_bias_backward(const Tensor& grad) {
           T acc = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* plane = g + (i * c + ch) * l;
-            acc += rows::sum<T>(l, [&](int64_t j) { return plane[j]; });
+            acc += rows::sum<T>(l, [&](auto at) { return at(plane); });
           }
           o[ch] = acc;
         }
       });
-    });
+    };
+    if (dt == DType::Float32) run(float{});
+    else run(double{});
     return out;
   }
   DimVector dims{0};

@@ -25,8 +25,7 @@ namespace tp {
 
 namespace {
 
-bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-DType compute_dtype(DType dt) { return is_half(dt) ? DType::Float32 : dt; }
+DType compute_dtype(DType dt) { return is_float16_or_bfloat16(dt) ? DType::Float32 : dt; }
 Tensor compute_input(const Tensor& t) { return contiguous(_to_dtype(t, compute_dtype(t.dtype()))); }
 
 template <class F>
@@ -115,11 +114,11 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64
         const T* yr = y + r * n;
         T* o = gx + r * n;
         if (log) {
-          const T s = rows::sum<T>(n, [&](int64_t i) { return gr[i]; });
+          const T s = rows::sum<T>(n, [&](auto at) { return at(gr); });
           exp_shifted(yr, o, n, T(0));
           for (int64_t i = 0; i < n; ++i) o[i] = gr[i] - o[i] * s;
         } else {
-          const T s = rows::sum<T>(n, [&](int64_t i) { return gr[i] * yr[i]; });
+          const T s = rows::sum<T>(n, [&](auto at) { return at(gr) * at(yr); });
           for (int64_t i = 0; i < n; ++i) o[i] = yr[i] * (gr[i] - s);
         }
       }
@@ -257,8 +256,8 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
     for (int64_t r = lo; r < hi; ++r) {
       const T* xr = x + r * len;
       T* yr = y + r * len;
-      const T m = T(double(rows::sum<T>(len, [&](int64_t i) { return xr[i]; })) / double(len));
-      const double ss = double(rows::sum<T>(len, [&](int64_t i) { return (xr[i] - m) * (xr[i] - m); })) / double(len);
+      const T m = T(double(rows::sum<T>(len, [&](auto at) { return at(xr); })) / double(len));
+      const double ss = double(rows::sum<T>(len, [&](auto at) { return (at(xr) - m) * (at(xr) - m); })) / double(len);
       const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
       mean[r] = m;
       rstd[r] = rs;
@@ -289,11 +288,11 @@ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* 
       if (gx) {
         T a, c;
         if (w) {
-          a = rows::sum<T>(len, [&](int64_t i) { return gr[i] * w[i]; });
-          c = rows::sum<T>(len, [&](int64_t i) { return gr[i] * w[i] * (xr[i] - m); });
+          a = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w); });
+          c = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w) * (at(xr) - m); });
         } else {
-          a = rows::sum<T>(len, [&](int64_t i) { return gr[i]; });
-          c = rows::sum<T>(len, [&](int64_t i) { return gr[i] * (xr[i] - m); });
+          a = rows::sum<T>(len, [&](auto at) { return at(gr); });
+          c = rows::sum<T>(len, [&](auto at) { return at(gr) * (at(xr) - m); });
         }
         a /= T(len);
         c = c * rs * rs / T(len);
@@ -471,13 +470,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
           T s = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
-            s += rows::sum<T>(l, [&](int64_t j) { return row[j]; });
+            s += rows::sum<T>(l, [&](auto at) { return at(row); });
           }
           m = count ? s / T(count) : T(NAN);
           T v = 0;
           for (int64_t i = 0; i < n; ++i) {
             const T* row = xp + (i * c + ch) * l;
-            v += rows::sum<T>(l, [&](int64_t j) { return (row[j] - m) * (row[j] - m); });
+            v += rows::sum<T>(l, [&](auto at) { return (at(row) - m) * (at(row) - m); });
           }
           const T var = count ? v / T(count) : T(NAN);
           is = T(1) / std::sqrt(var + T(eps));
@@ -532,8 +531,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
         for (int64_t i = 0; i < n; ++i) {
           const T* gr = gp + (i * c + ch) * l;
           const T* xr = xp + (i * c + ch) * l;
-          sg += rows::sum<T>(l, [&](int64_t j) { return gr[j]; });
-          sgx += rows::sum<T>(l, [&](int64_t j) { return gr[j] * (xr[j] - mu); });
+          sg += rows::sum<T>(l, [&](auto at) { return at(gr); });
+          sgx += rows::sum<T>(l, [&](auto at) { return at(gr) * (at(xr) - mu); });
         }
         if (gw.defined()) gw.data<T>()[ch] = sgx * s;
         if (gb.defined()) gb.data<T>()[ch] = sg;

@@ -147,8 +147,6 @@ void visit_bits(DType dt, F&& f) {
   }
 }
 
-bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-
 Tensor pad_run(const Tensor& self, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   PadMap m = pad_map(self.sizes(), padding, nsp, reflect, op);
   TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
@@ -183,7 +181,7 @@ Tensor _pad_backward_impl(const Tensor& grad_output, IntArrayRef self_size, IntA
   DimVector expected = padded_sizes(self_size, m);
   TP_CHECK(std::equal(expected.begin(), expected.end(), grad_output.sizes().begin(), grad_output.sizes().end()),
            "pad_backward: grad_output of size ", shape_str(grad_output.sizes()), ", expected ", shape_str(expected));
-  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
   Tensor gx = empty_tensor(self_size, dt);
   if (gx.numel()) {

@@ -150,8 +150,10 @@ DimVector out_sizes(const Tensor& self, const PoolShape& g) {
   return r;
 }
 
+/// Calls f(T{}) for the dtypes the pooling kernels compute in (float16/bfloat16 are widened
+/// first; which integer dtypes an op takes is checked before).
 template <class F>
-void visit_float(DType dt, const char* op, F&& f) {
+void visit_pool_dtype(DType dt, const char* op, F&& f) {
   if (dt == DType::Float64) return f(double{});
   if (dt == DType::Float32) return f(float{});
   if (dt == DType::Int64) return f(int64_t{});
@@ -162,8 +164,7 @@ void visit_float(DType dt, const char* op, F&& f) {
   fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
-bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-Tensor compute_input(const Tensor& t) { return contiguous(is_half(t.dtype()) ? _to_dtype(t, DType::Float32) : t); }
+Tensor compute_input(const Tensor& t) { return contiguous(is_float16_or_bfloat16(t.dtype()) ? _to_dtype(t, DType::Float32) : t); }
 
 /// Calls f(out_flat, in_flat_offsets...) over every output position of one plane.
 template <class F>
@@ -258,11 +259,11 @@ std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, const c
   Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
   Tensor idx = empty_tensor(out_sizes(self, g), DType::Int64);
   if (y.numel())
-    visit_float(x.dtype(), op, [&](auto t) {
+    visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
       max_pool_kernel(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
     });
-  return {is_half(self.dtype()) ? _to_dtype(y, self.dtype()) : y, idx};
+  return {is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y, idx};
 }
 
 Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divisor, const char* op) {
@@ -273,11 +274,11 @@ Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divi
   Tensor x = compute_input(self);
   Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
   if (y.numel())
-    visit_float(x.dtype(), op, [&](auto t) {
+    visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
       avg_pool_kernel(g, x.data<T>(), y.data<T>(), divisor);
     });
-  return is_half(self.dtype()) ? _to_dtype(y, self.dtype()) : y;
+  return is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y;
 }
 
 void floats_only(const Tensor& self, const char* op) {
@@ -331,12 +332,12 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
   TP_CHECK(std::equal(grad_output.sizes().begin(), grad_output.sizes().end(), indices.sizes().begin(),
                       indices.sizes().end()), "grad_output and indices must have the same shape");
   auto [planes, plane] = planes_of(self_size, spatial_dims);
-  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt)), idx = contiguous(indices);
   Tensor gx = zeros(self_size, dt);
   const int64_t per = planes ? gy.numel() / planes : 0;
   if (gy.numel())
-    visit_float(dt, "max_pool_backward", [&](auto t) {
+    visit_pool_dtype(dt, "max_pool_backward", [&](auto t) {
       using T = decltype(t);
       const T* g = gy.data<T>();
       const int64_t* ix = idx.data<int64_t>();
@@ -370,7 +371,7 @@ Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
                              const std::optional<int64_t>& divisor_override, OutArg) {                        \
     const int64_t one = 1;                                                                                    \
     if (N == 3)                                                                                               \
-      TP_CHECK_KIND(ErrorKind::NotImplemented, !is_half(self.dtype()), "\"avg_pool3d_out_frame\" not implemented " \
+      TP_CHECK_KIND(ErrorKind::NotImplemented, !is_float16_or_bfloat16(self.dtype()), "\"avg_pool3d_out_frame\" not implemented " \
                     "for '", dtype_scalar_name(self.dtype()), "'");                                           \
     return avg_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, IntArrayRef(&one, 1),      \
                                             ceil_mode, count_include_pad, false, "avg_pool" #N "d"),          \
@@ -387,12 +388,12 @@ Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, In
   PoolShape g = sliding_shape(self, spatial_dims, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
                               count_include_pad, false, "avg_pool_backward");
   fill_unit_windows(g);
-  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
   TP_CHECK(gy.numel() == g.planes * g.out_numel(), "avg_pool_backward: grad_output has the wrong size");
   Tensor gx = empty_tensor(self.sizes(), dt);
   if (gx.numel())
-    visit_float(dt, "avg_pool_backward", [&](auto t) {
+    visit_pool_dtype(dt, "avg_pool_backward", [&](auto t) {
       using T = decltype(t);
       avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor_override);
     });
@@ -425,11 +426,11 @@ Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor&
   DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
   PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
   fill_unit_windows(g);
-  const DType dt = is_half(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
+  const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
   Tensor gx = empty_tensor(self.sizes(), dt);
   if (gx.numel())
-    visit_float(dt, "adaptive_avg_pool_backward", [&](auto t) {
+    visit_pool_dtype(dt, "adaptive_avg_pool_backward", [&](auto t) {
       using T = decltype(t);
       avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), std::nullopt);
     });
