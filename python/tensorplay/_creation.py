@@ -93,14 +93,54 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t
 
 
+def _like_strides(input, memory_format):
+    """The strides a *_like result takes (None: contiguous). PyTorch's preserve_format keeps
+    a dense input's layout (a permutation of its dims); channels_last asks for NHWC."""
+    from tensorplay._tensor import channels_last, contiguous_format, preserve_format
+    if memory_format is None or memory_format is preserve_format:
+        if input.is_contiguous():
+            return None
+        order = sorted(range(input.dim()), key=lambda d: -input.stride(d))
+        strides, expected = [0] * input.dim(), 1
+        for d in reversed(order):
+            strides[d] = expected
+            expected *= builtins.max(input.shape[d], 1)
+        dense = builtins.all(input.stride(d) == strides[d] or input.shape[d] == 1
+                             for d in range(input.dim()))
+        if dense:
+            return strides
+        # not dense: PyTorch's suggested format (channels_last when the strides run N, H, W, C)
+        if input.dim() == 4 and order == [0, 2, 3, 1]:
+            return _like_strides(input, channels_last)
+        return None
+    if memory_format is contiguous_format:
+        return None
+    if memory_format is channels_last:
+        if input.dim() != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        n, c, h, w = input.shape
+        return [h * w * c, 1, w * c, c]
+    raise RuntimeError(f"unsupported memory format {memory_format}")
+
+
 def _like(factory):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
         if not isinstance(input, Tensor):
             raise TypeError(f"{factory.__name__}_like(): argument 'input' (position 1) must be "
                             f"Tensor, not {type(input).__name__}")
-        return factory(input.shape, *args, dtype=dtype if dtype is not None else input.dtype,
-                       device=device if device is not None else input.device,
-                       requires_grad=requires_grad, **kw)
+        dtype = dtype if dtype is not None else input.dtype
+        device = device if device is not None else input.device
+        strides = _like_strides(input, memory_format)
+        if strides is None:
+            return factory(input.shape, *args, dtype=dtype, device=device,
+                           requires_grad=requires_grad, **kw)
+        # the input's layout: an empty tensor with its strides, filled like the factory
+        out = _C.empty_strided(tuple(input.shape), strides, dtype=dtype, device=device)
+        out.copy_(factory(input.shape, *args, dtype=dtype, device=device, **kw)) \
+            if factory is not _C.empty else None
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
     like.__name__ = factory.__name__ + "_like"
     like.__doc__ = f"``{factory.__name__}`` with the shape (and by default dtype, device) of ``input``."
     return like

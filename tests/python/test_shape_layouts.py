@@ -67,3 +67,19 @@ def test_repeat_interleave_counts_only_errors(bad, exc):
         torch.repeat_interleave(torch.tensor(bad))
     with pytest.raises(exc, match='repeat'):
         tp.repeat_interleave(tp.tensor(bad))
+
+
+def test_like_factories_preserve_a_dense_layout():
+    import torch
+    x = tp.empty(2, 4, 5, 3).permute(0, 3, 1, 2)  # channels-last data
+    tx = torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    for name in ("zeros_like", "ones_like", "empty_like"):
+        assert getattr(tp, name)(x).stride() == getattr(torch, name)(tx).stride()
+        assert getattr(tp, name)(x, memory_format=tp.contiguous_format).stride() == \
+            getattr(torch, name)(tx, memory_format=torch.contiguous_format).stride()
+    assert tp.full_like(x, 2.0).stride() == torch.full_like(tx, 2.0).stride()
+    assert float(tp.full_like(x, 2.0).sum().item()) == 2.0 * 120
+    assert tp.zeros_like(x[:, :, ::2]).stride() == torch.zeros_like(tx[:, :, ::2]).stride()
+    assert tp.zeros_like(tp.ones(3, 4).t()).stride() == torch.zeros_like(torch.ones(3, 4).t()).stride()
+    y = tp.zeros_like(x, requires_grad=True)
+    assert y.requires_grad and y.is_leaf
