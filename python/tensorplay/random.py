@@ -7,6 +7,7 @@ NumPy). docs/random.md lists the draws each random op makes.
 import contextlib
 
 from tensorplay import _C
+from tensorplay._creation import _like_strides, empty_like
 
 Generator = _C.Generator
 default_generator = _C._default_cpu_generator()
@@ -61,18 +62,11 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
 
 
 def _layout_donor(input, memory_format):
-    """A tensor with input's shape whose strides the *_like samplers should copy."""
-    from tensorplay._tensor import channels_last, contiguous_format, preserve_format
-    if memory_format is None or memory_format is preserve_format:
+    """A tensor with input's shape whose strides the *_like samplers copy: input itself when
+    it is contiguous and stays so, else an empty_like of the asked-for format (its rules)."""
+    if input.is_contiguous() and _like_strides(input, memory_format) is None:
         return input
-    if memory_format is contiguous_format:
-        return input if input.is_contiguous() else _C.empty(tuple(input.shape), dtype=input.dtype)
-    if memory_format is channels_last:
-        if input.dim() != 4:
-            raise RuntimeError("required rank 4 tensor to use channels_last format")
-        n, c, h, w = input.shape
-        return _C.empty((n, h, w, c), dtype=input.dtype).permute(0, 3, 1, 2)
-    raise RuntimeError(f"unsupported memory format {memory_format}")
+    return empty_like(input, memory_format=memory_format)
 
 
 def _like_sampler(c_fn):

@@ -255,19 +255,6 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
 
 
 # ================================================================== dropout
-def _empty_like_preserving(input):
-    """empty_like with PyTorch's preserve_format (a dense input's memory order)."""
-    from tensorplay.random import _layout_donor
-    from tensorplay._tensor import preserve_format
-    donor = _layout_donor(input, preserve_format)
-    if donor.is_contiguous():
-        return tp.empty(tuple(input.shape), dtype=input.dtype)
-    order = sorted(range(input.dim()), key=lambda d: -input.stride(d))
-    base = tp.empty(tuple(input.shape[d] for d in order), dtype=input.dtype)
-    inverse = [order.index(d) for d in range(input.dim())]
-    return base.permute(*inverse)
-
-
 def _check_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -280,7 +267,7 @@ def _dropout_impl(input, p, training, inplace, noise_shape=None, alpha=False):
         return input.mul_(tp.zeros((), dtype=input.dtype)) if inplace else \
             input * tp.zeros((), dtype=input.dtype)
     if noise_shape is None:
-        noise = _empty_like_preserving(input)
+        noise = tp.empty_like(input)  # PyTorch's preserve_format: the input's layout
     else:
         noise = tp.empty(noise_shape, dtype=input.dtype)
     noise.bernoulli_(1 - p)
