@@ -148,6 +148,13 @@ Tensor vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar
 /// matmul's gradient for self (`for_self`) or other, through every rank combination:
 /// 1-D operands act as a row/column, broadcast batch dims are summed back.
 Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self);
+/// mm/addmm's gradient for mat1, laid out like mat1 (a column-major mat1, e.g. a transposed
+/// weight, gets a column-major gradient, so accumulation needs no relayout).
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, IntArrayRef mat1_sizes,
+                        IntArrayRef mat1_strides, const Scalar& alpha);
+/// mm/addmm's gradient for mat2, laid out like mat2 (see mm_mat1_backward).
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, IntArrayRef mat2_sizes,
+                        IntArrayRef mat2_strides, const Scalar& alpha);
 /// addbmm's gradient for batch1 (`for_batch1`) or batch2: grad is shared by every batch.
 Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& batch2,
                        const Scalar& alpha, bool for_batch1);

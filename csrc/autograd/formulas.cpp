@@ -351,6 +351,25 @@ Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tensor& oth
   return reshape(sum_to(r, shaped.sizes()), target.sizes());
 }
 
+namespace {
+/// A 2-D geometry stored column by column (and not also row by row).
+bool column_major(IntArrayRef sizes, IntArrayRef strides) {
+  return strides[0] == 1 && strides[1] == sizes[0] && sizes[1] != 1;
+}
+}  // namespace
+
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, IntArrayRef mat1_sizes,
+                        IntArrayRef mat1_strides, const Scalar& alpha) {
+  if (column_major(mat1_sizes, mat1_strides)) return maybe_multiply(t(mm(mat2, t(grad))), alpha);
+  return maybe_multiply(mm(grad, t(mat2)), alpha);
+}
+
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, IntArrayRef mat2_sizes,
+                        IntArrayRef mat2_strides, const Scalar& alpha) {
+  if (column_major(mat2_sizes, mat2_strides)) return maybe_multiply(t(mm(t(grad), mat1)), alpha);
+  return maybe_multiply(mm(t(mat1), grad), alpha);
+}
+
 Tensor addbmm_backward(const Tensor& grad, const Tensor& batch1, const Tensor& batch2,
                        const Scalar& alpha, bool for_batch1) {
   int64_t n = batch1.size(0);

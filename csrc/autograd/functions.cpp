@@ -10,6 +10,28 @@
 
 namespace tp::autograd {
 
+namespace {
+
+// Note [Gradient layout]: a leaf's .grad has the leaf's strides when the leaf is dense and
+// non-overlapping (contiguous otherwise), as PyTorch promises, so optimizers and user code
+// updating `p` from `p.grad` run over matching memory orders.
+bool obeys_layout(const Tensor& grad, const Tensor& variable) {
+  if (!variable.impl()->is_non_overlapping_and_dense()) return grad.is_contiguous();
+  for (int64_t d = 0; d < grad.dim(); ++d)
+    if (grad.size(d) != 1 && grad.stride(d) != variable.stride(d)) return false;
+  return true;
+}
+
+Tensor copy_in_layout(const Tensor& grad, const Tensor& variable) {
+  if (!variable.impl()->is_non_overlapping_and_dense())
+    return grad.is_contiguous() ? clone(grad) : contiguous(grad);
+  Tensor out = empty_strided(variable.sizes(), variable.strides(), grad.dtype(), grad.device());
+  copy_(out, grad);
+  return out;
+}
+
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
   sequence_nr_ = UINT64_MAX;  // runs as soon as it is ready
   zero_fills_missing_ = false;
@@ -26,9 +48,11 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     m = &meta_or_create(variable_);
     Tensor& acc = m->grad_;
     if (!acc.defined()) {
-      // Take the gradient when nobody else holds it; otherwise keep a private copy.
-      if (grad_enabled()) acc = g;
-      else acc = g.impl()->use_count() == 1 && g.is_contiguous() ? detached(g) : clone(detached(g));
+      // Take the gradient when nobody else holds it and it has the parameter's layout
+      // (Note [Gradient layout]); otherwise keep a private copy in that layout.
+      if (grad_enabled()) acc = obeys_layout(g, variable_) ? g : copy_in_layout(g, variable_);
+      else if (g.impl()->use_count() == 1 && obeys_layout(g, variable_)) acc = detached(g);
+      else acc = copy_in_layout(detached(g), variable_);
     } else if (grad_enabled()) {
       acc = add(acc, g);  // create_graph: the sum keeps its history
     } else {

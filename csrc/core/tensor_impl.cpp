@@ -17,6 +17,45 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   return strides;
 }
 
+namespace {
+
+bool dense_non_overlapping(IntArrayRef sizes, IntArrayRef strides);
+
+}  // namespace
+
+DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides) {
+  if (dense_non_overlapping(sizes, strides)) return DimVector(strides.data(), strides.size());
+  const int64_t nd = int64_t(sizes.size());
+  // perm[0] is the innermost dim; an insertion sort from row-major order moves a dim
+  // outward only past dims whose stride is clearly smaller
+  DimVector perm(nd);
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  auto outer = [&](int64_t a, int64_t b) {  // 1: a belongs outside b; -1: stay; 0: no opinion
+    if (strides[a] == 0 || strides[b] == 0) return 0;
+    if (strides[a] != strides[b]) return strides[a] < strides[b] ? -1 : 1;
+    return sizes[a] > sizes[b] ? 1 : 0;
+  };
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t moving = i;
+    for (int64_t j = i - 1; j >= 0; --j) {
+      int c = outer(perm[j], perm[moving]);
+      if (c > 0) {
+        std::swap(perm[j], perm[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  DimVector out(nd);
+  int64_t step = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    out[perm[i]] = step;
+    step *= std::max<int64_t>(sizes[perm[i]], 1);
+  }
+  return out;
+}
+
 int64_t checked_numel(IntArrayRef sizes, const char* op) {
   int64_t n = 1;
   for (int64_t s : sizes) {
@@ -66,24 +105,31 @@ void TensorImpl::refresh() {
   contiguous_ = contig || n == 0;
 }
 
-bool TensorImpl::is_non_overlapping_and_dense() const {
-  if (contiguous_) return true;
-  size_t nd = sizes_.size();
+namespace {
+
+bool dense_non_overlapping(IntArrayRef sizes, IntArrayRef strides) {
+  size_t nd = sizes.size();
   DimVector perm(nd);
   for (size_t i = 0; i < nd; ++i) perm[i] = int64_t(i);
   std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-    if (sizes_[a] < 2) return false;
-    if (sizes_[b] < 2) return true;
-    return strides_[a] < strides_[b];
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
   });
   int64_t expected = 1;
   for (size_t i = 0; i < nd; ++i) {
     int64_t d = perm[i];
-    if (sizes_[d] == 1) continue;
-    if (strides_[d] != expected) return false;
-    expected *= sizes_[d];
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
   }
   return true;
+}
+
+}  // namespace
+
+bool TensorImpl::is_non_overlapping_and_dense() const {
+  return contiguous_ || dense_non_overlapping(sizes(), strides());
 }
 
 Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {

@@ -17,6 +17,10 @@ using OptionalIntArrayRef = std::optional<IntArrayRef>;
 
 /// Row-major strides for `sizes`.
 DimVector contiguous_strides(IntArrayRef sizes);
+/// The strides a copy of a (sizes, strides) tensor takes under PyTorch's preserve_format:
+/// the same strides when they are dense and non-overlapping, else dense strides that keep
+/// the dims' stride order (ties broken toward the smaller size; zero strides keep place).
+DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides);
 /// Product of sizes; raises if it overflows int64.
 int64_t checked_numel(IntArrayRef sizes, const char* op);
 

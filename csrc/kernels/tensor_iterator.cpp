@@ -135,7 +135,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
   for (size_t i = 0; i < nd; ++i) perm_[i] = int64_t(nd - 1 - i);
   auto stride_of = [&](const Tensor& t, int64_t d) -> int64_t {
     int64_t off = int64_t(nd) - t.dim();
-    if (d < off || t.size(d - off) == 1) return 0;
+    if (d < off || (t.size(d - off) == 1 && shape_[d] != 1)) return int64_t(0);  // broadcast
     return t.stride(d - off);
   };
   const Tensor* order_ops[kMaxOperands + 1];
@@ -144,18 +144,29 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
       std::equal(shape_.begin(), shape_.end(), out.tensor->sizes().begin()))
     order_ops[norder++] = out.tensor;
   for (int i = 0; i < ninputs_; ++i) order_ops[norder++] = inputs_[i];
-  auto should_swap = [&](int64_t d0, int64_t d1) {
+  // 1: d0 belongs outside d1; -1: it stays inside; 0: no operand has an opinion (the
+  // insertion sort then looks further out, as PyTorch's does)
+  auto outer = [&](int64_t d0, int64_t d1) {
     for (int k = 0; k < norder; ++k) {
       int64_t s0 = stride_of(*order_ops[k], d0), s1 = stride_of(*order_ops[k], d1);
       if (s0 == 0 || s1 == 0) continue;
-      if (s0 != s1) return s0 > s1;
-      if (shape_[d0] != shape_[d1]) return shape_[d0] > shape_[d1];
+      if (s0 != s1) return s0 > s1 ? 1 : -1;
+      if (shape_[d0] > shape_[d1]) return 1;
     }
-    return false;
+    return 0;
   };
-  for (size_t i = 1; i < nd; ++i)
-    for (size_t j = i; j > 0 && should_swap(perm_[j - 1], perm_[j]); --j)
-      std::swap(perm_[j - 1], perm_[j]);
+  for (size_t i = 1; i < nd; ++i) {
+    size_t moving = i;
+    for (size_t j = i; j-- > 0;) {
+      int c = outer(perm_[j], perm_[moving]);
+      if (c > 0) {
+        std::swap(perm_[j], perm_[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
 
   if (out.tensor && out.tensor->defined()) {
     const Tensor& o = *out.tensor;

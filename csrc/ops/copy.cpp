@@ -40,9 +40,9 @@ bool try_dense_copy(const Tensor& dst, const Tensor& src) {
 }
 
 Tensor empty_preserving(const Tensor& self, DType dtype) {
-  if (self.impl()->is_non_overlapping_and_dense())
-    return empty_strided_tensor(self.sizes(), self.strides(), dtype, self.device());
-  return empty_tensor(self.sizes(), dtype, self.device());
+  if (self.is_contiguous()) return empty_tensor(self.sizes(), dtype, self.device());
+  return empty_strided_tensor(self.sizes(), preserving_strides(self.sizes(), self.strides()), dtype,
+                              self.device());
 }
 
 // PyTorch refuses scalars a dtype cannot hold (negative ints wrap for unsigned types, as

@@ -47,6 +47,11 @@ void check_single(const Tensor& t, const char* what) {
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_size_type", [](nb::handle t) { g_size_type = t.inc_ref().ptr(); });
+  m.def("_preserving_strides", [](const Tensor& t) {
+    nb::list out;
+    for (int64_t s : preserving_strides(t.sizes(), t.strides())) out.append(s);
+    return out;
+  });
   // Tensor subclasses (nn.Parameter): an instance of `cls` aliasing `data` (a detached
   // view of it), with requires_grad set.
   m.def("_make_subclass", [](nb::handle cls, const Tensor& data, bool requires_grad) {

@@ -10,8 +10,8 @@ from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, double, dty
                                float16, float32, float64, get_default_dtype, half, iinfo, int,
                                int8, int16, int32, int64, long, promote_types, result_type,
                                set_default_dtype, short, uint8)
-from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, contiguous_format,
-                                memory_format, preserve_format)
+from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, channels_last_3d,
+                                contiguous_format, memory_format, preserve_format)
 from tensorplay import _indexing  # noqa: F401  (installs Tensor.__getitem__/__setitem__)
 from tensorplay._indexing import index_put_
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
@@ -48,6 +48,14 @@ def _export_generated_ops():
 
 
 _export_generated_ops()
+
+
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` with its own storage (``preserve_format`` keeps a dense layout)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"clone(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.clone(memory_format=memory_format)
 
 
 def is_tensor(obj):

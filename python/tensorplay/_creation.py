@@ -95,31 +95,23 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 
 def _like_strides(input, memory_format):
     """The strides a *_like result takes (None: contiguous). PyTorch's preserve_format keeps
-    a dense input's layout (a permutation of its dims); channels_last asks for NHWC."""
-    from tensorplay._tensor import channels_last, contiguous_format, preserve_format
+    the input's dim order (its exact strides when dense); channels_last asks for NHWC."""
+    from tensorplay._tensor import channels_last, channels_last_3d, contiguous_format, preserve_format
     if memory_format is None or memory_format is preserve_format:
-        if input.is_contiguous():
-            return None
-        order = sorted(range(input.dim()), key=lambda d: -input.stride(d))
-        strides, expected = [0] * input.dim(), 1
-        for d in reversed(order):
-            strides[d] = expected
-            expected *= builtins.max(input.shape[d], 1)
-        dense = builtins.all(input.stride(d) == strides[d] or input.shape[d] == 1
-                             for d in range(input.dim()))
-        if dense:
-            return strides
-        # not dense: PyTorch's suggested format (channels_last when the strides run N, H, W, C)
-        if input.dim() == 4 and order == [0, 2, 3, 1]:
-            return _like_strides(input, channels_last)
-        return None
+        return None if input.is_contiguous() else _C._preserving_strides(input)
     if memory_format is contiguous_format:
         return None
-    if memory_format is channels_last:
-        if input.dim() != 4:
-            raise RuntimeError("required rank 4 tensor to use channels_last format")
-        n, c, h, w = input.shape
-        return [h * w * c, 1, w * c, c]
+    if memory_format is channels_last or memory_format is channels_last_3d:
+        rank = 4 if memory_format is channels_last else 5
+        if input.dim() != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {memory_format._name} format")
+        # channels innermost, then the spatial dims in order, then the batch
+        shape = [builtins.max(s, 1) for s in input.shape]
+        strides, expected = [0] * rank, 1
+        for d in [1] + list(range(rank - 1, 1, -1)) + [0]:
+            strides[d] = expected
+            expected *= shape[d]
+        return strides
     raise RuntimeError(f"unsupported memory format {memory_format}")
 
 

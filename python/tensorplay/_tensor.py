@@ -118,13 +118,49 @@ def is_contiguous(self, *, memory_format=None):
     """Whether the elements are laid out densely in row-major (or the given) order."""
     if memory_format is None or memory_format is contiguous_format:
         return self._is_contiguous()
-    if memory_format is channels_last:
-        if self.dim() != 4:
+    if memory_format is channels_last or memory_format is channels_last_3d:
+        if self.dim() != (4 if memory_format is channels_last else 5):
             return False
-        n, c, h, w = self.shape
-        expected = [h * w * c, 1, w * c, c]
+        from tensorplay._creation import _like_strides
+        expected = _like_strides(self, memory_format)
         return all(sz == 1 or st == e for sz, st, e in zip(self.shape, self.stride(), expected))
     raise RuntimeError(f"is_contiguous: unsupported memory format {memory_format}")
+
+
+def _relayout(self, memory_format):
+    """A copy of self laid out in ``memory_format`` (gradients flow through the copy)."""
+    from tensorplay._creation import _like_strides
+    strides = _like_strides(self, memory_format)
+    if strides is None:
+        return _contiguous(self) if not self.is_contiguous() else _clone(self)
+    out = _C.empty_strided(tuple(self.shape), strides, dtype=self.dtype, device=self.device)
+    return out.copy_(self)
+
+
+def _wants_relayout(memory_format):
+    return memory_format is not None and memory_format is not preserve_format
+
+
+_contiguous = Tensor.contiguous
+_clone = Tensor.clone
+
+
+@_method
+def contiguous(self, memory_format=None):
+    """Self if already laid out in ``memory_format`` (row-major by default), else a copy that is."""
+    if memory_format is None or memory_format is contiguous_format:
+        return _contiguous(self)
+    if memory_format is preserve_format and not self.is_contiguous():
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if memory_format is preserve_format or self.is_contiguous(memory_format=memory_format):
+        return self
+    return _relayout(self, memory_format)
+
+
+@_method
+def clone(self, *, memory_format=None):
+    """A copy with its own storage; ``preserve_format`` (the default) keeps a dense layout."""
+    return _relayout(self, memory_format) if _wants_relayout(memory_format) else _clone(self)
 
 
 class memory_format:
@@ -137,6 +173,7 @@ class memory_format:
 
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
 
@@ -147,7 +184,7 @@ def to(self, *args, **kwargs):
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    layout = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     for a in args:
@@ -168,12 +205,42 @@ def to(self, *args, **kwargs):
             raise RuntimeError(f"to: {e}") from None
         if dev.type != self.device.type:
             raise RuntimeError(f"to: device {dev} arrives with the CUDA backend")
-    return _C._to_dtype(self, dtype if dtype is not None else self.dtype, copy)
+    return _converted(self, dtype if dtype is not None else self.dtype, copy, layout)
+
+
+def _converted(self, dtype, copy, memory_format):
+    """``self`` as ``dtype`` in ``memory_format``: self itself where PyTorch aliases (same
+    dtype, no copy asked, and the layout self's strides suggest), else a copy laid out so."""
+    out = _C._to_dtype(self, dtype, copy)
+    if not _wants_relayout(memory_format):
+        return out
+    aliased = not copy and dtype == self.dtype
+    if aliased and _suggested_format(self) is memory_format:
+        return out
+    from tensorplay._creation import _like_strides
+    want = _like_strides(self, memory_format)
+    if not aliased and (out.is_contiguous() if want is None else list(out.stride()) == want):
+        return out
+    return _relayout(out, memory_format)
+
+
+def _suggested_format(t):
+    """The memory format t's strides suggest (PyTorch's suggest_memory_format): channels-last
+    when channels are innermost and the other dims nest outward in order; else contiguous."""
+    if t.dim() not in (4, 5) or t.stride(1) == 0:
+        return contiguous_format
+    bound = 0
+    for d in [1] + list(range(t.dim() - 1, 1, -1)) + [0]:
+        size, stride = t.shape[d], t.stride(d)
+        if size == 0 or stride < bound or (d == 0 and bound == t.stride(1)):
+            return contiguous_format
+        bound = stride * size if size > 1 else stride
+    return channels_last if t.dim() == 4 else channels_last_3d
 
 
 def _caster(name, dt):
     def cast(self, memory_format=None):
-        return _C._to_dtype(self, dt, False)
+        return _converted(self, dt, False, memory_format)
     cast.__name__ = name
     cast.__doc__ = f"``self.to({dt})``."
     setattr(Tensor, name, cast)

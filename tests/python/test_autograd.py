@@ -386,3 +386,39 @@ def test_gradcheck_catches_a_wrong_gradient():
     with pytest.raises(RuntimeError, match='Jacobian mismatch'):
         tp.autograd.gradcheck(wrong, (x,))
     assert not tp.autograd.gradcheck(wrong, (x,), raise_exception=False)
+
+
+@pytest.mark.parametrize("case", ["transposed_leaf", "linear_weight", "channels_last", "overlapping",
+                                  "mm_column_major_mat1", "accumulated", "create_graph"])
+def test_leaf_gradient_keeps_the_leaf_layout(case):
+    # Note [Gradient layout]: .grad has the leaf's strides (contiguous for overlapping leaves)
+    def run(lib):
+        base = lib.arange(24, dtype=lib.float32).reshape(4, 6) / 10
+        if case == "transposed_leaf":
+            p = base.t().requires_grad_()
+            (p * p).sum().backward()
+        elif case == "linear_weight":
+            p = base.clone().requires_grad_()
+            lib.nn.functional.linear(lib.ones(5, 6), p).pow(2).sum().backward()
+        elif case == "channels_last":
+            p = base.reshape(1, 4, 2, 3).contiguous(memory_format=lib.channels_last).requires_grad_()
+            (p.sin() * lib.ones(1, 4, 2, 3)).sum().backward()
+        elif case == "overlapping":
+            p = base[0].expand(3, 6).requires_grad_()
+            (p * lib.arange(18.).reshape(3, 6)).sum().backward()
+        elif case == "mm_column_major_mat1":
+            p = base.t().requires_grad_()
+            lib.mm(p, lib.ones(4, 2)).pow(2).sum().backward()
+        elif case == "accumulated":
+            p = base.t().requires_grad_()
+            (p * 2).sum().backward()
+            (p @ lib.ones(4, 2)).sum().backward()
+        else:
+            p = base.t().requires_grad_()
+            (g,) = lib.autograd.grad(lib.mm(lib.ones(2, 6), p).pow(2).sum(), p, create_graph=True)
+            p.grad = None
+            g.sum().backward()
+        return p.grad
+    a, b = run(torch), run(tp)
+    assert tuple(b.stride()) == tuple(a.stride())
+    np.testing.assert_allclose(_np(b), _np(a), rtol=1e-6)

@@ -1,5 +1,6 @@
 """Output layouts (strides) of copying shape ops, and repeat_interleave's counts-only
 overload, against PyTorch."""
+import numpy as np
 import pytest
 import torch
 
@@ -83,3 +84,79 @@ def test_like_factories_preserve_a_dense_layout():
     assert tp.zeros_like(tp.ones(3, 4).t()).stride() == torch.zeros_like(torch.ones(3, 4).t()).stride()
     y = tp.zeros_like(x, requires_grad=True)
     assert y.requires_grad and y.is_leaf
+
+
+@pytest.mark.parametrize("how", ["contiguous", "clone", "to", "double", "module_to", "tp_clone"])
+@pytest.mark.parametrize("fmt", ["channels_last", "channels_last_3d", "contiguous_format",
+                                 "preserve_format"])
+@pytest.mark.parametrize("src", ["contiguous", "transposed", "sliced", "rank3"])
+def test_memory_format_conversions_match_torch(how, fmt, src):
+    def run(lib):
+        rank = 5 if fmt == "channels_last_3d" else 4
+        x = lib.arange(2 * 3 * 4 * 5 * 2, dtype=lib.float32).reshape(2, 3, 4, 5, 2)
+        x = x[..., 0] if rank == 4 else x
+        if src == "transposed":
+            x = x.transpose(1, 2)
+        elif src == "sliced":
+            x = x[:, :, ::2]
+        elif src == "rank3":
+            x = x.reshape(2, 3, -1)
+        mf = getattr(lib, fmt)
+        if how == "contiguous":
+            return x.contiguous(memory_format=mf)
+        if how == "clone":
+            return x.clone(memory_format=mf)
+        if how == "tp_clone":
+            return lib.clone(x, memory_format=mf)
+        if how == "to":
+            return x.to(memory_format=mf)
+        if how == "double":
+            return x.double(memory_format=mf)
+        m = lib.nn.Module()
+        m.register_buffer("b", x.contiguous())
+        return m.to(memory_format=mf).b
+    outcomes = []
+    for lib in (torch, tp):
+        try:
+            outcomes.append(run(lib))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    a, b = outcomes
+    if isinstance(a, str):
+        assert b == a
+        return
+    assert tuple(b.stride()) == tuple(a.stride()) and b.dtype.__repr__().split(".")[-1] == str(a.dtype).split(".")[-1]
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+def test_channels_last_copy_passes_gradients():
+    x = tp.randn(2, 3, 4, 5, requires_grad=True)
+    y = x.contiguous(memory_format=tp.channels_last)
+    (y * y).sum().backward()
+    assert x.grad.stride() == x.stride()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("view", ["expand_row", "expand_col", "permute_slice", "size1_dims",
+                                  "transpose_step", "nhwc_sliced"])
+@pytest.mark.parametrize("op", ["clone", "empty_like", "zeros_like", "double", "add"])
+def test_preserve_format_of_non_dense_views_matches_torch(view, op):
+    def run(lib):
+        base = lib.arange(2 * 3 * 4 * 6, dtype=lib.float32).reshape(2, 3, 4, 6)
+        x = {"expand_row": lambda: base[0, 0, 0].expand(5, 6),
+             "expand_col": lambda: base[0, 0, :, :1].expand(4, 7),
+             "permute_slice": lambda: base.permute(3, 1, 0, 2)[::2],
+             "size1_dims": lambda: base[:1, :, :1].transpose(0, 3)[::3],
+             "transpose_step": lambda: base[..., ::2].transpose(1, 3),
+             "nhwc_sliced": lambda: base.permute(0, 2, 3, 1)[:, :, ::2].permute(0, 3, 1, 2)}[view]()
+        if op == "clone":
+            return x.clone()
+        if op == "double":
+            return x.double()
+        if op == "add":
+            return x + 1
+        return getattr(lib, op)(x)
+    a, b = run(torch), run(tp)
+    assert tuple(b.stride()) == tuple(a.stride())
+    if op != "empty_like":
+        np.testing.assert_array_equal(b.numpy(), a.numpy())

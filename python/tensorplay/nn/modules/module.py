@@ -369,7 +369,9 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Moves and/or casts parameters and buffers: to(device), to(dtype), to(tensor),
-        to(device, dtype); dtypes must be floating (integer tensors keep theirs)."""
+        to(device, dtype), memory_format= (4-D/5-D tensors); dtypes must be floating (integer
+        tensors keep theirs)."""
+        layout = kwargs.pop("memory_format", None)
         device, dtype, non_blocking = _parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
@@ -377,7 +379,8 @@ class Module:
 
         def convert(t):
             want = dtype if (dtype is not None and t.is_floating_point()) else None
-            return t.to(device=device, dtype=want, non_blocking=non_blocking)
+            fmt = layout if t.dim() in (4, 5) else None  # PyTorch relayouts 4-D/5-D tensors only
+            return t.to(device=device, dtype=want, non_blocking=non_blocking, memory_format=fmt)
         return self._apply(convert)
 
     def cpu(self):
@@ -789,7 +792,6 @@ def _parse_to(*args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     non_blocking = kwargs.pop("non_blocking", False)
     kwargs.pop("copy", None)
-    kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() received an invalid combination of arguments: {list(kwargs)}")
     for a in args:
