@@ -191,9 +191,9 @@ def _ints(values):
 def _view(op, storage, storage_offset, size, stride, dtype):
     """``storage`` seen as a tensor of ``dtype``, after checking the layout fits in it."""
     if not isinstance(storage, LoadedStorage):
-        raise pickle.UnpicklingError(f"{op}: expected a storage, got {type(storage).__name__}")
+        raise TypeError(f"{op}: expected a storage, got {type(storage).__name__}")
     if not isinstance(dtype, _C.dtype):
-        raise pickle.UnpicklingError(f"{op}: expected a dtype, got {type(dtype).__name__}")
+        raise TypeError(f"{op}: expected a dtype, got {type(dtype).__name__}")
     if not (_ints(size) and _ints(stride) and len(size) == len(stride)
             and type(storage_offset) is int):
         raise RuntimeError(f"{op}: invalid tensor layout: size {size!r}, stride {stride!r}, "
@@ -213,7 +213,7 @@ def _view(op, storage, storage_offset, size, stride, dtype):
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
     if not isinstance(storage, LoadedStorage) or storage.dtype is None:
-        raise pickle.UnpicklingError("_rebuild_tensor: expected a typed storage")
+        raise TypeError(f"_rebuild_tensor: expected a typed storage, got {storage!r}")
     return _view("_rebuild_tensor", storage, storage_offset, size, stride, storage.dtype)
 
 
@@ -241,7 +241,7 @@ def _set_state(obj, state):
     elif isinstance(state, dict):
         items = state
     else:
-        raise pickle.UnpicklingError(f"load: invalid tensor state {type(state).__name__}")
+        raise TypeError(f"load: invalid tensor state {type(state).__name__}")
     if type(obj) is Tensor:
         raise RuntimeError(f"load: the checkpoint sets Python attributes {sorted(items)} on a "
                            "tensor; TensorPlay tensors cannot hold attributes (a Parameter can)")
@@ -252,7 +252,7 @@ def _set_state(obj, state):
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     if not isinstance(data, Tensor):
-        raise pickle.UnpicklingError("_rebuild_parameter: expected a tensor")
+        raise TypeError(f"_rebuild_parameter: expected a tensor, got {type(data).__name__}")
     return Parameter(data, requires_grad)
 
 
@@ -263,9 +263,9 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
 def _rebuild_from_type_v2(func, new_type, args, state):
     if func not in (_rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_tensor, _rebuild_parameter,
                     _rebuild_parameter_with_state):
-        raise pickle.UnpicklingError(f"_rebuild_from_type_v2: unexpected function {func!r}")
+        raise TypeError(f"_rebuild_from_type_v2: unexpected function {func!r}")
     if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
-        raise pickle.UnpicklingError(f"_rebuild_from_type_v2: {new_type!r} is not a tensor type")
+        raise TypeError(f"_rebuild_from_type_v2: {new_type!r} is not a tensor type")
     ret = func(*args)
     if type(ret) is not new_type:
         ret = _C._make_subclass(new_type, ret, ret.requires_grad)

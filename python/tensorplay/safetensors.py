@@ -189,13 +189,12 @@ def _tensor(array, dtype, shape):
 
 
 def load(data):
-    """The tensors of safetensors bytes ``data``, as a dict in file order."""
+    """The tensors of safetensors bytes ``data``, as a dict sorted by name."""
     view = memoryview(data).cast("B")
     entries, _, start = _parse_header(view, len(view))
     return {name: _tensor(np.frombuffer(view, np.uint8, end - begin, start + begin).copy(),
                           dtype, shape)
-            for name, (dtype, shape, begin, end) in sorted(entries.items(),
-                                                           key=lambda e: e[1][2])}
+            for name, (dtype, shape, begin, end) in sorted(entries.items())}
 
 
 def _check_device(device):

@@ -90,7 +90,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
         record(".format_version", b"1")
         record(".storage_alignment", str(_ALIGNMENT).encode())
         record("byteorder", sys.byteorder.encode())
-        for saved in sorted(pickler.storages.values(), key=lambda s: s.key):
+        for saved in pickler.storages.values():  # in key order, as torch.save writes them
             record(f"data/{saved.key}", saved.numpy_bytes())
         record("version", b"3\n")
         record(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
@@ -139,7 +139,9 @@ def _storage_pid(pid, length):
             and isinstance(pid[1], StorageType) and isinstance(pid[2], str)
             and isinstance(pid[3], str) and type(pid[4]) is int and pid[4] >= 0):
         raise pickle.UnpicklingError("unsupported persistent id encountered")
-    return pid[1:]
+    if length == 6 and pid[5] is not None:  # a legacy storage view
+        raise RuntimeError("load: storage views (written by PyTorch before 0.4) are not supported")
+    return pid[1:5]
 
 
 def _read_into(fh, offset, array):
