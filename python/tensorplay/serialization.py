@@ -19,6 +19,7 @@ import zipfile
 import numpy as np
 
 from tensorplay import _C
+from tensorplay._creation import from_numpy
 from tensorplay._dtype import uint8
 from tensorplay._tensor import UntypedStorage
 from tensorplay._torch_pickle import (LoadedStorage, StorageType, add_safe_globals,
@@ -29,7 +30,7 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
            "safe_globals"]
 
 _ALIGNMENT = 64
-_ZIP64_FROM = 1 << 30  # records above this get ZIP64 sizes (zipfile decides the same way)
+_ZIP64_FROM = 1 << 30  # records above get ZIP64 headers; zipfile adds none to smaller ones
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # a zip local file header, 30 bytes
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL = 1001
@@ -201,7 +202,11 @@ class _ZipReader:
                 _read_into(self.fh, offset, array)
         if self.byteorder != sys.byteorder and itemsize > 1:
             array = array.view(f"u{itemsize}").byteswap().view(np.uint8)
-        return _C._from_buffer(array.__array_interface__["data"][0], [nbytes], [1], uint8, array)
+        return from_numpy(array)
+
+
+def _no_storage(pid):
+    raise pickle.UnpicklingError("unsupported persistent id encountered")
 
 
 def _unpickle(unpickler, weights_only):
@@ -232,9 +237,8 @@ def _storage_loader(pid_length, read_bytes, restore, storages):
 def _load_legacy(fh, restore, unpickler_cls, weights_only, pickle_load_args):
     """PyTorch's pre-1.6 format: magic, protocol and system-info pickles, the object pickle,
     the list of storage keys, then each storage as an int64 element count and its bytes."""
-    def unpickle(load_storage=None):
-        return _unpickle(unpickler_cls(fh, load_storage or _no_storage, **pickle_load_args),
-                         weights_only)
+    def unpickle(load_storage=_no_storage):
+        return _unpickle(unpickler_cls(fh, load_storage, **pickle_load_args), weights_only)
 
     if unpickle() != _LEGACY_MAGIC:
         raise RuntimeError("Invalid magic number; corrupt file?")
@@ -249,8 +253,7 @@ def _load_legacy(fh, restore, unpickler_cls, weights_only, pickle_load_args):
     def allocate(key, nbytes, itemsize):  # filled once the object pickle is read
         if nbytes > file_size:
             raise RuntimeError(f"load: storage {key!r} is larger than the file")
-        array = np.empty(nbytes, dtype=np.uint8)
-        return _C._from_buffer(array.__array_interface__["data"][0], [nbytes], [1], uint8, array)
+        return from_numpy(np.empty(nbytes, dtype=np.uint8))
 
     storages = {}
     result = unpickle(_storage_loader(6, allocate, restore, storages))
@@ -262,15 +265,11 @@ def _load_legacy(fh, restore, unpickler_cls, weights_only, pickle_load_args):
         if storage is None:
             raise RuntimeError(f"load: storage key {key!r} not found in the checkpoint")
         count = fh.read(8)
-        nbytes = storage._t.numel()
-        if len(count) != 8 or struct.unpack("<q", count)[0] * storage.storage_type.itemsize != nbytes:
+        itemsize = storage.storage_type.itemsize
+        if len(count) != 8 or struct.unpack("<q", count)[0] * itemsize != storage._t.numel():
             raise RuntimeError(f"load: storage {key!r} does not match its declared size")
         _read_into(fh, fh.tell(), storage._t.numpy())
     return result
-
-
-def _no_storage(pid):
-    raise pickle.UnpicklingError("unsupported persistent id encountered")
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
