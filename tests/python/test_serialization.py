@@ -11,6 +11,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import types
 import zipfile
 
 import numpy as np
@@ -219,6 +220,16 @@ def test_zip_layout_matches_torch(tmp_path):
             assert (info.header_offset + 30 + header[10] + header[11]) % 64 == 0, info.filename
 
 
+def test_pickle_module():
+    pure = types.SimpleNamespace(Pickler=pickle._Pickler, Unpickler=pickle.Unpickler)
+    data = _saved(tp.save, {"w": tp.ones(2)}, pickle_module=pure)
+    assert torch.load(io.BytesIO(data))["w"].tolist() == [1, 1]
+    assert tp.load(io.BytesIO(data), pickle_module=pure, weights_only=False)["w"].tolist() == [1, 1]
+    with pytest.raises(TypeError, match="pure-Python pickler"):
+        tp.save(tp.ones(1), io.BytesIO(),
+                pickle_module=types.SimpleNamespace(Pickler=pickle.Pickler))  # the C pickler
+
+
 def test_save_errors_leave_no_file(tmp_path):
     path = tmp_path / "x.pt"
     with pytest.raises((pickle.PicklingError, TypeError, AttributeError)):
@@ -303,7 +314,8 @@ def test_malicious_checkpoint_is_refused(tmp_path):
     marker = tmp_path / "pwned"
     evil = [
         (_Run(os.system, f"touch {marker}"), "whose module posix is blocked"),
-        (_Run(exec, f"open({str(marker)!r}, 'w').close()"), "Unsupported global: GLOBAL builtins.exec"),
+        (_Run(exec, f"open({str(marker)!r}, 'w').close()"),
+         "Unsupported global: GLOBAL builtins.exec"),
     ]
     for obj, message in evil:
         for f in (_checkpoint({"w": obj}), io.BytesIO(pickle.dumps(obj, protocol=2))):
@@ -364,7 +376,8 @@ def _tensor_at(size, stride, offset=0, numel=4, dtype_storage=torch.FloatStorage
     (_tensor_at((2,), (1,)), {}, RuntimeError, "no record for storage"),
     (_tensor_at((5,), (1,)), {"0": b"\0" * 16}, RuntimeError, "need a storage of 5"),
     (_tensor_at((2,), (1,), offset=3), {"0": b"\0" * 16}, RuntimeError, "need a storage"),
-    (_tensor_at((2 ** 40, 2 ** 40), (2 ** 40, 1)), {"0": b"\0" * 16}, RuntimeError, "need a storage"),
+    (_tensor_at((2 ** 40, 2 ** 40), (2 ** 40, 1)), {"0": b"\0" * 16}, RuntimeError,
+     "need a storage"),  # the element count overflows int64
     (_tensor_at((2,), (-1,), offset=1), {"0": b"\0" * 16}, RuntimeError, "negative"),
     (_tensor_at((2,), (1,), offset=-1), {"0": b"\0" * 16}, RuntimeError, "negative"),
     (_tensor_at((2, 2), (1,)), {"0": b"\0" * 16}, RuntimeError, "invalid tensor layout"),
@@ -423,8 +436,8 @@ def _rewrite(data, change):
 
 def test_map_location():
     data = _saved(tp.save, {"w": tp.arange(4.0)})
-    cuda = _rewrite(data, lambda n, b: b.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
-                    if n == "data.pkl" else b)
+    cuda = _rewrite(data, lambda n, b: b if n != "data.pkl" else
+                    b.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0"))
     assert torch.load(io.BytesIO(cuda), map_location="cpu")["w"].tolist() == [0, 1, 2, 3]
     with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
         tp.load(io.BytesIO(cuda))
