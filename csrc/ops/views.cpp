@@ -237,16 +237,23 @@ Tensor as_strided_impl(const Tensor& self, IntArrayRef size, IntArrayRef stride,
   int64_t offset = storage_offset.value_or(self.storage_offset());
   TP_CHECK(offset >= 0, "Tensor: invalid storage offset ", offset);
   int64_t extent = 1;
-  bool empty = false;
+  bool empty = false, overflow = false;
   for (size_t i = 0; i < size.size(); ++i) {
     TP_CHECK(size[i] >= 0, "Trying to create tensor with negative dimension ", size[i]);
     TP_CHECK(stride[i] >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ",
              shape_str(stride));
     empty |= size[i] == 0;
-    extent += (size[i] - 1) * stride[i];
+    int64_t span = 0;
+    overflow |= size[i] > 0 && (__builtin_mul_overflow(size[i] - 1, stride[i], &span) ||
+                                __builtin_add_overflow(extent, span, &extent));
   }
   if (!empty) {
-    int64_t need = (offset + extent) * int64_t(self.itemsize());
+    int64_t need = 0;
+    overflow |= __builtin_add_overflow(offset, extent, &need) ||
+                __builtin_mul_overflow(need, int64_t(self.itemsize()), &need);
+    TP_CHECK(!overflow, "as_strided: storage size calculation overflowed with sizes=",
+             shape_str(size), " and strides=", shape_str(stride));
+    checked_numel(size, "as_strided");
     TP_CHECK(size_t(need) <= self.impl()->storage()->nbytes(), "setStorage: sizes ",
              shape_str(size), ", strides ", shape_str(stride), ", storage offset ", offset,
              ", and itemsize ", self.itemsize(), " requiring a storage size of ", need,

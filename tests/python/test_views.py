@@ -63,3 +63,13 @@ def test_view_values_match_torch(name, fn):
     assert tuple(ours.shape) == tuple(ref.shape)
     assert tuple(ours.stride()) == tuple(ref.stride())
     assert ours.tolist() == ref.tolist()
+
+
+@pytest.mark.parametrize("size,stride", [((2**40, 2**40), (2**40, 1)), ((2**40, 2**40), (0, 0)),
+                                         ((2**62, 3), (1, 2**62)), ((3, 2**61), (2**61, 8))])
+def test_as_strided_geometry_overflow_raises(size, stride):
+    # sizes whose element count or extent overflows int64 must not slip past the bounds check
+    with pytest.raises(RuntimeError):
+        torch.zeros(4).as_strided(size, stride, 0)
+    with pytest.raises(RuntimeError, match="as_strided"):
+        tp.zeros(4).as_strided(size, stride, 0)
