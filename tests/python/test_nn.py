@@ -668,6 +668,82 @@ def test_recurrent_layers_match_torch(name, args, kwargs):
         assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", ["dropout", "unbatched", "hx", "no_bias", "float64", "hy_only",
+                                  "batch_first_bidirectional"])
+def test_fused_lstm_layers_match_torch(case):
+    # the C++ time loop (_FusedLSTMLayer): outputs and gradients of input, state and weights
+    kwargs = {"num_layers": 2}
+    kwargs.update({"dropout": {"dropout": 0.3}, "no_bias": {"bias": False},
+                   "batch_first_bidirectional": {"batch_first": True, "bidirectional": True}}
+                  .get(case, {}))
+    tm, pm = build_both("LSTM", (5, 8), kwargs, seed=4)
+    dt = np.float64 if case == "float64" else np.float32
+    if case == "float64":
+        tm, pm = tm.double(), pm.double()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 5) if case == "unbatched" else (6, 3, 5)).astype(dt)
+    tx, px = torch.from_numpy(x).requires_grad_(), tp.from_numpy(x.copy()).requires_grad_()
+    targs, pargs = [tx], [px]
+    if case == "hx":
+        h = rng.standard_normal((2, 3, 8)).astype(dt)
+        c = rng.standard_normal((2, 3, 8)).astype(dt)
+        th = (torch.from_numpy(h).requires_grad_(), torch.from_numpy(c).requires_grad_())
+        ph = (tp.from_numpy(h.copy()).requires_grad_(), tp.from_numpy(c.copy()).requires_grad_())
+        targs.append(th)
+        pargs.append(ph)
+    torch.manual_seed(7)
+    tp.manual_seed(7)
+    tout, (thy, tcy) = tm(*targs)
+    pout, (phy, pcy) = pm(*pargs)
+    tol = dict(rtol=1e-9, atol=1e-10) if case == "float64" else dict(rtol=1e-4, atol=1e-5)
+    for a, b in ((tout, pout), (thy, phy), (tcy, pcy)):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert_close(a, b, **tol)
+    w = rng.standard_normal(tuple(tout.shape)).astype(dt)
+    if case == "hy_only":
+        tloss, ploss = (thy * 2).sum() + tcy.sum(), (phy * 2).sum() + pcy.sum()
+    else:
+        tloss = (tout * torch.from_numpy(w)).sum() + thy.sum() - tcy.sum()
+        ploss = (pout * tp.from_numpy(w)).sum() + phy.sum() - pcy.sum()
+    tloss.backward()
+    ploss.backward()
+    assert_close(tx.grad, px.grad, **tol)
+    if case == "hx":
+        assert_close(targs[1][0].grad, pargs[1][0].grad, **tol)
+        assert_close(targs[1][1].grad, pargs[1][1].grad, **tol)
+    for (n, a), (_, b) in zip(tm.named_parameters(), pm.named_parameters()):
+        assert_close(a.grad, b.grad, **tol)
+
+
+def test_fused_lstm_double_backward_matches_torch():
+    # create_graph through the fused layer differentiates the composed step ops
+    tm, pm = build_both("LSTM", (3, 4), {"bidirectional": True}, seed=6)
+    tm, pm = tm.double(), pm.double()
+    x = np.random.default_rng(6).standard_normal((5, 2, 3))
+    results = []
+    for lib, m in ((torch, tm), (tp, pm)):
+        xx = lib.from_numpy(x.copy()).requires_grad_()
+        out, (h, c) = m(xx)
+        (g,) = lib.autograd.grad((out.pow(2)).sum() + c.sum(), xx, create_graph=True)
+        (g.pow(2).sum()).backward()
+        results.append([xx.grad] + [p.grad for p in m.parameters()])
+    for a, b in zip(*results):
+        assert_close(a, b, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_fused_lstm_layer_gradcheck(reverse):
+    from tensorplay.nn.modules.rnn import _FusedLSTMLayer
+    g = tp.Generator().manual_seed(3)
+    args = [tp.randn(shape, dtype=tp.float64, generator=g).requires_grad_()
+            for shape in ((4, 2, 12), (2, 3), (2, 3), (12, 3), (12,))]
+
+    def layer(*a):
+        return _FusedLSTMLayer.apply(*a, reverse)
+    assert tp.autograd.gradcheck(layer, args)
+    assert tp.autograd.gradgradcheck(layer, args)
+
+
 def test_packed_sequences_through_lstm():
     tm, pm = build_both("LSTM", (3, 4), {"bidirectional": True}, seed=1)
     rng = np.random.default_rng(1)

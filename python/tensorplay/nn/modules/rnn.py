@@ -1,13 +1,15 @@
 """RNN, LSTM, GRU and their cells, with PyTorch's parameter names, layout and initialisation.
 
-The input projections of a whole sequence are one GEMM per layer and direction; the time
-loop then does one hidden-state GEMM and a few pointwise ops per step. PackedSequence
-inputs run padded with a per-step mask (finished sequences keep their last state).
+The input projections of a whole sequence are one GEMM per layer and direction. LSTM layers
+(float32/float64, no projection, unpacked) then run the time loop in C++ (_FusedLSTMLayer);
+otherwise the loop is Python, one hidden-state GEMM and a few pointwise ops per step.
+PackedSequence inputs run padded with a per-step mask (finished sequences keep their state).
 """
 import math
 import numbers
 
 import tensorplay as tp
+from tensorplay.autograd import forward_ad
 from tensorplay.nn import functional as F
 from tensorplay.nn import init
 from tensorplay.nn.modules.module import Module
@@ -28,6 +30,59 @@ class _StepSplit(tp.autograd.Function):
     def backward(ctx, *grads):
         return tp.stack([g if g is not None else tp.zeros(ctx.step_shape, dtype=ctx.dtype)
                          for g in grads])
+
+
+def _lstm_step(gi_t, h, c, w_hh, b_hh, w_hr=None):
+    """One LSTM step from the precomputed input projection gi_t (b_ih included)."""
+    gates = gi_t + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, 1)
+    c_new = tp.sigmoid(f) * c + tp.sigmoid(i) * tp.tanh(g)
+    h_new = tp.sigmoid(o) * tp.tanh(c_new)
+    return (h_new if w_hr is None else F.linear(h_new, w_hr)), c_new
+
+
+def _lstm_layer_composed(gi, h0, c0, w_hh, b_hh, reverse):
+    """_lstm_layer written with differentiable ops (for create_graph backward)."""
+    outs, h, c = [None] * gi.size(0), h0, c0
+    for t in (range(gi.size(0) - 1, -1, -1) if reverse else range(gi.size(0))):
+        h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
+        outs[t] = h
+    return tp.stack(outs), h, c
+
+
+class _FusedLSTMLayer(tp.autograd.Function):
+    """One LSTM layer and direction through the C++ time loop (_lstm_layer). Backward runs
+    _lstm_layer_backward; under create_graph it differentiates the composed layer instead,
+    so double backward works."""
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, reverse):
+        out, gates, cells = tp._C._lstm_layer(gi, h0, c0, w_hh, b_hh, reverse)
+        ctx.reverse = reverse
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, out, gates, cells)
+        last = 0 if reverse else -1
+        return out, out[last].clone(), cells[last].clone()
+
+    @staticmethod
+    def backward(ctx, g_out, g_hy, g_cy):
+        gi, h0, c0, w_hh, b_hh, out, gates, cells = ctx.saved_tensors
+        if tp.is_grad_enabled():
+            inputs = (gi, h0, c0, w_hh, b_hh)
+            wanted = [k for k, need in enumerate(ctx.needs_input_grad[:5]) if need]
+            with tp.enable_grad():
+                outs = _lstm_layer_composed(gi, h0, c0, w_hh, b_hh, ctx.reverse)
+            pairs = [(o, g) for o, g in zip(outs, (g_out, g_hy, g_cy)) if g is not None]
+            grads = tp.autograd.grad([o for o, _ in pairs], [inputs[k] for k in wanted],
+                                     [g for _, g in pairs], create_graph=True, allow_unused=True)
+            result = [None] * 6
+            for k, g in zip(wanted, grads):
+                result[k] = g
+            return tuple(result)
+        d_gi, d_h0, d_c0, d_w = tp._C._lstm_layer_backward(g_out, g_hy, g_cy, gates, cells, out,
+                                                           h0, c0, w_hh, ctx.reverse)
+        d_b = d_gi.sum((0, 1)) if b_hh is not None and ctx.needs_input_grad[4] else None
+        return d_gi, d_h0, d_c0, d_w, d_b, None
 
 
 def _gate_count(mode):
@@ -112,13 +167,7 @@ class RNNBase(Module):
         """One step: gi_t is the precomputed input projection (with b_ih)."""
         mode = self.mode
         if mode == "LSTM":
-            gates = gi_t + F.linear(h, w_hh, b_hh)
-            i, f, g, o = gates.chunk(4, 1)
-            c_new = tp.sigmoid(f) * c + tp.sigmoid(i) * tp.tanh(g)
-            h_new = tp.sigmoid(o) * tp.tanh(c_new)
-            if w_hr is not None:
-                h_new = F.linear(h_new, w_hr)
-            return h_new, c_new
+            return _lstm_step(gi_t, h, c, w_hh, b_hh, w_hr)
         if mode == "GRU":
             gh = F.linear(h, w_hh, b_hh)
             ir, iz, inn = gi_t.chunk(3, 1)
@@ -161,6 +210,61 @@ class RNNBase(Module):
         return (get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"),
                 get("weight_hr") if self.proj_size > 0 else None)
 
+    def _can_fuse(self, x, lengths):
+        """Whether the C++ LSTM layer (_FusedLSTMLayer) can run this input."""
+        return (self.mode == "LSTM" and self.proj_size == 0 and lengths is None
+                and x.dtype in (tp.float32, tp.float64) and forward_ad._current_level < 0)
+
+    def _layer_dropout(self, layer, shape, dtype):
+        """The noise between layers (None where none applies): F.dropout's draws over the
+        stacked layer output."""
+        if not (self.dropout > 0 and self.training and layer < self.num_layers - 1):
+            return None
+        noise = tp.empty(shape, dtype=dtype).bernoulli_(1 - self.dropout)
+        return noise.div_(1 - self.dropout)
+
+    def _forward_fused(self, x, h0, c0):
+        """Each layer and direction as one _FusedLSTMLayer over the whole sequence."""
+        num_directions = 2 if self.bidirectional else 1
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(num_directions):
+                k = layer * num_directions + d
+                w_ih, w_hh, b_ih, b_hh, _ = self._weights_of(layer, d)
+                out, h, c = _FusedLSTMLayer.apply(F.linear(x, w_ih, b_ih), h0[k], c0[k], w_hh,
+                                                  b_hh, d == 1)
+                outs.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            x = outs[0] if num_directions == 1 else tp.cat(outs, 2)
+            noise = self._layer_dropout(layer, tuple(x.shape), x.dtype)
+            if noise is not None:
+                x = x * noise
+        return x, tp.stack(h_n), tp.stack(c_n)
+
+    def _forward_steps(self, x, h0, c0, lengths):
+        """The time loop in Python, steps as separate tensors (every mode and option)."""
+        num_directions = 2 if self.bidirectional else 1
+        h_n, c_n = [], []
+        steps = list(_StepSplit.apply(x)) if x.requires_grad else list(x.unbind(0))
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(num_directions):
+                k = layer * num_directions + d
+                out, h, c = self._run_direction(steps, h0[k], c0[k] if c0 is not None else None,
+                                                self._weights_of(layer, d), d == 1, lengths)
+                outs.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            steps = outs[0] if num_directions == 1 else \
+                [tp.cat([a, b], 1) for a, b in zip(outs[0], outs[1])]
+            noise = self._layer_dropout(layer, (len(steps),) + tuple(steps[0].shape),
+                                        steps[0].dtype)
+            if noise is not None:
+                steps = [s_ * noise[t] for t, s_ in enumerate(steps)]
+        return tp.stack(steps), tp.stack(h_n), (tp.stack(c_n) if self.mode == "LSTM" else None)
+
     def forward(self, input, hx=None):
         packed = isinstance(input, PackedSequence)
         lengths = None
@@ -200,29 +304,10 @@ class RNNBase(Module):
             expected = (self.num_layers * num_directions, B, real_hidden)
             if tuple(h0.shape) != expected:
                 raise RuntimeError(f"Expected hidden size {expected}, got {list(h0.shape)}")
-        h_n, c_n = [], []
-        steps = list(_StepSplit.apply(x)) if x.requires_grad else list(x.unbind(0))
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(num_directions):
-                k = layer * num_directions + d
-                out, h, c = self._run_direction(steps, h0[k], c0[k] if c0 is not None else None,
-                                                self._weights_of(layer, d), d == 1, lengths)
-                outs.append(out)
-                h_n.append(h)
-                c_n.append(c)
-            steps = outs[0] if num_directions == 1 else \
-                [tp.cat([a, b], 1) for a, b in zip(outs[0], outs[1])]
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                # F.dropout on the stacked layer output draws this mask; applied step by step
-                shape = (len(steps),) + tuple(steps[0].shape)
-                noise = tp.empty(shape, dtype=steps[0].dtype).bernoulli_(1 - self.dropout)
-                noise.div_(1 - self.dropout)
-                steps = [s_ * noise[t] for t, s_ in enumerate(steps)]
-        layer_in = tp.stack(steps)
-        output = layer_in
-        h_n = tp.stack(h_n)
-        c_n = tp.stack(c_n) if is_lstm else None
+        if self._can_fuse(x, lengths):
+            output, h_n, c_n = self._forward_fused(x, h0, c0)
+        else:
+            output, h_n, c_n = self._forward_steps(x, h0, c0, lengths)
         if packed:
             if input.unsorted_indices is not None:
                 h_n = h_n.index_select(1, input.unsorted_indices)
