@@ -17,6 +17,7 @@ from tensorplay._indexing import index_put_
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
                                   from_numpy, full_like, ones_like, tensor, zeros_like)
 from tensorplay._linalg_products import cross, einsum, tensordot
+from tensorplay._householder import geqrf
 from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod,
                                     column_stack, dstack, hstack, meshgrid, repeat_interleave,
                                     vstack)

@@ -163,3 +163,10 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     return _C.linalg_matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
 
 # ----------------------------------------------------------- end of decompositions block
+
+
+def householder_product(A, tau):
+    """The first n columns of the product of the Householder reflectors stored in ``A``'s
+    columns with factors ``tau`` (see tp.geqrf); differentiable in both."""
+    from tensorplay._householder import householder_product as product
+    return product(A, tau)

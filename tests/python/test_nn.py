@@ -896,6 +896,86 @@ def test_parametrizations_match_torch():
     assert type(m) is pnn.Linear and isinstance(m.weight, pnn.Parameter)
 
 
+@pytest.mark.parametrize("shape", [(5, 5), (6, 3), (3, 6), (2, 4, 3)])
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder", None])
+@pytest.mark.parametrize("use_trivialization", [True, False])
+def test_orthogonal_parametrization_matches_torch(shape, orthogonal_map, use_trivialization):
+    # registration (incl. the random completion of a wide/tall base), the weight, its
+    # gradient, the state_dict keys, and assigning a new orthogonal weight
+    seen = []
+    for lib in (torch, tp):
+        lib.manual_seed(0)
+        m = lib.nn.Module()
+        m.register_parameter("weight", lib.nn.Parameter(lib.randn(shape, dtype=lib.float64)))
+        lib.nn.utils.parametrizations.orthogonal(m, orthogonal_map=orthogonal_map,
+                                                 use_trivialization=use_trivialization)
+        w = m.weight
+        coef = lib.arange(float(w.numel()), dtype=lib.float64).reshape(tuple(w.shape))
+        (w * coef).sum().backward()
+        new = None
+        try:
+            q = lib.linalg.qr(lib.randn(shape, dtype=lib.float64)).Q if shape[-2] >= shape[-1] \
+                else lib.linalg.qr(lib.randn(shape, dtype=lib.float64).mT).Q.mT
+            m.weight = q
+            new = m.weight.detach()
+        except NotImplementedError as e:
+            new = str(e)
+        seen.append((w.detach(), m.parametrizations.weight.original.grad, sorted(m.state_dict()),
+                     new))
+    (tw, tg, tk, tn), (pw, pg, pk, pn) = seen
+    assert_close(tw, pw, rtol=1e-10, atol=1e-12)
+    assert_close(tg, pg, rtol=1e-9, atol=1e-10)
+    assert tk == pk
+    if isinstance(tn, str):
+        assert pn == tn
+    else:
+        assert_close(tn, pn, rtol=1e-9, atol=1e-10)
+    q = pw if shape[-2] >= shape[-1] else pw.mT
+    eye = np.eye(q.shape[-1])
+    np.testing.assert_allclose((q.mT @ q).numpy(), np.broadcast_to(eye, tuple(q.shape[:-2]) + eye.shape),
+                               atol=1e-10)
+
+
+def test_orthogonal_parametrization_errors():
+    for lib in (torch, tp):
+        with pytest.raises(ValueError, match="Expected a matrix or batch of matrices"):
+            lib.nn.utils.parametrizations.orthogonal(lib.nn.Linear(3, 3), "bias")
+        with pytest.raises(ValueError, match="has no parameter or buffer with name 'w'"):
+            lib.nn.utils.parametrizations.orthogonal(lib.nn.Linear(3, 3), "w")
+        with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+            lib.nn.utils.parametrizations.orthogonal(lib.nn.Linear(3, 3), orthogonal_map="svd")
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (2, 6, 2), (3, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_geqrf_and_householder_product_match_torch(shape, dtype):
+    x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    ta, ttau = torch.geqrf(torch.from_numpy(x))
+    pa, ptau = tp.geqrf(tp.from_numpy(x))
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    assert_close(ta, pa, **tol)
+    assert_close(ttau, ptau, **tol)
+    tq = torch.linalg.householder_product(ta, ttau)
+    pq = tp.linalg.householder_product(pa, ptau)
+    assert_close(tq, pq, **tol)
+    if dtype == "float64":  # differentiable in both arguments
+        a = pa.clone().requires_grad_()
+        t = ptau.clone().requires_grad_()
+        assert tp.autograd.gradcheck(tp.linalg.householder_product, (a, t))
+
+
+def test_householder_product_errors_match_torch():
+    cases = [((3,), (1,)), ((2, 3), (2,)), ((4, 3), (4,)), ((4, 3), (2, 2))]
+    for a_shape, tau_shape in cases:
+        with pytest.raises(RuntimeError) as te:
+            torch.linalg.householder_product(torch.randn(a_shape), torch.randn(tau_shape))
+        with pytest.raises(RuntimeError) as pe:
+            tp.linalg.householder_product(tp.randn(a_shape), tp.randn(tau_shape))
+        assert str(pe.value) == str(te.value)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        tp.geqrf(tp.randn(3))
+
+
 class _Symmetric(pnn.Module):
     def forward(self, x):
         return x.triu() + x.triu(1).transpose(0, 1)

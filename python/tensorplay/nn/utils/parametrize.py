@@ -37,7 +37,10 @@ class ParametrizationList(ModuleList):
         with tp.no_grad():
             for module in reversed(self):
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    try:
+                        new = module.right_inverse(new)
+                    except NotImplementedError:
+                        pass  # registration keeps the tensor as it is, as PyTorch does
         if isinstance(new, tp.Tensor):
             self.is_tensor = True
             self.ntensors = 1

@@ -1,0 +1,64 @@
+"""Householder QR pieces: tp.geqrf (LAPACK's compact QR: reflectors below the diagonal,
+R on and above it, scalar factors tau) and tp.linalg.householder_product (the product of
+those reflectors, differentiable in both arguments). Written with tensor ops per column."""
+import numpy as np
+
+import tensorplay as tp
+from tensorplay import return_types
+
+
+def geqrf(input):
+    """The QR decomposition in LAPACK's compact form: ``(a, tau)`` where R is on and above
+    a's diagonal and the Householder vectors v_i (unit leading entry, implicit) below it,
+    with Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T. Not differentiable (as in PyTorch)."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not input.is_floating_point():
+        raise RuntimeError(f"torch.geqrf: Expected a floating point tensor, got {input.dtype}")
+    m, n = input.size(-2), input.size(-1)
+    k = min(m, n)
+    a = input.detach().numpy().copy().reshape((-1, m, n))
+    tau = np.zeros((a.shape[0], k), dtype=a.dtype)
+    for b in range(a.shape[0]):
+        r = a[b]
+        for j in range(k):
+            alpha, tail = r[j, j], r[j + 1:, j]
+            xnorm = np.linalg.norm(tail)
+            if xnorm == 0:
+                continue  # H_j = I
+            beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
+            tau[b, j] = (beta - alpha) / beta
+            v = np.concatenate([[1], tail / (alpha - beta)]).astype(a.dtype)
+            sub = r[j:, j + 1:]
+            sub -= tau[b, j] * np.outer(v, v @ sub)
+            r[j, j], r[j + 1:, j] = beta, v[1:]
+    batch = tuple(input.shape[:-2])
+    return return_types.geqrf(tp.from_numpy(a.reshape(batch + (m, n))),
+                              tp.from_numpy(tau.reshape(batch + (k,))))
+
+
+def householder_product(input, tau):
+    """The first n columns of H_1 ... H_k for the Householder vectors in the columns of
+    ``input`` (m x n, m >= n; unit leading entries implicit) and factors ``tau`` (k <= n)."""
+    name = "torch.linalg.householder_product"
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = input.size(-2), input.size(-1)
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if tau.dim() != input.dim() - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.dim()} and input.ndim is equal to {input.dim()}")
+    if tau.size(-1) > n:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    batch = tuple(input.shape[:-2])
+    q = tp.eye(m, n, dtype=input.dtype).expand(batch + (m, n))
+    rows = tp.arange(m).unsqueeze(-1)
+    for i in range(tau.size(-1) - 1, -1, -1):
+        # v_i: zeros above row i, one at row i, the stored vector below
+        col = input[..., :, i:i + 1]
+        v = tp.where(rows > i, col, (rows == i).to(input.dtype))
+        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mT @ q))
+    return q
