@@ -64,3 +64,4 @@ def numel(input):
 
 
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
+from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
