@@ -46,10 +46,17 @@ struct Row {
   DType dtype = DType::Float32;
 };
 
-bool same_layout(const Tensor& a, const Tensor& b) {
+bool same_sizes(const Tensor& a, const Tensor& b) {
   if (a.dim() != b.dim()) return false;
   for (int64_t d = 0; d < a.dim(); ++d)
-    if (a.size(d) != b.size(d) || (a.size(d) > 1 && a.stride(d) != b.stride(d))) return false;
+    if (a.size(d) != b.size(d)) return false;
+  return true;
+}
+
+/// Same sizes and the same strides wherever they matter (dims longer than 1).
+bool same_layout(const Tensor& a, const Tensor& b) {
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
   return true;
 }
 
@@ -88,8 +95,7 @@ class Group {
       const Tensor& t = lists_[j][i];
       TP_CHECK(t.dtype() == dt && t.device() == p.device(), op, ": tensor ", i, " of list ", j,
                " has dtype ", dtype_name(t.dtype()), ", but its parameter has ", dtype_name(dt));
-      TP_CHECK(t.sizes().size() == p.sizes().size() && t.numel() == p.numel() && same_sizes(t, p), op,
-               ": tensor ", i, " of list ", j, " does not have its parameter's shape");
+      TP_CHECK(same_sizes(t, p), op, ": tensor ", i, " of list ", j, " does not have its parameter's shape");
       TP_CHECK(!(written_[j] && t.requires_grad() && autograd::grad_enabled()), op,
                ": a leaf Variable that requires grad is being used in an in-place operation.");
       dense = dense && same_layout(t, p);
@@ -114,12 +120,6 @@ class Group {
         keep_.push_back(c);
       }
     }
-  }
-
-  static bool same_sizes(const Tensor& a, const Tensor& b) {
-    for (int64_t d = 0; d < a.dim(); ++d)
-      if (a.size(d) != b.size(d)) return false;
-    return true;
   }
 
   std::vector<TensorList> lists_;

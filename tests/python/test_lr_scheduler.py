@@ -1,6 +1,5 @@
-"""tp.optim.lr_scheduler (and swa_utils.SWALR) against torch's: identical float lr (and
-momentum) sequences over many steps and configurations, closed forms, state_dict round
-trips, warnings and errors."""
+"""tp.optim.lr_scheduler and SWALR against torch's: identical lr sequences, closed forms,
+state_dict round trips, warnings and errors."""
 import math
 import warnings
 

@@ -85,7 +85,7 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximiz
         if not differentiable:
             tp.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
         else:
-            norm_buf = tp.cat([exp_inf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze_(0)], 0)
+            norm_buf = tp.cat([exp_inf.mul_(beta2).unsqueeze(0), grad.abs().add_(eps).unsqueeze(0)], 0)
             exp_inf.copy_(tp.amax(norm_buf, 0, keepdim=False))
         clr = lr / (1 - beta1 ** _get_value(step_t))
         param.addcdiv_(exp_avg, exp_inf, value=-clr)

@@ -79,6 +79,9 @@ def _device_dtype_check_for_fused(p):
             f"devices: ['cpu'] but {p.dtype} and {p.device.type}")
 
 
+_DEFAULT_FUSED_DTYPES = {tp.float32, tp.float64}
+
+
 def _use_fused_kernel(params, fused, foreach, differentiable):
     """Whether a group's update runs on the multi-tensor C++ kernel (Note [Fused optimizer
     kernels] in csrc/ops/optim.cpp): by default for float32/float64 parameters, whose
@@ -88,7 +91,7 @@ def _use_fused_kernel(params, fused, foreach, differentiable):
         return False
     if fused:
         return all(p.is_floating_point() for p in params)
-    return all(p.dtype in (tp.float32, tp.float64) for p in params)
+    return {p.dtype for p in params} <= _DEFAULT_FUSED_DTYPES
 
 
 def _check_capturable(params, *state, what="params and state_steps", supports_xla=True):
