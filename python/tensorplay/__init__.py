@@ -75,3 +75,4 @@ def numel(input):
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
+from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)

@@ -2,7 +2,8 @@
 
 Schema types: Tensor, Tensor?, Tensor[] (C++ TensorList, Python any sequence of
 tensors), Scalar, int, int?, int[], float, bool, str (default in quotes), str?,
-ScalarType?, Device?, Generator?. Returns: Tensor, or a named tuple of 2 to 4 tensors.
+ScalarType?, Device?, Generator?. Returns: Tensor, a named tuple of 2 to 4 tensors, or
+`()` (nothing: an op that only writes into its arguments, e.g. _fused_adam_).
 
 Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   tensorplay/ops_api.h        C++ API (tp::add, tp::add_, tp::add_out), op ids, impl decls
@@ -58,11 +59,14 @@ class Op:
     args: list
     entry: dict
     variants: list = field(default_factory=list)
-    returns: list = field(default_factory=lambda: ["Tensor"])  # names of tuple fields, or one
+    returns: list = field(default_factory=lambda: ["Tensor"])  # names of tuple fields, one, or none
 
     @property
     def ret(self):
-        """The C++ return type: Tensor, or std::tuple<Tensor, ...> for a named-tuple op."""
+        """The C++ return type: Tensor, std::tuple<Tensor, ...> for a named-tuple op, or
+        void for an op returning `()`."""
+        if not self.returns:
+            return "void"
         if len(self.returns) == 1:
             return "Tensor"
         return f"std::tuple<{', '.join(['Tensor'] * len(self.returns))}>"
@@ -96,7 +100,7 @@ def parse_schema(text):
         typ, argname = decl.split()
         args.append(Arg(typ, argname, default.strip() or None, kwonly))
     ret = ret.strip()
-    returns = ["Tensor"] if ret == "Tensor" else \
+    returns = ["Tensor"] if ret == "Tensor" else [] if ret == "()" else \
         [r.split()[1] for r in ret.strip("()").split(",")]  # "(Tensor values, Tensor indices)"
     return name, overload, args, returns
 
@@ -186,6 +190,8 @@ def load(op_dir):
         op = Op(name, overload, args, e, list(e.get("variants", ["function"])), returns)
         if len(returns) > 1 and "inplace" in op.variants:
             raise ValueError(f"{op.full_name}: tuple-returning ops have no in-place form")
+        if not returns and op.variants != ["function"]:
+            raise ValueError(f"{op.full_name}: an op returning nothing is a function only")
         if any(o.full_name == op.full_name for o in ops):
             raise ValueError(f"{op.full_name}: defined twice in csrc/ops/*.yaml")
         ops.append(op)
@@ -428,9 +434,10 @@ def arg_specs(args, rename_self=True):
 
 
 def py_call(op, args):
-    """The C++ call in a binding; tuple results become tp.return_types named tuples."""
+    """The C++ call in a binding; tuple results become tp.return_types named tuples (and
+    nothing becomes None)."""
     call = f"tp::{op.name}({args})"
-    return call if len(op.returns) == 1 else f'named_result("{op.name}", {call})'
+    return call if len(op.returns) <= 1 else f'named_result("{op.name}", {call})'
 
 
 def function_defs(op, fdecl, fargs, star, doc):
