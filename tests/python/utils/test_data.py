@@ -558,7 +558,7 @@ def test_abandoned_iterators_stop_their_workers():
 
 
 def test_in_order_false_and_prefetch_deliver_everything():
-    out = list(P.DataLoader(Echo("tp", n=20), batch_size=3, num_workers=3, in_order=False,
+    out = list(P.DataLoader(Echo("tp", n=20), batch_size=3, num_workers=2, in_order=False,
                             prefetch_factor=1))
     assert sorted(i for batch in out for i in batch[0].tolist()) == list(range(20))
 

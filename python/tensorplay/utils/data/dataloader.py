@@ -360,7 +360,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._send_idx = 0
         self._rcvd_idx = 0
         self._task_info = {}  # send index -> worker id, for tasks not yet returned
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -426,7 +425,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             worker_id = self._task_info[self._rcvd_idx] if self._in_order \
                 else self._any_ready_worker()
             idx, data = self._receive(worker_id)
-            self._tasks_outstanding -= 1
             if isinstance(data, worker._IterableDatasetStopIteration):
                 if self._persistent_workers:
                     self._workers_status[data.worker_id] = False
@@ -459,7 +457,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             pass  # the worker is gone: reading its result reports it
         self._task_info[self._send_idx] = worker_id
         self._workers_num_tasks[worker_id] += 1
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data, worker_id):
