@@ -563,6 +563,21 @@ def test_in_order_false_and_prefetch_deliver_everything():
     assert sorted(i for batch in out for i in batch[0].tolist()) == list(range(20))
 
 
+def test_large_tasks_and_batches_do_not_deadlock():
+    """Index lists larger than a pipe's buffer while results fill the result pipe."""
+    def hung(signum, frame):
+        raise TimeoutError("the DataLoader hangs")
+    ds = P.TensorDataset(tp.zeros(100000, 16), tp.arange(100000))
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        batches = list(P.DataLoader(ds, batch_size=25000, num_workers=1))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [b[1][-1].item() for b in batches] == [24999, 49999, 74999, 99999]
+
+
 def test_tensors_cross_process_boundaries_intact():
     rng = np.random.default_rng(1)
     values = rng.standard_normal((6, 4, 3)).astype(np.float32)

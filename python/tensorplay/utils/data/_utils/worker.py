@@ -1,7 +1,9 @@
 """The worker process side of the DataLoader: seeding, get_worker_info, and the loop that
 fetches the batches the main process asks for."""
+import collections
 import os
 import random
+import select
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +89,41 @@ def _generate_state(base_seed, worker_id):
     return state
 
 
+class _Tasks:
+    """The tasks the main process sends a worker, read ahead into a backlog while the
+    worker waits to write a result (Note [Worker pipes]). None means: exit (the main
+    process said so, or it is gone)."""
+
+    def __init__(self, index_conn, data_fd):
+        self.conn = index_conn
+        self.parent = os.getppid()
+        self.backlog = collections.deque()
+        self.poller = select.poll()
+        self.poller.register(index_conn.fileno(), select.POLLIN)
+        self.poller.register(data_fd, select.POLLOUT)
+
+    def _main_alive(self):
+        return os.getppid() == self.parent
+
+    def next(self):
+        """The next task, waiting for it."""
+        while not self.backlog:
+            if self.conn.poll(MP_STATUS_CHECK_INTERVAL):
+                return self.conn.recv()
+            if not self._main_alive():
+                return None
+        return self.backlog.popleft()
+
+    def wait_writable(self):
+        """Waits until the data pipe has room, reading any task that arrives meanwhile;
+        EOFError (as from a closed task pipe) once the main process is gone."""
+        events = self.poller.poll(MP_STATUS_CHECK_INTERVAL * 1000)
+        if not events and not self._main_alive():
+            raise EOFError
+        if any(fd == self.conn.fileno() for fd, _ in events):
+            self.backlog.append(self.conn.recv())
+
+
 def _worker_loop(dataset_kind, dataset, index_conn, data_conn, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers):
     """Body of worker ``worker_id``: seeds Python, TensorPlay and NumPy from ``base_seed``,
@@ -113,16 +150,16 @@ def _worker_loop(dataset_kind, dataset, index_conn, data_conn, auto_collation, c
         except Exception:
             init_exception = ExceptionWrapper(where=where)
         fd = data_conn.fileno()
-        parent = os.getppid()
+        os.set_blocking(fd, False)
+        tasks = _Tasks(index_conn, fd)
+
+        def send(message):
+            transfer.send(fd, message, tasks.wait_writable)
         iteration_end = False
         while True:
-            if not index_conn.poll(MP_STATUS_CHECK_INTERVAL):
-                if os.getppid() != parent:
-                    break
-                continue
-            r = index_conn.recv()
+            r = tasks.next()
             if isinstance(r, _ResumeIteration):
-                transfer.send(fd, (r, None))
+                send((r, None))
                 iteration_end = False
                 fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation,
                                                       collate_fn, drop_last)
@@ -146,11 +183,11 @@ def _worker_loop(dataset_kind, dataset, index_conn, data_conn, auto_collation, c
                 except Exception:
                     data = ExceptionWrapper(where=where)
             try:
-                transfer.send(fd, (idx, data))
-            except (BrokenPipeError, ConnectionResetError):
+                send((idx, data))
+            except (BrokenPipeError, ConnectionResetError, EOFError):
                 break
             except Exception:  # the batch cannot be pickled
-                transfer.send(fd, (idx, ExceptionWrapper(where=where)))
+                send((idx, ExceptionWrapper(where=where)))
             del data, index, r
     except (KeyboardInterrupt, EOFError, BrokenPipeError):
         pass
