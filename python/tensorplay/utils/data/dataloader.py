@@ -331,6 +331,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for i in range(self._num_workers):
             index_reader, index_writer = context.Pipe(duplex=False)
             data_reader, data_writer = context.Pipe(duplex=False)
+            transfer.enlarge_pipe(index_writer.fileno())
             transfer.enlarge_pipe(data_writer.fileno())
             w = context.Process(target=worker._worker_loop, args=(
                 self._dataset_kind, self._dataset, index_reader, data_writer,

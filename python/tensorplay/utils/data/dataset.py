@@ -70,7 +70,7 @@ class TensorDataset(Dataset):
         if (cls.__getitem__ is not TensorDataset.__getitem__ or hasattr(cls, "__getitems__")
                 or not isinstance(indices, (list, tuple)) or not indices
                 or any(type(i) is not int for i in indices)
-                or any(t.requires_grad for t in self.tensors)):
+                or any(not isinstance(t, tp.Tensor) or t.requires_grad for t in self.tensors)):
             return None
         try:
             index = tp.tensor(indices, dtype=tp.int64)
