@@ -398,6 +398,11 @@ def test_iterable_dataset_in_one_process_matches_torch():
 
 # ----------------------------------------------------------------------------- workers
 
+class TwoArgsError(Exception):
+    def __init__(self, a, b):
+        super().__init__(a, b)
+
+
 class Echo:
     """Sample i is (i, worker id); misbehaves at the sample `bad` as `how` says."""
 
@@ -421,6 +426,8 @@ class Echo:
                 time.sleep(1.5)
             if self.how == "unpicklable":
                 return lambda: i
+            if self.how == "two_args":
+                raise TwoArgsError(i, "two")
         info = LIBS[self.name][1].get_worker_info()
         return i, info.id
 
@@ -495,6 +502,8 @@ def test_worker_exception_is_reraised_with_traceback():
     assert repr(e.value.args[0]).startswith("Caught KeyError in DataLoader worker process 0.")
     with pytest.raises(Exception, match="Caught .* in DataLoader worker process 0"):
         list(P.DataLoader(Echo("tp", bad=0, how="unpicklable"), batch_size=None, num_workers=1))
+    with pytest.raises(RuntimeError, match="^Caught TwoArgsError in DataLoader worker process 0"):
+        list(P.DataLoader(Echo("tp", bad=0, how="two_args"), num_workers=1))
 
 
 @pytest.mark.parametrize("how", ["kill", "exit"])
