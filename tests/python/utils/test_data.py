@@ -308,7 +308,8 @@ def test_loader_samplers_and_collate_fn_match_torch():
     both(lambda lib, mod: list(mod.DataLoader(range(10), batch_sampler=[[1, 2], [9], [0, 3, 4]])))
     both(lambda lib, mod: list(mod.DataLoader([{"a": np.ones(2), "s": "x"}] * 3, batch_size=2)))
     both(lambda lib, mod: list(mod.DataLoader([np.float32(i) for i in range(3)], batch_size=None)))
-    both(lambda lib, mod: list(mod.DataLoader(range(5), batch_size=2, collate_fn=lambda b: b[::-1])))
+    both(lambda lib, mod: list(mod.DataLoader(range(5), batch_size=2,
+                                              collate_fn=lambda b: b[::-1])))
     assert rng_states_equal()
 
 
@@ -512,7 +513,8 @@ def test_dead_worker_raises(how):
     it = iter(loader)
     pids = [w.pid for w in it._workers]
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) .*\) exited unexpectedly"):
+    dead = r"DataLoader worker \(pid\(s\) .*\) exited unexpectedly"
+    with pytest.raises(RuntimeError, match=dead):
         list(it)
     assert time.monotonic() - start < 4
     assert not any(w.is_alive() for w in it._workers) and pids

@@ -158,6 +158,7 @@ def default_collate(batch):
     becomes a list)::
 
         default_collate([(1, "a"), (2, "b")])  # [tensor([1, 2]), ('a', 'b')]
-        default_collate([{"x": 1.0}, {"x": 2.0}])  # {'x': tensor([1., 2.], dtype=tensorplay.float64)}
+        default_collate([{"x": 1.0}, {"x": 2.0}])
+        # {'x': tensor([1., 2.], dtype=tensorplay.float64)}
     """
     return collate(batch, collate_fn_map=default_collate_fn_map)
