@@ -23,6 +23,8 @@ class WorkerInfo:
         num_workers: how many workers the loader runs
         seed: the seed of this worker's generators (``base_seed + id``)
         dataset: this process's copy of the dataset
+        rng, worker_method: None and "multiprocessing" (PyTorch's fields for thread
+            workers, which TensorPlay does not have)
     """
 
     id: int
@@ -49,11 +51,8 @@ class _IterableDatasetStopIteration:
     worker_id: int
 
 
-@dataclass(frozen=True)
 class _ResumeIteration:
     """Tells a persistent worker that a new epoch starts (it answers with this object)."""
-
-    seed: int = None
 
 
 def _generate_state(base_seed, worker_id):
