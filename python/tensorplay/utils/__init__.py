@@ -1,2 +1,2 @@
-"""tensorplay.utils: helpers shared across the package (hooks, ...)."""
-from tensorplay.utils import hooks  # noqa: F401
+"""tensorplay.utils: helpers shared across the package (hooks, data loading, ...)."""
+from tensorplay.utils import data, hooks  # noqa: F401
