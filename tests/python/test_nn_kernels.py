@@ -77,3 +77,70 @@ def test_conv_second_derivative_matches_torch():
     _close(ours, ref, 1e-9)
     for g, tg in zip(tp.autograd.grad([ours], [x, w]), torch.autograd.grad([ref], [tx, tw])):
         _close(g, tg, 1e-8)
+
+
+# ---------------------------------------------------------------- fused activations
+ACTIVATIONS = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
+               ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 3.0}), ("elu", {}),
+               ("elu", {"alpha": 0.5}), ("selu", {}), ("celu", {"alpha": 2.0}), ("leaky_relu", {}),
+               ("leaky_relu", {"negative_slope": 0.2}), ("hardswish", {}), ("hardsigmoid", {})]
+
+
+def _activation_input(lib, dtype, n=1037):
+    # a spread of values (odd length: vector bodies and scalar tails) plus the edges the
+    # kernels branch on (0, +-3, softplus's threshold, infinities, NaN)
+    base = np.linspace(-12, 12, n).astype(np.float64)
+    base[:12] = [0.0, -0.0, 3.0, -3.0, 2.9999, -2.9999, 10.0, 20.0, 1.5, np.inf, -np.inf, np.nan]
+    return lib.tensor(base.tolist(), dtype=getattr(lib, dtype))
+
+
+@pytest.mark.parametrize("name,kw", ACTIVATIONS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_fused_activations_match_torch(name, kw, dtype):
+    out = []
+    for lib in (torch, tp):
+        x = _activation_input(lib, dtype).requires_grad_()
+        y = getattr(lib.nn.functional, name)(x, **kw)
+        g = lib.tensor(np.linspace(-2, 2, x.numel()).tolist(), dtype=getattr(lib, dtype))
+        y.backward(g)
+        out.append((y.detach().float().numpy(), x.grad.float().numpy(), str(y.dtype)))
+    (ty, tg, tdt), (py, pg, pdt) = out
+    assert tdt.split(".")[-1] == pdt.split(".")[-1]
+    tol = {"float32": 2e-6, "float64": 1e-13, "bfloat16": 1e-2, "float16": 2e-3}[dtype]
+    np.testing.assert_allclose(py, ty, rtol=tol, atol=tol)
+    np.testing.assert_allclose(pg, tg, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name,kw", ACTIVATIONS)
+def test_fused_activations_second_order_and_forward_ad(name, kw):
+    f = lambda x: getattr(tp.nn.functional, name)(x, **kw)  # noqa: E731
+    x = tp.tensor([-4.0, -2.5, -0.7, 0.3, 1.2, 2.6, 4.5, 25.0], dtype=tp.float64,
+                  requires_grad=True)
+    assert tp.autograd.gradcheck(f, (x,))
+    assert tp.autograd.gradgradcheck(f, (x,))
+    # create_graph against torch's second derivative
+    seen = []
+    for lib in (torch, tp):
+        xx = lib.tensor(x.detach().tolist(), dtype=lib.float64, requires_grad=True)
+        y = getattr(lib.nn.functional, name)(xx, **kw)
+        (g,) = lib.autograd.grad(y.sum(), xx, create_graph=True)
+        if name == "hardsigmoid" and lib is torch:  # torch has no double backward here
+            gg = tp.zeros(xx.shape, dtype=tp.float64)
+        else:
+            (gg,) = lib.autograd.grad((g * g).sum(), xx)
+        with lib.autograd.forward_ad.dual_level():
+            dual = lib.autograd.forward_ad.make_dual(xx.detach(), lib.ones_like(xx.detach()))
+            tangent = lib.autograd.forward_ad.unpack_dual(
+                getattr(lib.nn.functional, name)(dual, **kw)).tangent
+        seen.append((g.detach().numpy(), gg.numpy(), tangent.numpy()))
+    for a, b in zip(*seen):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gelu", "silu", "mish", "softplus", "elu", "leaky_relu",
+                                  "hardswish", "hardsigmoid"])
+def test_fused_activations_refuse_integer_input(name):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        getattr(tp.nn.functional, name)(tp.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        tp.nn.functional.gelu(tp.ones(2), approximate="erf")

@@ -126,6 +126,8 @@ class NodeSpec:
     def __init__(self, op, ops):
         self.op = op
         self.name = node_name(op, ops)
+        # the C++ class; ops sharing PyTorch's node name (_gelu, _gelu_tanh) get their own
+        self.cls = self.name if "node" not in op.entry else f"{self.name}_{camel(op.name)}"
         self.formulas = formula_map(op) if mode(op) == "formulas" else {}
         self.groups = formula_groups(op) if mode(op) == "formulas" else {}
         self.inputs = edge_inputs(op)
@@ -146,7 +148,7 @@ class NodeSpec:
 
 def gen_node(spec):
     op = spec.op
-    lines = [f"struct {spec.name} final : Node {{",
+    lines = [f"struct {spec.cls} final : Node {{",
              f'  std::string name() const override {{ return "{spec.name}"; }}']
     fields, release = [], []
     for a in spec.saved_tensors:
@@ -304,9 +306,9 @@ def gen_jvp_function(spec, params):
     p = params.replace("const Tensor& self", "const Tensor& self_arg", 1) if self_tensor else params
     if jm == "formulas":  # one tangent per output, from the outputs by name
         outs = ", ".join(f"const Tensor& {r}" for r in op.returns)
-        lines = [f"std::vector<Tensor> {spec.name}_jvp({p}, {outs}, const Tensor& self_before) {{"]
+        lines = [f"std::vector<Tensor> {spec.cls}_jvp({p}, {outs}, const Tensor& self_before) {{"]
     else:
-        lines = [f"Tensor {spec.name}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
+        lines = [f"Tensor {spec.cls}_jvp({p}, const Tensor& result, const Tensor& self_before) {{"]
     if self_tensor:
         lines.append("  [[maybe_unused]] const Tensor& self = self_before.defined() ? self_before : self_arg;")
     zeros = jm not in ("element_wise", "multilinear", "reduction")
@@ -383,12 +385,12 @@ def gen_fw(spec, inplace, outs, call_args):
             target = "set_inplace_fw_grad(self, fw_ts[k++])" if inplace else f"set_fw_grad({r}, fw_ts[k++])"
             lines.append(f"    if (is_floating({r}.dtype())) {target};")
     elif jvp_mode(op) == "formulas":
-        lines.append(f"    auto fw_ts = {spec.name}_jvp({call_args}, {', '.join(outs)}, Tensor());")
+        lines.append(f"    auto fw_ts = {spec.cls}_jvp({call_args}, {', '.join(outs)}, Tensor());")
         for i, r in enumerate(outs):
             lines.append(f"    if (fw_ts[{i}].defined() && is_floating({r}.dtype())) set_fw_grad({r}, fw_ts[{i}]);")
     else:
         before = "fw_self_before" if inplace else "Tensor()"
-        lines.append(f"    Tensor result_t = {spec.name}_jvp({call_args}, result, {before});")
+        lines.append(f"    Tensor result_t = {spec.cls}_jvp({call_args}, result, {before});")
         target = "set_inplace_fw_grad(self, result_t)" if inplace else "set_fw_grad(result, result_t)"
         lines.append(f"    if (result_t.defined() && is_floating(result.dtype())) {target};")
     lines.append("  }")
@@ -412,7 +414,7 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
         lines.append(f'  if (fw) fw_not_implemented("{op.name}");')
     if inplace:
         lines.append("  check_inplace(self);")
-    node_type = spec.name if formulas else "NotImplementedBackward"
+    node_type = spec.cls if formulas else "NotImplementedBackward"
     ctor = "" if formulas else f'"{op.name}", "{spec.name}"'
     lines.append(f"  std::shared_ptr<{node_type}> node;")
     lines.append("  if (record) {")

@@ -7,8 +7,13 @@
 
 namespace tp::cpu {
 
+#ifdef TP_VEC_LANES
+// A functor with a float32 vector body: `vec(v)` (unary) or `vec(a, b)` (binary).
 template <class F>
-concept HasVec = requires(F f) { F::vec; };
+concept HasVec = requires(const F f, functors::vec_f v) { f.vec(v); };
+template <class F>
+concept HasVec2 = requires(const F f, functors::vec_f v) { f.vec(v, v); };
+#endif
 
 // Bools are read as bytes compared with 0: GCC vectorises that, not `bool` loads.
 template <class T> using load_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
@@ -41,7 +46,7 @@ void unary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
     int64_t i = 0;
 #ifdef TP_VEC_LANES
     if constexpr (std::is_same_v<T, float> && HasVec<F>)
-      for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) functors::vec_store(o + i, F::vec(functors::vec_load(a + i)));
+      for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) functors::vec_store(o + i, f.vec(functors::vec_load(a + i)));
 #endif
     for (; i < n; ++i) o[i] = f(load<T>(a, i));
   } else if (s[1] == 0) {
@@ -62,7 +67,13 @@ void binary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
   const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[1]);
   const load_t<T>* __restrict b = reinterpret_cast<const load_t<T>*>(d[2]);
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
-    for (int64_t i = 0; i < n; ++i) o[i] = f(load<T>(a, i), load<T>(b, i));
+    int64_t i = 0;
+#ifdef TP_VEC_LANES
+    if constexpr (std::is_same_v<T, float> && HasVec2<F>)
+      for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES)
+        functors::vec_store(o + i, f.vec(functors::vec_load(a + i), functors::vec_load(b + i)));
+#endif
+    for (; i < n; ++i) o[i] = f(load<T>(a, i), load<T>(b, i));
   } else if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {
     const T bv = load<T>(b, 0);
     for (int64_t i = 0; i < n; ++i) o[i] = f(load<T>(a, i), bv);

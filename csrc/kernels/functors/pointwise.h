@@ -26,6 +26,16 @@ inline vec_f vec_set1(float x) { return _mm512_set1_ps(x); }
 inline vec_f vec_add(vec_f a, vec_f b) { return _mm512_add_ps(a, b); }
 inline vec_f vec_div(vec_f a, vec_f b) { return _mm512_div_ps(a, b); }
 inline vec_f vec_neg(vec_f a) { return _mm512_sub_ps(_mm512_setzero_ps(), a); }
+inline vec_f vec_sub(vec_f a, vec_f b) { return _mm512_sub_ps(a, b); }
+inline vec_f vec_mul(vec_f a, vec_f b) { return _mm512_mul_ps(a, b); }
+/// a > b ? x : y per lane (false for NaN, as the scalar comparison)
+inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), y, x);
+}
+/// a <= b ? x : y per lane (false for NaN)
+inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LE_OQ), y, x);
+}
 }  // namespace tp::functors
 #elif defined(TP_HAVE_LIBMVEC) && defined(__AVX2__)
 #include <immintrin.h>
@@ -39,12 +49,25 @@ inline vec_f vec_set1(float x) { return _mm256_set1_ps(x); }
 inline vec_f vec_add(vec_f a, vec_f b) { return _mm256_add_ps(a, b); }
 inline vec_f vec_div(vec_f a, vec_f b) { return _mm256_div_ps(a, b); }
 inline vec_f vec_neg(vec_f a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.f)); }
+inline vec_f vec_sub(vec_f a, vec_f b) { return _mm256_sub_ps(a, b); }
+inline vec_f vec_mul(vec_f a, vec_f b) { return _mm256_mul_ps(a, b); }
+/// a > b ? x : y per lane (false for NaN, as the scalar comparison)
+inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) {
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_GT_OQ));
+}
+/// a <= b ? x : y per lane (false for NaN)
+inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LE_OQ));
+}
 }  // namespace tp::functors
 #endif
 #ifdef TP_VEC_LANES
 extern "C" {
 tp::functors::vec_f TP_MVEC(expf)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(tanhf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(erff)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(log1pf)(tp::functors::vec_f);
+tp::functors::vec_f TP_MVEC(expm1f)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(logf)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(sinf)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(cosf)(tp::functors::vec_f);
@@ -502,3 +525,4 @@ template <class T> struct ClampTensor : Base<T> {
 };
 
 }  // namespace tp::functors
+#include "kernels/functors/activation.h"  // NOLINT: activation functors extend this set

@@ -4,6 +4,7 @@ import math
 import warnings
 
 import tensorplay as tp
+from tensorplay import _C
 from tensorplay.nn.functional._common import _op
 
 
@@ -77,8 +78,7 @@ def relu6(input, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    out = tp.where(input > 0, input, alpha * tp.expm1(input))
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._elu(input, alpha, 1.0, 1.0), inplace)
 
 
 def elu_(input, alpha=1.0):
@@ -87,20 +87,17 @@ def elu_(input, alpha=1.0):
 
 def selu(input, inplace=False):
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    out = scale * tp.where(input > 0, input, alpha * tp.expm1(input))
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._elu(input, alpha, scale, 1.0), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = tp.where(input > 0, input, alpha * tp.expm1(input / alpha))
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._elu(input, alpha, 1.0, 1.0 / alpha), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    out = tp.where(input > 0, input, input * negative_slope)
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._leaky_relu(input, negative_slope), inplace)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -143,24 +140,22 @@ def glu(input, dim=-1):
 
 def gelu(input, approximate="none"):
     if approximate == "tanh":
-        k = math.sqrt(2.0 / math.pi)
-        return 0.5 * input * (1.0 + tp.tanh(k * (input + 0.044715 * input * input * input)))
+        return _C._gelu_tanh(input)
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return input * 0.5 * (1.0 + tp.erf(input * (1.0 / math.sqrt(2.0))))
+    return _C._gelu(input)
 
 
 def silu(input, inplace=False):
-    return _maybe_inplace(input, input * tp.sigmoid(input), inplace)
+    return _maybe_inplace(input, _C._silu(input), inplace)
 
 
 def mish(input, inplace=False):
-    return _maybe_inplace(input, input * tp.tanh(softplus(input)), inplace)
+    return _maybe_inplace(input, _C._mish(input), inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    scaled = input * beta
-    return tp.where(scaled > threshold, input, tp.log1p(tp.exp(scaled)) / beta)
+    return _C._softplus(input, beta, threshold)
 
 
 def logsigmoid(input):
@@ -168,15 +163,11 @@ def logsigmoid(input):
 
 
 def hardsigmoid(input, inplace=False):
-    out = tp.where(input <= -3, tp.zeros((), dtype=input.dtype),
-                   tp.where(input >= 3, tp.ones((), dtype=input.dtype), input / 6 + 0.5))
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._hardsigmoid(input), inplace)
 
 
 def hardswish(input, inplace=False):
-    out = tp.where(input <= -3, tp.zeros((), dtype=input.dtype),
-                   tp.where(input >= 3, input, input * (input + 3) / 6))
-    return _maybe_inplace(input, out, inplace)
+    return _maybe_inplace(input, _C._hardswish(input), inplace)
 
 
 def softsign(input):
