@@ -1,6 +1,6 @@
 // Reductions over dims (sum, mean, prod, amax, amin, all, any): dim as int, list or None,
-// keepdim, dtype= and out=. Layouts: reduced dims innermost or outermost run in place;
-// anything else is permuted to "kept dims first" and made contiguous first.
+// keepdim, dtype= and out=. Layouts: reduced dims innermost, outermost or one block in the
+// middle run in place; anything else is permuted to "kept dims first" and made contiguous.
 #include <cmath>
 #include <limits>
 
@@ -72,6 +72,25 @@ void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
   }
   int64_t R = p.count, K = res.numel();
   Store* out = res.data<Store>();
+  // A contiguous input whose reduced dims form one block between kept dims reduces
+  // (rows x inner) slabs one after another: `before` slabs of R rows of `inner` columns.
+  int64_t before = 1, inner = 1;
+  bool slabs = x.is_contiguous() && any_reduced && kept_after_reduced && reduced_after_kept;
+  if (slabs) {
+    int first = -1, last = -1;
+    for (int64_t i = 0; i < nd; ++i)
+      if (x.size(i) != 1 && p.reduced[size_t(i)]) last = int(i), first = first < 0 ? int(i) : first;
+    for (int64_t i = 0; i < nd; ++i) {
+      if (i < first) before *= x.size(i);
+      else if (i > last) inner *= x.size(i);
+      else slabs &= x.size(i) == 1 || p.reduced[size_t(i)];
+    }
+  }
+  if (slabs && R > 0) {
+    const T* data = x.data<T>();
+    for (int64_t b = 0; b < before; ++b) cpu::reduce_outer<Op<T>>(data + b * R * inner, out + b * inner, R, inner);
+    return;
+  }
   Tensor src = x;
   bool outer = x.is_contiguous() && any_reduced && kept_after_reduced && !reduced_after_kept;
   if (!x.is_contiguous() || (kept_after_reduced && !outer)) src = Tensor();

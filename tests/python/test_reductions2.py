@@ -48,3 +48,20 @@ def test_quantile_size_limit(name):
         with pytest.raises(RuntimeError, match='too large'):
             getattr(lib, name)(lib.zeros(2 ** 24 + 1), 0.5)
     assert getattr(tp, name)(tp.zeros(2 ** 24), 0.5).item() == 0.0
+
+
+@pytest.mark.parametrize("dims", [(1,), (1, 2), (2,), (0, 1), (1, 2, 3), (0, 3), (1, 3), (2, 3)])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin", "prod", "all", "any"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_over_a_middle_block_match_torch(dims, op, keepdim):
+    # reduced dims between kept ones (the slab path) and the permuted fallback agree with torch
+    x = np.random.default_rng(2).standard_normal((3, 4, 1, 5, 6)).astype(np.float32)
+    if op in ("all", "any"):
+        x = x > 0.3
+    dims5 = tuple(d + (d >= 2) for d in dims)  # skip the size-1 dim, which the path ignores
+    a = getattr(torch.from_numpy(x), op)(dim=dims5, keepdim=keepdim) if op not in ("prod",) else \
+        torch.from_numpy(x).prod(dim=dims5[0], keepdim=keepdim)
+    b = getattr(tp.from_numpy(x), op)(dim=dims5, keepdim=keepdim) if op not in ("prod",) else \
+        tp.from_numpy(x).prod(dim=dims5[0], keepdim=keepdim)
+    assert tuple(a.shape) == tuple(b.shape)
+    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-5)
