@@ -66,6 +66,12 @@ def cases():
              (1024, 1024), rng),
         case("softmax 1024x1024", [(1024, 1024)], lambda a: tp.softmax(a, -1), lambda a: torch.softmax(a, -1),
              (1024, 1024), rng),
+        case("gelu 8x64x56x56", [x], lambda a: tp.nn.functional.gelu(a),
+             lambda a: torch.nn.functional.gelu(a), x, rng),
+        case("gelu tanh 8x64x56x56", [x], lambda a: tp.nn.functional.gelu(a, approximate="tanh"),
+             lambda a: torch.nn.functional.gelu(a, approximate="tanh"), x, rng),
+        case("silu 8x64x56x56", [x], lambda a: tp.nn.functional.silu(a),
+             lambda a: torch.nn.functional.silu(a), x, rng),
     ]
 
 
