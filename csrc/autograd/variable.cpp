@@ -87,6 +87,7 @@ void set_view_base(const Tensor& view, const Tensor& base) {
   AutogradMeta* bm = meta(base);
   m.is_view_ = true;
   m.base_ = bm && bm->is_view_ ? bm->base_ : base;
+  if (bm && !bm->view_error_.empty()) m.view_error_ = bm->view_error_;
   m.view_version_ = view.impl()->version();
 }
 
@@ -111,6 +112,7 @@ void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
 void check_inplace(const Tensor& t) {
   if (!grad_enabled() || !t.requires_grad()) return;
   AutogradMeta* m = meta(t);
+  if (m && !m->view_error_.empty()) TP_FAIL(m->view_error_);
   if (m && m->is_view_ && m->base_.requires_grad() && is_leaf(m->base_))
     TP_FAIL("a view of a leaf Variable that requires grad is being used in an in-place operation.");
   TP_CHECK(!is_leaf(t), "a leaf Variable that requires grad is being used in an in-place operation.");

@@ -2,6 +2,7 @@
 // Per-tensor autograd state (AutogradMeta) and the functions that read and write it.
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct AutogradMeta final : AutogradMetaBase {
   /// the storage version grad_fn_ was made for. See Note [Views and in-place writes].
   Tensor base_;
   bool is_view_ = false;
+  /// Set on a custom Function's output that aliases an input (and on views of it): the
+  /// error an in-place write to it raises, as PyTorch forbids those writes.
+  std::string view_error_;
   uint32_t view_version_ = 0;
   /// The tangent at dual level fw_level_ (Note [Forward AD] in forward_ad.cpp).
   Tensor fw_grad_;

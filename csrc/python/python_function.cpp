@@ -138,6 +138,15 @@ namespace {
 /// Wraps the forward's outputs (PyTorch's rules: outputs that are inputs become aliases,
 /// dirty inputs get the node as their new history, non-differentiable ones are detached),
 /// records their gradient slots on the node, and saves what save_for_backward named.
+/// The Function's class name (the node's class is "<Name>Backward").
+std::string function_name(const PyFunctionNode& node) {
+  std::string name = node.name();
+  const std::string suffix = "Backward";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  return name;
+}
+
 nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, nb::object out,
                         const variable_list& inputs) {
   bool is_tuple = PyTuple_Check(out.ptr());
@@ -147,6 +156,11 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
   auto is_input = [&](TensorImpl* p) {
     for (const Tensor& t : inputs)
       if (t.impl() == p) return true;
+    return false;
+  };
+  auto aliases_input = [&](const Tensor& v) {  // a view of an input, or the input itself
+    for (const Tensor& t : inputs)
+      if (t.impl()->storage() == v.impl()->storage()) return true;
     return false;
   };
   size_t seen_dirty = 0;
@@ -193,6 +207,14 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
       if (input) var = autograd::detached(var), replaced = true;
       autograd::set_history(var, sp);
       node.output_slot_[k] = int(autograd::meta(var)->output_nr_);
+      if (aliases_input(var))
+        autograd::meta(var)->view_error_ =
+            "Output " + std::to_string(k) + " of " + function_name(node) + " is a view and is being "
+            "modified inplace. This view was created inside a custom Function (or because an "
+            "input was returned as-is) and the autograd logic to handle view+inplace would "
+            "override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+            "output of the custom Function.";
     }
     PyTuple_SET_ITEM(result.ptr(), k, (replaced ? nb::cast(std::move(var)) : o).release().ptr());
   }

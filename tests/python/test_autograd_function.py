@@ -598,3 +598,31 @@ def test_ctx_classes():
         assert isinstance(y.grad_fn, lib.autograd.function.BackwardCFunction)
         assert type(y.grad_fn).__name__ == "SquareBackward"
         assert type(y.grad_fn)._forward_cls.__name__ == "Square"
+
+
+@pytest.mark.parametrize("returns", ["slice_view", "input_as_is", "view_of_view"])
+def test_inplace_on_a_function_output_that_aliases_an_input_raises_as_torch(returns):
+    messages = []
+    for lib in (torch, tp):
+        class Alias(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x[:2] if returns == "slice_view" else x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g if returns != "slice_view" else lib.cat([g, lib.zeros(2)])
+        x = lib.ones(4, requires_grad=True)
+        y = Alias.apply(x.clone())
+        target = y[1:] if returns == "view_of_view" else y
+        with pytest.raises(RuntimeError) as e:
+            target.mul_(2)
+        messages.append(str(e.value))
+        with lib.no_grad():  # outside grad mode the write is allowed
+            target.mul_(2)
+        z = Alias.apply(x.clone()).clone()
+        z.mul_(2)  # a clone of the output is free to change
+    tail = messages[0].split(" is a view ")[1]  # a view of the view names its own view op
+    assert messages[1].split(" is a view ")[1] == tail
+    if returns != "view_of_view":
+        assert messages[1].endswith(messages[0])
