@@ -123,10 +123,10 @@ nb::object PyFunctionNode::saved_tensors() {
            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
            "to backward through the graph a second time or if you need to access saved tensors "
            "after calling backward.");
-  if (to_save_.is_valid() && !to_save_.is_none()) return to_save_;  // still inside forward
+  if (to_save_.is_valid() && !to_save_.is_none() && !in_jvp_) return to_save_;  // in forward
   std::shared_ptr<Node> self = weak_from_this().lock();
   nb::list l;
-  for (const auto& v : saved_) {
+  for (const auto& v : in_jvp_ ? saved_for_forward_ : saved_) {
     Tensor t = v.unpack(self);
     l.append(t.defined() ? nb::cast(std::move(t)) : nb::none());
   }
@@ -231,6 +231,13 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
       node.saved_.emplace_back(t, autograd::grad_fn(t) == sp);
     }
   }
+  if (node.to_save_for_forward_.is_valid() && !node.to_save_for_forward_.is_none()) {
+    for (nb::handle h : node.to_save_for_forward_) {
+      if (h.is_none()) node.saved_for_forward_.emplace_back();
+      else node.saved_for_forward_.emplace_back(as_tensor(h), autograd::grad_fn(as_tensor(h)) == sp);
+    }
+  }
+  node.to_save_for_forward_ = nb::none();
   node.to_save_ = nb::none();
   node.dirty_ = nb::none();
   node.non_differentiable_ = nb::none();
@@ -249,11 +256,17 @@ void set_output_tangents(nb::handle cls, nb::handle ctx, nb::tuple args, nb::han
     tangents[i] = t.defined() ? nb::cast(std::move(t)) : nb::none();
     argv[i + 1] = tangents[i].ptr();
   }
+  std::vector<uint32_t> versions(n, 0);  // a dirty input's tangent must change in place
+  for (size_t i = 0; i < n; ++i)
+    if (!tangents[i].is_none()) versions[i] = as_tensor(tangents[i]).impl()->version();
   nb::object jvp = cls.attr("jvp");
   nb::object r;
+  PyFunctionNode& node = *nb::inst_ptr<PyFunctionNode>(ctx);
   {
     autograd::FwGradDisabledGuard fw_off;
+    node.in_jvp_ = true;
     r = nb::steal(PyObject_Vectorcall(jvp.ptr(), argv.data(), argv.size(), nullptr));
+    node.in_jvp_ = false;
   }
   if (!r.is_valid()) throw nb::python_error();
   bool single = !PyTuple_Check(result.ptr());
@@ -265,6 +278,16 @@ void set_output_tangents(nb::handle cls, nb::handle ctx, nb::tuple args, nb::han
     nb::handle t = r[k];
     if (!is_tensor(o) || t.is_none()) continue;
     TP_CHECK_TYPE(is_tensor(t), "jvp: expected a Tensor or None, got ", nb::inst_name(t).c_str());
+    for (size_t i = 0; i < n; ++i) {  // an input modified in place keeps its tangent object
+      if (!is_tensor(args[i]) || tangents[i].is_none() ||
+          as_tensor(args[i]).impl() != as_tensor(o).impl())
+        continue;
+      const TensorImpl* given = as_tensor(tangents[i]).impl();
+      TP_CHECK(as_tensor(t).impl() == given && given->version() != versions[i],
+               "An inplace custom Function is not modifying the forward mode gradients inplace. "
+               "If the forward is modifying an input inplace, then the jvp function must modify "
+               "the corresponding gradient inplace.");
+    }
     if (is_floating(as_tensor(o).dtype())) autograd::set_fw_grad(as_tensor(o), as_tensor(t));
   }
 }
@@ -371,6 +394,9 @@ void bind_function(nb::module_& m) {
            nb::arg("value"))
       .def_prop_ro("materialize_grads", [](PyFunctionNode& n) { return n.materialize_grads_; })
       .def_prop_ro("saved_tensors", &PyFunctionNode::saved_tensors)
+      .def("_save_for_forward", [](PyFunctionNode& n, nb::tuple tensors) {
+        n.to_save_for_forward_ = tensors;
+      })
       .def_prop_ro("saved_variables", &PyFunctionNode::saved_tensors)
       .def_prop_rw("needs_input_grad",
                    [](PyFunctionNode& n) -> nb::object {

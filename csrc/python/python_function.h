@@ -27,6 +27,11 @@ class PyFunctionNode final : public autograd::Node {
   nb::object to_save_, dirty_, non_differentiable_;
   nb::object needs_input_grad_;
   std::vector<autograd::SavedVariable> saved_;
+  /// What save_for_forward got (saved, version-checked, when the outputs are wrapped, as
+  /// save_for_backward's); ctx.saved_tensors returns these while jvp runs (`in_jvp_`).
+  nb::object to_save_for_forward_;
+  std::vector<autograd::SavedVariable> saved_for_forward_;
+  bool in_jvp_ = false;
   /// Per forward input: whether it was a tensor (owns an edge).
   std::vector<bool> is_tensor_input_;
   /// Per forward output: its gradient slot, or -1 for a non-tensor output.

@@ -626,3 +626,61 @@ def test_inplace_on_a_function_output_that_aliases_an_input_raises_as_torch(retu
     assert messages[1].split(" is a view ")[1] == tail
     if returns != "view_of_view":
         assert messages[1].endswith(messages[0])
+
+
+def test_jvp_reads_save_for_forward_through_saved_tensors():
+    seen = []
+    for lib in (torch, tp):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_forward(w)
+                ctx.save_for_backward(x)
+                return x * w
+
+            @staticmethod
+            def jvp(ctx, tx, tw):
+                (w,) = ctx.saved_tensors  # save_for_forward's tensors while jvp runs
+                return tx * w
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors  # save_for_backward's afterwards
+                return g, g * x
+        fa = lib.autograd.forward_ad
+        w = lib.tensor([2.0, 3.0])
+        with fa.dual_level():
+            x = fa.make_dual(lib.tensor([1.0, 1.0]), lib.tensor([1.0, -1.0]))
+            seen.append(fa.unpack_dual(Scale.apply(x, w)).tangent.tolist())
+        xx = lib.tensor([1.0, 4.0], requires_grad=True)
+        ww = lib.tensor([2.0, 3.0], requires_grad=True)
+        Scale.apply(xx, ww).sum().backward()
+        seen.append(ww.grad.tolist())
+    assert seen[0] == seen[2] == [2.0, -3.0] and seen[1] == seen[3] == [1.0, 4.0]
+
+
+@pytest.mark.parametrize("mode", ["same", "inplace", "new"])
+def test_jvp_of_an_inplace_function_must_change_the_tangent_in_place(mode):
+    outcomes = []
+    for lib in (torch, tp):
+        class AddOne(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_forward(x)
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def jvp(ctx, t):
+                (x,) = ctx.saved_tensors  # saved after the in-place write: no version error
+                return {"same": t, "inplace": t.mul_(2), "new": t * 2}[mode]
+        fa = lib.autograd.forward_ad
+        try:
+            with fa.dual_level():
+                x = fa.make_dual(lib.ones(3), lib.ones(3)).clone()
+                outcomes.append(fa.unpack_dual(AddOne.apply(x)).tangent.tolist())
+        except RuntimeError as e:
+            outcomes.append(str(e).split(": ", 1)[-1] if lib is tp else str(e))
+    assert outcomes[0] == outcomes[1]
+

@@ -31,6 +31,7 @@ class BackwardCFunction(_C._FunctionBase, FunctionCtx):
                 raise TypeError(f"save_for_forward expects all arguments to be tensors; but "
                                 f"got {i}-th argument of type {type(t)}.")
         self.saved_for_forward = tensors
+        self._save_for_forward(tensors)  # version-checked when jvp reads saved_tensors
 
     def apply(self, *grads):
         """Runs the Function's backward on ``grads`` (what the engine calls)."""
