@@ -302,6 +302,20 @@ Tensor take_along_dim_backward(const Tensor& grad, IntArrayRef sizes, const Tens
   return sum_to(r, sizes);
 }
 
+Tensor scatter_reduce_minmax_jvp(const Tensor& self, const Tensor& self_t, int64_t dim,
+                                 const Tensor& index, const Tensor& src, const Tensor& src_t,
+                                 const Tensor& result, bool include_self) {
+  Tensor self_hits = _to_dtype(eq(self, result), self_t.dtype(), false);
+  if (!include_self) {  // self counts only where nothing was scattered
+    Tensor touched = scatter(zeros_like_grad(self_t), dim, index, Scalar(1.0));
+    self_hits = self_hits * (1.0 - touched);
+  }
+  Tensor src_hits = _to_dtype(eq(src, gather(result, dim, index)), src_t.dtype(), false);
+  Tensor count = scatter_add(self_hits, dim, index, src_hits);
+  Tensor total = scatter_add(self_t * self_hits, dim, index, src_t * src_hits);
+  return total / count;
+}
+
 Tensor reduce_into_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index,
                             const Tensor& src, const std::string& reduce, bool include_self,
                             const Tensor& result, bool indexed, bool for_self) {

@@ -8,6 +8,11 @@
 
 namespace tp::autograd {
 
+/// scatter_reduce's tangent for amax / amin: at each output the mean of the tangents of the
+/// contributors (self where include_self or untouched, and src) whose value equals the result.
+Tensor scatter_reduce_minmax_jvp(const Tensor& self, const Tensor& self_t, int64_t dim,
+                                 const Tensor& index, const Tensor& src, const Tensor& src_t,
+                                 const Tensor& result, bool include_self);
 /// logit's gradient: grad / (x (1 - x)); outside [eps, 1 - eps] 0, or NaN outside [0, 1]
 /// without eps (a negative eps counts as none, as in the forward).
 Tensor logit_backward(const Tensor& grad, const Tensor& self, const std::optional<double>& eps);

@@ -170,3 +170,36 @@ def test_forward_ad_inplace_forms(op):
         except Exception:  # noqa: BLE001 - torch refuses this in-place sample (dtype, shape)
             continue
         _check_sample(op, sample, 'inplace', rng)
+
+
+@pytest.mark.parametrize("reduce", ["amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_scatter_reduce_amax_amin_tangents_match_torch(reduce, include_self, inplace):
+    # ties (equal values share the tangent), untouched rows, and dim=1
+    self_v = [[1.0, 5.0, 3.0, 2.0], [4.0, 4.0, 0.0, 7.0]]
+    src_v = [[4.0, 2.0, 6.0], [4.0, 9.0, 4.0]]
+    idx_v = [[0, 1, 0], [0, 3, 1]]
+    tangents = []
+    for lib in (torch, tp):
+        fa = lib.autograd.forward_ad
+        with fa.dual_level():
+            s = fa.make_dual(lib.tensor(self_v, dtype=lib.float64),
+                             lib.arange(8, dtype=lib.float64).reshape(2, 4) / 10)
+            src = fa.make_dual(lib.tensor(src_v, dtype=lib.float64),
+                               lib.arange(6, dtype=lib.float64).reshape(2, 3) + 1)
+            idx = lib.tensor(idx_v)
+            if inplace:
+                out = s.clone().scatter_reduce_(1, idx, src, reduce, include_self=include_self)
+            else:
+                out = s.scatter_reduce(1, idx, src, reduce, include_self=include_self)
+            tangents.append(np.array(fa.unpack_dual(out).tangent.tolist()))
+    np.testing.assert_allclose(tangents[1], tangents[0], rtol=1e-12)
+
+
+def test_scatter_reduce_prod_tangent_is_refused():
+    fa = tp.autograd.forward_ad
+    with fa.dual_level():
+        s = fa.make_dual(tp.ones(3), tp.ones(3))
+        with pytest.raises(NotImplementedError, match="reduce='prod'"):
+            s.scatter_reduce(0, tp.tensor([0, 1]), tp.ones(2), "prod")
