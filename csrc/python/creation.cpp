@@ -1,5 +1,7 @@
 // tensor(data) from nested Python sequences and numbers, and zero-copy wrapping of
 // foreign buffers (NumPy arrays through their array interface).
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -39,8 +41,26 @@ struct Leaves {
   std::vector<double> f;
   std::vector<int64_t> i;
   std::vector<uint8_t> kind;
-  Kind max_kind = Kind::Bool;
+  /// The promotion of every leaf's dtype (PyTorch's inference): a tensor's or a NumPy
+  /// scalar's own dtype, bool, int64, or the default dtype for a Python float.
+  DType dtype = DType::Undefined;
 };
+
+/// The dtype of a NumPy scalar (np.float64(1), np.int32(2), np.bool_(True)), if it is one
+/// of ours; Undefined otherwise.
+DType numpy_scalar_dtype(PyObject* o) {
+  const char* type_name = Py_TYPE(o)->tp_name;
+  if (std::strncmp(type_name, "numpy.", 6) != 0 || !PyObject_HasAttrString(o, "dtype"))
+    return DType::Undefined;
+  std::string name = nb::cast<std::string>(nb::handle(o).attr("dtype").attr("name"));
+  static const std::pair<const char*, DType> known[] = {
+      {"bool", DType::Bool},       {"uint8", DType::UInt8},     {"int8", DType::Int8},
+      {"int16", DType::Int16},     {"int32", DType::Int32},     {"int64", DType::Int64},
+      {"float16", DType::Float16}, {"float32", DType::Float32}, {"float64", DType::Float64}};
+  for (const auto& [n, dt] : known)
+    if (name == n) return dt;
+  return DType::Undefined;
+}
 
 void collect(PyObject* o, const DimVector& shape, size_t d, Leaves& out) {
   if (d == shape.size()) {
@@ -54,7 +74,10 @@ void collect(PyObject* o, const DimVector& shape, size_t d, Leaves& out) {
       TP_CHECK_TYPE(false, "invalid data type '", Py_TYPE(o)->tp_name, "'");
     }
     Kind k = s.is_bool() ? Kind::Bool : s.is_integral() ? Kind::Int : Kind::Float;
-    out.max_kind = std::max(out.max_kind, k);
+    DType leaf = nb::isinstance<Tensor>(o) ? nb::inst_ptr<Tensor>(o)->dtype() : numpy_scalar_dtype(o);
+    if (leaf == DType::Undefined)
+      leaf = k == Kind::Bool ? DType::Bool : k == Kind::Int ? DType::Int64 : default_dtype();
+    out.dtype = out.dtype == DType::Undefined ? leaf : promote_types(out.dtype, leaf);
     out.kind.push_back(uint8_t(k));
     out.f.push_back(s.to_double());
     out.i.push_back(k == Kind::Float ? 0 : s.to_int());
@@ -89,8 +112,7 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   infer_shape(data.ptr(), shape);
   Leaves leaves;
   collect(data.ptr(), shape, 0, leaves);
-  DType inferred = leaves.kind.empty() || leaves.max_kind == Kind::Float ? default_dtype()
-                   : leaves.max_kind == Kind::Int ? DType::Int64 : DType::Bool;
+  DType inferred = leaves.kind.empty() ? default_dtype() : leaves.dtype;
   DType dt = dtype.value_or(inferred);
   Tensor out = empty_tensor(shape, dt);
   size_t n = leaves.kind.size();

@@ -113,6 +113,12 @@ def _basic_view(self, items):
 
 
 def getitem(self, index):
+    if type(index) is builtins.int:  # the common t[i]: one select, no index parsing
+        if self.dim() == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        if -self.size(0) <= index < self.size(0):
+            return self.select(0, index)
     items = _expand_ellipsis(index if isinstance(index, tuple) else (index,), self.dim())
     view, advanced = _basic_view(self, items)
     if not advanced:

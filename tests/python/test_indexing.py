@@ -181,3 +181,26 @@ def test_index_put_accumulate_duplicates_matches_torch():
     np.testing.assert_allclose(r.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
     r1 = tp.index_put_(tp.zeros(4), (tp.tensor([0, 0, 3]),), tp.tensor(1.0), True)
     assert r1.tolist() == [2.0, 0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("i", [0, 2, -1, -3, 3, -4])
+def test_integer_index_matches_torch(i):
+    for shape in ((3,), (3, 2)):
+        a = torch.arange(float(np.prod(shape))).reshape(shape).requires_grad_()
+        b = tp.arange(float(np.prod(shape))).reshape(shape).requires_grad_()
+        try:
+            ta = a[i]
+        except IndexError as e:
+            with pytest.raises(IndexError, match=str(e)):
+                b[i]
+            continue
+        tb = b[i]
+        assert tb.tolist() == ta.tolist() and tuple(tb.shape) == tuple(ta.shape)
+        (ta * 2).sum().backward()
+        (tb * 2).sum().backward()
+        assert b.grad.tolist() == a.grad.tolist()
+    base = tp.zeros(3, 2)
+    base[1][0] = 5.0  # the result is a view
+    assert base[1, 0].item() == 5.0
+    with pytest.raises(IndexError, match="invalid index of a 0-dim tensor"):
+        tp.zeros(())[0]

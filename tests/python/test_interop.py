@@ -318,3 +318,15 @@ def test_tensor_copies_and_as_tensor_shares(name):
     assert_shares_memory(a, shared)
     a[...] = _new_value(a.flat[0].item())
     assert copied.tolist() == _array(name).tolist()
+
+
+@pytest.mark.parametrize("data", [
+    np.float64(1.5), np.float32(1.5), np.int32(3), np.int16(2), np.uint8(3), np.bool_(True),
+    [np.int32(1), np.int32(2)], [np.float64(1.0), 2.0], [np.float16(1.0)], [1, np.int32(2)],
+    [1, np.float32(2)], [[np.bool_(True)], [False]], [True, 2], [1, 2.5]])
+@pytest.mark.parametrize("factory", ["tensor", "as_tensor"])
+def test_dtype_inferred_from_numpy_scalars_matches_torch(data, factory):
+    a = getattr(torch, factory)(data)
+    b = getattr(tp, factory)(data)
+    assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
+    assert b.tolist() == a.tolist()
