@@ -1,5 +1,6 @@
-"""Op-database entries: the nn kernels (csrc/ops/nn_conv.yaml, nn_pool.yaml, nn_norm.yaml):
-convolutions, pooling, softmax and the normalisation layers. Loaded after opdb.py.
+"""Op-database entries: the nn kernels (csrc/ops/nn_conv.yaml, nn_pool.yaml, nn_norm.yaml,
+nn_activation.yaml): convolutions, pooling, softmax, the normalisation layers and the fused
+activations. Loaded after opdb.py.
 
 Each op's first sample is tiny (at most 24 input elements) so the gradient suites also run
 gradcheck and gradgradcheck on it. An op's dtypes are those for which PyTorch accepts every
@@ -19,7 +20,7 @@ def _register(name, samples, fn=None, errors=None, tol=None, method=False):
     """Registers `name` with the dtypes torch accepts for all of its samples. PyTorch keeps
     some of these ops in torch._C._nn only (avg_pool2d, ...), while tensorplay exports them as
     tp.<name>; the reference is then made reachable as torch.<name> for the harness."""
-    if not hasattr(torch, name):
+    if '.' not in name and not hasattr(torch, name):
         setattr(torch, name, getattr(torch._C._nn, name))
     fn = fn or getattr(torch, name)
     dtypes = []
@@ -386,3 +387,28 @@ def _col2im_samples(op, mk):
 _register('col2im', _col2im_samples,
           errors=db._errors(db._err(torch.ones(1, 5, 9), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1]),
                             db._err(torch.ones(1, 4, 8), [4, 4], [2, 2], [1, 1], [0, 0], [1, 1])))
+
+
+# ---------------------------------------------------------------- fused activations
+def _activation_samples(variants):
+    def samples(op, mk):
+        yield db.Sample((mk((2, 3)),), dict(variants[0]))
+        for kwargs in variants:
+            yield db.Sample((mk((4, 37)),), dict(kwargs), layout='transposed')
+            yield db.Sample((mk((3, 6)),), dict(kwargs), layout='strided')
+            yield db.Sample((mk(()),), dict(kwargs))
+            if mk.is_float:  # the branch points and specials
+                yield db.Sample((mk.values([-3.0, 3.0, 0.0, -0.0, 20.0, -20.0, 2.5, NAN, INF, -INF]),),
+                                dict(kwargs))
+    return samples
+
+
+for _name, _variants in (('gelu', ({}, {'approximate': 'tanh'})), ('silu', ({},)), ('mish', ({},)),
+                         ('softplus', ({}, {'beta': 2.0, 'threshold': 5.0})),
+                         ('elu', ({}, {'alpha': 0.5})), ('celu', ({'alpha': 2.0},)), ('selu', ({},)),
+                         ('leaky_relu', ({}, {'negative_slope': 0.2})), ('hardswish', ({},)),
+                         ('hardsigmoid', ({},))):
+    db.register(db.OpInfo(f'nn.functional.{_name}', _activation_samples(_variants), db.FLOATS,
+                          method=False, tol=HALF_TOL, coverage=('noncontig',),
+                          message_names=(_name, f'_{_name}', '_gelu_tanh', '_elu'),
+                          errors=db._errors(db._err(torch.tensor([1, 2]), exc=NotImplementedError))))
