@@ -193,6 +193,12 @@ def test_factories(dtype):
     expected.select(1, 2).fill_(1)
     assert z.cpu().tolist() == expected.tolist()
     assert tp.empty(0, dtype=dt, device="cuda").cpu().tolist() == []
+    like = tp.ones_like(z)
+    assert like.device == z.device and like.cpu().tolist() == tp.ones(4, 4, dtype=dt).tolist()
+    assert tp.zeros_like(z.t()).device.type == "cuda"
+    assert z.t().contiguous().cpu().tolist() == expected.t().tolist()
+    c = z.clone()
+    assert c.data_ptr() != z.data_ptr() and c.cpu().tolist() == expected.tolist()
 
 
 @gpu
