@@ -187,16 +187,20 @@ def to(self, *args, **kwargs):
     layout = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    bools = 0
     for a in args:
         if isinstance(a, _dtype.dtype):
             dtype = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
+        elif isinstance(a, builtins.bool):  # to(device, dtype, non_blocking, copy)
+            bools += 1
+            if bools == 1:
+                non_blocking = a
+            else:
+                copy = a
         elif isinstance(a, (str, _C.device, builtins.int)):
             device = a
-        elif isinstance(a, builtins.bool):
-            non_blocking = a  # to(device, dtype, non_blocking)
-            continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
     if device is not None:

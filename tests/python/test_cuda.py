@@ -43,6 +43,16 @@ def test_memory_module_names():
         assert getattr(tp.cuda, name) is getattr(tp.cuda.memory, name)
 
 
+def test_to_positional_bools():
+    """to(dtype, non_blocking, copy): bools are flags, never a device ordinal."""
+    x, t = tp.ones(2), torch.ones(2)
+    assert x.to(tp.float32, False, True).data_ptr() != x.data_ptr()
+    assert t.to(torch.float32, False, True).data_ptr() != t.data_ptr()
+    assert x.to(tp.float32, False).data_ptr() == x.data_ptr()
+    assert x.to("cpu", tp.float64, False).dtype == tp.float64
+    assert x.to(tp.float64, True).device == tp.device("cpu")
+
+
 @no_gpu
 def test_no_gpu_queries():
     assert tp.cuda.is_available() is False == torch.cuda.is_available()
