@@ -8,6 +8,9 @@
 #include <new>
 
 #include "core/error.h"
+#ifdef TP_USE_CUDA
+#include "cuda/runtime.h"
+#endif
 
 namespace tp {
 
@@ -107,6 +110,14 @@ StorageImpl::StorageImpl(size_t nbytes, Device device) : nbytes_(nbytes), device
   if (!alloc)
     TP_FAIL_NOT_IMPLEMENTED("Cannot allocate on device '", device.str(),
                             "': TensorPlay was built without support for it");
+#ifdef TP_USE_CUDA
+  if (device.type == DeviceType::CUDA) {  // on the tensor's GPU, its index made explicit
+    device_ = cuda::resolve(device);
+    cuda::DeviceGuard g(device_.index);
+    data_ = alloc->allocate(nbytes, &deleter_, &ctx_);
+    return;
+  }
+#endif
   data_ = alloc->allocate(nbytes, &deleter_, &ctx_);
 }
 

@@ -77,6 +77,13 @@ TensorIterator::TensorIterator(const IterConfig& cfg, OutArg out,
     TP_CHECK(d == device_, "Expected all tensors to be on the same device, but found at least "
              "two devices, ", device_.str(), " and ", d.str(), "!");
   }
+#ifdef TP_USE_CUDA
+  if (out.tensor && ninputs_ && out.tensor->device() != device_)
+    TP_CHECK(false, "Expected all tensors to be on the same device, but found at least "
+             "two devices, ", device_.str(), " and ", out.tensor->device().str(), "!");
+  // The kernels behind this iterator are CPU loops; CUDA ones arrive with the elementwise engine.
+  if (device_.is_cuda()) TP_FAIL_NOT_IMPLEMENTED(cfg.op, ": no CUDA kernel");
+#endif
   first_fixed_ = cfg.first_input_fixed;
   if (out.tensor) out_shape_ = out.tensor->sizes();
   inplace_ = out.inplace;

@@ -7,6 +7,9 @@
 #include "core/error.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/copy.h"
+#endif
 
 namespace tp {
 
@@ -72,8 +75,16 @@ void check_scalar_fits(const Scalar& s, DType dt) {
 }  // namespace
 
 Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutArg) {
-  (void)non_blocking;
   if (self.is_same(src)) return self;
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda() || src.device().is_cuda()) {
+    if (self.device() == src.device()) check_partial_overlap(self, src, "copy_");
+    cuda::copy_(self, src, non_blocking);
+    self.impl()->bump_version();
+    return self;
+  }
+#endif
+  (void)non_blocking;
   TP_CHECK(self.device() == src.device() || (self.device().is_cpu() && src.device().is_cpu()),
            "copy_: copies between ", src.device().str(), " and ", self.device().str(),
            " arrive with the CUDA backend");
@@ -99,6 +110,17 @@ Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg out) {
     if (bump) self.impl()->bump_version();
     return self;
   }
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda()) {  // the element's bits, converted on the host
+    Tensor one = empty_tensor({}, self.dtype(), Device(DeviceType::CPU));
+    fill_impl(one, value, OutArg{&one, true, false});
+    uint64_t bits = 0;
+    std::memcpy(&bits, one.data_ptr(), self.itemsize());
+    cuda::fill_(self, bits);
+    if (bump) self.impl()->bump_version();
+    return self;
+  }
+#endif
   KernelParams p;
   p.s0 = value;
   IterConfig cfg{"fill_", Promote::Common};

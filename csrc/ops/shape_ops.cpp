@@ -336,6 +336,8 @@ Tensor tile_impl(const Tensor& self, IntArrayRef dims, OutArg) {
 
 Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const std::optional<int64_t>& dim,
                               const std::optional<int64_t>& output_size, OutArg) {
+  if (self.device().is_cuda() || repeats.device().is_cuda())  // reads repeats on the host
+    TP_FAIL_NOT_IMPLEMENTED("repeat_interleave: no CUDA kernel");
   TP_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor");
   TP_CHECK(is_integral(repeats.dtype(), false), "repeats has to be Long or Int tensor");
   Tensor input = self;

@@ -7,6 +7,9 @@
 #include "ops/pointwise.h"
 #include "ops/reduce_utils.h"
 #include "python/bindings.h"
+#ifdef TP_USE_CUDA
+#include "cuda/caching_allocator.h"
+#endif
 #include "tensorplay/ops_api.h"
 
 namespace tp::python {
@@ -158,7 +161,12 @@ void reject_number_with_out(const TensorArg& a, const char* op, const char* name
 nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
            " elements cannot be converted to Scalar");
-  TP_CHECK(t.device().is_cpu(), "item: CUDA tensors arrive with the CUDA backend");
+  if (t.device().is_cuda()) {  // read through a host copy
+    Tensor h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
+    copy_impl(h, t, false, {});
+    return tensor_item(h);
+  }
+  TP_CHECK(t.device().is_cpu(), "item: tensors on ", t.device().str(), " have no data");
   if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());
   if (is_floating(t.dtype())) {
     double v;
@@ -225,9 +233,18 @@ NB_MODULE(_C, m) {
       "positive-definite, no convergence).",
       PyExc_RuntimeError, nullptr);
   m.attr("_LinAlgError") = nb::handle(g_linalg_error);
+  // torch.OutOfMemoryError (also torch.cuda.OutOfMemoryError): a RuntimeError subclass.
+  static PyObject* g_oom_error = PyErr_NewExceptionWithDoc(
+      "tensorplay.OutOfMemoryError", "Raised when device memory runs out.", PyExc_RuntimeError,
+      nullptr);
+  m.attr("OutOfMemoryError") = nb::handle(g_oom_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
+#ifdef TP_USE_CUDA
+    } catch (const cuda::OutOfMemoryError& e) {
+      PyErr_SetString(g_oom_error, e.what());
+#endif
     } catch (const Error& e) {
       PyObject* type = PyExc_RuntimeError;
       switch (e.kind()) {
@@ -302,6 +319,7 @@ NB_MODULE(_C, m) {
   bind_dlpack(m, cls);
   bind_autograd(m, cls);
   bind_function(m);
+  bind_cuda(m);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();

@@ -142,10 +142,15 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       })
       .def("item", [](const Tensor& t) { return tensor_item(t); })
       .def("tolist", [](const Tensor& t) -> nb::object {
-        TP_CHECK(t.device().is_cpu(), "tolist: copy CUDA tensors to the CPU first");
-        return visit_dtype(t.dtype(), [&](auto v) {
+        Tensor h = t;
+        if (t.device().is_cuda()) {  // read through a host copy
+          h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
+          copy_impl(h, t, false, {});
+        }
+        TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");
+        return visit_dtype(h.dtype(), [&](auto v) {
           using T = decltype(v);
-          return nb::steal(to_list<T>(t.data_ptr(), t.sizes(), t.strides(), 0));
+          return nb::steal(to_list<T>(h.data_ptr(), h.sizes(), h.strides(), 0));
         });
       })
       .def("__len__", [](const Tensor& t) {

@@ -76,3 +76,6 @@ from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
+from tensorplay import cuda  # noqa: E402,F401
+
+OutOfMemoryError = _C.OutOfMemoryError

@@ -183,19 +183,24 @@ def to(self, *args, **kwargs):
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = kwargs.pop("non_blocking", False)
     layout = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    bools = 0
     for a in args:
         if isinstance(a, _dtype.dtype):
             dtype = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
+        elif isinstance(a, builtins.bool):  # to(device, dtype, non_blocking, copy)
+            bools += 1
+            if bools == 1:
+                non_blocking = a
+            else:
+                copy = a
         elif isinstance(a, (str, _C.device, builtins.int)):
             device = a
-        elif isinstance(a, builtins.bool):
-            continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
     if device is not None:
@@ -203,8 +208,14 @@ def to(self, *args, **kwargs):
             dev = _C.device(device) if not isinstance(device, _C.device) else device
         except RuntimeError as e:
             raise RuntimeError(f"to: {e}") from None
-        if dev.type != self.device.type:
-            raise RuntimeError(f"to: device {dev} arrives with the CUDA backend")
+        if dev.type != self.device.type or (dev.type == "cuda" and _cuda_index(dev) != self.device.index):
+            if not _C._cuda_compiled and "cuda" in (dev.type, self.device.type):
+                raise AssertionError("Torch not compiled with CUDA enabled")
+            return _to_device(self, dev, dtype if dtype is not None else self.dtype, non_blocking)
+    if self.device.type == "cuda":  # no CUDA conversion kernel yet: a converting copy
+        if (dtype is None or dtype == self.dtype) and not copy:
+            return self
+        return _to_device(self, self.device, dtype if dtype is not None else self.dtype, non_blocking)
     return _converted(self, dtype if dtype is not None else self.dtype, copy, layout)
 
 
@@ -271,9 +282,83 @@ def tensor_type(self, dtype=None, non_blocking=False):
     return _C._to_dtype(self, dtype, False)
 
 
+def _cuda_index(dev):
+    return dev.index if dev.index is not None else _C._cuda_getDevice()
+
+
+def _to_device(self, dev, dtype, non_blocking):
+    """A copy of ``self`` on ``dev`` (as ``dtype``): a dense layout like self's is kept."""
+    if self.is_contiguous() or self.dim() == 0:
+        out = _C.empty(tuple(self.shape), dtype=dtype, device=dev)
+    else:
+        out = _C.empty_strided(tuple(self.shape), _dense_strides(self), dtype=dtype, device=dev)
+    out.copy_(self, non_blocking=builtins.bool(non_blocking))
+    return out
+
+
+def _dense_strides(t):
+    """Contiguous strides in the order of t's strides (PyTorch's preserve_format)."""
+    order = sorted(range(t.dim()), key=lambda d: (t.stride(d), t.shape[d]), reverse=True)
+    strides = [0] * t.dim()
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= max(t.shape[d], 1)
+    return tuple(strides)
+
+
 @_method
-def cpu(self):
-    return self
+def cpu(self, memory_format=None):
+    if self.device.type == "cpu":
+        return self
+    return _to_device(self, _C.device("cpu"), self.dtype, False)
+
+
+@_method
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """A copy on the GPU ``device`` (default: the current one); self if already there."""
+    if not _C._cuda_compiled:
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if device is None:
+        dev = _C.device("cuda", _C._cuda_getDevice())
+    elif isinstance(device, builtins.int):
+        dev = _C.device("cuda", device)
+    else:
+        dev = _C.device(device) if not isinstance(device, _C.device) else device
+        if dev.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device, got {dev}")
+    if self.device.type == "cuda" and self.device.index == _cuda_index(dev):
+        return self
+    return _to_device(self, dev, self.dtype, non_blocking)
+
+
+@_method
+def pin_memory(self, device=None):
+    """A copy in page-locked host memory (self if already pinned)."""
+    if not _C._cuda_compiled or not _C._cuda_getDeviceCount():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+    if _C._cuda_isPinned(self):
+        return self
+    return _C._cuda_pinMemory(self)
+
+
+@_method
+def is_pinned(self, device=None):
+    """Whether self lives in page-locked host memory."""
+    if not _C._cuda_compiled or self.device.type != "cpu":
+        return False
+    return _C._cuda_getDeviceCount() > 0 and _C._cuda_isPinned(self)
+
+
+@_method
+def record_stream(self, stream):
+    """Marks self's memory as used by ``stream``: it is not reused before the work queued
+    there (at the time self is freed) has finished."""
+    if self.device.type != "cuda":
+        raise RuntimeError("record_stream: expected a CUDA tensor")
+    _C._cuda_recordStream(self, stream.cuda_stream, stream.device_index)
 
 
 @_method

@@ -341,7 +341,9 @@ def gen_api_source(ops):
                    f'reg[{i}].tags = "{tags}"; reg[{i}].doc = "{doc}";')
         if "pointwise" in e or "impl" in e:
             fn = f"pw_{op.ident}" if "pointwise" in e else e["impl"]
-            for key in ("CPU", "CUDA", "Meta"):
+            # Kernels run on CPU memory unless the entry says `cuda: true` (the kernel handles
+            # CUDA tensors itself); other ops on CUDA tensors raise "<op>: no CUDA kernel".
+            for key in ("CPU", "CUDA", "Meta") if e.get("cuda") else ("CPU", "Meta"):
                 out.append(f"  reg[{i}].kernels[int(DispatchKey::{key})] = reinterpret_cast<void*>(&{fn});")
         if "composite" in e:
             out.append(f"  reg[{i}].kernels[int(DispatchKey::Composite)] = reinterpret_cast<void*>(&{e['composite']});")

@@ -1,0 +1,580 @@
+// The CUDA caching allocator. See Note [CUDA caching allocator].
+#include "cuda/caching_allocator.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/storage.h"
+#include "cuda/check.h"
+
+// Note [CUDA caching allocator]
+// Requests are rounded up to 512 bytes. Requests of up to 1 MiB come from the small
+// pool, whose segments (cudaMalloc'd regions) are 2 MiB; larger ones from the large pool,
+// whose segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB
+// otherwise. A free block larger than needed is split (small pool: when at least 512
+// bytes remain; large pool: when more than 1 MiB remains); a freed block merges with free
+// neighbours of its segment. Free blocks are kept per stream: a block is reused only for
+// an allocation on the stream it was allocated on, so work queued on that stream orders
+// the reuse. A block also used on other streams (record_stream) is not reusable until an
+// event recorded on each of those streams at free time has completed. When cudaMalloc
+// fails, all cached free segments are released (after pending events) and the allocation
+// is retried once; then OutOfMemoryError is raised, and the process can continue.
+
+namespace tp::cuda::allocator {
+
+namespace {
+
+constexpr size_t kMinBlockSize = 512;
+constexpr size_t kSmallSize = size_t(1) << 20;
+constexpr size_t kSmallBuffer = size_t(2) << 20;
+constexpr size_t kLargeBuffer = size_t(20) << 20;
+constexpr size_t kMinLargeAlloc = size_t(10) << 20;
+constexpr size_t kRoundLarge = size_t(2) << 20;
+
+struct Stat {
+  int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+  void add(int64_t n) {
+    current += n;
+    if (n > 0) allocated += n;
+    else freed -= n;
+    peak = std::max(peak, current);
+  }
+};
+// PyTorch's stat types: "all", "small_pool", "large_pool".
+using StatArray = std::array<Stat, 3>;
+
+struct Stats {
+  StatArray allocation, segment, active, inactive_split;
+  StatArray allocated_bytes, reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes;
+  int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
+  int64_t num_sync_all_streams = 0;
+};
+
+void update(StatArray& s, bool small, int64_t n) {
+  s[0].add(n);
+  s[small ? 1 : 2].add(n);
+}
+
+struct BlockPool;
+
+struct Block {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  size_t size = 0;       // bytes of the block (rounded)
+  size_t requested = 0;  // bytes asked for
+  char* ptr = nullptr;
+  BlockPool* pool = nullptr;
+  bool allocated = false;
+  Block* prev = nullptr;  // neighbours in the same segment
+  Block* next = nullptr;
+  std::vector<cudaStream_t> stream_uses;  // other streams that used it (record_stream)
+  int event_count = 0;                    // events to complete before it is free
+  bool is_split() const { return prev || next; }
+};
+
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return uintptr_t(a->stream) < uintptr_t(b->stream);
+    if (a->size != b->size) return a->size < b->size;
+    return uintptr_t(a->ptr) < uintptr_t(b->ptr);
+  }
+};
+
+struct BlockPool {
+  std::set<Block*, BlockOrder> blocks;
+  bool small = false;
+};
+
+std::string format_size(size_t n) {
+  char buf[64];
+  if (n < 1024) std::snprintf(buf, sizeof buf, "%zu bytes", n);
+  else if (n < (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", double(n) / 1024.0);
+  else if (n < (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / 1048576.0);
+  else if (n < (size_t(1) << 40)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / 1073741824.0);
+  else std::snprintf(buf, sizeof buf, "%.2f TiB", double(n) / 1099511627776.0);
+  return buf;
+}
+
+size_t round_size(size_t n) {
+  if (n < kMinBlockSize) return kMinBlockSize;
+  return (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t segment_size(size_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+class DeviceAllocator {
+ public:
+  explicit DeviceAllocator(int device) : device_(device) {
+    small_.small = true;
+    large_.small = false;
+  }
+
+  Block* malloc(size_t requested, cudaStream_t stream) {
+    std::lock_guard<std::mutex> g(mu_);
+    process_events();
+    size_t size = round_size(requested);
+    BlockPool& pool = size <= kSmallSize ? small_ : large_;
+    Block* block = take_free(pool, size, stream);
+    if (!block) {
+      size_t seg = segment_size(size);
+      block = new_segment(pool, seg, stream);
+      if (!block) {
+        // Give the cache back to the driver and try once more.
+        stats_.num_alloc_retries++;
+        release_cached();
+        block = new_segment(pool, seg, stream);
+      }
+      if (!block) raise_oom(requested, seg);
+    }
+    size_t rest = block->size - size;
+    if (pool.small ? rest >= kMinBlockSize : rest > kSmallSize) {
+      Block* r = new Block;
+      r->device = device_;
+      r->stream = stream;
+      r->size = rest;
+      r->ptr = block->ptr + size;
+      r->pool = &pool;
+      r->prev = block;
+      r->next = block->next;
+      if (r->next) r->next->prev = r;
+      block->next = r;
+      block->size = size;
+      insert_free(r);
+    }
+    block->allocated = true;
+    block->requested = requested;
+    active_[block->ptr] = block;
+    bool small = pool.small;
+    update(stats_.allocation, small, 1);
+    update(stats_.allocated_bytes, small, int64_t(block->size));
+    update(stats_.active, small, 1);
+    update(stats_.active_bytes, small, int64_t(block->size));
+    update(stats_.requested_bytes, small, int64_t(requested));
+    return block;
+  }
+
+  void free(Block* block) {
+    std::lock_guard<std::mutex> g(mu_);
+    block->allocated = false;
+    active_.erase(block->ptr);
+    bool small = block->pool->small;
+    update(stats_.allocation, small, -1);
+    update(stats_.allocated_bytes, small, -int64_t(block->size));
+    update(stats_.requested_bytes, small, -int64_t(block->requested));
+    if (!block->stream_uses.empty()) {
+      // Used on other streams: free once the work queued there so far has finished.
+      DeviceGuard dg(device_);
+      for (cudaStream_t s : block->stream_uses) {
+        cudaEvent_t ev = get_event();
+        TP_CUDA_WARN(cudaEventRecord(ev, s));
+        pending_.push_back({ev, block});
+        block->event_count++;
+      }
+      block->stream_uses.clear();
+      return;
+    }
+    free_block(block);
+  }
+
+  Block* find_active(void* ptr) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = active_.find(ptr);
+    return it == active_.end() ? nullptr : it->second;
+  }
+
+  void record_stream(Block* block, cudaStream_t stream) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stream == block->stream) return;
+    if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
+        block->stream_uses.end())
+      block->stream_uses.push_back(stream);
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> g(mu_);
+    release_cached();
+  }
+
+  std::map<std::string, int64_t> stats() {
+    std::lock_guard<std::mutex> g(mu_);
+    std::map<std::string, int64_t> out;
+    auto put = [&](const char* name, const StatArray& s) {
+      static const char* types[] = {"all", "small_pool", "large_pool"};
+      for (int i = 0; i < 3; ++i) {
+        std::string base = std::string(name) + "." + types[i] + ".";
+        out[base + "current"] = s[i].current;
+        out[base + "peak"] = s[i].peak;
+        out[base + "allocated"] = s[i].allocated;
+        out[base + "freed"] = s[i].freed;
+      }
+    };
+    put("allocation", stats_.allocation);
+    put("segment", stats_.segment);
+    put("active", stats_.active);
+    put("inactive_split", stats_.inactive_split);
+    put("allocated_bytes", stats_.allocated_bytes);
+    put("reserved_bytes", stats_.reserved_bytes);
+    put("active_bytes", stats_.active_bytes);
+    put("inactive_split_bytes", stats_.inactive_split_bytes);
+    put("requested_bytes", stats_.requested_bytes);
+    out["num_alloc_retries"] = stats_.num_alloc_retries;
+    out["num_ooms"] = stats_.num_ooms;
+    out["num_sync_all_streams"] = stats_.num_sync_all_streams;
+    out["num_device_alloc"] = stats_.num_device_alloc;
+    out["num_device_free"] = stats_.num_device_free;
+    out["max_split_size"] = -1;
+    out["oversize_allocations.current"] = 0;
+    out["oversize_allocations.peak"] = 0;
+    out["oversize_allocations.allocated"] = 0;
+    out["oversize_allocations.freed"] = 0;
+    out["oversize_segments.current"] = 0;
+    out["oversize_segments.peak"] = 0;
+    out["oversize_segments.allocated"] = 0;
+    out["oversize_segments.freed"] = 0;
+    return out;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> g(mu_);
+    for (StatArray* s : all_stats())
+      for (Stat& x : *s) x.peak = x.current;
+  }
+
+  void reset_accumulated() {
+    std::lock_guard<std::mutex> g(mu_);
+    for (StatArray* s : all_stats())
+      for (Stat& x : *s) x.allocated = x.freed = 0;
+    stats_.num_alloc_retries = stats_.num_ooms = 0;
+    stats_.num_device_alloc = stats_.num_device_free = stats_.num_sync_all_streams = 0;
+  }
+
+  void set_fraction(double f) {
+    std::lock_guard<std::mutex> g(mu_);
+    fraction_ = f;
+    limit_ = size_t(f * double(device_properties(device_).total_memory));
+  }
+  double fraction() {
+    std::lock_guard<std::mutex> g(mu_);
+    return fraction_;
+  }
+
+  void snapshot(std::vector<SegmentInfo>& out) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Block* head : segments_) {
+      SegmentInfo s{uintptr_t(head->ptr), 0, 0, uintptr_t(head->stream), !head->pool->small,
+                    device_, ""};
+      for (Block* b = head; b; b = b->next) {
+        s.total_size += b->size;
+        if (b->allocated) s.allocated_size += b->size;
+        s.blocks += std::to_string(b->size) + (b->allocated ? ":active_allocated;" : ":inactive;");
+      }
+      out.push_back(std::move(s));
+    }
+  }
+
+ private:
+  std::array<StatArray*, 9> all_stats() {
+    return {&stats_.allocation,      &stats_.segment,          &stats_.active,
+            &stats_.inactive_split,  &stats_.allocated_bytes,  &stats_.reserved_bytes,
+            &stats_.active_bytes,    &stats_.inactive_split_bytes, &stats_.requested_bytes};
+  }
+
+  void insert_free(Block* b) {
+    b->pool->blocks.insert(b);
+    if (b->is_split()) {
+      update(stats_.inactive_split, b->pool->small, 1);
+      update(stats_.inactive_split_bytes, b->pool->small, int64_t(b->size));
+    }
+  }
+
+  void erase_free(Block* b) {
+    b->pool->blocks.erase(b);
+    if (b->is_split()) {
+      update(stats_.inactive_split, b->pool->small, -1);
+      update(stats_.inactive_split_bytes, b->pool->small, -int64_t(b->size));
+    }
+  }
+
+  // The smallest free block of `pool` on `stream` that holds `size` bytes, taken out.
+  Block* take_free(BlockPool& pool, size_t size, cudaStream_t stream) {
+    Block key;
+    key.stream = stream;
+    key.size = size;
+    key.ptr = nullptr;
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+    Block* b = *it;
+    erase_free(b);
+    return b;
+  }
+
+  Block* new_segment(BlockPool& pool, size_t size, cudaStream_t stream) {
+    if (limit_ != std::numeric_limits<size_t>::max() &&
+        size_t(stats_.reserved_bytes[0].current) + size > limit_)
+      return nullptr;
+    void* p = nullptr;
+    cudaError_t err;
+    {
+      DeviceGuard dg(device_);
+      err = cudaMalloc(&p, size);
+    }
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    TP_CUDA_CHECK(err);
+    Block* b = new Block;
+    b->device = device_;
+    b->stream = stream;
+    b->size = size;
+    b->ptr = static_cast<char*>(p);
+    b->pool = &pool;
+    segments_.insert(b);
+    stats_.num_device_alloc++;
+    update(stats_.segment, pool.small, 1);
+    update(stats_.reserved_bytes, pool.small, int64_t(size));
+    return b;
+  }
+
+  // A block whose events are done (or that had none) goes back to its pool, merged with
+  // free neighbours.
+  void free_block(Block* b) {
+    bool small = b->pool->small;
+    update(stats_.active, small, -1);
+    update(stats_.active_bytes, small, -int64_t(b->size));
+    if (Block* p = b->prev; p && !p->allocated && p->event_count == 0) {
+      erase_free(p);
+      p->size += b->size;
+      p->next = b->next;
+      if (p->next) p->next->prev = p;
+      delete b;
+      b = p;
+    }
+    if (Block* n = b->next; n && !n->allocated && n->event_count == 0) {
+      erase_free(n);
+      b->size += n->size;
+      b->next = n->next;
+      if (b->next) b->next->prev = b;
+      delete n;
+    }
+    insert_free(b);
+  }
+
+  // Completed events free their blocks.
+  void process_events() {
+    if (pending_.empty()) return;
+    DeviceGuard dg(device_);
+    std::vector<std::pair<cudaEvent_t, Block*>> still;
+    for (auto& [ev, block] : pending_) {
+      cudaError_t err = cudaEventQuery(ev);
+      if (err == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        still.push_back({ev, block});
+        continue;
+      }
+      TP_CUDA_WARN(err);
+      events_.push_back(ev);
+      if (--block->event_count == 0) free_block(block);
+    }
+    pending_.swap(still);
+  }
+
+  // Waits for pending events, then returns every whole free segment to the driver.
+  void release_cached() {
+    if (!pending_.empty()) {
+      DeviceGuard dg(device_);
+      for (auto& [ev, block] : pending_) {
+        TP_CUDA_WARN(cudaEventSynchronize(ev));
+        events_.push_back(ev);
+        if (--block->event_count == 0) free_block(block);
+      }
+      pending_.clear();
+      stats_.num_sync_all_streams++;
+    }
+    DeviceGuard dg(device_);
+    for (BlockPool* pool : {&small_, &large_}) {
+      std::vector<Block*> whole;
+      for (Block* b : pool->blocks)
+        if (!b->prev && !b->next) whole.push_back(b);
+      for (Block* b : whole) {
+        erase_free(b);
+        segments_.erase(b);
+        TP_CUDA_WARN(cudaFree(b->ptr));
+        stats_.num_device_free++;
+        update(stats_.segment, pool->small, -1);
+        update(stats_.reserved_bytes, pool->small, -int64_t(b->size));
+        delete b;
+      }
+    }
+    for (cudaEvent_t ev : events_) TP_CUDA_WARN(cudaEventDestroy(ev));
+    events_.clear();
+  }
+
+  cudaEvent_t get_event() {
+    if (!events_.empty()) {
+      cudaEvent_t ev = events_.back();
+      events_.pop_back();
+      return ev;
+    }
+    cudaEvent_t ev = nullptr;
+    TP_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    return ev;
+  }
+
+  [[noreturn]] void raise_oom(size_t requested, size_t segment) {
+    stats_.num_ooms++;
+    size_t free = 0, total = 0;
+    {
+      DeviceGuard dg(device_);
+      if (cudaMemGetInfo(&free, &total) != cudaSuccess) (void)cudaGetLastError();
+    }
+    size_t reserved = size_t(stats_.reserved_bytes[0].current);
+    size_t allocated = size_t(stats_.allocated_bytes[0].current);
+    std::string msg = "CUDA out of memory. Tried to allocate " + format_size(requested) + ". GPU " +
+                      std::to_string(device_) + " has a total capacity of " + format_size(total) +
+                      " of which " + format_size(free) + " is free. Of the allocated memory " +
+                      format_size(allocated) + " is allocated by TensorPlay, and " +
+                      format_size(reserved - allocated) +
+                      " is reserved by TensorPlay but unallocated (reserved in total: " +
+                      format_size(reserved) + ").";
+    if (limit_ != std::numeric_limits<size_t>::max())
+      msg += " This process may reserve at most " + format_size(limit_) +
+             " (set_per_process_memory_fraction).";
+    (void)segment;
+    throw OutOfMemoryError(std::move(msg));
+  }
+
+  int device_;
+  std::mutex mu_;
+  BlockPool small_, large_;
+  std::set<Block*> segments_;  // first block of each segment
+  std::unordered_map<void*, Block*> active_;
+  std::vector<std::pair<cudaEvent_t, Block*>> pending_;
+  std::vector<cudaEvent_t> events_;  // spare events
+  Stats stats_;
+  double fraction_ = 1.0;
+  size_t limit_ = std::numeric_limits<size_t>::max();
+};
+
+// One allocator per device, created on first use and kept for the process's life (no
+// teardown at exit, when the CUDA context may already be gone).
+DeviceAllocator* g_devices[kMaxDevices] = {};
+std::mutex g_devices_mu;
+
+DeviceAllocator& for_device(int device) {
+  device = check_device(device);
+  std::lock_guard<std::mutex> g(g_devices_mu);
+  if (!g_devices[device]) g_devices[device] = new DeviceAllocator(device);
+  return *g_devices[device];
+}
+
+void free_ctx(void* ctx, void*) {
+  Block* b = static_cast<Block*>(ctx);
+  try {
+    for_device(b->device).free(b);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "TensorPlay warning: CUDA free failed: %s\n", e.what());
+  }
+}
+
+class CudaCachingAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes, Deleter* deleter, void** ctx) override {
+    if (nbytes == 0) {
+      *deleter = nullptr;
+      *ctx = nullptr;
+      return nullptr;
+    }
+    int device = current_device();
+    Block* b = for_device(device).malloc(nbytes, current_stream(device).handle);
+    *deleter = &free_ctx;
+    *ctx = b;
+    return b->ptr;
+  }
+};
+
+CudaCachingAllocator g_allocator;
+
+Block* find_block(void* ptr) {
+  for (int d = 0; d < device_count(); ++d) {
+    DeviceAllocator* a;
+    {
+      std::lock_guard<std::mutex> g(g_devices_mu);
+      a = g_devices[d];
+    }
+    if (a)
+      if (Block* b = a->find_active(ptr)) return b;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void install() { set_allocator(DeviceType::CUDA, &g_allocator); }
+
+void* raw_alloc(size_t nbytes, const Stream& stream) {
+  if (nbytes == 0) return nullptr;
+  DeviceGuard g(stream.device);
+  return for_device(stream.device).malloc(nbytes, stream.handle)->ptr;
+}
+
+void raw_free(void* ptr) {
+  if (!ptr) return;
+  Block* b = find_block(ptr);
+  TP_CHECK(b, "raw_free: pointer ", uint64_t(uintptr_t(ptr)), " was not allocated by the caching allocator");
+  for_device(b->device).free(b);
+}
+
+void record_stream(void* ptr, const Stream& stream) {
+  if (!ptr) return;
+  Block* b = find_block(ptr);
+  TP_CHECK(b, "record_stream: the tensor's memory was not allocated by the CUDA caching allocator");
+  for_device(b->device).record_stream(b, stream.handle);
+}
+
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) {
+    DeviceAllocator* a;
+    {
+      std::lock_guard<std::mutex> g(g_devices_mu);
+      a = g_devices[d];
+    }
+    if (a) a->empty_cache();
+  }
+}
+
+std::map<std::string, int64_t> memory_stats(int device) { return for_device(device).stats(); }
+void reset_peak_stats(int device) { for_device(device).reset_peak(); }
+void reset_accumulated_stats(int device) { for_device(device).reset_accumulated(); }
+
+void set_memory_fraction(double fraction, int device) {
+  TP_CHECK_VALUE(fraction >= 0.0 && fraction <= 1.0, "Invalid fraction value: ", fraction,
+                 ". Allowed range: 0~1");
+  for_device(device).set_fraction(fraction);
+}
+double get_memory_fraction(int device) { return for_device(device).fraction(); }
+
+std::vector<SegmentInfo> snapshot() {
+  std::vector<SegmentInfo> out;
+  for (int d = 0; d < device_count(); ++d) {
+    DeviceAllocator* a;
+    {
+      std::lock_guard<std::mutex> g(g_devices_mu);
+      a = g_devices[d];
+    }
+    if (a) a->snapshot(out);
+  }
+  return out;
+}
+
+}  // namespace tp::cuda::allocator

@@ -1,0 +1,144 @@
+// tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/. In a build
+// without CUDA only _cuda_compiled (False) exists; the Python package raises from there.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/vector.h>
+
+#include "python/bindings.h"
+
+#ifdef TP_USE_CUDA
+#include "cuda/caching_allocator.h"
+#include "cuda/copy.h"
+#include "cuda/runtime.h"
+#endif
+
+namespace tp::python {
+
+#ifdef TP_USE_CUDA
+namespace {
+
+using StreamTuple = std::tuple<uintptr_t, int, int>;  // (cuda_stream, device_index, priority)
+
+StreamTuple as_tuple(const cuda::Stream& s) {
+  return {reinterpret_cast<uintptr_t>(s.handle), s.device, s.priority};
+}
+cuda::Stream from_tuple(uintptr_t handle, int device, int priority) {
+  return cuda::Stream{reinterpret_cast<cudaStream_t>(handle), device, priority};
+}
+
+}  // namespace
+#endif
+
+void bind_cuda(nb::module_& m) {
+#ifndef TP_USE_CUDA
+  m.attr("_cuda_compiled") = false;
+#else
+  m.attr("_cuda_compiled") = true;
+  cuda::allocator::install();
+  m.def("_cuda_getDeviceCount", [] { return cuda::device_count(); });
+  m.def("_cuda_initError", [] { return cuda::init_error(); });
+  m.def("_cuda_init", [] { cuda::lazy_init(); });
+  m.def("_cuda_getDevice", [] { return cuda::current_device(); });
+  m.def("_cuda_setDevice", [](int d) { cuda::set_device(d); });
+  m.def("_cuda_exchangeDevice", [](int d) {
+    if (d < 0) return -1;
+    int prev = cuda::current_device();
+    cuda::set_device(d);
+    return prev;
+  });
+  m.def("_cuda_synchronize", [](int d) {
+    nb::gil_scoped_release r;
+    cuda::synchronize(d);
+  });
+  m.def("_cuda_getDeviceProperties", [](int d) {
+    const cuda::DeviceProperties& p = cuda::device_properties(d);
+    nb::dict out;
+    out["name"] = p.name;
+    out["major"] = p.major;
+    out["minor"] = p.minor;
+    out["multi_processor_count"] = p.multi_processor_count;
+    out["total_memory"] = p.total_memory;
+    out["warp_size"] = p.warp_size;
+    out["max_threads_per_multi_processor"] = p.max_threads_per_multi_processor;
+    out["L2_cache_size"] = p.l2_cache_size;
+    out["uuid"] = p.uuid;
+    return out;
+  });
+  m.def("_cuda_memGetInfo", [](int d) {
+    size_t free = 0, total = 0;
+    cuda::mem_get_info(d, &free, &total);
+    return std::make_tuple(free, total);
+  });
+
+  // streams: (cuda_stream, device_index, priority) tuples
+  m.def("_cuda_getCurrentStream", [](int d) { return as_tuple(cuda::current_stream(d)); });
+  m.def("_cuda_getDefaultStream", [](int d) { return as_tuple(cuda::default_stream(d)); });
+  m.def("_cuda_setStream", [](uintptr_t h, int d, int p) { cuda::set_stream(from_tuple(h, d, p)); });
+  m.def("_cuda_streamFromPool", [](int priority, int d) {
+    return as_tuple(cuda::get_stream_from_pool(priority, d));
+  });
+  m.def("_cuda_externalStream", [](uintptr_t h, int d) { return as_tuple(cuda::external_stream(h, d)); });
+  m.def("_cuda_streamQuery", [](uintptr_t h, int d) { return from_tuple(h, d, 0).query(); });
+  m.def("_cuda_streamSynchronize", [](uintptr_t h, int d) {
+    nb::gil_scoped_release r;
+    from_tuple(h, d, 0).synchronize();
+  });
+  m.def("_cuda_streamPriorityRange", [] {
+    int least = 0, greatest = 0;
+    cuda::stream_priority_range(&least, &greatest);
+    return std::make_tuple(least, greatest);
+  });
+
+  nb::class_<cuda::Event>(m, "_CudaEventBase")
+      .def(nb::init<bool, bool, bool>(), nb::arg("enable_timing") = false,
+           nb::arg("blocking") = false, nb::arg("interprocess") = false)
+      .def("_record", [](cuda::Event& e, uintptr_t h, int d) { e.record(from_tuple(h, d, 0)); })
+      .def("_wait", [](const cuda::Event& e, uintptr_t h, int d) { e.wait(from_tuple(h, d, 0)); })
+      .def("query", &cuda::Event::query)
+      .def("synchronize", [](const cuda::Event& e) {
+        nb::gil_scoped_release r;
+        e.synchronize();
+      })
+      .def("elapsed_time", &cuda::Event::elapsed_time, nb::arg("end_event"))
+      .def_prop_ro("cuda_event", [](const cuda::Event& e) { return reinterpret_cast<uintptr_t>(e.handle()); })
+      .def_prop_ro("_device", [](const cuda::Event& e) { return e.device(); });
+
+  // memory
+  m.def("_cuda_emptyCache", [] { cuda::allocator::empty_cache(); });
+  m.def("_cuda_memoryStats", [](int d) { return cuda::allocator::memory_stats(d); });
+  m.def("_cuda_resetPeakMemoryStats", [](int d) { cuda::allocator::reset_peak_stats(d); });
+  m.def("_cuda_resetAccumulatedMemoryStats", [](int d) { cuda::allocator::reset_accumulated_stats(d); });
+  m.def("_cuda_setMemoryFraction", [](double f, int d) { cuda::allocator::set_memory_fraction(f, d); });
+  m.def("_cuda_getMemoryFraction", [](int d) { return cuda::allocator::get_memory_fraction(d); });
+  m.def("_cuda_rawAlloc", [](size_t n, uintptr_t h, int d) {
+    return reinterpret_cast<uintptr_t>(cuda::allocator::raw_alloc(n, from_tuple(h, d, 0)));
+  });
+  m.def("_cuda_rawFree", [](uintptr_t p) { cuda::allocator::raw_free(reinterpret_cast<void*>(p)); });
+  m.def("_cuda_memorySnapshot", [] {
+    nb::list out;
+    for (const auto& s : cuda::allocator::snapshot()) {
+      nb::dict d;
+      d["device"] = s.device;
+      d["address"] = s.address;
+      d["total_size"] = s.total_size;
+      d["allocated_size"] = s.allocated_size;
+      d["stream"] = s.stream;
+      d["segment_type"] = s.is_large ? "large" : "small";
+      d["blocks"] = s.blocks;
+      out.append(d);
+    }
+    return out;
+  });
+
+  // tensors
+  m.def("_cuda_recordStream", [](const Tensor& t, uintptr_t h, int d) {
+    TP_CHECK(t.device().is_cuda(), "record_stream: expected a CUDA tensor, got one on ", t.device().str());
+    cuda::allocator::record_stream(t.impl()->storage()->data(), from_tuple(h, d, 0));
+  });
+  m.def("_cuda_pinMemory", [](const Tensor& t) { return cuda::pin_memory(t); });
+  m.def("_cuda_isPinned", [](const Tensor& t) {
+    return t.device().is_cpu() && cuda::is_pinned(t.impl()->storage()->data());
+  });
+#endif
+}
+
+}  // namespace tp::python

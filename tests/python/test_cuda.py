@@ -1,0 +1,404 @@
+"""tensorplay.cuda: the no-GPU behaviour (runs everywhere) and, on a machine with a GPU,
+the runtime (devices, streams, events), the caching allocator, device copies of every
+dtype and pinned memory, compared with torch where useful."""
+import gc
+
+import numpy as np
+import pytest
+import torch
+
+import tensorplay as tp
+
+HAS_GPU = tp.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
+no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a GPU")
+COMPILED = bool(tp._C._cuda_compiled)
+
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+          "float64")
+
+
+def _sample(dtype, shape=(5, 7)):
+    g = np.random.default_rng(0)
+    t = torch.from_numpy(g.standard_normal(shape) * 50).to(getattr(torch, dtype))
+    return t, tp.tensor(t.to(torch.float64).numpy() if dtype == "bfloat16" else t.numpy(),
+                        dtype=getattr(tp, dtype))
+
+
+# ---------------------------------------------------------------- everywhere
+
+
+def test_exceptions_exist():
+    assert issubclass(tp.cuda.OutOfMemoryError, RuntimeError)
+    assert tp.cuda.OutOfMemoryError is tp.OutOfMemoryError
+    assert issubclass(torch.cuda.OutOfMemoryError, RuntimeError)
+
+
+def test_memory_module_names():
+    for name in ("memory_allocated", "memory_reserved", "max_memory_allocated",
+                 "max_memory_reserved", "reset_peak_memory_stats", "memory_stats",
+                 "memory_summary", "mem_get_info", "set_per_process_memory_fraction",
+                 "empty_cache", "memory_snapshot"):
+        assert hasattr(tp.cuda.memory, name) and hasattr(torch.cuda.memory, name)
+        assert getattr(tp.cuda, name) is getattr(tp.cuda.memory, name)
+
+
+def test_to_positional_bools():
+    """to(dtype, non_blocking, copy): bools are flags, never a device ordinal."""
+    x, t = tp.ones(2), torch.ones(2)
+    assert x.to(tp.float32, False, True).data_ptr() != x.data_ptr()
+    assert t.to(torch.float32, False, True).data_ptr() != t.data_ptr()
+    assert x.to(tp.float32, False).data_ptr() == x.data_ptr()
+    assert x.to("cpu", tp.float64, False).dtype == tp.float64
+    assert x.to(tp.float64, True).device == tp.device("cpu")
+
+
+@no_gpu
+def test_no_gpu_queries():
+    assert tp.cuda.is_available() is False == torch.cuda.is_available()
+    assert tp.cuda.device_count() == 0
+    assert tp.cuda.memory_allocated() == 0 == torch.cuda.memory_allocated()
+    assert tp.cuda.memory_reserved() == 0
+    assert tp.cuda.max_memory_allocated() == 0
+    assert dict(tp.cuda.memory_stats()) == {}
+    tp.cuda.empty_cache()
+    tp.cuda.reset_peak_memory_stats()
+
+
+@no_gpu
+@pytest.mark.parametrize("call", ["current_device", "synchronize", "get_device_name",
+                                  "get_device_properties", "current_stream", "mem_get_info",
+                                  "get_device_capability"])
+def test_no_gpu_calls_raise(call):
+    expected = AssertionError if not COMPILED else RuntimeError
+    with pytest.raises(expected):
+        getattr(tp.cuda, call)()
+    if not COMPILED:
+        with pytest.raises(AssertionError, match="not compiled with CUDA enabled"):
+            getattr(torch.cuda, call)()
+
+
+@no_gpu
+def test_no_gpu_tensors():
+    x = tp.ones(3)
+    with pytest.raises((AssertionError, RuntimeError)):
+        x.cuda()
+    with pytest.raises((AssertionError, RuntimeError, NotImplementedError)):
+        x.to("cuda")
+    with pytest.raises((AssertionError, RuntimeError, NotImplementedError)):
+        tp.zeros(2, device="cuda")
+    assert x.is_pinned() is False
+    with pytest.raises(RuntimeError):
+        x.pin_memory()
+    with pytest.raises(RuntimeError):
+        tp.cuda.Stream()
+    assert x.cpu() is x
+
+
+@no_gpu
+@pytest.mark.skipif(COMPILED, reason="a CUDA build without a GPU can create events")
+def test_no_gpu_event():
+    with pytest.raises(RuntimeError):
+        tp.cuda.Event()
+
+
+# ---------------------------------------------------------------- on a GPU
+
+
+@pytest.fixture
+def clean():
+    gc.collect()
+    tp.cuda.synchronize()
+    tp.cuda.empty_cache()
+    yield
+    gc.collect()
+    tp.cuda.synchronize()
+    tp.cuda.empty_cache()
+
+
+@gpu
+def test_device_queries_match_torch():
+    assert tp.cuda.device_count() == torch.cuda.device_count()
+    assert tp.cuda.current_device() == 0
+    p, tp_ = torch.cuda.get_device_properties(0), tp.cuda.get_device_properties(0)
+    assert tp_.name == p.name == tp.cuda.get_device_name(0) == tp.cuda.get_device_name()
+    assert (tp_.major, tp_.minor) == (p.major, p.minor) == tp.cuda.get_device_capability(0)
+    assert tp_.total_memory == p.total_memory
+    assert tp_.multi_processor_count == p.multi_processor_count
+    free, total = tp.cuda.mem_get_info()
+    assert 0 < free <= total == p.total_memory
+    assert "name=" in repr(tp_)
+
+
+@gpu
+def test_device_guard_and_set_device():
+    tp.cuda.set_device(0)
+    assert tp.cuda.current_device() == 0
+    with tp.cuda.device(0):
+        assert tp.cuda.current_device() == 0
+    with tp.cuda.device("cuda:0"):
+        x = tp.ones(2, device="cuda")
+    assert x.device == tp.device("cuda:0")
+    assert str(x.device) == "cuda:0" and x.is_cuda and x.device.index == 0
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        tp.cuda.set_device(tp.cuda.device_count())
+    assert tp.cuda.current_device() == 0
+    if tp.cuda.device_count() > 1:
+        with tp.cuda.device(1):
+            assert tp.cuda.current_device() == 1
+            y = tp.ones(2, device="cuda")
+        assert tp.cuda.current_device() == 0 and y.device.index == 1
+        z = y.to("cuda:0")
+        assert z.device.index == 0 and z.tolist() == [1.0, 1.0]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_round_trip_every_dtype(dtype):
+    ref, x = _sample(dtype)
+    d = x.cuda()
+    assert d.device.type == "cuda" and d.dtype == x.dtype and d.shape == x.shape
+    assert d.cpu().tolist() == x.tolist()
+    # non-contiguous sources on either side
+    assert x.t().cuda().cpu().tolist() == x.t().tolist()
+    assert x[:, ::2].to("cuda:0").cpu().tolist() == x[:, ::2].tolist()
+    assert d.t().cpu().tolist() == x.t().tolist()
+    assert d[1:, ::3].cpu().tolist() == x[1:, ::3].tolist()
+    assert d[2].cpu().tolist() == x[2].tolist()
+    # torch agrees on the values
+    assert ref.cuda().cpu().tolist() == ref.tolist()
+    # device-to-device copy into a strided destination
+    e = tp.zeros(7, 5, dtype=x.dtype, device="cuda")
+    e.copy_(d.t())
+    assert e.cpu().tolist() == x.t().tolist()
+    assert tp.tensor(x.tolist(), dtype=x.dtype, device="cuda").cpu().tolist() == x.tolist()
+
+
+@gpu
+def test_copy_converts_and_broadcasts():
+    x = tp.tensor([1.5, -2.25, 3.0])
+    d = tp.empty(2, 3, dtype=tp.float64, device="cuda")
+    d.copy_(x)  # host->device with conversion and broadcast
+    assert d.cpu().tolist() == [[1.5, -2.25, 3.0]] * 2
+    i = tp.empty(3, dtype=tp.int32, device="cuda")
+    i.copy_(d[0])  # device->device between dtypes
+    assert i.cpu().tolist() == [1, -2, 3]
+    h = tp.empty(2, 3, dtype=tp.float16)
+    h.copy_(d[1])  # device->host, broadcast and converted
+    assert h.tolist() == [[1.5, -2.25, 3.0]] * 2
+    assert x.to("cuda", tp.float64).dtype == tp.float64
+    assert d.to(tp.float64) is d
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_factories(dtype):
+    dt = getattr(tp, dtype)
+    assert tp.zeros(3, 4, dtype=dt, device="cuda").cpu().tolist() == tp.zeros(3, 4, dtype=dt).tolist()
+    assert tp.ones(5, dtype=dt, device="cuda").cpu().tolist() == tp.ones(5, dtype=dt).tolist()
+    assert tp.full((2, 2), 1, dtype=dt, device="cuda").cpu().tolist() == [[tp.ones(1, dtype=dt).item()] * 2] * 2
+    z = tp.zeros(4, 4, dtype=dt, device="cuda")
+    z.select(1, 2).fill_(1)
+    expected = tp.zeros(4, 4, dtype=dt)
+    expected.select(1, 2).fill_(1)
+    assert z.cpu().tolist() == expected.tolist()
+    assert tp.empty(0, dtype=dt, device="cuda").cpu().tolist() == []
+    like = tp.ones_like(z)
+    assert like.device == z.device and like.cpu().tolist() == tp.ones(4, 4, dtype=dt).tolist()
+    assert tp.zeros_like(z.t()).device.type == "cuda"
+    assert z.t().contiguous().cpu().tolist() == expected.t().tolist()
+    c = z.clone()
+    assert c.data_ptr() != z.data_ptr() and c.cpu().tolist() == expected.tolist()
+
+
+@gpu
+def test_scalars_printing_numpy_and_errors():
+    x = tp.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda")
+    assert x[1, 0].item() == 3.0 and float(x[0, 1]) == 2.0
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert repr(x) == "tensor([[1., 2.],\n        [3., 4.]], device='cuda:0')"
+    assert repr(x) == repr(torch.tensor([[1.0, 2.0], [3.0, 4.0]], device="cuda"))
+    with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+        x.numpy()
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found "
+                                           "at least two devices"):
+        tp.ones(2, 2) + x
+    with pytest.raises(NotImplementedError, match="no CUDA kernel"):
+        x + x
+    assert x.cpu().device == tp.device("cpu")
+
+
+@gpu
+def test_streams():
+    default = tp.cuda.default_stream()
+    assert tp.cuda.current_stream() == default and default.cuda_stream == 0
+    s = tp.cuda.Stream()
+    assert s != default and s.device == tp.device("cuda:0")
+    with tp.cuda.stream(s):
+        assert tp.cuda.current_stream() == s
+        x = tp.ones(1 << 20, device="cuda")
+    assert tp.cuda.current_stream() == default
+    s.synchronize()
+    assert s.query()
+    assert x.cpu()[-1].item() == 1.0
+    least, greatest = tp.cuda.priority_range()
+    hi = tp.cuda.Stream(priority=-100)
+    assert hi.priority == greatest
+    assert tp.cuda.Stream(priority=100).priority == least
+    ts = torch.cuda.Stream()
+    ext = tp.cuda.ExternalStream(ts.cuda_stream)
+    assert ext.cuda_stream == ts.cuda_stream and ext.device_index == 0
+    tp.cuda.set_stream(ext)
+    assert tp.cuda.current_stream() == ext
+    tp.cuda.set_stream(default)
+    s.wait_stream(default)
+    ev = default.record_event()
+    s.wait_event(ev)
+    s.synchronize()
+
+
+@gpu
+def test_events():
+    e0 = tp.cuda.Event()
+    assert e0.query() and e0.cuda_event == 0
+    start, end = tp.cuda.Event(enable_timing=True), tp.cuda.Event(enable_timing=True)
+    start.record()
+    big = tp.ones(1 << 24, device="cuda")
+    end.record()
+    end.synchronize()
+    assert end.query() and start.query()
+    assert start.elapsed_time(end) >= 0.0
+    with pytest.raises(RuntimeError, match="enable_timing"):
+        e0.record()
+        e0.elapsed_time(end)
+    s = tp.cuda.Stream()
+    e = tp.cuda.Event()
+    e.record()
+    e.wait(s)
+    s.synchronize()
+    del big
+
+
+@gpu
+def test_allocator_stats(clean):
+    base, r0 = tp.cuda.memory_allocated(), tp.cuda.memory_reserved()
+    x = tp.empty(1000, device="cuda")  # 4000 bytes -> 4096
+    assert tp.cuda.memory_allocated() == base + 4096
+    small_seg = tp.cuda.memory_reserved() - r0
+    assert small_seg in (0, 2 << 20)  # a new small segment (0: an existing one had room)
+    st = tp.cuda.memory_stats()
+    for key in ("allocated_bytes.all.current", "allocated_bytes.all.peak",
+                "reserved_bytes.all.current", "reserved_bytes.all.peak", "num_alloc_retries",
+                "num_ooms", "segment.all.current", "active.all.current",
+                "allocation.all.current", "allocated_bytes.small_pool.current",
+                "requested_bytes.all.current", "inactive_split.all.current"):
+        assert key in st, key
+    assert st["allocated_bytes.small_pool.current"] >= 4096
+    large_before = st["segment.large_pool.current"]
+    y = tp.empty(50 << 18, device="cuda")  # 50 MiB: its own large segment
+    assert tp.cuda.memory_reserved() == r0 + small_seg + (50 << 20)
+    assert tp.cuda.memory_stats()["segment.large_pool.current"] == large_before + 1
+    peak = tp.cuda.max_memory_allocated()
+    assert peak >= base + 4096 + (50 << 20)
+    del x, y
+    assert tp.cuda.memory_allocated() == base
+    assert tp.cuda.max_memory_allocated() == peak
+    assert tp.cuda.memory_reserved() == r0 + small_seg + (50 << 20)  # kept in the cache
+    tp.cuda.reset_peak_memory_stats()
+    assert tp.cuda.max_memory_allocated() == base
+    tp.cuda.empty_cache()
+    assert tp.cuda.memory_reserved() == r0
+    assert tp.cuda.max_memory_reserved() == r0 + small_seg + (50 << 20)
+    assert "Allocated memory" in tp.cuda.memory_summary()
+    assert tp.cuda.memory_stats_as_nested_dict()["allocated_bytes"]["all"]["current"] == base
+    snap = tp.cuda.memory_snapshot()
+    assert all(s["device"] == 0 for s in snap)
+
+
+@gpu
+def test_block_reuse_split_and_merge(clean):
+    x = tp.empty(1 << 18, device="cuda")  # 1 MiB, small pool
+    p = x.data_ptr()
+    del x
+    y = tp.empty(1 << 18, device="cuda")
+    assert y.data_ptr() == p
+    del y
+    a = tp.empty(256, device="cuda")  # 1 KiB blocks split from one segment
+    b = tp.empty(256, device="cuda")
+    assert b.data_ptr() == a.data_ptr() + 1024
+    pa = a.data_ptr()
+    del a, b
+    c = tp.empty(512, device="cuda")  # the merged 2 KiB block
+    assert c.data_ptr() == pa
+    del c
+    big = tp.empty(3 << 20, device="cuda")  # 12 MiB: large pool, 12 MiB segment
+    pb = big.data_ptr()
+    del big
+    again = tp.empty(3 << 20, device="cuda")
+    assert again.data_ptr() == pb
+    assert tp.cuda.memory_stats()["segment.large_pool.current"] == 1
+
+
+@gpu
+def test_per_stream_reuse_and_record_stream(clean):
+    s = tp.cuda.Stream()
+    x = tp.empty(1 << 16, device="cuda")
+    p = x.data_ptr()
+    del x
+    with tp.cuda.stream(s):
+        y = tp.empty(1 << 16, device="cuda")  # another stream: not the cached block
+        assert y.data_ptr() != p
+    del y
+    z = tp.empty(1 << 16, device="cuda")
+    assert z.data_ptr() == p
+    z.record_stream(s)
+    del z
+    tp.cuda.synchronize()
+    w = tp.empty(1 << 16, device="cuda")  # reused once the recorded event completed
+    assert w.data_ptr() == p
+
+
+@gpu
+def test_out_of_memory_then_continue(clean):
+    before = tp.cuda.memory_stats().get("num_ooms", 0)
+    with pytest.raises(tp.cuda.OutOfMemoryError, match="Tried to allocate") as info:
+        tp.empty(10 * 2**40, dtype=tp.uint8, device="cuda")
+    assert isinstance(info.value, RuntimeError)
+    assert "reserved" in str(info.value) and "free" in str(info.value)
+    st = tp.cuda.memory_stats()
+    assert st["num_ooms"] == before + 1 and st["num_alloc_retries"] >= 1
+    assert tp.ones(10, device="cuda").cpu().tolist() == [1.0] * 10
+    total = tp.cuda.get_device_properties().total_memory
+    tp.cuda.set_per_process_memory_fraction(0.01)
+    try:
+        with pytest.raises(tp.cuda.OutOfMemoryError):
+            tp.empty(total // 10, dtype=tp.uint8, device="cuda")
+    finally:
+        tp.cuda.set_per_process_memory_fraction(1.0)
+    assert tp.empty(1 << 20, dtype=tp.uint8, device="cuda").numel() == 1 << 20
+
+
+@gpu
+def test_pinned_memory_and_non_blocking():
+    x = tp.tensor(np.arange(1 << 20, dtype=np.float32))
+    assert not x.is_pinned()
+    p = x.pin_memory()
+    assert p.is_pinned() and p.tolist()[-3:] == x.tolist()[-3:]
+    assert p.pin_memory() is p
+    d = p.to("cuda:0", non_blocking=True)
+    tp.cuda.synchronize()
+    back = tp.empty(1 << 20).pin_memory()
+    back.copy_(d, non_blocking=True)
+    tp.cuda.current_stream().synchronize()
+    assert back.tolist() == x.tolist()
+    assert p.t().is_pinned() if p.dim() == 2 else p[10:].is_pinned()
+    nb = x.cuda(non_blocking=True)  # pageable: still correct after the call
+    assert nb.cpu().tolist() == x.tolist()
+
+
+@gpu
+def test_torch_interop_values():
+    t = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    x = tp.tensor(t.cpu().numpy(), device="cuda")
+    assert x.cpu().tolist() == t.cpu().tolist()
+    assert x.t().cpu().tolist() == t.t().cpu().tolist()
