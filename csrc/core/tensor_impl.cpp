@@ -26,8 +26,6 @@ bool dense_non_overlapping(IntArrayRef sizes, IntArrayRef strides);
 DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides) {
   if (dense_non_overlapping(sizes, strides)) return DimVector(strides.data(), strides.size());
   const int64_t nd = int64_t(sizes.size());
-  // perm[0] is the innermost dim; an insertion sort from row-major order moves a dim
-  // outward only past dims whose stride is clearly smaller
   DimVector perm(nd);
   for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
   auto outer = [&](int64_t a, int64_t b) {  // 1: a belongs outside b; -1: stay; 0: no opinion
@@ -35,23 +33,16 @@ DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides) {
     if (strides[a] != strides[b]) return strides[a] < strides[b] ? -1 : 1;
     return sizes[a] > sizes[b] ? 1 : 0;
   };
-  for (int64_t i = 1; i < nd; ++i) {
-    int64_t moving = i;
-    for (int64_t j = i - 1; j >= 0; --j) {
-      int c = outer(perm[j], perm[moving]);
-      if (c > 0) {
-        std::swap(perm[j], perm[moving]);
-        moving = j;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-  DimVector out(nd);
+  order_dims_inner_first(perm, outer);
+  return strides_in_order(sizes, perm);
+}
+
+DimVector strides_in_order(IntArrayRef sizes, const DimVector& perm) {
+  DimVector out(perm.size());
   int64_t step = 1;
-  for (int64_t i = 0; i < nd; ++i) {
-    out[perm[i]] = step;
-    step *= std::max<int64_t>(sizes[perm[i]], 1);
+  for (int64_t d : perm) {
+    out[d] = step;
+    step *= std::max<int64_t>(sizes[d], 1);
   }
   return out;
 }

@@ -21,6 +21,26 @@ DimVector contiguous_strides(IntArrayRef sizes);
 /// the same strides when they are dense and non-overlapping, else dense strides that keep
 /// the dims' stride order (ties broken toward the smaller size; zero strides keep place).
 DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides);
+/// Orders dims innermost first (`perm` starts in row-major order, perm[0] the innermost)
+/// with PyTorch's insertion sort: a dim moves outward past another while outer(a, b) > 0
+/// (a belongs outside b), stops at < 0, and looks further out at 0 (no opinion).
+template <class Outer>
+void order_dims_inner_first(DimVector& perm, Outer&& outer) {
+  for (size_t i = 1; i < perm.size(); ++i) {
+    size_t moving = i;
+    for (size_t j = i; j-- > 0;) {
+      int c = outer(perm[j], perm[moving]);
+      if (c > 0) {
+        std::swap(perm[j], perm[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+}
+/// Dense strides laying the dims out in `perm`'s order (perm[0] innermost).
+DimVector strides_in_order(IntArrayRef sizes, const DimVector& perm);
 /// Product of sizes; raises if it overflows int64.
 int64_t checked_numel(IntArrayRef sizes, const char* op);
 

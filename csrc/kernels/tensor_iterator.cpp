@@ -151,8 +151,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
       std::equal(shape_.begin(), shape_.end(), out.tensor->sizes().begin()))
     order_ops[norder++] = out.tensor;
   for (int i = 0; i < ninputs_; ++i) order_ops[norder++] = inputs_[i];
-  // 1: d0 belongs outside d1; -1: it stays inside; 0: no operand has an opinion (the
-  // insertion sort then looks further out, as PyTorch's does)
+  // 1: d0 belongs outside d1; -1: it stays inside; 0: no operand has an opinion
   auto outer = [&](int64_t d0, int64_t d1) {
     for (int k = 0; k < norder; ++k) {
       int64_t s0 = stride_of(*order_ops[k], d0), s1 = stride_of(*order_ops[k], d1);
@@ -162,18 +161,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
     }
     return 0;
   };
-  for (size_t i = 1; i < nd; ++i) {
-    size_t moving = i;
-    for (size_t j = i; j-- > 0;) {
-      int c = outer(perm_[j], perm_[moving]);
-      if (c > 0) {
-        std::swap(perm_[j], perm_[moving]);
-        moving = j;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  order_dims_inner_first(perm_, outer);
 
   if (out.tensor && out.tensor->defined()) {
     const Tensor& o = *out.tensor;
@@ -192,12 +180,7 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
     if (!same_shape) resize_out(o, IntArrayRef(shape_.data(), nd));
     out_ = o;
   } else {
-    DimVector strides(nd);
-    int64_t s = 1;
-    for (size_t i = 0; i < nd; ++i) {
-      strides[perm_[i]] = s;
-      s *= std::max<int64_t>(shape_[perm_[i]], 1);
-    }
+    DimVector strides = strides_in_order(IntArrayRef(shape_.data(), nd), perm_);
     out_ = empty_strided_tensor(shape_, strides, result, device_);
   }
 }

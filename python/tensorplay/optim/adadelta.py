@@ -1,6 +1,6 @@
 """Adadelta: step sizes from running averages of squared gradients and squared updates."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_lr, _eval_closure,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
                                         _get_scalar_dtype, _restore_tensor_state, _to_scalar,
                                         _use_grad_for_differentiable)
 
@@ -36,28 +36,19 @@ class Adadelta(Optimizer):
             group.setdefault("capturable", False)
         _restore_tensor_state(self)
 
-    def _init_group(self, group, params, grads, square_avgs, acc_deltas, state_steps):
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
-                state["square_avg"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-                state["acc_delta"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-            square_avgs.append(state["square_avg"])
-            acc_deltas.append(state["acc_delta"])
-            state_steps.append(state["step"])
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
+        state["square_avg"] = tp.zeros_like(p, memory_format=tp.preserve_format)
+        state["acc_delta"] = tp.zeros_like(p, memory_format=tp.preserve_format)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Performs one Adadelta step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _eval_closure(closure)
         for group in self.param_groups:
-            params, grads, square_avgs, acc_deltas, state_steps = [], [], [], [], []
-            self._init_group(group, params, grads, square_avgs, acc_deltas, state_steps)
+            params, grads, (square_avgs, acc_deltas, state_steps) = _gather_group(
+                self, group, ("square_avg", "acc_delta", "step"), self._init_state)
             adadelta(params, grads, square_avgs, acc_deltas, state_steps, lr=group["lr"], rho=group["rho"],
                      eps=group["eps"], weight_decay=group["weight_decay"], foreach=group["foreach"],
                      maximize=group["maximize"], differentiable=group["differentiable"],

@@ -1,6 +1,6 @@
 """Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_lr, _eval_closure,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
                                         _get_scalar_dtype, _get_value, _restore_tensor_state, _to_scalar,
                                         _use_grad_for_differentiable)
 
@@ -38,29 +38,20 @@ class Adamax(Optimizer):
             group.setdefault("capturable", False)
         _restore_tensor_state(self)
 
-    def _init_group(self, group, params, grads, exp_avgs, exp_infs, state_steps):
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = tp.tensor(0.0, dtype=_get_scalar_dtype())
-                state["exp_avg"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-                state["exp_inf"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-            exp_avgs.append(state["exp_avg"])
-            exp_infs.append(state["exp_inf"])
-            state_steps.append(state["step"])
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = tp.tensor(0.0, dtype=_get_scalar_dtype())
+        state["exp_avg"] = tp.zeros_like(p, memory_format=tp.preserve_format)
+        state["exp_inf"] = tp.zeros_like(p, memory_format=tp.preserve_format)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Performs one Adamax step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _eval_closure(closure)
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_infs, state_steps = [], [], [], [], []
+            params, grads, (exp_avgs, exp_infs, state_steps) = _gather_group(
+                self, group, ("exp_avg", "exp_inf", "step"), self._init_state)
             beta1, beta2 = group["betas"]
-            self._init_group(group, params, grads, exp_avgs, exp_infs, state_steps)
             adamax(params, grads, exp_avgs, exp_infs, state_steps, eps=group["eps"], beta1=beta1, beta2=beta2,
                    lr=group["lr"], weight_decay=group["weight_decay"], foreach=group["foreach"],
                    maximize=group["maximize"], differentiable=group["differentiable"],

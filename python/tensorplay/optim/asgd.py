@@ -1,6 +1,6 @@
 """ASGD: averaged stochastic gradient descent (Polyak-Ruppert averaging after t0 steps)."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_lr, _eval_closure,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
                                         _get_scalar_dtype, _get_value, _restore_tensor_state, _to_scalar,
                                         _use_grad_for_differentiable)
 
@@ -33,30 +33,20 @@ class ASGD(Optimizer):
             group.setdefault("capturable", False)
         _restore_tensor_state(self, ("step", "eta", "mu"))
 
-    def _init_group(self, group, params, grads, mus, axs, etas, state_steps):
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
-                state["eta"] = tp.as_tensor(_to_scalar(group["lr"]), dtype=_get_scalar_dtype()).clone().detach()
-                state["mu"] = tp.ones((), dtype=_get_scalar_dtype())
-                state["ax"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-            mus.append(state["mu"])
-            axs.append(state["ax"])
-            etas.append(state["eta"])
-            state_steps.append(state["step"])
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
+        state["eta"] = tp.as_tensor(_to_scalar(group["lr"]), dtype=_get_scalar_dtype()).clone().detach()
+        state["mu"] = tp.ones((), dtype=_get_scalar_dtype())
+        state["ax"] = tp.zeros_like(p, memory_format=tp.preserve_format)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Performs one ASGD step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _eval_closure(closure)
         for group in self.param_groups:
-            params, grads, mus, axs, etas, state_steps = [], [], [], [], [], []
-            self._init_group(group, params, grads, mus, axs, etas, state_steps)
+            params, grads, (mus, axs, etas, state_steps) = _gather_group(
+                self, group, ("mu", "ax", "eta", "step"), self._init_state)
             asgd(params, grads, axs, mus, etas, state_steps, lambd=group["lambd"], lr=group["lr"],
                  t0=group["t0"], alpha=group["alpha"], weight_decay=group["weight_decay"],
                  foreach=group["foreach"], maximize=group["maximize"], differentiable=group["differentiable"],

@@ -125,6 +125,24 @@ def _restore_tensor_state(optimizer, keys=("step",)):
                                              dtype=_get_scalar_dtype(is_fused=group.get("fused")))
 
 
+def _gather_group(optimizer, group, keys, init_state):
+    """The parameters of ``group`` that have a gradient, their gradients, and per state key
+    in ``keys`` the list of those parameters' entries; a parameter's state is created by
+    ``init_state(state, p, group)`` the first time it is stepped."""
+    params, grads, lists = [], [], tuple([] for _ in keys)
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        params.append(p)
+        grads.append(p.grad)
+        state = optimizer.state[p]
+        if len(state) == 0:
+            init_state(state, p, group)
+        for entries, key in zip(lists, keys):
+            entries.append(state[key])
+    return params, grads, lists
+
+
 def _use_grad_for_differentiable(func):
     """Runs an optimizer's step with grad mode set to its `differentiable` default."""
     @functools.wraps(func)

@@ -1,6 +1,6 @@
 """Rprop: per-element step sizes grown or shrunk by the sign agreement of gradients."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_lr, _eval_closure,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
                                         _get_scalar_dtype, _restore_tensor_state, _to_scalar,
                                         _use_grad_for_differentiable)
 
@@ -33,30 +33,21 @@ class Rprop(Optimizer):
             group.setdefault("capturable", False)
         _restore_tensor_state(self)
 
-    def _init_group(self, group, params, grads, prevs, step_sizes, state_steps):
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            params.append(p)
-            grads.append(p.grad)
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
-                state["prev"] = tp.zeros_like(p, memory_format=tp.preserve_format)
-                state["step_size"] = tp.full_like(p.grad, _to_scalar(group["lr"]))
-            prevs.append(state["prev"])
-            step_sizes.append(state["step_size"])
-            state_steps.append(state["step"])
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = tp.zeros((), dtype=_get_scalar_dtype())
+        state["prev"] = tp.zeros_like(p, memory_format=tp.preserve_format)
+        state["step_size"] = tp.full_like(p.grad, _to_scalar(group["lr"]))
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Performs one Rprop step; ``closure`` re-evaluates the model and returns the loss."""
         loss = _eval_closure(closure)
         for group in self.param_groups:
-            params, grads, prevs, step_sizes, state_steps = [], [], [], [], []
+            params, grads, (prevs, step_sizes, state_steps) = _gather_group(
+                self, group, ("prev", "step_size", "step"), self._init_state)
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            self._init_group(group, params, grads, prevs, step_sizes, state_steps)
             rprop(params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min,
                   step_size_max=step_size_max, etaminus=etaminus, etaplus=etaplus, foreach=group["foreach"],
                   maximize=group["maximize"], differentiable=group["differentiable"],
