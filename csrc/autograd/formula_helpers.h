@@ -45,6 +45,13 @@ inline Tensor zeros_like_scalar(const Tensor& t) { return zeros(IntArrayRef(), t
 inline Tensor zeros_like_grad(const Tensor& grad) {
   return zeros(grad.sizes(), grad.dtype(), grad.device());
 }
+/// grad on `device` (a copy when it is elsewhere): copy_'s gradient for a source on
+/// another device, so a tensor moved with to()/cuda()/cpu() gets its gradient back home.
+inline Tensor grad_to_device(const Tensor& grad, Device device) {
+  if (grad.device() == device) return grad;
+  Tensor t = empty_tensor(grad.sizes(), grad.dtype(), device);
+  return copy_(t, grad);
+}
 /// grad * s, skipping the multiply when s is 1.
 inline Tensor maybe_multiply(const Tensor& grad, const Scalar& s) {
   return s.is_floating() || s.to_int() != 1 ? grad * s : grad;

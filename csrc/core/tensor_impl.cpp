@@ -131,6 +131,10 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
                                            contiguous_strides(sizes), 0));
 }
 
+void Tensor::no_cuda_kernel() {
+  TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel (host code reached a CUDA tensor)");
+}
+
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {
   TP_CHECK(sizes.size() == strides.size(), "empty_strided: mismatch in length of strides (",
            strides.size(), ") and shape (", sizes.size(), ")");

@@ -142,10 +142,18 @@ class Tensor {
   Device device() const { return impl_->device(); }
   int64_t storage_offset() const { return impl_->storage_offset(); }
   char* data_ptr() const { return impl_->data_ptr(); }
-  template <class T> T* data() const { return reinterpret_cast<T*>(impl_->data_ptr()); }
+  /// Typed host access for CPU kernels. A CUDA tensor that reaches host code (an op with
+  /// no CUDA kernel yet) raises instead of being read from the host.
+  template <class T> T* data() const {
+    if (impl_->device().type == DeviceType::CUDA) [[unlikely]] no_cuda_kernel();
+    return reinterpret_cast<T*>(impl_->data_ptr());
+  }
+  /// A typed device pointer for CUDA kernels (no check).
+  template <class T> T* device_data() const { return reinterpret_cast<T*>(impl_->data_ptr()); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
   size_t itemsize() const { return element_size(dtype()); }
   bool requires_grad() const { return impl_->requires_grad(); }
+  [[noreturn]] static void no_cuda_kernel();
 
  private:
   intrusive_ptr<TensorImpl> impl_;

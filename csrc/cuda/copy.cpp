@@ -3,13 +3,14 @@
 
 #include "cuda/check.h"
 #include "cuda/kernels.h"
+#include "cuda/pointwise.h"
 #include "cuda/runtime.h"
 #include "tensorplay/ops_api.h"
 
 // Note [CUDA copies]
-// Until the elementwise engine exists, dtype conversion happens on the host: a host to
-// device copy converts (and broadcasts) on the CPU first, a device to host copy converts
-// after the transfer, and a device to device copy between dtypes goes through the host.
+// A host to device copy converts (and broadcasts) on the CPU first, a device to host copy
+// converts after the transfer, and a device to device copy between dtypes converts on
+// the source's device (launch_cast).
 // Layout changes on the device use the strided-copy kernel (same dtype). Transfers run
 // on the current stream of the GPU side and are waited for, except a non_blocking copy
 // whose host side is pinned memory used as is (no conversion): that one stays
@@ -91,13 +92,26 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
 }
 
 void device_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
-  if (src.dtype() != dst.dtype()) {  // no conversion kernels yet: through the host
-    Tensor host = empty_tensor(src.sizes(), src.dtype(), Device(DeviceType::CPU));
-    device_to_host(host, src, false);
-    host_to_device(dst, host, false);
-    return;
-  }
   int dd = dst.device().index, sd = src.device().index;
+  if (src.dtype() != dst.dtype()) {  // convert on the source's device
+    DeviceGuard g(sd);
+    Stream s = current_stream(sd);
+    Tensor from = same_sizes(dst, src) ? src : expand_impl(src, dst.sizes(), {});
+    Tensor conv = dd == sd ? dst : empty_tensor(dst.sizes(), dst.dtype(), src.device());
+    CastLayout m;
+    TP_CHECK(conv.dim() <= kMaxCastDims, "copy_: CUDA copies support up to ", kMaxCastDims,
+             " dimensions, got ", conv.dim());
+    m.ndim = int(conv.dim());
+    for (int d = 0; d < m.ndim; ++d) {
+      m.sizes[d] = conv.size(d);
+      m.dst_strides[d] = conv.stride(d);
+      m.src_strides[d] = from.stride(d);
+    }
+    launch_cast(conv.data_ptr(), conv.dtype(), from.data_ptr(), from.dtype(), conv.numel(), m,
+                s.handle);
+    if (dd == sd) return;
+    return device_to_device(dst, conv, non_blocking);
+  }
   if (dd == sd) {
     DeviceGuard g(dd);
     Stream s = current_stream(dd);

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "core/error.h"
+#ifdef TP_USE_CUDA
+#include "cuda/copy.h"
+#endif
 
 namespace tp {
 
@@ -81,8 +84,6 @@ TensorIterator::TensorIterator(const IterConfig& cfg, OutArg out,
   if (out.tensor && ninputs_ && out.tensor->device() != device_)
     TP_CHECK(false, "Expected all tensors to be on the same device, but found at least "
              "two devices, ", device_.str(), " and ", out.tensor->device().str(), "!");
-  // The kernels behind this iterator are CPU loops; CUDA ones arrive with the elementwise engine.
-  if (device_.is_cuda()) TP_FAIL_NOT_IMPLEMENTED(cfg.op, ": no CUDA kernel");
 #endif
   first_fixed_ = cfg.first_input_fixed;
   if (out.tensor) out_shape_ = out.tensor->sizes();
@@ -91,7 +92,55 @@ TensorIterator::TensorIterator(const IterConfig& cfg, OutArg out,
   compute_dtypes(cfg);
   allocate_or_check_output(cfg, out);
   check_overlap(cfg.op, cfg.check_internal_overlap);
+  if (device_.is_cuda()) prepare_device_operands();
   reorder_and_coalesce();
+}
+
+// Note [CUDA elementwise engine]
+// A device kernel reads and writes one storage dtype per operand role, fixed at compile
+// time, so that contiguous operands move as 16-byte vectors: inputs and output in
+// storage_dtype_ (the promoted dtype; float16/bfloat16 are converted to float32 in
+// registers), a bool output for predicates, and where's condition as it is. An operand
+// stored in another dtype (mixed-dtype inputs, an out= of another dtype) is converted by
+// a device copy first (output: written to a staging tensor, copied back afterwards), so
+// the kernels need no per-element dtype switch. CPU scalars beside CUDA tensors reach
+// the kernel by value.
+void TensorIterator::prepare_device_operands() {
+#ifdef TP_USE_CUDA
+  storage_dtype_ = compute_dtype_;
+  if (compute_dtype_ == DType::Float32 &&
+      (common_dtype_ == DType::Float16 || common_dtype_ == DType::BFloat16))
+    storage_dtype_ = common_dtype_;
+  auto staged = [&](const Tensor& t, DType dt) {
+    DimVector st = preserving_strides(t.sizes(), t.strides());
+    return empty_strided_tensor(t.sizes(), st, dt, t.device());
+  };
+  for (int i = 0; i < ninputs_; ++i) {
+    const Tensor& t = *inputs_[i];
+    if (t.device().is_cpu()) continue;  // a scalar: passed by value
+    DType target = (i == 0 && first_fixed_) ? t.dtype() : storage_dtype_;
+    if (t.dtype() == target) continue;
+    converted_[i] = staged(t, target);
+    cuda::copy_(converted_[i], t, false);
+    inputs_[i] = &converted_[i];
+  }
+  DType out_target = kernel_out_dtype_ == DType::Bool ? DType::Bool : storage_dtype_;
+  if (out_.dtype() != out_target) {
+    write_back_ = out_;
+    out_ = staged(write_back_, out_target);
+  }
+#endif
+}
+
+void TensorIterator::for_each_device(DeviceLaunch launch, const KernelParams& p) {
+  if (numel_ > 0) launch(p, *this);
+  if (write_back_.defined()) {
+#ifdef TP_USE_CUDA
+    cuda::copy_(write_back_, out_, false);
+#endif
+    out_ = write_back_;
+    write_back_ = Tensor();
+  }
 }
 
 void TensorIterator::compute_shape(const char* op) {
@@ -236,7 +285,12 @@ void TensorIterator::reorder_and_coalesce() {
     // A single-element input of another dtype is converted once, here.
     want_[k] = k == 0 ? kernel_out_dtype_ : (k == 1 && first_fixed_) ? t.dtype() : compute_dtype_;
     DType want = want_[k];
-    if (k > 0 && t.numel() == 1 && t.dtype() != want && t.device().is_cpu()) {
+    if (k > 0 && device_.is_cuda() && t.device().is_cpu()) {  // a CPU scalar, by value
+      cast_strided(t.data_ptr(), 0, t.dtype(), scalar_slots_[k], 0, want, 1);
+      base_[k] = scalar_slots_[k];
+      op_dtype_[k] = want;
+      host_scalar_[k] = true;
+    } else if (k > 0 && t.numel() == 1 && t.dtype() != want && t.device().is_cpu()) {
       cast_strided(t.data_ptr(), 0, t.dtype(), scalar_slots_[k], 0, want, 1);
       base_[k] = scalar_slots_[k];
       op_dtype_[k] = want;

@@ -21,6 +21,11 @@ enum KernelError : int { kNoError = 0, kZeroDivision = 1 };
 /// A 1-D loop: data[0] is the output, data[1..] the inputs; strides in bytes.
 using Loop1d = void (*)(const KernelParams& p, char** data, const int64_t* strides, int64_t n);
 
+class TensorIterator;
+/// A device backend's whole-iteration launch (CUDA): reads the iterator's shape, strides,
+/// base pointers and host scalars (Note [CUDA elementwise engine]).
+using DeviceLaunch = void (*)(const KernelParams& p, const TensorIterator& it);
+
 /// How an op's dtypes are derived.
 enum class Promote : uint8_t {
   Common,      // result = promoted input dtype
@@ -68,13 +73,28 @@ class TensorIterator {
   /// The promoted dtype of the inputs (before half -> float widening).
   DType common_dtype() const { return common_dtype_; }
   Device device() const { return device_; }
-  const Tensor& output() const { return out_; }
+  const Tensor& output() const { return write_back_.defined() ? write_back_ : out_; }
   int64_t numel() const { return numel_; }
   int ninputs() const { return ninputs_; }
 
   /// Runs `loop` over every element, converting operands whose dtype differs from the
   /// kernel's, in parallel above the grain size.
   void for_each(Loop1d loop, const KernelParams& p) const;
+  /// Runs a device launch over the whole iteration, then writes a staged output back.
+  void for_each_device(DeviceLaunch launch, const KernelParams& p);
+
+  // What a device launch reads, valid after construction. Dims are the coalesced
+  // iteration dims, fastest first; strides in bytes; operand 0 is the output.
+  int ndim() const { return int(shape_.size()); }
+  const int64_t* shape() const { return shape_.data(); }
+  const int64_t* strides(int k) const { return strides_[k].data(); }
+  char* base(int k) const { return base_[k]; }
+  /// Whether input k (k >= 1) is a CPU scalar whose value base(k) holds on the host,
+  /// already converted to the kernel's dtype.
+  bool host_scalar(int k) const { return host_scalar_[k]; }
+  /// On a device: the dtype operands are stored in (float16/bfloat16 for half ops that
+  /// compute in float32, else the compute dtype); the kernel reads and writes it.
+  DType storage_dtype() const { return storage_dtype_; }
 
  private:
   void compute_shape(const char* op);
@@ -82,6 +102,7 @@ class TensorIterator {
   void allocate_or_check_output(const IterConfig& cfg, OutArg out);
   void check_overlap(const char* op, bool internal) const;
   void reorder_and_coalesce();
+  void prepare_device_operands();
   void serial_for_each(Loop1d loop, const KernelParams& p, int64_t begin, int64_t end) const;
   void run_row(Loop1d loop, const KernelParams& p, char** ptrs, int64_t n) const;
 
@@ -92,6 +113,10 @@ class TensorIterator {
   DType common_dtype_ = DType::Undefined;
   DType compute_dtype_ = DType::Undefined;
   DType kernel_out_dtype_ = DType::Undefined;
+  DType storage_dtype_ = DType::Undefined;
+  Tensor converted_[kMaxOperands];  // device inputs converted to storage_dtype_
+  Tensor write_back_;               // the visible output when out_ is a staging tensor
+  bool host_scalar_[kMaxOperands + 1] = {};
   IntArrayRef out_shape_;
   DimVector shape_;                    // broadcast shape, then the iteration shape
   DimVector perm_;                     // iteration dim i <- tensor dim perm_[i] (fastest first)

@@ -44,6 +44,29 @@ void fill_indexed(const Tensor& t, int64_t n, F f) {
   });
 }
 
+/// Whether a factory call makes (or writes) a CUDA tensor.
+bool wants_cuda(const std::optional<Device>& device, OutArg out) {
+  return out.tensor ? out.tensor->device().is_cuda() : device && device->is_cuda();
+}
+
+/// A sequence factory on CUDA: `make(out)` computes the values on the host (into a CPU
+/// tensor of out's dtype, or a new one), then they are copied to the device.
+template <class F>
+Tensor via_host(const std::optional<Device>& device, bool requires_grad, OutArg out, F make) {
+  if (out.tensor) {
+    int64_t zero[1] = {0};
+    Tensor host = empty_tensor(zero, out.tensor->dtype());
+    make(OutArg{&host, false});
+    resize_out(*out.tensor, host.sizes());
+    copy_impl(*out.tensor, host, false, {});
+    return *out.tensor;
+  }
+  Tensor host = make(OutArg::none());
+  Tensor t = factory_result(host.sizes(), host.dtype(), device, requires_grad, OutArg::none());
+  copy_impl(t, host, false, {});
+  return t;
+}
+
 }  // namespace
 
 Tensor empty_impl(IntArrayRef size, const std::optional<DType>& dtype,
@@ -85,6 +108,10 @@ Tensor ones_impl(IntArrayRef size, const std::optional<DType>& dtype,
 Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
                    const std::optional<DType>& dtype, const std::optional<Device>& device,
                    bool requires_grad, OutArg out) {
+  if (wants_cuda(device, out))
+    return via_host(device, requires_grad, out, [&](OutArg o) {
+      return arange_impl(start, end, step, dtype, std::nullopt, false, o);
+    });
   bool floating = start.is_floating() || end.is_floating() || step.is_floating();
   DType dt = dtype ? *dtype : floating ? default_dtype() : DType::Int64;
   check_not_bool(dt, "arange_cpu");
@@ -143,17 +170,29 @@ Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_
 Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
+  if (wants_cuda(device, out))
+    return via_host(device, requires_grad, out, [&](OutArg o) {
+      return linspace_impl(start, end, steps, dtype, std::nullopt, false, o);
+    });
   return spaced("linspace_cpu", start, end, steps, std::nullopt, dtype, device, requires_grad, out);
 }
 
 Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, double base,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
+  if (wants_cuda(device, out))
+    return via_host(device, requires_grad, out, [&](OutArg o) {
+      return logspace_impl(start, end, steps, base, dtype, std::nullopt, false, o);
+    });
   return spaced("logspace_cpu", start, end, steps, base, dtype, device, requires_grad, out);
 }
 
 Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<DType>& dtype,
                 const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  if (wants_cuda(device, out))
+    return via_host(device, requires_grad, out, [&](OutArg o) {
+      return eye_impl(n, m, dtype, std::nullopt, false, o);
+    });
   int64_t cols = m.value_or(n);
   TP_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
   TP_CHECK(cols >= 0, "m must be greater or equal to 0, got ", cols);

@@ -109,7 +109,7 @@ Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
   if (p > 0 && sums.size(d1) == 0) {
     DimVector shape(sums.sizes().data(), sums.sizes().size());
     shape[size_t(d1)] = 1;
-    r = zeros(shape, sums.dtype());
+    r = zeros(shape, sums.dtype(), sums.device());
   } else {
     r = p > 0 ? amax(sums, IntArrayRef(&d1, 1), true) : amin(sums, IntArrayRef(&d1, 1), true);
   }

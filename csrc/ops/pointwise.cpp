@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/pointwise.h"
+#endif
 
 namespace tp {
 
@@ -31,6 +34,17 @@ PwLoopTable& pointwise_loops(DeviceType device) {
 Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
                      std::initializer_list<const Tensor*> inputs, const KernelParams& p) {
   TensorIterator it(cfg, out, inputs);
+#ifdef TP_USE_CUDA
+  if (it.device().is_cuda()) {
+    DeviceLaunch launch = cuda::pointwise_launches()[int(kernel)][int(it.compute_dtype())];
+    if (!launch)
+      TP_FAIL_NOT_IMPLEMENTED("\"", cfg.op, "_cuda\" not implemented for '",
+                              dtype_scalar_name(it.common_dtype()), "'");
+    it.for_each_device(launch, p);
+    if (out.tensor && out.bump_version) out.tensor->impl()->bump_version();
+    return it.output();
+  }
+#endif
   if (it.device().type != DeviceType::Meta && it.numel() > 0) {
     Loop1d loop = pointwise_loops(it.device().type)[int(kernel)][int(it.compute_dtype())];
     if (!loop) {

@@ -9,12 +9,15 @@
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/reduce.h"
+#endif
 
 namespace tp {
 
 namespace {
 
-enum class Kind { Sum, Prod, Max, Min, All, Any };
+enum class Kind { Sum, Prod, Max, Min, All, Any };  // the order of cuda::ReduceKind
 
 struct Plan {
   std::vector<bool> reduced;  // per input dim
@@ -49,12 +52,13 @@ Plan make_plan(const char* op, const Tensor& self, OptionalIntArrayRef dim, bool
   return p;
 }
 
-template <template <class> class Op, class T>
-void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
-  using Out = std::conditional_t<std::is_same_v<Op<T>, cpu::AllOp<T>> || std::is_same_v<Op<T>, cpu::AnyOp<T>>,
-                                 bool, typename Op<T>::total_t>;
-  using Store = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op<T>, cpu::ProdOp<T>>,
-                                   std::conditional_t<std::is_same_v<Out, bool>, bool, T>, Out>;
+/// The input as a contiguous [B, R, K] block reduced over R (R = p.count, B * K results).
+struct Block3 {
+  Tensor src;
+  int64_t B, R, K;
+};
+
+Block3 as_block(const Tensor& x, const Plan& p, int64_t results) {
   int64_t nd = x.dim();
   // A contiguous input whose reduced dims (ignoring size-1 dims) all come after the
   // kept ones reduces rows in place ("inner"); all before them, columns ("outer").
@@ -70,43 +74,51 @@ void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
       kept_after_reduced |= any_reduced;
     }
   }
-  int64_t R = p.count, K = res.numel();
-  Store* out = res.data<Store>();
-  // A contiguous input whose reduced dims form one block between kept dims reduces
-  // (rows x inner) slabs one after another: `before` slabs of R rows of `inner` columns.
-  int64_t before = 1, inner = 1;
-  bool slabs = x.is_contiguous() && any_reduced && kept_after_reduced && reduced_after_kept;
-  if (slabs) {
+  int64_t R = p.count, K = results;
+  bool dense = x.is_contiguous();
+  // Reduced dims forming one block between kept dims: `before` slabs of R rows of
+  // `inner` columns, reduced one after another.
+  if (dense && any_reduced && kept_after_reduced && reduced_after_kept) {
     int first = -1, last = -1;
     for (int64_t i = 0; i < nd; ++i)
       if (x.size(i) != 1 && p.reduced[size_t(i)]) last = int(i), first = first < 0 ? int(i) : first;
+    int64_t before = 1, inner = 1;
+    bool slabs = true;
     for (int64_t i = 0; i < nd; ++i) {
       if (i < first) before *= x.size(i);
       else if (i > last) inner *= x.size(i);
       else slabs &= x.size(i) == 1 || p.reduced[size_t(i)];
     }
+    if (slabs) return {x, before, R, inner};
   }
-  if (slabs && R > 0) {
-    const T* data = x.data<T>();
-    for (int64_t b = 0; b < before; ++b) cpu::reduce_outer<Op<T>>(data + b * R * inner, out + b * inner, R, inner);
-    return;
-  }
-  Tensor src = x;
-  bool outer = x.is_contiguous() && any_reduced && kept_after_reduced && !reduced_after_kept;
-  if (!x.is_contiguous() || (kept_after_reduced && !outer)) src = Tensor();
-  if (!src.defined()) {  // kept dims first, reduced last, then contiguous
-    DimVector order;
-    for (int64_t i = 0; i < nd; ++i) if (!p.reduced[size_t(i)]) order.push_back(i);
-    for (int64_t i = 0; i < nd; ++i) if (p.reduced[size_t(i)]) order.push_back(i);
-    src = contiguous(permute(x, order));
-  }
-  const T* data = src.data<T>();
-  if (R == 0) {  // an empty reduction: the identity everywhere
+  if (dense && any_reduced && kept_after_reduced && !reduced_after_kept) return {x, 1, R, K};
+  if (dense && !kept_after_reduced) return {x, K, R, 1};
+  DimVector order;  // kept dims first, reduced last, then contiguous
+  for (int64_t i = 0; i < nd; ++i) if (!p.reduced[size_t(i)]) order.push_back(i);
+  for (int64_t i = 0; i < nd; ++i) if (p.reduced[size_t(i)]) order.push_back(i);
+  return {contiguous(permute(x, order)), K, R, 1};
+}
+
+template <template <class> class Op, class T>
+void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
+  using Out = std::conditional_t<std::is_same_v<Op<T>, cpu::AllOp<T>> || std::is_same_v<Op<T>, cpu::AnyOp<T>>,
+                                 bool, typename Op<T>::total_t>;
+  using Store = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op<T>, cpu::ProdOp<T>>,
+                                   std::conditional_t<std::is_same_v<Out, bool>, bool, T>, Out>;
+  int64_t K = res.numel();
+  Store* out = res.data<Store>();
+  if (p.count == 0) {  // an empty reduction: the identity everywhere
     for (int64_t k = 0; k < K; ++k) out[k] = Store(Op<T>::identity());
     return;
   }
-  if (outer) cpu::reduce_outer<Op<T>>(data, out, R, K);
-  else cpu::reduce_inner<Op<T>>(data, out, K, R);
+  Block3 b = as_block(x, p, K);
+  const T* data = b.src.data<T>();
+  if (b.K == 1) {
+    cpu::reduce_inner<Op<T>>(data, out, b.B, b.R);
+    return;
+  }
+  for (int64_t i = 0; i < b.B; ++i)
+    cpu::reduce_outer<Op<T>>(data + i * b.R * b.K, out + i * b.K, b.R, b.K);
 }
 
 /// Result dtype of the kernel for `kind` on compute dtype `dt`.
@@ -121,7 +133,8 @@ DType kernel_dtype(Kind kind, DType dt) {
 
 Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
               DType result_dtype, DType compute_dtype, OutArg out, bool mean = false) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
   Plan p = make_plan(op, self, dim, keepdim, kind != Kind::All && kind != Kind::Any);
   if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0) {
     for (int64_t i = 0; i < self.dim(); ++i)
@@ -132,8 +145,17 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
   }
   Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
   DType kdt = kernel_dtype(kind, compute_dtype);
-  Tensor res = empty_tensor(p.out_shape, kdt);
-  visit_dtype(compute_dtype, [&](auto v) {
+  Tensor res = empty_tensor(p.out_shape, kdt, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    if (p.count == 0) {
+      fill_(res, Scalar(int64_t(kind == Kind::Prod || kind == Kind::All ? 1 : 0)));
+    } else {
+      Block3 b = as_block(x, p, res.numel());
+      cuda::reduce(cuda::ReduceKind(int(kind)), b.src, b.B, b.R, b.K, res);
+    }
+#endif
+  } else visit_dtype(compute_dtype, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       TP_FAIL(op, ": half types reach the kernel only through float32");
@@ -237,7 +259,8 @@ int64_t arg_best(const T* x, int64_t n) {
 /// (values, indices) of the max/min along `dim` (all elements, flattened, when none).
 std::tuple<Tensor, Tensor> arg_reduce(const char* op, bool is_max, const Tensor& self,
                                       std::optional<int64_t> dim, bool keepdim) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
   int64_t nd = self.dim();
   Tensor x = self;
   int64_t d = 0;
@@ -269,7 +292,14 @@ std::tuple<Tensor, Tensor> arg_reduce(const char* op, bool is_max, const Tensor&
   if (x.dtype() != compute) x = _to_dtype(x, compute);
   x = contiguous(x);
   int64_t len = x.dim() ? x.size(x.dim() - 1) : 1, rows = x.numel() / std::max<int64_t>(len, 1);
-  Tensor indices = empty_tensor(out_shape, DType::Int64);
+  Tensor indices = empty_tensor(out_shape, DType::Int64, self.device());
+  if (self.device().is_cuda()) {
+    Tensor values = empty_tensor(out_shape, compute, self.device());
+#ifdef TP_USE_CUDA
+    cuda::arg_reduce(is_max, x, rows, len, values, indices);
+#endif
+    return {compute == self.dtype() ? values : _to_dtype(values, self.dtype()), indices};
+  }
   Tensor values = empty_tensor(out_shape, self.dtype());
   int64_t* idx = indices.data<int64_t>();
   visit_dtype(compute, [&](auto v) {

@@ -37,7 +37,7 @@ void gather_row(char* dst, const char* src, const int64_t* offs, int64_t n) {
 /// out[i0, i1, ...] = src[idx[0][i0], idx[1][i1], ...], a new contiguous tensor of shape
 /// (idx[0].size(), ...); `src` has idx.size() dims (or is given `src_strides` for them).
 Tensor gather_grid(const Tensor& src, const std::vector<Index>& idx, IntArrayRef src_strides) {
-  TP_CHECK(src.device().is_cpu(), "no ", src.device().str(), " kernel for shape ops yet");
+  if (!src.device().is_cpu()) TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel for shape ops yet");
   int64_t nd = int64_t(idx.size()), isz = int64_t(src.itemsize());
   DimVector sizes(nd);
   for (int64_t d = 0; d < nd; ++d) sizes[d] = int64_t(idx[d].size());
@@ -394,7 +394,7 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
 
 Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool lower, OutArg out) {
   TP_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
-  TP_CHECK(self.device().is_cpu(), "no ", self.device().str(), " kernel for ", name, " yet");
+  if (!self.device().is_cpu()) TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel for ", name, " yet");
   Tensor res;
   if (out.tensor && out.inplace) {
     res = self;

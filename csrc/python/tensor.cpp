@@ -228,7 +228,9 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   });
   // fill_(tensor) of more than one element: one-element tensors matched the generated
   // fill_(Scalar) overload registered before this one.
-  cls.def("fill_", [](const Tensor&, const Tensor& value) -> Tensor {
+  // A 0-dim value the Scalar overload could not read (on a GPU) is broadcast by copy_.
+  cls.def("fill_", [](const Tensor& self, const Tensor& value) -> Tensor {
+    if (value.dim() == 0) return tp::copy_(self, value);
     TP_FAIL("fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
             value.dim(), " dimensions.");
   }, nb::arg("value"));

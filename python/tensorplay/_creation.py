@@ -20,6 +20,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if t is None:
             raise TypeError(f"{_op}: can't convert np.ndarray of type numpy.{data.dtype.name}.")
         out = _C._to_dtype(t, dtype if dtype is not None else t.dtype, True)
+        if device is not None:
+            out = out.to(device)
         out.requires_grad = requires_grad
         return out
     return _C._tensor(data, dtype, device, requires_grad, _op)

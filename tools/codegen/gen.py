@@ -10,6 +10,7 @@ Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   tensorplay/pointwise_kernels.h  the PwKernel enum (one per functor)
   ops_api.cpp                 generated pointwise kernels, API bodies, registry entries
   cpu_kernels_N.cpp           CPU loop instantiations per functor and dtype
+  cuda_kernels_N.cu           CUDA launch instantiations (compiled in CUDA builds only)
   python_ops.cpp              nanobind bindings (functions, methods, in-place methods)
 Files are rewritten only when their text changes, so rebuilds stay incremental.
 """
@@ -34,6 +35,7 @@ CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int1
 PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
            "bool_out": "Promote::BoolOut"}
 CPU_SHARDS = 3
+CUDA_SHARDS = 16
 
 
 @dataclass
@@ -341,9 +343,12 @@ def gen_api_source(ops):
                    f'reg[{i}].tags = "{tags}"; reg[{i}].doc = "{doc}";')
         if "pointwise" in e or "impl" in e:
             fn = f"pw_{op.ident}" if "pointwise" in e else e["impl"]
-            # Kernels run on CPU memory unless the entry says `cuda: true` (the kernel handles
-            # CUDA tensors itself); other ops on CUDA tensors raise "<op>: no CUDA kernel".
-            for key in ("CPU", "CUDA", "Meta") if e.get("cuda") else ("CPU", "Meta"):
+            # Generated pointwise kernels run on every device (run_pointwise picks the
+            # device's loops). Hand-written ones run on CPU memory unless the entry says
+            # `cuda: true` (the kernel handles CUDA tensors itself); other ops on CUDA
+            # tensors raise "<op>: no CUDA kernel".
+            cuda = "pointwise" in e or e.get("cuda")
+            for key in ("CPU", "CUDA", "Meta") if cuda else ("CPU", "Meta"):
                 out.append(f"  reg[{i}].kernels[int(DispatchKey::{key})] = reinterpret_cast<void*>(&{fn});")
         if "composite" in e:
             out.append(f"  reg[{i}].kernels[int(DispatchKey::Composite)] = reinterpret_cast<void*>(&{e['composite']});")
@@ -368,6 +373,22 @@ def gen_cpu_kernels(kernels, shard):
             tmpl = f"{n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
             out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &{loop}<{tmpl}>;")
     out += ["}", "}  // namespace tp::cpu"]
+    return "\n".join(out) + "\n"
+
+
+def gen_cuda_kernels(kernels, shard):
+    names = [n for i, n in enumerate(kernels) if i % CUDA_SHARDS == shard]
+    out = ["// Generated from ops.yaml. Do not edit.",
+           '#include "cuda/loops.cuh"',
+           "namespace tp::cuda {",
+           f"void register_cuda_kernels_{shard}(DeviceLaunch (*table)[kNumDTypes]) {{",
+           "  using namespace functors;"]
+    for n in names:
+        spec = kernels[n]
+        for dt in DTYPE_SETS[spec["dtypes"]]:
+            tmpl = f"{spec['arity']}, {n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
+            out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &launch_pointwise<{tmpl}>;")
+    out += ["}", "}  // namespace tp::cuda"]
     return "\n".join(out) + "\n"
 
 
@@ -554,6 +575,8 @@ def main():
     write_if_changed(out / "ops_api.cpp", gen_api_source(ops))
     for shard in range(CPU_SHARDS):
         write_if_changed(out / f"cpu_kernels_{shard}.cpp", gen_cpu_kernels(kernels, shard))
+    for shard in range(CUDA_SHARDS):
+        write_if_changed(out / f"cuda_kernels_{shard}.cu", gen_cuda_kernels(kernels, shard))
     write_if_changed(out / "python_ops.cpp", gen_python(ops))
     header, source = gen_autograd(ops, params, call_args, kernel_expr)
     write_if_changed(out / "tensorplay/autograd_ops.h", header)

@@ -34,7 +34,7 @@ no tangent).
 Names a formula may use: `grad` (gradient of the first output), `grads[i]`, `result`
 (the output) or the names of a tuple's outputs, every argument by name (tensors are
 saved, with a version check), `<tensor>_sizes`, `_strides`, `_storage_offset`, `_dtype`,
-`_dim`, and
+`_dim`, `_device`, and
 for Tensor[] arguments `<list>_sizes` (a vector of sizes). A formula for a Tensor[]
 argument returns a variable_list.
 """
@@ -44,7 +44,8 @@ SAVED_ATTRS = {"sizes": ("DimVector", "DimVector({a}.sizes().data(), {a}.sizes()
                "strides": ("DimVector", "DimVector({a}.strides().data(), {a}.strides().size())"),
                "storage_offset": ("int64_t", "{a}.storage_offset()"),
                "dtype": ("DType", "{a}.dtype()"),
-               "dim": ("int64_t", "{a}.dim()")}
+               "dim": ("int64_t", "{a}.dim()"),
+               "device": ("Device", "{a}.device()")}
 VALUE_TYPES = {"Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
                "str": "std::string", "ScalarType": "DType", "Device": "Device"}
 

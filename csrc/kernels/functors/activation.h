@@ -24,18 +24,18 @@ inline vec_f vec_sigmoid(vec_f v) {
 #define TP_VEC2(...)
 #endif
 
-template <class T> inline T sigmoid_of(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <class T> TP_HD inline T sigmoid_of(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
 // gelu (erf form): x * Phi(x)
 template <class T> struct Gelu : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return x * T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf))); }
+  TP_HD T operator()(T x) const { return x * T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf))); }
   TP_VEC1(return vec_mul(vec_mul(v, vec_set1(0.5f)),
                          vec_add(vec_set1(1.f), TP_MVEC(erff)(vec_mul(v, vec_set1(float(kSqrtHalf)))))););
 };
 template <class T> struct GeluBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     const T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf)));
     const T pdf = std::exp(T(-0.5) * x * x) * T(kInvSqrt2Pi);
     return g * (cdf + x * pdf);
@@ -50,7 +50,7 @@ template <class T> struct GeluBackward : Base<T> {
 // gelu (tanh approximation): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 template <class T> struct GeluTanh : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     const T inner = T(kSqrt2OverPi) * (x + T(kGeluKappa) * x * x * x);
     return T(0.5) * x * (T(1) + std::tanh(inner));
   }
@@ -61,7 +61,7 @@ template <class T> struct GeluTanh : Base<T> {
 };
 template <class T> struct GeluTanhBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     const T x_sq = x * x;
     const T t = std::tanh(T(kSqrt2OverPi) * (x + T(kGeluKappa) * x_sq * x));
     const T left = T(0.5) * x, right = T(1) + t;
@@ -83,12 +83,12 @@ template <class T> struct GeluTanhBackward : Base<T> {
 // silu: x * sigmoid(x)
 template <class T> struct Silu : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
+  TP_HD T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
   TP_VEC1(return vec_div(v, vec_add(vec_set1(1.f), TP_MVEC(expf)(vec_neg(v)))););
 };
 template <class T> struct SiluBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     const T s = sigmoid_of(x);
     return g * s * (T(1) + x * (T(1) - s));
   }
@@ -101,7 +101,7 @@ template <class T> struct Softplus : Base<T> {
   T beta, threshold;
   Softplus(const KernelParams& p)
       : Base<T>(p), beta(T(p.s0.to_double())), threshold(T(p.s1.to_double())) {}
-  T operator()(T x) const { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; }
+  TP_HD T operator()(T x) const { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; }
   TP_VEC1(const vec_f bx = vec_mul(v, vec_set1(float(beta)));
           const vec_f soft = vec_div(TP_MVEC(log1pf)(TP_MVEC(expf)(bx)), vec_set1(float(beta)));
           return vec_select_gt(bx, vec_set1(float(threshold)), v, soft););
@@ -110,7 +110,7 @@ template <class T> struct SoftplusBackward : Base<T> {
   T beta, threshold;
   SoftplusBackward(const KernelParams& p)
       : Base<T>(p), beta(T(p.s0.to_double())), threshold(T(p.s1.to_double())) {}
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     const T z = std::exp(x * beta);
     return x * beta > threshold ? g : g * z / (z + T(1));
   }
@@ -123,12 +123,12 @@ template <class T> struct SoftplusBackward : Base<T> {
 // mish: x * tanh(softplus(x))
 template <class T> struct Mish : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return x * std::tanh(std::log1p(std::exp(x))); }
+  TP_HD T operator()(T x) const { return x * std::tanh(std::log1p(std::exp(x))); }
   TP_VEC1(return vec_mul(v, TP_MVEC(tanhf)(TP_MVEC(log1pf)(TP_MVEC(expf)(v)))););
 };
 template <class T> struct MishBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     const T t = std::tanh(std::log1p(std::exp(x)));
     return g * (t + x * sigmoid_of(x) * (T(1) - t * t));
   }
@@ -144,7 +144,7 @@ template <class T> struct Elu : Base<T> {
   Elu(const KernelParams& p)
       : Base<T>(p), alpha(T(p.s0.to_double())), scale(T(p.s1.to_double())),
         input_scale(T(p.s2.to_double())) {}
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     return x > T(0) ? x * scale : std::expm1(x * input_scale) * alpha * scale;
   }
   TP_VEC1(const vec_f neg = vec_mul(TP_MVEC(expm1f)(vec_mul(v, vec_set1(float(input_scale)))),
@@ -156,7 +156,7 @@ template <class T> struct EluBackward : Base<T> {
   EluBackward(const KernelParams& p)
       : Base<T>(p), alpha(T(p.s0.to_double())), scale(T(p.s1.to_double())),
         input_scale(T(p.s2.to_double())) {}
-  T operator()(T g, T x) const {
+  TP_HD T operator()(T g, T x) const {
     return x > T(0) ? g * scale : g * input_scale * alpha * scale * std::exp(x * input_scale);
   }
   TP_VEC2(const vec_f neg = vec_mul(vec_mul(g, vec_set1(float(input_scale * alpha * scale))),
@@ -167,25 +167,25 @@ template <class T> struct EluBackward : Base<T> {
 template <class T> struct LeakyRelu : Base<T> {
   T slope;
   LeakyRelu(const KernelParams& p) : Base<T>(p), slope(T(p.s0.to_double())) {}
-  T operator()(T x) const { return x > T(0) ? x : x * slope; }
+  TP_HD T operator()(T x) const { return x > T(0) ? x : x * slope; }
   TP_VEC1(return vec_select_gt(v, vec_set1(0.f), v, vec_mul(v, vec_set1(float(slope)))););
 };
 template <class T> struct LeakyReluBackward : Base<T> {
   T slope;
   LeakyReluBackward(const KernelParams& p) : Base<T>(p), slope(T(p.s0.to_double())) {}
-  T operator()(T g, T x) const { return x > T(0) ? g : g * slope; }
+  TP_HD T operator()(T g, T x) const { return x > T(0) ? g : g * slope; }
   TP_VEC2(return vec_select_gt(v, vec_set1(0.f), g, vec_mul(g, vec_set1(float(slope)))););
 };
 
 template <class T> struct Hardswish : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     return x * std::min(std::max(x + T(3), T(0)), T(6)) / T(6);
   }
 };
 template <class T> struct HardswishBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const {  // 0 up to -3 inclusive, g from 3 on (NaN propagates)
+  TP_HD T operator()(T g, T x) const {  // 0 up to -3 inclusive, g from 3 on (NaN propagates)
     return x <= T(-3) ? T(0) : x >= T(3) ? g : g * (x / T(3) + T(0.5));
   }
   TP_VEC2(const vec_f mid = vec_mul(g, vec_add(vec_div(v, vec_set1(3.f)), vec_set1(0.5f)));
@@ -194,11 +194,11 @@ template <class T> struct HardswishBackward : Base<T> {
 };
 template <class T> struct Hardsigmoid : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return std::min(std::max(x + T(3), T(0)), T(6)) / T(6); }
+  TP_HD T operator()(T x) const { return std::min(std::max(x + T(3), T(0)), T(6)) / T(6); }
 };
 template <class T> struct HardsigmoidBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T g, T x) const { return x > T(-3) && x < T(3) ? g * T(1.0f / 6.0f) : T(0); }
+  TP_HD T operator()(T g, T x) const { return x > T(-3) && x < T(3) ? g * T(1.0f / 6.0f) : T(0); }
   TP_VEC2(const vec_f inside = vec_select_gt(v, vec_set1(-3.f), vec_mul(g, vec_set1(1.0f / 6.0f)),
                                              vec_set1(0.f));
           return vec_select_gt(vec_set1(3.f), v, inside, vec_set1(0.f)););

@@ -14,7 +14,7 @@
 // Contiguous float32 exp/log/sin/cos/tanh/sigmoid call glibc's vector math (libmvec) at
 // the widest width the build targets: 16 lanes with AVX-512, else 8 with AVX2. vec_f is
 // that vector type, TP_MVEC(expf) the matching libmvec entry point.
-#if defined(TP_HAVE_LIBMVEC) && defined(__AVX512F__)
+#if defined(TP_HAVE_LIBMVEC) && defined(__AVX512F__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define TP_VEC_LANES 16
 #define TP_MVEC(fn) _ZGVeN16v_##fn
@@ -37,7 +37,7 @@ inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LE_OQ), y, x);
 }
 }  // namespace tp::functors
-#elif defined(TP_HAVE_LIBMVEC) && defined(__AVX2__)
+#elif defined(TP_HAVE_LIBMVEC) && defined(__AVX2__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define TP_VEC_LANES 8
 #define TP_MVEC(fn) _ZGVdN8v_##fn
@@ -92,7 +92,7 @@ template <class T> struct Predicate {
 #define TP_FLOAT_UNARY(Name, expr)                       \
   template <class T> struct Name : Base<T> {             \
     using Base<T>::Base;                                 \
-    T operator()(T x) const { return expr; }             \
+    TP_HD T operator()(T x) const { return expr; }             \
   };
 TP_FLOAT_UNARY(Sqrt, std::sqrt(x))
 TP_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(x))
@@ -121,7 +121,7 @@ TP_FLOAT_UNARY(Reciprocal, T(1) / x)
 #define TP_VEC_UNARY(Name, expr, vexpr)                                           \
   template <class T> struct Name : Base<T> {                                      \
     using Base<T>::Base;                                                          \
-    T operator()(T x) const { return expr; }                                      \
+    TP_HD T operator()(T x) const { return expr; }                                      \
     TP_VEC_BODY(vexpr)                                                            \
   };
 #ifdef TP_VEC_LANES
@@ -142,18 +142,18 @@ TP_VEC_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-x)),
 
 template <class T> struct Neg : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return T(-x); }
+  TP_HD T operator()(T x) const { return T(-x); }
 };
 template <class T> struct Relu : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {  // NaN stays NaN, as PyTorch's relu
+  TP_HD T operator()(T x) const {  // NaN stays NaN, as PyTorch's relu
     if constexpr (kFloat<T>) return x < T(0) ? T(0) : x;
     else return x > T(0) ? x : T(0);
   }
 };
 template <class T> struct Abs : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
     else if constexpr (kFloat<T>) return std::fabs(x);
     else return T(x < 0 ? -x : x);
@@ -161,7 +161,7 @@ template <class T> struct Abs : Base<T> {
 };
 template <class T> struct Sign : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     if constexpr (kBool<T>) return x;
     else if constexpr (std::is_unsigned_v<T>) return T(x > 0);
     else return T((T(0) < x) - (x < T(0)));
@@ -169,12 +169,12 @@ template <class T> struct Sign : Base<T> {
 };
 template <class T> struct Square : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return T(x * x); }
+  TP_HD T operator()(T x) const { return T(x * x); }
 };
 #define TP_ROUNDING(Name, fn)                                    \
   template <class T> struct Name : Base<T> {                     \
     using Base<T>::Base;                                         \
-    T operator()(T x) const {                                    \
+    TP_HD T operator()(T x) const {                                    \
       if constexpr (kFloat<T>) return fn(x);                     \
       else return x;                                             \
     }                                                            \
@@ -192,7 +192,7 @@ template <class T> struct RoundDecimals : Base<T> {
     neg = d < 0;
     scale = T(std::pow(10.0, double(neg ? -d : d)));
   }
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     return neg ? std::nearbyint(x / scale) * scale : std::nearbyint(x * scale) / scale;
   }
 };
@@ -201,26 +201,26 @@ template <class T> struct Logit : Base<T> {
   bool clamp;
   Logit(const KernelParams& p) : Base<T>(p), lo(T(p.s0.to_double())), hi(T(1) - lo),
                                  clamp(p.s0.to_double() >= 0) {}
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     T z = clamp ? (x < lo ? lo : x > hi ? hi : x) : x;
     return std::log(z / (T(1) - z));
   }
 };
 template <class T> struct BitwiseNot : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     if constexpr (kBool<T>) return !x;
     else return T(~x);
   }
 };
 template <class T> struct LogicalNot : Predicate<T> {
   using Predicate<T>::Predicate;
-  bool operator()(T x) const { return !bool(x); }
+  TP_HD bool operator()(T x) const { return !bool(x); }
 };
 #define TP_FLOAT_PREDICATE(Name, fexpr)                          \
   template <class T> struct Name : Predicate<T> {                \
     using Predicate<T>::Predicate;                               \
-    bool operator()(T x) const {                                 \
+    TP_HD bool operator()(T x) const {                                 \
       if constexpr (kFloat<T>) return fexpr;                     \
       else return Name##Int;                                     \
     }                                                            \
@@ -238,7 +238,7 @@ template <class T> struct NanToNum : Base<T> {
   // s1/s2 carry the bounds already resolved for the output dtype (see pointwise ops).
   NanToNum(const KernelParams& p) : Base<T>(p), nan(T(p.s0.to_double())),
                                     posinf(T(p.s1.to_double())), neginf(T(p.s2.to_double())) {}
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     if constexpr (kFloat<T>) return x != x ? nan : x == std::numeric_limits<T>::infinity() ? posinf
                                  : x == -std::numeric_limits<T>::infinity() ? neginf : x;
     else return x;
@@ -249,7 +249,7 @@ template <class T> struct ClampScalar : Base<T> {
   bool has_lo, has_hi;
   ClampScalar(const KernelParams& p) : Base<T>(p), lo(p.s0.to<T>()), hi(p.s1.to<T>()),
                                        has_lo(p.i0 & 1), has_hi(p.i0 & 2) {}
-  T operator()(T x) const {
+  TP_HD T operator()(T x) const {
     if constexpr (kFloat<T>) {
       if (x != x) return x;
       if (has_lo && lo != lo) return lo;
@@ -263,18 +263,18 @@ template <class T> struct ClampScalar : Base<T> {
 template <class T> struct Fill : Base<T> {
   T v;
   Fill(const KernelParams& p) : Base<T>(p), v(p.s0.to<T>()) {}
-  T operator()() const { return v; }
+  TP_HD T operator()() const { return v; }
 };
 template <class T> struct Identity : Base<T> {
   using Base<T>::Base;
-  T operator()(T x) const { return x; }
+  TP_HD T operator()(T x) const { return x; }
 };
 
 // ---------------------------------------------------------------- binary
 template <class T> struct Add : Base<T> {
   T alpha;
   Add(const KernelParams& p) : Base<T>(p), alpha(p.s0.to<T>()) {}
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kBool<T>) return a || (b && alpha);
     else return T(a + alpha * b);
   }
@@ -282,24 +282,27 @@ template <class T> struct Add : Base<T> {
 template <class T> struct Sub : Base<T> {
   T alpha;
   Sub(const KernelParams& p) : Base<T>(p), alpha(p.s0.to<T>()) {}
-  T operator()(T a, T b) const { return T(a - alpha * b); }
+  TP_HD T operator()(T a, T b) const { return T(a - alpha * b); }
 };
 template <class T> struct Mul : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kBool<T>) return a && b;
     else return T(a * b);
   }
 };
 template <class T> struct Div : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const { return a / b; }
+  TP_HD T operator()(T a, T b) const { return a / b; }
 };
 // Integer division helpers flag division by zero instead of trapping.
-template <class T> inline bool zero_divisor(const KernelParams& p, T b) {
+// On CUDA the result is 0 and nothing is raised (PyTorch's CUDA kernels do not raise either).
+template <class T> TP_HD inline bool zero_divisor(const KernelParams& p, T b) {
   if constexpr (!kFloat<T>) {
     if (b == 0) {
+#ifndef __CUDA_ARCH__
       p.error.store(kZeroDivision, std::memory_order_relaxed);
+#endif
       return true;
     }
   }
@@ -308,7 +311,7 @@ template <class T> inline bool zero_divisor(const KernelParams& p, T b) {
 template <class T> struct DivTrunc : Base<T> {
   const KernelParams& p;
   DivTrunc(const KernelParams& p) : Base<T>(p), p(p) {}
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::trunc(a / b);
     else {
       if (zero_divisor(p, b)) return 0;
@@ -317,7 +320,7 @@ template <class T> struct DivTrunc : Base<T> {
     }
   }
 };
-template <class T> inline T floor_div(T a, T b) {
+template <class T> TP_HD inline T floor_div(T a, T b) {
   if constexpr (kFloat<T>) {
     if (b == 0) return a / b;
     T mod = std::fmod(a, b);
@@ -341,7 +344,7 @@ template <class T> inline T floor_div(T a, T b) {
 template <class T> struct DivFloor : Base<T> {
   const KernelParams& p;
   DivFloor(const KernelParams& p) : Base<T>(p), p(p) {}
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if (zero_divisor(p, b)) return 0;
     return floor_div(a, b);
   }
@@ -349,7 +352,7 @@ template <class T> struct DivFloor : Base<T> {
 template <class T> struct Remainder : Base<T> {
   const KernelParams& p;
   Remainder(const KernelParams& p) : Base<T>(p), p(p) {}
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) {
       T m = std::fmod(a, b);
       if (m != 0 && ((b < 0) != (m < 0))) m += b;
@@ -370,7 +373,7 @@ template <class T> struct Remainder : Base<T> {
 template <class T> struct Fmod : Base<T> {
   const KernelParams& p;
   Fmod(const KernelParams& p) : Base<T>(p), p(p) {}
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::fmod(a, b);
     else {
       if (zero_divisor(p, b)) return 0;
@@ -381,7 +384,7 @@ template <class T> struct Fmod : Base<T> {
 };
 template <class T> struct Pow : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::pow(a, b);
     else if constexpr (kBool<T>) return a || !b;
     else {
@@ -400,7 +403,7 @@ template <class T> struct Pow : Base<T> {
 #define TP_FLOAT_BINARY(Name, expr)                          \
   template <class T> struct Name : Base<T> {                 \
     using Base<T>::Base;                                     \
-    T operator()(T a, T b) const { return expr; }            \
+    TP_HD T operator()(T a, T b) const { return expr; }            \
   };
 TP_FLOAT_BINARY(Atan2, std::atan2(a, b))
 TP_FLOAT_BINARY(Hypot, std::hypot(a, b))
@@ -409,14 +412,14 @@ TP_FLOAT_BINARY(Xlogy, b != b ? b : a == 0 ? T(0) : a * std::log(b))
 #undef TP_FLOAT_BINARY
 template <class T> struct Fmax : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::fmax(a, b);
     else return a > b ? a : b;
   }
 };
 template <class T> struct Fmin : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::fmin(a, b);
     else return a < b ? a : b;
   }
@@ -424,18 +427,18 @@ template <class T> struct Fmin : Base<T> {
 /// relu's gradient in one pass: grad where the result is not <= 0 (NaN results pass it).
 template <class T> struct ReluBackward : Base<T> {
   using Base<T>::Base;
-  T operator()(T grad, T result) const { return result <= T(0) ? T(0) : grad; }
+  TP_HD T operator()(T grad, T result) const { return result <= T(0) ? T(0) : grad; }
 };
 template <class T> struct Maximum : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) if (a != a || b != b) return a != a ? a : b;
     return a > b ? a : b;
   }
 };
 template <class T> struct Minimum : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) if (a != a || b != b) return a != a ? a : b;
     return a < b ? a : b;
   }
@@ -443,7 +446,7 @@ template <class T> struct Minimum : Base<T> {
 #define TP_COMPARE(Name, op)                                   \
   template <class T> struct Name : Predicate<T> {              \
     using Predicate<T>::Predicate;                             \
-    bool operator()(T a, T b) const { return a op b; }         \
+    TP_HD bool operator()(T a, T b) const { return a op b; }         \
   };
 TP_COMPARE(Eq, ==)
 TP_COMPARE(Ne, !=)
@@ -455,7 +458,7 @@ TP_COMPARE(Ge, >=)
 #define TP_LOGICAL(Name, op)                                              \
   template <class T> struct Name : Predicate<T> {                         \
     using Predicate<T>::Predicate;                                        \
-    bool operator()(T a, T b) const { return bool(a) op bool(b); }        \
+    TP_HD bool operator()(T a, T b) const { return bool(a) op bool(b); }        \
   };
 TP_LOGICAL(LogicalAnd, &&)
 TP_LOGICAL(LogicalOr, ||)
@@ -464,7 +467,7 @@ TP_LOGICAL(LogicalXor, !=)
 #define TP_BITWISE(Name, op)                                   \
   template <class T> struct Name : Base<T> {                   \
     using Base<T>::Base;                                       \
-    T operator()(T a, T b) const { return T(a op b); }         \
+    TP_HD T operator()(T a, T b) const { return T(a op b); }         \
   };
 TP_BITWISE(BitwiseAnd, &)
 TP_BITWISE(BitwiseOr, |)
@@ -472,7 +475,7 @@ TP_BITWISE(BitwiseXor, ^)
 #undef TP_BITWISE
 template <class T> struct LeftShift : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     using U = std::make_unsigned_t<T>;
     if (b < 0 || uint64_t(b) >= sizeof(T) * 8) return 0;
     return T(U(a) << b);
@@ -480,7 +483,7 @@ template <class T> struct LeftShift : Base<T> {
 };
 template <class T> struct RightShift : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b) const {
+  TP_HD T operator()(T a, T b) const {
     if (b < 0 || uint64_t(b) >= sizeof(T) * 8) {
       if constexpr (std::is_signed_v<T>) return a < 0 ? T(-1) : T(0);
       else return 0;
@@ -491,22 +494,22 @@ template <class T> struct RightShift : Base<T> {
 template <class T> struct LerpScalar : Base<T> {
   T w;
   LerpScalar(const KernelParams& p) : Base<T>(p), w(T(p.s0.to_double())) {}
-  T operator()(T a, T b) const { return lerp(a, b, w); }
+  TP_HD T operator()(T a, T b) const { return lerp(a, b, w); }
 };
 
 // ---------------------------------------------------------------- ternary
 template <class T> struct Where : Base<T> {
   using Base<T>::Base;
-  T operator()(bool c, T a, T b) const { return c ? a : b; }
+  TP_HD T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
 template <class T> struct Lerp : Base<T> {
   using Base<T>::Base;
-  T operator()(T a, T b, T w) const { return lerp(a, b, w); }
+  TP_HD T operator()(T a, T b, T w) const { return lerp(a, b, w); }
 };
 template <class T> struct Addcmul : Base<T> {
   T value;
   Addcmul(const KernelParams& p) : Base<T>(p), value(p.s0.to<T>()) {}
-  T operator()(T s, T a, T b) const {
+  TP_HD T operator()(T s, T a, T b) const {
     if constexpr (kBool<T>) return s || (value && a && b);
     else return T(s + value * a * b);
   }
@@ -514,11 +517,11 @@ template <class T> struct Addcmul : Base<T> {
 template <class T> struct Addcdiv : Base<T> {
   T value;
   Addcdiv(const KernelParams& p) : Base<T>(p), value(p.s0.to<T>()) {}
-  T operator()(T s, T a, T b) const { return s + value * (a / b); }
+  TP_HD T operator()(T s, T a, T b) const { return s + value * (a / b); }
 };
 template <class T> struct ClampTensor : Base<T> {
   using Base<T>::Base;
-  T operator()(T x, T lo, T hi) const {
+  TP_HD T operator()(T x, T lo, T hi) const {
     if constexpr (kFloat<T>) if (x != x || lo != lo || hi != hi) return x != x ? x : lo != lo ? lo : hi;
     return x < lo ? (lo > hi ? hi : lo) : (x > hi ? hi : x);
   }

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/macros.h"
+
 namespace tp::functors {
 
 /// Inverse error function: a rational first guess refined by Newton steps on erf.
 template <class T>
-inline T erfinv(T y) {
+TP_HD inline T erfinv(T y) {
   if (y != y || y < T(-1) || y > T(1)) return std::numeric_limits<T>::quiet_NaN();
   if (y == T(1)) return std::numeric_limits<T>::infinity();
   if (y == T(-1)) return -std::numeric_limits<T>::infinity();
@@ -45,7 +47,7 @@ inline T erfinv(T y) {
 
 /// PyTorch's lerp: exact at both ends, stable for weights on either side of 0.5.
 template <class T>
-inline T lerp(T a, T b, T w) {
+TP_HD inline T lerp(T a, T b, T w) {
   T d = b - a;
   return std::abs(w) < T(0.5) ? a + w * d : b - d * (T(1) - w);
 }
