@@ -8,6 +8,9 @@
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/index.h"
+#endif
 
 namespace tp {
 
@@ -20,16 +23,42 @@ Tensor index_as_long(const Tensor& index, const char* op) {
   return contiguous(_to_dtype(index, DType::Int64));
 }
 
+/// A contiguous CPU copy of t (for reading a CUDA tensor on the host).
+Tensor _to_copy_host(const Tensor& t) {
+  Tensor h = empty_tensor(t.sizes(), t.dtype());
+  copy_impl(h, t, false, {});
+  return h;
+}
+
 }  // namespace
 
 Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, OutArg) {
-  TP_CHECK(self.device().is_cpu(), "index_select: no CUDA kernel");
   TP_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
   Tensor idx = index_as_long(index, "index_select");
   int64_t n = idx.numel(), size = self.dim() ? self.size(d) : 1;
   TP_CHECK(self.dim() > 0 || n == 1, "index_select(): Index to scalar can have only 1 value, got ",
            n, " value(s)");
+  if (self.device().is_cuda()) {
+    TP_CHECK(idx.device() == self.device(), "index_select(): Expected all tensors to be on the "
+             "same device, but found at least two devices, ", self.device().str(), " and ",
+             idx.device().str(), "!");
+    DimVector sizes(self.sizes().data(), self.sizes().size());
+    if (self.dim()) sizes[d] = n;
+    Tensor out = empty_tensor(sizes, self.dtype(), self.device());
+    int nd = int(std::max<int64_t>(self.dim(), 1));
+    DimVector shape(size_t(nd), 1), src_st(size_t(nd), 0), idx_st(size_t(nd), 0);
+    for (int k = 0; k < int(self.dim()); ++k) shape[k] = sizes[k], src_st[k] = self.stride(k);
+    if (self.dim() == 0) shape[0] = 1;
+    idx_st[size_t(d)] = 1;
+    bool ok = true;
+#ifdef TP_USE_CUDA
+    ok = cuda::index_gather(out, self, idx, nd, shape.data(), src_st.data(), idx_st.data(), int(d),
+                            size, false);
+#endif
+    TP_CHECK_INDEX(ok, "index_select(): index out of range in self");
+    return out;
+  }
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < n; ++i)
     TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
@@ -65,7 +94,6 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
 
 Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, OutArg) {
   (void)sparse_grad;
-  TP_CHECK(self.device().is_cpu(), "gather: no CUDA kernel");
   int64_t nd = self.dim();
   int64_t d = nd ? wrap_dim(dim, nd) : (wrap_dim(dim, 0), 0);
   TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
@@ -80,6 +108,26 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
   int64_t n = idx.numel(), isz = int64_t(self.itemsize());
   if (n == 0) return out;
+  if (self.device().is_cuda()) {
+    int gd = int(std::max<int64_t>(idx.dim(), 1));
+    DimVector shape(size_t(gd), 1), src_st(size_t(gd), 0), idx_st(size_t(gd), 0);
+    for (int k = 0; k < int(idx.dim()); ++k) shape[k] = idx.size(k), idx_st[k] = idx.stride(k);
+    for (int k = 0; k < int(nd); ++k) src_st[k] = self.stride(k);
+    bool ok = true;
+#ifdef TP_USE_CUDA
+    ok = cuda::index_gather(out, self, idx, gd, shape.data(), src_st.data(), idx_st.data(), int(d),
+                            nd ? self.size(d) : 1, true);
+#endif
+    if (!ok) {  // find the offending index on the host for PyTorch's message
+      Tensor host = _to_copy_host(idx);
+      const int64_t* hp = host.data<int64_t>();
+      int64_t size = nd ? self.size(d) : 1;
+      for (int64_t e = 0; e < n; ++e)
+        TP_CHECK(hp[e] >= -size && hp[e] < size, "index ", hp[e], " is out of bounds for dimension ",
+                 d, " with size ", size);
+    }
+    return out;
+  }
   const int64_t* ip = idx.data<int64_t>();
   int64_t size = nd ? self.size(d) : 1;
   int64_t idim = idx.dim();
@@ -135,10 +183,25 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
 }
 
 Tensor take_impl(const Tensor& self, const Tensor& index, OutArg) {
-  TP_CHECK(self.device().is_cpu(), "take: no CUDA kernel");
   Tensor flat = reshape(contiguous(self), std::vector<int64_t>{self.numel()});
   Tensor idx = index_as_long(index, "take");
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
+  if (self.device().is_cuda()) {
+    int64_t n = self.numel(), count = idx.numel(), one = 1, zero = 0;
+    bool ok = true;
+#ifdef TP_USE_CUDA
+    ok = cuda::index_gather(out, flat, idx, 1, &count, &one, &one, 0, n, true);
+#endif
+    (void)zero;
+    if (!ok) {
+      Tensor host = _to_copy_host(idx);
+      const int64_t* hp = host.data<int64_t>();
+      for (int64_t e = 0; e < count; ++e)
+        TP_CHECK_INDEX(hp[e] >= -n && hp[e] < n, "take(): out of range: tried to access index ",
+                       hp[e], " on a tensor of ", n, " elements.");
+    }
+    return out;
+  }
   const int64_t* ip = idx.data<int64_t>();
   int64_t isz = int64_t(self.itemsize()), n = self.numel();
   for (int64_t e = 0; e < idx.numel(); ++e) {

@@ -10,6 +10,9 @@
 
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/index.h"
+#endif
 
 namespace tp {
 
@@ -37,12 +40,20 @@ void gather_row(char* dst, const char* src, const int64_t* offs, int64_t n) {
 /// out[i0, i1, ...] = src[idx[0][i0], idx[1][i1], ...], a new contiguous tensor of shape
 /// (idx[0].size(), ...); `src` has idx.size() dims (or is given `src_strides` for them).
 Tensor gather_grid(const Tensor& src, const std::vector<Index>& idx, IntArrayRef src_strides) {
-  if (!src.device().is_cpu()) TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel for shape ops yet");
   int64_t nd = int64_t(idx.size()), isz = int64_t(src.itemsize());
   DimVector sizes(nd);
   for (int64_t d = 0; d < nd; ++d) sizes[d] = int64_t(idx[d].size());
   Tensor out = empty_tensor(sizes, src.dtype(), src.device());
   if (out.numel() == 0) return out;
+  if (src.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    std::vector<std::vector<int64_t>> offs(static_cast<size_t>(nd));
+    for (int64_t d = 0; d < nd; ++d)
+      for (int64_t i : idx[d]) offs[size_t(d)].push_back(i * src_strides[d] * isz);
+    cuda::gather_grid(out, src, offs);
+#endif
+    return out;
+  }
   const char* base = src.data_ptr();
   char* dst = out.data_ptr();
   if (nd == 0) {
@@ -394,7 +405,6 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
 
 Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool lower, OutArg out) {
   TP_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
-  if (!self.device().is_cpu()) TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel for ", name, " yet");
   Tensor res;
   if (out.tensor && out.inplace) {
     res = self;
@@ -402,7 +412,13 @@ Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool low
     res = result_for(out, self.sizes(), out.tensor ? out.tensor->dtype() : self.dtype(), self.device());
     copy_impl(res, self, false, {});
   }
-  zero_triangle(res, diagonal, lower);
+  if (res.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::zero_triangle(res, diagonal, lower);
+#endif
+  } else {
+    zero_triangle(res, diagonal, lower);
+  }
   res.impl()->bump_version();
   return res;
 }

@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/sort.h"
+#endif
 
 namespace tp {
 
@@ -42,15 +45,20 @@ void for_rows(int64_t rows, int64_t len, F f) {
 
 Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
             const std::optional<DType>& dtype) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
   DType result = dtype ? *dtype : is_integral(self.dtype(), true) ? DType::Int64 : self.dtype();
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
   DType compute = is_floating(result) ? DType::Float64 : DType::Int64;
   DimVector order;
   Tensor x = rows_along(_to_dtype(self, compute), d, order);
   int64_t len = self.dim() ? self.size(d) : 1, rows = len ? x.numel() / len : 0;
-  Tensor out = empty_tensor(x.sizes(), compute);
-  visit_dtype(compute, [&](auto v) {
+  Tensor out = empty_tensor(x.sizes(), compute, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::scan_rows(x, rows, len, product, out);
+#endif
+  } else visit_dtype(compute, [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int64_t>) {
       const T* in = x.data<T>();
@@ -110,7 +118,8 @@ void radix_sort(std::vector<K>& keys, std::vector<int64_t>& idx) {
 /// Sorted (values, indices) of each row; NaN sorts above every number.
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
   DType compute = half_to_float(self.dtype());
   DimVector order;
@@ -119,6 +128,20 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
   if (k < 0) k = len;
   DimVector out_sizes(x.sizes().data(), x.sizes().size());
   if (!out_sizes.empty()) out_sizes[out_sizes.size() - 1] = k;
+  if (self.device().is_cuda()) {  // a full stable sort of each row, then the first k
+    Tensor values = empty_tensor(x.sizes(), compute, self.device());
+    Tensor indices = empty_tensor(x.sizes(), DType::Int64, self.device());
+#ifdef TP_USE_CUDA
+    cuda::sort_rows(x, rows, len, descending, values, indices);
+#endif
+    if (k < len) {
+      int64_t last = std::max<int64_t>(x.dim() - 1, 0);
+      values = contiguous(narrow(values, last, 0, k));
+      indices = contiguous(narrow(indices, last, 0, k));
+    }
+    return {_to_dtype(contiguous(back_from_rows(values, order)), self.dtype()),
+            contiguous(back_from_rows(indices, order))};
+  }
   Tensor values = empty_tensor(out_sizes, compute), indices = empty_tensor(out_sizes, DType::Int64);
   visit_dtype(compute, [&](auto v) {
     using T = decltype(v);

@@ -295,3 +295,75 @@ def test_argmax_semantics():
         ev, ei = torch.max(m, dim=d)
         np.testing.assert_array_equal(ri.cpu().numpy(), ei.numpy())
         np.testing.assert_array_equal(rv.cpu().numpy(), ev.numpy())
+
+
+# ---------------------------------------------------------------- reads by index
+
+
+@gpu
+def test_index_reads_and_errors():
+    t = torch.arange(24.0).reshape(4, 6)
+    x = tp.tensor(t.numpy(), device="cuda")
+    i = torch.tensor([3, 0, 3])
+    xi = tp.tensor(i.numpy(), device="cuda")
+    np.testing.assert_array_equal(tp.index_select(x, 0, xi).cpu().numpy(), t.index_select(0, i).numpy())
+    np.testing.assert_array_equal(tp.index_select(x.t(), 1, xi).cpu().numpy(),
+                                  t.t().index_select(1, i).numpy())
+    g = torch.tensor([[0, 5, -1], [2, 2, 1]])
+    xg = tp.tensor(g.numpy(), device="cuda")
+    np.testing.assert_array_equal(tp.gather(x, 1, xg).cpu().numpy(), torch.gather(t, 1, g % 6).numpy())
+    np.testing.assert_array_equal(tp.take(x, xg).cpu().numpy(), torch.take(t, g).numpy())
+    np.testing.assert_array_equal(tp.flip(x, (0, 1)).cpu().numpy(), torch.flip(t, (0, 1)).numpy())
+    np.testing.assert_array_equal(tp.roll(x, 2, 1).cpu().numpy(), torch.roll(t, 2, 1).numpy())
+    np.testing.assert_array_equal(tp.tril(x, 1).cpu().numpy(), torch.tril(t, 1).numpy())
+    np.testing.assert_array_equal(tp.triu(x.t(), -1).cpu().numpy(), torch.triu(t.t(), -1).numpy())
+    with pytest.raises(IndexError, match="index out of range in self"):
+        tp.index_select(x, 0, tp.tensor([4], device="cuda"))
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 6"):
+        tp.gather(x, 1, tp.tensor([[7]], device="cuda"))
+    with pytest.raises(IndexError, match="out of range"):
+        tp.take(x, tp.tensor([-25], device="cuda"))
+    with pytest.raises(RuntimeError, match="same device"):
+        tp.index_select(x, 0, tp.tensor([1]))
+
+
+# ---------------------------------------------------------------- sorting and scans
+
+
+@gpu
+@pytest.mark.parametrize("shape,dim", [((1000,), 0), ((7, 300), 1), ((300, 7), 0), ((3, 1 << 16), -1)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_stable_nan_ties(shape, dim, descending):
+    g = np.random.default_rng(4)
+    a = np.round(g.standard_normal(shape) * 3).astype(np.float32)  # many ties
+    a.flat[::97] = np.nan
+    a.flat[5::101] = -0.0
+    t = torch.from_numpy(a)
+    x = tp.tensor(a, device="cuda")
+    rv, ri = tp.sort(x, dim=dim, descending=descending)
+    ev, ei = torch.sort(t, dim=dim, descending=descending, stable=True)
+    np.testing.assert_array_equal(ri.cpu().numpy(), ei.numpy())
+    np.testing.assert_array_equal(rv.cpu().numpy(), ev.numpy())
+    kv, ki = tp.topk(x.nan_to_num(), 5, dim=dim)
+    tv, _ = torch.topk(t.nan_to_num(), 5, dim=dim)
+    np.testing.assert_array_equal(kv.cpu().numpy(), tv.numpy())
+    for dtype in ("int32", "int64", "uint8", "float64"):
+        xi, ti = x.nan_to_num().to(getattr(tp, dtype)), t.nan_to_num().to(getattr(torch, dtype))
+        np.testing.assert_array_equal(tp.argsort(xi, dim=dim, descending=descending, stable=True)
+                                      .cpu().numpy(),
+                                      torch.argsort(ti, dim=dim, descending=descending, stable=True).numpy())
+
+
+@gpu
+def test_cumulative_on_cuda():
+    g = np.random.default_rng(5)
+    a = g.standard_normal((5, 3000)).astype(np.float32)
+    t, x = torch.from_numpy(a), tp.tensor(a, device="cuda")
+    np.testing.assert_allclose(tp.cumsum(x, 1).cpu().numpy(), torch.cumsum(t, 1).numpy(), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(tp.cumsum(x, 0).cpu().numpy(), torch.cumsum(t, 0).numpy(), rtol=1e-5, atol=1e-5)
+    s = (t[:, :40] * 0.1 + 1)
+    np.testing.assert_allclose(tp.cumprod(tp.tensor(s.numpy(), device="cuda"), 1).cpu().numpy(),
+                               torch.cumprod(s, 1).numpy(), rtol=1e-5)
+    i = torch.randint(-5, 5, (4, 1000))
+    np.testing.assert_array_equal(tp.cumsum(tp.tensor(i.numpy(), device="cuda"), 1).cpu().numpy(),
+                                  torch.cumsum(i, 1).numpy())
