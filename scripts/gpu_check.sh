@@ -26,19 +26,26 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 # The CUDA tests first, verbosely, from outside the source tree (the installed package).
 cuda_log=${OUT:-/tmp}/test_cuda.log
 (cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled)")
-python3 -m pytest tests/python/test_cuda.py -v --tb=short -p no:cacheprovider -W ignore::UserWarning \
-  --rootdir=. 2>&1 | tee "$cuda_log" | tail -n 80
+python3 -m pytest tests/python/test_cuda.py tests/python/test_cuda_matmul.py -v --tb=short \
+  -p no:cacheprovider -W ignore::UserWarning --rootdir=. 2>&1 | tee "$cuda_log" | tail -n 80
 cuda_rc=${PIPESTATUS[0]}
 cuda_summary=$(grep -E "^(=+ )?[0-9]+ (passed|failed)|passed|failed|error" "$cuda_log" | tail -n 1)
 all_log=${OUT:-/tmp}/test_all.log
-python3 -m pytest tests -q -p no:cacheprovider --maxfail=50 --ignore=tests/python/test_cuda.py -W ignore::UserWarning 2>&1 | tee "$all_log" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -n 25 | tee -a "$log"
+python3 -m pytest tests -q -p no:cacheprovider --maxfail=50 --ignore=tests/python/test_cuda.py \
+  --ignore=tests/python/test_cuda_matmul.py -W ignore::UserWarning 2>&1 | tee "$all_log" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -n 25 | tee -a "$log"
 test_rc=${PIPESTATUS[0]}
 all_summary=$(grep -E "passed|failed" "$all_log" | tail -n 1)
 python3 benchmarks/bench_foundation.py --quick 2>&1 | tee -a "$log" | tail -n 20
 python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
 python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
+matmul_log=${OUT:-/tmp}/bench_cuda_matmul.log
+python3 benchmarks/bench_cuda_matmul.py 2>&1 | tee "$matmul_log" | tail -n 6
+matmul_rc=${PIPESTATUS[0]}
+cat "$matmul_log" >>"$log"
 echo "== gpu_check summary"
 printf "%-12s | %-6s | %s\n" step rc detail
 printf "%-12s | %-6s | %s\n" build "$build_rc" "${build_s}s, USE_CUDA=ON sm_90"
 printf "%-12s | %-6s | %s\n" test_cuda "$cuda_rc" "$cuda_summary"
 printf "%-12s | %-6s | %s\n" other_tests "$test_rc" "$all_summary"
+printf "%-12s | %-6s | %s\n" cuda_matmul "$matmul_rc" \
+  "$(grep -E '^matmul' "$matmul_log" | sed -E 's/ +tp .*ratio +([0-9.]+).*/: \1;/' | tr '\n' ' ')tp/torch time"
