@@ -127,7 +127,7 @@ Operand operand(const Tensor& x) {
   Operand o{x};
   if (!fits_layout(x, &o.op, &o.ld)) {
     o.t = contiguous(x);
-    TP_CHECK(fits_layout(o.t, &o.op, &o.ld), "matmul: matrix dimension ", x.size(x.dim() - 1),
+    TP_CHECK(fits_layout(o.t, &o.op, &o.ld), "matrix dimension ", x.size(x.dim() - 1),
              " exceeds cuBLAS's 32-bit limit");
   }
   o.batch_stride = o.t.dim() == 3 ? o.t.stride(0) : 0;
@@ -135,7 +135,7 @@ Operand operand(const Tensor& x) {
 }
 
 void check_int(int64_t v) {
-  TP_CHECK(v <= INT_MAX, "matmul: size ", v, " exceeds cuBLAS's 32-bit limit");
+  TP_CHECK(v <= INT_MAX, "size ", v, " exceeds cuBLAS's 32-bit limit");
 }
 
 /// c = beta * c (a product with k == 0).
