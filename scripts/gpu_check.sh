@@ -44,8 +44,14 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
   python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 fi
 python3 benchmarks/bench_cuda.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 16
+matmul_log=${OUT:-/tmp}/bench_cuda_matmul.log
+python3 benchmarks/bench_cuda_matmul.py 2>&1 | tee "$matmul_log" | tail -n 6
+matmul_rc=${PIPESTATUS[0]}
+cat "$matmul_log" >>"$log"
 echo "== gpu_check summary"
 printf "%-12s | %-6s | %s\n" step rc detail
 printf "%-12s | %-6s | %s\n" build "$build_rc" "${build_s}s, USE_CUDA=ON sm_90"
 printf "%-12s | %-6s | %s\n" test_cuda "$cuda_rc" "$cuda_summary"
 printf "%-12s | %-6s | %s\n" other_tests "$test_rc" "$all_summary"
+printf "%-12s | %-6s | %s\n" cuda_matmul "$matmul_rc" \
+  "$(grep -E '^matmul' "$matmul_log" | sed -E 's/ +tp .*ratio +([0-9.]+).*/: \1;/' | tr '\n' ' ')tp/torch time"

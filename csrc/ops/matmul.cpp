@@ -1,6 +1,7 @@
 // Matrix products: mm, bmm, matmul, mv, dot, vdot, inner, outer/ger, addmm, addmv,
 // addbmm, baddbmm, tensordot, kron, linalg_cross/cross and trace (einsum: einsum.cpp).
-// Every GEMM-shaped product ends in run_gemm, which hands strided operands to blas::.
+// Every GEMM-shaped product ends in run_gemm, which hands strided operands to blas:: (CPU)
+// or cuda::blas:: (CUDA: cuBLAS / cuBLASLt, csrc/cuda/blas.cpp).
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -11,20 +12,32 @@
 #include "linalg/blas.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/blas.h"
+#endif
 
 namespace tp {
 
 namespace {
 
-void check_cpu(const Tensor& a, const Tensor& b, const char* op) {
-  TP_CHECK(a.device().is_cpu() && b.device().is_cpu(), op, ": no ", a.device().str(),
-           " kernel yet");
+/// PyTorch's device check: every operand (and out=) on one device, in argument order.
+void check_same_device(std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = *tensors.begin();
+  for (const Tensor* t : tensors)
+    TP_CHECK(t->device() == first->device(), "Expected all tensors to be on the same device, but "
+             "found at least two devices, ", first->device().str(), " and ", t->device().str(), "!");
 }
 
-/// The NotImplementedError PyTorch raises for bool operands of a product kernel.
-void check_not_bool(DType dt, const char* kernel) {
-  TP_CHECK_KIND(ErrorKind::NotImplemented, dt != DType::Bool, "\"", kernel,
-                "\" not implemented for 'Bool'");
+/// The NotImplementedError PyTorch raises for a dtype its product kernel lacks: bool on
+/// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16.
+void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel) {
+  DType dt = t.dtype();
+  bool cuda = t.device().is_cuda();
+  bool ok = cuda ? dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 ||
+                       dt == DType::BFloat16
+                 : dt != DType::Bool;
+  TP_CHECK_KIND(ErrorKind::NotImplemented, ok, "\"", cuda ? cuda_kernel : cpu_kernel,
+                "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
 void check_same_dtype(const Tensor& a, const Tensor& b) {
@@ -54,6 +67,8 @@ ProductDst product_dst(OutArg out, IntArrayRef sizes, DType dtype, Device device
                        std::initializer_list<const Tensor*> inputs) {
   if (!out.tensor) return {empty_tensor(sizes, dtype, device)};
   const Tensor& o = *out.tensor;
+  TP_CHECK(o.device() == device, "Expected all tensors to be on the same device, but found at "
+           "least two devices, ", device.str(), " and ", o.device().str(), "!");
   if (out.inplace) {
     TP_CHECK(o.sizes().size() == sizes.size() && std::equal(sizes.begin(), sizes.end(), o.sizes().begin()),
              "Bad in-place call: input tensor size ", shape_str(o.sizes()),
@@ -87,6 +102,11 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
   int64_t batch = nd == 3 ? a.size(0) : 1;
   int64_t m = a.size(nd - 2), k = a.size(nd - 1), n = b.size(nd - 1);
   if (batch == 0 || m == 0 || n == 0) return;
+  if (c.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    return cuda::blas::gemm(a, b, c, alpha, beta);
+#endif
+  }
   blas::MatrixRef ar{a.data_ptr(), a.stride(nd - 2), a.stride(nd - 1)};
   blas::MatrixRef br{b.data_ptr(), b.stride(nd - 2), b.stride(nd - 1)};
   int64_t ldc = c.dim() >= 2 ? c.stride(c.dim() - 2) : n;
@@ -107,8 +127,7 @@ void check_mm(const Tensor& self, const Tensor& mat2) {
            self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   TP_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
            dtype_scalar_name(self.dtype()), " != ", dtype_scalar_name(mat2.dtype()));
-  check_not_bool(self.dtype(), "addmm_impl_cpu_");
-  check_cpu(self, mat2, "mm");
+  check_kernel_dtype(self, "addmm_impl_cpu_", "addmm_cuda");
 }
 
 void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel) {
@@ -118,8 +137,7 @@ void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel) {
            "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
            b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
   check_same_dtype(b1, b2);
-  check_not_bool(b1.dtype(), kernel);
-  check_cpu(b1, b2, kernel);
+  check_kernel_dtype(b1, kernel, "baddbmm_cuda");
 }
 
 void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
@@ -134,8 +152,7 @@ void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
   TP_CHECK(mat.dtype() == vec.dtype() && in == vec.dtype(),
            "addmv input tensors must have the same dtype, but got ", dtype_scalar_name(in), ", ",
            dtype_scalar_name(mat.dtype()), ", and ", dtype_scalar_name(vec.dtype()));
-  check_not_bool(mat.dtype(), "addmv_impl_cpu");
-  check_cpu(mat, vec, "mv");
+  check_kernel_dtype(mat, "addmv_impl_cpu", "addmv_impl_cuda");
 }
 
 void check_dot(const Tensor& a, const Tensor& b) {
@@ -146,8 +163,7 @@ void check_dot(const Tensor& a, const Tensor& b) {
   TP_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
            "] and src [", b.size(0), "] to have the same number of elements, but got ",
            a.size(0), " and ", b.size(0), " elements respectively");
-  check_not_bool(a.dtype(), "dot");
-  check_cpu(a, b, "dot");
+  check_kernel_dtype(a, "dot", "dot");
 }
 
 /// `vec` (k) as a k x 1 matrix view.
@@ -162,6 +178,7 @@ void run_mv(const Tensor& mat, const Tensor& vec, const Tensor& dst, double alph
 }  // namespace
 
 Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
+  check_same_device({&self, &mat2});
   check_mm(self, mat2);
   int64_t sizes[2] = {self.size(0), mat2.size(1)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &mat2});
@@ -170,6 +187,7 @@ Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 }
 
 Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
+  check_same_device({&self, &mat2});
   check_bmm(self, mat2, "bmm");
   int64_t sizes[3] = {self.size(0), self.size(1), mat2.size(2)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &mat2});
@@ -178,6 +196,7 @@ Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 }
 
 Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
+  check_same_device({&self, &vec});
   check_mv(nullptr, self, vec);
   int64_t sizes[1] = {self.size(0)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &vec});
@@ -186,8 +205,15 @@ Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
 }
 
 Tensor dot_impl(const Tensor& self, const Tensor& tensor, OutArg out) {
+  check_same_device({&self, &tensor});
   check_dot(self, tensor);
   ProductDst d = product_dst(out, {}, self.dtype(), self.device(), {&self, &tensor});
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda()) {
+    cuda::blas::dot(self, tensor, d.dst);
+    return d.finish();
+  }
+#endif
   int64_t one[2] = {1, 1};
   run_gemm(unsqueeze(self, 0), as_column(tensor), reshape(d.dst, one), 1.0, 0.0);
   return d.finish();
@@ -200,6 +226,7 @@ Tensor vdot_impl(const Tensor& self, const Tensor& other, OutArg out) {
 // ------------------------------------------------------------------ matmul
 
 Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
+  check_same_device({&self, &other});
   int64_t d1 = self.dim(), d2 = other.dim();
   TP_CHECK(d1 >= 1 && d2 >= 1, "both arguments to matmul need to be at least 1D, but they are ",
            d1, "D and ", d2, "D");
@@ -250,8 +277,7 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
            ", ", k, "] but got: [", nprod, ", ", k2, "].");
   TP_CHECK(self.dtype() == other.dtype(), "expected scalar type ",
            dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
-  check_not_bool(self.dtype(), "bmm");
-  check_cpu(self, other, "matmul");
+  check_kernel_dtype(self, "bmm", "baddbmm_cuda");
   DimVector ea = batch, eb = batch, sizes = batch;
   ea.push_back(m), ea.push_back(k), eb.push_back(k), eb.push_back(n);
   if (d1 > 1) sizes.push_back(m);
@@ -291,6 +317,7 @@ void check_broadcastable(const Tensor& self, IntArrayRef sizes) { (void)expand(s
 
 Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                   const Scalar& alpha, OutArg out) {
+  check_same_device({&self, &mat1, &mat2});
   TP_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   TP_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   check_add_dtypes(self, mat1, mat2);
@@ -300,6 +327,13 @@ Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
   DType dt = mat1.dtype();
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat1, &mat2, &self});
+#ifdef TP_USE_CUDA
+  // A bias row added to every row of the product (Linear's addmm): cuBLASLt's bias
+  // epilogue, one kernel and no copy of self, where cuBLASLt takes the shape.
+  if (self.device().is_cuda() && b == 1 && self.dim() == 1 && self.size(0) == sizes[1] &&
+      cuda::blas::gemm_with_bias(mat1, mat2, self, d.dst, product_scalar(alpha, dt)))
+    return d.finish();
+#endif
   seed_with_self(d, self, out, b);
   run_gemm(mat1, mat2, d.dst, product_scalar(alpha, dt), b);
   return d.finish();
@@ -307,6 +341,7 @@ Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
 
 Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, const Scalar& beta,
                   const Scalar& alpha, OutArg out) {
+  check_same_device({&self, &mat, &vec});
   check_mv(&self, mat, vec);
   int64_t sizes[1] = {mat.size(0)};
   DType dt = mat.dtype();
@@ -319,6 +354,7 @@ Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, cons
 
 Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                     const Scalar& beta, const Scalar& alpha, OutArg out) {
+  check_same_device({&self, &batch1, &batch2});
   (void)wrap_dim(2, batch1.dim()), (void)wrap_dim(2, batch2.dim());  // PyTorch: IndexError
   check_bmm(batch1, batch2, "baddbmm");
   check_same_dtype(self, batch1);
@@ -334,6 +370,7 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
 
 Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                    const Scalar& beta, const Scalar& alpha, OutArg out) {
+  check_same_device({&self, &batch1, &batch2});
   TP_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(batch1.size(0) == batch2.size(0),
@@ -343,8 +380,7 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
            batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
   check_same_dtype(self, batch1);
   check_same_dtype(batch1, batch2);
-  check_not_bool(batch1.dtype(), "addbmm");
-  check_cpu(batch1, batch2, "addbmm");
+  check_kernel_dtype(batch1, "addbmm", "addmm_cuda");
   // The sum over the batch is one GEMM: (m, B*k) @ (B*k, n).
   int64_t nb = batch1.size(0), m = batch1.size(1), k = batch1.size(2), n = batch2.size(2);
   int64_t sizes[2] = {m, n};
@@ -382,6 +418,7 @@ Tensor ger_impl(const Tensor& self, const Tensor& vec2, OutArg out) {
 
 Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_self,
                       IntArrayRef dims_other, OutArg out) {
+  check_same_device({&self, &other});
   TP_CHECK(dims_self.size() == dims_other.size(), "both dimension lists should have same length");
   TP_CHECK(self.dtype() == other.dtype(), "both inputs should have same dtype");
   int64_t na = self.dim(), nb = other.dim();
@@ -419,6 +456,7 @@ Tensor inner_impl(const Tensor& self, const Tensor& other, OutArg out) {
     if (!out.tensor) return mul(self, other);
     return mul_out(const_cast<Tensor&>(*out.tensor), self, other);
   }
+  check_same_device({&self, &other});
   TP_CHECK(self.size(self.dim() - 1) == other.size(other.dim() - 1),
            "inner() the last dimension must match on both input tensors but got shapes ",
            shape_str(self.sizes()), " and ", shape_str(other.sizes()));
@@ -459,7 +497,7 @@ Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, O
   TP_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
            " must have length 3. Got ", self.size(d), " and ", other.size(d));
   check_same_dtype(self, other);
-  check_not_bool(self.dtype(), "cross");
+  check_kernel_dtype(self, "cross", "cross");
   DimVector sizes = broadcast_shapes_of(self, other, "linalg.cross");
   ProductDst dst = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   Tensor a = expand(self, sizes), b = expand(other, sizes);
@@ -489,7 +527,7 @@ Tensor cross_impl(const Tensor& self, const Tensor& other, const std::optional<i
 
 Tensor trace_impl(const Tensor& self, OutArg) {
   TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
-  check_not_bool(self.dtype(), "trace");
+  check_kernel_dtype(self, "trace", "trace");
   return sum(diagonal(self, 0, 0, 1));
 }
 

@@ -280,6 +280,7 @@ NB_MODULE(_C, m) {
   m.def("_result_type", [](TensorArg a, TensorArg b) { return result_type({&a.t, &b.t}); });
   m.def("get_num_threads", [] { return get_num_threads(); });
   m.def("set_num_threads", [](int n) { set_num_threads(n); });
+  bind_matmul_settings(m);
 
   // ---- devices
   nb::class_<Device>(m, "device")

@@ -77,5 +77,8 @@ from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
 from tensorplay import cuda  # noqa: E402,F401
+from tensorplay import backends  # noqa: E402,F401
+from tensorplay.backends import (get_float32_matmul_precision,  # noqa: E402
+                                 set_float32_matmul_precision)
 
 OutOfMemoryError = _C.OutOfMemoryError

@@ -1,0 +1,44 @@
+"""tp.backends: switches of the compute backends, as torch.backends (``cuda.matmul`` for
+cuBLAS's precision flags, ``cudnn``), and the float32 matmul precision they share."""
+import warnings
+
+from tensorplay import _C
+
+_PRECISIONS = ('highest', 'high', 'medium')
+
+
+def set_float32_matmul_precision(precision):
+    """Sets how float32 matrix products may trade precision for speed.
+
+    ``'highest'`` (default) computes in float32; ``'high'`` and ``'medium'`` let CUDA
+    matrix products use TF32 tensor cores (10-bit mantissa inputs, float32 accumulation).
+    ``tp.backends.cuda.matmul.allow_tf32`` follows: True unless ``'highest'``.
+
+    >>> tp.set_float32_matmul_precision('high')
+    >>> tp.backends.cuda.matmul.allow_tf32
+    True
+    """
+    if isinstance(precision, bytes):  # torch takes bytes too
+        precision = precision.decode()
+    if not isinstance(precision, str):
+        raise RuntimeError('set_float32_matmul_precision expects a str, but got '
+                           f'{type(precision).__name__}')
+    if not _C._set_float32_matmul_precision(precision):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      'set_float32_matmul_precision call has no effect.', UserWarning, stacklevel=2)
+
+
+def get_float32_matmul_precision():
+    """The float32 matmul precision: ``'highest'``, ``'high'`` or ``'medium'``
+    (see :func:`set_float32_matmul_precision`)."""
+    return _C._get_float32_matmul_precision()
+
+
+def _check_bool(value, setter):
+    """PyTorch's flag setters take bools only (RuntimeError otherwise, naming the setter)."""
+    if not isinstance(value, bool):
+        raise RuntimeError(f'{setter} expects a bool, but got {type(value).__name__}')
+    return value
+
+
+from tensorplay.backends import cuda, cudnn  # noqa: E402  (they use _check_bool)
