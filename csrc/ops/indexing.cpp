@@ -230,6 +230,10 @@ Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
   TP_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask");
   DimVector bs = broadcast_shapes_of(self, mask, "masked_select");
   Tensor x = contiguous(expand(self, bs)), m = contiguous(expand(mask, bs));
+  if (self.device().is_cuda()) {  // the positions (a host round trip, as nonzero), then a take
+    Tensor pos = _nonzero(reshape(m, std::vector<int64_t>{-1}));
+    return take(x, reshape(pos, std::vector<int64_t>{-1}));
+  }
   const bool* mp = m.data<bool>();
   int64_t n = m.numel(), count = 0;
   for (int64_t i = 0; i < n; ++i) count += mp[i];
@@ -242,7 +246,14 @@ Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
 }
 
 Tensor nonzero_impl(const Tensor& self, OutArg) {
-  TP_CHECK(self.device().is_cpu(), "nonzero: no CUDA kernel");
+  if (self.device().is_cuda()) {
+    // The result's size depends on the data, so PyTorch synchronises here too; the
+    // positions are found on the host and copied back.
+    Tensor host = nonzero_impl(_to_copy_host(self), {});
+    Tensor out = empty_tensor(host.sizes(), DType::Int64, self.device());
+    copy_impl(out, host, false, {});
+    return out;
+  }
   Tensor x = contiguous(_to_dtype(self, DType::Bool));
   const bool* p = x.data<bool>();
   int64_t n = x.numel(), nd = self.dim(), count = 0;

@@ -14,6 +14,9 @@
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/index.h"
+#endif
 
 namespace tp {
 
@@ -84,10 +87,27 @@ Reduce parse_reduce(const std::string& r, bool allow_sum, const char* expected) 
 /// Index values as a contiguous int64 tensor.
 Tensor as_long(const Tensor& index) { return contiguous(_to_dtype(index, DType::Int64)); }
 
+/// A contiguous CPU copy of a (CUDA) tensor, for checks that read values on the host.
+Tensor host_copy(const Tensor& t) {
+  if (t.device().is_cpu()) return contiguous(t);
+  Tensor h = empty_tensor(t.sizes(), t.dtype());
+  copy_(h, t);
+  return h;
+}
+
+/// t on `device` (a copy when it is elsewhere).
+Tensor on_device(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  Tensor d = empty_tensor(t.sizes(), t.dtype(), device);
+  copy_(d, t);
+  return d;
+}
+
 /// Checks every index lies in [-size, size) (or [0, size) without `negative`), reading the
 /// index once in parallel; the message names the first bad value, like PyTorch's.
 void check_bounds(const Tensor& idx, int64_t size, bool negative, ErrorKind kind,
                   const char* what, int64_t dim) {
+  if (idx.device().is_cuda()) return check_bounds(host_copy(idx), size, negative, kind, what, dim);
   const int64_t* p = idx.data<int64_t>();
   int64_t n = idx.numel(), lo = 0, hi = 0;
   if (n == 0) return;
@@ -259,11 +279,13 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
   size_t k = idx.size();
   int64_t nb = idx[0].dim();
   if (value.impl()->storage().get() == dst.impl()->storage().get()) value = clone(value);  // dst may overlap it
+  if (value.device() != dst.device()) value = on_device(value, dst.device());  // a CPU scalar
   RowWrite w;
   w.dst = dst.data_ptr();
   w.n = idx[0].numel();
   for (size_t m = 0; m < k; ++m) {
-    w.idx.push_back(idx[m].data<int64_t>());
+    w.idx.push_back(dst.device().is_cuda() ? on_device(idx[m], dst.device()).device_data<int64_t>()
+                                           : idx[m].data<int64_t>());
     w.size.push_back(dst.size(int64_t(m)));
     w.stride.push_back(dst.stride(int64_t(m)));
   }
@@ -277,6 +299,13 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
   w.val = value.data_ptr();
   w.dst_inner = offsets_of(dst.sizes().subspan(k), dst.strides().subspan(k));
   w.val_inner = offsets_of(vs.subspan(size_t(nb)), vst.subspan(size_t(nb)));
+  if (dst.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::row_write(dst, w.idx, w.size, w.stride, w.n, w.dst_inner, value, w.val_outer, w.val_inner,
+                    cuda::WriteOp(int(r)));
+#endif
+    return;
+  }
   run_row_write(w, dst.dtype(), r);
 }
 
@@ -321,7 +350,6 @@ void divide_by_count(const Tensor& res, const Tensor& count) {
 // ------------------------------------------------------------------ index_put
 Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& values, bool accumulate,
                       OutArg out) {
-  TP_CHECK(self.device().is_cpu(), "index_put: no ", self.device().str(), " kernel");
   TP_CHECK(!indices.empty(), "index_put: expected at least one index tensor");
   // Masks stand for one integer index per dim they cover.
   std::vector<Tensor> idx;
@@ -330,7 +358,7 @@ Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& valu
     DType dt = t.dtype();
     if ((dt == DType::Bool || dt == DType::UInt8) && t.dim() == 0) {
       TP_CHECK_INDEX(self.dim() > 0, "too many indices for tensor of dimension 0 (got 1)");
-      none_selected = none_selected || !*contiguous(_to_dtype(t, DType::Bool)).data<bool>();
+      none_selected = none_selected || !*host_copy(_to_dtype(t, DType::Bool)).data<bool>();
     } else if (dt == DType::Bool || dt == DType::UInt8) {
       int64_t at = int64_t(idx.size());
       TP_CHECK_INDEX(at + std::max<int64_t>(t.dim(), 1) <= self.dim(), "too many indices for tensor of "
@@ -524,13 +552,14 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   if (r == Reduce::Mean && idx.numel()) {
     int64_t size = self.dim() ? self.size(dim) : 1;
     std::vector<int64_t> hits(size_t(size), 0);
-    const int64_t* ip = idx.data<int64_t>();
+    Tensor hidx = host_copy(idx);
+    const int64_t* ip = hidx.data<int64_t>();
     for (int64_t i = 0; i < idx.numel(); ++i) ++hits[size_t(ip[i])];
     Tensor count = zeros(std::vector<int64_t>{size}, DType::Int64);
     for (int64_t j = 0; j < size; ++j) count.data<int64_t>()[j] = hits[size_t(j)] + (include_self && hits[size_t(j)]);
     DimVector shape(size_t(self.dim()), 1);
     if (self.dim()) shape[size_t(dim)] = size;
-    divide_by_count(res, reshape(count, IntArrayRef(shape.data(), shape.size())));
+    divide_by_count(res, on_device(reshape(count, IntArrayRef(shape.data(), shape.size())), res.device()));
   }
   res.impl()->bump_version();
   return res;
@@ -609,7 +638,6 @@ void scatter_loop(const Tensor& dst, int64_t dim, const Tensor& idx, const T* sr
 /// Checks scatter's arguments; returns the index as a contiguous int64 tensor.
 Tensor scatter_checks(const char* op, const Tensor& self, int64_t& dim, const Tensor& index,
                       const Tensor* src) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
   dim = wrap_dim(dim, self.dim());
   TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
            "(): Expected dtype int32/int64 for index");
@@ -647,6 +675,14 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   auto body = [&](const Tensor& work) {
     auto run = [&](Reduce how, const Tensor& s0) {
       Tensor s = _to_dtype(s0, work.dtype());
+      if (work.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+        s = on_device(s, work.device());
+        std::vector<int64_t> st(s.strides().begin(), s.strides().end());
+        cuda::scatter(work, dim, on_device(idx, work.device()), s, st, cuda::WriteOp(int(how)));
+#endif
+        return;
+      }
       visit_dtype(work.dtype(), [&](auto t) {
         using T = decltype(t);
         visit_reduce(how, [&](auto rc) {
@@ -660,9 +696,16 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   if (r == Reduce::Sum || r == Reduce::Prod || r == Reduce::Mean) with_opmath(dst, body);
   else body(dst);
   if (r == Reduce::Mean) {
-    Tensor count = zeros(dst.sizes(), DType::Int64);
-    Tensor ones = expand(full({}, Scalar(int64_t(1)), DType::Int64), idx.sizes());
-    scatter_loop<Reduce::Sum, int64_t>(count, dim, idx, ones.data<int64_t>(), ones.strides());
+    Tensor count = zeros(dst.sizes(), DType::Int64, dst.device());
+    Tensor ones = expand(full({}, Scalar(int64_t(1)), DType::Int64, dst.device()), idx.sizes());
+    if (dst.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+      std::vector<int64_t> st(ones.strides().begin(), ones.strides().end());
+      cuda::scatter(count, dim, on_device(idx, dst.device()), ones, st, cuda::WriteOp::Sum);
+#endif
+    } else {
+      scatter_loop<Reduce::Sum, int64_t>(count, dim, idx, ones.data<int64_t>(), ones.strides());
+    }
     if (include_self) count = add(count, wrapped_scalar(Scalar(int64_t(1))));
     divide_by_count(dst, count);
   }

@@ -367,3 +367,67 @@ def test_cumulative_on_cuda():
     i = torch.randint(-5, 5, (4, 1000))
     np.testing.assert_array_equal(tp.cumsum(tp.tensor(i.numpy(), device="cuda"), 1).cpu().numpy(),
                                   torch.cumsum(i, 1).numpy())
+
+
+# ---------------------------------------------------------------- writes by index
+
+
+def _both(a):
+    return tp.tensor(a.numpy(), device="cuda"), a
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int32",
+                                   "int16", "uint8", "bool"])
+def test_index_writes(dtype):
+    tdt, pdt = getattr(torch, dtype), getattr(tp, dtype)
+    base = (torch.arange(24).reshape(4, 6) % 5).to(tdt)
+    i = torch.tensor([2, 0, 2, 3])
+    xi = tp.tensor(i.numpy(), device="cuda")
+    v = (torch.arange(24).reshape(4, 6) % 3).to(tdt)
+    xv = tp.tensor(v.to(torch.float64).numpy(), device="cuda").to(pdt)
+
+    def check(r, e):
+        np.testing.assert_array_equal(opdb.to_torch(r.cpu()).double().numpy(), e.double().numpy())
+
+    x = tp.tensor(base.to(torch.float64).numpy(), device="cuda").to(pdt)
+    if dtype != "bool":
+        check(x.index_add(0, xi, xv), base.index_add(0, i, v))
+        g = torch.tensor([[0, 1, 2, 3, 0, 1]] * 2)
+        xg = tp.tensor(g.numpy(), device="cuda")
+        check(x.scatter_add(0, xg, xv[:2]), base.scatter_add(0, g, v[:2]))
+        for red in ("sum", "prod", "amax", "amin", "mean"):
+            if red == "mean" and dtype in ("bool",):
+                continue
+            check(x.scatter_reduce(0, xg, xv[:2], red), base.scatter_reduce(0, g, v[:2], red))
+            check(x.scatter_reduce(0, xg, xv[:2], red, include_self=False),
+                  base.scatter_reduce(0, g, v[:2], red, include_self=False))
+        y, t = x.clone(), base.clone()
+        y.index_put_((xi,), xv, accumulate=True)
+        t.index_put_((i,), v, accumulate=True)
+        check(y, t)
+    u = torch.tensor([0, 3, 1])  # distinct targets: assignment is deterministic
+    xu = tp.tensor(u.numpy(), device="cuda")
+    check(x.index_copy(0, xu, xv[:3]), base.index_copy(0, u, v[:3]))
+    check(x.index_fill(1, xu, 1), base.index_fill(1, u, 1))
+    check(x.scatter(1, xu.reshape(1, 3).expand(4, 3).contiguous(), xv[:, :3]),
+          base.scatter(1, u.reshape(1, 3).expand(4, 3), v[:, :3]))
+    y, t = x.clone(), base.clone()
+    y[xu] = xv[:3]
+    t[u] = v[:3]
+    check(y, t)
+    m = base > 1
+    xm = tp.tensor(m.numpy(), device="cuda")
+    y, t = x.clone(), base.clone()
+    y[xm] = 0 if dtype != "bool" else False
+    t[m] = 0 if dtype != "bool" else False
+    check(y, t)
+    check(x[xm], base[m])
+    check(x.masked_select(xm), base.masked_select(m))
+    np.testing.assert_array_equal(tp.nonzero(xm).cpu().numpy(), torch.nonzero(m).numpy())
+    check(x.put(tp.tensor([5, 0, 23], device="cuda"), xv.reshape(-1)[:3]),
+          base.put(torch.tensor([5, 0, 23]), v.reshape(-1)[:3]))
+    with pytest.raises(IndexError):
+        x.index_copy(0, tp.tensor([9], device="cuda"), xv[:1])
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        x.scatter(0, tp.tensor([[7]], device="cuda"), xv[:1, :1])
