@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/pointwise.h"
 
 namespace tp::cuda {
@@ -55,22 +56,6 @@ __global__ void cast_kernel(D* dst, const S* src, int64_t n, CastLayout m, bool 
   }
 }
 
-template <class F>
-void visit_device_dtype(DType dt, F&& f) {
-  switch (dt) {
-    case DType::Bool: return f(bool{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::Float16: return f(__half{});
-    case DType::BFloat16: return f(__nv_bfloat16{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    default: TP_FAIL("cast: unsupported dtype");
-  }
-}
 
 bool is_contiguous_layout(const CastLayout& m) {
   int64_t expect = 1;

@@ -5,13 +5,14 @@
 
 #include "cuda/check.h"
 #include "cuda/index.h"
+#include "cuda/launch.cuh"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kLoopThreads;
 
 struct GatherGeom {
   int ndim;
@@ -79,10 +80,6 @@ __global__ void zero_triangle_kernel(char* base, int64_t n, int ndim, GatherGeom
   }
 }
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
-}
 
 /// Calls f(W{}) with the unsigned type of an element of `itemsize` bytes.
 template <class F>
@@ -129,7 +126,7 @@ bool index_gather(const Tensor& out, const Tensor& src, const Tensor& index, int
   TP_CUDA_CHECK(cudaMemsetAsync(flag.data_ptr(), 0, 4, s.handle));
   by_size(out.itemsize(), [&](auto w) {
     using W = decltype(w);
-    index_gather_kernel<W><<<blocks_for(n), kThreads, 0, s.handle>>>(
+    index_gather_kernel<W><<<loop_blocks(n), kThreads, 0, s.handle>>>(
         out.device_data<W>(), src.device_data<W>(), index.device_data<int64_t>(), n, g,
         flag.device_data<int>());
   });
@@ -162,7 +159,7 @@ void gather_grid(const Tensor& out, const Tensor& src,
   const int64_t* d = buf.device_data<int64_t>();
   by_size(out.itemsize(), [&](auto w) {
     using W = decltype(w);
-    grid_gather_kernel<W><<<blocks_for(n), kThreads, 0, s.handle>>>(
+    grid_gather_kernel<W><<<loop_blocks(n), kThreads, 0, s.handle>>>(
         out.device_data<W>(), src.data_ptr(), d, d + off_n, d + off_n + ndim, ndim, n);
   });
   TP_CUDA_CHECK(cudaGetLastError());
@@ -183,7 +180,7 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
   }
   by_size(t.itemsize(), [&](auto w) {
     using W = decltype(w);
-    zero_triangle_kernel<W><<<blocks_for(n), kThreads, 0, s.handle>>>(t.data_ptr(), n, ndim, g,
+    zero_triangle_kernel<W><<<loop_blocks(n), kThreads, 0, s.handle>>>(t.data_ptr(), n, ndim, g,
                                                                        diagonal, lower);
   });
   TP_CUDA_CHECK(cudaGetLastError());

@@ -11,19 +11,16 @@
 
 #include "cuda/check.h"
 #include "cuda/index.h"
+#include "cuda/launch.cuh"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kLoopThreads;
 constexpr int kMaxK = 16;
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
-}
 
 template <class T> constexpr bool kHalfLike =
     std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
@@ -160,22 +157,6 @@ __global__ void scatter_kernel(T* dst, const T* src, const int64_t* index, int64
   }
 }
 
-template <class F>
-void visit_device_dtype(DType dt, F&& f) {
-  switch (dt) {
-    case DType::Bool: return f(bool{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int16: return f(int16_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::Float16: return f(__half{});
-    case DType::BFloat16: return f(__nv_bfloat16{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    default: TP_FAIL("index write: unsupported dtype");
-  }
-}
 
 template <class F>
 void visit_op(WriteOp op, F&& f) {
@@ -220,7 +201,7 @@ void row_write(const Tensor& dst, const std::vector<const int64_t*>& idx,
   visit_device_dtype(dst.dtype(), [&](auto v) {
     using T = decltype(v);
     visit_op(op, [&](auto rc) {
-      row_write_kernel<decltype(rc)::value, T><<<blocks_for(n * inner), kThreads, 0, s.handle>>>(
+      row_write_kernel<decltype(rc)::value, T><<<loop_blocks(n * inner), kThreads, 0, s.handle>>>(
           dst.device_data<T>(), val.device_data<T>(), g, d_off, d_off + inner);
     });
   });
@@ -245,7 +226,7 @@ void scatter(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& 
   visit_device_dtype(dst.dtype(), [&](auto v) {
     using T = decltype(v);
     visit_op(op, [&](auto rc) {
-      scatter_kernel<decltype(rc)::value, T><<<blocks_for(n), kThreads, 0, s.handle>>>(
+      scatter_kernel<decltype(rc)::value, T><<<loop_blocks(n), kThreads, 0, s.handle>>>(
           dst.device_data<T>(), src.device_data<T>(), index.device_data<int64_t>(), n, g);
     });
   });

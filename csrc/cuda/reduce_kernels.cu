@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/reduce.h"
 #include "cuda/runtime.h"
 
@@ -173,9 +174,6 @@ int sm_count() {
   int dev = current_device();
   return device_properties(dev).multi_processor_count;
 }
-
-/// A contiguous device buffer of n elements of dtype dt.
-Tensor scratch(int64_t n, DType dt, Device dev) { return empty_tensor(IntArrayRef(&n, 1), dt, dev); }
 
 template <template <class> class OpT, class T>
 void reduce_rows(const T* x, typename OpT<T>::acc_t* out, int64_t B, int64_t R, Device dev,

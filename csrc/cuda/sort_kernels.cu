@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/launch.cuh"
 #include "cuda/runtime.h"
 #include "cuda/sort.h"
 
@@ -16,12 +17,8 @@ namespace tp::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kLoopThreads;
 
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
-}
 
 template <class T> using key_t = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
 
@@ -69,8 +66,6 @@ __global__ void take_sorted_kernel(const T* x, const int64_t* idx, T* values, in
     values[i] = x[(i / len) * len + idx[i]];
 }
 
-Tensor scratch(int64_t n, DType dt, Device dev) { return empty_tensor(IntArrayRef(&n, 1), dt, dev); }
-
 template <class T>
 void sort_typed(const Tensor& x, int64_t rows, int64_t len, bool descending, const Tensor& values,
                 const Tensor& indices, cudaStream_t s) {
@@ -84,7 +79,7 @@ void sort_typed(const Tensor& x, int64_t rows, int64_t len, bool descending, con
   K* kout = keys_out.device_data<K>();
   int64_t* iin = idx_in.device_data<int64_t>();
   int64_t* iout = indices.device_data<int64_t>();
-  make_keys_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x.device_data<T>(), kin, iin, n, len,
+  make_keys_kernel<T><<<loop_blocks(n), kThreads, 0, s>>>(x.device_data<T>(), kin, iin, n, len,
                                                          descending);
   TP_CUDA_CHECK(cudaGetLastError());
   size_t bytes = 0;
@@ -97,7 +92,7 @@ void sort_typed(const Tensor& x, int64_t rows, int64_t len, bool descending, con
   } else {
     Tensor offsets = scratch(rows + 1, DType::Int32, dev);
     int* off = offsets.device_data<int>();
-    row_offsets_kernel<<<blocks_for(rows + 1), kThreads, 0, s>>>(off, rows, len);
+    row_offsets_kernel<<<loop_blocks(rows + 1), kThreads, 0, s>>>(off, rows, len);
     TP_CUDA_CHECK(cudaGetLastError());
     TP_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
         nullptr, bytes, kin, kout, iin, iout, int(n), int(rows), off, off + 1, 0,
@@ -107,7 +102,7 @@ void sort_typed(const Tensor& x, int64_t rows, int64_t len, bool descending, con
         temp.data_ptr(), bytes, kin, kout, iin, iout, int(n), int(rows), off, off + 1, 0,
         int(sizeof(K) * 8), s));
   }
-  take_sorted_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(x.device_data<T>(), iout,
+  take_sorted_kernel<T><<<loop_blocks(n), kThreads, 0, s>>>(x.device_data<T>(), iout,
                                                            values.device_data<T>(), n, len);
   TP_CUDA_CHECK(cudaGetLastError());
 }

@@ -1,0 +1,45 @@
+// Helpers shared by the CUDA kernel files: grid sizes for grid-stride loops, scratch
+// buffers from the caching allocator, and the device C++ type of each dtype.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/tensor_impl.h"
+
+namespace tp::cuda {
+
+constexpr int kLoopThreads = 256;
+
+/// Blocks of kLoopThreads for a grid-stride loop over n elements (capped; at least 1).
+inline unsigned loop_blocks(int64_t n) {
+  int64_t b = (n + kLoopThreads - 1) / kLoopThreads;
+  return unsigned(b > 65535 * 32 ? 65535 * 32 : (b < 1 ? 1 : b));
+}
+
+/// A contiguous device buffer of n elements of dtype dt (freed with the tensor, stream-ordered).
+inline Tensor scratch(int64_t n, DType dt, Device dev) {
+  return empty_tensor(IntArrayRef(&n, 1), dt, dev);
+}
+
+/// Calls f(T{}) with the device type of `dt` (__half / __nv_bfloat16 for the half types).
+template <class F>
+void visit_device_dtype(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Bool: return f(bool{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::Int8: return f(int8_t{});
+    case DType::Int16: return f(int16_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::Float16: return f(__half{});
+    case DType::BFloat16: return f(__nv_bfloat16{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: TP_FAIL("CUDA kernels: unsupported dtype");
+  }
+}
+
+}  // namespace tp::cuda
