@@ -136,7 +136,7 @@ struct Uniform {
   T* out;
   A from, span, to_rounded, from_rounded;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       const A v = round_to<T>(pmath::fma(unit<A>(b, j), span, from));
       store(out + i0 + j, v == to_rounded ? from_rounded : v);
     }
@@ -158,7 +158,7 @@ struct Normal {
       box_muller(open_unit32(b.w[0]), unit24(b.w[1]), &z[0], &z[1]);
       box_muller(open_unit32(b.w[2]), unit24(b.w[3]), &z[2], &z[3]);
     }
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       const A v = pmath::fma(z[j], std, mean);
       store(out + i0 + j, kExp ? pmath::exp(v) : v);
     }
@@ -172,7 +172,7 @@ struct Exponential {
   T* out;
   A lambda;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j)
+    for (int j = 0; j < kPerBlock && j < count; ++j)
       store(out + i0 + j, pmath::div(pmath::sub(A(0), pmath::log(open_unit<A>(b, j))), lambda));
   }
 };
@@ -184,7 +184,7 @@ struct Cauchy {
   T* out;
   A median, sigma;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       A t;  // an odd multiple of 2^-24 (2^-53) in (-1/2, 1/2)
       if constexpr (std::is_same_v<A, double>)
         t = pmath::mul(double(int64_t(draw64(b, j) >> 12) * 2 - (int64_t(1) << 52) + 1), 0x1p-53);
@@ -203,7 +203,7 @@ struct Geometric {
   T* out;
   double log1m_p;  // log1p(-p) < 0
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       const double u = pmath::mul(double((draw64(b, j) >> 12) * 2 + 1), 0x1p-53);  // (0, 1)
       store_count(out + i0 + j, pmath::ceil(pmath::div(pmath::log(u), log1m_p)));
     }
@@ -219,7 +219,7 @@ struct RandomRange {
   uint64_t base;
   uint64_t range;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       uint64_t r;
       if constexpr (kWide) {
         const uint64_t x = draw64(b, j);
@@ -250,7 +250,7 @@ struct BernoulliScalar {
   T* out;
   double threshold;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j)
+    for (int j = 0; j < kPerBlock && j < count; ++j)
       store_int(out + i0 + j, bernoulli_hit<kWide>(b, j, threshold) ? 1 : 0);
   }
 };
@@ -263,7 +263,7 @@ struct BernoulliTensor {
   T* out;
   const P* p;
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       const double threshold = double(p[i0 + j]) * (kWide ? kScale53 : kScale32);
       store_int(out + i0 + j, bernoulli_hit<kWide>(b, j, threshold) ? 1 : 0);
     }
@@ -282,7 +282,7 @@ struct Dropout {
   double threshold;  // (1 - p) 2^32
   A scale;           // 1 / (1 - p) rounded to T
   TP_HD void operator()(const Block& b, int64_t i0, int count) const {
-    for (int j = 0; j < count; ++j) {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
       const bool keep = bernoulli_hit<false>(b, j, threshold);
       store(out + i0 + j, pmath::mul(load(in + i0 + j), keep ? scale : A(0)));
       mask[i0 + j] = keep;

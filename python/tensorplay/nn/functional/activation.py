@@ -260,7 +260,7 @@ def _dropout_impl(input, p, training, inplace, noise_shape=None, alpha=False):
     if noise_shape is None:
         noise = tp.empty_like(input)  # PyTorch's preserve_format: the input's layout
     else:
-        noise = tp.empty(noise_shape, dtype=input.dtype)
+        noise = tp.empty(noise_shape, dtype=input.dtype, device=input.device)
     noise.bernoulli_(1 - p)
     if alpha:
         alpha_ = 1.7580993408473766
