@@ -396,8 +396,10 @@ template <class Run>
 void dispatch_bernoulli_tensor(Run&& run, DType dt, void* out, const void* p) {
   visit_dtype(dt, [&](auto v) {
     using T = decltype(v);
-    if (dt == DType::Float64) run(BernoulliTensor<T, double>{static_cast<T*>(out), static_cast<const double*>(p)});
-    else run(BernoulliTensor<T, float>{static_cast<T*>(out), static_cast<const float*>(p)});
+    if (dt == DType::Float64)
+      run(BernoulliTensor<T, double>{static_cast<T*>(out), static_cast<const double*>(p)});
+    else
+      run(BernoulliTensor<T, float>{static_cast<T*>(out), static_cast<const float*>(p)});
   });
 }
 
