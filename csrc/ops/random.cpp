@@ -16,12 +16,16 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "random/capability.h"
 #include "random/cpu_generator.h"
 #include "random/distributions.h"
 #include "random/vec_avx2.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/random.h"
+#endif
 
 namespace tp {
 
@@ -100,6 +104,21 @@ void check_no_internal_overlap(const Tensor& t) {
 
 void check_cpu(const Tensor& t) {
   TP_CHECK(t.device().is_cpu(), "no ", t.device().str(), " kernel yet");
+}
+
+/// Whether t is a CUDA tensor (the ops marked `cuda: true` in random.yaml branch on it
+/// after the argument checks they share with the CPU path).
+bool on_cuda([[maybe_unused]] const Tensor& t) {
+#ifdef TP_USE_CUDA
+  return t.device().is_cuda();
+#else
+  return false;
+#endif
+}
+
+/// The ops with CUDA kernels accept CPU and CUDA tensors.
+void check_device(const Tensor& t) {
+  if (!on_cuda(t)) check_cpu(t);
 }
 
 [[noreturn]] void not_implemented(const char* kernel, DType dt) {
@@ -236,10 +255,14 @@ void check_uniform_bounds(const Tensor& self, double& from, double& to) {
   });
 }
 
-void uniform_fill(const Tensor& self, double from, double to, CPUGenerator& g) {
+void uniform_fill(const Tensor& self, double from, double to, const std::optional<Generator>& gen) {
   check_uniform_bounds(self, from, to);
   if (self.numel() == 0) return;
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) return cuda::uniform_(self, from, to, gen);
+#endif
+  CPUGenerator& g = random::cpu_generator(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
   visit_floating(self.dtype(), "uniform_kernel_cpu", [&](auto v) {
     uniform_kernel<decltype(v)>(self, from, to, g);
@@ -320,9 +343,14 @@ void normal_fill(T* data, int64_t n, double mean, double std, CPUGenerator& g) {
   }
 }
 
-void normal_fill_tensor(const Tensor& self, double mean, double std, CPUGenerator& g) {
+void normal_fill_tensor(const Tensor& self, double mean, double std,
+                        const std::optional<Generator>& gen) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   if (self.numel() == 0) return;
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) return cuda::normal_(self, mean, std, gen);
+#endif
+  CPUGenerator& g = random::cpu_generator(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
   visit_floating(self.dtype(), "normal_kernel_cpu", [&](auto v) {
     using T = decltype(v);
@@ -441,7 +469,7 @@ void check_from_to_in_range(int64_t from, int64_t to_inc, DType dt) {
 }
 
 void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_opt,
-                    CPUGenerator& g) {
+                    const std::optional<Generator>& gen) {
   const DType dt = self.dtype();
   uint64_t range = 0;
   if (to_opt) {
@@ -486,6 +514,10 @@ void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_
     if (dt != DType::Int64 && dt != DType::Float64 && dt != DType::Float32 && dt != DType::BFloat16)
       TP_FAIL("random_full_64_bits_range_kernel_cpu handles only int64, double, float and bfloat16");
     check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+    if (on_cuda(self)) return cuda::random_(self, 0, 0, gen);  // range 0: all 2^64 values
+#endif
+    CPUGenerator& g = random::cpu_generator(gen);
     std::lock_guard<std::mutex> lock(g.mutex);
     visit_dtype(dt, [&](auto v) {
       using T = decltype(v);
@@ -500,6 +532,10 @@ void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_
     return;
   }
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) return cuda::random_(self, from, range, gen);
+#endif
+  CPUGenerator& g = random::cpu_generator(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
   visit_dtype(dt, [&](auto v) { random_from_to_kernel<decltype(v)>(self, range, from, g); });
 }
@@ -554,6 +590,13 @@ Tensor empty_like_preserving(const Tensor& self, DType dtype, const std::optiona
   return empty_tensor(self.sizes(), dtype, dev);
 }
 
+/// A tensor laid out like self (preserve_format) filled with `value`.
+Tensor full_like_preserving(const Tensor& self, DType dtype, bool value) {
+  Tensor t = empty_like_preserving(self, dtype, std::nullopt);
+  fill_impl(t, Scalar(value), OutArg{&t, true, false});
+  return t;
+}
+
 Tensor like_result(const Tensor& self, const std::optional<DType>& dtype,
                    const std::optional<Device>& device, bool requires_grad) {
   Tensor t = empty_like_preserving(self, dtype.value_or(self.dtype()), device);
@@ -579,6 +622,18 @@ void check_std_tensor(const Tensor& std) {
   TP_CHECK(nan || lo >= 0, "normal expects all elements of std >= 0.0");
 }
 
+[[noreturn]] void fail_bernoulli_p() {
+  TP_FAIL("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
+          "be improved?  If so, please report an enhancement request to PyTorch.)");
+}
+
+/// A CPU copy of t.
+Tensor to_host(const Tensor& t) {
+  Tensor h = empty_tensor(t.sizes(), t.dtype());
+  copy_impl(h, t, false, OutArg{});
+  return h;
+}
+
 void bump(const Tensor& self, OutArg out) {
   if (out.tensor && out.bump_version) self.impl()->bump_version();
 }
@@ -588,26 +643,33 @@ void bump(const Tensor& self, OutArg out) {
 // ------------------------------------------------------------------ ops
 Tensor uniform_impl(const Tensor& self, double from, double to,
                     const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
-  uniform_fill(self, from, to, random::cpu_generator(gen));
+  check_device(self);
+  uniform_fill(self, from, to, gen);
   bump(self, out);
   return self;
 }
 
 Tensor normal_inplace_impl(const Tensor& self, double mean, double std,
                            const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
-  normal_fill_tensor(self, mean, std, random::cpu_generator(gen));
+  check_device(self);
+  normal_fill_tensor(self, mean, std, gen);
   bump(self, out);
   return self;
 }
 
 Tensor bernoulli_scalar_impl(const Tensor& self, double p, const std::optional<Generator>& gen,
                              OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    cuda::bernoulli_(self, p, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   {
     std::lock_guard<std::mutex> lock(g.mutex);
@@ -619,13 +681,20 @@ Tensor bernoulli_scalar_impl(const Tensor& self, double p, const std::optional<G
 
 Tensor bernoulli_tensor_impl(const Tensor& self, const Tensor& p, const std::optional<Generator>& gen,
                              OutArg out) {
-  check_cpu(self);
+  check_device(self);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    if (!cuda::bernoulli_(self, p, gen)) fail_bernoulli_p();
+    bump(self, out);
+    return self;
+  }
+#endif
   TP_CHECK(is_floating(p.dtype()), "\"bernoulli_tensor_cpu_p_\" not implemented for '",
            dtype_scalar_name(p.dtype()), "'");
-  // p broadcast to self's shape, read in self's iteration order
-  Tensor pe = expand(p, self.sizes());
+  // p broadcast to self's shape (on the host), read in self's iteration order
+  Tensor pe = expand(p.device().is_cpu() ? p : to_host(p), self.sizes());
   DimVector sizes, strides, psizes, pstrides;
   iteration_geometry(self, sizes, strides);
   {
@@ -655,9 +724,7 @@ Tensor bernoulli_tensor_impl(const Tensor& self, const Tensor& p, const std::opt
       fill_ordered<T>(self, [&](T* o, int64_t n) {
         for (int64_t i = 0; i < n; ++i) {
           const double pi = pv[size_t(i)];
-          TP_CHECK(pi >= 0 && pi <= 1, "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
-                   "(Could this error message be improved?  If so, please report an enhancement "
-                   "request to PyTorch.)");
+          if (!(pi >= 0 && pi <= 1)) fail_bernoulli_p();
           bool hit = p_double ? random::uniform53(g.random64()) < pi
                               : random::uniform24(g.random()) < float(pi);
           o[i] = T(hit ? 1 : 0);
@@ -671,13 +738,20 @@ Tensor bernoulli_tensor_impl(const Tensor& self, const Tensor& p, const std::opt
 
 Tensor exponential_impl(const Tensor& self, double lambd, const std::optional<Generator>& gen,
                         OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   if (self.numel() == 0) return self;
   TP_CHECK(is_floating(self.dtype()), "Exponential distribution is a continuous probability "
            "distribution. dtype must be a floating point but you specified ",
            dtype_scalar_name(self.dtype()));
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    cuda::exponential_(self, lambd, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   fill_each(self, g, [&] { return -1.0 / lambd * std::log1p(-random::uniform53(g.random64())); });
   bump(self, out);
@@ -685,11 +759,19 @@ Tensor exponential_impl(const Tensor& self, double lambd, const std::optional<Ge
 }
 
 Tensor geometric_impl(const Tensor& self, double p, const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
   if (self.numel() == 0) return self;
-  if (self.dtype() == DType::Bool) not_implemented("geometric_cpu", self.dtype());
+  if (self.dtype() == DType::Bool)
+    not_implemented(on_cuda(self) ? "geometric_cuda" : "geometric_cpu", self.dtype());
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    cuda::geometric_(self, p, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   const double log1mp = std::log1p(-p);
   fill_each(self, g, [&] { return std::ceil(std::log(random::uniform53(g.random64())) / log1mp); });
@@ -699,11 +781,18 @@ Tensor geometric_impl(const Tensor& self, double p, const std::optional<Generato
 
 Tensor log_normal_impl(const Tensor& self, double mean, double std,
                        const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
   if (self.numel() == 0) return self;
-  require_floating(self, "log_normal_cpu");
+  require_floating(self, on_cuda(self) ? "log_normal_cuda" : "log_normal_cpu");
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    cuda::log_normal_(self, mean, std, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   const bool fused = random::vector_capability();
   fill_each(self, g, [&] { return std::exp(random::normal_draw(g, mean, std, fused)); });
@@ -713,13 +802,20 @@ Tensor log_normal_impl(const Tensor& self, double mean, double std,
 
 Tensor cauchy_impl(const Tensor& self, double median, double sigma,
                    const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   TP_CHECK(is_floating(self.dtype()), "Cauchy distribution is a continuous probability "
            "distribution. dtype must be a floating point but you specified ",
            dtype_scalar_name(self.dtype()));
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    cuda::cauchy_(self, median, sigma, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   const bool fused = random::vector_capability();
   fill_each(self, g, [&] {
@@ -731,9 +827,23 @@ Tensor cauchy_impl(const Tensor& self, double median, double sigma,
 }
 
 Tensor random_impl(const Tensor& self, const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
+  check_device(self);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {  // [0, max] for integers, [0, 2^digits] for floats
+    uint64_t range = 0;
+    visit_dtype(self.dtype(), [&](auto v) {
+      using T = decltype(v);
+      if constexpr (std::is_same_v<T, bool>) range = 2;
+      else if constexpr (std::is_integral_v<T>) range = uint64_t(std::numeric_limits<T>::max()) + 1;
+      else range = (uint64_t(1) << mantissa_digits<T>()) + 1;
+    });
+    cuda::random_(self, 0, range, gen);
+    bump(self, out);
+    return self;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   {
     std::lock_guard<std::mutex> lock(g.mutex);
@@ -769,16 +879,16 @@ Tensor random_impl(const Tensor& self, const std::optional<Generator>& gen, OutA
 
 Tensor random_to_impl(const Tensor& self, int64_t to, const std::optional<Generator>& gen,
                       OutArg out) {
-  check_cpu(self);
-  random_from_to(self, 0, to, random::cpu_generator(gen));
+  check_device(self);
+  random_from_to(self, 0, to, gen);
   bump(self, out);
   return self;
 }
 
 Tensor random_from_impl(const Tensor& self, int64_t from, const std::optional<int64_t>& to,
                         const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
-  random_from_to(self, from, to, random::cpu_generator(gen));
+  check_device(self);
+  random_from_to(self, from, to, gen);
   bump(self, out);
   return self;
 }
@@ -787,8 +897,8 @@ Tensor rand_impl(IntArrayRef size, const std::optional<Generator>& gen,
                  const std::optional<DType>& dtype, const std::optional<Device>& device,
                  bool requires_grad, OutArg out) {
   Tensor t = new_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
-  check_cpu(t);
-  uniform_fill(t, 0.0, 1.0, random::cpu_generator(gen));
+  check_device(t);
+  uniform_fill(t, 0.0, 1.0, gen);
   return t;
 }
 
@@ -796,8 +906,8 @@ Tensor randn_impl(IntArrayRef size, const std::optional<Generator>& gen,
                   const std::optional<DType>& dtype, const std::optional<Device>& device,
                   bool requires_grad, OutArg out) {
   Tensor t = new_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
-  check_cpu(t);
-  normal_fill_tensor(t, 0.0, 1.0, random::cpu_generator(gen));
+  check_device(t);
+  normal_fill_tensor(t, 0.0, 1.0, gen);
   return t;
 }
 
@@ -805,8 +915,8 @@ Tensor rand_like_impl(const Tensor& self, const std::optional<Generator>& gen,
                       const std::optional<DType>& dtype, const std::optional<Device>& device,
                       bool requires_grad, OutArg) {
   Tensor t = like_result(self, dtype, device, requires_grad);
-  check_cpu(t);
-  uniform_fill(t, 0.0, 1.0, random::cpu_generator(gen));
+  check_device(t);
+  uniform_fill(t, 0.0, 1.0, gen);
   return t;
 }
 
@@ -814,8 +924,8 @@ Tensor randn_like_impl(const Tensor& self, const std::optional<Generator>& gen,
                        const std::optional<DType>& dtype, const std::optional<Device>& device,
                        bool requires_grad, OutArg) {
   Tensor t = like_result(self, dtype, device, requires_grad);
-  check_cpu(t);
-  normal_fill_tensor(t, 0.0, 1.0, random::cpu_generator(gen));
+  check_device(t);
+  normal_fill_tensor(t, 0.0, 1.0, gen);
   return t;
 }
 
@@ -823,8 +933,8 @@ Tensor randint_low_impl(int64_t low, int64_t high, IntArrayRef size,
                         const std::optional<Generator>& gen, const std::optional<DType>& dtype,
                         const std::optional<Device>& device, bool requires_grad, OutArg out) {
   Tensor t = new_result(size, dtype.value_or(DType::Int64), device, requires_grad, out);
-  check_cpu(t);
-  random_from_to(t, low, high, random::cpu_generator(gen));
+  check_device(t);
+  random_from_to(t, low, high, gen);
   return t;
 }
 
@@ -838,8 +948,8 @@ Tensor randint_like_low_impl(const Tensor& self, int64_t low, int64_t high,
                              const std::optional<Generator>& gen, const std::optional<DType>& dtype,
                              const std::optional<Device>& device, bool requires_grad, OutArg) {
   Tensor t = like_result(self, dtype, device, requires_grad);
-  check_cpu(t);
-  random_from_to(t, low, high, random::cpu_generator(gen));
+  check_device(t);
+  random_from_to(t, low, high, gen);
   return t;
 }
 
@@ -905,7 +1015,7 @@ Tensor normal_tensor_float_impl(const Tensor& mean, double std, const std::optio
   } else {
     t = empty_tensor(mean.sizes(), mean.dtype(), mean.device());
   }
-  normal_fill_tensor(t, 0.0, std, random::cpu_generator(gen));
+  normal_fill_tensor(t, 0.0, std, gen);
   add_(t, mean);
   return t;
 }
@@ -921,7 +1031,7 @@ Tensor normal_float_tensor_impl(double mean, const Tensor& std, const std::optio
   } else {
     t = empty_tensor(std.sizes(), std.dtype(), std.device());
   }
-  normal_fill_tensor(t, 0.0, 1.0, random::cpu_generator(gen));
+  normal_fill_tensor(t, 0.0, 1.0, gen);
   mul_(t, std);
   add_(t, full({}, Scalar(mean), t.dtype()));
   return t;
@@ -939,7 +1049,7 @@ Tensor normal_tensor_tensor_impl(const Tensor& mean, const Tensor& std,
   } else {
     t = empty_tensor(shape, mean.dtype(), mean.device());
   }
-  normal_fill_tensor(t, 0.0, 1.0, random::cpu_generator(gen));
+  normal_fill_tensor(t, 0.0, 1.0, gen);
   mul_(t, std);
   add_(t, mean);
   return t;
@@ -950,8 +1060,8 @@ Tensor normal_float_float_impl(double mean, double std, IntArrayRef size,
                                const std::optional<Device>& device, bool requires_grad, OutArg out) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   Tensor t = new_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
-  check_cpu(t);
-  normal_fill_tensor(t, mean, std, random::cpu_generator(gen));
+  check_device(t);
+  normal_fill_tensor(t, mean, std, gen);
   return t;
 }
 
@@ -1075,6 +1185,38 @@ Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, Out
     for (int64_t i = 0; i < t.numel(); ++i) o[i] = T(double(random::poisson_draw(g, double(lam[i]))));
   });
   return t;
+}
+
+std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
+                                               const std::optional<bool>& train, OutArg) {
+  check_device(input);
+  if (input.numel() == 0) return {clone(input), empty_like_preserving(input, input.dtype(), std::nullopt)};
+  if (train.has_value() && !*train)
+    return {clone(input), full_like_preserving(input, DType::Bool, true)};
+  const double keep = 1.0 - p;
+  TP_CHECK(0 <= keep && keep <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", keep);
+  if (!is_floating(input.dtype()))  // as the CPU path's in-place scaling of the masked input
+    TP_FAIL("result type Float can't be cast to the desired output type ",
+            dtype_scalar_name(input.dtype()));
+#ifdef TP_USE_CUDA
+  if (on_cuda(input)) return cuda::native_dropout(input, p, std::nullopt);
+#endif
+  // PyTorch's CPU composition: a Bernoulli(1 - p) mask in input's layout, scaled in
+  // input's dtype (the scale rounds to it), times input
+  Tensor mask = empty_like_preserving(input, DType::Bool, std::nullopt);
+  bernoulli_scalar_impl(mask, keep, std::nullopt, OutArg{});
+  Tensor noise = _to_dtype(mask, input.dtype(), false);
+  mul_(noise, wrapped_scalar(Scalar(keep == 0.0 ? 0.0 : 1.0 / keep)));
+  return {mul(input, noise), mask};
+}
+
+Tensor native_dropout_backward_impl(const Tensor& grad_output, const Tensor& mask, double scale,
+                                    OutArg) {
+  check_device(grad_output);
+#ifdef TP_USE_CUDA
+  if (on_cuda(grad_output)) return cuda::native_dropout_backward(grad_output, mask, scale);
+#endif
+  return mul(mul(grad_output, mask), wrapped_scalar(Scalar(scale)));
 }
 
 namespace random {

@@ -49,6 +49,7 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
 nb::object tensor_item(const Tensor& t);
 
 void bind_generator(nb::module_& m);
+void bind_philox_reference(nb::module_& m);
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_creation(nb::module_& m);

@@ -1,10 +1,15 @@
-// tp.Generator: a handle to a CPU generator (csrc/random/cpu_generator.h), and the
-// default generator behind tp.manual_seed and friends.
+// tp.Generator: a handle to a CPU generator (csrc/random/cpu_generator.h) or a CUDA one
+// (csrc/cuda/generator.h), and the default generators behind tp.manual_seed and friends.
 #include <cstring>
 
 #include "core/error.h"
 #include "python/bindings.h"
 #include "random/cpu_generator.h"
+#ifdef TP_USE_CUDA
+#include "cuda/generator.h"
+#include "cuda/random.h"
+#include "cuda/runtime.h"
+#endif
 
 namespace tp::python {
 
@@ -26,8 +31,19 @@ uint64_t seed_from_python(nb::handle o) {
   throw nb::value_error("Overflow when unpacking long long");
 }
 
+/// A new generator of device d: PyTorch's default seed (and offset 0 on CUDA).
 Generator new_generator(const Device& d) {
-  TP_CHECK(d.is_cpu(), "Generator: no ", d.str(), " generator yet (only 'cpu')");
+  if (d.is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::lazy_init();
+    const int idx = d.index < 0 ? cuda::current_device() : d.index;
+    TP_CHECK(idx < cuda::device_count(), "The device_index is invalid.");
+    return Generator(make_intrusive<cuda::CUDAGenerator>(idx));
+#else
+    TP_FAIL("Cannot get CUDA generator: TensorPlay was built without CUDA support");
+#endif
+  }
+  TP_CHECK(d.is_cpu(), "Generator: no ", d.str(), " generator (only 'cpu' and 'cuda')");
   return Generator(make_intrusive<random::CPUGenerator>());
 }
 
@@ -56,7 +72,8 @@ void bind_generator(nb::module_& m) {
       .def("get_state", [](const Generator& g) {
         std::lock_guard<std::mutex> lock(g->mutex);
         return g->get_state();
-      }, "The state as a uint8 tensor (5056 bytes on the CPU, PyTorch's layout).")
+      }, "The state as a uint8 tensor, PyTorch's layout: 5056 bytes on the CPU, 16 on CUDA "
+         "(seed, offset).")
       .def("set_state", [](nb::handle self, const Tensor& state) {
         Generator& g = nb::cast<Generator&>(self);
         std::lock_guard<std::mutex> lock(g->mutex);
@@ -85,6 +102,12 @@ void bind_generator(nb::module_& m) {
       .def("__hash__", [](const Generator& g) { return reinterpret_cast<uintptr_t>(g.impl()); });
   m.def("_default_cpu_generator", [] { return random::default_cpu_generator_handle(); },
         "The default CPU generator (tp.default_generator).");
+#ifdef TP_USE_CUDA
+  m.def("_cuda_default_generator", [](int device) { return cuda::default_generator_handle(device); },
+        "The default generator of a GPU (tp.cuda.default_generators[device]).");
+  m.def("_cuda_set_philox_grid_limit", [](int blocks) { cuda::set_philox_grid_limit(blocks); },
+        "Test hook: caps the grid of the random kernels (0: default); values never change.");
+#endif
 }
 
 }  // namespace tp::python

@@ -314,6 +314,7 @@ NB_MODULE(_C, m) {
   // ---- tensors
   nb::class_<Tensor> cls(m, "Tensor");
   bind_generator(m);
+  bind_philox_reference(m);
   bind_generated_ops(m, cls);
   bind_tensor(m, cls);  // after: its fill_(Tensor) overload must come second
   bind_creation(m);

@@ -2,9 +2,11 @@
 
 The CPU generator reproduces PyTorch's CPU stream: the same seed gives the same numbers, and
 states move between the two libraries (``tp.set_rng_state(torch.get_rng_state())``, through
-NumPy). docs/random.md lists the draws each random op makes.
+NumPy). docs/random.md lists the draws each random op makes. ``manual_seed`` and ``seed``
+also seed the CUDA generators (tensorplay.cuda.random), as PyTorch's do.
 """
 import contextlib
+import warnings
 
 from tensorplay import _C
 from tensorplay._creation import _like_strides, empty_like
@@ -17,13 +19,20 @@ __all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initi
 
 
 def manual_seed(seed):
-    """Seeds the default generator; returns it."""
-    return default_generator.manual_seed(int(seed))
+    """Seeds the default generator and every GPU's; returns the CPU one."""
+    import tensorplay.cuda
+    seed = int(seed)
+    tensorplay.cuda.manual_seed_all(seed)
+    return default_generator.manual_seed(seed)
 
 
 def seed():
-    """Seeds the default generator from a nondeterministic source; returns the seed."""
-    return default_generator.seed()
+    """Seeds the default generator from a nondeterministic source, and every GPU's with the
+    same seed; returns the seed."""
+    import tensorplay.cuda
+    s = default_generator.seed()
+    tensorplay.cuda.manual_seed_all(s)
+    return s
 
 
 def initial_seed():
@@ -43,22 +52,47 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
+_fork_rng_warned_already = False
+
+
 @contextlib.contextmanager
 def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
              device_type="cuda"):
     """Restores the random states on exit: draws inside the block leave the streams outside
-    untouched. Only the CPU generator exists so far; `devices` names accelerator devices."""
-    if not enabled:
-        yield
-        return
+    untouched. The CPU state always, and the CUDA states of ``devices`` (default: every GPU,
+    with PyTorch's warning when there are several)."""
+    global _fork_rng_warned_already
     if device_type == "meta":
         yield
         return
+    if not enabled:
+        yield
+        return
+    import tensorplay.cuda as device_mod
+    if devices is None:
+        num_devices = device_mod.device_count()
+        if num_devices > 1 and not _fork_rng_warned_already:
+            kind = device_type.upper()
+            warnings.warn(
+                f"{kind} reports that you have {num_devices} available devices, and you have used "
+                f"{_caller} without explicitly specifying which devices are being used. For safety, "
+                f"we initialize *every* {kind} device by default, which can be quite slow if you "
+                f"have a lot of {kind}s. If you know that you are only making use of a few {kind} "
+                f"devices, set the environment variable {kind}_VISIBLE_DEVICES or the "
+                f"'{_devices_kw}' keyword argument of {_caller} with the set of devices you are "
+                f"actually using.", stacklevel=3)
+            _fork_rng_warned_already = True
+        devices = list(range(num_devices))
+    else:
+        devices = list(devices)
     state = get_rng_state()
+    device_states = [device_mod.get_rng_state(d) for d in devices]
     try:
         yield
     finally:
         set_rng_state(state)
+        for d, s in zip(devices, device_states):
+            device_mod.set_rng_state(s, d)
 
 
 def _layout_donor(input, memory_format):

@@ -5,7 +5,7 @@ In a build without CUDA, or on a machine without a GPU, ``is_available()`` is Fa
 "Torch not compiled with CUDA enabled" without CUDA support in the build)."""
 
 from tensorplay import _C
-from tensorplay.cuda import memory  # noqa: F401
+from tensorplay.cuda import memory, random  # noqa: F401
 from tensorplay.cuda._utils import _compiled, _get_device_index, _is_initialized, _lazy_init
 from tensorplay.cuda.memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
                                     empty_cache, get_per_process_memory_fraction,
@@ -16,6 +16,9 @@ from tensorplay.cuda.memory import (caching_allocator_alloc, caching_allocator_d
                                     reset_accumulated_memory_stats, reset_max_memory_allocated,
                                     reset_max_memory_cached, reset_peak_memory_stats,
                                     set_per_process_memory_fraction)
+from tensorplay.cuda.random import (get_rng_state, get_rng_state_all, initial_seed,  # noqa: F401
+                                    manual_seed, manual_seed_all, seed, seed_all, set_rng_state,
+                                    set_rng_state_all)
 from tensorplay.cuda.streams import Event, ExternalStream, Stream  # noqa: F401
 
 OutOfMemoryError = _C.OutOfMemoryError
@@ -178,3 +181,17 @@ def priority_range():
     _lazy_init()
     return tuple(_C._cuda_streamPriorityRange())
 
+
+_default_generators = None
+
+
+def __getattr__(name):
+    # default_generators: one Generator per GPU, made on first access (() without a GPU)
+    global _default_generators
+    if name == "default_generators":
+        if not _is_initialized():
+            return ()
+        if _default_generators is None:
+            _default_generators = tuple(_C._cuda_default_generator(i) for i in range(device_count()))
+        return _default_generators
+    raise AttributeError(f"module 'tensorplay.cuda' has no attribute '{name}'")

@@ -20,6 +20,14 @@ def _is_initialized():
     return _compiled and _C._cuda_getDeviceCount() > 0
 
 
+def _lazy_call(callable):
+    """Runs ``callable`` when CUDA is usable. PyTorch queues such calls until CUDA
+    initialises; without a GPU that never happens, so here they are dropped (with a GPU,
+    CUDA is usable from the start and the call runs at once)."""
+    if _is_initialized():
+        callable()
+
+
 def _get_device_index(device, optional=True):
     """The ordinal of ``device`` (int, "cuda:1", tp.device, None -> current)."""
     if device is None:

@@ -412,3 +412,40 @@ for _name, _variants in (('gelu', ({}, {'approximate': 'tanh'})), ('silu', ({},)
                           method=False, tol=HALF_TOL, coverage=('noncontig',),
                           message_names=(_name, f'_{_name}', '_gelu_tanh', '_elu'),
                           errors=db._errors(db._err(torch.tensor([1, 2]), exc=NotImplementedError))))
+
+
+# ---------------------------------------------------------------- dropout (csrc/ops/random.yaml)
+# native_dropout's deterministic form (train=False: a copy and an all-True mask) and its
+# backward; the training form is random and is compared with torch under equal seeds in
+# tests/python/test_cuda_random.py.
+def _native_dropout_samples(op, mk):
+    yield db.Sample((mk((2, 3)), 0.4, False))
+    yield db.Sample((mk((4, 5)), 0.0, False), layout='transposed')
+    yield db.Sample((mk((3, 6)), 1.0, False), layout='strided')
+    yield db.Sample((mk(()), 0.5, False))
+    yield db.Sample((mk((0, 2)), 0.5, False))
+
+
+def _native_dropout_backward_samples(op, mk):
+    yield db.Sample((mk((2, 3)), mk((2, 3), dtype='bool'), 2.0))
+    yield db.Sample((mk((4, 5)), mk((4, 5), dtype='bool'), 1 / 0.7), layout='transposed')
+    yield db.Sample((mk((3, 6)), mk((3, 6), dtype='bool'), 0.0), layout='strided')
+    yield db.Sample((mk((3, 4)), mk((4,), dtype='bool'), 1.5))  # the mask broadcasts
+    yield db.Sample((mk(()), mk((), dtype='bool'), 3.0))
+
+
+def _torch_native_dropout_backward(grad_output, mask, scale):
+    """torch.ops.aten's native_dropout_backward (torch exports no function), with the
+    TypeError a torch function raises for a non-tensor argument."""
+    for name, a in (('grad_output', grad_output), ('mask', mask)):
+        if not isinstance(a, torch.Tensor):
+            raise TypeError(f"native_dropout_backward(): argument '{name}' must be Tensor, "
+                            f"not {type(a).__name__}")
+    return torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
+
+
+if not hasattr(torch, 'native_dropout_backward'):
+    torch.native_dropout_backward = _torch_native_dropout_backward
+_register('native_dropout', _native_dropout_samples)
+_register('native_dropout_backward', _native_dropout_backward_samples,
+          errors=db._errors(db._err(torch.ones(3), torch.tensor([True, False]), 2.0)))

@@ -260,7 +260,7 @@ def _dropout_impl(input, p, training, inplace, noise_shape=None, alpha=False):
     if noise_shape is None:
         noise = tp.empty_like(input)  # PyTorch's preserve_format: the input's layout
     else:
-        noise = tp.empty(noise_shape, dtype=input.dtype)
+        noise = tp.empty(noise_shape, dtype=input.dtype, device=input.device)
     noise.bernoulli_(1 - p)
     if alpha:
         alpha_ = 1.7580993408473766
@@ -275,8 +275,15 @@ def _dropout_impl(input, p, training, inplace, noise_shape=None, alpha=False):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p (one Bernoulli(1 - p) draw per element, in
-    memory order), scaling the rest by 1 / (1 - p)."""
+    memory order), scaling the rest by 1 / (1 - p). On CUDA (0 < p < 1) this is one fused
+    kernel, native_dropout, as in PyTorch."""
     _check_p(p)
+    if training and input.is_cuda and 0 < p < 1 and input.numel() > 0:
+        out = tp.native_dropout(input, p, True)[0]
+        if not inplace:
+            return out
+        input.copy_(out)
+        return input
     return _dropout_impl(input, p, training, inplace)
 
 

@@ -1,0 +1,46 @@
+// The launches of the CUDA random kernels (csrc/cuda/random_*.cu), called by
+// random_ops.cpp with checked arguments and a dense output.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "cuda/generator.h"
+
+namespace tp::cuda {
+
+constexpr int kPhiloxThreads = 256;  // threads per block of the random kernels
+
+/// n dense elements of `dtype` at `data` on GPU `device`, written on `stream`.
+struct FillTarget {
+  void* data;
+  int64_t n;
+  DType dtype;
+  int device;
+  cudaStream_t stream;
+};
+
+/// Blocks of the grid for a launch of `philox_blocks` blocks (the values never depend on
+/// it: Note [Philox streams]); capped at 8 per SM, or at the test override.
+int philox_grid(int64_t philox_blocks, int device);
+
+void launch_uniform(const FillTarget& t, CUDAGenerator& g, double from, double to);
+void launch_normal(const FillTarget& t, CUDAGenerator& g, double mean, double std, bool log_normal);
+void launch_exponential(const FillTarget& t, CUDAGenerator& g, double lambda);
+void launch_cauchy(const FillTarget& t, CUDAGenerator& g, double median, double sigma);
+void launch_geometric(const FillTarget& t, CUDAGenerator& g, double p);
+void launch_random(const FillTarget& t, CUDAGenerator& g, int64_t base, uint64_t range);
+void launch_bernoulli(const FillTarget& t, CUDAGenerator& g, double p);
+/// `p`: t.n probabilities laid out like the output (double for float64 outputs, else float).
+void launch_bernoulli(const FillTarget& t, CUDAGenerator& g, const void* p);
+/// Sets *bad (device memory) to 1 unless the n floats (doubles when `is_double`) at `p`
+/// all lie in [0, 1].
+void launch_check_probabilities(const void* p, int64_t n, bool is_double, int* bad,
+                                cudaStream_t stream);
+/// out (t) and mask from `in`, all dense in the same order.
+void launch_dropout(const FillTarget& t, CUDAGenerator& g, const void* in, bool* mask, double p);
+/// out = grad * mask * scale over n dense elements of a floating dtype.
+void launch_dropout_backward(const FillTarget& t, const void* grad, const bool* mask, double scale);
+
+}  // namespace tp::cuda

@@ -1,0 +1,32 @@
+// The one Philox kernel every CUDA random op instantiates, and the launcher that
+// random_samplers.h's dispatch_* functions call (Note [Philox streams]).
+#pragma once
+#include "cuda/check.h"
+#include "cuda/random_kernels.h"
+#include "cuda/random_samplers.h"
+
+namespace tp::cuda {
+
+/// Grid-stride over the launch's Philox blocks; block b serves elements b K .. b K + K - 1.
+template <class S>
+__global__ void philox_kernel(S s, philox::LaunchArgs args, int64_t n, int64_t blocks) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += step)
+    philox::run_block(s, args, b, n);
+}
+
+/// Reserves a sampler's blocks from the generator and launches it over the target.
+struct PhiloxLauncher {
+  const FillTarget& target;
+  CUDAGenerator& gen;
+  template <class S>
+  void operator()(const S& s) const {
+    const int64_t blocks = philox::blocks_for<S>(target.n);
+    const philox::LaunchArgs args = gen.reserve(blocks);
+    philox_kernel<S><<<philox_grid(blocks, target.device), kPhiloxThreads, 0, target.stream>>>(
+        s, args, target.n, blocks);
+    TP_CUDA_CHECK(cudaGetLastError());
+  }
+};
+
+}  // namespace tp::cuda
