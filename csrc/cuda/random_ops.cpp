@@ -127,7 +127,7 @@ bool bernoulli_(const Tensor& self, const Tensor& p, const std::optional<Generat
   const int64_t one[1] = {1};
   Tensor bad = empty_tensor(one, DType::Int32, dst.device());
   TP_CUDA_CHECK(cudaMemsetAsync(bad.data_ptr(), 0, sizeof(int32_t), s.handle));
-  launch_check_probabilities(pd.data_ptr(), pd.numel(), wide, bad.data<int32_t>(), s.handle);
+  launch_check_probabilities(pd.data_ptr(), pd.numel(), wide, bad.device_data<int32_t>(), s.handle);
   int32_t host_bad = 0;
   TP_CUDA_CHECK(cudaMemcpyAsync(&host_bad, bad.data_ptr(), sizeof(int32_t), cudaMemcpyDeviceToHost,
                                 s.handle));
@@ -148,7 +148,7 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p,
   Tensor mask = empty_strided_tensor(in.sizes(), in.strides(), DType::Bool, in.device());
   if (in.numel())
     launch_dropout(FillTarget{out.data_ptr(), out.numel(), out.dtype(), dev, current_stream(dev).handle},
-                   generator_for(gen, dev), in.data_ptr(), mask.data<bool>(), p);
+                   generator_for(gen, dev), in.data_ptr(), mask.device_data<bool>(), p);
   return {out, mask};
 }
 
@@ -177,7 +177,7 @@ Tensor native_dropout_backward(const Tensor& grad, const Tensor& mask, double sc
   Tensor out = empty_strided_tensor(g.sizes(), g.strides(), g.dtype(), g.device());
   launch_dropout_backward(FillTarget{out.data_ptr(), out.numel(), out.dtype(), dev,
                                      current_stream(dev).handle},
-                          g.data_ptr(), m.data<bool>(), scale);
+                          g.data_ptr(), m.device_data<bool>(), scale);
   return out;
 }
 
