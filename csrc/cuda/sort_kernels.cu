@@ -28,6 +28,7 @@ __device__ __forceinline__ key_t<T> order_key(T v) {
   using K = key_t<T>;
   if constexpr (std::is_floating_point_v<T>) {
     if (v != v) return ~K(0);
+    if (v == T(0)) v = T(0);  // -0 sorts equal to +0, as comparisons say
     K u;
     if constexpr (sizeof(T) == 4) u = __float_as_uint(v);
     else u = K(__double_as_longlong(v));

@@ -497,7 +497,8 @@ Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, O
   TP_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
            " must have length 3. Got ", self.size(d), " and ", other.size(d));
   check_same_dtype(self, other);
-  check_kernel_dtype(self, "cross", "cross");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,  // composed: every other dtype
+                "\"cross\" not implemented for 'Bool'");
   DimVector sizes = broadcast_shapes_of(self, other, "linalg.cross");
   ProductDst dst = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   Tensor a = expand(self, sizes), b = expand(other, sizes);
@@ -527,7 +528,8 @@ Tensor cross_impl(const Tensor& self, const Tensor& other, const std::optional<i
 
 Tensor trace_impl(const Tensor& self, OutArg) {
   TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
-  check_kernel_dtype(self, "trace", "trace");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,
+                "\"trace\" not implemented for 'Bool'");
   return sum(diagonal(self, 0, 0, 1));
 }
 

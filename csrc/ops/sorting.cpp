@@ -75,12 +75,13 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
   return _to_dtype(contiguous(back_from_rows(out, order)), result);
 }
 
-/// An unsigned key with the same order as `v` (NaN above +inf, all NaNs equal).
+/// An unsigned key with the same order as `v` (NaN above +inf, all NaNs equal, -0 == +0).
 template <class T>
 auto order_key(T v) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     using U = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
     if (v != v) return ~U(0);
+    if (v == T(0)) v = T(0);  // -0 sorts equal to +0, as comparisons say
     U u;
     std::memcpy(&u, &v, sizeof(U));
     constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
