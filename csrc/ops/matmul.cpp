@@ -30,9 +30,12 @@ void check_same_device(std::initializer_list<const Tensor*> tensors) {
 
 /// The NotImplementedError PyTorch raises for a dtype its product kernel lacks: bool on
 /// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16.
-void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel) {
+void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel,
+                        const Tensor* other = nullptr) {
   DType dt = t.dtype();
   bool cuda = t.device().is_cuda();
+  // PyTorch's CUDA products return before dispatching on the dtype when an operand is empty.
+  if (cuda && (t.numel() == 0 || (other && other->numel() == 0))) return;
   bool ok = cuda ? dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 ||
                        dt == DType::BFloat16
                  : dt != DType::Bool;
@@ -127,7 +130,7 @@ void check_mm(const Tensor& self, const Tensor& mat2) {
            self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   TP_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
            dtype_scalar_name(self.dtype()), " != ", dtype_scalar_name(mat2.dtype()));
-  check_kernel_dtype(self, "addmm_impl_cpu_", "addmm_cuda");
+  check_kernel_dtype(self, "addmm_impl_cpu_", "addmm_cuda", &mat2);
 }
 
 void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel) {
@@ -137,7 +140,7 @@ void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel) {
            "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
            b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
   check_same_dtype(b1, b2);
-  check_kernel_dtype(b1, kernel, "baddbmm_cuda");
+  check_kernel_dtype(b1, kernel, "baddbmm_cuda", &b2);
 }
 
 void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
@@ -152,7 +155,7 @@ void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
   TP_CHECK(mat.dtype() == vec.dtype() && in == vec.dtype(),
            "addmv input tensors must have the same dtype, but got ", dtype_scalar_name(in), ", ",
            dtype_scalar_name(mat.dtype()), ", and ", dtype_scalar_name(vec.dtype()));
-  check_kernel_dtype(mat, "addmv_impl_cpu", "addmv_impl_cuda");
+  check_kernel_dtype(mat, "addmv_impl_cpu", "addmv_impl_cuda", &vec);
 }
 
 void check_dot(const Tensor& a, const Tensor& b) {
@@ -277,7 +280,7 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
            ", ", k, "] but got: [", nprod, ", ", k2, "].");
   TP_CHECK(self.dtype() == other.dtype(), "expected scalar type ",
            dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
-  check_kernel_dtype(self, "bmm", "baddbmm_cuda");
+  check_kernel_dtype(self, "bmm", "baddbmm_cuda", &other);
   DimVector ea = batch, eb = batch, sizes = batch;
   ea.push_back(m), ea.push_back(k), eb.push_back(k), eb.push_back(n);
   if (d1 > 1) sizes.push_back(m);
@@ -380,7 +383,7 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
            batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
   check_same_dtype(self, batch1);
   check_same_dtype(batch1, batch2);
-  check_kernel_dtype(batch1, "addbmm", "addmm_cuda");
+  check_kernel_dtype(batch1, "addbmm", "addmm_cuda", &batch2);
   // The sum over the batch is one GEMM: (m, B*k) @ (B*k, n).
   int64_t nb = batch1.size(0), m = batch1.size(1), k = batch1.size(2), n = batch2.size(2);
   int64_t sizes[2] = {m, n};
