@@ -23,6 +23,7 @@
 #include "core/parallel.h"
 #include "linalg/blas.h"
 #include "ops/nn.h"
+#include "ops/nn_conv.h"
 #include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "kernels/tensor_iterator.h"
@@ -32,22 +33,9 @@ namespace tp {
 
 namespace {
 
-/// A plain convolution's geometry; spatial arrays are padded in front to three dims.
-struct ConvShape {
-  int64_t nsp = 0, n = 0, cin = 0, cout = 0, groups = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
-
-  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
-  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
-  int64_t k_numel() const { return k[0] * k[1] * k[2]; }
-  bool pointwise() const {
-    for (int i = 0; i < 3; ++i)
-      if (k[i] != 1 || s[i] != 1 || p[i] != 0) return false;
-    return true;
-  }
-  bool depthwise() const { return groups > 1 && groups == cin && cout == cin; }
-};
+using conv::ConvShape;
+using conv::for_each_row;
+using conv::valid_range;
 
 /// `v` as `nsp` values (one value repeats), PyTorch's message otherwise.
 DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
@@ -57,29 +45,6 @@ DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
   DimVector r;
   for (int64_t i = 0; i < nsp; ++i) r.push_back(v.size() == 1 ? v[0] : v[i]);
   return r;
-}
-
-/// Output rows ow in [lo, hi) read input column ow * s + off inside [0, in).
-inline void valid_range(int64_t out, int64_t in, int64_t off, int64_t s, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + s - 1) / s;
-  hi = in - off > 0 ? (in - off + s - 1) / s : 0;
-  hi = std::max(lo, std::min(hi, out));
-  lo = std::min(lo, hi);
-}
-
-/// Calls f(i, id, ih, base): for each output row (od, oh) whose input row (id, ih) exists,
-/// with the output row's offset and the input row's offset minus the padding of dim 2.
-template <class F>
-inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw, F f) {
-  for (int64_t od = 0; od < g.out[0]; ++od) {
-    int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-    if (id < 0 || id >= g.in[0]) continue;
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-      if (ih < 0 || ih >= g.in[1]) continue;
-      f((od * g.out[1] + oh) * g.out[2], (id * g.in[1] + ih) * g.in[2] + kw * g.d[2] - g.p[2]);
-    }
-  }
 }
 
 inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, int64_t& kw) {
@@ -215,137 +180,6 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
     for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
     gw[i] = acc;
   }
-}
-
-// ------------------------------------------------------------------ depthwise direct paths
-
-/// out[o] += sum_k w[k] * in[o*s + k*d - p] over one row (reads outside [0, in_w) are
-/// padding). Between the edges every tap is inside the row: one vectorisable loop.
-template <class T>
-inline void taps_row(T* out, const T* in, const T* w, int64_t out_w, int64_t in_w, int64_t taps, int64_t s,
-                     int64_t d, int64_t p) {
-  int64_t lo = p > 0 ? (p + s - 1) / s : 0;
-  const int64_t last = in_w - 1 - (taps - 1) * d + p;  // interior: o*s <= last
-  int64_t hi = last >= 0 ? last / s + 1 : 0;
-  lo = std::min(lo, out_w);
-  hi = std::max(lo, std::min(hi, out_w));
-  auto edge = [&](int64_t o) {
-    T acc = 0;
-    for (int64_t k = 0; k < taps; ++k) {
-      const int64_t i = o * s - p + k * d;
-      if (i >= 0 && i < in_w) acc += w[k] * in[i];
-    }
-    out[o] += acc;
-  };
-  for (int64_t o = 0; o < lo; ++o) edge(o);
-  if (s == 1 && taps == 3) {
-    const T w0 = w[0], w1 = w[1], w2 = w[2];
-    const T* b = in + (lo - p);
-    T* ob = out + lo;
-#pragma omp simd
-    for (int64_t o = 0; o < hi - lo; ++o) ob[o] += w0 * b[o] + w1 * b[o + d] + w2 * b[o + 2 * d];
-  } else {
-    for (int64_t o = lo; o < hi; ++o) {
-      T acc = 0;
-      for (int64_t k = 0; k < taps; ++k) acc += w[k] * in[o * s - p + k * d];
-      out[o] += acc;
-    }
-  }
-  for (int64_t o = hi; o < out_w; ++o) edge(o);
-}
-
-template <class T>
-void depthwise_forward(const ConvShape& g, const T* x, const T* w, T* y, bool accumulate) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin;
-  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
-    for (int64_t nc = b; nc < e; ++nc) {
-      const T* xc = x + nc * g.in_numel();
-      const T* wc = w + (nc % C) * K;
-      T* yc = y + nc * L;
-      if (!accumulate) std::fill(yc, yc + L, T(0));
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh)
-          for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-            taps_row(yc + orow, xc + base + g.p[2], wc + (kd * g.k[1] + kh) * g.k[2], g.out[2], g.in[2], g.k[2],
-                     g.s[2], g.d[2], g.p[2]);
-          });
-    }
-  });
-}
-
-template <class T>
-void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2];
-  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> flipped(static_cast<size_t>(k2), T(0));
-    for (int64_t nc = b; nc < e; ++nc) {
-      T* gxc = gx + nc * g.in_numel();
-      const T* wc = w + (nc % C) * K;
-      const T* gyc = gy + nc * L;
-      std::fill(gxc, gxc + g.in_numel(), T(0));
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          const T* wr = wc + (kd * g.k[1] + kh) * k2;
-          if (s2 == 1) {  // gx[i] += sum_k w[k] * gy[i + p - k*d]: taps over the flipped kernel row
-            for (int64_t k = 0; k < k2; ++k) flipped[size_t(k)] = wr[k2 - 1 - k];
-            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-              taps_row(gxc + base + g.p[2], gyc + orow, flipped.data(), g.in[2], g.out[2], k2, 1, g.d[2],
-                       (k2 - 1) * g.d[2] - g.p[2]);
-            });
-            continue;
-          }
-          for (int64_t kw = 0; kw < k2; ++kw) {
-            int64_t lo, hi;
-            valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-            const T wv = wr[kw];
-            for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-              const T* row = gyc + orow;
-              T* dst = gxc + base;
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * s2] += wv * row[ow];
-            });
-          }
-        }
-    }
-  });
-}
-
-template <class T>
-void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2], o2 = g.out[2];
-  parallel_for(0, C, 1, [&](int64_t b, int64_t e) {
-    // acc[k][o]: products of tap k at output column o, summed over rows and samples; the
-    // columns add up at the end (no horizontal sum per row)
-    std::vector<T> acc(static_cast<size_t>(k2 * o2), T(0));
-    std::vector<int64_t> lo(static_cast<size_t>(k2)), hi(static_cast<size_t>(k2));
-    for (int64_t kw = 0; kw < k2; ++kw) valid_range(o2, g.in[2], kw * g.d[2] - g.p[2], s2, lo[kw], hi[kw]);
-    for (int64_t c = b; c < e; ++c)
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          std::fill(acc.begin(), acc.end(), T(0));
-          for (int64_t n = 0; n < g.n; ++n) {
-            const T* xc = x + (n * C + c) * g.in_numel();
-            const T* gyc = gy + (n * C + c) * L;
-            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-              const T* row = gyc + orow;
-              for (int64_t kw = 0; kw < k2; ++kw) {
-                const T* src = xc + base + kw * g.d[2];
-                T* a = acc.data() + kw * o2;
-                if (s2 == 1) {
-#pragma omp simd
-                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow];
-                } else {
-                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow * s2];
-                }
-              }
-            });
-          }
-          for (int64_t kw = 0; kw < k2; ++kw) {
-            T total = 0;
-            for (int64_t ow = 0; ow < o2; ++ow) total += acc[size_t(kw * o2 + ow)];
-            gw[c * K + (kd * g.k[1] + kh) * k2 + kw] = total;
-          }
-        }
-  });
 }
 
 // ------------------------------------------------------------------ drivers
@@ -504,16 +338,9 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
-      if (!transposed && g.depthwise() && b.defined()) {  // start from the bias: one pass less
-        parallel_for(0, g.n * out_c, 1, [&](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r) std::fill_n(y.data<T>() + r * L, L, b.data<T>()[r % out_c]);
-        });
-        depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), true);
-        return;
-      }
-      if (!transposed && g.depthwise()) depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (g.depthwise()) depthwise_input(g, x.data<T>(), w.data<T>(), y.data<T>());
+      if (!transposed && g.depthwise()) return conv::depthwise_forward(g, x, w, b, y);  // adds the bias
+      if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
+      else if (g.depthwise()) conv::depthwise_input(g, x, w, y);
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
     });
@@ -541,7 +368,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
-      else if (g.depthwise()) depthwise_weight(g, gy.data<T>(), x.data<T>(), gw.data<T>());
+      else if (g.depthwise()) conv::depthwise_weight(g, gy, x, gw);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return gw;

@@ -33,10 +33,13 @@ inline Vec<T> load(const T* p) {
 }
 
 template <class T>
+inline void store(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class T>
 inline Vec<T> splat(T x) {
-  Vec<T> v;
-  for (int j = 0; j < kLanes<T>; ++j) v[j] = x;
-  return v;
+  return Vec<T>{} + x;  // the scalar operand is broadcast (one vbroadcast)
 }
 
 template <class T>
