@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -53,6 +54,20 @@ inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, in
   kw = kk % g.k[2];
 }
 
+/// dst[0..n) = src[0..n): an inline loop for the short rows of small images (a memmove call
+/// per row of ten elements cost more than the copy).
+template <class T>
+inline void copy_short(T* dst, const T* src, int64_t n) {
+  if (n >= 64) {
+    std::copy_n(src, n, dst);
+    return;
+  }
+  int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T>)
+    for (; i + rows::kLanes<T> <= n; i += rows::kLanes<T>) rows::store(dst + i, rows::load(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
 /// col (channels*K x L) from one sample's channels; padding reads as zero.
 template <class T>
 void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
@@ -61,16 +76,25 @@ void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
     for (int64_t r = b; r < e; ++r) {
       int64_t kd, kh, kw;
       split_k(g, r % K, kd, kh, kw);
-      const T* xc = x + (r / K) * g.in_numel();
+      const T* xc = x + (r / K) * g.in_numel() + kw * g.d[2] - g.p[2];
       T* dst = col + r * L;
       int64_t lo, hi;
       valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-      std::fill(dst, dst + L, T(0));
-      for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-        T* row = dst + orow;
-        if (s2 == 1) std::copy(xc + base + lo, xc + base + hi, row + lo);
-        else for (int64_t ow = lo; ow < hi; ++ow) row[ow] = xc[base + ow * s2];
-      });
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh, dst += g.out[2]) {
+          const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill_n(dst, g.out[2], T(0));
+            continue;
+          }
+          const T* src = xc + (id * g.in[1] + ih) * g.in[2];
+          std::fill_n(dst, lo, T(0));
+          if (s2 == 1) copy_short(dst + lo, src + lo, hi - lo);
+          else for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * s2];
+          std::fill(dst + hi, dst + g.out[2], T(0));
+        }
+      }
     }
   });
 }

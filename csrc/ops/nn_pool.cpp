@@ -7,6 +7,7 @@
 // with no materialised windows (planes in parallel). Spatial dims are padded in front to
 // three, so one kernel serves 1-3d. Max pooling keeps the flat spatial index of the winner
 // (NaN wins, as in PyTorch); its backward adds the gradient at those indices.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -178,29 +179,36 @@ inline void for_each_output(const PoolShape& g, F f) {
 template <class T>
 void max_pool_kernel(const PoolShape& g, const T* x, T* y, int64_t* idx) {
   const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
+  const int64_t in1 = g.in[1], in2 = g.in[2], s0 = w0.step, s1 = w1.step, s2 = w2.step;
   parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
     for (int64_t pl = pb; pl < pe; ++pl) {
       const T* xp = x + pl * g.in_numel();
       T* yp = y + pl * g.out_numel();
       int64_t* ip = idx + pl * g.out_numel();
       for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
-        int64_t best = (w0.begin[a] * g.in[1] + w1.begin[b]) * g.in[2] + w2.begin[c];
-        T bv = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                    : std::numeric_limits<T>::lowest();
-        for (int64_t i = 0; i < w0.count[a]; ++i) {
-          const int64_t r0 = (w0.begin[a] + i * w0.step) * g.in[1];
-          for (int64_t j = 0; j < w1.count[b]; ++j) {
-            const int64_t r1 = (r0 + w1.begin[b] + j * w1.step) * g.in[2] + w2.begin[c];
-            const T* row = xp + r1;
-            for (int64_t l = 0; l < w2.count[c]; ++l) {
-              const T v = row[l * w2.step];
-              if (v > bv || v != v) {  // a NaN wins; a later NaN takes the index
+        const int64_t n0 = w0.count[a], n1 = w1.count[b], n2 = w2.count[c];
+        const int64_t first = (w0.begin[a] * in1 + w1.begin[b]) * in2 + w2.begin[c];
+        int64_t best = first;
+        T bv = lowest;
+        // branch-free: which element wins is data-dependent, a branch would mispredict often
+        for (int64_t i = 0; i < n0; ++i)
+          for (int64_t j = 0; j < n1; ++j) {
+            const int64_t r = first + (i * s0 * in1 + j * s1) * in2;
+            for (int64_t l = 0; l < n2; ++l) {
+              const int64_t at = r + l * s2;
+              const T v = xp[at];
+              if (__builtin_expect(v != v, 0)) {  // a NaN wins; a later NaN takes the index
                 bv = v;
-                best = r1 + l * w2.step;
+                best = at;
+                continue;
               }
+              const int64_t take = -int64_t(v > bv);  // all ones when v wins
+              best ^= (best ^ at) & take;
+              bv = std::max(bv, v);
             }
           }
-        }
         yp[o] = bv;
         ip[o] = best;
       });
