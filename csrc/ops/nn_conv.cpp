@@ -54,20 +54,6 @@ inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, in
   kw = kk % g.k[2];
 }
 
-/// dst[0..n) = src[0..n): an inline loop for the short rows of small images (a memmove call
-/// per row of ten elements cost more than the copy).
-template <class T>
-inline void copy_short(T* dst, const T* src, int64_t n) {
-  if (n >= 64) {
-    std::copy_n(src, n, dst);
-    return;
-  }
-  int64_t i = 0;
-  if constexpr (std::is_floating_point_v<T>)
-    for (; i + rows::kLanes<T> <= n; i += rows::kLanes<T>) rows::store(dst + i, rows::load(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
 /// col (channels*K x L) from one sample's channels; padding reads as zero.
 template <class T>
 void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
@@ -90,7 +76,7 @@ void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
           }
           const T* src = xc + (id * g.in[1] + ih) * g.in[2];
           std::fill_n(dst, lo, T(0));
-          if (s2 == 1) copy_short(dst + lo, src + lo, hi - lo);
+          if (s2 == 1) rows::copy_short(dst + lo, src + lo, hi - lo);
           else for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * s2];
           std::fill(dst + hi, dst + g.out[2], T(0));
         }
@@ -362,9 +348,9 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
-      if (!transposed && g.depthwise()) return conv::depthwise_forward(g, x, w, b, y);  // adds the bias
+      if (!transposed && conv::direct_conv(g, conv::Pass::forward)) return conv::direct_forward(g, x, w, b, y);  // adds the bias
       if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (g.depthwise()) conv::depthwise_input(g, x, w, y);
+      else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y);
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
     });
@@ -392,7 +378,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
-      else if (g.depthwise()) conv::depthwise_weight(g, gy, x, gw);
+      else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return gw;

@@ -25,12 +25,12 @@ struct ConvShape {
   bool depthwise() const { return groups > 1 && groups == cin && cout == cin; }
 };
 
-/// Output columns ow in [lo, hi) read input column ow * s + off inside [0, in).
+/// Output columns ow in [lo, hi) (within [0, out)) read input column ow * s + off inside [0, in).
 inline void valid_range(int64_t out, int64_t in, int64_t off, int64_t s, int64_t& lo, int64_t& hi) {
   lo = off >= 0 ? 0 : (-off + s - 1) / s;
   hi = in - off > 0 ? (in - off + s - 1) / s : 0;
+  lo = std::min(lo, out);
   hi = std::max(lo, std::min(hi, out));
-  lo = std::min(lo, hi);
 }
 
 /// Calls f(orow, base): for each output row (od, oh) whose input row (id, ih) for kernel
@@ -49,14 +49,24 @@ inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw,
   }
 }
 
-// Depthwise convolutions (G == Cin == Cout), Note [Depthwise row kernels]. Tensors are
+// Direct convolutions (nn_conv_direct.cpp, Note [Direct convolution taps]). Tensors are
 // contiguous, in the compute dtype (float32/float64 or an integer type); bias may be undefined.
 
+/// The most multiply-adds per output position (output channels x input channels x kernel
+/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
+/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
+/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
+constexpr int64_t kDirectMaxMacs = 2400;
+/// The three products of a convolution (Note [Convolution as GEMM]).
+enum class Pass { forward, input, weight };
+/// Whether the direct loops run this pass of a convolution: depthwise ones, and small ones
+/// with stride 1 (for the input gradient, padded at least half the kernel's reach).
+bool direct_conv(const ConvShape& g, Pass pass);
 /// y = conv(x, w) + bias.
-void depthwise_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
+void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
 /// gx = the transposed convolution of gy with w (the input gradient).
-void depthwise_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
+void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
 /// gw = the weight gradient from gy and x.
-void depthwise_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
+void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
 
 }  // namespace tp::conv

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace tp::rows {
 
@@ -38,8 +39,9 @@ inline void store(T* p, Vec<T> v) {
 }
 
 template <class T>
-inline Vec<T> splat(T x) {
-  return Vec<T>{} + x;  // the scalar operand is broadcast (one vbroadcast)
+inline Vec<T> splat(T x) {  // every lane listed: one broadcast instruction
+  if constexpr (kLanes<T> == 8) return Vec<T>{x, x, x, x, x, x, x, x};
+  else return Vec<T>{x, x, x, x};
 }
 
 template <class T>
@@ -47,6 +49,20 @@ inline T hsum(Vec<T> v) {
   T s = 0;
   for (int j = 0; j < kLanes<T>; ++j) s += v[j];
   return s;
+}
+
+/// dst[0..n) = src[0..n) for the short rows of small images: an inline loop (a memmove call
+/// per row of ten elements costs more than the copy).
+template <class T>
+inline void copy_short(T* dst, const T* src, int64_t n) {
+  if (n >= 64) {
+    std::memcpy(dst, src, size_t(n) * sizeof(T));
+    return;
+  }
+  int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T>)
+    for (; i + kLanes<T> <= n; i += kLanes<T>) store(dst + i, load(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
 }
 
 /// sum of term(i) for i in [0, n): term is called with a vector index loader `at`
