@@ -323,7 +323,54 @@ Tensor widened(DType dt, F&& f) {
   return _to_dtype(f(DType::Float32), dt);
 }
 
-Tensor as_compute(const Tensor& t, DType dt) { return contiguous(t.dtype() == dt ? t : _to_dtype(t, dt)); }
+/// `t` in dtype dt (itself when it already is).
+Tensor to_compute(const Tensor& t, DType dt) { return t.dtype() == dt ? t : _to_dtype(t, dt); }
+/// `t` in dtype dt, row-major.
+Tensor as_compute(const Tensor& t, DType dt) { return contiguous(to_compute(t, dt)); }
+
+/// A 1x1 convolution (stride 1, unpadded) or its transpose on channels-last tensors: per
+/// group one GEMM over the (N*L, C) rows (Note [Channels-last results]). x is dense
+/// channels last, w contiguous, both in dtype dt; the result is channels last.
+Tensor pointwise_channels_last(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias,
+                               bool transposed, DType dt) {
+  const int64_t cig = g.cin / g.groups, cog = g.cout / g.groups, M = g.n * g.out_numel();
+  const int64_t in_c = transposed ? g.cout : g.cin, out_c = transposed ? g.cin : g.cout;
+  const DimVector sizes = sizes_of(g.n, out_c, g, false);
+  Tensor y = empty_strided_tensor(sizes, channels_last_strides(sizes), dt, x.device());
+  if (y.numel() == 0) return y;
+  if (!transposed)  // y[m, co] = sum_ci x[m, ci] w[co, ci]
+    blas::gemm_batched(dt, g.groups, M, cog, cig, 1.0, {x.data_ptr(), in_c, 1}, cig, {w.data_ptr(), 1, cig},
+                       cog * cig, 0.0, y.data_ptr(), out_c, cog);
+  else  // y[m, ci] = sum_co x[m, co] w[co, ci]
+    blas::gemm_batched(dt, g.groups, M, cig, cog, 1.0, {x.data_ptr(), in_c, 1}, cog, {w.data_ptr(), cig, 1},
+                       cog * cig, 0.0, y.data_ptr(), out_c, cig);
+  if (bias.defined())
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      T* yp = y.data<T>();
+      const T* b = bias.data<T>();
+      parallel_for(0, M, std::max<int64_t>(1, 4096 / out_c), [&](int64_t lo, int64_t hi) {
+        for (int64_t m = lo; m < hi; ++m)
+          for (int64_t c = 0; c < out_c; ++c) yp[m * out_c + c] += b[c];
+      });
+    });
+  return y;
+}
+
+/// The weight gradient of a 1x1 convolution on channels-last gy and x (dense, dtype dt):
+/// gw[co, ci] = sum over the rows m of gy[m, co] x[m, ci], one GEMM per group.
+Tensor pointwise_weight_channels_last(const ConvShape& g, const Tensor& gy, const Tensor& x, IntArrayRef w_sizes,
+                                      DType dt) {
+  const int64_t cig = g.cin / g.groups, cog = g.cout / g.groups, M = g.n * g.out_numel();
+  Tensor gw = empty_strided_tensor(w_sizes, channels_last_strides(w_sizes), dt, x.device());
+  if (M == 0) {
+    visit_compute(dt, [&](auto t) { std::fill_n(gw.data<decltype(t)>(), gw.numel(), decltype(t)(0)); });
+    return gw;
+  }
+  blas::gemm_batched(dt, g.groups, cog, cig, M, 1.0, {gy.data_ptr(), 1, g.cout}, cog, {x.data_ptr(), g.cin, 1}, cig,
+                     0.0, gw.data_ptr(), cig, cog * cig);
+  return gw;
+}
 
 }  // namespace
 
@@ -339,7 +386,13 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
                   transposed ? "slow_conv_transpose2d_out_cpu" : "slow_conv_dilated<>", "\" not implemented for '",
                   dtype_scalar_name(in_dt), "'");
   }
+  const bool cl = channels_last(input) || channels_last(weight);  // Note [Channels-last results]
   return widened(input.dtype(), [&](DType dt) {
+    if (cl && g.pointwise()) {
+      Tensor b = bias ? as_compute(*bias, dt) : Tensor();
+      return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
+                                     transposed, dt);
+    }
     Tensor x = as_compute(input, dt), w = as_compute(weight, dt);
     const int64_t out_c = transposed ? g.cin : g.cout;
     Tensor y = empty_tensor(sizes_of(g.n, out_c, g, transposed), dt);
@@ -354,7 +407,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
     });
-    return y;
+    return cl ? with_layout(y, true) : y;
   });
 }
 
@@ -371,7 +424,11 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
   for (int64_t i = 0; i < g.nsp; ++i)
     TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
              shape_str(grad_output.sizes()), " does not match the convolution");
+  const bool cl = channels_last(input);  // Note [Channels-last results]
   return widened(input.dtype(), [&](DType dt) {
+    if (cl && g.pointwise())
+      return pointwise_weight_channels_last(g, with_layout(to_compute(grad_output, dt), true),
+                                            with_layout(to_compute(input, dt), true), weight_size, dt);
     Tensor gy = as_compute(grad_output, dt), x = as_compute(input, dt);
     Tensor gw = empty_tensor(weight_size, dt);
     if (gw.numel() == 0) return gw;
@@ -381,7 +438,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
       else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
-    return gw;
+    return cl ? with_layout(gw, true) : gw;
   });
 }
 
@@ -406,17 +463,19 @@ Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef 
 }
 
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
-                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                  bool transposed, int64_t groups) {
-  if (transposed) return plain_convolution(grad, weight, stride, padding, dilation, groups);
-  return conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+                                  IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
+                                  IntArrayRef dilation, bool transposed, int64_t groups) {
+  Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups)
+                         : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+  return with_layout(gx, suggests_channels_last(in_sizes, in_strides) || channels_last(weight));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
-                                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                   bool transposed, int64_t groups) {
-  return transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
-                    : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+                                   IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
+                                   IntArrayRef dilation, bool transposed, int64_t groups) {
+  Tensor gw = transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
+                         : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+  return with_layout(gw, channels_last(input) || suggests_channels_last(w_sizes, w_strides));
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {
