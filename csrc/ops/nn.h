@@ -73,8 +73,10 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
 
 namespace tp {
 
-/// native_group_norm's gradients for (input, weight, bias), those `mask` asks for.
-std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& mean,
+/// native_group_norm's gradients for (input, weight, bias), those `mask` asks for, from the
+/// gradients of its output, mean and rstd.
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& grad_mean,
+                                                       const Tensor& grad_rstd, const Tensor& input, const Tensor& mean,
                                                        const Tensor& rstd, const std::optional<Tensor>& weight,
                                                        int64_t group, double eps, std::array<bool, 3> mask);
 /// native_batch_norm's gradients for (input, weight, bias), those `mask` asks for.

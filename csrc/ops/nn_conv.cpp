@@ -328,6 +328,16 @@ Tensor to_compute(const Tensor& t, DType dt) { return t.dtype() == dt ? t : _to_
 /// `t` in dtype dt, row-major.
 Tensor as_compute(const Tensor& t, DType dt) { return contiguous(to_compute(t, dt)); }
 
+/// Whether a convolution's results and gradients are channels last (Note [Channels-last
+/// results]): its input's or its weight's strides say so. 3-D ones only in float32: PyTorch's
+/// only channels-last 3-D convolution is oneDNN's float32 one.
+bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes, IntArrayRef w_strides,
+                        DType dt) {
+  if (in_sizes.size() == 5 && dt != DType::Float32) return false;
+  return suggests_channels_last(in_sizes, in_strides) ||
+         (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
+}
+
 /// A 1x1 convolution (stride 1, unpadded) or its transpose on channels-last tensors: per
 /// group one GEMM over the (N*L, C) rows (Note [Channels-last results]). x is dense
 /// channels last, w contiguous, both in dtype dt; the result is channels last.
@@ -386,7 +396,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
                   transposed ? "slow_conv_transpose2d_out_cpu" : "slow_conv_dilated<>", "\" not implemented for '",
                   dtype_scalar_name(in_dt), "'");
   }
-  const bool cl = channels_last(input) || channels_last(weight);  // Note [Channels-last results]
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), weight.sizes(), weight.strides(), input.dtype());
   return widened(input.dtype(), [&](DType dt) {
     if (cl && g.pointwise()) {
       Tensor b = bias ? as_compute(*bias, dt) : Tensor();
@@ -424,7 +434,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
   for (int64_t i = 0; i < g.nsp; ++i)
     TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
              shape_str(grad_output.sizes()), " does not match the convolution");
-  const bool cl = channels_last(input);  // Note [Channels-last results]
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), {}, {}, input.dtype());
   return widened(input.dtype(), [&](DType dt) {
     if (cl && g.pointwise())
       return pointwise_weight_channels_last(g, with_layout(to_compute(grad_output, dt), true),
@@ -467,7 +477,7 @@ Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntA
                                   IntArrayRef dilation, bool transposed, int64_t groups) {
   Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups)
                          : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
-  return with_layout(gx, suggests_channels_last(in_sizes, in_strides) || channels_last(weight));
+  return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
@@ -475,7 +485,7 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
                                    IntArrayRef dilation, bool transposed, int64_t groups) {
   Tensor gw = transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
                          : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
-  return with_layout(gw, channels_last(input) || suggests_channels_last(w_sizes, w_strides));
+  return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype()));
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {

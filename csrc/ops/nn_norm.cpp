@@ -8,6 +8,7 @@
 // (create_graph=True), so double backward works at the cost of a slower first backward.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -707,6 +708,14 @@ Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
 
 namespace {
 
+/// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
+bool any_nonzero(const Tensor& t) {
+  if (!t.defined()) return false;
+  Tensor d = contiguous(_to_dtype(t, DType::Float64));
+  const double* p = d.data<double>();
+  return std::any_of(p, p + d.numel(), [](double v) { return v != 0; });
+}
+
 /// The (sample, group) blocks of a tensor shaped like a group-norm input: row-major inputs
 /// as (N, G, C/G * spatial) rows (normalised over dim 2); channels-last ones in their
 /// (N, spatial, C) order as (N, spatial, G, C/G) (normalised over dims 1 and 3), so results
@@ -755,6 +764,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
              v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
              shape_str(input.sizes()));
   const GroupBlocks blk(input, group);
+  TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
+           "Expected X.is_contiguous(memory_format) to be true, but got false.");
   const int64_t stats[2] = {N, group};
   Tensor y, mean, rstd;
   if (blk.cl) {
@@ -773,7 +784,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
   return {_to_dtype(y, dt), _to_dtype(reshape(mean, stats), dt), _to_dtype(reshape(rstd, stats), dt)};
 }
 
-std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& mean,
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& grad_mean,
+                                                       const Tensor& grad_rstd, const Tensor& input, const Tensor& mean,
                                                        const Tensor& rstd, const std::optional<Tensor>& weight,
                                                        int64_t group, double eps, std::array<bool, 3> mask) {
   const GroupBlocks blk(input, group);
@@ -781,8 +793,12 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
   const DType dt = compute_dtype(input.dtype());
   Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
   const int64_t stats[3] = {blk.shape[0], blk.shape[1], 1};
+  // the engine passes zeros for the outputs nobody used (mean and rstd usually are not); with
+  // grad mode on (create_graph, forward AD) the terms stay: their gradients may be asked for
+  const bool stats_used =
+      mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
   Tensor gx, xhat;
-  if (!autograd::grad_enabled() && !blk.cl) {  // the fused layer-norm backward on the rows
+  if (!autograd::grad_enabled() && !blk.cl && !stats_used) {  // the fused layer-norm backward on the rows
     Tensor m = reshape(_to_dtype(mean, dt), stats), rs = reshape(_to_dtype(rstd, dt), stats);
     const int64_t len = blk.shape[2];
     if (mask[0])
@@ -795,8 +811,13 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
     xhat = (x - m) * rs;
     if (mask[0]) {
       Tensor gb = blk.of(g);
-      gx = with_layout(blk.back(rs * (gb - tp::mean(gb, blk.dims, true) - xhat * tp::mean(gb * xhat, blk.dims, true))),
-                       blk.cl);
+      Tensor gx4 = rs * (gb - tp::mean(gb, blk.dims, true) - xhat * tp::mean(gb * xhat, blk.dims, true));
+      if (stats_used) {  // d mean / dx = 1 / n, d rstd / dx = -rstd^3 (x - mean) / n
+        const Scalar n(double(blk.shape[blk.cl ? 1 : 2] * (blk.cl ? blk.shape[3] : 1)));
+        Tensor gm = reshape(_to_dtype(grad_mean, dt), m.sizes()), gr = reshape(_to_dtype(grad_rstd, dt), m.sizes());
+        gx4 = gx4 + gm / n - gr * rs * rs * rs * (x - m) / n;
+      }
+      gx = with_layout(blk.back(gx4), blk.cl);
     }
   }
   const DimVector red = reduce_dims_of(nd);
@@ -813,8 +834,11 @@ Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optio
            "num_groups, but got input of shape ", shape_str(input.sizes()), " and num_groups=", num_groups);
   check_channel_vector(weight, c, "weight");
   check_channel_vector(bias, c, "bias");
+  // dense in its own layout, as native_group_norm takes it (PyTorch's group_norm does the same)
+  const bool cl = channels_last(input);
+  Tensor x = !cl ? contiguous(input) : is_channels_last_dense(input) ? input : with_layout(input, true);
   return std::get<0>(
-      native_group_norm(input, weight, bias, n, c, n * c != 0 ? input.numel() / (n * c) : 0, num_groups, eps));
+      native_group_norm(x, weight, bias, n, c, n * c != 0 ? input.numel() / (n * c) : 0, num_groups, eps));
 }
 
 Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
