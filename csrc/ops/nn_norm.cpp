@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "autograd/formula_helpers.h"
@@ -708,6 +709,114 @@ Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
 
 namespace {
 
+/// One sample of a group-norm input: C channels of L positions, row-major (channel c's
+/// positions adjacent) or channels last (position l's channels adjacent).
+template <class T>
+struct SamplePlanes {
+  bool cl;
+  int64_t L, C;
+  int64_t at(int64_t c, int64_t l) const { return cl ? l * C + c : c * L + l; }
+  /// out[c] = sum over the positions of term(a, b) (`at`-style loaders, as rows::sum's) for a
+  /// and b of this sample: row-major, one vector reduction per channel; channels last,
+  /// vector code over the channels.
+  template <class F>
+  void channel_sums(const T* a, const T* b, T* out, F term) const {
+    if (!cl) {
+      for (int64_t c = 0; c < C; ++c) {
+        const T *ar = a + c * L, *br = b + c * L;
+        out[c] = rows::sum<T>(L, [&](auto ld) { return term(ld(ar), ld(br), c); });
+      }
+      return;
+    }
+    std::fill_n(out, C, T(0));
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t c = 0; c < C; ++c) out[c] += term(a[l * C + c], b[l * C + c], c);
+  }
+  /// out = p[c] * a + q[c] * b + r[c] elementwise.
+  void combine(T* out, const T* p, const T* a, const T* q, const T* b, const T* r) const {
+    if (!cl) {
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t l = 0; l < L; ++l) out[c * L + l] = p[c] * a[c * L + l] + q[c] * b[c * L + l] + r[c];
+      return;
+    }
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t c = 0; c < C; ++c) out[l * C + c] = p[c] * a[l * C + c] + q[c] * b[l * C + c] + r[c];
+  }
+};
+
+/// group_norm: N samples of C channels of L positions (layout as SamplePlanes), G groups of
+/// C/G channels; mean and rstd are (N, G); the affine (w, b may be null) included.
+template <class T>
+void group_norm_kernel(bool cl, const T* x, T* y, int64_t N, int64_t L, int64_t C, int64_t G, double eps,
+                       const T* w, const T* b, T* mean, T* rstd) {
+  const int64_t cpg = C / G;
+  const T count = T(L * cpg);
+  const SamplePlanes<T> sp{cl, L, C};
+  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
+    std::vector<T> acc(static_cast<size_t>(C)), mc(acc), scale(acc), shift(acc), zero(acc);
+    auto group_total = [&](int64_t g) { return std::accumulate(&acc[size_t(g * cpg)], &acc[size_t(g * cpg)] + cpg, T(0)); };
+    for (int64_t n = nb; n < ne; ++n) {
+      const T* xn = x + n * L * C;
+      sp.channel_sums(xn, xn, acc.data(), [](auto v, auto, int64_t) { return v; });
+      for (int64_t g = 0; g < G; ++g) {
+        mean[n * G + g] = L ? group_total(g) / count : T(NAN);
+        std::fill_n(&mc[size_t(g * cpg)], cpg, mean[n * G + g]);
+      }
+      sp.channel_sums(xn, xn, acc.data(), [&](auto v, auto, int64_t c) { return (v - mc[size_t(c)]) * (v - mc[size_t(c)]); });
+      for (int64_t g = 0; g < G; ++g) rstd[n * G + g] = T(1) / std::sqrt((L ? group_total(g) / count : T(NAN)) + T(eps));
+      for (int64_t c = 0; c < C; ++c) {
+        scale[size_t(c)] = rstd[n * G + c / cpg] * (w ? w[c] : T(1));
+        shift[size_t(c)] = (b ? b[c] : T(0)) - mc[size_t(c)] * scale[size_t(c)];
+      }
+      sp.combine(y + n * L * C, scale.data(), xn, zero.data(), xn, shift.data());
+    }
+  });
+}
+
+/// group_norm's backward (see group_norm_kernel); gx, gw, gb may be null. Per sample the sums
+/// of gy * x and of gy per channel give gx = p[c] gy + q[c] x + r[c].
+template <class T>
+void group_norm_backward_kernel(bool cl, const T* gy, const T* x, int64_t N, int64_t L, int64_t C, int64_t G,
+                                const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb) {
+  const int64_t cpg = C / G;
+  const T count = T(L * cpg);
+  const SamplePlanes<T> sp{cl, L, C};
+  std::vector<T> ds(static_cast<size_t>(N * C)), db(ds);  // per (sample, channel): sum gy * x, sum gy
+  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
+    std::vector<T> p(static_cast<size_t>(C)), q(p), r(p);
+    for (int64_t n = nb; n < ne; ++n) {
+      const T *gn = gy + n * L * C, *xn = x + n * L * C;
+      T *dsn = &ds[size_t(n * C)], *dbn = &db[size_t(n * C)];
+      sp.channel_sums(gn, xn, dsn, [](auto g, auto v, int64_t) { return g * v; });
+      sp.channel_sums(gn, xn, dbn, [](auto g, auto, int64_t) { return g; });
+      if (!gx) continue;
+      for (int64_t g = 0; g < G; ++g) {
+        const T m = mean[n * G + g], rs = rstd[n * G + g];
+        T a = 0, bsum = 0;  // sums over the group of w db and of w (ds - m db)
+        for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c) {
+          const T wc = w ? w[c] : T(1);
+          a += wc * dbn[c];
+          bsum += wc * (dsn[c] - m * dbn[c]);
+          p[size_t(c)] = rs * wc;
+        }
+        const T qg = -rs * rs * rs * bsum / count, rg = -rs * a / count - m * qg;
+        std::fill_n(&q[size_t(g * cpg)], cpg, qg);
+        std::fill_n(&r[size_t(g * cpg)], cpg, rg);
+      }
+      sp.combine(gx + n * L * C, p.data(), gn, q.data(), xn, r.data());
+    }
+  });
+  for (int64_t c = 0; c < C; ++c) {
+    T sw = 0, sb = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      sw += (ds[size_t(n * C + c)] - mean[n * G + c / cpg] * db[size_t(n * C + c)]) * rstd[n * G + c / cpg];
+      sb += db[size_t(n * C + c)];
+    }
+    if (gw) gw[c] = sw;
+    if (gb) gb[c] = sb;
+  }
+}
+
 /// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
 bool any_nonzero(const Tensor& t) {
   if (!t.defined()) return false;
@@ -767,21 +876,19 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
   TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
            "Expected X.is_contiguous(memory_format) to be true, but got false.");
   const int64_t stats[2] = {N, group};
-  Tensor y, mean, rstd;
-  if (blk.cl) {
-    Tensor x = blk.of(_to_dtype(input, compute_dtype(input.dtype())));
-    std::tie(rstd, mean) = var_mean(x, blk.dims, Scalar(0), true);
-    rstd = rsqrt(rstd + Scalar(eps));
-    y = blk.back((x - mean) * rstd);
-  } else {  // layer_norm's kernel on the rows
-    const int64_t len = blk.shape[2];
-    std::tie(y, mean, rstd) = native_layer_norm(blk.of(input), IntArrayRef(&len, 1), std::nullopt, std::nullopt, eps);
-    y = blk.back(y);
-  }
-  if (weight) y = y * channel_view(*weight, input.dim());
-  if (bias) y = y + channel_view(*bias, input.dim());
-  const DType dt = input.dtype();
-  return {_to_dtype(y, dt), _to_dtype(reshape(mean, stats), dt), _to_dtype(reshape(rstd, stats), dt)};
+  const DType dt = input.dtype(), cdt = compute_dtype(dt);
+  Tensor x = with_layout(_to_dtype(input, cdt), blk.cl);
+  Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
+  Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), cdt, input.device())
+                    : empty_tensor(input.sizes(), cdt);
+  Tensor mean = empty_tensor(IntArrayRef(stats, 2), cdt), rstd = empty_tensor(IntArrayRef(stats, 2), cdt);
+  visit_floating(cdt, "group_norm", [&](auto t) {
+    using T = decltype(t);
+    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+    group_norm_kernel(blk.cl, x.data<T>(), y.data<T>(), N, HxW, C, group, eps, ptr(w), ptr(b), mean.data<T>(),
+                      rstd.data<T>());
+  });
+  return {_to_dtype(y, dt), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
 }
 
 std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& grad_mean,
@@ -791,34 +898,43 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
   const GroupBlocks blk(input, group);
   const int64_t nd = input.dim();
   const DType dt = compute_dtype(input.dtype());
-  Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
-  const int64_t stats[3] = {blk.shape[0], blk.shape[1], 1};
   // the engine passes zeros for the outputs nobody used (mean and rstd usually are not); with
   // grad mode on (create_graph, forward AD) the terms stay: their gradients may be asked for
   const bool stats_used =
       mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
-  Tensor gx, xhat;
-  if (!autograd::grad_enabled() && !blk.cl && !stats_used) {  // the fused layer-norm backward on the rows
-    Tensor m = reshape(_to_dtype(mean, dt), stats), rs = reshape(_to_dtype(rstd, dt), stats);
-    const int64_t len = blk.shape[2];
-    if (mask[0])
-      gx = blk.back(std::get<0>(
-          native_layer_norm_backward(blk.of(g), x, IntArrayRef(&len, 1), m, rs, std::nullopt, true, false, false)));
-    if (mask[1]) xhat = (x - m) * rs;
-  } else {  // differentiable (Note [Fused backward and create_graph]); mean and 1/std again from the input
-    Tensor m = tp::mean(x, blk.dims, true);
-    Tensor rs = rsqrt(tp::mean(square(x - m), blk.dims, true) + Scalar(eps));
-    xhat = (x - m) * rs;
-    if (mask[0]) {
-      Tensor gb = blk.of(g);
-      Tensor gx4 = rs * (gb - tp::mean(gb, blk.dims, true) - xhat * tp::mean(gb * xhat, blk.dims, true));
-      if (stats_used) {  // d mean / dx = 1 / n, d rstd / dx = -rstd^3 (x - mean) / n
-        const Scalar n(double(blk.shape[blk.cl ? 1 : 2] * (blk.cl ? blk.shape[3] : 1)));
-        Tensor gm = reshape(_to_dtype(grad_mean, dt), m.sizes()), gr = reshape(_to_dtype(grad_rstd, dt), m.sizes());
-        gx4 = gx4 + gm / n - gr * rs * rs * rs * (x - m) / n;
-      }
-      gx = with_layout(blk.back(gx4), blk.cl);
+  if (!autograd::grad_enabled() && !stats_used) {  // the fused kernel: every gradient in one go
+    Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
+    Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));
+    Tensor w = weight ? compute_input(*weight) : Tensor();
+    const int64_t n = input.size(0), c = input.size(1);
+    Tensor gx = !mask[0] ? Tensor()
+                : blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
+                         : empty_tensor(input.sizes(), dt);
+    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+    visit_floating(dt, "group_norm_backward", [&](auto t) {
+      using T = decltype(t);
+      auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+      group_norm_backward_kernel(blk.cl, gy.data<T>(), xc.data<T>(), n, n * c != 0 ? input.numel() / (n * c) : 0, c,
+                                 group, m.data<T>(), rs.data<T>(), ptr(w), ptr(gx), ptr(gw), ptr(gb));
+    });
+    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
+    return {back(gx, input.dtype()), back(gw, weight ? weight->dtype() : dt), back(gb, grad.dtype())};
+  }
+  // differentiable (Note [Fused backward and create_graph]); mean and 1/std again from the input
+  Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
+  Tensor m = tp::mean(x, blk.dims, true);
+  Tensor rs = rsqrt(tp::mean(square(x - m), blk.dims, true) + Scalar(eps));
+  Tensor xhat = (x - m) * rs, gx;
+  if (mask[0]) {
+    Tensor gb = blk.of(g);
+    Tensor gx4 = rs * (gb - tp::mean(gb, blk.dims, true) - xhat * tp::mean(gb * xhat, blk.dims, true));
+    if (stats_used) {  // d mean / dx = 1 / n, d rstd / dx = -rstd^3 (x - mean) / n
+      const Scalar n(double(blk.shape[blk.cl ? 1 : 2] * (blk.cl ? blk.shape[3] : 1)));
+      Tensor gm = reshape(_to_dtype(grad_mean, dt), m.sizes()), gr = reshape(_to_dtype(grad_rstd, dt), m.sizes());
+      gx4 = gx4 + gm / n - gr * rs * rs * rs * (x - m) / n;
     }
+    gx = with_layout(blk.back(gx4), blk.cl);
   }
   const DimVector red = reduce_dims_of(nd);
   Tensor gw = mask[1] ? _to_dtype(sum(_to_dtype(grad, dt) * blk.back(xhat), red), weight->dtype()) : Tensor();

@@ -286,6 +286,19 @@ inline void for_each_in_window(const PoolShape& g, int64_t first, int64_t a, int
     }
 }
 
+/// y[ch], idx[ch] = x[ch], at where x[ch] wins (is larger, or NaN: a later NaN takes the
+/// index), for the C channels of one input position; vector code over the channels.
+template <class T>
+inline void max_into(T* __restrict y, int64_t* __restrict idx, const T* __restrict x, int64_t at, int64_t C) {
+#pragma omp simd
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const T v = x[ch];
+    const bool take = (v > y[ch]) | (v != v);
+    y[ch] = take ? v : y[ch];
+    idx[ch] = take ? at : idx[ch];
+  }
+}
+
 template <class T>
 void max_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* y, int64_t* idx) {
   const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
@@ -295,15 +308,8 @@ void max_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* 
     int64_t* ir = idx + u * C;
     std::fill_n(yr, C, lowest);
     std::fill_n(ir, C, first);
-    for_each_in_window(g, first, a, b, c, [&](int64_t at) {
-      const T* xr = x + (n * g.in_numel() + at) * C;
-      for (int64_t ch = 0; ch < C; ++ch) {
-        const T v = xr[ch];
-        const bool take = v > yr[ch] || v != v;  // a NaN wins; a later NaN takes the index
-        yr[ch] = take ? v : yr[ch];
-        ir[ch] = take ? at : ir[ch];
-      }
-    });
+    for_each_in_window(g, first, a, b, c,
+                       [&](int64_t at) { max_into(yr, ir, x + (n * g.in_numel() + at) * C, at, C); });
   });
 }
 
