@@ -205,9 +205,17 @@ void visit_compute(DType dt, F&& f) {
   });
 }
 
-/// Adds bias[c] to every element of channel c of the contiguous (N, C, L) tensor y.
+/// Adds bias[c] to every element of channel c of the dense (N, C, L) tensor y, row-major or
+/// channels last.
 template <class T>
-void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l) {
+void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  if (channels_last) {
+    parallel_for(0, n * l, std::max<int64_t>(1, 32768 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        for (int64_t ch = 0; ch < c; ++ch) y[r * c + ch] += bias[ch];
+    });
+    return;
+  }
   parallel_for(0, n * c, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T v = bias[r % c];
@@ -357,12 +365,7 @@ Tensor pointwise_channels_last(const ConvShape& g, const Tensor& x, const Tensor
   if (bias.defined())
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
-      T* yp = y.data<T>();
-      const T* b = bias.data<T>();
-      parallel_for(0, M, std::max<int64_t>(1, 4096 / out_c), [&](int64_t lo, int64_t hi) {
-        for (int64_t m = lo; m < hi; ++m)
-          for (int64_t c = 0; c < out_c; ++c) yp[m * out_c + c] += b[c];
-      });
+      add_bias(y.data<T>(), bias.data<T>(), g.n, out_c, g.out_numel(), true);
     });
   return y;
 }
@@ -403,21 +406,25 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
                                      transposed, dt);
     }
-    Tensor x = as_compute(input, dt), w = as_compute(weight, dt);
+    const bool native_cl = cl && g.depthwise();  // else computed row-major, then laid out
+    Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt), w = as_compute(weight, dt);
     const int64_t out_c = transposed ? g.cin : g.cout;
-    Tensor y = empty_tensor(sizes_of(g.n, out_c, g, transposed), dt);
+    const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
+    Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
+                         : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
     if (y.numel() == 0) return y;
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
-      if (!transposed && conv::direct_conv(g, conv::Pass::forward)) return conv::direct_forward(g, x, w, b, y);  // adds the bias
+      if (!transposed && conv::direct_conv(g, conv::Pass::forward))
+        return conv::direct_forward(g, x, w, b, y, native_cl);  // adds the bias
       if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y);
+      else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y, native_cl);
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
-      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
+      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L, native_cl);
     });
-    return cl ? with_layout(y, true) : y;
+    return cl && !native_cl ? with_layout(y, true) : y;
   });
 }
 
@@ -439,13 +446,14 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
     if (cl && g.pointwise())
       return pointwise_weight_channels_last(g, with_layout(to_compute(grad_output, dt), true),
                                             with_layout(to_compute(input, dt), true), weight_size, dt);
-    Tensor gy = as_compute(grad_output, dt), x = as_compute(input, dt);
+    const bool native_cl = cl && g.depthwise();
+    Tensor gy = with_layout(to_compute(grad_output, dt), native_cl), x = with_layout(to_compute(input, dt), native_cl);
     Tensor gw = empty_tensor(weight_size, dt);
     if (gw.numel() == 0) return gw;
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
-      else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw);
+      else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw, native_cl);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return cl ? with_layout(gw, true) : gw;
@@ -507,6 +515,21 @@ Tensor channel_bias_backward(const Tensor& grad) {
           }
           o[ch] = acc;
         }
+      });
+    };
+    if (dt == DType::Float32) run(float{});
+    else run(double{});
+    return out;
+  }
+  if (!autograd::grad_enabled() && is_channels_last_dense(grad) && grad.device().is_cpu() &&
+      (dt == DType::Float32 || dt == DType::Float64)) {  // channels innermost: column sums
+    const int64_t c = grad.size(1), rows = c ? grad.numel() / c : 0;
+    Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
+    auto run = [&](auto t) {
+      using T = decltype(t);
+      const T* g = grad.data<T>();
+      rows::column_sums(rows, c, 1, out.data<T>(), [&](int64_t r, T* acc) {
+        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += g[r * c + ch];
       });
     };
     if (dt == DType::Float32) run(float{});

@@ -50,7 +50,8 @@ inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw,
 }
 
 // Direct convolutions (nn_conv_direct.cpp, Note [Direct convolution taps]). Tensors are
-// contiguous, in the compute dtype (float32/float64 or an integer type); bias may be undefined.
+// contiguous (or, for depthwise ones, dense channels last), in the compute dtype
+// (float32/float64 or an integer type); bias may be undefined; w is contiguous.
 
 /// The most multiply-adds per output position (output channels x input channels x kernel
 /// positions, per group) of a convolution that is not depthwise and runs directly. Measured
@@ -62,11 +63,12 @@ enum class Pass { forward, input, weight };
 /// Whether the direct loops run this pass of a convolution: depthwise ones, and small ones
 /// with stride 1 (for the input gradient, padded at least half the kernel's reach).
 bool direct_conv(const ConvShape& g, Pass pass);
-/// y = conv(x, w) + bias.
-void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y);
-/// gx = the transposed convolution of gy with w (the input gradient).
-void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx);
-/// gw = the weight gradient from gy and x.
-void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw);
+/// y = conv(x, w) + bias. With `channels_last` (depthwise only), x and y are dense channels last.
+void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                    bool channels_last);
+/// gx = the transposed convolution of gy with w (the input gradient); layouts as direct_forward.
+void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx, bool channels_last);
+/// gw = the weight gradient from gy and x; layouts as direct_forward.
+void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw, bool channels_last);
 
 }  // namespace tp::conv

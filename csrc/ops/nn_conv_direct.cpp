@@ -14,6 +14,8 @@
 // in a scalar tail. The input gradient (a transposed convolution) is the same loop over the
 // flipped kernel reading gy; the weight gradient is the adjoint: `dot_taps` sums grad times
 // shifted input into one vector accumulator per tap, held in registers over the plane.
+#include <omp.h>
+
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -501,6 +503,165 @@ void weight_channels(const ConvShape& g, const T* gy, const T* x, T* gw) {
   });
 }
 
+// ------------------------------------------------------------------ channels-last depthwise
+// Each output pixel's channels are one vector sweep per kernel position, with the weights
+// transposed to (kernel position, channel); only whole pixels are checked against the bounds.
+
+/// out[c] += a[c] * b[c] for c < n.
+template <class T>
+inline void fma_channels(T* __restrict out, const T* __restrict a, const T* __restrict b, int64_t n) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) out[c] += a[c] * b[c];
+}
+
+/// out[c] = init[c] (0 when null) + sum over the taps t < nt of w[t][c] * src[t][c], c < C:
+/// the accumulators of four vectors of channels stay in registers over the taps.
+template <class T>
+inline void sum_taps_channels(T* out, const T* const* w, const T* const* src, int nt, int64_t C, const T* init) {
+  int64_t c = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    constexpr int W = rows::kLanes<T>;
+    auto chunk = [&](auto v_count) {
+      constexpr int V = decltype(v_count)::value;
+      rows::Vec<T> a[V];
+      for (int v = 0; v < V; ++v) a[v] = init ? rows::load(init + c + v * W) : rows::splat(T(0));
+      for (int t = 0; t < nt; ++t)
+        for (int v = 0; v < V; ++v) a[v] += rows::load(w[t] + c + v * W) * rows::load(src[t] + c + v * W);
+      for (int v = 0; v < V; ++v) rows::store(out + c + v * W, a[v]);
+      c += V * W;
+    };
+    while (c + 4 * W <= C) chunk(std::integral_constant<int, 4>{});
+    while (c + W <= C) chunk(std::integral_constant<int, 1>{});
+  }
+  for (; c < C; ++c) {
+    T a = init ? init[c] : T(0);
+    for (int t = 0; t < nt; ++t) a += w[t][c] * src[t][c];
+    out[c] = a;
+  }
+}
+
+/// The weights (C, 1, kernel...) as (kernel position, channel).
+template <class T>
+std::vector<T> weights_by_position(const ConvShape& g, const T* w) {
+  const int64_t K = g.k_numel(), C = g.cin;
+  std::vector<T> wt(static_cast<size_t>(K * C));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k = 0; k < K; ++k) wt[size_t(k * C + c)] = w[c * K + k];
+  return wt;
+}
+
+/// Calls f(kernel position, input pixel) for output pixel (od, oh, ow)'s kernel positions
+/// that read inside the input.
+template <class F>
+inline void pixel_taps(const ConvShape& g, int64_t od, int64_t oh, int64_t ow, F f) {
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+      if (ih < 0 || ih >= g.in[1]) continue;
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+        if (iw >= 0 && iw < g.in[2]) f((kd * g.k[1] + kh) * g.k[2] + kw, (id * g.in[1] + ih) * g.in[2] + iw);
+      }
+    }
+  }
+}
+
+/// Calls f(kernel position, output pixel) for the output pixels that read input pixel
+/// (id, ih, iw).
+template <class F>
+inline void pixel_readers(const ConvShape& g, int64_t id, int64_t ih, int64_t iw, F f) {
+  auto out_of = [&](int64_t dim, int64_t at, int64_t k) {  // the output index reading `at` at kernel k, or -1
+    const int64_t t = at + g.p[dim] - k * g.d[dim];
+    return t < 0 || t % g.s[dim] || t / g.s[dim] >= g.out[dim] ? -1 : t / g.s[dim];
+  };
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t od = out_of(0, id, kd);
+    if (od < 0) continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t oh = out_of(1, ih, kh);
+      if (oh < 0) continue;
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t ow = out_of(2, iw, kw);
+        if (ow >= 0) f((kd * g.k[1] + kh) * g.k[2] + kw, (od * g.out[1] + oh) * g.out[2] + ow);
+      }
+    }
+  }
+}
+
+/// Runs f(scratch, sample, d, h, w, pixel) over every pixel of `samples` x sizes[0..3): rows
+/// of pixels spread over the thread budget, each thread with make()'s scratch.
+template <class Make, class F>
+void for_each_pixel(int64_t samples, const int64_t* sizes, int64_t channels, Make make, F f) {
+  const int64_t rows = samples * sizes[0] * sizes[1];
+  parallel_for(0, rows, std::max<int64_t>(1, 1024 / std::max<int64_t>(sizes[2] * channels, 1)),
+               [&](int64_t b, int64_t e) {
+    auto scratch = make();
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t n = r / (sizes[0] * sizes[1]), d = r / sizes[1] % sizes[0], h = r % sizes[1];
+      for (int64_t w = 0; w < sizes[2]; ++w) f(scratch, n, d, h, w, r * sizes[2] + w);
+    }
+  });
+}
+
+/// A pixel's taps: weight rows and input pixels.
+template <class T>
+struct PixelTaps {
+  std::vector<const T*> w, src;
+  int nt = 0;
+  explicit PixelTaps(int64_t k) : w(static_cast<size_t>(k)), src(static_cast<size_t>(k)) {}
+  void add(const T* wk, const T* s) {
+    w[size_t(nt)] = wk;
+    src[size_t(nt++)] = s;
+  }
+};
+
+template <class T>
+void depthwise_forward_nhwc(const ConvShape& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t C = g.cin, K = g.k_numel();
+  const std::vector<T> wt = weights_by_position(g, w);
+  for_each_pixel(g.n, g.out, C, [&] { return PixelTaps<T>(K); },
+                 [&](PixelTaps<T>& pt, int64_t n, int64_t od, int64_t oh, int64_t ow, int64_t u) {
+    const T* xn = x + n * g.in_numel() * C;
+    pt.nt = 0;
+    pixel_taps(g, od, oh, ow, [&](int64_t k, int64_t at) { pt.add(wt.data() + k * C, xn + at * C); });
+    sum_taps_channels(y + u * C, pt.w.data(), pt.src.data(), pt.nt, C, bias);
+  });
+}
+
+template <class T>
+void depthwise_input_nhwc(const ConvShape& g, const T* gy, const T* w, T* gx) {
+  const int64_t C = g.cin, K = g.k_numel(), L = g.out_numel();
+  const std::vector<T> wt = weights_by_position(g, w);
+  for_each_pixel(g.n, g.in, C, [&] { return PixelTaps<T>(K); },
+                 [&](PixelTaps<T>& pt, int64_t n, int64_t id, int64_t ih, int64_t iw, int64_t u) {
+    const T* gyn = gy + n * L * C;
+    pt.nt = 0;
+    pixel_readers(g, id, ih, iw, [&](int64_t k, int64_t at) { pt.add(wt.data() + k * C, gyn + at * C); });
+    sum_taps_channels(gx + u * C, pt.w.data(), pt.src.data(), pt.nt, C, static_cast<const T*>(nullptr));
+  });
+}
+
+template <class T>
+void depthwise_weight_nhwc(const ConvShape& g, const T* gy, const T* x, T* gw) {
+  const int64_t C = g.cin, K = g.k_numel();
+  // acc[k * C + c] per thread, added up in thread order
+  const int threads = get_num_threads();
+  std::vector<T> acc(static_cast<size_t>(threads * K * C), T(0));
+  for_each_pixel(g.n, g.out, C, [&] { return acc.data() + omp_get_thread_num() * K * C; },
+                 [&](T* a, int64_t n, int64_t od, int64_t oh, int64_t ow, int64_t u) {
+    const T* xn = x + n * g.in_numel() * C;
+    pixel_taps(g, od, oh, ow, [&](int64_t k, int64_t at) { fma_channels(a + k * C, gy + u * C, xn + at * C, C); });
+  });
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t k = 0; k < K; ++k) {
+      T total = 0;
+      for (int t = 0; t < threads; ++t) total += acc[size_t((t * K + k) * C + c)];
+      gw[c * K + k] = total;
+    }
+}
+
 /// Calls f(T{}) for the dtypes the kernels compute in (not bool, float16, bfloat16).
 template <class F>
 void visit_kernel_dtype(DType dt, F&& f) {
@@ -524,24 +685,29 @@ bool direct_conv(const ConvShape& g, Pass pass) {
   return true;
 }
 
-void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                    bool channels_last) {
   visit_kernel_dtype(x.dtype(), [&](auto t) {
     using T = decltype(t);
-    forward_planes<T>(g, x.data<T>(), w.data<T>(), bias.defined() ? bias.data<T>() : nullptr, y.data<T>());
+    const T* b = bias.defined() ? bias.data<T>() : nullptr;
+    if (channels_last) depthwise_forward_nhwc<T>(g, x.data<T>(), w.data<T>(), b, y.data<T>());
+    else forward_planes<T>(g, x.data<T>(), w.data<T>(), b, y.data<T>());
   });
 }
 
-void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx) {
+void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx, bool channels_last) {
   visit_kernel_dtype(gy.dtype(), [&](auto t) {
     using T = decltype(t);
-    input_planes<T>(g, gy.data<T>(), w.data<T>(), gx.data<T>());
+    if (channels_last) depthwise_input_nhwc<T>(g, gy.data<T>(), w.data<T>(), gx.data<T>());
+    else input_planes<T>(g, gy.data<T>(), w.data<T>(), gx.data<T>());
   });
 }
 
-void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw) {
+void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw, bool channels_last) {
   visit_kernel_dtype(x.dtype(), [&](auto t) {
     using T = decltype(t);
-    weight_channels<T>(g, gy.data<T>(), x.data<T>(), gw.data<T>());
+    if (channels_last) depthwise_weight_nhwc<T>(g, gy.data<T>(), x.data<T>(), gw.data<T>());
+    else weight_channels<T>(g, gy.data<T>(), x.data<T>(), gw.data<T>());
   });
 }
 

@@ -457,29 +457,6 @@ struct InputGradCoef {
       : a(wv * s), mg(training && count ? sg / T(count) : T(0)), k(training && count ? sgx * s * s / T(count) : T(0)) {}
 };
 
-/// Per-channel sums over the rows of (rows x C) channels-last data: add_row(r, acc) adds row
-/// r's terms into acc (k arrays of C). Rows run in pieces on the thread budget, blocks of 64
-/// rows summed apart before they join their piece's sum; the pieces add up in order. out: k x C.
-template <class T, class F>
-void channel_sums(int64_t rows, int64_t C, int64_t k, T* out, F add_row) {
-  const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), rows / 256));
-  std::vector<T> part(size_t(pieces * k * C), T(0));
-  parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> block(size_t(k * C));
-    for (int64_t p = b; p < e; ++p) {
-      T* acc = part.data() + p * k * C;
-      for (int64_t r0 = rows * p / pieces, end = rows * (p + 1) / pieces; r0 < end; r0 += 64) {
-        std::fill(block.begin(), block.end(), T(0));
-        for (int64_t r = r0; r < std::min(end, r0 + 64); ++r) add_row(r, block.data());
-        for (int64_t i = 0; i < k * C; ++i) acc[i] += block[size_t(i)];
-      }
-    }
-  });
-  std::fill_n(out, k * C, T(0));
-  for (int64_t p = 0; p < pieces; ++p)
-    for (int64_t i = 0; i < k * C; ++i) out[i] += part[size_t(p * k * C + i)];
-}
-
 /// Rows of (rows x C) channels-last data, in pieces on the thread budget: f(r).
 template <class F>
 void for_each_row_nhwc(int64_t rows, int64_t C, F f) {
@@ -494,12 +471,12 @@ void batch_norm_nhwc(const T* x, T* y, int64_t rows, int64_t C, bool training, d
                      const T* w, const T* b, T* rm, T* rv, T* mean, T* invstd) {
   if (training) {
     std::vector<T> ss(static_cast<size_t>(C));
-    channel_sums(rows, C, 1, mean, [&](int64_t r, T* acc) {
+    rows::column_sums(rows, C, 1, mean, [&](int64_t r, T* acc) {
       const T* xr = x + r * C;
       for (int64_t ch = 0; ch < C; ++ch) acc[ch] += xr[ch];
     });
     for (int64_t ch = 0; ch < C; ++ch) mean[ch] = rows ? mean[ch] / T(rows) : T(NAN);
-    channel_sums(rows, C, 1, ss.data(), [&](int64_t r, T* acc) {
+    rows::column_sums(rows, C, 1, ss.data(), [&](int64_t r, T* acc) {
       const T* xr = x + r * C;
       for (int64_t ch = 0; ch < C; ++ch) acc[ch] += (xr[ch] - mean[ch]) * (xr[ch] - mean[ch]);
     });
@@ -527,7 +504,7 @@ template <class T>
 void batch_norm_backward_nhwc(const T* g, const T* x, int64_t rows, int64_t C, const T* mean, const T* invstd,
                               const T* w, bool training, T* gx, T* gw, T* gb) {
   std::vector<T> sums(static_cast<size_t>(2 * C));  // sum g, sum g * (x - mean)
-  channel_sums(rows, C, 2, sums.data(), [&](int64_t r, T* acc) {
+  rows::column_sums(rows, C, 2, sums.data(), [&](int64_t r, T* acc) {
     const T *gr = g + r * C, *xr = x + r * C;
     for (int64_t ch = 0; ch < C; ++ch) {
       acc[ch] += gr[ch];

@@ -1,12 +1,16 @@
 #pragma once
 // Row reductions of the nn kernels, written with GCC/Clang vector types (32-byte vectors,
 // two accumulators) so they are vector code whatever the auto-vectoriser decides: it left
-// `#pragma omp simd reduction` loops, and on some compilers lane-array loops, scalar.
+// `#pragma omp simd reduction` loops, and on some compilers lane-array loops, scalar. Also
+// short row copies and column sums (per-channel sums of channels-last data).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
+
+#include "core/parallel.h"
 
 namespace tp::rows {
 
@@ -96,6 +100,30 @@ inline T max(const T* x, int64_t n) {
   for (int j = 0; j < W; ++j) r = std::max(r, m[j]);
   for (; i < n; ++i) r = std::max(r, x[i]);
   return r;
+}
+
+/// Column sums of a (rows x C) matrix, e.g. per-channel sums of channels-last data:
+/// add_row(r, acc) adds row r's terms into acc (k arrays of C), vector code over the columns.
+/// Rows run in pieces on the thread budget, blocks of 64 rows summed apart before they join
+/// their piece's sum; the pieces add up in order. out: k x C.
+template <class T, class F>
+void column_sums(int64_t rows, int64_t C, int64_t k, T* out, F add_row) {
+  const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), rows / 256));
+  std::vector<T> part(size_t(pieces * k * C), T(0));
+  parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> block(size_t(k * C));
+    for (int64_t p = b; p < e; ++p) {
+      T* acc = part.data() + p * k * C;
+      for (int64_t r0 = rows * p / pieces, end = rows * (p + 1) / pieces; r0 < end; r0 += 64) {
+        std::fill(block.begin(), block.end(), T(0));
+        for (int64_t r = r0; r < std::min(end, r0 + 64); ++r) add_row(r, block.data());
+        for (int64_t i = 0; i < k * C; ++i) acc[i] += block[size_t(i)];
+      }
+    }
+  });
+  std::fill_n(out, k * C, T(0));
+  for (int64_t p = 0; p < pieces; ++p)
+    for (int64_t i = 0; i < k * C; ++i) out[i] += part[size_t(p * k * C + i)];
 }
 
 }  // namespace tp::rows
