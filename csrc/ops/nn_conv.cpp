@@ -192,6 +192,90 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
   }
 }
 
+// ------------------------------------------------------------------ channels-last GEMM paths
+// (Note [Channels-last results]) One sample's pixels are rows of Cin channels: its im2col
+// has a row per output pixel, (kernel position, channel) columns, each a copy of a whole
+// input pixel, and the weight laid out channels last is the (Cout, K * Cin) matrix of the
+// same columns. groups == 1.
+
+/// Calls f(output pixel, kernel position, input pixel or -1 in the padding) for one sample.
+template <class F>
+void for_each_pixel_tap(const ConvShape& g, F f) {
+  int64_t l = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++l) {
+        int64_t k = 0;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+              const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+              const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+              f(l, k, inside ? (id * g.in[1] + ih) * g.in[2] + iw : int64_t(-1));
+            }
+          }
+        }
+      }
+}
+
+template <class T>
+void gemm_forward_nhwc(const ConvShape& g, DType dt, const T* x, const T* w, T* y) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
+    const T* xn = x + n * g.in_numel() * C;
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      T* dst = col + l * KC + k * C;
+      if (at < 0) std::fill_n(dst, C, T(0));
+      else rows::copy_short(dst, xn + at * C, C);
+    });
+    blas::gemm(dt, L, g.cout, KC, 1.0, {col, KC, 1}, {w, 1, KC}, 0.0, y + n * L * g.cout, g.cout);
+  });
+}
+
+/// The transposed convolution (gy: the plain one's output, gx its input), channels last.
+template <class T>
+void gemm_input_nhwc(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
+    blas::gemm(dt, L, KC, g.cout, 1.0, {gy + n * L * g.cout, g.cout, 1}, {w, KC, 1}, 0.0, col, KC);
+    T* gxn = gx + n * g.in_numel() * C;
+    std::fill_n(gxn, g.in_numel() * C, T(0));
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      if (at < 0) return;
+      const T* src = col + l * KC + k * C;
+      T* dst = gxn + at * C;
+      for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+    });
+  });
+}
+
+/// The weight gradient as (Cout, K * Cin): the memory of a channels-last weight.
+template <class T>
+void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel(), wn = g.cout * KC;
+  const int threads = sample_threads(g.n);
+  Tensor partial = flat_buffer(wn * threads, dt);  // a slice per thread, added up after
+  std::fill_n(partial.data<T>(), wn * threads, T(0));
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int thread) {
+    const T* xn = x + n * g.in_numel() * C;
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      T* dst = col + l * KC + k * C;
+      if (at < 0) std::fill_n(dst, C, T(0));
+      else rows::copy_short(dst, xn + at * C, C);
+    });
+    blas::gemm(dt, g.cout, KC, L, 1.0, {gy + n * L * g.cout, 1, g.cout}, {col, KC, 1}, 1.0,
+               partial.data<T>() + thread * wn, KC);
+  });
+  const T* p = partial.data<T>();
+  for (int64_t i = 0; i < wn; ++i) {
+    T acc = p[i];
+    for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
+    gw[i] = acc;
+  }
+}
+
 // ------------------------------------------------------------------ drivers
 
 /// Calls f(T{}) for the dtypes the kernels compute in (float16/bfloat16 are widened first).
@@ -406,8 +490,10 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
                                      transposed, dt);
     }
-    const bool native_cl = cl && g.depthwise();  // else computed row-major, then laid out
-    Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt), w = as_compute(weight, dt);
+    // channels last natively: depthwise (direct loops) and ungrouped (GEMM); else row-major, then laid out
+    const bool native_cl = cl && (g.depthwise() || g.groups == 1);
+    Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
+    Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
     const int64_t out_c = transposed ? g.cin : g.cout;
     const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
@@ -417,9 +503,12 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
-      if (!transposed && conv::direct_conv(g, conv::Pass::forward))
+      const bool nhwc_gemm = native_cl && !g.depthwise();
+      if (!transposed && nhwc_gemm) gemm_forward_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
+      else if (transposed && nhwc_gemm) gemm_input_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
+      else if (!transposed && conv::direct_conv(g, conv::Pass::forward))
         return conv::direct_forward(g, x, w, b, y, native_cl);  // adds the bias
-      if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
+      else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
       else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y, native_cl);
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L, native_cl);
@@ -446,13 +535,15 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
     if (cl && g.pointwise())
       return pointwise_weight_channels_last(g, with_layout(to_compute(grad_output, dt), true),
                                             with_layout(to_compute(input, dt), true), weight_size, dt);
-    const bool native_cl = cl && g.depthwise();
+    const bool native_cl = cl && (g.depthwise() || g.groups == 1), nhwc_gemm = native_cl && !g.depthwise();
     Tensor gy = with_layout(to_compute(grad_output, dt), native_cl), x = with_layout(to_compute(input, dt), native_cl);
-    Tensor gw = empty_tensor(weight_size, dt);
+    Tensor gw = nhwc_gemm ? empty_strided_tensor(weight_size, channels_last_strides(weight_size), dt, input.device())
+                          : empty_tensor(weight_size, dt);
     if (gw.numel() == 0) return gw;
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
+      else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw, native_cl);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
