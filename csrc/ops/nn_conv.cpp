@@ -8,8 +8,10 @@
 //   forward   y = w @ im2col(x)                  (per sample, per group: one GEMM)
 //   input     x' = col2im(w^T @ y')               (the transposed convolution's forward)
 //   weight    w' = sum_n y'_n @ im2col(x_n)^T
-// A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix), and a
-// depthwise convolution (G == Cin == Cout) runs direct loops instead of G tiny GEMMs.
+// A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix).
+// Depthwise convolutions (G == Cin == Cout) and small ones (conv::direct_conv) run direct
+// loops instead (nn_conv_direct.cpp, Note [Direct convolution taps]). Channels-last inputs
+// (Note [Channels-last results]) run the same products over rows of pixels.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
 #include <omp.h>
