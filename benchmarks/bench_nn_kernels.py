@@ -1,11 +1,13 @@
 """nn kernel benchmark (issue 8), forward + backward of each case, TensorPlay vs PyTorch in
 one process (ratio = tp time / torch time): conv2d 3x3 / 1x1 / depthwise 3x3 on
-8x64x56x56, max_pool2d 3x3 stride 2, batch_norm (training) on 8x64x56x56, layer_norm and
-softmax on 1024x1024.
+8x64x56x56, max_pool2d 3x3 stride 2, batch_norm (training) and group_norm on 8x64x56x56,
+layer_norm and softmax on 1024x1024, activations; the conv, pooling and norm cases again
+with channels-last inputs and cotangents.
 
     python benchmarks/bench_nn_kernels.py [--quick] [--markdown] [--threads N]
 
-Each case first checks the output and every gradient against PyTorch's (rtol=atol=1e-3).
+Each case first checks the output and every gradient against PyTorch's (rtol=atol=1e-3),
+and for channels-last cases that the output and input gradient have PyTorch's strides.
 """
 import argparse
 
@@ -27,18 +29,27 @@ def _fwd_bwd(fn, inputs, cot):
     return run
 
 
-def case(name, shapes, tp_fn, torch_fn, out_shape, rng):
-    """(name, tp step, torch step, check): `check` compares outputs and every gradient."""
+def case(name, shapes, tp_fn, torch_fn, out_shape, rng, channels_last=False):
+    """(name, tp step, torch step, check): `check` compares outputs and every gradient.
+    channels_last: the first input and the cotangent are laid out channels last."""
     arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
     cot = rng.standard_normal(out_shape, dtype=np.float32)
-    tp_in = [tp.from_numpy(a.copy()).requires_grad_() for a in arrays]
-    th_in = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
-    tp_step, th_step = _fwd_bwd(tp_fn, tp_in, tp.from_numpy(cot)), _fwd_bwd(torch_fn, th_in, torch.from_numpy(cot))
+
+    def tensors(lib):
+        ts = [lib.from_numpy(a.copy()) for a in arrays]
+        c = lib.from_numpy(cot.copy())
+        if channels_last:
+            ts[0], c = ts[0].contiguous(memory_format=lib.channels_last), c.contiguous(memory_format=lib.channels_last)
+        return [t.requires_grad_() for t in ts], c
+    (tp_in, tp_cot), (th_in, th_cot) = tensors(tp), tensors(torch)
+    tp_step, th_step = _fwd_bwd(tp_fn, tp_in, tp_cot), _fwd_bwd(torch_fn, th_in, th_cot)
 
     def check():
         results = [(tp_step().detach(), th_step().detach())]
         results += [(a.grad, b.grad) for a, b in zip(tp_in, th_in)]
-        for ours, ref in results:
+        for i, (ours, ref) in enumerate(results):
+            if channels_last and i < 2 and tuple(ours.stride()) != tuple(ref.stride()):  # output, input gradient
+                raise SystemExit(f"{name}: TensorPlay's strides {ours.stride()} differ from PyTorch's {ref.stride()}")
             ours, ref = np.asarray(ours.tolist()), ref.numpy()
             if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-3, atol=1e-3):
                 raise SystemExit(f"{name}: TensorPlay result differs from PyTorch's")
@@ -72,7 +83,24 @@ def cases():
              lambda a: torch.nn.functional.gelu(a, approximate="tanh"), x, rng),
         case("silu 8x64x56x56", [x], lambda a: tp.nn.functional.silu(a),
              lambda a: torch.nn.functional.silu(a), x, rng),
-    ]
+        case("group_norm 8 groups 8x64x56x56", [x, (64,), (64,)],
+             lambda a, w, b: tp.group_norm(a, 8, w, b), lambda a, w, b: torch.group_norm(a, 8, w, b), x, rng),
+    ] + channels_last_cases(rng)
+
+
+def channels_last_cases(rng):
+    """The conv, pooling and norm cases with channels-last input and cotangent."""
+    x = (8, 64, 56, 56)
+    F, TF = tp.nn.functional, torch.nn.functional
+    return [case(f"{name} channels_last", shapes, lambda *a, f=fn: f(F, *a), lambda *a, f=fn: f(TF, *a), out, rng,
+                 channels_last=True) for name, shapes, fn, out in [
+        ("conv2d 3x3", [x, (64, 64, 3, 3), (64,)], lambda F, a, w, b: F.conv2d(a, w, b, padding=1), x),
+        ("conv2d 1x1", [x, (64, 64, 1, 1), (64,)], lambda F, a, w, b: F.conv2d(a, w, b), x),
+        ("depthwise 3x3", [x, (64, 1, 3, 3), (64,)], lambda F, a, w, b: F.conv2d(a, w, b, padding=1, groups=64), x),
+        ("max_pool2d 3x3/2", [x], lambda F, a: F.max_pool2d(a, 3, 2, 1), (8, 64, 28, 28)),
+        ("avg_pool2d 3x3/2", [x], lambda F, a: F.avg_pool2d(a, 3, 2, 1), (8, 64, 28, 28)),
+        ("batch_norm train", [x, (64,), (64,)], lambda F, a, w, b: F.batch_norm(a, None, None, w, b, True), x),
+        ("group_norm 8 groups", [x, (64,), (64,)], lambda F, a, w, b: F.group_norm(a, 8, w, b), x)]]
 
 
 def main():
@@ -91,7 +119,7 @@ def main():
         a, b = compare(tp_step, th_step, number, rounds)
         rows.append((name, a * 1e3, b * 1e3))
     print_table(rows, f"# threads tp={tp.get_num_threads()} torch={torch.get_num_threads()}, "
-                f"torch {torch.__version__}", args.markdown, width=30)
+                f"torch {torch.__version__}", args.markdown, width=36)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,35 @@ DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides) {
   return strides_in_order(sizes, perm);
 }
 
+DimVector channels_last_strides(IntArrayRef sizes) {
+  DimVector out(sizes.size());
+  int64_t step = 1;  // innermost first: C, the spatial dims from the last, N (no floor at 1, as PyTorch)
+  auto place = [&](int64_t d) {
+    out[d] = step;
+    step *= sizes[d];
+  };
+  place(1);
+  for (int64_t d = int64_t(sizes.size()) - 1; d >= 2; --d) place(d);
+  place(0);
+  return out;
+}
+
+bool suggests_channels_last(IntArrayRef sizes, IntArrayRef strides) {
+  const int64_t nd = int64_t(sizes.size());
+  if ((nd != 4 && nd != 5) || strides[1] == 0) return false;
+  int64_t floor = 0;  // the least stride the next dim outward may have
+  DimVector order{1};
+  for (int64_t d = nd - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  for (int64_t d : order) {
+    if (sizes[d] == 0 || strides[d] < floor) return false;
+    // N with the channel dim's stride: an (N, 1, 1, 1)-like tensor, read as row-major
+    if (d == 0 && floor == strides[1]) return false;
+    floor = sizes[d] > 1 ? strides[d] * sizes[d] : strides[d];
+  }
+  return true;
+}
+
 DimVector strides_in_order(IntArrayRef sizes, const DimVector& perm) {
   DimVector out(perm.size());
   int64_t step = 1;

@@ -21,6 +21,14 @@ DimVector contiguous_strides(IntArrayRef sizes);
 /// the same strides when they are dense and non-overlapping, else dense strides that keep
 /// the dims' stride order (ties broken toward the smaller size; zero strides keep place).
 DimVector preserving_strides(IntArrayRef sizes, IntArrayRef strides);
+/// Strides of a dense (N, C, spatial...) tensor laid out channels last: C innermost, then the
+/// spatial dims in order, then N (PyTorch's channels_last, channels_last_3d).
+DimVector channels_last_strides(IntArrayRef sizes);
+/// Whether a 4-D or 5-D tensor's strides read as channels last, as PyTorch's
+/// suggest_memory_format reads them: dims 1, last, ..., 2, 0 in increasing stride order;
+/// ambiguous strides (size-1 dims, a zero channel stride) read as row-major. Views such as a
+/// permuted NHWC tensor or a slice of a channels-last one count.
+bool suggests_channels_last(IntArrayRef sizes, IntArrayRef strides);
 /// Orders dims innermost first (`perm` starts in row-major order, perm[0] the innermost)
 /// with PyTorch's insertion sort: a dim moves outward past another while outer(a, b) > 0
 /// (a belongs outside b), stops at < 0, and looks further out at 0 (no opinion).

@@ -13,6 +13,15 @@ namespace tp {
 /// float16/bfloat16: the nn kernels compute these in float32 (inputs widened, result rounded once).
 inline bool is_float16_or_bfloat16(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
 
+/// Whether an nn kernel's result for input `t` is laid out channels last: `t` is 4-D or 5-D
+/// and its strides read so (Note [Channels-last results]).
+bool channels_last(const Tensor& t);
+/// Whether `t` is 4-D or 5-D and dense in channels-last order (sizes-1 dims aside).
+bool is_channels_last_dense(const Tensor& t);
+/// `t` laid out channels last (`cl`, 4-D/5-D only: PyTorch's exact strides, size-1 dims
+/// included) or row-major: `t` itself when it already is, else a copy (differentiable).
+Tensor with_layout(const Tensor& t, bool cl);
+
 /// A plain convolution without bias (the gradient of the weight gradient).
 Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, int64_t groups);
@@ -21,14 +30,16 @@ Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef 
 Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                        int64_t groups);
-/// convolution's gradient for `input` (plain or transposed).
+/// convolution's gradient for `input` (plain or transposed), laid out as PyTorch's from the
+/// input's strides and the weight (Note [Channels-last results]).
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
-                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                  bool transposed, int64_t groups);
-/// convolution's gradient for `weight` (plain or transposed).
+                                  IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
+                                  IntArrayRef dilation, bool transposed, int64_t groups);
+/// convolution's gradient for `weight` (plain or transposed), laid out as PyTorch's from the
+/// input and the weight's strides.
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
-                                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                   bool transposed, int64_t groups);
+                                   IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
+                                   IntArrayRef dilation, bool transposed, int64_t groups);
 /// The gradient of a per-channel bias (dim 1): grad summed over every other dim.
 Tensor channel_bias_backward(const Tensor& grad);
 
@@ -62,6 +73,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
 
 namespace tp {
 
+/// native_group_norm's gradients for (input, weight, bias), those `mask` asks for, from the
+/// gradients of its output, mean and rstd.
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& grad_mean,
+                                                       const Tensor& grad_rstd, const Tensor& input, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       int64_t group, double eps, std::array<bool, 3> mask);
 /// native_batch_norm's gradients for (input, weight, bias), those `mask` asks for.
 std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const Tensor& input,
                                                        const std::optional<Tensor>& weight, const Tensor& save_mean,

@@ -8,14 +8,17 @@
 //   forward   y = w @ im2col(x)                  (per sample, per group: one GEMM)
 //   input     x' = col2im(w^T @ y')               (the transposed convolution's forward)
 //   weight    w' = sum_n y'_n @ im2col(x_n)^T
-// A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix), and a
-// depthwise convolution (G == Cin == Cout) runs direct loops instead of G tiny GEMMs.
+// A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix).
+// Depthwise convolutions (G == Cin == Cout) and small ones (conv::direct_conv) run direct
+// loops instead (nn_conv_direct.cpp, Note [Direct convolution taps]). Channels-last inputs
+// (Note [Channels-last results]) run the same products over rows of pixels.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
 #include <omp.h>
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -23,6 +26,7 @@
 #include "core/parallel.h"
 #include "linalg/blas.h"
 #include "ops/nn.h"
+#include "ops/nn_conv.h"
 #include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "kernels/tensor_iterator.h"
@@ -32,22 +36,9 @@ namespace tp {
 
 namespace {
 
-/// A plain convolution's geometry; spatial arrays are padded in front to three dims.
-struct ConvShape {
-  int64_t nsp = 0, n = 0, cin = 0, cout = 0, groups = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t s[3] = {1, 1, 1}, p[3] = {0, 0, 0}, d[3] = {1, 1, 1};
-
-  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
-  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
-  int64_t k_numel() const { return k[0] * k[1] * k[2]; }
-  bool pointwise() const {
-    for (int i = 0; i < 3; ++i)
-      if (k[i] != 1 || s[i] != 1 || p[i] != 0) return false;
-    return true;
-  }
-  bool depthwise() const { return groups > 1 && groups == cin && cout == cin; }
-};
+using conv::ConvShape;
+using conv::for_each_row;
+using conv::valid_range;
 
 /// `v` as `nsp` values (one value repeats), PyTorch's message otherwise.
 DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
@@ -57,29 +48,6 @@ DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
   DimVector r;
   for (int64_t i = 0; i < nsp; ++i) r.push_back(v.size() == 1 ? v[0] : v[i]);
   return r;
-}
-
-/// Output rows ow in [lo, hi) read input column ow * s + off inside [0, in).
-inline void valid_range(int64_t out, int64_t in, int64_t off, int64_t s, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : (-off + s - 1) / s;
-  hi = in - off > 0 ? (in - off + s - 1) / s : 0;
-  hi = std::max(lo, std::min(hi, out));
-  lo = std::min(lo, hi);
-}
-
-/// Calls f(i, id, ih, base): for each output row (od, oh) whose input row (id, ih) exists,
-/// with the output row's offset and the input row's offset minus the padding of dim 2.
-template <class F>
-inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw, F f) {
-  for (int64_t od = 0; od < g.out[0]; ++od) {
-    int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-    if (id < 0 || id >= g.in[0]) continue;
-    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-      int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-      if (ih < 0 || ih >= g.in[1]) continue;
-      f((od * g.out[1] + oh) * g.out[2], (id * g.in[1] + ih) * g.in[2] + kw * g.d[2] - g.p[2]);
-    }
-  }
 }
 
 inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, int64_t& kw) {
@@ -96,16 +64,25 @@ void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
     for (int64_t r = b; r < e; ++r) {
       int64_t kd, kh, kw;
       split_k(g, r % K, kd, kh, kw);
-      const T* xc = x + (r / K) * g.in_numel();
+      const T* xc = x + (r / K) * g.in_numel() + kw * g.d[2] - g.p[2];
       T* dst = col + r * L;
       int64_t lo, hi;
       valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-      std::fill(dst, dst + L, T(0));
-      for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-        T* row = dst + orow;
-        if (s2 == 1) std::copy(xc + base + lo, xc + base + hi, row + lo);
-        else for (int64_t ow = lo; ow < hi; ++ow) row[ow] = xc[base + ow * s2];
-      });
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh, dst += g.out[2]) {
+          const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill_n(dst, g.out[2], T(0));
+            continue;
+          }
+          const T* src = xc + (id * g.in[1] + ih) * g.in[2];
+          std::fill_n(dst, lo, T(0));
+          if (s2 == 1) rows::copy_short(dst + lo, src + lo, hi - lo);
+          else for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * s2];
+          std::fill(dst + hi, dst + g.out[2], T(0));
+        }
+      }
     }
   });
 }
@@ -217,135 +194,88 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
   }
 }
 
-// ------------------------------------------------------------------ depthwise direct paths
+// ------------------------------------------------------------------ channels-last GEMM paths
+// (Note [Channels-last results]) One sample's pixels are rows of Cin channels: its im2col
+// has a row per output pixel, (kernel position, channel) columns, each a copy of a whole
+// input pixel, and the weight laid out channels last is the (Cout, K * Cin) matrix of the
+// same columns. groups == 1.
 
-/// out[o] += sum_k w[k] * in[o*s + k*d - p] over one row (reads outside [0, in_w) are
-/// padding). Between the edges every tap is inside the row: one vectorisable loop.
+/// Calls f(output pixel, kernel position, input pixel or -1 in the padding) for one sample.
+template <class F>
+void for_each_pixel_tap(const ConvShape& g, F f) {
+  int64_t l = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++l) {
+        int64_t k = 0;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+              const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+              const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+              f(l, k, inside ? (id * g.in[1] + ih) * g.in[2] + iw : int64_t(-1));
+            }
+          }
+        }
+      }
+}
+
 template <class T>
-inline void taps_row(T* out, const T* in, const T* w, int64_t out_w, int64_t in_w, int64_t taps, int64_t s,
-                     int64_t d, int64_t p) {
-  int64_t lo = p > 0 ? (p + s - 1) / s : 0;
-  const int64_t last = in_w - 1 - (taps - 1) * d + p;  // interior: o*s <= last
-  int64_t hi = last >= 0 ? last / s + 1 : 0;
-  lo = std::min(lo, out_w);
-  hi = std::max(lo, std::min(hi, out_w));
-  auto edge = [&](int64_t o) {
-    T acc = 0;
-    for (int64_t k = 0; k < taps; ++k) {
-      const int64_t i = o * s - p + k * d;
-      if (i >= 0 && i < in_w) acc += w[k] * in[i];
-    }
-    out[o] += acc;
-  };
-  for (int64_t o = 0; o < lo; ++o) edge(o);
-  if (s == 1 && taps == 3) {
-    const T w0 = w[0], w1 = w[1], w2 = w[2];
-    const T* b = in + (lo - p);
-    T* ob = out + lo;
-#pragma omp simd
-    for (int64_t o = 0; o < hi - lo; ++o) ob[o] += w0 * b[o] + w1 * b[o + d] + w2 * b[o + 2 * d];
-  } else {
-    for (int64_t o = lo; o < hi; ++o) {
-      T acc = 0;
-      for (int64_t k = 0; k < taps; ++k) acc += w[k] * in[o * s - p + k * d];
-      out[o] += acc;
-    }
+void gemm_forward_nhwc(const ConvShape& g, DType dt, const T* x, const T* w, T* y) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
+    const T* xn = x + n * g.in_numel() * C;
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      T* dst = col + l * KC + k * C;
+      if (at < 0) std::fill_n(dst, C, T(0));
+      else rows::copy_short(dst, xn + at * C, C);
+    });
+    blas::gemm(dt, L, g.cout, KC, 1.0, {col, KC, 1}, {w, 1, KC}, 0.0, y + n * L * g.cout, g.cout);
+  });
+}
+
+/// The transposed convolution (gy: the plain one's output, gx its input), channels last.
+template <class T>
+void gemm_input_nhwc(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
+    blas::gemm(dt, L, KC, g.cout, 1.0, {gy + n * L * g.cout, g.cout, 1}, {w, KC, 1}, 0.0, col, KC);
+    T* gxn = gx + n * g.in_numel() * C;
+    std::fill_n(gxn, g.in_numel() * C, T(0));
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      if (at < 0) return;
+      const T* src = col + l * KC + k * C;
+      T* dst = gxn + at * C;
+      for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+    });
+  });
+}
+
+/// The weight gradient as (Cout, K * Cin): the memory of a channels-last weight.
+template <class T>
+void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
+  const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel(), wn = g.cout * KC;
+  const int threads = sample_threads(g.n);
+  Tensor partial = flat_buffer(wn * threads, dt);  // a slice per thread, added up after
+  std::fill_n(partial.data<T>(), wn * threads, T(0));
+  for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int thread) {
+    const T* xn = x + n * g.in_numel() * C;
+    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+      T* dst = col + l * KC + k * C;
+      if (at < 0) std::fill_n(dst, C, T(0));
+      else rows::copy_short(dst, xn + at * C, C);
+    });
+    blas::gemm(dt, g.cout, KC, L, 1.0, {gy + n * L * g.cout, 1, g.cout}, {col, KC, 1}, 1.0,
+               partial.data<T>() + thread * wn, KC);
+  });
+  const T* p = partial.data<T>();
+  for (int64_t i = 0; i < wn; ++i) {
+    T acc = p[i];
+    for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
+    gw[i] = acc;
   }
-  for (int64_t o = hi; o < out_w; ++o) edge(o);
-}
-
-template <class T>
-void depthwise_forward(const ConvShape& g, const T* x, const T* w, T* y, bool accumulate) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin;
-  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
-    for (int64_t nc = b; nc < e; ++nc) {
-      const T* xc = x + nc * g.in_numel();
-      const T* wc = w + (nc % C) * K;
-      T* yc = y + nc * L;
-      if (!accumulate) std::fill(yc, yc + L, T(0));
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh)
-          for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-            taps_row(yc + orow, xc + base + g.p[2], wc + (kd * g.k[1] + kh) * g.k[2], g.out[2], g.in[2], g.k[2],
-                     g.s[2], g.d[2], g.p[2]);
-          });
-    }
-  });
-}
-
-template <class T>
-void depthwise_input(const ConvShape& g, const T* gy, const T* w, T* gx) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2];
-  parallel_for(0, g.n * C, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> flipped(static_cast<size_t>(k2), T(0));
-    for (int64_t nc = b; nc < e; ++nc) {
-      T* gxc = gx + nc * g.in_numel();
-      const T* wc = w + (nc % C) * K;
-      const T* gyc = gy + nc * L;
-      std::fill(gxc, gxc + g.in_numel(), T(0));
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          const T* wr = wc + (kd * g.k[1] + kh) * k2;
-          if (s2 == 1) {  // gx[i] += sum_k w[k] * gy[i + p - k*d]: taps over the flipped kernel row
-            for (int64_t k = 0; k < k2; ++k) flipped[size_t(k)] = wr[k2 - 1 - k];
-            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-              taps_row(gxc + base + g.p[2], gyc + orow, flipped.data(), g.in[2], g.out[2], k2, 1, g.d[2],
-                       (k2 - 1) * g.d[2] - g.p[2]);
-            });
-            continue;
-          }
-          for (int64_t kw = 0; kw < k2; ++kw) {
-            int64_t lo, hi;
-            valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-            const T wv = wr[kw];
-            for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-              const T* row = gyc + orow;
-              T* dst = gxc + base;
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * s2] += wv * row[ow];
-            });
-          }
-        }
-    }
-  });
-}
-
-template <class T>
-void depthwise_weight(const ConvShape& g, const T* gy, const T* x, T* gw) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), C = g.cin, s2 = g.s[2], k2 = g.k[2], o2 = g.out[2];
-  parallel_for(0, C, 1, [&](int64_t b, int64_t e) {
-    // acc[k][o]: products of tap k at output column o, summed over rows and samples; the
-    // columns add up at the end (no horizontal sum per row)
-    std::vector<T> acc(static_cast<size_t>(k2 * o2), T(0));
-    std::vector<int64_t> lo(static_cast<size_t>(k2)), hi(static_cast<size_t>(k2));
-    for (int64_t kw = 0; kw < k2; ++kw) valid_range(o2, g.in[2], kw * g.d[2] - g.p[2], s2, lo[kw], hi[kw]);
-    for (int64_t c = b; c < e; ++c)
-      for (int64_t kd = 0; kd < g.k[0]; ++kd)
-        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          std::fill(acc.begin(), acc.end(), T(0));
-          for (int64_t n = 0; n < g.n; ++n) {
-            const T* xc = x + (n * C + c) * g.in_numel();
-            const T* gyc = gy + (n * C + c) * L;
-            for_each_row(g, kd, kh, 0, [&](int64_t orow, int64_t base) {
-              const T* row = gyc + orow;
-              for (int64_t kw = 0; kw < k2; ++kw) {
-                const T* src = xc + base + kw * g.d[2];
-                T* a = acc.data() + kw * o2;
-                if (s2 == 1) {
-#pragma omp simd
-                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow];
-                } else {
-                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) a[ow] += row[ow] * src[ow * s2];
-                }
-              }
-            });
-          }
-          for (int64_t kw = 0; kw < k2; ++kw) {
-            T total = 0;
-            for (int64_t ow = 0; ow < o2; ++ow) total += acc[size_t(kw * o2 + ow)];
-            gw[c * K + (kd * g.k[1] + kh) * k2 + kw] = total;
-          }
-        }
-  });
 }
 
 // ------------------------------------------------------------------ drivers
@@ -361,9 +291,17 @@ void visit_compute(DType dt, F&& f) {
   });
 }
 
-/// Adds bias[c] to every element of channel c of the contiguous (N, C, L) tensor y.
+/// Adds bias[c] to every element of channel c of the dense (N, C, L) tensor y, row-major or
+/// channels last.
 template <class T>
-void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l) {
+void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  if (channels_last) {
+    parallel_for(0, n * l, std::max<int64_t>(1, 32768 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        for (int64_t ch = 0; ch < c; ++ch) y[r * c + ch] += bias[ch];
+    });
+    return;
+  }
   parallel_for(0, n * c, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const T v = bias[r % c];
@@ -479,7 +417,59 @@ Tensor widened(DType dt, F&& f) {
   return _to_dtype(f(DType::Float32), dt);
 }
 
-Tensor as_compute(const Tensor& t, DType dt) { return contiguous(t.dtype() == dt ? t : _to_dtype(t, dt)); }
+/// `t` in dtype dt (itself when it already is).
+Tensor to_compute(const Tensor& t, DType dt) { return t.dtype() == dt ? t : _to_dtype(t, dt); }
+/// `t` in dtype dt, row-major.
+Tensor as_compute(const Tensor& t, DType dt) { return contiguous(to_compute(t, dt)); }
+
+/// Whether a convolution's results and gradients are channels last (Note [Channels-last
+/// results]): its input's or its weight's strides say so. 3-D ones only in float32: PyTorch's
+/// only channels-last 3-D convolution is oneDNN's float32 one.
+bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes, IntArrayRef w_strides,
+                        DType dt) {
+  if (in_sizes.size() == 5 && dt != DType::Float32) return false;
+  return suggests_channels_last(in_sizes, in_strides) ||
+         (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
+}
+
+/// A 1x1 convolution (stride 1, unpadded) or its transpose on channels-last tensors: per
+/// group one GEMM over the (N*L, C) rows (Note [Channels-last results]). x is dense
+/// channels last, w contiguous, both in dtype dt; the result is channels last.
+Tensor pointwise_channels_last(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias,
+                               bool transposed, DType dt) {
+  const int64_t cig = g.cin / g.groups, cog = g.cout / g.groups, M = g.n * g.out_numel();
+  const int64_t in_c = transposed ? g.cout : g.cin, out_c = transposed ? g.cin : g.cout;
+  const DimVector sizes = sizes_of(g.n, out_c, g, false);
+  Tensor y = empty_strided_tensor(sizes, channels_last_strides(sizes), dt, x.device());
+  if (y.numel() == 0) return y;
+  if (!transposed)  // y[m, co] = sum_ci x[m, ci] w[co, ci]
+    blas::gemm_batched(dt, g.groups, M, cog, cig, 1.0, {x.data_ptr(), in_c, 1}, cig, {w.data_ptr(), 1, cig},
+                       cog * cig, 0.0, y.data_ptr(), out_c, cog);
+  else  // y[m, ci] = sum_co x[m, co] w[co, ci]
+    blas::gemm_batched(dt, g.groups, M, cig, cog, 1.0, {x.data_ptr(), in_c, 1}, cog, {w.data_ptr(), cig, 1},
+                       cog * cig, 0.0, y.data_ptr(), out_c, cig);
+  if (bias.defined())
+    visit_compute(dt, [&](auto t) {
+      using T = decltype(t);
+      add_bias(y.data<T>(), bias.data<T>(), g.n, out_c, g.out_numel(), true);
+    });
+  return y;
+}
+
+/// The weight gradient of a 1x1 convolution on channels-last gy and x (dense, dtype dt):
+/// gw[co, ci] = sum over the rows m of gy[m, co] x[m, ci], one GEMM per group.
+Tensor pointwise_weight_channels_last(const ConvShape& g, const Tensor& gy, const Tensor& x, IntArrayRef w_sizes,
+                                      DType dt) {
+  const int64_t cig = g.cin / g.groups, cog = g.cout / g.groups, M = g.n * g.out_numel();
+  Tensor gw = empty_strided_tensor(w_sizes, channels_last_strides(w_sizes), dt, x.device());
+  if (M == 0) {
+    visit_compute(dt, [&](auto t) { std::fill_n(gw.data<decltype(t)>(), gw.numel(), decltype(t)(0)); });
+    return gw;
+  }
+  blas::gemm_batched(dt, g.groups, cog, cig, M, 1.0, {gy.data_ptr(), 1, g.cout}, cog, {x.data_ptr(), g.cin, 1}, cig,
+                     0.0, gw.data_ptr(), cig, cog * cig);
+  return gw;
+}
 
 }  // namespace
 
@@ -495,29 +485,37 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
                   transposed ? "slow_conv_transpose2d_out_cpu" : "slow_conv_dilated<>", "\" not implemented for '",
                   dtype_scalar_name(in_dt), "'");
   }
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), weight.sizes(), weight.strides(), input.dtype());
   return widened(input.dtype(), [&](DType dt) {
-    Tensor x = as_compute(input, dt), w = as_compute(weight, dt);
+    if (cl && g.pointwise()) {
+      Tensor b = bias ? as_compute(*bias, dt) : Tensor();
+      return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
+                                     transposed, dt);
+    }
+    // channels last natively: depthwise (direct loops) and ungrouped (GEMM); else row-major, then laid out
+    const bool native_cl = cl && (g.depthwise() || g.groups == 1);
+    Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
+    Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
     const int64_t out_c = transposed ? g.cin : g.cout;
-    Tensor y = empty_tensor(sizes_of(g.n, out_c, g, transposed), dt);
+    const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
+    Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
+                         : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
     if (y.numel() == 0) return y;
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
-      if (!transposed && g.depthwise() && b.defined()) {  // start from the bias: one pass less
-        parallel_for(0, g.n * out_c, 1, [&](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r) std::fill_n(y.data<T>() + r * L, L, b.data<T>()[r % out_c]);
-        });
-        depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), true);
-        return;
-      }
-      if (!transposed && g.depthwise()) depthwise_forward(g, x.data<T>(), w.data<T>(), y.data<T>(), false);
+      const bool nhwc_gemm = native_cl && !g.depthwise();
+      if (!transposed && nhwc_gemm) gemm_forward_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
+      else if (transposed && nhwc_gemm) gemm_input_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
+      else if (!transposed && conv::direct_conv(g, conv::Pass::forward))
+        return conv::direct_forward(g, x, w, b, y, native_cl);  // adds the bias
       else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (g.depthwise()) depthwise_input(g, x.data<T>(), w.data<T>(), y.data<T>());
+      else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y, native_cl);
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
-      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L);
+      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L, native_cl);
     });
-    return y;
+    return cl && !native_cl ? with_layout(y, true) : y;
   });
 }
 
@@ -534,17 +532,24 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
   for (int64_t i = 0; i < g.nsp; ++i)
     TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
              shape_str(grad_output.sizes()), " does not match the convolution");
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), {}, {}, input.dtype());
   return widened(input.dtype(), [&](DType dt) {
-    Tensor gy = as_compute(grad_output, dt), x = as_compute(input, dt);
-    Tensor gw = empty_tensor(weight_size, dt);
+    if (cl && g.pointwise())
+      return pointwise_weight_channels_last(g, with_layout(to_compute(grad_output, dt), true),
+                                            with_layout(to_compute(input, dt), true), weight_size, dt);
+    const bool native_cl = cl && (g.depthwise() || g.groups == 1), nhwc_gemm = native_cl && !g.depthwise();
+    Tensor gy = with_layout(to_compute(grad_output, dt), native_cl), x = with_layout(to_compute(input, dt), native_cl);
+    Tensor gw = nhwc_gemm ? empty_strided_tensor(weight_size, channels_last_strides(weight_size), dt, input.device())
+                          : empty_tensor(weight_size, dt);
     if (gw.numel() == 0) return gw;
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
-      else if (g.depthwise()) depthwise_weight(g, gy.data<T>(), x.data<T>(), gw.data<T>());
+      else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
+      else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw, native_cl);
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
-    return gw;
+    return cl ? with_layout(gw, true) : gw;
   });
 }
 
@@ -569,17 +574,19 @@ Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef 
 }
 
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
-                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                  bool transposed, int64_t groups) {
-  if (transposed) return plain_convolution(grad, weight, stride, padding, dilation, groups);
-  return conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+                                  IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
+                                  IntArrayRef dilation, bool transposed, int64_t groups) {
+  Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups)
+                         : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+  return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
-                                   IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                   bool transposed, int64_t groups) {
-  return transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
-                    : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+                                   IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
+                                   IntArrayRef dilation, bool transposed, int64_t groups) {
+  Tensor gw = transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
+                         : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+  return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype()));
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {
@@ -601,6 +608,21 @@ Tensor channel_bias_backward(const Tensor& grad) {
           }
           o[ch] = acc;
         }
+      });
+    };
+    if (dt == DType::Float32) run(float{});
+    else run(double{});
+    return out;
+  }
+  if (!autograd::grad_enabled() && is_channels_last_dense(grad) && grad.device().is_cpu() &&
+      (dt == DType::Float32 || dt == DType::Float64)) {  // channels innermost: column sums
+    const int64_t c = grad.size(1), rows = c ? grad.numel() / c : 0;
+    Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
+    auto run = [&](auto t) {
+      using T = decltype(t);
+      const T* g = grad.data<T>();
+      rows::column_sums(rows, c, 1, out.data<T>(), [&](int64_t r, T* acc) {
+        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += g[r * c + ch];
       });
     };
     if (dt == DType::Float32) run(float{});

@@ -8,7 +8,9 @@
 // (create_graph=True), so double backward works at the cost of a slower first backward.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "autograd/formula_helpers.h"
@@ -436,6 +438,97 @@ DimVector reduce_dims_of(int64_t ndim) {
   return d;
 }
 
+/// A channel's training statistics from its mean m and the sum ss of its squared deviations
+/// over `count` values: returns 1/std and updates the running statistics when given (unbiased
+/// running variance, as PyTorch).
+template <class T>
+T train_stats(T m, T ss, int64_t count, double momentum, double eps, T* rm, T* rv) {
+  if (rm) *rm = T((1 - momentum) * *rm + momentum * m);
+  if (rv) *rv = T((1 - momentum) * *rv + momentum * (count > 1 ? ss / T(count - 1) : T(NAN)));
+  return T(1) / std::sqrt((count ? ss / T(count) : T(NAN)) + T(eps));
+}
+
+/// gx = a * (g - mg - (x - mean) * k) for a channel: the coefficients from its sums of g (sg)
+/// and of g * (x - mean) (sgx), 1/std s and weight wv.
+template <class T>
+struct InputGradCoef {
+  T a, mg, k;
+  InputGradCoef(T sg, T sgx, T s, T wv, bool training, int64_t count)
+      : a(wv * s), mg(training && count ? sg / T(count) : T(0)), k(training && count ? sgx * s * s / T(count) : T(0)) {}
+};
+
+/// Rows of (rows x C) channels-last data, in pieces on the thread budget: f(r).
+template <class F>
+void for_each_row_nhwc(int64_t rows, int64_t C, F f) {
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) f(r);
+  });
+}
+
+/// batch_norm's forward on channels-last data x (rows = N * spatial, C channels innermost).
+template <class T>
+void batch_norm_nhwc(const T* x, T* y, int64_t rows, int64_t C, bool training, double momentum, double eps,
+                     const T* w, const T* b, T* rm, T* rv, T* mean, T* invstd) {
+  if (training) {
+    std::vector<T> ss(static_cast<size_t>(C));
+    rows::column_sums(rows, C, 1, mean, [&](int64_t r, T* acc) {
+      const T* xr = x + r * C;
+      for (int64_t ch = 0; ch < C; ++ch) acc[ch] += xr[ch];
+    });
+    for (int64_t ch = 0; ch < C; ++ch) mean[ch] = rows ? mean[ch] / T(rows) : T(NAN);
+    rows::column_sums(rows, C, 1, ss.data(), [&](int64_t r, T* acc) {
+      const T* xr = x + r * C;
+      for (int64_t ch = 0; ch < C; ++ch) acc[ch] += (xr[ch] - mean[ch]) * (xr[ch] - mean[ch]);
+    });
+    for (int64_t ch = 0; ch < C; ++ch)
+      invstd[ch] = train_stats(mean[ch], ss[size_t(ch)], rows, momentum, eps, rm ? rm + ch : nullptr,
+                               rv ? rv + ch : nullptr);
+  } else {
+    for (int64_t ch = 0; ch < C; ++ch) {
+      mean[ch] = rm[ch];
+      invstd[ch] = T(1) / std::sqrt(rv[ch] + T(eps));
+    }
+  }
+  std::vector<T> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    scale[size_t(ch)] = w ? invstd[ch] * w[ch] : invstd[ch];
+    shift[size_t(ch)] = (b ? b[ch] : T(0)) - mean[ch] * scale[size_t(ch)];
+  }
+  for_each_row_nhwc(rows, C, [&](int64_t r) {
+    for (int64_t ch = 0; ch < C; ++ch) y[r * C + ch] = x[r * C + ch] * scale[size_t(ch)] + shift[size_t(ch)];
+  });
+}
+
+/// batch_norm's backward on channels-last data (see batch_norm_nhwc); gx, gw, gb may be null.
+template <class T>
+void batch_norm_backward_nhwc(const T* g, const T* x, int64_t rows, int64_t C, const T* mean, const T* invstd,
+                              const T* w, bool training, T* gx, T* gw, T* gb) {
+  std::vector<T> sums(static_cast<size_t>(2 * C));  // sum g, sum g * (x - mean)
+  rows::column_sums(rows, C, 2, sums.data(), [&](int64_t r, T* acc) {
+    const T *gr = g + r * C, *xr = x + r * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      acc[ch] += gr[ch];
+      acc[C + ch] += gr[ch] * (xr[ch] - mean[ch]);
+    }
+  });
+  std::vector<T> a(static_cast<size_t>(C)), mg(static_cast<size_t>(C)), k(static_cast<size_t>(C));
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const T sg = sums[size_t(ch)], sgx = sums[size_t(C + ch)];
+    if (gw) gw[ch] = sgx * invstd[ch];
+    if (gb) gb[ch] = sg;
+    const InputGradCoef<T> coef(sg, sgx, invstd[ch], w ? w[ch] : T(1), training, rows);
+    a[size_t(ch)] = coef.a;
+    mg[size_t(ch)] = coef.mg;
+    k[size_t(ch)] = coef.k;
+  }
+  if (!gx) return;
+  for_each_row_nhwc(rows, C, [&](int64_t r) {
+    const T *gr = g + r * C, *xr = x + r * C;
+    for (int64_t ch = 0; ch < C; ++ch)
+      gx[r * C + ch] = a[size_t(ch)] * (gr[ch] - mg[size_t(ch)] - (xr[ch] - mean[ch]) * k[size_t(ch)]);
+  });
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
@@ -451,10 +544,12 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   check_channel_vector(running_var, c, "running_var");
   TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
-  Tensor x = compute_input(input);
-  const DType dt = x.dtype();
+  const bool cl = channels_last(input);  // Note [Channels-last results]
+  const DType dt = compute_dtype(input.dtype());
+  Tensor x = with_layout(_to_dtype(input, dt), cl);
   Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
-  Tensor y = empty_tensor(input.sizes(), dt);
+  Tensor y = cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
+                : empty_tensor(input.sizes(), dt);
   Tensor mean = empty_tensor(IntArrayRef(&c, 1), dt), invstd = empty_tensor(IntArrayRef(&c, 1), dt);
   Tensor rm = running_mean ? compute_input(*running_mean) : Tensor();
   Tensor rv = running_var ? compute_input(*running_var) : Tensor();
@@ -462,6 +557,10 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
     using T = decltype(t);
     const T* xp = x.data<T>();
     T* yp = y.data<T>();
+    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+    if (cl)
+      return batch_norm_nhwc(xp, yp, n * l, c, training, momentum, eps, ptr(w), ptr(b), ptr(rm), ptr(rv),
+                             mean.data<T>(), invstd.data<T>());
     const int64_t count = n * l;
     parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t ch = lo; ch < hi; ++ch) {
@@ -478,12 +577,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
             const T* row = xp + (i * c + ch) * l;
             v += rows::sum<T>(l, [&](auto at) { return (at(row) - m) * (at(row) - m); });
           }
-          const T var = count ? v / T(count) : T(NAN);
-          is = T(1) / std::sqrt(var + T(eps));
-          if (rm.defined()) rm.data<T>()[ch] = T((1 - momentum) * rm.data<T>()[ch] + momentum * m);
-          if (rv.defined())
-            rv.data<T>()[ch] = T((1 - momentum) * rv.data<T>()[ch] +
-                                 momentum * (count > 1 ? v / T(count - 1) : T(NAN)));
+          is = train_stats(m, v, count, momentum, eps, rm.defined() ? rm.data<T>() + ch : nullptr,
+                           rv.defined() ? rv.data<T>() + ch : nullptr);
         } else {
           m = rm.data<T>()[ch];
           is = T(1) / std::sqrt(rv.data<T>()[ch] + T(eps));
@@ -513,16 +608,23 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
     const Tensor& save_invstd, bool training, bool input_grad, bool weight_grad, bool bias_grad, OutArg) {
   int64_t n, c, l;
   batch_dims(input, n, c, l);
-  Tensor g = compute_input(grad_out), x = compute_input(input);
-  const DType dt = x.dtype();
+  const bool cl = channels_last(input);  // Note [Channels-last results]
+  const DType dt = compute_dtype(input.dtype());
+  Tensor g = with_layout(_to_dtype(grad_out, dt), cl), x = with_layout(_to_dtype(input, dt), cl);
   Tensor m = compute_input(_to_dtype(save_mean, dt)), is = compute_input(_to_dtype(save_invstd, dt));
   Tensor w = weight ? compute_input(*weight) : Tensor();
-  Tensor gx = input_grad ? empty_tensor(input.sizes(), dt) : Tensor();
+  Tensor gx = !input_grad ? Tensor()
+              : cl        ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
+                          : empty_tensor(input.sizes(), dt);
   Tensor gw = weight_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
   Tensor gb = bias_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
   visit_floating(dt, "batch_norm_backward", [&](auto t) {
     using T = decltype(t);
     const T *gp = g.data<T>(), *xp = x.data<T>();
+    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+    if (cl)
+      return batch_norm_backward_nhwc(gp, xp, n * l, c, m.data<T>(), is.data<T>(), ptr(w), training, ptr(gx),
+                                      ptr(gw), ptr(gb));
     const int64_t count = n * l;
     parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t ch = lo; ch < hi; ++ch) {
@@ -537,15 +639,12 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
         if (gw.defined()) gw.data<T>()[ch] = sgx * s;
         if (gb.defined()) gb.data<T>()[ch] = sg;
         if (!gx.defined()) continue;
-        const T wv = w.defined() ? w.data<T>()[ch] : T(1);
-        const T a = wv * s;
-        const T mg = training && count ? sg / T(count) : T(0);
-        const T k = training && count ? sgx * s * s / T(count) : T(0);
+        const InputGradCoef<T> coef(sg, sgx, s, w.defined() ? w.data<T>()[ch] : T(1), training, count);
         for (int64_t i = 0; i < n; ++i) {
           const T* gr = gp + (i * c + ch) * l;
           const T* xr = xp + (i * c + ch) * l;
           T* out = gx.data<T>() + (i * c + ch) * l;
-          for (int64_t j = 0; j < l; ++j) out[j] = a * (gr[j] - mg - (xr[j] - mu) * k);
+          for (int64_t j = 0; j < l; ++j) out[j] = coef.a * (gr[j] - coef.mg - (xr[j] - mu) * coef.k);
         }
       }
     });
@@ -570,6 +669,7 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const
   if (mask[0]) {
     Tensor g = weight ? grad * channel_view(*weight, nd) : grad;
     gx = training ? rs * (g - tp::mean(g, dims, true) - xhat * tp::mean(g * xhat, dims, true)) : g * rs;
+    gx = with_layout(gx, channels_last(input));  // the fused kernel's layout (Note [Channels-last results])
   }
   if (mask[1]) gw = sum(grad * xhat, dims);
   if (mask[2]) gb = sum(grad, dims);
@@ -584,6 +684,241 @@ Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
 
 // ------------------------------------------------------------------ group_norm, rms_norm
 
+namespace {
+
+/// One sample of a group-norm input: C channels of L positions, row-major (channel c's
+/// positions adjacent) or channels last (position l's channels adjacent).
+template <class T>
+struct SamplePlanes {
+  bool cl;
+  int64_t L, C;
+  int64_t at(int64_t c, int64_t l) const { return cl ? l * C + c : c * L + l; }
+  /// out[c] = sum over the positions of term(a, b) (`at`-style loaders, as rows::sum's) for a
+  /// and b of this sample: row-major, one vector reduction per channel; channels last,
+  /// vector code over the channels.
+  template <class F>
+  void channel_sums(const T* a, const T* b, T* out, F term) const {
+    if (!cl) {
+      for (int64_t c = 0; c < C; ++c) {
+        const T *ar = a + c * L, *br = b + c * L;
+        out[c] = rows::sum<T>(L, [&](auto ld) { return term(ld(ar), ld(br), c); });
+      }
+      return;
+    }
+    std::fill_n(out, C, T(0));
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t c = 0; c < C; ++c) out[c] += term(a[l * C + c], b[l * C + c], c);
+  }
+  /// out = p[c] * a + q[c] * b + r[c] elementwise.
+  void combine(T* out, const T* p, const T* a, const T* q, const T* b, const T* r) const {
+    if (!cl) {
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t l = 0; l < L; ++l) out[c * L + l] = p[c] * a[c * L + l] + q[c] * b[c * L + l] + r[c];
+      return;
+    }
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t c = 0; c < C; ++c) out[l * C + c] = p[c] * a[l * C + c] + q[c] * b[l * C + c] + r[c];
+  }
+};
+
+/// group_norm: N samples of C channels of L positions (layout as SamplePlanes), G groups of
+/// C/G channels; mean and rstd are (N, G); the affine (w, b may be null) included.
+template <class T>
+void group_norm_kernel(bool cl, const T* x, T* y, int64_t N, int64_t L, int64_t C, int64_t G, double eps,
+                       const T* w, const T* b, T* mean, T* rstd) {
+  const int64_t cpg = C / G;
+  const T count = T(L * cpg);
+  const SamplePlanes<T> sp{cl, L, C};
+  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
+    std::vector<T> acc(static_cast<size_t>(C)), mc(acc), scale(acc), shift(acc), zero(acc);
+    auto group_total = [&](int64_t g) { return std::accumulate(&acc[size_t(g * cpg)], &acc[size_t(g * cpg)] + cpg, T(0)); };
+    for (int64_t n = nb; n < ne; ++n) {
+      const T* xn = x + n * L * C;
+      sp.channel_sums(xn, xn, acc.data(), [](auto v, auto, int64_t) { return v; });
+      for (int64_t g = 0; g < G; ++g) {
+        mean[n * G + g] = L ? group_total(g) / count : T(NAN);
+        std::fill_n(&mc[size_t(g * cpg)], cpg, mean[n * G + g]);
+      }
+      sp.channel_sums(xn, xn, acc.data(), [&](auto v, auto, int64_t c) { return (v - mc[size_t(c)]) * (v - mc[size_t(c)]); });
+      for (int64_t g = 0; g < G; ++g) rstd[n * G + g] = T(1) / std::sqrt((L ? group_total(g) / count : T(NAN)) + T(eps));
+      for (int64_t c = 0; c < C; ++c) {
+        scale[size_t(c)] = rstd[n * G + c / cpg] * (w ? w[c] : T(1));
+        shift[size_t(c)] = (b ? b[c] : T(0)) - mc[size_t(c)] * scale[size_t(c)];
+      }
+      sp.combine(y + n * L * C, scale.data(), xn, zero.data(), xn, shift.data());
+    }
+  });
+}
+
+/// group_norm's backward (see group_norm_kernel); gx, gw, gb may be null. Per sample the sums
+/// of gy * x and of gy per channel give gx = p[c] gy + q[c] x + r[c].
+template <class T>
+void group_norm_backward_kernel(bool cl, const T* gy, const T* x, int64_t N, int64_t L, int64_t C, int64_t G,
+                                const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb) {
+  const int64_t cpg = C / G;
+  const T count = T(L * cpg);
+  const SamplePlanes<T> sp{cl, L, C};
+  std::vector<T> ds(static_cast<size_t>(N * C)), db(ds);  // per (sample, channel): sum gy * x, sum gy
+  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
+    std::vector<T> p(static_cast<size_t>(C)), q(p), r(p);
+    for (int64_t n = nb; n < ne; ++n) {
+      const T *gn = gy + n * L * C, *xn = x + n * L * C;
+      T *dsn = &ds[size_t(n * C)], *dbn = &db[size_t(n * C)];
+      sp.channel_sums(gn, xn, dsn, [](auto g, auto v, int64_t) { return g * v; });
+      sp.channel_sums(gn, xn, dbn, [](auto g, auto, int64_t) { return g; });
+      if (!gx) continue;
+      for (int64_t g = 0; g < G; ++g) {
+        const T m = mean[n * G + g], rs = rstd[n * G + g];
+        T a = 0, bsum = 0;  // sums over the group of w db and of w (ds - m db)
+        for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c) {
+          const T wc = w ? w[c] : T(1);
+          a += wc * dbn[c];
+          bsum += wc * (dsn[c] - m * dbn[c]);
+          p[size_t(c)] = rs * wc;
+        }
+        const T qg = -rs * rs * rs * bsum / count, rg = -rs * a / count - m * qg;
+        std::fill_n(&q[size_t(g * cpg)], cpg, qg);
+        std::fill_n(&r[size_t(g * cpg)], cpg, rg);
+      }
+      sp.combine(gx + n * L * C, p.data(), gn, q.data(), xn, r.data());
+    }
+  });
+  for (int64_t c = 0; c < C; ++c) {
+    T sw = 0, sb = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      sw += (ds[size_t(n * C + c)] - mean[n * G + c / cpg] * db[size_t(n * C + c)]) * rstd[n * G + c / cpg];
+      sb += db[size_t(n * C + c)];
+    }
+    if (gw) gw[c] = sw;
+    if (gb) gb[c] = sb;
+  }
+}
+
+/// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
+bool any_nonzero(const Tensor& t) {
+  if (!t.defined()) return false;
+  Tensor d = contiguous(_to_dtype(t, DType::Float64));
+  const double* p = d.data<double>();
+  return std::any_of(p, p + d.numel(), [](double v) { return v != 0; });
+}
+
+/// The (sample, group) blocks of a tensor shaped like a group-norm input: row-major inputs
+/// as (N, G, C/G * spatial) rows (normalised over dim 2); channels-last ones in their
+/// (N, spatial, C) order as (N, spatial, G, C/G) (normalised over dims 1 and 3), so results
+/// and gradients stay channels last, as PyTorch's (Note [Channels-last results]).
+struct GroupBlocks {
+  bool cl;
+  DimVector sizes, nhwc_perm, back_perm, nhwc_sizes, shape, dims;
+  GroupBlocks(const Tensor& input, int64_t groups) : cl(channels_last(input)) {
+    const int64_t nd = input.dim(), n = input.size(0), c = input.size(1);
+    const int64_t hw = n * c != 0 ? input.numel() / (n * c) : 0;
+    sizes = DimVector(input.sizes().data(), input.sizes().size());
+    if (!cl) {
+      shape = {n, groups, c / groups * hw};
+      dims = {2};
+      return;
+    }
+    nhwc_perm = {0};
+    back_perm = {0, nd - 1};
+    nhwc_sizes = {n};
+    for (int64_t d = 2; d < nd; ++d) {
+      nhwc_perm.push_back(d);
+      back_perm.push_back(d - 1);
+      nhwc_sizes.push_back(input.size(d));
+    }
+    nhwc_perm.push_back(1);
+    nhwc_sizes.push_back(c);
+    shape = {n, hw, groups, c / groups};
+    dims = {1, 3};
+  }
+  Tensor of(const Tensor& t) const { return reshape(cl ? permute(t, nhwc_perm) : t, shape); }
+  Tensor back(const Tensor& t) const { return cl ? permute(reshape(t, nhwc_sizes), back_perm) : reshape(t, sizes); }
+};
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
+                                                          const std::optional<Tensor>& bias, int64_t N, int64_t C,
+                                                          int64_t HxW, int64_t group, double eps, OutArg) {
+  TP_CHECK(input.dim() >= 2 && input.numel() == N * C * HxW && input.size(0) == N && input.size(1) == C,
+           "Expected X.numel() == N * C * HxW to be true, but got false.");
+  TP_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got "
+           "input of shape ", shape_str(input.sizes()), " and num_groups=", group);
+  for (const auto* v : {&weight, &bias})
+    TP_CHECK(!*v || ((*v)->dim() == 1 && (*v)->numel() == C), "Expected ", v == &weight ? "weight" : "bias",
+             " to be a vector of size equal to the number of channels in input, but got ",
+             v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
+             shape_str(input.sizes()));
+  const GroupBlocks blk(input, group);
+  TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
+           "Expected X.is_contiguous(memory_format) to be true, but got false.");
+  const int64_t stats[2] = {N, group};
+  const DType dt = input.dtype(), cdt = compute_dtype(dt);
+  Tensor x = with_layout(_to_dtype(input, cdt), blk.cl);
+  Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
+  Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), cdt, input.device())
+                    : empty_tensor(input.sizes(), cdt);
+  Tensor mean = empty_tensor(IntArrayRef(stats, 2), cdt), rstd = empty_tensor(IntArrayRef(stats, 2), cdt);
+  visit_floating(cdt, "group_norm", [&](auto t) {
+    using T = decltype(t);
+    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+    group_norm_kernel(blk.cl, x.data<T>(), y.data<T>(), N, HxW, C, group, eps, ptr(w), ptr(b), mean.data<T>(),
+                      rstd.data<T>());
+  });
+  return {_to_dtype(y, dt), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const Tensor& grad_mean,
+                                                       const Tensor& grad_rstd, const Tensor& input, const Tensor& mean,
+                                                       const Tensor& rstd, const std::optional<Tensor>& weight,
+                                                       int64_t group, double eps, std::array<bool, 3> mask) {
+  const GroupBlocks blk(input, group);
+  const int64_t nd = input.dim();
+  const DType dt = compute_dtype(input.dtype());
+  // the engine passes zeros for the outputs nobody used (mean and rstd usually are not); with
+  // grad mode on (create_graph, forward AD) the terms stay: their gradients may be asked for
+  const bool stats_used =
+      mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
+  if (!autograd::grad_enabled() && !stats_used) {  // the fused kernel: every gradient in one go
+    Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
+    Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));
+    Tensor w = weight ? compute_input(*weight) : Tensor();
+    const int64_t n = input.size(0), c = input.size(1);
+    Tensor gx = !mask[0] ? Tensor()
+                : blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
+                         : empty_tensor(input.sizes(), dt);
+    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+    visit_floating(dt, "group_norm_backward", [&](auto t) {
+      using T = decltype(t);
+      auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
+      group_norm_backward_kernel(blk.cl, gy.data<T>(), xc.data<T>(), n, n * c != 0 ? input.numel() / (n * c) : 0, c,
+                                 group, m.data<T>(), rs.data<T>(), ptr(w), ptr(gx), ptr(gw), ptr(gb));
+    });
+    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
+    return {back(gx, input.dtype()), back(gw, weight ? weight->dtype() : dt), back(gb, grad.dtype())};
+  }
+  // differentiable (Note [Fused backward and create_graph]); mean and 1/std again from the input
+  Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
+  Tensor m = tp::mean(x, blk.dims, true);
+  Tensor rs = rsqrt(tp::mean(square(x - m), blk.dims, true) + Scalar(eps));
+  Tensor xhat = (x - m) * rs, gx;
+  if (mask[0]) {
+    Tensor gb = blk.of(g);
+    Tensor gx4 = rs * (gb - tp::mean(gb, blk.dims, true) - xhat * tp::mean(gb * xhat, blk.dims, true));
+    if (stats_used) {  // d mean / dx = 1 / n, d rstd / dx = -rstd^3 (x - mean) / n
+      const Scalar n(double(blk.shape[blk.cl ? 1 : 2] * (blk.cl ? blk.shape[3] : 1)));
+      Tensor gm = reshape(_to_dtype(grad_mean, dt), m.sizes()), gr = reshape(_to_dtype(grad_rstd, dt), m.sizes());
+      gx4 = gx4 + gm / n - gr * rs * rs * rs * (x - m) / n;
+    }
+    gx = with_layout(blk.back(gx4), blk.cl);
+  }
+  const DimVector red = reduce_dims_of(nd);
+  Tensor gw = mask[1] ? _to_dtype(sum(_to_dtype(grad, dt) * blk.back(xhat), red), weight->dtype()) : Tensor();
+  Tensor gb = mask[2] ? sum(grad, red) : Tensor();
+  return {gx.defined() ? _to_dtype(gx, input.dtype()) : gx, gw, gb};
+}
+
 Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight,
                        const std::optional<Tensor>& bias, double eps, bool, OutArg) {
   TP_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ", input.dim());
@@ -592,15 +927,11 @@ Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optio
            "num_groups, but got input of shape ", shape_str(input.sizes()), " and num_groups=", num_groups);
   check_channel_vector(weight, c, "weight");
   check_channel_vector(bias, c, "bias");
-  // (N, G, C/G * spatial) rows normalised by layer_norm's kernel, then the per-channel affine
-  const int64_t rows_shape[3] = {n, num_groups, n ? input.numel() / (n * num_groups) : 0};
-  int64_t last = rows_shape[2];
-  Tensor y = reshape(std::get<0>(native_layer_norm(reshape(input, rows_shape), IntArrayRef(&last, 1), std::nullopt,
-                                                   std::nullopt, eps)),
-                     input.sizes());
-  if (weight) y = y * channel_view(*weight, input.dim());
-  if (bias) y = y + channel_view(*bias, input.dim());
-  return y;
+  // dense in its own layout, as native_group_norm takes it (PyTorch's group_norm does the same)
+  const bool cl = channels_last(input);
+  Tensor x = !cl ? contiguous(input) : is_channels_last_dense(input) ? input : with_layout(input, true);
+  return std::get<0>(
+      native_group_norm(x, weight, bias, n, c, n * c != 0 ? input.numel() / (n * c) : 0, num_groups, eps));
 }
 
 Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,

@@ -7,6 +7,7 @@
 // with no materialised windows (planes in parallel). Spatial dims are padded in front to
 // three, so one kernel serves 1-3d. Max pooling keeps the flat spatial index of the winner
 // (NaN wins, as in PyTorch); its backward adds the gradient at those indices.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -164,8 +165,6 @@ void visit_pool_dtype(DType dt, const char* op, F&& f) {
   fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
-Tensor compute_input(const Tensor& t) { return contiguous(is_float16_or_bfloat16(t.dtype()) ? _to_dtype(t, DType::Float32) : t); }
-
 /// Calls f(out_flat, in_flat_offsets...) over every output position of one plane.
 template <class F>
 inline void for_each_output(const PoolShape& g, F f) {
@@ -178,29 +177,36 @@ inline void for_each_output(const PoolShape& g, F f) {
 template <class T>
 void max_pool_kernel(const PoolShape& g, const T* x, T* y, int64_t* idx) {
   const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
+  const int64_t in1 = g.in[1], in2 = g.in[2], s0 = w0.step, s1 = w1.step, s2 = w2.step;
   parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
     for (int64_t pl = pb; pl < pe; ++pl) {
       const T* xp = x + pl * g.in_numel();
       T* yp = y + pl * g.out_numel();
       int64_t* ip = idx + pl * g.out_numel();
       for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
-        int64_t best = (w0.begin[a] * g.in[1] + w1.begin[b]) * g.in[2] + w2.begin[c];
-        T bv = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                    : std::numeric_limits<T>::lowest();
-        for (int64_t i = 0; i < w0.count[a]; ++i) {
-          const int64_t r0 = (w0.begin[a] + i * w0.step) * g.in[1];
-          for (int64_t j = 0; j < w1.count[b]; ++j) {
-            const int64_t r1 = (r0 + w1.begin[b] + j * w1.step) * g.in[2] + w2.begin[c];
-            const T* row = xp + r1;
-            for (int64_t l = 0; l < w2.count[c]; ++l) {
-              const T v = row[l * w2.step];
-              if (v > bv || v != v) {  // a NaN wins; a later NaN takes the index
+        const int64_t n0 = w0.count[a], n1 = w1.count[b], n2 = w2.count[c];
+        const int64_t first = (w0.begin[a] * in1 + w1.begin[b]) * in2 + w2.begin[c];
+        int64_t best = first;
+        T bv = lowest;
+        // branch-free: which element wins is data-dependent, a branch would mispredict often
+        for (int64_t i = 0; i < n0; ++i)
+          for (int64_t j = 0; j < n1; ++j) {
+            const int64_t r = first + (i * s0 * in1 + j * s1) * in2;
+            for (int64_t l = 0; l < n2; ++l) {
+              const int64_t at = r + l * s2;
+              const T v = xp[at];
+              if (__builtin_expect(v != v, 0)) {  // a NaN wins; a later NaN takes the index
                 bv = v;
-                best = r1 + l * w2.step;
+                best = at;
+                continue;
               }
+              const int64_t take = -int64_t(v > bv);  // all ones when v wins
+              best ^= (best ^ at) & take;
+              bv = std::max(bv, v);
             }
           }
-        }
         yp[o] = bv;
         ip[o] = best;
       });
@@ -252,33 +258,164 @@ void avg_pool_backward_kernel(const PoolShape& g, const T* gy, T* gx, std::optio
   });
 }
 
-std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, const char* op) {
+// Channels-last kernels (Note [Channels-last results]): the planes of one sample are
+// interleaved, so each output position runs its window once with the channels innermost.
+
+/// Calls f(u, n, first input position, a, b, c) for each output position u = n * out + o of
+/// `batch` samples, o = (a, b, c), on the thread budget.
+template <class F>
+void for_each_output_nhwc(const PoolShape& g, int64_t batch, int64_t channels, F f) {
+  const int64_t out = g.out_numel();
+  parallel_for(0, batch * out, std::max<int64_t>(1, 2048 / std::max<int64_t>(channels, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t o = u % out, a = o / (g.out[1] * g.out[2]), bb = o / g.out[2] % g.out[1], c = o % g.out[2];
+      f(u, u / out, (g.w[0].begin[a] * g.in[1] + g.w[1].begin[bb]) * g.in[2] + g.w[2].begin[c], a, bb, c);
+    }
+  });
+}
+
+/// Calls f(input position) for each position of output (a, b, c)'s window from `first`.
+template <class F>
+inline void for_each_in_window(const PoolShape& g, int64_t first, int64_t a, int64_t b, int64_t c, F f) {
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  for (int64_t i = 0; i < w0.count[a]; ++i)
+    for (int64_t j = 0; j < w1.count[b]; ++j) {
+      const int64_t r = first + (i * w0.step * g.in[1] + j * w1.step) * g.in[2];
+      for (int64_t l = 0; l < w2.count[c]; ++l) f(r + l * w2.step);
+    }
+}
+
+/// y[ch], idx[ch] = x[ch], at where x[ch] wins (is larger, or NaN: a later NaN takes the
+/// index), for the C channels of one input position; vector code over the channels.
+template <class T>
+inline void max_into(T* __restrict y, int64_t* __restrict idx, const T* __restrict x, int64_t at, int64_t C) {
+#pragma omp simd
+  for (int64_t ch = 0; ch < C; ++ch) {
+    const T v = x[ch];
+    const bool take = (v > y[ch]) | (v != v);
+    y[ch] = take ? v : y[ch];
+    idx[ch] = take ? at : idx[ch];
+  }
+}
+
+template <class T>
+void max_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* y, int64_t* idx) {
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
+  for_each_output_nhwc(g, batch, C, [&](int64_t u, int64_t n, int64_t first, int64_t a, int64_t b, int64_t c) {
+    T* yr = y + u * C;
+    int64_t* ir = idx + u * C;
+    std::fill_n(yr, C, lowest);
+    std::fill_n(ir, C, first);
+    for_each_in_window(g, first, a, b, c,
+                       [&](int64_t at) { max_into(yr, ir, x + (n * g.in_numel() + at) * C, at, C); });
+  });
+}
+
+template <class T>
+void avg_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* y, std::optional<int64_t> divisor) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  for_each_output_nhwc(g, batch, C, [&](int64_t u, int64_t n, int64_t first, int64_t a, int64_t b, int64_t c) {
+    thread_local std::vector<Acc> acc;
+    acc.assign(size_t(C), Acc(0));
+    for_each_in_window(g, first, a, b, c, [&](int64_t at) {
+      const T* xr = x + (n * g.in_numel() + at) * C;
+      for (int64_t ch = 0; ch < C; ++ch) acc[size_t(ch)] += xr[ch];
+    });
+    const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
+    T* yr = y + u * C;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      if constexpr (std::is_floating_point_v<T>) yr[ch] = T(acc[size_t(ch)] / T(div));
+      else yr[ch] = T(acc[size_t(ch)] / int64_t(div));
+    }
+  });
+}
+
+/// gx (zeroed, channels last) += each gy element at its window's positions, divided by the
+/// window's divisor; samples in parallel (their gx rows are disjoint).
+template <class T>
+void avg_pool_backward_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* gy, T* gx,
+                            std::optional<int64_t> divisor) {
+  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
+  const int64_t out = g.out_numel();
+  parallel_for(0, batch, 1, [&](int64_t nb, int64_t ne) {
+    for (int64_t u = nb * out; u < ne * out; ++u) {
+      const int64_t n = u / out, o = u % out, a = o / (g.out[1] * g.out[2]), b = o / g.out[2] % g.out[1],
+                    c = o % g.out[2];
+      const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
+      const T* gr = gy + u * C;
+      const int64_t first = (w0.begin[a] * g.in[1] + w1.begin[b]) * g.in[2] + w2.begin[c];
+      for_each_in_window(g, first, a, b, c, [&](int64_t at) {
+        T* xr = gx + (n * g.in_numel() + at) * C;
+        for (int64_t ch = 0; ch < C; ++ch) xr[ch] += T(gr[ch] / T(div));
+      });
+    }
+  });
+}
+
+/// An uninitialised `sizes` tensor laid out channels last (`cl`) or row-major.
+Tensor empty_in_layout(IntArrayRef sizes, DType dt, bool cl) {
+  return cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, Device(DeviceType::CPU))
+            : empty_tensor(sizes, dt);
+}
+
+/// float16/bfloat16 widened to float32 (the pooling kernels' compute dtype), any layout.
+Tensor widen(const Tensor& t) { return is_float16_or_bfloat16(t.dtype()) ? _to_dtype(t, DType::Float32) : t; }
+
+/// Whether a pooling over `nsp` dims of `t` runs and returns channels last: `t` batched (4-D
+/// or 5-D) with channels-last strides, for the ops whose PyTorch kernels have such a path.
+bool pool_channels_last(const Tensor& t, int64_t nsp, bool has_path) {
+  return has_path && t.dim() == nsp + 2 && channels_last(t);
+}
+
+std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, bool cl, const char* op) {
   fill_unit_windows(g);
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
-  Tensor x = compute_input(self);
-  Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
-  Tensor idx = empty_tensor(out_sizes(self, g), DType::Int64);
+  Tensor x = with_layout(widen(self), cl);
+  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl);
+  Tensor idx = empty_in_layout(out_sizes(self, g), DType::Int64, cl);
   if (y.numel())
     visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
-      max_pool_kernel(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
+      if (cl) max_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), idx.data<int64_t>());
+      else max_pool_kernel(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
     });
   return {is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y, idx};
 }
 
-Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divisor, const char* op) {
+/// Average pooling; `cl`: in channels-last layout. A channels-last input pooled to one
+/// element per plane gets channels-last strides (the layouts coincide), as PyTorch's mean path.
+Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divisor, bool cl, const char* op) {
   fill_unit_windows(g);
   TP_CHECK(!divisor || *divisor != 0, op, ": divisor must be not zero");
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || self.dtype() == DType::Int64, "\"", op,
                 "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
-  Tensor x = compute_input(self);
-  Tensor y = empty_tensor(out_sizes(self, g), x.dtype());
+  Tensor x = with_layout(widen(self), cl);
+  const bool single = g.out_numel() == 1 && self.dim() == g.nsp + 2 && channels_last(self);
+  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl || single);
   if (y.numel())
     visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
-      avg_pool_kernel(g, x.data<T>(), y.data<T>(), divisor);
+      if (cl) avg_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), divisor);
+      else avg_pool_kernel(g, x.data<T>(), y.data<T>(), divisor);
     });
   return is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y;
+}
+
+/// Average pooling's gradient for `self` from gy (dtype and layout of the kernels: `cl`).
+Tensor avg_backward_run(const PoolShape& g, const Tensor& self, const Tensor& gy, std::optional<int64_t> divisor,
+                        bool cl) {
+  Tensor gx = empty_in_layout(self.sizes(), gy.dtype(), cl);
+  if (gx.numel())
+    visit_pool_dtype(gy.dtype(), "avg_pool_backward", [&](auto t) {
+      using T = decltype(t);
+      if (!cl) return avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor);
+      std::fill_n(gx.data<T>(), gx.numel(), T(0));
+      avg_pool_backward_nhwc(g, self.size(0), self.size(1), gy.data<T>(), gx.data<T>(), divisor);
+    });
+  return gx;
 }
 
 void floats_only(const Tensor& self, const char* op) {
@@ -295,7 +432,8 @@ void floats_only(const Tensor& self, const char* op) {
                                                               IntArrayRef stride, IntArrayRef padding,          \
                                                               IntArrayRef dilation, bool ceil_mode, OutArg) {   \
     return max_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, dilation, ceil_mode, true,   \
-                                            true, "max_pool" #N "d"), "max_pool" #N "d");                       \
+                                            true, "max_pool" #N "d"),                                           \
+                        pool_channels_last(self, N, N > 1), "max_pool" #N "d");                                 \
   }                                                                                                             \
   Tensor max_pool##N##d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,                   \
                              IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, OutArg) {               \
@@ -309,11 +447,13 @@ TP_MAX_POOL(3)
 
 std::tuple<Tensor, Tensor> adaptive_max_pool1d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
   floats_only(self, "adaptive_max_pool1d");
-  return max_pool_run(self, adaptive_shape(self, 1, output_size, "adaptive_max_pool1d"), "adaptive_max_pool1d");
+  return max_pool_run(self, adaptive_shape(self, 1, output_size, "adaptive_max_pool1d"), false,
+                      "adaptive_max_pool1d");
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
   floats_only(self, "adaptive_max_pool2d");
-  return max_pool_run(self, adaptive_shape(self, 2, output_size, "adaptive_max_pool2d"), "adaptive_max_pool2d");
+  return max_pool_run(self, adaptive_shape(self, 2, output_size, "adaptive_max_pool2d"),
+                      pool_channels_last(self, 2, true), "adaptive_max_pool2d");
 }
 
 namespace {
@@ -333,20 +473,31 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
                       indices.sizes().end()), "grad_output and indices must have the same shape");
   auto [planes, plane] = planes_of(self_size, spatial_dims);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
-  Tensor gy = contiguous(_to_dtype(grad_output, dt)), idx = contiguous(indices);
-  Tensor gx = zeros(self_size, dt);
+  // the indices carry the forward's layout (Note [Channels-last results])
+  const bool cl = spatial_dims > 1 && int64_t(self_size.size()) == spatial_dims + 2 && channels_last(indices);
+  Tensor gy = with_layout(_to_dtype(grad_output, dt), cl), idx = with_layout(indices, cl);
+  Tensor gx = empty_in_layout(self_size, dt, cl);
   const int64_t per = planes ? gy.numel() / planes : 0;
-  if (gy.numel())
-    visit_pool_dtype(dt, "max_pool_backward", [&](auto t) {
-      using T = decltype(t);
-      const T* g = gy.data<T>();
-      const int64_t* ix = idx.data<int64_t>();
-      T* x = gx.data<T>();
-      parallel_for(0, planes, 1, [&](int64_t b, int64_t e) {
-        for (int64_t pl = b; pl < e; ++pl)
-          for (int64_t o = 0; o < per; ++o) x[pl * plane + ix[pl * per + o]] += g[pl * per + o];
+  visit_pool_dtype(dt, "max_pool_backward", [&](auto t) {
+    using T = decltype(t);
+    const T* g = gy.data<T>();
+    const int64_t* ix = idx.data<int64_t>();
+    T* x = gx.data<T>();
+    std::fill_n(x, gx.numel(), T(0));
+    if (cl) {  // (N, spatial, C): the channels of a sample's position are adjacent
+      const int64_t n = self_size[0], C = self_size[1];
+      parallel_for(0, n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          for (int64_t o = i * per; o < (i + 1) * per; ++o)
+            for (int64_t ch = 0; ch < C; ++ch) x[(i * plane + ix[o * C + ch]) * C + ch] += g[o * C + ch];
       });
+      return;
+    }
+    parallel_for(0, planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl)
+        for (int64_t o = 0; o < per; ++o) x[pl * plane + ix[pl * per + o]] += g[pl * per + o];
     });
+  });
   return _to_dtype(gx, grad_output.dtype());
 }
 
@@ -362,7 +513,7 @@ Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
                        bool ceil_mode, bool count_include_pad, OutArg) {
   const int64_t one = 1;
   return avg_pool_run(self, sliding_shape(self, 1, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
-                                          count_include_pad, false, "avg_pool1d"), std::nullopt, "avg_pool1d");
+                                          count_include_pad, false, "avg_pool1d"), std::nullopt, false, "avg_pool1d");
 }
 
 #define TP_AVG_POOL(N)                                                                                        \
@@ -375,7 +526,7 @@ Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
                     "for '", dtype_scalar_name(self.dtype()), "'");                                           \
     return avg_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, IntArrayRef(&one, 1),      \
                                             ceil_mode, count_include_pad, false, "avg_pool" #N "d"),          \
-                        divisor_override, "avg_pool" #N "d");                                                 \
+                        divisor_override, pool_channels_last(self, N, N == 2), "avg_pool" #N "d");            \
   }
 TP_AVG_POOL(2)
 TP_AVG_POOL(3)
@@ -389,15 +540,10 @@ Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, In
                               count_include_pad, false, "avg_pool_backward");
   fill_unit_windows(g);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
-  Tensor gy = contiguous(_to_dtype(grad_output, dt));
+  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2);
+  Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
   TP_CHECK(gy.numel() == g.planes * g.out_numel(), "avg_pool_backward: grad_output has the wrong size");
-  Tensor gx = empty_tensor(self.sizes(), dt);
-  if (gx.numel())
-    visit_pool_dtype(dt, "avg_pool_backward", [&](auto t) {
-      using T = decltype(t);
-      avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor_override);
-    });
-  return _to_dtype(gx, grad_output.dtype());
+  return _to_dtype(avg_backward_run(g, self, gy, divisor_override, cl), grad_output.dtype());
 }
 
 Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_size, IntArrayRef stride,
@@ -414,8 +560,9 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
 #define TP_ADAPTIVE_AVG(N)                                                                                   \
   Tensor adaptive_avg_pool##N##d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {                 \
     floats_only(self, "adaptive_avg_pool" #N "d");                                                           \
-    return avg_pool_run(self, adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d"), std::nullopt, \
-                        "adaptive_avg_pool" #N "d");                                                         \
+    PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d");                          \
+    const bool cl = pool_channels_last(self, N, N == 2) && g.out_numel() != 1;                               \
+    return avg_pool_run(self, std::move(g), std::nullopt, cl, "adaptive_avg_pool" #N "d");                   \
   }
 TP_ADAPTIVE_AVG(1)
 TP_ADAPTIVE_AVG(2)
@@ -427,14 +574,10 @@ Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor&
   PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
   fill_unit_windows(g);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
-  Tensor gy = contiguous(_to_dtype(grad_output, dt));
-  Tensor gx = empty_tensor(self.sizes(), dt);
-  if (gx.numel())
-    visit_pool_dtype(dt, "adaptive_avg_pool_backward", [&](auto t) {
-      using T = decltype(t);
-      avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), std::nullopt);
-    });
-  return _to_dtype(gx, grad_output.dtype());
+  // pooled to one element per plane, PyTorch takes a mean, whose gradient is row-major
+  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2) && g.out_numel() != 1;
+  Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
+  return _to_dtype(avg_backward_run(g, self, gy, std::nullopt, cl), grad_output.dtype());
 }
 
 Tensor adaptive_avg_pool_nd(const Tensor& grad, IntArrayRef out_sizes, int64_t spatial_dims) {

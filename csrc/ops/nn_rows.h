@@ -1,11 +1,16 @@
 #pragma once
 // Row reductions of the nn kernels, written with GCC/Clang vector types (32-byte vectors,
 // two accumulators) so they are vector code whatever the auto-vectoriser decides: it left
-// `#pragma omp simd reduction` loops, and on some compilers lane-array loops, scalar.
+// `#pragma omp simd reduction` loops, and on some compilers lane-array loops, scalar. Also
+// short row copies and column sums (per-channel sums of channels-last data).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/parallel.h"
 
 namespace tp::rows {
 
@@ -33,10 +38,14 @@ inline Vec<T> load(const T* p) {
 }
 
 template <class T>
-inline Vec<T> splat(T x) {
-  Vec<T> v;
-  for (int j = 0; j < kLanes<T>; ++j) v[j] = x;
-  return v;
+inline void store(T* p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class T>
+inline Vec<T> splat(T x) {  // every lane listed: one broadcast instruction
+  if constexpr (kLanes<T> == 8) return Vec<T>{x, x, x, x, x, x, x, x};
+  else return Vec<T>{x, x, x, x};
 }
 
 template <class T>
@@ -44,6 +53,20 @@ inline T hsum(Vec<T> v) {
   T s = 0;
   for (int j = 0; j < kLanes<T>; ++j) s += v[j];
   return s;
+}
+
+/// dst[0..n) = src[0..n) for the short rows of small images: an inline loop (a memmove call
+/// per row of ten elements costs more than the copy).
+template <class T>
+inline void copy_short(T* dst, const T* src, int64_t n) {
+  if (n >= 64) {
+    std::memcpy(dst, src, size_t(n) * sizeof(T));
+    return;
+  }
+  int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T>)
+    for (; i + kLanes<T> <= n; i += kLanes<T>) store(dst + i, load(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
 }
 
 /// sum of term(i) for i in [0, n): term is called with a vector index loader `at`
@@ -77,6 +100,30 @@ inline T max(const T* x, int64_t n) {
   for (int j = 0; j < W; ++j) r = std::max(r, m[j]);
   for (; i < n; ++i) r = std::max(r, x[i]);
   return r;
+}
+
+/// Column sums of a (rows x C) matrix, e.g. per-channel sums of channels-last data:
+/// add_row(r, acc) adds row r's terms into acc (k arrays of C), vector code over the columns.
+/// Rows run in pieces on the thread budget, blocks of 64 rows summed apart before they join
+/// their piece's sum; the pieces add up in order. out: k x C.
+template <class T, class F>
+void column_sums(int64_t rows, int64_t C, int64_t k, T* out, F add_row) {
+  const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), rows / 256));
+  std::vector<T> part(size_t(pieces * k * C), T(0));
+  parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+    std::vector<T> block(size_t(k * C));
+    for (int64_t p = b; p < e; ++p) {
+      T* acc = part.data() + p * k * C;
+      for (int64_t r0 = rows * p / pieces, end = rows * (p + 1) / pieces; r0 < end; r0 += 64) {
+        std::fill(block.begin(), block.end(), T(0));
+        for (int64_t r = r0; r < std::min(end, r0 + 64); ++r) add_row(r, block.data());
+        for (int64_t i = 0; i < k * C; ++i) acc[i] += block[size_t(i)];
+      }
+    }
+  });
+  std::fill_n(out, k * C, T(0));
+  for (int64_t p = 0; p < pieces; ++p)
+    for (int64_t i = 0; i < k * C; ++i) out[i] += part[size_t(p * k * C + i)];
 }
 
 }  // namespace tp::rows

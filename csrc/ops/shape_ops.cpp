@@ -115,13 +115,6 @@ Tensor narrow_view(const Tensor& t, int64_t dim, int64_t start, int64_t len) {
   return make_view(t, sizes, strides_of(t), t.storage_offset() + start * t.stride(dim));
 }
 
-/// Strides of a 4-D (N, C, H, W) tensor stored as (N, H, W, C).
-DimVector channels_last_strides(IntArrayRef s) {
-  int64_t c = std::max<int64_t>(s[1], 1), w = std::max<int64_t>(s[3], 1);
-  int64_t h = std::max<int64_t>(s[2], 1);
-  return DimVector{h * w * c, 1, w * c, c};
-}
-
 /// Whether every tensor cat uses is 4-D and laid out channels-last (and not also
 /// contiguous): then cat's result is channels-last too, as in PyTorch.
 bool all_channels_last(TensorList tensors) {

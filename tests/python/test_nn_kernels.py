@@ -144,3 +144,159 @@ def test_fused_activations_refuse_integer_input(name):
         getattr(tp.nn.functional, name)(tp.tensor([1, 2]))
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         tp.nn.functional.gelu(tp.ones(2), approximate="erf")
+
+
+# ---------------------------------------------------------------- channels-last layouts
+# PyTorch's CPU kernels give channels-last results (and input gradients) for channels-last
+# inputs; each case checks values and the exact strides of the output and of every
+# gradient (torch.autograd.grad: the raw gradients, before a leaf's .grad is laid out).
+def _cl(lib, t, fmt):
+    if fmt == 'cl':
+        return t.contiguous(memory_format=lib.channels_last if t.dim() == 4 else lib.channels_last_3d)
+    if fmt == 'nhwc_view':  # a permuted view: strides read as channels last, never copied
+        perm = (0, *range(2, t.dim()), 1)
+        back = (0, t.dim() - 1, *range(1, t.dim() - 1))
+        return t.permute(perm).contiguous().permute(back)
+    if fmt == 'cl_slice':  # channels last but not dense: a slice of a wider one
+        wide = lib.cat([t, t], dim=-1)
+        wide = wide.contiguous(memory_format=lib.channels_last if t.dim() == 4 else lib.channels_last_3d)
+        return wide[..., :t.shape[-1]]
+    return t
+
+
+LAYOUT_CASES = [
+    ("conv3x3", lambda F, x, w, b: F.conv2d(x, w, b, padding=1), [(2, 8, 7, 7), (4, 8, 3, 3), (4,)], 'x'),
+    ("conv3x3 weight cl", lambda F, x, w: F.conv2d(x, w, padding=1), [(2, 8, 7, 7), (4, 8, 3, 3)], 'w'),
+    ("conv1x1", lambda F, x, w, b: F.conv2d(x, w, b), [(2, 8, 5, 6), (4, 8, 1, 1), (4,)], 'x'),
+    ("conv1x1 groups", lambda F, x, w: F.conv2d(x, w, groups=2), [(2, 8, 5, 6), (6, 4, 1, 1)], 'x'),
+    ("conv1x1 stride 2", lambda F, x, w: F.conv2d(x, w, stride=2), [(2, 8, 5, 6), (4, 8, 1, 1)], 'x'),
+    ("depthwise", lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=8), [(2, 8, 7, 7), (8, 1, 3, 3), (8,)], 'x'),
+    ("depthwise stride 2", lambda F, x, w: F.conv2d(x, w, stride=2, groups=8), [(2, 8, 7, 7), (8, 1, 3, 3)], 'x'),
+    ("grouped", lambda F, x, w: F.conv2d(x, w, stride=2, groups=2), [(2, 8, 7, 7), (4, 4, 3, 3)], 'x'),
+    ("conv_transpose", lambda F, x, w: F.conv_transpose2d(x, w, stride=2), [(2, 8, 4, 4), (8, 3, 3, 3)], 'x'),
+    ("conv_transpose1x1", lambda F, x, w: F.conv_transpose2d(x, w), [(2, 8, 4, 4), (8, 3, 1, 1)], 'x'),
+    ("conv3d", lambda F, x, w: F.conv3d(x, w, padding=1), [(2, 4, 4, 5, 5), (3, 4, 3, 3, 3)], 'x'),
+    ("max_pool2d", lambda F, x: F.max_pool2d(x, 3, 2, 1), [(2, 8, 9, 9)], 'x'),
+    ("max_pool2d indices", lambda F, x: F.max_pool2d(x, 2, return_indices=True)[1].to(x.dtype) + x[:, :, ::2, ::2],
+     [(2, 8, 8, 8)], 'x'),
+    ("max_pool2d dilated ceil", lambda F, x: F.max_pool2d(x, 2, 2, 0, 2, True), [(2, 8, 9, 9)], 'x'),
+    ("max_pool3d", lambda F, x: F.max_pool3d(x, 2), [(2, 4, 4, 4, 4)], 'x'),
+    ("avg_pool2d", lambda F, x: F.avg_pool2d(x, 3, 2, 1), [(2, 8, 9, 9)], 'x'),
+    ("avg_pool2d options", lambda F, x: F.avg_pool2d(x, 3, 2, 1, True, False, 4), [(2, 8, 9, 9)], 'x'),
+    ("avg_pool3d", lambda F, x: F.avg_pool3d(x, 2), [(2, 4, 4, 4, 4)], 'x'),
+    ("adaptive_avg_pool2d", lambda F, x: F.adaptive_avg_pool2d(x, (3, 2)), [(2, 8, 9, 7)], 'x'),
+    ("adaptive_avg_pool2d 1", lambda F, x: F.adaptive_avg_pool2d(x, 1), [(2, 8, 9, 7)], 'x'),
+    ("adaptive_avg_pool3d 1", lambda F, x: F.adaptive_avg_pool3d(x, 1), [(2, 4, 3, 4, 4)], 'x'),
+    ("adaptive_max_pool2d", lambda F, x: F.adaptive_max_pool2d(x, 3), [(2, 8, 9, 7)], 'x'),
+    ("adaptive_max_pool2d 1", lambda F, x: F.adaptive_max_pool2d(x, 1), [(2, 8, 9, 7)], 'x'),
+    ("lp_pool2d", lambda F, x: F.lp_pool2d(x, 2, 2), [(2, 8, 8, 8)], 'x'),
+    ("batch_norm", lambda F, x, w, b: F.batch_norm(x, None, None, w, b, True), [(3, 8, 5, 5), (8,), (8,)], 'x'),
+    ("batch_norm 3d", lambda F, x: F.batch_norm(x, None, None, training=True), [(2, 4, 3, 4, 4)], 'x'),
+    ("group_norm", lambda F, x, w, b: F.group_norm(x, 2, w, b), [(3, 8, 5, 5), (8,), (8,)], 'x'),
+    ("group_norm 3d", lambda F, x: F.group_norm(x, 4), [(2, 4, 3, 4, 4)], 'x'),
+]
+
+
+def _layout_run(lib, case, arrays, fmt, cot_layout, dtype):
+    _, fn, shapes, which = case
+    F = lib.nn.functional
+    ts = [lib.tensor(a.tolist(), dtype=getattr(lib, dtype)) for a in arrays]
+    ts = [_cl(lib, t, fmt) if (i == 0) == (which == 'x') and t.dim() >= 4 else t for i, t in enumerate(ts)]
+    ts = [t.requires_grad_() for t in ts]
+    y = fn(F, *ts)
+    if cot_layout == 'sum':  # an expanded gradient (zero strides)
+        out = y.sum()
+    else:
+        cot = lib.tensor(np.random.default_rng(7).standard_normal(tuple(y.shape)).tolist(), dtype=y.dtype)
+        if cot_layout == 'cl':
+            cot = _cl(lib, cot, 'cl')
+        out = (y * cot).sum()
+    return y, lib.autograd.grad([out], ts)
+
+
+@pytest.mark.parametrize('cot_layout', ['cl', 'contiguous', 'sum'])
+@pytest.mark.parametrize('fmt', ['cl', 'nhwc_view', 'cl_slice'])
+@pytest.mark.parametrize('case', LAYOUT_CASES, ids=[c[0] for c in LAYOUT_CASES])
+def test_channels_last_layouts_match_torch(case, fmt, cot_layout):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) for s in case[2]]
+    y, grads = _layout_run(tp, case, arrays, fmt, cot_layout, 'float32')
+    ty, tgrads = _layout_run(torch, case, arrays, fmt, cot_layout, 'float32')
+    for ours, ref in [(y, ty), *zip(grads, tgrads)]:
+        np.testing.assert_allclose(np.asarray(ours.tolist()), ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+        assert tuple(ours.stride()) == tuple(ref.stride()), (tuple(ours.stride()), tuple(ref.stride()))
+
+
+@pytest.mark.parametrize('dtype', ['float64', 'bfloat16'])
+@pytest.mark.parametrize('case', LAYOUT_CASES, ids=[c[0] for c in LAYOUT_CASES])
+def test_channels_last_layouts_other_dtypes(case, dtype):
+    # values, and the layout up to the strides of size-1 dims (PyTorch's float64 kernels
+    # place those differently from its float32 ones)
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s) for s in case[2]]
+    try:
+        ty, tgrads = _layout_run(torch, case, arrays, 'cl', 'cl', dtype)
+    except NotImplementedError:  # avg_pool3d has no reduced-precision kernel
+        with pytest.raises(NotImplementedError):
+            _layout_run(tp, case, arrays, 'cl', 'cl', dtype)
+        return
+    y, grads = _layout_run(tp, case, arrays, 'cl', 'cl', dtype)
+    tol = 1e-9 if dtype == 'float64' else 1e-1
+    for ours, ref in [(y, ty), *zip(grads, tgrads)]:
+        np.testing.assert_allclose(np.asarray(ours.float().tolist()), ref.detach().float().numpy(), rtol=tol, atol=tol)
+        assert [st for sz, st in zip(ours.shape, ours.stride()) if sz != 1] == \
+            [st for sz, st in zip(ref.shape, ref.stride()) if sz != 1]
+
+
+def test_row_major_inputs_keep_row_major_results():
+    # ambiguous strides read as row-major: (N, C, 1, 1) and (N, 1, 1, 1) inputs, an
+    # unbatched slice of a channels-last tensor
+    for shape, wshape in [((2, 8, 1, 1), (4, 8, 1, 1)), ((3, 1, 1, 1), (2, 1, 1, 1))]:
+        x, tx = _pair(shape, 5)
+        w, tw = _pair(wshape, 6)
+        y, ty = tp.conv2d(x, w), torch.conv2d(tx, tw)
+        _close(y, ty)
+        assert y.stride() == ty.stride()
+        for f in ['max_pool2d', 'avg_pool2d']:
+            assert getattr(tp, f)(x, 1).stride() == getattr(torch, f)(tx, 1).stride()
+    x, tx = _pair((1, 4, 6, 6), 7)
+    x, tx = x.contiguous(memory_format=tp.channels_last)[0], tx.contiguous(memory_format=torch.channels_last)[0]
+    y, ty = tp.conv2d(x, tp.ones(3, 4, 3, 3, dtype=tp.float64)), torch.conv2d(tx, torch.ones(3, 4, 3, 3, dtype=torch.float64))
+    _close(y, ty)
+    assert y.stride() == ty.stride() and y.is_contiguous()
+
+
+@pytest.mark.parametrize('op', ['conv', 'batch_norm', 'group_norm'])
+def test_channels_last_second_derivative_matches_torch(op):
+    (x, tx), (w, tw) = _pair((2, 4, 5, 5), 8), _pair((3, 4, 3, 3) if op == 'conv' else (4,), 9)
+    x, tx = x.contiguous(memory_format=tp.channels_last), tx.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_(), w.requires_grad_(), tx.requires_grad_(), tw.requires_grad_()
+
+    def grad_norm(lib, a, b):
+        F = lib.nn.functional
+        y = {'conv': lambda: F.conv2d(a, b, None, padding=1),
+             'batch_norm': lambda: F.batch_norm(a, None, None, b, None, True),
+             'group_norm': lambda: F.group_norm(a, 2, b)}[op]()
+        (gx,) = lib.autograd.grad([(y * y * y).sum()], [a], create_graph=True)
+        assert gx.stride() == a.stride()
+        return (gx * gx).sum()
+
+    ours, ref = grad_norm(tp, x, w), grad_norm(torch, tx, tw)
+    _close(ours, ref, 1e-8)
+    for g, tg in zip(tp.autograd.grad([ours], [x, w]), torch.autograd.grad([ref], [tx, tw])):
+        _close(g, tg, 1e-7)
+
+
+def test_native_group_norm_matches_torch():
+    x, tx = _pair((2, 6, 3, 3), 11)
+    w, tw = _pair((6,), 12)
+    for ours, ref in zip(tp.native_group_norm(x, w, None, 2, 6, 9, 3, 1e-5),
+                         torch.native_group_norm(tx, tw, None, 2, 6, 9, 3, 1e-5)):
+        _close(ours, ref)
+        assert ours.shape == ref.shape
+    with pytest.raises(RuntimeError, match="N \\* C \\* HxW"):
+        tp.native_group_norm(x, None, None, 2, 6, 8, 3, 1e-5)
+    with pytest.raises(RuntimeError, match="divisible by num_groups"):
+        tp.native_group_norm(x, None, None, 2, 6, 9, 4, 1e-5)
+    with pytest.raises(RuntimeError, match="weight to be a vector of size equal to the number of channels"):
+        tp.native_group_norm(x, tp.ones(5, dtype=tp.float64), None, 2, 6, 9, 3, 1e-5)

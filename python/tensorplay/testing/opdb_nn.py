@@ -16,7 +16,7 @@ NAN, INF = float('nan'), float('inf')
 HALF_TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)}
 
 
-def _register(name, samples, fn=None, errors=None, tol=None, method=False):
+def _register(name, samples, fn=None, errors=None, tol=None, method=False, coverage=('noncontig',)):
     """Registers `name` with the dtypes torch accepts for all of its samples. PyTorch keeps
     some of these ops in torch._C._nn only (avg_pool2d, ...), while tensorplay exports them as
     tp.<name>; the reference is then made reachable as torch.<name> for the harness."""
@@ -34,7 +34,7 @@ def _register(name, samples, fn=None, errors=None, tol=None, method=False):
             pass
     assert dtypes, f'{name}: torch rejects a sample in every dtype'
     db.register(db.OpInfo(name, samples, tuple(dtypes), method=method, tol=tol or HALF_TOL,
-                          errors=errors, coverage=('noncontig',)))
+                          errors=errors, coverage=coverage))
 
 
 def _w(mk, shape):
@@ -266,6 +266,20 @@ def _group_norm_samples(op, mk):
 _register('group_norm', _group_norm_samples,
           tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
           errors=db._errors(db._err(torch.ones(2, 3, 4), 2)))
+
+
+def _native_group_norm_samples(op, mk):
+    yield db.Sample((mk((2, 4, 2)), mk((4,)), mk((4,)), 2, 4, 2, 2, 1e-5))
+    yield db.Sample((mk((3, 6, 5)), None, None, 3, 6, 5, 3, 1e-5))
+    yield db.Sample((mk((2, 6, 3, 3)), mk((6,)), None, 2, 6, 9, 2, 1e-3))
+
+
+# PyTorch's native_group_norm takes only inputs dense in their own layout (group_norm makes them so)
+_register('native_group_norm', _native_group_norm_samples, coverage=(),
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3, 4), None, None, 2, 3, 5, 1, 1e-5),
+                            db._err(torch.ones(2, 6, 4), None, None, 2, 6, 4, 4, 1e-5),
+                            db._err(torch.ones(6, 4, 3), None, None, 4, 6, 3, 3, 1e-5, layout='transposed')))
 
 
 def _rms_norm_samples(op, mk):
