@@ -412,3 +412,48 @@ for _name, _variants in (('gelu', ({}, {'approximate': 'tanh'})), ('silu', ({},)
                           method=False, tol=HALF_TOL, coverage=('noncontig',),
                           message_names=(_name, f'_{_name}', '_gelu_tanh', '_elu'),
                           errors=db._errors(db._err(torch.tensor([1, 2]), exc=NotImplementedError))))
+
+
+# ---------------------------------------------------------------- grid sampling
+def _grid_samples(op, mk):
+    def grid(shape):
+        g = mk(shape, domain=(-1.2, 1.2), int_domain=(-1, 1))
+        # PyTorch rounds every step to float16/bfloat16 (we compute in float32): on a grid of
+        # eighths the positions are exact in both, so they pick the same input elements
+        return (g * 8).round() / 8 if mk.dtype in db.HALF_DTYPES else g
+    yield db.Sample((_w(mk, (1, 1, 2, 3)), grid((1, 2, 2, 2)), 0, 0, False))  # tiny: gradcheck runs on it
+    x2, x3 = _w(mk, (2, 3, 4, 5)), _w(mk, (2, 2, 3, 4, 3))
+    for mode, padding, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 0, True),
+                                 (1, 1, False), (1, 2, True), (2, 0, False), (2, 1, True), (2, 2, False),
+                                 (2, 2, True)]:
+        yield db.Sample((x2, grid((2, 3, 4, 2)), mode, padding, align))
+    for mode, padding, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 1, False),
+                                 (1, 2, True)]:
+        yield db.Sample((x3, grid((2, 2, 3, 2, 3)), mode, padding, align))
+    yield db.Sample((_w(mk, (1, 2, 1, 1)), grid((1, 2, 2, 2)), 0, 2, True))  # unit spatial dims
+    yield db.Sample((_w(mk, (2, 3, 4, 5)), grid((2, 0, 3, 2)), 0, 0, False))  # empty grid
+    yield db.Sample((_w(mk, (0, 3, 4, 5)), grid((0, 2, 3, 2)), 1, 1, False))  # empty batch
+    if mk.dtype in ('float32', 'float64'):  # NaN / inf / huge positions (2-D border/reflection crash PyTorch)
+        special = [NAN, INF, -INF, 1e30, -3e9, 1.0, -1.0, 0.0]
+        g2 = mk.values(special * 2).reshape(1, 2, 4, 2)
+        yield db.Sample((_w(mk, (1, 2, 3, 4)), g2, 0, 0, False))
+        yield db.Sample((_w(mk, (1, 2, 3, 4)), g2, 2, 0, True))
+        g3 = mk.values(special * 3).reshape(1, 2, 2, 2, 3)
+        for padding in (0, 1, 2):
+            yield db.Sample((_w(mk, (1, 2, 2, 3, 4)), g3, 0, padding, False))
+        yield db.Sample((_w(mk, (1, 2, 2, 3, 4)), g3, 1, 2, True))
+    yield db.Sample((_w(mk, (2, 3, 4, 5)), grid((2, 3, 4, 2)), 0, 2, False), layout='strided')
+    yield db.Sample((_w(mk, (2, 2, 3, 4, 5)), grid((2, 2, 3, 4, 3)), 0, 1, True), layout='transposed')
+
+
+_register('grid_sampler', _grid_samples, tol={**HALF_TOL, 'float16': (2e-2, 2e-2), 'bfloat16': (1e-1, 1e-1)},
+          errors=db._errors(db._err(torch.ones(2, 1, 3, 3), torch.zeros(1, 2, 2, 2), 0, 0, False),  # batch
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 3), 0, 0, False),  # last dim
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2, 2), 0, 0, False),
+                            db._err(torch.ones(1, 3, 3), torch.zeros(1, 2, 1), 0, 0, False),
+                            db._err(torch.ones(1, 1, 0, 3), torch.zeros(1, 2, 2, 2), 0, 0, False),
+                            db._err(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 2, 2, 2, 3), 2, 0, False),
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2, dtype=torch.float64), 0, 0,
+                                    False),
+                            db._err(torch.ones(1, 1, 3, 3, dtype=torch.int64), torch.zeros(1, 2, 2, 2), 0, 0, False,
+                                    exc=NotImplementedError)))
