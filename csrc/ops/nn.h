@@ -95,3 +95,14 @@ std::tuple<Tensor, Tensor> grid_sampler_backward(const Tensor& grad, const Tenso
                                                  std::array<bool, 2> mask);
 
 }  // namespace tp
+
+namespace tp {
+
+/// The tangent of _embedding_bag's output (csrc/ops/nn_embedding.cpp): the bags of the weight's
+/// tangent (the winners' rows for mode max) plus the bags weighted by per_sample_weights' tangent.
+Tensor embedding_bag_jvp(const Tensor& weight_t, const Tensor& per_sample_weights_t, const Tensor& weight,
+                         const Tensor& indices, const Tensor& offsets, int64_t mode,
+                         const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx,
+                         const Tensor& max_indices, const Tensor& bag_size);
+
+}  // namespace tp

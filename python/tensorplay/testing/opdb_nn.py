@@ -457,3 +457,52 @@ _register('grid_sampler', _grid_samples, tol={**HALF_TOL, 'float16': (2e-2, 2e-2
                                     False),
                             db._err(torch.ones(1, 1, 3, 3, dtype=torch.int64), torch.zeros(1, 2, 2, 2), 0, 0, False,
                                     exc=NotImplementedError)))
+
+
+# ---------------------------------------------------------------- embedding bags
+def _long(vals, dtype=torch.int64):
+    return torch.tensor(vals, dtype=dtype)
+
+
+def _embedding_bag_samples(op, mk):
+    idx, offs = _long([1, 2, 4, 5, 4, 3, 2, 9, 0, 7, 7]), _long([0, 4, 4, 6, 10])
+    w = lambda: _w(mk, (10, 3))
+    # tiny first: gradcheck runs on it
+    yield db.Sample((_w(mk, (5, 3)), _long([0, 2, 4, 2, 1]), _long([0, 2]), False, 0, False, None, False, None))
+    for mode in (0, 1, 2):
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, None))
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, 4))   # padding_idx
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, -3))  # counted from the end
+        yield db.Sample((w(), idx, _long([0, 4, 4, 6, 10, 11]), False, mode, False, None, True, None))
+        yield db.Sample((w(), idx.int(), offs.int(), False, mode, False, None, False, 2))
+        yield db.Sample((w(), _long([]), _long([0, 0]), False, mode, False, None, False, None))  # empty bags
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, None), layout='strided')
+    yield db.Sample((w(), idx, offs, False, 0, False, _w(mk, (11,)), False, None))  # per_sample_weights
+    yield db.Sample((w(), idx, offs, False, 0, False, _w(mk, (11,)), False, 7))
+    if mk.is_float:  # NaN / inf rows: max keeps the first of a tie and a NaN only in first place
+        special = _w(mk, (4, 2))
+        special[1, 0], special[2, 1], special[3, 0] = NAN, INF, -INF
+        yield db.Sample((special, _long([0, 1, 2, 3, 1, 0, 3, 2]), _long([0, 4, 6]), False, 2, False, None, False,
+                         None))
+        yield db.Sample((special, _long([0, 1, 2, 3, 1, 0, 3, 2]), _long([0, 4, 6]), False, 1, False, None, False,
+                         None))
+
+
+_register('embedding_bag', _embedding_bag_samples, tol={**HALF_TOL, 'bfloat16': (2e-2, 2e-2)},
+          errors=db._errors(
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([1]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 10]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, -1]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0, 3]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 1, False, torch.ones(2), False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, torch.ones(3), False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, torch.ones(2).double(), False,
+                      None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 3, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, None, False, 10),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, None, False, -11),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([], torch.int64), False, 0, False, None, True, None),
+              db._err(torch.ones(10), _long([1, 2]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]).float(), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3, dtype=torch.int64), _long([1, 2]), _long([0]), False, 0, False, None, False,
+                      None)))
