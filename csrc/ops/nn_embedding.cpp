@@ -49,6 +49,9 @@ Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, b
                int64_t num_weights, bool check_range) {
   check_index_dtype(indices, "indices", 1);
   check_index_dtype(offsets, "offsets", 1);
+  for (const Tensor* t : {&indices, &offsets})  // the kernels read them on the host
+    TP_CHECK(t->device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
+             "cpu and ", t->device().str());
   TP_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
   TP_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
   Bags b;
@@ -163,6 +166,8 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
              "for argument #1 'per_sample_weights'; but type ", dtype_scalar_name(weight.dtype()), " does not equal ",
              dtype_scalar_name(p.dtype()), " (while checking arguments for embedding_bag)");
     TP_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
+    TP_CHECK(p.device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
+             "cpu and ", p.device().str());
     TP_CHECK(p.dim() == 1 && p.numel() == indices.numel(), "embedding_bag: per_sample_weights has to be 1-D with as "
              "many elements as indices (", indices.numel(), "), but got shape ", shape_str(p.sizes()));
   }
