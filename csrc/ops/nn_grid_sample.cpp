@@ -159,6 +159,27 @@ struct Taps {
   T weight[16];
   T dweight[3][16];  // d weight / d grid component (x, y, z)
   T cx[4], cy[4];    // bicubic: the separable weights (the forward sums rows first, as PyTorch)
+  // the in-bound taps alone (for branch-free channel loops), and what the outside ones add:
+  // 0, or NaN where a weight is not finite
+  int live = 0;
+  int64_t live_index[16];
+  T live_weight[16];
+  int live_tap[16];  // which tap each in-bound one is
+  T outside = 0;
+
+  void compact() {
+    live = 0;
+    outside = 0;
+    for (int k = 0; k < count; ++k) {
+      if (index[k] >= 0) {
+        live_index[live] = index[k];
+        live_tap[live] = k;
+        live_weight[live++] = weight[k];
+      } else {
+        outside += weight[k] * T(0);
+      }
+    }
+  }
 };
 
 template <class T>
@@ -198,6 +219,7 @@ struct Sampler {
           }
         }
       }
+      t.compact();
       return;
     }
     T pos[3], mult[3];
@@ -215,6 +237,7 @@ struct Sampler {
       t.weight[0] = 1;
       if (grads)
         for (int64_t a = 0; a < nsp; ++a) t.dweight[a][0] = 0;
+      t.compact();
       return;
     }
     T lo[3], hi[3], base[3];
@@ -248,86 +271,113 @@ struct Sampler {
           t.dweight[a][k] = (((k >> a) & 1) ? other : -other) * mult[a];
         }
     }
+    t.compact();
   }
+
+  // Points go in blocks of kBlock: their taps are built once, then each channel plane is
+  // visited for the whole block (reads and writes stay close together).
+  static constexpr int64_t kBlock = 16;
 
   void forward(const T* x, const T* grid, T* y) const {
-    const int64_t P = geo.points(), S = geo.plane(), C = geo.c, nsp = geo.nsp;
-    parallel_for(0, geo.n * P, std::max<int64_t>(1, 2048 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-      Taps<T> t;
-      for (int64_t q = b; q < e; ++q) {
-        const int64_t n = q / P, p = q % P;
-        taps(grid + q * nsp, t, false, false);
-        const T* xn = x + n * C * S;
-        T* yn = y + n * C * P + p;
-        for (int64_t c = 0; c < C; ++c) {
-          const T* xc = xn + c * S;
-          T acc = 0;
-          if (t.bicubic) {
-            for (int i = 0; i < 4; ++i) {
-              T row = 0;
-              for (int j = 0; j < 4; ++j) {
-                const int64_t ix = t.index[i * 4 + j];
-                row += t.cx[j] * (ix >= 0 ? xc[ix] : T(0));
-              }
-              acc += t.cy[i] * row;
-            }
-          } else {
-            for (int k = 0; k < t.count; ++k) acc += t.weight[k] * (t.index[k] >= 0 ? xc[t.index[k]] : T(0));
-          }
-          yn[c * P] = acc;
-        }
-      }
-    });
-  }
-
-  /// d(loss)/d(input): each output gradient added back at the positions it read. Samples
-  /// and channel blocks are spread over the threads (no two write the same plane).
-  void input_backward(const T* gy, const T* grid, T* gx) const {
-    const int64_t P = geo.points(), S = geo.plane(), C = geo.c, nsp = geo.nsp;
-    const int64_t threads = get_num_threads();
-    const int64_t blocks = geo.n >= threads ? 1 : std::min<int64_t>(C, (threads + geo.n - 1) / geo.n);
-    const int64_t per = (C + blocks - 1) / blocks;
-    parallel_for(0, geo.n * blocks, 1, [&](int64_t b, int64_t e) {
-      Taps<T> t;
+    const int64_t P = geo.points(), S = geo.plane(), C = geo.c, nsp = geo.nsp, nblk = (P + kBlock - 1) / kBlock;
+    parallel_for(0, geo.n * nblk, std::max<int64_t>(1, 64 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+      std::vector<Taps<T>> tb(kBlock);
       for (int64_t u = b; u < e; ++u) {
-        const int64_t n = u / blocks, c0 = (u % blocks) * per, c1 = std::min(C, c0 + per);
-        for (int64_t p = 0; p < P; ++p) {
-          taps(grid + (n * P + p) * nsp, t, true, false);
-          for (int64_t c = c0; c < c1; ++c) {
-            const T g = gy[(n * C + c) * P + p];
-            T* gxc = gx + (n * C + c) * S;
-            for (int k = 0; k < t.count; ++k)
-              if (t.index[k] >= 0) gxc[t.index[k]] += g * t.weight[k];
+        const int64_t n = u / nblk, p0 = (u % nblk) * kBlock, p1 = std::min(P, p0 + kBlock);
+        for (int64_t p = p0; p < p1; ++p) taps(grid + (n * P + p) * nsp, tb[size_t(p - p0)], false, false);
+        for (int64_t c = 0; c < C; ++c) {
+          const T* xc = x + (n * C + c) * S;
+          T* yc = y + (n * C + c) * P;
+          for (int64_t p = p0; p < p1; ++p) {
+            const Taps<T>& t = tb[size_t(p - p0)];
+            T acc = t.outside;
+            if (t.bicubic) {
+              acc = 0;
+              for (int i = 0; i < 4; ++i) {
+                T row = 0;
+                for (int j = 0; j < 4; ++j) {
+                  const int64_t ix = t.index[i * 4 + j];
+                  row += t.cx[j] * (ix >= 0 ? xc[ix] : T(0));
+                }
+                acc += t.cy[i] * row;
+              }
+            } else {
+              for (int k = 0; k < t.live; ++k) acc += t.live_weight[k] * xc[t.live_index[k]];
+            }
+            yc[p] = acc;
           }
         }
       }
     });
   }
 
-  /// d(loss)/d(grid): per point, the output gradient times the weights' derivatives.
-  void grid_backward(const T* gy, const T* x, const T* grid, T* gg) const {
-    const int64_t P = geo.points(), S = geo.plane(), C = geo.c, nsp = geo.nsp;
-    parallel_for(0, geo.n * P, std::max<int64_t>(1, 1024 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-      Taps<T> t;
-      for (int64_t q = b; q < e; ++q) {
-        const int64_t n = q / P, p = q % P;
-        T* out = gg + q * nsp;
-        if (interp == kNearest) {
-          for (int64_t a = 0; a < nsp; ++a) out[a] = 0;
-          continue;
+  /// Points [p0, p1) of sample n over channels [c0, c1): adds their output gradients into gx
+  /// (when given) at the positions they read and, when `gg`, writes d(loss)/d(grid).
+  void block_backward(const std::vector<Taps<T>>& tb, const T* gy, const T* x, T* gx, T* gg, int64_t n, int64_t p0,
+                      int64_t p1, int64_t c0, int64_t c1) const {
+    const int64_t P = geo.points(), S = geo.plane(), C = geo.c;
+    const bool grid_grad = gg && interp != kNearest;
+    // per point and tap: the channels' output gradient times the value read (an outside tap
+    // reads 0: its sum is zs, 0 unless a gradient is not finite)
+    T vs[kBlock][16] = {}, zs[kBlock] = {};
+    for (int64_t c = c0; c < c1; ++c) {
+      const T* gc = gy + (n * C + c) * P;
+      const T* xc = x + (n * C + c) * S;
+      T* gxc = gx ? gx + (n * C + c) * S : nullptr;
+      for (int64_t p = p0; p < p1; ++p) {
+        const Taps<T>& t = tb[size_t(p - p0)];
+        const T g = gc[p];
+        if (gxc)
+          for (int k = 0; k < t.live; ++k) gxc[t.live_index[k]] += g * t.live_weight[k];
+        if (grid_grad) {
+          T* v = vs[p - p0];
+          for (int k = 0; k < t.live; ++k) v[t.live_tap[k]] += g * xc[t.live_index[k]];
+          if (t.live < t.count) zs[p - p0] += g * T(0);
         }
-        taps(grid + q * nsp, t, true, true);
-        T acc[3] = {0, 0, 0};
-        for (int64_t c = 0; c < C; ++c) {
-          const T g = gy[(n * C + c) * P + p];
-          const T* xc = x + (n * C + c) * S;
-          for (int k = 0; k < t.count; ++k) {
-            const int64_t ix = t.index[k];
-            const T gv = g * (ix >= 0 ? xc[ix] : T(0));
-            for (int64_t a = 0; a < nsp; ++a) acc[a] += gv * t.dweight[a][k];
+      }
+    }
+    if (!gg) return;
+    for (int64_t p = p0; p < p1; ++p) {
+      const Taps<T>& t = tb[size_t(p - p0)];
+      for (int64_t a = 0; a < geo.nsp; ++a) {
+        T acc = 0;
+        if (grid_grad)
+          for (int k = 0; k < t.count; ++k) acc += (t.index[k] >= 0 ? vs[p - p0][k] : zs[p - p0]) * t.dweight[a][k];
+        gg[(n * P + p) * geo.nsp + a] = acc;
+      }
+    }
+  }
+
+  /// d(loss)/d(input) into gx (zeroed) and d(loss)/d(grid) into gg, those given. With at least
+  /// as many samples as threads, samples go to threads and each point is visited once;
+  /// otherwise the input gradient is spread over (sample, channel block) pairs and the grid
+  /// gradient over point blocks (no two threads write the same element either way).
+  void backward(const T* gy, const T* x, const T* grid, T* gx, T* gg) const {
+    const int64_t P = geo.points(), C = geo.c, nsp = geo.nsp, threads = get_num_threads();
+    const int64_t nblk = (P + kBlock - 1) / kBlock;
+    const bool together = gg && geo.n >= threads;
+    if (gx) {
+      const int64_t blocks = geo.n >= threads ? 1 : std::min<int64_t>(C, (threads + geo.n - 1) / geo.n);
+      const int64_t per = (C + blocks - 1) / blocks;
+      parallel_for(0, geo.n * blocks, 1, [&](int64_t b, int64_t e) {
+        std::vector<Taps<T>> tb(kBlock);
+        for (int64_t u = b; u < e; ++u) {
+          const int64_t n = u / blocks, c0 = (u % blocks) * per, c1 = std::min(C, c0 + per);
+          for (int64_t p0 = 0; p0 < P; p0 += kBlock) {
+            const int64_t p1 = std::min(P, p0 + kBlock);
+            for (int64_t p = p0; p < p1; ++p) taps(grid + (n * P + p) * nsp, tb[size_t(p - p0)], true, together);
+            block_backward(tb, gy, x, gx, together ? gg : nullptr, n, p0, p1, c0, c1);
           }
         }
-        for (int64_t a = 0; a < nsp; ++a) out[a] = acc[a];
+      });
+    }
+    if (!gg || (gx && together)) return;
+    parallel_for(0, geo.n * nblk, std::max<int64_t>(1, 64 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+      std::vector<Taps<T>> tb(kBlock);
+      for (int64_t u = b; u < e; ++u) {
+        const int64_t n = u / nblk, p0 = (u % nblk) * kBlock, p1 = std::min(P, p0 + kBlock);
+        for (int64_t p = p0; p < p1; ++p) taps(grid + (n * P + p) * nsp, tb[size_t(p - p0)], true, true);
+        block_backward(tb, gy, x, nullptr, gg, n, p0, p1, 0, C);
       }
     });
   }
@@ -410,8 +460,9 @@ std::tuple<Tensor, Tensor> sampler_backward(const Tensor& grad_output, const Ten
   visit_float(dt, [&](auto t) {
     using T = decltype(t);
     Sampler<T> s(g, mode, padding, align);
-    if (input_grad && gy.numel()) s.input_backward(gy.data<T>(), gr.data<T>(), gx.data<T>());
-    if (grid_grad && gg.numel()) s.grid_backward(gy.data<T>(), x.data<T>(), gr.data<T>(), gg.data<T>());
+    if (gy.numel())
+      s.backward(gy.data<T>(), x.data<T>(), gr.data<T>(), input_grad ? gx.data<T>() : nullptr,
+                 grid_grad ? gg.data<T>() : nullptr);
   });
   if (grid_grad && g.c == 0) gg = zeros(grid.sizes(), dt);
   return {gx.defined() ? _to_dtype(gx, input.dtype()) : gx, gg.defined() ? _to_dtype(gg, input.dtype()) : gg};

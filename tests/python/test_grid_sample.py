@@ -66,6 +66,22 @@ def test_grid_sample_matches_torch(combo, dtype):
         _close(ours, ref, tol)
 
 
+@pytest.mark.parametrize("combo", [(4, "bilinear", "zeros", False), (4, "bicubic", "border", True),
+                                   (5, "nearest", "reflection", True)], ids=_ids)
+def test_grid_sample_more_threads_than_samples(combo):
+    """One sample on four threads: the backward splits channels (input) and points (grid)."""
+    x, g, cot = _inputs(combo[0], np.random.default_rng(5))
+    x, g, cot = x[:1], g[:1], cot[:1]
+    threads = tp.get_num_threads()
+    tp.set_num_threads(4)
+    try:
+        (tx, tg, tc), (px, pg, pc) = _both([x, g, cot])
+        for ours, ref in zip(_run(tp, px, pg, pc.detach(), combo), _run(torch, tx, tg, tc.detach(), combo)):
+            _close(ours, ref, 1e-10)
+    finally:
+        tp.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("combo", COMBOS, ids=_ids)
 def test_grid_sample_special_coordinates_match_torch(combo):
     """NaN, inf and coordinates far outside (beyond the int range too). PyTorch's 4-D
