@@ -1,8 +1,9 @@
 """nn kernel benchmark (issue 8), forward + backward of each case, TensorPlay vs PyTorch in
 one process (ratio = tp time / torch time): conv2d 3x3 / 1x1 / depthwise 3x3 on
 8x64x56x56, max_pool2d 3x3 stride 2, batch_norm (training) and group_norm on 8x64x56x56,
-layer_norm and softmax on 1024x1024, activations; the conv, pooling and norm cases again
-with channels-last inputs and cotangents.
+layer_norm and softmax on 1024x1024, activations, embedding_bag (sum, mean) of 4096 bags of
+15-25 rows of a 100000x128 weight; the conv, pooling and norm cases again with channels-last
+inputs and cotangents.
 
     python benchmarks/bench_nn_kernels.py [--quick] [--markdown] [--threads N]
 
@@ -56,10 +57,23 @@ def case(name, shapes, tp_fn, torch_fn, out_shape, rng, channels_last=False):
     return name, tp_step, th_step, check
 
 
+def _bags(rng, num_bags, lo, hi, rows):
+    """(indices, offsets) of num_bags bags of lo..hi random rows each, for both libraries."""
+    lengths = rng.integers(lo, hi + 1, num_bags)
+    idx = rng.integers(0, rows, int(lengths.sum()))
+    offs = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return (tp.from_numpy(idx), tp.from_numpy(offs)), (torch.from_numpy(idx), torch.from_numpy(offs))
+
+
 def cases():
     rng = np.random.default_rng(0)
     x = (8, 64, 56, 56)
-    return [
+    (pi, po), (ti, to) = _bags(rng, 4096, 15, 25, 100000)
+    bags = [case(f"embedding_bag {m} 100000x128", [(100000, 128)],
+                 lambda w, m=m: tp.nn.functional.embedding_bag(pi, w, po, mode=m),
+                 lambda w, m=m: torch.nn.functional.embedding_bag(ti, w, to, mode=m), (4096, 128), rng)
+            for m in ("sum", "mean")]
+    return bags + [
         case("conv2d 3x3 8x64x56x56->64", [x, (64, 64, 3, 3), (64,)],
              lambda a, w, b: tp.conv2d(a, w, b, padding=1), lambda a, w, b: torch.conv2d(a, w, b, padding=1), x, rng),
         case("conv2d 1x1 8x64x56x56->64", [x, (64, 64, 1, 1), (64,)],

@@ -1,5 +1,5 @@
 #pragma once
-// Backward helpers of the nn kernels (nn_conv.cpp, nn_pool.cpp, nn_norm.cpp), used by the
+// Backward helpers of the nn kernels (nn_conv.cpp, nn_pool.cpp, nn_norm.cpp, ...), used by the
 // derivative formulas in csrc/ops/nn_*.yaml. Each is written with differentiable ops, so
 // create_graph=True differentiates it again.
 #include <array>
@@ -100,5 +100,26 @@ Tensor pad_nd(const Tensor& grad, IntArrayRef padding, bool reflect);
 /// im2col's gradient: col2im back to the input's spatial size.
 Tensor im2col_backward(const Tensor& grad, IntArrayRef self_sizes, IntArrayRef kernel_size, IntArrayRef dilation,
                        IntArrayRef padding, IntArrayRef stride);
+
+}  // namespace tp
+
+namespace tp {
+
+/// grid_sampler_2d/3d's gradients for (input, grid), those `mask` asks for (csrc/ops/nn_grid_sample.cpp):
+/// the fused kernel in a plain backward, differentiable ops under create_graph.
+std::tuple<Tensor, Tensor> grid_sampler_backward(const Tensor& grad, const Tensor& input, const Tensor& grid,
+                                                 int64_t interpolation_mode, int64_t padding_mode, bool align_corners,
+                                                 std::array<bool, 2> mask);
+
+}  // namespace tp
+
+namespace tp {
+
+/// The tangent of _embedding_bag's output (csrc/ops/nn_embedding.cpp): the bags of the weight's
+/// tangent (the winners' rows for mode max) plus the bags weighted by per_sample_weights' tangent.
+Tensor embedding_bag_jvp(const Tensor& weight_t, const Tensor& per_sample_weights_t, const Tensor& weight,
+                         const Tensor& indices, const Tensor& offsets, int64_t mode,
+                         const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx,
+                         const Tensor& max_indices, const Tensor& bag_size);
 
 }  // namespace tp

@@ -632,6 +632,192 @@ def test_embedding_bag_matches_torch():
         assert_close(t(torch.from_numpy(inp), torch.from_numpy(offs)), p(tp.from_numpy(inp), tp.from_numpy(offs)))
 
 
+
+EB_INDICES = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0, 7, 7, 3, 3])
+EB_OFFSETS = np.array([0, 4, 4, 6, 10, 10])  # two empty bags
+
+
+def _bag_call(lib, w, psw, mode, padding_idx, last, two_d, **kw):
+    F = tF if lib is torch else pF
+    if two_d:
+        inp, offs = lib.from_numpy(EB_INDICES[:12].reshape(3, 4).copy()), None
+        psw = psw if psw is None else psw[:12].reshape(3, 4)
+    else:
+        offs = np.append(EB_OFFSETS, EB_INDICES.size) if last else EB_OFFSETS
+        inp, offs = lib.from_numpy(EB_INDICES.copy()), lib.from_numpy(offs.copy())
+    return F.embedding_bag(inp, w, offs, mode=mode, per_sample_weights=psw, padding_idx=padding_idx,
+                           include_last_offset=last and not two_d, **kw)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 3, -1])
+@pytest.mark.parametrize("layout", ["offsets", "last_offset", "2d"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_embedding_bag_values_and_gradients_match_torch(mode, padding_idx, layout, dtype):
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((10, 5)).astype(dtype)
+    psw = rng.standard_normal(EB_INDICES.size).astype(dtype) if mode == "sum" else None
+    results = []
+    for lib in (torch, tp):
+        lw = lib.from_numpy(w.copy()).requires_grad_()
+        lp = None if psw is None else lib.from_numpy(psw.copy()).requires_grad_()
+        out = _bag_call(lib, lw, lp, mode, padding_idx, layout == "last_offset", layout == "2d")
+        cot = lib.from_numpy(rng.standard_normal(tuple(out.shape)).astype(dtype)) if lib is torch else \
+            tp.from_numpy(results[0][1].numpy())
+        grads = lib.autograd.grad(out, [lw] + ([lp] if lp is not None else []), cot)
+        results.append((out, cot, grads))
+    (t_out, _, t_grads), (p_out, _, p_grads) = results
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert_close(p_out, t_out, rtol=tol, atol=tol)
+    for a, b in zip(p_grads, t_grads):
+        assert_close(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_gradcheck(mode):
+    rng = np.random.default_rng(12)
+    w = tp.from_numpy(rng.standard_normal((10, 3))).requires_grad_()
+    psw = tp.from_numpy(rng.standard_normal(EB_INDICES.size)).requires_grad_() if mode == "sum" else None
+    inputs = (w,) if psw is None else (w, psw)
+    assert tp.autograd.gradcheck(lambda *a: _bag_call(tp, a[0], a[1] if len(a) > 1 else None, mode, 3, True, False),
+                                 inputs)
+
+
+def test_embedding_bag_max_keeps_first_winner_and_nan_only_first():
+    w = np.array([[1.0, 2.0], [3.0, np.nan], [np.nan, 0.0], [3.0, 2.0], [0.0, 5.0]])
+    inp, offs = np.array([0, 1, 2, 3, 2, 0]), np.array([0, 4])
+    outs = []
+    for lib in (torch, tp):
+        lw = lib.from_numpy(w.copy()).requires_grad_()
+        out = (tF if lib is torch else pF).embedding_bag(lib.from_numpy(inp), lw, lib.from_numpy(offs), mode="max")
+        outs.append((out, lib.autograd.grad(out.sum(), [lw])[0]))
+    np.testing.assert_array_equal(np_of(outs[1][0]), np_of(outs[0][0]))
+    np.testing.assert_array_equal(np_of(outs[1][1]), np_of(outs[0][1]))
+
+
+def test_embedding_bag_scale_grad_by_freq():
+    """Each index's gradient divided by its count over the input (the documented rule; PyTorch's
+    embedding_bag divides by another index's count when a smaller index repeats, so the
+    reference is embedding's scale_grad_by_freq summed per bag)."""
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((10, 4))
+    tw = torch.from_numpy(w.copy()).requires_grad_()
+    rows = tF.embedding(torch.from_numpy(EB_INDICES), tw, scale_grad_by_freq=True)
+    bounds = list(EB_OFFSETS) + [EB_INDICES.size]
+    cot = rng.standard_normal((len(EB_OFFSETS), 4))
+    for mode in ("sum", "mean"):
+        pieces = [rows[a:b].sum(0) if mode == "sum" or a == b else rows[a:b].mean(0) for a, b in zip(bounds, bounds[1:])]
+        expect = torch.autograd.grad(torch.stack(pieces), [tw], torch.from_numpy(cot), retain_graph=True)[0]
+        pw = tp.from_numpy(w.copy()).requires_grad_()
+        out = pF.embedding_bag(tp.from_numpy(EB_INDICES), pw, tp.from_numpy(EB_OFFSETS), mode=mode,
+                               scale_grad_by_freq=True)
+        assert_close(tp.autograd.grad(out, [pw], tp.from_numpy(cot))[0], expect, rtol=1e-12, atol=1e-12)
+    # where every repeated index is the largest one, PyTorch's embedding_bag agrees
+    inp, offs = np.array([0, 4, 2, 9, 9, 9]), np.array([0, 3])
+    grads = []
+    for lib in (torch, tp):
+        lw = lib.from_numpy(w.copy()).requires_grad_()
+        out = (tF if lib is torch else pF).embedding_bag(lib.from_numpy(inp), lw, lib.from_numpy(offs), mode="mean",
+                                                         scale_grad_by_freq=True)
+        grads.append(lib.autograd.grad(out, [lw], lib.from_numpy(cot[:2].copy()))[0])
+    assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
+def test_embedding_bag_max_norm_renormalises_rows_in_place(norm_type):
+    rng = np.random.default_rng(14)
+    w = (rng.standard_normal((10, 4)) * 2).astype(np.float32)
+    tw, pw = torch.from_numpy(w.copy()).requires_grad_(), tp.from_numpy(w.copy()).requires_grad_()
+    t_out = tF.embedding_bag(torch.from_numpy(EB_INDICES), tw, torch.from_numpy(EB_OFFSETS), max_norm=1.5,
+                             norm_type=norm_type)
+    p_out = pF.embedding_bag(tp.from_numpy(EB_INDICES), pw, tp.from_numpy(EB_OFFSETS), max_norm=1.5,
+                             norm_type=norm_type)
+    assert_close(p_out, t_out)
+    assert_close(pw, tw)  # rows read were scaled in place, the others untouched
+    assert not np.allclose(np_of(pw), w)
+    assert_close(tp.autograd.grad(p_out.sum(), [pw])[0], torch.autograd.grad(t_out.sum(), [tw])[0])
+    # F.embedding shares the renormalisation
+    tw2, pw2 = torch.from_numpy(w.copy()), tp.from_numpy(w.copy())
+    assert_close(pF.embedding(tp.tensor([[1, 2], [2, 8]]), pw2, max_norm=1.0, norm_type=norm_type),
+                 tF.embedding(torch.tensor([[1, 2], [2, 8]]), tw2, max_norm=1.0, norm_type=norm_type))
+    assert_close(pw2, tw2)
+
+
+def test_embedding_renorm_errors_match_torch():
+    for args in [((10,), [1, 2]), ((5, 3), [1, 7]), ((5, 3), [1.0, 2.0])]:
+        shape, idx = args
+        with pytest.raises(Exception) as expected:
+            torch.embedding_renorm_(torch.ones(shape), torch.tensor(idx), 1.0, 2.0)
+        with pytest.raises(type(expected.value), match="embedding_renorm_"):
+            tp.embedding_renorm_(tp.ones(shape), tp.tensor(idx), 1.0, 2.0)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        tp.embedding_renorm_(tp.ones((5, 3), requires_grad=True), tp.tensor([1]), 1.0, 2.0)
+
+
+def test_embedding_bag_sparse_and_double_backward_raise():
+    w = tp.ones((10, 3), requires_grad=True)
+    out = pF.embedding_bag(tp.from_numpy(EB_INDICES), w, tp.from_numpy(EB_OFFSETS), mode="sum", sparse=True)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        out.sum().backward()
+    psw = tp.ones(EB_INDICES.size, requires_grad=True)
+    out = pF.embedding_bag(tp.from_numpy(EB_INDICES), w, tp.from_numpy(EB_OFFSETS), mode="sum", per_sample_weights=psw)
+    gw, = tp.autograd.grad(out.sum(), [w], create_graph=True)
+    with pytest.raises(NotImplementedError, match="_embedding_bag_backward"):
+        tp.autograd.grad(gw.sum(), [psw])
+
+
+EB_BAD = [
+    (EB_INDICES, np.array([1, 4]), {}),                          # offsets[0] != 0
+    (np.array([1, 10]), np.array([0]), {}),                      # index out of range
+    (np.array([1, -1]), np.array([0]), {}),
+    (EB_INDICES, np.array([0, 40]), {}),                         # offsets past the input
+    (EB_INDICES, EB_OFFSETS, {"mode": "mean", "per_sample_weights": np.ones(EB_INDICES.size)}),
+    (EB_INDICES, EB_OFFSETS, {"mode": "sum", "per_sample_weights": np.ones(3)}),
+    (EB_INDICES, EB_OFFSETS, {"mode": "median"}),
+    (EB_INDICES, EB_OFFSETS, {"mode": "max", "scale_grad_by_freq": True}),
+    (EB_INDICES, EB_OFFSETS, {"padding_idx": 10}),
+    (EB_INDICES, None, {}),                                      # 1-D input needs offsets
+    (EB_INDICES[:12].reshape(3, 4), EB_OFFSETS, {}),             # 2-D input takes none
+    (EB_INDICES[:12].reshape(3, 2, 2), None, {}),
+    (EB_INDICES.astype(np.float32), EB_OFFSETS, {}),
+    (EB_INDICES, np.array([], dtype=np.int64), {"include_last_offset": True}),
+]
+
+
+@pytest.mark.parametrize("inp, offs, kwargs", EB_BAD)
+def test_embedding_bag_bad_input_raises_like_torch(inp, offs, kwargs):
+    def call(lib):
+        F = tF if lib is torch else pF
+        kw = {k: lib.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+        return F.embedding_bag(lib.from_numpy(inp.copy()), lib.ones((10, 3), dtype=lib.float64),
+                               None if offs is None else lib.from_numpy(offs.copy()), **kw)
+    with pytest.raises(Exception) as expected:
+        call(torch)
+    with pytest.raises(type(expected.value)):
+        call(tp)
+
+
+def test_embedding_bag_module_matches_torch():
+    for kwargs in ({"mode": "sum", "padding_idx": -2}, {"max_norm": 1.0, "norm_type": 3.0}, {"mode": "max"}):
+        torch.manual_seed(1)
+        t = tnn.EmbeddingBag(10, 3, **kwargs)
+        tp.manual_seed(1)
+        p = pnn.EmbeddingBag(10, 3, **kwargs)
+        assert_bits(t.weight, p.weight)
+        assert repr(p) == repr(t)
+        assert_close(p(tp.from_numpy(EB_INDICES), tp.from_numpy(EB_OFFSETS)),
+                     t(torch.from_numpy(EB_INDICES), torch.from_numpy(EB_OFFSETS)))
+    w = np.random.default_rng(15).standard_normal((6, 2))
+    t = tnn.EmbeddingBag.from_pretrained(torch.from_numpy(w), mode="sum", freeze=False, padding_idx=1)
+    p = pnn.EmbeddingBag.from_pretrained(tp.from_numpy(w), mode="sum", freeze=False, padding_idx=1)
+    assert p.weight.requires_grad and repr(p) == repr(t)
+    inp = np.array([[0, 1, 5], [2, 2, 1]])
+    assert_close(p(tp.from_numpy(inp)), t(torch.from_numpy(inp)))
+    with pytest.raises(AssertionError):
+        pnn.EmbeddingBag(10, 3, padding_idx=10)
+    with pytest.raises(AssertionError):
+        pnn.EmbeddingBag(10, 3, _weight=tp.ones((9, 3)))
+
 # ---------------------------------------------------------------- recurrent layers
 RNNS = [
     ("RNN", (5, 6), {}), ("RNN", (5, 6), {"nonlinearity": "relu", "num_layers": 2}),

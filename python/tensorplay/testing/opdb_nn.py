@@ -463,3 +463,97 @@ if not hasattr(torch, 'native_dropout_backward'):
 _register('native_dropout', _native_dropout_samples)
 _register('native_dropout_backward', _native_dropout_backward_samples,
           errors=db._errors(db._err(torch.ones(3), torch.tensor([True, False]), 2.0)))
+
+
+# ---------------------------------------------------------------- grid sampling
+def _grid_samples(op, mk):
+    def grid(shape):
+        g = mk(shape, domain=(-1.2, 1.2), int_domain=(-1, 1))
+        # PyTorch rounds every step to float16/bfloat16 (we compute in float32): on a grid of
+        # eighths the positions are exact in both, so they pick the same input elements
+        return (g * 8).round() / 8 if mk.dtype in db.HALF_DTYPES else g
+    yield db.Sample((_w(mk, (1, 1, 2, 3)), grid((1, 2, 2, 2)), 0, 0, False))  # tiny: gradcheck runs on it
+    x2, x3 = _w(mk, (2, 3, 4, 5)), _w(mk, (2, 2, 3, 4, 3))
+    for mode, padding, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 0, True),
+                                 (1, 1, False), (1, 2, True), (2, 0, False), (2, 1, True), (2, 2, False),
+                                 (2, 2, True)]:
+        yield db.Sample((x2, grid((2, 3, 4, 2)), mode, padding, align))
+    for mode, padding, align in [(0, 0, False), (0, 1, True), (0, 2, False), (0, 2, True), (1, 1, False),
+                                 (1, 2, True)]:
+        yield db.Sample((x3, grid((2, 2, 3, 2, 3)), mode, padding, align))
+    yield db.Sample((_w(mk, (1, 2, 1, 1)), grid((1, 2, 2, 2)), 0, 2, True))  # unit spatial dims
+    yield db.Sample((_w(mk, (2, 3, 4, 5)), grid((2, 0, 3, 2)), 0, 0, False))  # empty grid
+    yield db.Sample((_w(mk, (0, 3, 4, 5)), grid((0, 2, 3, 2)), 1, 1, False))  # empty batch
+    if mk.dtype in ('float32', 'float64'):  # NaN / inf / huge positions (2-D border/reflection crash PyTorch)
+        special = [NAN, INF, -INF, 1e30, -3e9, 1.0, -1.0, 0.0]
+        g2 = mk.values(special * 2).reshape(1, 2, 4, 2)
+        yield db.Sample((_w(mk, (1, 2, 3, 4)), g2, 0, 0, False))
+        yield db.Sample((_w(mk, (1, 2, 3, 4)), g2, 2, 0, True))
+        g3 = mk.values(special * 3).reshape(1, 2, 2, 2, 3)
+        for padding in (0, 1, 2):
+            yield db.Sample((_w(mk, (1, 2, 2, 3, 4)), g3, 0, padding, False))
+        yield db.Sample((_w(mk, (1, 2, 2, 3, 4)), g3, 1, 2, True))
+    yield db.Sample((_w(mk, (2, 3, 4, 5)), grid((2, 3, 4, 2)), 0, 2, False), layout='strided')
+    yield db.Sample((_w(mk, (2, 2, 3, 4, 5)), grid((2, 2, 3, 4, 3)), 0, 1, True), layout='transposed')
+
+
+_register('grid_sampler', _grid_samples, tol={**HALF_TOL, 'float16': (2e-2, 2e-2), 'bfloat16': (1e-1, 1e-1)},
+          errors=db._errors(db._err(torch.ones(2, 1, 3, 3), torch.zeros(1, 2, 2, 2), 0, 0, False),  # batch
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 3), 0, 0, False),  # last dim
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2, 2), 0, 0, False),
+                            db._err(torch.ones(1, 3, 3), torch.zeros(1, 2, 1), 0, 0, False),
+                            db._err(torch.ones(1, 1, 0, 3), torch.zeros(1, 2, 2, 2), 0, 0, False),
+                            db._err(torch.ones(1, 1, 2, 2, 2), torch.zeros(1, 2, 2, 2, 3), 2, 0, False),
+                            db._err(torch.ones(1, 1, 3, 3), torch.zeros(1, 2, 2, 2, dtype=torch.float64), 0, 0,
+                                    False),
+                            db._err(torch.ones(1, 1, 3, 3, dtype=torch.int64), torch.zeros(1, 2, 2, 2), 0, 0, False,
+                                    exc=NotImplementedError)))
+
+
+# ---------------------------------------------------------------- embedding bags
+def _long(vals, dtype=torch.int64):
+    return torch.tensor(vals, dtype=dtype)
+
+
+def _embedding_bag_samples(op, mk):
+    idx, offs = _long([1, 2, 4, 5, 4, 3, 2, 9, 0, 7, 7]), _long([0, 4, 4, 6, 10])
+    w = lambda: _w(mk, (10, 3))
+    # tiny first: gradcheck runs on it
+    yield db.Sample((_w(mk, (5, 3)), _long([0, 2, 4, 2, 1]), _long([0, 2]), False, 0, False, None, False, None))
+    for mode in (0, 1, 2):
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, None))
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, 4))   # padding_idx
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, -3))  # counted from the end
+        yield db.Sample((w(), idx, _long([0, 4, 4, 6, 10, 11]), False, mode, False, None, True, None))
+        yield db.Sample((w(), idx.int(), offs.int(), False, mode, False, None, False, 2))
+        yield db.Sample((w(), _long([]), _long([0, 0]), False, mode, False, None, False, None))  # empty bags
+        yield db.Sample((w(), idx, offs, False, mode, False, None, False, None), layout='strided')
+    yield db.Sample((w(), idx, offs, False, 0, False, _w(mk, (11,)), False, None))  # per_sample_weights
+    yield db.Sample((w(), idx, offs, False, 0, False, _w(mk, (11,)), False, 7))
+    if mk.is_float:  # NaN / inf rows: max keeps the first of a tie and a NaN only in first place
+        special = _w(mk, (4, 2))
+        special[1, 0], special[2, 1], special[3, 0] = NAN, INF, -INF
+        yield db.Sample((special, _long([0, 1, 2, 3, 1, 0, 3, 2]), _long([0, 4, 6]), False, 2, False, None, False,
+                         None))
+        yield db.Sample((special, _long([0, 1, 2, 3, 1, 0, 3, 2]), _long([0, 4, 6]), False, 1, False, None, False,
+                         None))
+
+
+_register('embedding_bag', _embedding_bag_samples, tol={**HALF_TOL, 'bfloat16': (2e-2, 2e-2)},
+          errors=db._errors(
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([1]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 10]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, -1]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0, 3]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 1, False, torch.ones(2), False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, torch.ones(3), False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, torch.ones(2).double(), False,
+                      None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 3, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, None, False, 10),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([0]), False, 0, False, None, False, -11),
+              db._err(torch.ones(10, 3), _long([1, 2]), _long([], torch.int64), False, 0, False, None, True, None),
+              db._err(torch.ones(10), _long([1, 2]), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3), _long([1, 2]).float(), _long([0]), False, 0, False, None, False, None),
+              db._err(torch.ones(10, 3, dtype=torch.int64), _long([1, 2]), _long([0]), False, 0, False, None, False,
+                      None)))

@@ -1,4 +1,6 @@
 """one_hot, embedding and embedding_bag."""
+import warnings
+
 import tensorplay as tp
 
 
@@ -21,11 +23,7 @@ def one_hot(tensor, num_classes=-1):
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):
     with tp.no_grad():
-        idx = tp.unique(input.reshape(-1))
-        rows = weight.index_select(0, idx)
-        norms = tp.linalg.vector_norm(rows, norm_type, dim=1)
-        scale = tp.where(norms > max_norm, max_norm / (norms + 1e-7), tp.ones_like(norms))
-        weight.index_copy_(0, idx, rows * scale.unsqueeze(1))
+        tp.embedding_renorm_(weight, input, max_norm, norm_type)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
@@ -58,53 +56,57 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return w.index_select(0, input.reshape(-1)).reshape(tuple(input.shape) + (weight.size(1),))
 
 
+_BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
+    """Sums, averages or takes the maximum of the rows of `weight` each bag of indices picks:
+    input 2-D (B, N) holds B bags of N indices; input 1-D holds bags one after the other, bag b
+    starting at offsets[b]. per_sample_weights (mode 'sum') scales each row; padding_idx's rows
+    are left out (an empty bag gives zeros).
+
+    >>> F.embedding_bag(tp.tensor([1, 2, 4, 5, 4, 3]), weight, tp.tensor([0, 4]), mode="sum")
+    """
+    if weight.dtype == tp.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+                         f"then it must have the same shape as the input ({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     if input.dim() == 2:
         if offsets is not None:
-            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
-                             "a mini-batch of fixed length sequences.")
-        n, length = tuple(input.shape)
-        offsets = tp.arange(0, n * length, length)
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
+                             "of fixed length sequences. However, found offsets of type "
+                             f"{type(offsets)}")
+        offsets = tp.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        include_last_offset = False
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
     elif input.dim() == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
                                   "per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
-    rows = embedding(input, weight, padding_idx, max_norm, norm_type)
-    if per_sample_weights is not None:
-        rows = rows * per_sample_weights.unsqueeze(1)
-    offs = [int(o) for o in offsets.tolist()]
-    if include_last_offset:
-        bounds = list(zip(offs[:-1], offs[1:]))
-    else:
-        bounds = list(zip(offs, offs[1:] + [input.numel()]))
-    keep = None
-    if padding_idx is not None:
-        pad = padding_idx if padding_idx >= 0 else weight.size(0) + padding_idx
-        keep = (input != pad)
-    outs = []
-    for a, b in bounds:
-        seg = rows[a:b]
-        if keep is not None:
-            k = keep[a:b]
-            seg = seg[k]
-        if seg.shape[0] == 0:
-            outs.append(tp.zeros((weight.size(1),), dtype=weight.dtype))
-        elif mode == "sum":
-            outs.append(seg.sum(0))
-        elif mode == "mean":
-            outs.append(seg.mean(0))
-        elif mode == "max":
-            outs.append(seg.amax(0))
-        else:
-            raise ValueError("mode has to be one of sum, mean or max")
-    return tp.stack(outs) if outs else tp.zeros((0, weight.size(1)), dtype=weight.dtype)
+    return tp.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse,
+                            per_sample_weights, include_last_offset, padding_idx)[0]

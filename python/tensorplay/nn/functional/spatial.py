@@ -1,6 +1,7 @@
 """Padding, pixel/channel shuffles, interpolation and spatial transformers
 (affine_grid, grid_sample)."""
 import math
+import warnings
 
 import tensorplay as tp
 from tensorplay.nn.functional._common import _op
@@ -227,97 +228,83 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 # ================================================================== spatial transformers
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+                  "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+                  "documentation of grid_sample for details.")
+
+
 def _linspace_from_neg_one(num_steps, align_corners, dtype):
     if num_steps <= 1:
         return tp.zeros((1,), dtype=dtype)
     r = tp.linspace(-1, 1, num_steps, dtype=dtype)
-    return r if align_corners else r * ((num_steps - 1) / num_steps)
+    return r if align_corners else r * (num_steps - 1) / num_steps
 
 
 def affine_grid(theta, size, align_corners=None):
-    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta."""
-    align_corners = bool(align_corners)
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3)
+    (or (N, 3, 4)), in grid_sample's normalised coordinates."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = tuple(size)
     if len(size) == 4:
-        n, _, h, w = size
-        if tuple(theta.shape) != (n, 2, 3):
-            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
-        xs = _linspace_from_neg_one(w, align_corners, theta.dtype)
-        ys = _linspace_from_neg_one(h, align_corners, theta.dtype)
-        base = tp.stack([xs.reshape((1, w)).expand(h, w), ys.reshape((h, 1)).expand(h, w),
-                         tp.ones((h, w), dtype=theta.dtype)], -1)
-        return tp.matmul(base.reshape((1, h * w, 3)), theta.transpose(1, 2)).reshape((n, h, w, 2))
-    if len(size) == 5:
-        n, _, d, h, w = size
-        if tuple(theta.shape) != (n, 3, 4):
-            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
-        xs = _linspace_from_neg_one(w, align_corners, theta.dtype)
-        ys = _linspace_from_neg_one(h, align_corners, theta.dtype)
-        zs = _linspace_from_neg_one(d, align_corners, theta.dtype)
-        base = tp.stack([xs.reshape((1, 1, w)).expand(d, h, w), ys.reshape((1, h, 1)).expand(d, h, w),
-                         zs.reshape((d, 1, 1)).expand(d, h, w), tp.ones((d, h, w), dtype=theta.dtype)], -1)
-        return tp.matmul(base.reshape((1, d * h * w, 4)), theta.transpose(1, 2)).reshape((n, d, h, w, 3))
-    raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
-                              f"transforms, respectively. Got size {list(size)}.")
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
+                             f"Got {theta.shape}.")
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. "
+                             f"Got {theta.shape}.")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+                                  f"transforms, respectively. Got size {size}.")
+    spatial = size[2:]
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the "
+                      "documentation of affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    n, k = size[0], len(spatial)
+    if theta.shape[0] != n:
+        raise RuntimeError(f"affine_grid: expected theta with batch size {n} for size {list(size)}, "
+                           f"but got theta of shape {list(theta.shape)}")
+    # base points (x, y[, z], 1), x fastest, times theta^T
+    axes = [_linspace_from_neg_one(m, align_corners, theta.dtype) for m in reversed(spatial)]
+    cols = []
+    for i, a in enumerate(axes):
+        shape = [1] * k
+        shape[k - 1 - i] = spatial[k - 1 - i]
+        cols.append(a.reshape(tuple(shape)).expand(*spatial))
+    cols.append(tp.ones(spatial, dtype=theta.dtype))
+    base = tp.stack(cols, -1).reshape((1, -1, k + 1))
+    return tp.matmul(base, theta.transpose(1, 2)).reshape((n,) + tuple(spatial) + (k,))
 
 
-def _reflect(x, twice_low, twice_high):
-    if twice_low == twice_high:
-        return tp.zeros_like(x)
-    lo = twice_low / 2
-    span = (twice_high - twice_low) / 2
-    x = tp.abs(x - lo)
-    extra = tp.fmod(x, span)
-    flips = tp.floor(x / span).detach()
-    even = tp.fmod(flips, 2) == 0
-    return tp.where(even, extra + lo, span - extra + lo)
-
-
-def _source_coord(coord, size, padding_mode, align_corners):
-    x = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
-    if padding_mode == "border":
-        x = tp.clamp(x, 0, size - 1)
-    elif padding_mode == "reflection":
-        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
-        x = tp.clamp(x, 0, size - 1)
-    return x
+_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+_GRID_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Samples input (N, C, H, W) at the normalised points grid (N, Ho, Wo, 2)."""
-    if input.dim() != 4:
-        raise NotImplementedError("grid_sample: only 4-D inputs (bilinear/nearest) are supported")
-    if mode not in ("bilinear", "nearest"):
+    """Samples input (N, C, H, W) or (N, C, D, H, W) at the normalised points of grid
+    (N, H', W', 2) or (N, D', H', W', 3): (-1, -1) is the top-left corner (pixel centre with
+    align_corners=True). mode: bilinear (trilinear for 5-D), nearest, or bicubic (4-D only);
+    padding_mode: what points outside the input read (zeros, border, reflection).
+
+    >>> F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False), align_corners=False)
+    """
+    if mode not in _GRID_MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
-    if padding_mode not in ("zeros", "border", "reflection"):
+    if padding_mode not in _GRID_PADDINGS:
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
-    align_corners = bool(align_corners)
-    n, c, h, w = tuple(input.shape)
-    ho, wo = grid.size(1), grid.size(2)
-    x = _source_coord(grid[..., 0], w, padding_mode, align_corners).reshape((n, ho * wo))
-    y = _source_coord(grid[..., 1], h, padding_mode, align_corners).reshape((n, ho * wo))
-    flat = input.reshape((n, c, h * w))
-
-    def tap(xi, yi, weight):
-        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
-        idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(tp.int64)
-        vals = flat.gather(2, idx.unsqueeze(1).expand(n, c, ho * wo))
-        return vals * (weight * inside.to(weight.dtype)).unsqueeze(1)
-
-    if mode == "nearest":
-        xr, yr = tp.round(x).detach(), tp.round(y).detach()
-        out = tap(xr, yr, tp.ones_like(x))
-    else:
-        x0, y0 = tp.floor(x).detach(), tp.floor(y).detach()
-        x1, y1 = x0 + 1, y0 + 1
-        wx1, wy1 = x - x0, y - y0
-        wx0, wy0 = x1 - x, y1 - y
-        out = tap(x0, y0, wx0 * wy0) + tap(x1, y0, wx1 * wy0) + tap(x0, y1, wx0 * wy1) + \
-            tap(x1, y1, wx1 * wy1)
-    return out.reshape((n, c, ho, wo))
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    return tp.grid_sampler(input, grid, _GRID_MODES[mode], _GRID_PADDINGS[padding_mode], bool(align_corners))
 
 
 native_channel_shuffle = channel_shuffle

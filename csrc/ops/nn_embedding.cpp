@@ -1,0 +1,427 @@
+// Embedding bags: _embedding_bag (sum / mean / max of the weight rows each bag of indices
+// picks), its weight and per_sample_weights gradients, and embedding_renorm_ (max_norm).
+//
+// Note [Embedding bags]: bag b holds indices [offsets[b], offsets[b + 1]); the last bag runs
+// to the end of the indices, also with include_last_offset (whose last offset then only
+// bounds the check), as PyTorch's double kernel, its max mode and its backward do. Indices
+// equal to padding_idx are skipped: they add nothing and do not count in a bag's size (the
+// mean's divisor); a bag with nothing left gives zeros. Mode max keeps per column the first
+// strictly greater value (a NaN wins only in first place). Rows are summed in bag order
+// in float32 for float16/bfloat16 weights, in the weight's dtype otherwise. The weight's
+// gradient is spread over column blocks (no two threads write the same element), so it
+// needs no sort; scale_grad_by_freq divides by each index's count over the whole input.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "autograd/formula_helpers.h"
+#include "autograd/forward_ad.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/parallel.h"
+#include "ops/nn.h"
+#include "tensorplay/ops_api.h"
+
+namespace tp {
+
+namespace {
+
+constexpr int64_t kSum = 0, kMean = 1, kMax = 2;
+
+const char* index_name(DType dt) { return dt == DType::Int32 ? "Int" : dt == DType::Int64 ? "Long" : nullptr; }
+
+void check_index_dtype(const Tensor& t, const char* arg, int pos) {
+  TP_CHECK(index_name(t.dtype()), "Expected tensor for argument #", pos, " '", arg, "' to have one of the following "
+           "scalar types: Long, Int; but got ", dtype_scalar_name(t.dtype()), " instead (while checking arguments "
+           "for embedding_bag)");
+}
+
+/// The bags of one call, checked as PyTorch checks them: indices as int64 and each bag's [begin, end).
+struct Bags {
+  Tensor index;                // int64, contiguous
+  std::vector<int64_t> begin;  // num_bags + 1 boundaries
+  int64_t count() const { return int64_t(begin.size()) - 1; }
+};
+
+/// `num_bags` bags over `indices` (the forward: offsets minus the last one with
+/// include_last_offset; the backward: as many as the gradient has rows).
+Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, bool include_last_offset,
+               int64_t num_weights, bool check_range) {
+  check_index_dtype(indices, "indices", 1);
+  check_index_dtype(offsets, "offsets", 1);
+  for (const Tensor* t : {&indices, &offsets})  // the kernels read them on the host
+    TP_CHECK(t->device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
+             "cpu and ", t->device().str());
+  TP_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
+  TP_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
+  Bags b;
+  b.index = contiguous(_to_dtype(indices, DType::Int64));
+  Tensor off = contiguous(_to_dtype(offsets, DType::Int64));
+  const int64_t n = b.index.numel(), m = off.numel();
+  const int64_t* o = off.data<int64_t>();
+  if (include_last_offset) TP_CHECK(m >= 1, "include_last_offset: number of offset should be at least 1");
+  if (m > 0) {
+    TP_CHECK(o[0] == 0, "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+             "position 0. However, got ", o[0]);
+    TP_CHECK(o[m - 1] <= n, "offsets[-1] can not be greater than input's length ", n, " but got offsets[-1] of ",
+             o[m - 1]);
+  }
+  for (int64_t i = 1; i < m; ++i)
+    TP_CHECK(o[i] >= o[i - 1], "offsets have to be a non-decreasing sequence, but got offsets[", i, "] = ", o[i],
+             " after offsets[", i - 1, "] = ", o[i - 1]);
+  if (num_bags < 0) num_bags = include_last_offset ? m - 1 : m;
+  TP_CHECK(num_bags <= m, "expected at most ", m, " bags (the offsets), but got a gradient for ", num_bags);
+  b.begin.assign(o, o + num_bags);
+  b.begin.push_back(n);
+  if (check_range) {
+    const int64_t* ix = b.index.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      TP_CHECK(ix[i] >= 0 && ix[i] < num_weights, "Index ", i, " of input takes value ", ix[i],
+               " which is not in the valid range [0, ", num_weights, ")");
+  }
+  return b;
+}
+
+/// int32 when indices and offsets both are, else int64 (PyTorch promotes the pair).
+DType index_result_dtype(const Tensor& indices, const Tensor& offsets) {
+  return indices.dtype() == DType::Int32 && offsets.dtype() == DType::Int32 ? DType::Int32 : DType::Int64;
+}
+
+/// Calls f(T{}, A{}) with the weight's element type T and its accumulation type A.
+template <class F>
+void visit_weight(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Float64: return f(double{}, double{});
+    case DType::Float32: return f(float{}, float{});
+    case DType::Float16: return f(Half{}, float{});
+    case DType::BFloat16: return f(BFloat16{}, float{});
+    default: fail(ErrorKind::NotImplemented, "\"embedding_bag\" not implemented for '", dtype_scalar_name(dt), "'");
+  }
+}
+
+/// Splits [0, n) into blocks for the threads (at least `min_block` long each).
+int64_t blocks_for(int64_t n, int64_t min_block) {
+  return std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / std::max<int64_t>(min_block, 1)));
+}
+
+template <class T, class A>
+void bag_forward(const Bags& bags, const T* w, int64_t D, const T* psw, int64_t mode, int64_t pad, T* out,
+                 int64_t* bag_size, int64_t* max_idx) {
+  const int64_t* ix = bags.index.data<int64_t>();
+  const int64_t nb = bags.count();
+  const int64_t per_bag = nb ? (bags.begin[size_t(nb)] / nb + 1) * D : 1;
+  parallel_for(0, nb, std::max<int64_t>(1, 16384 / per_bag), [&](int64_t b0, int64_t b1) {
+    std::vector<A> acc(static_cast<size_t>(D));
+    std::vector<int64_t> arg(static_cast<size_t>(D));
+    for (int64_t b = b0; b < b1; ++b) {
+      std::fill(acc.begin(), acc.end(), A(0));
+      std::fill(arg.begin(), arg.end(), int64_t(0));
+      int64_t count = 0;
+      for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) {
+        const int64_t r = ix[i];
+        if (r == pad) continue;
+        const T* row = w + r * D;
+        if (mode == kMax) {
+          for (int64_t d = 0; d < D; ++d) {
+            const A v = A(row[d]);
+            if (count == 0 || v > acc[size_t(d)]) {
+              acc[size_t(d)] = v;
+              arg[size_t(d)] = r;
+            }
+          }
+        } else if (psw) {
+          const A s = A(psw[i]);
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += A(row[d]) * s;
+        } else {
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += A(row[d]);
+        }
+        ++count;
+      }
+      T* o = out + b * D;
+      if (mode == kMean && count > 0) {
+        for (int64_t d = 0; d < D; ++d) o[d] = T(acc[size_t(d)] / A(count));
+      } else {
+        for (int64_t d = 0; d < D; ++d) o[d] = T(acc[size_t(d)]);
+      }
+      if (mode != kSum) bag_size[b] = count;
+      if (mode == kMax) std::copy(arg.begin(), arg.end(), max_idx + b * D);
+    }
+  });
+}
+
+/// _embedding_bag and _embedding_bag_forward_only, which differ (as in PyTorch) only in the
+/// length of mode sum's zero bag_size and max_indices: one per offset without gradients.
+std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                                                      int64_t mode, const std::optional<Tensor>& per_sample_weights,
+                                                      bool include_last_offset, int64_t padding_idx, bool forward_only) {
+  TP_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
+  TP_CHECK(is_floating(weight.dtype()), "Expected tensor for argument #1 'weight' to have one of the following scalar "
+           "types: Half, BFloat16, Float, Double; but got ", dtype_scalar_name(weight.dtype()), " instead (while "
+           "checking arguments for embedding_bag)");
+  TP_CHECK(mode == kSum || mode == kMean || mode == kMax, "`mode` must be sum, mean, or max.");
+  Bags bags = make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true);
+  if (per_sample_weights) {
+    const Tensor& p = *per_sample_weights;
+    TP_CHECK(p.dtype() == weight.dtype(), "Expected tensor for argument #1 'weight' to have the same type as tensor "
+             "for argument #1 'per_sample_weights'; but type ", dtype_scalar_name(weight.dtype()), " does not equal ",
+             dtype_scalar_name(p.dtype()), " (while checking arguments for embedding_bag)");
+    TP_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
+    TP_CHECK(p.device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
+             "cpu and ", p.device().str());
+    TP_CHECK(p.dim() == 1 && p.numel() == indices.numel(), "embedding_bag: per_sample_weights has to be 1-D with as "
+             "many elements as indices (", indices.numel(), "), but got shape ", shape_str(p.sizes()));
+  }
+  const int64_t nb = bags.count(), D = weight.size(1), n = bags.index.numel();
+  const DType idt = index_result_dtype(indices, offsets);
+  Tensor w = contiguous(weight);
+  Tensor psw = per_sample_weights ? contiguous(*per_sample_weights) : Tensor();
+  const int64_t nb_d[2] = {nb, D};
+  Tensor out = empty_tensor(nb_d, weight.dtype());
+  const int64_t m = mode == kSum && forward_only ? offsets.numel() : nb;
+  Tensor bag_size = zeros(IntArrayRef(&m, 1), DType::Int64);
+  Tensor max_idx = mode == kMax ? empty_tensor(nb_d, DType::Int64) : zeros(IntArrayRef(&m, 1), DType::Int64);
+  visit_weight(weight.dtype(), [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    bag_forward<T, A>(bags, w.data<T>(), D, psw.defined() ? psw.data<T>() : nullptr, mode, padding_idx, out.data<T>(),
+                      bag_size.data<int64_t>(), mode == kMax ? max_idx.data<int64_t>() : nullptr);
+  });
+  Tensor offset2bag;
+  if (mode == kSum && padding_idx < 0 && weight.dtype() != DType::Float64 && weight.is_contiguous()) {
+    // unused by the backward: empty where PyTorch leaves it empty (its float32 fast path)
+    const int64_t none = 0;
+    offset2bag = empty_tensor(IntArrayRef(&none, 1), DType::Int64);
+  } else {
+    offset2bag = empty_tensor(IntArrayRef(&n, 1), DType::Int64);
+    int64_t* o2b = offset2bag.data<int64_t>();
+    int64_t bag = 0;  // positions past empty bags belong to the next non-empty one
+    for (int64_t i = 0; i < n; ++i) {
+      while (bag + 1 < nb && bags.begin[size_t(bag) + 1] <= i) ++bag;
+      o2b[i] = bag;
+    }
+  }
+  if (mode == kMean) max_idx = clone(bag_size);
+  return {out, _to_dtype(offset2bag, idt), _to_dtype(bag_size, idt), _to_dtype(max_idx, idt)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_forward_impl(
+    const Tensor& weight, const Tensor& indices, const Tensor& offsets, bool, int64_t mode, bool,
+    const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx, OutArg) {
+  return bag_kernel(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx, false);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_forward_only_impl(
+    const Tensor& weight, const Tensor& indices, const Tensor& offsets, bool, int64_t mode, bool,
+    const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx, OutArg) {
+  return bag_kernel(weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx, true);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_impl(const Tensor& weight, const Tensor& indices,
+                                                              const Tensor& offsets, bool scale_grad_by_freq,
+                                                              int64_t mode, bool sparse,
+                                                              const std::optional<Tensor>& per_sample_weights,
+                                                              bool include_last_offset,
+                                                              const std::optional<int64_t>& padding_idx, OutArg) {
+  int64_t pad = -1;
+  if (padding_idx) {
+    const int64_t n = weight.dim() >= 1 ? weight.size(0) : 0;
+    TP_CHECK(*padding_idx >= -n && *padding_idx < n, "padding_idx must be within the number of embeddings, ", -n,
+             " through ", n - 1, ", but got ", *padding_idx);
+    pad = *padding_idx < 0 ? *padding_idx + n : *padding_idx;
+  }
+  // PyTorch's choice: the gradient-recording kernel when an input requires grad (here also
+  // when one carries a tangent)
+  auto differentiable = [](const Tensor& t) {
+    return t.requires_grad() || (autograd::fw_grad_enabled() && autograd::fw_grad(t).defined());
+  };
+  if (differentiable(weight) || (per_sample_weights && differentiable(*per_sample_weights)))
+    return _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                          include_last_offset, pad);
+  return _embedding_bag_forward_only(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                                     include_last_offset, pad);
+}
+
+// ------------------------------------------------------------------ gradients
+
+Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indices, const Tensor& offsets,
+                                   const Tensor& offset2bag, const Tensor& bag_size, const Tensor& maximum_indices,
+                                   int64_t num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse,
+                                   const std::optional<Tensor>& per_sample_weights, int64_t padding_idx, OutArg) {
+  (void)offset2bag;
+  TP_CHECK_KIND(ErrorKind::NotImplemented, !sparse, "embedding_bag: sparse=True asks for a sparse gradient of the "
+                "weight, and TensorPlay has no sparse tensors; use sparse=False (a dense gradient)");
+  TP_CHECK(grad_output.dim() == 2, "expected grad_output of 2 dims, but got ", shape_str(grad_output.sizes()));
+  TP_CHECK(!per_sample_weights || mode == kSum, "embedding_bag_backward: per_sample_weights only supported for "
+           "mode='sum'");
+  const int64_t nb = grad_output.size(0), D = grad_output.size(1);
+  Bags bags = make_bags(indices, offsets, nb, false, num_weights, false);
+  const int64_t* ix = bags.index.data<int64_t>();
+  const int64_t n = bags.index.numel();
+  Tensor g = contiguous(grad_output);
+  const DType dt = grad_output.dtype(), acc_dt = is_float16_or_bfloat16(dt) ? DType::Float32 : dt;
+  const int64_t wd[2] = {num_weights, D};
+  Tensor gw = zeros(wd, acc_dt);
+  visit_weight(dt, [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    const T* gp = g.data<T>();
+    A* out = gw.data<A>();
+    if (mode == kMax) {
+      Tensor sizes = contiguous(_to_dtype(bag_size, DType::Int64));
+      Tensor winners = contiguous(_to_dtype(maximum_indices, DType::Int64));
+      TP_CHECK(winners.numel() == nb * D && sizes.numel() == nb, "embedding_bag_backward: max_indices and bag_size "
+               "do not match the gradient's shape ", shape_str(grad_output.sizes()));
+      const int64_t *bs = sizes.data<int64_t>(), *win = winners.data<int64_t>();
+      const int64_t blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
+      parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
+        const int64_t c0 = k0 * per, c1 = std::min(D, k1 * per);
+        for (int64_t b = 0; b < nb; ++b)
+          if (bs[b] > 0)
+            for (int64_t d = c0; d < c1; ++d) out[win[b * D + d] * D + d] += A(gp[b * D + d]);
+      });
+      return;
+    }
+    // each index's (bag, scale); padding indices get no entry
+    std::vector<int64_t> count;
+    if (scale_grad_by_freq) {
+      count.assign(size_t(num_weights), 0);
+      for (int64_t i = 0; i < n; ++i) ++count[size_t(ix[i])];
+    }
+    Tensor psw = per_sample_weights ? contiguous(*per_sample_weights) : Tensor();
+    const T* pw = psw.defined() ? psw.data<T>() : nullptr;
+    std::vector<int64_t> rows, bag_of;
+    std::vector<A> scale;
+    rows.reserve(size_t(n));
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t size = 0;
+      for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) size += ix[i] != padding_idx;
+      for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) {
+        if (ix[i] == padding_idx) continue;
+        A s = pw ? A(pw[i]) : A(1);
+        if (mode == kMean) s /= A(size);
+        if (scale_grad_by_freq) s /= A(count[size_t(ix[i])]);
+        rows.push_back(ix[i]);
+        bag_of.push_back(b);
+        scale.push_back(s);
+      }
+    }
+    const int64_t m = int64_t(rows.size()), blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
+    parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
+      const int64_t c0 = k0 * per, c1 = std::min(D, k1 * per);
+      for (int64_t j = 0; j < m; ++j) {
+        A* dst = out + rows[size_t(j)] * D;
+        const T* src = gp + bag_of[size_t(j)] * D;
+        const A s = scale[size_t(j)];
+        for (int64_t d = c0; d < c1; ++d) dst[d] += A(src[d]) * s;
+      }
+    });
+  });
+  return _to_dtype(gw, dt);
+}
+
+Tensor embedding_bag_per_sample_weights_backward_impl(const Tensor& grad_output, const Tensor& weight,
+                                                      const Tensor& indices, const Tensor& offsets,
+                                                      const Tensor& offset2bag, int64_t mode, int64_t padding_idx,
+                                                      OutArg) {
+  (void)offset2bag;
+  TP_CHECK(mode == kSum, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  TP_CHECK(grad_output.dim() == 2 && weight.dim() == 2 && grad_output.size(1) == weight.size(1),
+           "embedding_bag_backward: expected grad_output and weight with as many columns, but got ",
+           shape_str(grad_output.sizes()), " and ", shape_str(weight.sizes()));
+  const int64_t nb = grad_output.size(0), D = weight.size(1);
+  Bags bags = make_bags(indices, offsets, nb, false, weight.size(0), true);
+  const int64_t* ix = bags.index.data<int64_t>();
+  const int64_t n = bags.index.numel();
+  Tensor g = contiguous(_to_dtype(grad_output, weight.dtype())), w = contiguous(weight);
+  Tensor out = empty_tensor(IntArrayRef(&n, 1), weight.dtype());
+  visit_weight(weight.dtype(), [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    const T *gp = g.data<T>(), *wp = w.data<T>();
+    T* o = out.data<T>();
+    parallel_for(0, nb, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * (n / std::max<int64_t>(nb, 1) + 1), 1)),
+                 [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b)
+        for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) {
+          A acc = 0;
+          if (ix[i] != padding_idx) {
+            const T *gr = gp + b * D, *wr = wp + ix[i] * D;
+            for (int64_t d = 0; d < D; ++d) acc += A(gr[d]) * A(wr[d]);
+          }
+          o[i] = T(acc);
+        }
+    });
+  });
+  return out;
+}
+
+Tensor embedding_bag_jvp(const Tensor& weight_t, const Tensor& per_sample_weights_t, const Tensor& weight,
+                         const Tensor& indices, const Tensor& offsets, int64_t mode,
+                         const std::optional<Tensor>& per_sample_weights, bool include_last_offset, int64_t padding_idx,
+                         const Tensor& max_indices, const Tensor& bag_size) {
+  if (mode == kMax) {  // the tangent's rows at the winners; zeros for empty bags
+    Tensor picked = gather(weight_t, 0, _to_dtype(max_indices, DType::Int64));
+    Tensor filled = unsqueeze(gt(bag_size, wrapped_scalar(Scalar(int64_t(0)))), 1);
+    return where(filled, picked, zeros(IntArrayRef(), picked.dtype()));
+  }
+  Tensor r = std::get<0>(_embedding_bag(weight_t, indices, offsets, false, mode, false, per_sample_weights,
+                                        include_last_offset, padding_idx));
+  if (per_sample_weights_t.defined())
+    r = r + std::get<0>(_embedding_bag(weight, indices, offsets, false, mode, false, per_sample_weights_t,
+                                       include_last_offset, padding_idx));
+  return r;
+}
+
+// ------------------------------------------------------------------ max_norm
+
+Tensor embedding_renorm_impl(const Tensor& self, const Tensor& indices, double max_norm, double norm_type, OutArg) {
+  TP_CHECK(self.dim() == 2, "Expected 2-dimensional tensor, but got ", self.dim(), "-dimensional tensor for argument "
+           "#1 'self' (while checking arguments for embedding_renorm_)");
+  TP_CHECK(index_name(indices.dtype()), "Expected tensor for argument #2 'indices' to have one of the following "
+           "scalar types: Long, Int; but got ", dtype_scalar_name(indices.dtype()), " instead (while checking "
+           "arguments for embedding_renorm_)");
+  TP_CHECK(is_floating(self.dtype()), "norm(): input dtype should be either floating point or complex. Got ",
+           dtype_scalar_name(self.dtype()), " instead.");
+  Tensor ix = contiguous(_to_dtype(indices, DType::Int64));
+  const int64_t rows = self.size(0), D = self.size(1), rs = self.stride(0), cs = self.stride(1);
+  std::vector<int64_t> uniq(ix.data<int64_t>(), ix.data<int64_t>() + ix.numel());
+  for (int64_t& r : uniq) {
+    TP_CHECK_INDEX(r >= -rows && r < rows, "select(): index ", r, " out of range for tensor of size ",
+                   shape_str(self.sizes()), " at dimension 0");
+    if (r < 0) r += rows;
+  }
+  std::sort(uniq.begin(), uniq.end());
+  uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+  visit_weight(self.dtype(), [&](auto t, auto a) {
+    using T = decltype(t);
+    using A = decltype(a);
+    T* base = reinterpret_cast<T*>(self.data_ptr());
+    for (int64_t r : uniq) {
+      T* row = base + r * rs;
+      double norm = 0;
+      if (norm_type == 2) {
+        for (int64_t d = 0; d < D; ++d) norm += double(row[d * cs]) * double(row[d * cs]);
+        norm = std::sqrt(norm);
+      } else if (std::isinf(norm_type)) {
+        norm = D ? std::fabs(double(row[0])) : 0.0;
+        for (int64_t d = 0; d < D; ++d)
+          norm = norm_type > 0 ? std::max(norm, std::fabs(double(row[d * cs]))) : std::min(norm, std::fabs(double(row[d * cs])));
+      } else if (norm_type == 0) {
+        for (int64_t d = 0; d < D; ++d) norm += double(row[d * cs]) != 0;
+      } else {
+        for (int64_t d = 0; d < D; ++d) norm += std::pow(std::fabs(double(row[d * cs])), norm_type);
+        norm = std::pow(norm, 1 / norm_type);
+      }
+      if (norm > max_norm) {
+        const A scale = A(max_norm / (norm + 1e-7));
+        for (int64_t d = 0; d < D; ++d) row[d * cs] = T(A(row[d * cs]) * scale);
+      }
+    }
+  });
+  self.impl()->bump_version();
+  return self;
+}
+
+}  // namespace tp
