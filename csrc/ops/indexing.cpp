@@ -23,14 +23,14 @@ Tensor index_as_long(const Tensor& index, const char* op) {
   return contiguous(_to_dtype(index, DType::Int64));
 }
 
-/// A contiguous CPU copy of t (for reading a CUDA tensor on the host).
-Tensor _to_copy_host(const Tensor& t) {
+}  // namespace
+
+Tensor host_copy(const Tensor& t) {
+  if (t.device().is_cpu()) return contiguous(t);
   Tensor h = empty_tensor(t.sizes(), t.dtype());
   copy_impl(h, t, false, {});
   return h;
 }
-
-}  // namespace
 
 Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, OutArg) {
   TP_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
@@ -119,7 +119,7 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
                             nd ? self.size(d) : 1, true);
 #endif
     if (!ok) {  // find the offending index on the host for PyTorch's message
-      Tensor host = _to_copy_host(idx);
+      Tensor host = host_copy(idx);
       const int64_t* hp = host.data<int64_t>();
       int64_t size = nd ? self.size(d) : 1;
       for (int64_t e = 0; e < n; ++e)
@@ -187,14 +187,13 @@ Tensor take_impl(const Tensor& self, const Tensor& index, OutArg) {
   Tensor idx = index_as_long(index, "take");
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
   if (self.device().is_cuda()) {
-    int64_t n = self.numel(), count = idx.numel(), one = 1, zero = 0;
+    int64_t n = self.numel(), count = idx.numel(), one = 1;
     bool ok = true;
 #ifdef TP_USE_CUDA
     ok = cuda::index_gather(out, flat, idx, 1, &count, &one, &one, 0, n, true);
 #endif
-    (void)zero;
     if (!ok) {
-      Tensor host = _to_copy_host(idx);
+      Tensor host = host_copy(idx);
       const int64_t* hp = host.data<int64_t>();
       for (int64_t e = 0; e < count; ++e)
         TP_CHECK_INDEX(hp[e] >= -n && hp[e] < n, "take(): out of range: tried to access index ",
@@ -249,7 +248,7 @@ Tensor nonzero_impl(const Tensor& self, OutArg) {
   if (self.device().is_cuda()) {
     // The result's size depends on the data, so PyTorch synchronises here too; the
     // positions are found on the host and copied back.
-    Tensor host = nonzero_impl(_to_copy_host(self), {});
+    Tensor host = nonzero_impl(host_copy(self), {});
     Tensor out = empty_tensor(host.sizes(), DType::Int64, self.device());
     copy_impl(out, host, false, {});
     return out;

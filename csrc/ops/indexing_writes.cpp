@@ -87,14 +87,6 @@ Reduce parse_reduce(const std::string& r, bool allow_sum, const char* expected) 
 /// Index values as a contiguous int64 tensor.
 Tensor as_long(const Tensor& index) { return contiguous(_to_dtype(index, DType::Int64)); }
 
-/// A contiguous CPU copy of a (CUDA) tensor, for checks that read values on the host.
-Tensor host_copy(const Tensor& t) {
-  if (t.device().is_cpu()) return contiguous(t);
-  Tensor h = empty_tensor(t.sizes(), t.dtype());
-  copy_(h, t);
-  return h;
-}
-
 /// t on `device` (a copy when it is elsewhere).
 Tensor on_device(const Tensor& t, Device device) {
   if (t.device() == device) return t;

@@ -19,6 +19,10 @@ DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op);
 /// Resolves one -1 in `shape` so it holds `numel` elements.
 DimVector infer_size(IntArrayRef shape, int64_t numel);
 
+/// A contiguous CPU copy of t (t itself when already a contiguous CPU tensor), for code
+/// that reads a CUDA tensor's values on the host (index checks, nonzero).
+Tensor host_copy(const Tensor& t);
+
 /// `self` with `dim` moved last and made contiguous (one row per kept index), plus the
 /// permutation used (sorting.cpp).
 Tensor rows_along(const Tensor& self, int64_t dim, DimVector& order);
