@@ -35,6 +35,10 @@ def main():
         ("add(u, u, out=o)", lambda: tp.add(u, u, out=o), lambda: torch.add(ut, ut, out=ot), tsync, psync),
         ("u.add_(u)", lambda: u.add_(u), lambda: ut.add_(ut), tsync, psync),
         ("u.mul_(1.0)", lambda: u.mul_(1.0), lambda: ut.mul_(1.0), tsync, psync),
+        ("u.mul_(u)", lambda: u.mul_(u), lambda: ut.mul_(ut), tsync, psync),
+        ("u * u", lambda: u * u, lambda: ut * ut, tsync, psync),
+        ("u + 1.0", lambda: u + 1.0, lambda: ut + 1.0, tsync, psync),
+        ("u.neg()", lambda: u.neg(), lambda: ut.neg(), tsync, psync),
         ("empty(16, cuda)", lambda: tp.empty(16, device="cuda"), lambda: torch.empty(16, device="cuda"), tsync, psync),
         ("empty_like(u)", lambda: tp.empty_like(u), lambda: torch.empty_like(ut), tsync, psync),
         ("u.view(4, 4)", lambda: u.view(4, 4), lambda: ut.view(4, 4), tsync, psync),
@@ -47,6 +51,9 @@ def main():
     for name, f, g, s1, s2 in cases:
         a, b = host_us(s1, f), host_us(s2, g)
         print(f"{name:<20} {a:8.2f} {b:9.2f} {a / b:6.2f}")
+    print("C++ steps (tp._C._cuda_host_probe), us per call:")
+    for name, ns in sorted(tp._C._cuda_host_probe(100).items(), key=lambda kv: kv[1]):
+        print(f"  {name:<20} {ns / 1000:8.3f}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "cuda/caching_allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstdio>
 #include <limits>
@@ -25,6 +26,15 @@
 // event recorded on each of those streams at free time has completed. When cudaMalloc
 // fails, all cached free segments are released (after pending events) and the allocation
 // is retried once; then OutOfMemoryError is raised, and the process can continue.
+//
+// Note [Small-block reuse]
+// Launch-bound code allocates and frees the same small sizes over and over (u + u in a
+// loop). Such a freed block (at most kQuickMax bytes, used on no other stream) skips the
+// merge-then-split round trip through the pool: it waits, still split, in a per-size LIFO
+// bin (at most kQuickDepth blocks a size), and the next allocation of that rounded size
+// on the same stream takes it back in O(1). For the statistics it is an inactive split
+// block like any other free one; the neighbour merge skips it (`quick`), and the OOM
+// retry, empty_cache and snapshot first return the bins' blocks to their pools.
 
 namespace tp::cuda::allocator {
 
@@ -36,6 +46,9 @@ constexpr size_t kSmallBuffer = size_t(2) << 20;
 constexpr size_t kLargeBuffer = size_t(20) << 20;
 constexpr size_t kMinLargeAlloc = size_t(10) << 20;
 constexpr size_t kRoundLarge = size_t(2) << 20;
+constexpr size_t kQuickMax = size_t(64) << 10;
+constexpr size_t kQuickBins = kQuickMax / kMinBlockSize;
+constexpr size_t kQuickDepth = 32;
 
 struct Stat {
   int64_t current = 0, peak = 0, allocated = 0, freed = 0;
@@ -71,6 +84,7 @@ struct Block {
   char* ptr = nullptr;
   BlockPool* pool = nullptr;
   bool allocated = false;
+  bool quick = false;     // free, waiting in a small-block bin (Note [Small-block reuse])
   Block* prev = nullptr;  // neighbours in the same segment
   Block* next = nullptr;
   std::vector<cudaStream_t> stream_uses;  // other streams that used it (record_stream)
@@ -123,6 +137,16 @@ class DeviceAllocator {
     std::lock_guard<std::mutex> g(mu_);
     process_events();
     size_t size = round_size(requested);
+    if (size <= kQuickMax) {
+      std::vector<Block*>& bin = quick_[size / kMinBlockSize - 1];
+      if (!bin.empty() && bin.back()->stream == stream) {
+        Block* b = bin.back();
+        bin.pop_back();
+        b->quick = false;
+        count_inactive_split(b, -1);
+        return activate(b, requested);
+      }
+    }
     BlockPool& pool = size <= kSmallSize ? small_ : large_;
     Block* block = take_free(pool, size, stream);
     if (!block) {
@@ -151,16 +175,7 @@ class DeviceAllocator {
       block->size = size;
       insert_free(r);
     }
-    block->allocated = true;
-    block->requested = requested;
-    active_[block->ptr] = block;
-    bool small = pool.small;
-    update(stats_.allocation, small, 1);
-    update(stats_.allocated_bytes, small, int64_t(block->size));
-    update(stats_.active, small, 1);
-    update(stats_.active_bytes, small, int64_t(block->size));
-    update(stats_.requested_bytes, small, int64_t(requested));
-    return block;
+    return activate(block, requested);
   }
 
   void free(Block* block) {
@@ -183,6 +198,17 @@ class DeviceAllocator {
       block->stream_uses.clear();
       return;
     }
+    if (block->size <= kQuickMax && block->pool->small) {
+      std::vector<Block*>& bin = quick_[block->size / kMinBlockSize - 1];
+      if (bin.size() < kQuickDepth) {
+        update(stats_.active, true, -1);
+        update(stats_.active_bytes, true, -int64_t(block->size));
+        block->quick = true;
+        count_inactive_split(block, 1);
+        bin.push_back(block);
+        return;
+      }
+    }
     free_block(block);
   }
 
@@ -191,7 +217,6 @@ class DeviceAllocator {
     auto it = active_.find(ptr);
     return it == active_.end() ? nullptr : it->second;
   }
-
   void record_stream(Block* block, cudaStream_t stream) {
     std::lock_guard<std::mutex> g(mu_);
     if (stream == block->stream) return;
@@ -270,6 +295,7 @@ class DeviceAllocator {
 
   void snapshot(std::vector<SegmentInfo>& out) {
     std::lock_guard<std::mutex> g(mu_);
+    flush_quick();
     for (Block* head : segments_) {
       SegmentInfo s{uintptr_t(head->ptr), 0, 0, uintptr_t(head->stream), !head->pool->small,
                     device_, ""};
@@ -283,6 +309,38 @@ class DeviceAllocator {
   }
 
  private:
+  // Marks a block taken from a pool or a bin as allocated and counts it.
+  Block* activate(Block* block, size_t requested) {
+    block->allocated = true;
+    block->requested = requested;
+    active_[block->ptr] = block;
+    bool small = block->pool->small;
+    update(stats_.allocation, small, 1);
+    update(stats_.allocated_bytes, small, int64_t(block->size));
+    update(stats_.active, small, 1);
+    update(stats_.active_bytes, small, int64_t(block->size));
+    update(stats_.requested_bytes, small, int64_t(requested));
+    return block;
+  }
+
+  void count_inactive_split(Block* b, int n) {
+    if (!b->is_split()) return;
+    update(stats_.inactive_split, b->pool->small, n);
+    update(stats_.inactive_split_bytes, b->pool->small, n * int64_t(b->size));
+  }
+
+  // Returns the blocks waiting in the small-block bins to their pools.
+  void flush_quick() {
+    for (std::vector<Block*>& bin : quick_) {
+      for (Block* b : bin) {
+        b->quick = false;
+        count_inactive_split(b, -1);
+        release_to_pool(b);
+      }
+      bin.clear();
+    }
+  }
+
   std::array<StatArray*, 9> all_stats() {
     return {&stats_.allocation,      &stats_.segment,          &stats_.active,
             &stats_.inactive_split,  &stats_.allocated_bytes,  &stats_.reserved_bytes,
@@ -291,18 +349,12 @@ class DeviceAllocator {
 
   void insert_free(Block* b) {
     b->pool->blocks.insert(b);
-    if (b->is_split()) {
-      update(stats_.inactive_split, b->pool->small, 1);
-      update(stats_.inactive_split_bytes, b->pool->small, int64_t(b->size));
-    }
+    count_inactive_split(b, 1);
   }
 
   void erase_free(Block* b) {
     b->pool->blocks.erase(b);
-    if (b->is_split()) {
-      update(stats_.inactive_split, b->pool->small, -1);
-      update(stats_.inactive_split_bytes, b->pool->small, -int64_t(b->size));
-    }
+    count_inactive_split(b, -1);
   }
 
   // The smallest free block of `pool` on `stream` that holds `size` bytes, taken out.
@@ -352,7 +404,12 @@ class DeviceAllocator {
     bool small = b->pool->small;
     update(stats_.active, small, -1);
     update(stats_.active_bytes, small, -int64_t(b->size));
-    if (Block* p = b->prev; p && !p->allocated && p->event_count == 0) {
+    release_to_pool(b);
+  }
+
+  // Puts a free block back into its pool, merged with free neighbours.
+  void release_to_pool(Block* b) {
+    if (Block* p = b->prev; p && !p->allocated && !p->quick && p->event_count == 0) {
       erase_free(p);
       p->size += b->size;
       p->next = b->next;
@@ -360,7 +417,7 @@ class DeviceAllocator {
       delete b;
       b = p;
     }
-    if (Block* n = b->next; n && !n->allocated && n->event_count == 0) {
+    if (Block* n = b->next; n && !n->allocated && !n->quick && n->event_count == 0) {
       erase_free(n);
       b->size += n->size;
       b->next = n->next;
@@ -391,6 +448,7 @@ class DeviceAllocator {
 
   // Waits for pending events, then returns every whole free segment to the driver.
   void release_cached() {
+    flush_quick();
     if (!pending_.empty()) {
       DeviceGuard dg(device_);
       for (auto& [ev, block] : pending_) {
@@ -459,6 +517,7 @@ class DeviceAllocator {
   BlockPool small_, large_;
   std::set<Block*> segments_;  // first block of each segment
   std::unordered_map<void*, Block*> active_;
+  std::vector<Block*> quick_[kQuickBins];  // Note [Small-block reuse]
   std::vector<std::pair<cudaEvent_t, Block*>> pending_;
   std::vector<cudaEvent_t> events_;  // spare events
   Stats stats_;
@@ -468,14 +527,17 @@ class DeviceAllocator {
 
 // One allocator per device, created on first use and kept for the process's life (no
 // teardown at exit, when the CUDA context may already be gone).
-DeviceAllocator* g_devices[kMaxDevices] = {};
+// Read without a lock on every allocation and free; written once per device.
+std::atomic<DeviceAllocator*> g_devices[kMaxDevices] = {};
 std::mutex g_devices_mu;
 
 DeviceAllocator& for_device(int device) {
   device = check_device(device);
+  if (DeviceAllocator* a = g_devices[device].load(std::memory_order_acquire)) return *a;
   std::lock_guard<std::mutex> g(g_devices_mu);
-  if (!g_devices[device]) g_devices[device] = new DeviceAllocator(device);
-  return *g_devices[device];
+  if (!g_devices[device].load(std::memory_order_relaxed))
+    g_devices[device].store(new DeviceAllocator(device), std::memory_order_release);
+  return *g_devices[device].load(std::memory_order_relaxed);
 }
 
 void free_ctx(void* ctx, void*) {
@@ -507,11 +569,7 @@ CudaCachingAllocator g_allocator;
 
 Block* find_block(void* ptr) {
   for (int d = 0; d < device_count(); ++d) {
-    DeviceAllocator* a;
-    {
-      std::lock_guard<std::mutex> g(g_devices_mu);
-      a = g_devices[d];
-    }
+    DeviceAllocator* a = g_devices[d].load(std::memory_order_acquire);
     if (a)
       if (Block* b = a->find_active(ptr)) return b;
   }
@@ -544,11 +602,7 @@ void record_stream(void* ptr, const Stream& stream) {
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) {
-    DeviceAllocator* a;
-    {
-      std::lock_guard<std::mutex> g(g_devices_mu);
-      a = g_devices[d];
-    }
+    DeviceAllocator* a = g_devices[d].load(std::memory_order_acquire);
     if (a) a->empty_cache();
   }
 }
@@ -567,11 +621,7 @@ double get_memory_fraction(int device) { return for_device(device).fraction(); }
 std::vector<SegmentInfo> snapshot() {
   std::vector<SegmentInfo> out;
   for (int d = 0; d < device_count(); ++d) {
-    DeviceAllocator* a;
-    {
-      std::lock_guard<std::mutex> g(g_devices_mu);
-      a = g_devices[d];
-    }
+    DeviceAllocator* a = g_devices[d].load(std::memory_order_acquire);
     if (a) a->snapshot(out);
   }
   return out;

@@ -60,11 +60,16 @@ struct Block {
   uint32_t w[4];
 };
 
-TP_HD uint32_t mulhi32(uint32_t a, uint32_t b) {
+/// The 64-bit product of two 32-bit words: one widening multiply on the GPU gives both
+/// halves a Philox round needs (written in PTX: the compiler otherwise widens the round's
+/// arithmetic to 64 bits).
+TP_HD uint64_t mul_wide(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
-  return __umulhi(a, b);
+  uint64_t p;
+  asm("mul.wide.u32 %0, %1, %2;" : "=l"(p) : "r"(a), "r"(b));
+  return p;
 #else
-  return uint32_t((uint64_t(a) * b) >> 32);
+  return uint64_t(a) * b;
 #endif
 }
 
@@ -81,8 +86,9 @@ TP_HD Block philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, ui
       k0 += kWeyl0;
       k1 += kWeyl1;
     }
-    const uint32_t hi0 = mulhi32(kMul0, c0), lo0 = kMul0 * c0;
-    const uint32_t hi1 = mulhi32(kMul1, c2), lo1 = kMul1 * c2;
+    const uint64_t p0 = mul_wide(kMul0, c0), p1 = mul_wide(kMul1, c2);
+    const uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
+    const uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
     c0 = hi1 ^ c1 ^ k0;
     c1 = lo1;
     c2 = hi0 ^ c3 ^ k1;

@@ -230,6 +230,15 @@ TP_HD double exp(double x) {
 // ---------------------------------------------------------------- sincospi
 /// sin(pi t) and cos(pi t) for |t| <= 2: t = n / 2 + r with |r| <= 1/4 (exact), Taylor
 /// polynomials in r, then the quadrant n mod 4.
+/// sin and cos of (r + q / 2) pi from s = sin(r pi), c = cos(r pi): quadrant q in 0..3
+/// swaps and negates them (selects, not a branch: a GPU warp takes one path).
+template <class F>
+TP_HD void quadrant(int q, F s, F c, F* sin_out, F* cos_out) {
+  const F a = (q & 1) ? c : s, b = (q & 1) ? s : c;
+  *sin_out = (q & 2) ? -a : a;
+  *cos_out = ((q + 1) & 2) ? -b : b;
+}
+
 TP_HD void sincospi(float t, float* sin_out, float* cos_out) {
   const float n = rint(add(t, t));
   const float r = fma(n, -0.5f, t);
@@ -240,12 +249,7 @@ TP_HD void sincospi(float t, float* sin_out, float* cos_out) {
                           -0.0258068908f, 0.0019295743f};  // (-1)^k pi^(2k) / (2k)!
   const float s = mul(r, horner(z, cs));
   const float c = horner(z, cc);
-  switch (int(n) & 3) {
-    case 0: *sin_out = s; *cos_out = c; break;
-    case 1: *sin_out = c; *cos_out = -s; break;
-    case 2: *sin_out = -s; *cos_out = -c; break;
-    default: *sin_out = -c; *cos_out = s; break;
-  }
+  quadrant(int(n) & 3, s, c, sin_out, cos_out);
 }
 
 TP_HD void sincospi(double t, double* sin_out, double* cos_out) {
@@ -262,12 +266,7 @@ TP_HD void sincospi(double t, double* sin_out, double* cos_out) {
                            -1.3878952462213771e-07, 3.604730797462501e-09};
   const double s = mul(r, horner(z, cs));
   const double c = horner(z, cc);
-  switch (int(n) & 3) {
-    case 0: *sin_out = s; *cos_out = c; break;
-    case 1: *sin_out = c; *cos_out = -s; break;
-    case 2: *sin_out = -s; *cos_out = -c; break;
-    default: *sin_out = -c; *cos_out = s; break;
-  }
+  quadrant(int(n) & 3, s, c, sin_out, cos_out);
 }
 
 }  // namespace tp::pmath

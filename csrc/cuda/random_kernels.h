@@ -22,8 +22,10 @@ struct FillTarget {
 };
 
 /// Blocks of the grid for a launch of `philox_blocks` blocks (the values never depend on
-/// it: Note [Philox streams]); capped at 8 per SM, or at the test override.
-int philox_grid(int64_t philox_blocks, int device);
+/// it: Note [Philox streams]): one full wave, `blocks_per_sm` (the kernel's occupancy) on
+/// every SM, or the test override. A grid-stride loop over more blocks than fit at once
+/// would run a second, partly idle wave.
+int philox_grid(int64_t philox_blocks, int device, int blocks_per_sm);
 
 void launch_uniform(const FillTarget& t, CUDAGenerator& g, double from, double to);
 void launch_normal(const FillTarget& t, CUDAGenerator& g, double mean, double std, bool log_normal);

@@ -23,8 +23,14 @@ struct PhiloxLauncher {
   void operator()(const S& s) const {
     const int64_t blocks = philox::blocks_for<S>(target.n);
     const philox::LaunchArgs args = gen.reserve(blocks);
-    philox_kernel<S><<<philox_grid(blocks, target.device), kPhiloxThreads, 0, target.stream>>>(
-        s, args, target.n, blocks);
+    static const int per_sm = [] {
+      int b = 0;
+      TP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, philox_kernel<S>,
+                                                                  kPhiloxThreads, 0));
+      return b;
+    }();
+    philox_kernel<S><<<philox_grid(blocks, target.device, per_sm), kPhiloxThreads, 0,
+                       target.stream>>>(s, args, target.n, blocks);
     TP_CUDA_CHECK(cudaGetLastError());
   }
 };

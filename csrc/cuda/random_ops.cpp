@@ -53,9 +53,11 @@ void fill_dense(const Tensor& self, F&& fill) {
 
 }  // namespace
 
-int philox_grid(int64_t philox_blocks, int device) {
+int philox_grid(int64_t philox_blocks, int device, int blocks_per_sm) {
   const int limit = g_grid_limit.load(std::memory_order_relaxed);
-  const int64_t cap = limit > 0 ? limit : 8 * int64_t(device_properties(device).multi_processor_count);
+  const int64_t cap = limit > 0 ? limit
+                                : std::max(blocks_per_sm, 1) *
+                                      int64_t(device_properties(device).multi_processor_count);
   const int64_t want = (philox_blocks + kPhiloxThreads - 1) / kPhiloxThreads;
   return int(std::max<int64_t>(1, std::min(want, cap)));
 }

@@ -8,6 +8,7 @@
 #ifdef TP_USE_CUDA
 #include "cuda/caching_allocator.h"
 #include "cuda/copy.h"
+#include "cuda/host_probe.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -103,6 +104,7 @@ void bind_cuda(nb::module_& m) {
       .def_prop_ro("_device", [](const cuda::Event& e) { return e.device(); });
 
   // memory
+  m.def("_cuda_host_probe", [](int rounds) { return cuda::host_probe(rounds); });
   m.def("_cuda_emptyCache", [] { cuda::allocator::empty_cache(); });
   m.def("_cuda_memoryStats", [](int d) { return cuda::allocator::memory_stats(d); });
   m.def("_cuda_resetPeakMemoryStats", [](int d) { cuda::allocator::reset_peak_stats(d); });
