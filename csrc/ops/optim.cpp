@@ -10,7 +10,11 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/parallel.h"
+#include "ops/optim_math.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/optim.h"
+#endif
 
 namespace tp {
 
@@ -31,6 +35,11 @@ namespace tp {
 // so tp.optim sends them here only with fused=True.
 // Rows whose tensors do not share one dense layout run on contiguous copies that are
 // copied back, so any strided tensor works.
+// CUDA parameters take the same element arithmetic (csrc/ops/optim_math.h) in
+// csrc/cuda/optim_kernels.cu: a launch per table of up to 64 tensors / 320 chunks of 64K
+// elements. Their step tensors may live on the CPU (incremented here) or, for fused and
+// capturable state, on the GPU, where a first launch increments them and each block
+// derives its tensor's bias corrections from the stored step (nothing is read back).
 
 namespace {
 
@@ -76,6 +85,21 @@ class Group {
   }
 
   const std::vector<Row>& rows() const { return rows_; }
+  bool on_cuda() const { return !rows_.empty() && lists_[0][0].device().is_cuda(); }
+  int device_index() const { return lists_[0][0].device().index; }
+
+#ifdef TP_USE_CUDA
+  /// The rows as the CUDA kernels take them.
+  std::vector<cuda::OptimRow> cuda_rows() const {
+    std::vector<cuda::OptimRow> out(rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      for (size_t j = 0; j < kMaxLists; ++j) out[i].data[j] = rows_[i].data[j];
+      out[i].numel = rows_[i].numel;
+      out[i].dtype = rows_[i].dtype;
+    }
+    return out;
+  }
+#endif
 
   /// Copies rows that ran on contiguous copies back and bumps the written tensors' versions.
   void finish() {
@@ -86,8 +110,10 @@ class Group {
  private:
   void add_row(const char* op, size_t i) {
     const Tensor& p = lists_[0][i];
-    TP_CHECK_KIND(ErrorKind::NotImplemented, p.device().type == DeviceType::CPU, op, ": no ",
-                  device_type_name(p.device().type), " kernel");
+    TP_CHECK_KIND(ErrorKind::NotImplemented, p.device().is_cpu() || p.device().is_cuda(), op,
+                  ": no ", device_type_name(p.device().type), " kernel");
+    TP_CHECK(i == 0 || p.device() == lists_[0][0].device(), op, ": expected all tensors on ",
+             lists_[0][0].device().str(), ", but parameter ", i, " is on ", p.device().str());
     const DType dt = p.dtype();
     TP_CHECK_TYPE(is_floating(dt), op, ": expected floating-point parameters, but got ", dtype_name(dt));
     bool dense = p.impl()->is_non_overlapping_and_dense();
@@ -130,29 +156,67 @@ class Group {
   std::vector<const Tensor*> bump_;
 };
 
-/// Increments each step tensor (a one-element float tensor, as PyTorch keeps it) and
-/// returns the new values.
-std::vector<double> increment_steps(const char* op, TensorList steps, size_t n) {
+/// The state_steps of a group: one-element float32/float64 tensors (as PyTorch keeps them),
+/// on the CPU (incremented here; `host` holds the new values) or, for CUDA parameters, on
+/// their GPU (fused / capturable state: `device` lists them and the kernel increments them).
+struct Steps {
+  std::vector<double> host;
+  std::vector<void*> device;
+  DType device_dtype = DType::Float32;
+};
+
+Steps increment_steps(const char* op, TensorList steps, size_t n, Device params_device) {
   TP_CHECK_VALUE(steps.size() == n, op, ": expected ", n, " state_steps, but got ", steps.size());
+  bool on_device = n > 0 && !steps[0].device().is_cpu();
   for (const Tensor& s : steps)  // all checked before any is written
-    TP_CHECK(s.numel() == 1 && s.device().type == DeviceType::CPU &&
-                 (s.dtype() == DType::Float32 || s.dtype() == DType::Float64),
-             op, ": each state_steps tensor must be a one-element float32 or float64 CPU tensor");
-  std::vector<double> out(n);
+    TP_CHECK(s.numel() == 1 && (s.dtype() == DType::Float32 || s.dtype() == DType::Float64) &&
+                 (on_device ? s.device() == params_device && s.dtype() == steps[0].dtype()
+                            : s.device().is_cpu()),
+             op, ": each state_steps tensor must be a one-element float32 or float64 tensor, all "
+             "on the CPU or all on the parameters' device");
+  Steps out;
+  if (on_device) {
+    out.device_dtype = steps[0].dtype();
+    for (const Tensor& s : steps) {
+      out.device.push_back(s.data_ptr());
+      s.impl()->bump_version();
+    }
+    return out;
+  }
+  out.host.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Tensor& s = steps[i];
     if (s.dtype() == DType::Float32) {
       float* v = s.data<float>();
       *v = *v + 1.0f;
-      out[i] = *v;
+      out.host[i] = *v;
     } else {
       double* v = s.data<double>();
       *v = *v + 1.0;
-      out[i] = *v;
+      out.host[i] = *v;
     }
     s.impl()->bump_version();
   }
   return out;
+}
+
+#ifdef TP_USE_CUDA
+/// Runs a group's step on its GPU.
+void cuda_step(cuda::OptimKind kind, Group& group, const Steps& steps, const cuda::OptimHyper& h) {
+  cuda::OptimSteps st{steps.host, steps.device, steps.device_dtype};
+  cuda::fused_optimizer_step(kind, group.cuda_rows(), st, h, group.device_index());
+  group.finish();
+}
+#endif
+
+/// CUDA groups are not supported in a build without CUDA (no CUDA tensor can exist there).
+bool run_on_cuda(const Group& group) {
+#ifdef TP_USE_CUDA
+  return group.on_cuda();
+#else
+  (void)group;
+  return false;
+#endif
 }
 
 /// Runs f(row index, begin, end) over every row, in chunks spread over the threads when
@@ -191,96 +255,47 @@ void visit_floating(DType dt, const F& f) {
 template <class S>
 using Opmath = std::conditional_t<std::is_same_v<S, double>, double, float>;
 
-/// PyTorch's CPU lerp with a scalar weight: from the nearer end, one fused multiply-add.
-template <class C>
-struct Lerp {
-  C coef;     // weight, or -(1 - weight) when counting from the end
-  bool from_end;
-  explicit Lerp(double weight) {
-    const C w = C(weight);
-    from_end = !(std::abs(w) < C(0.5));
-    coef = from_end ? -(C(1) - w) : w;
-  }
-  C operator()(C self, C end) const { return std::fma(coef, end - self, from_end ? end : self); }
-};
-
-// ------------------------------------------------------------------ SGD
-
-template <class C>
-struct SgdScalars {
-  C sign, weight_decay, momentum, one_minus_dampening, neg_lr;
-  bool nesterov, first;
-};
+using optim::AdagradScalars;
+using optim::AdamScalars;
+using optim::Lerp;
+using optim::SgdScalars;
 
 template <class S, bool kWeightDecay, bool kMomentum>
 void sgd_loop(const SgdScalars<Opmath<S>>& k, S* __restrict p, const S* __restrict g,
               S* __restrict buf, int64_t n) {
   using C = Opmath<S>;
   for (int64_t j = 0; j < n; ++j) {
-    const C pj = C(p[j]);
-    C d = C(g[j]) * k.sign;
-    if constexpr (kWeightDecay) d = std::fma(pj, k.weight_decay, d);  // grad.add(param, alpha=wd)
-    if constexpr (kMomentum) {
-      // buf.mul_(momentum).add_(grad, alpha=1 - dampening), or grad's clone on the first step
-      const C b = k.first ? d : std::fma(d, k.one_minus_dampening, C(buf[j]) * k.momentum);
-      buf[j] = S(b);
-      d = k.nesterov ? std::fma(b, k.momentum, d) : b;  // grad.add(buf, alpha=momentum)
-    }
-    p[j] = S(std::fma(d, k.neg_lr, pj));  // param.add_(grad, alpha=-lr)
+    C pj = C(p[j]), b = kMomentum ? C(buf[j]) : C(0);
+    optim::sgd_element<C, kWeightDecay, kMomentum>(k, pj, C(g[j]), b);
+    if constexpr (kMomentum) buf[j] = S(b);
+    p[j] = S(pj);
   }
 }
-
-// ------------------------------------------------------------------ Adam / AdamW
-
-template <class C>
-struct AdamScalars {
-  C sign, weight_decay, param_scale, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size;
-  Lerp<C> lerp;
-};
 
 template <class S, bool kWeightDecay, bool kAmsgrad>
-void adam_loop(const AdamScalars<Opmath<S>>& k, S* __restrict p, const S* __restrict g,
-               S* __restrict m, S* __restrict v, S* __restrict vmax, int64_t n) {
+void adam_loop(const AdamScalars<Opmath<S>>& k, Opmath<S> bc2_sqrt, Opmath<S> neg_step_size,
+               S* __restrict p, const S* __restrict g, S* __restrict m, S* __restrict v,
+               S* __restrict vmax, int64_t n) {
   using C = Opmath<S>;
   for (int64_t j = 0; j < n; ++j) {
-    const C pj = C(p[j]) * k.param_scale;  // param.mul_(1 - lr * wd); 1 unless AdamW
-    C d = C(g[j]) * k.sign;
-    if constexpr (kWeightDecay) d = std::fma(pj, k.weight_decay, d);
-    const C mj = k.lerp(C(m[j]), d);  // exp_avg.lerp_(grad, 1 - beta1)
+    C pj = C(p[j]), mj = C(m[j]), vj = C(v[j]), wj = kAmsgrad ? C(vmax[j]) : C(0);
+    optim::adam_element<C, kWeightDecay, kAmsgrad>(k, bc2_sqrt, neg_step_size, pj, C(g[j]), mj, vj, wj);
     m[j] = S(mj);
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    C vj = std::fma(k.one_minus_beta2 * d, d, C(v[j]) * k.beta2);
     v[j] = S(vj);
-    if constexpr (kAmsgrad) {
-      const C old = C(vmax[j]);
-      vj = (old > vj || std::isnan(old)) ? old : vj;  // torch.maximum: NaN wins
-      vmax[j] = S(vj);
-    }
-    // denom = (sqrt(v) / bias_correction2_sqrt).add_(eps); param.addcdiv_(exp_avg, denom, value=-step_size)
-    const C denom = std::sqrt(vj) / k.bias_correction2_sqrt + k.eps;
-    p[j] = S(pj + k.neg_step_size * mj / denom);
+    if constexpr (kAmsgrad) vmax[j] = S(wj);
+    p[j] = S(pj);
   }
 }
 
-// ------------------------------------------------------------------ Adagrad
-
-template <class C>
-struct AdagradScalars {
-  C sign, weight_decay, eps, neg_clr;
-};
-
 template <class S, bool kWeightDecay>
-void adagrad_loop(const AdagradScalars<Opmath<S>>& k, S* __restrict p, const S* __restrict g,
-                  S* __restrict sum, int64_t n) {
+void adagrad_loop(const AdagradScalars<Opmath<S>>& k, Opmath<S> neg_clr, S* __restrict p,
+                  const S* __restrict g, S* __restrict sum, int64_t n) {
   using C = Opmath<S>;
   for (int64_t j = 0; j < n; ++j) {
-    const C pj = C(p[j]);
-    C d = C(g[j]) * k.sign;
-    if constexpr (kWeightDecay) d = std::fma(pj, k.weight_decay, d);
-    const C s = std::fma(d, d, C(sum[j]));  // state_sum.addcmul_(grad, grad, value=1)
-    sum[j] = S(s);
-    const C std_dev = std::sqrt(s) + k.eps;  // state_sum.sqrt().add_(eps)
-    p[j] = S(pj + k.neg_clr * d / std_dev);  // param.addcdiv_(grad, std, value=-clr)
+    C pj = C(p[j]), sj = C(sum[j]);
+    optim::adagrad_element<C, kWeightDecay>(k, neg_clr, pj, C(g[j]), sj);
+    sum[j] = S(sj);
+    p[j] = S(pj);
   }
 }
 
@@ -298,6 +313,15 @@ void fused_sgd_impl(TensorList params, TensorList grads, TensorList momentum_buf
   Group group = use_momentum
                     ? Group("_fused_sgd_", {params, grads, momentum_buffers}, {true, false, true})
                     : Group("_fused_sgd_", {params, grads}, {true, false});
+  if (run_on_cuda(group)) {
+#ifdef TP_USE_CUDA
+    cuda::OptimHyper h;
+    h.lr = lr, h.weight_decay = weight_decay, h.momentum = momentum, h.dampening = dampening;
+    h.maximize = maximize, h.nesterov = nesterov, h.first_step = is_first_step;
+    cuda_step(cuda::OptimKind::Sgd, group, Steps{}, h);
+#endif
+    return;
+  }
   const auto& rows = group.rows();
   for_each_chunk(rows, [&](size_t i, int64_t b, int64_t e) {
     visit_floating(rows[i].dtype, [&](auto s) {
@@ -327,7 +351,17 @@ void fused_adam_impl(TensorList params, TensorList grads, TensorList exp_avgs, T
                                 {true, false, true, true, true})
                         : Group("_fused_adam_", {params, grads, exp_avgs, exp_avg_sqs},
                                 {true, false, true, true});
-  const std::vector<double> steps = increment_steps("_fused_adam_", state_steps, params.size());
+  const Steps steps = increment_steps("_fused_adam_", state_steps, params.size(),
+                                      params.empty() ? Device() : params[0].device());
+  if (run_on_cuda(group)) {
+#ifdef TP_USE_CUDA
+    cuda::OptimHyper h;
+    h.lr = lr, h.beta1 = beta1, h.beta2 = beta2, h.weight_decay = weight_decay, h.eps = eps;
+    h.amsgrad = amsgrad, h.maximize = maximize, h.decoupled = decoupled_weight_decay;
+    cuda_step(cuda::OptimKind::Adam, group, steps, h);
+#endif
+    return;
+  }
   const bool coupled = weight_decay != 0 && !decoupled_weight_decay;
   const double param_scale = weight_decay != 0 && decoupled_weight_decay ? 1 - lr * weight_decay : 1.0;
   const auto& rows = group.rows();
@@ -335,21 +369,23 @@ void fused_adam_impl(TensorList params, TensorList grads, TensorList exp_avgs, T
     visit_floating(rows[i].dtype, [&](auto s) {
       using S = decltype(s);
       using C = Opmath<S>;
-      const double bias_correction1 = 1 - std::pow(beta1, steps[i]);
-      const double bias_correction2 = 1 - std::pow(beta2, steps[i]);
+      double bc2_sqrt, neg_step_size;
+      optim::adam_step_scalars(steps.host[i], lr, beta1, beta2, &bc2_sqrt, &neg_step_size);
       const AdamScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(param_scale), C(beta2), C(1 - beta2),
-                             C(std::pow(bias_correction2, 0.5)), C(eps), C(-(lr / bias_correction1)),
-                             Lerp<C>(1 - beta1)};
+                             C(eps), Lerp<C>(1 - beta1)};
       S* p = at<S>(rows[i], 0, b);
       const S* g = at<S>(rows[i], 1, b);
       S* m = at<S>(rows[i], 2, b);
       S* v = at<S>(rows[i], 3, b);
       S* vmax = amsgrad ? at<S>(rows[i], 4, b) : nullptr;
       const int64_t n = e - b;
+      const C bc = C(bc2_sqrt), ns = C(neg_step_size);
       if (coupled) {
-        amsgrad ? adam_loop<S, true, true>(k, p, g, m, v, vmax, n) : adam_loop<S, true, false>(k, p, g, m, v, vmax, n);
+        amsgrad ? adam_loop<S, true, true>(k, bc, ns, p, g, m, v, vmax, n)
+                : adam_loop<S, true, false>(k, bc, ns, p, g, m, v, vmax, n);
       } else {
-        amsgrad ? adam_loop<S, false, true>(k, p, g, m, v, vmax, n) : adam_loop<S, false, false>(k, p, g, m, v, vmax, n);
+        amsgrad ? adam_loop<S, false, true>(k, bc, ns, p, g, m, v, vmax, n)
+                : adam_loop<S, false, false>(k, bc, ns, p, g, m, v, vmax, n);
       }
     });
   });
@@ -359,18 +395,28 @@ void fused_adam_impl(TensorList params, TensorList grads, TensorList exp_avgs, T
 void fused_adagrad_impl(TensorList params, TensorList grads, TensorList state_sums, TensorList state_steps,
                         double lr, double lr_decay, double weight_decay, double eps, bool maximize, OutArg) {
   Group group("_fused_adagrad_", {params, grads, state_sums}, {true, false, true});
-  const std::vector<double> steps = increment_steps("_fused_adagrad_", state_steps, params.size());
+  const Steps steps = increment_steps("_fused_adagrad_", state_steps, params.size(),
+                                      params.empty() ? Device() : params[0].device());
+  if (run_on_cuda(group)) {
+#ifdef TP_USE_CUDA
+    cuda::OptimHyper h;
+    h.lr = lr, h.lr_decay = lr_decay, h.weight_decay = weight_decay, h.eps = eps, h.maximize = maximize;
+    cuda_step(cuda::OptimKind::Adagrad, group, steps, h);
+#endif
+    return;
+  }
   const auto& rows = group.rows();
   for_each_chunk(rows, [&](size_t i, int64_t b, int64_t e) {
     visit_floating(rows[i].dtype, [&](auto s) {
       using S = decltype(s);
       using C = Opmath<S>;
-      const AdagradScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(eps),
-                                C(-(lr / (1 + (steps[i] - 1) * lr_decay)))};
+      const AdagradScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(eps)};
+      const C neg_clr = C(optim::adagrad_neg_clr(steps.host[i], lr, lr_decay));
       S* p = at<S>(rows[i], 0, b);
       const S* g = at<S>(rows[i], 1, b);
       S* sum = at<S>(rows[i], 2, b);
-      weight_decay != 0 ? adagrad_loop<S, true>(k, p, g, sum, e - b) : adagrad_loop<S, false>(k, p, g, sum, e - b);
+      weight_decay != 0 ? adagrad_loop<S, true>(k, neg_clr, p, g, sum, e - b)
+                        : adagrad_loop<S, false>(k, neg_clr, p, g, sum, e - b);
     });
   });
   group.finish();

@@ -597,7 +597,8 @@ def test_fused_kernel_bumps_versions():
     (lambda: tp._C._fused_adam_([tp.zeros(2)], [tp.zeros(2)], [tp.zeros(2)], [tp.zeros(2)], [],
                                 [tp.zeros((), dtype=tp.long)], lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.0,
                                 eps=1e-8, amsgrad=False, maximize=False),
-     "_fused_adam_: each state_steps tensor must be a one-element float32 or float64 CPU tensor"),
+     ("_fused_adam_: each state_steps tensor must be a one-element float32 or float64 tensor, all on "
+      "the CPU or all on the parameters' device")),
 ])
 def test_fused_kernel_errors(call, message):
     with pytest.raises((RuntimeError, ValueError, TypeError)) as info:

@@ -41,7 +41,8 @@ class Adagrad(Optimizer):
 
     @staticmethod
     def _init_state(state, p, group, initial_accumulator_value):
-        state["step"] = (tp.zeros((), dtype=_get_scalar_dtype(is_fused=group["fused"])) if group["fused"]
+        state["step"] = (tp.zeros((), dtype=_get_scalar_dtype(is_fused=group["fused"]), device=p.device)
+                         if group["fused"]
                          else tp.tensor(0.0, dtype=_get_scalar_dtype()))
         state["sum"] = tp.full_like(p, initial_accumulator_value, memory_format=tp.preserve_format)
 

@@ -81,7 +81,7 @@ class Adam(Optimizer):
             if len(state) == 0:
                 if fused:
                     _device_dtype_check_for_fused(p)
-                state["step"] = (tp.zeros((), dtype=_get_scalar_dtype(is_fused=fused))
+                state["step"] = (tp.zeros((), dtype=_get_scalar_dtype(is_fused=fused), device=p.device)
                                  if group["capturable"] or fused
                                  else tp.tensor(0.0, dtype=_get_scalar_dtype()))
                 state["exp_avg"] = tp.zeros_like(p, memory_format=tp.preserve_format)

@@ -72,11 +72,14 @@ def _check_fused_flags(optimizer, fused, foreach, differentiable):
         optimizer._step_supports_amp_scaling = True
 
 
+_FUSED_DEVICES = ["cuda", "cpu"]
+
+
 def _device_dtype_check_for_fused(p):
-    if not (p.device.type == "cpu" and p.is_floating_point()):
+    if not (p.device.type in _FUSED_DEVICES and p.is_floating_point()):
         raise RuntimeError(
             "`fused=True` requires all the params to be floating point Tensors of supported "
-            f"devices: ['cpu'] but {p.dtype} and {p.device.type}")
+            f"devices: {_FUSED_DEVICES} but {p.dtype} and {p.device.type}")
 
 
 _DEFAULT_FUSED_DTYPES = {tp.float32, tp.float64}
