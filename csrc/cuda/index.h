@@ -30,7 +30,8 @@ enum class WriteOp { Assign, Sum, Prod, Mean, Max, Min };
 /// sums the k index arrays' entries (negative ones wrapped by `sizes`) times `strides`.
 /// Offsets and strides in elements; idx are device pointers to int64. Mean sums (the
 /// caller divides). Duplicate targets: assignment keeps one value, reductions all of
-/// them, in no fixed order (atomics).
+/// them, in no fixed order (atomics), or in entry order where Note [Deterministic index
+/// writes] (index_write_kernels.cu) applies.
 void row_write(const Tensor& dst, const std::vector<const int64_t*>& idx,
                const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t n,
                const std::vector<int64_t>& dst_inner, const Tensor& val, int64_t val_outer,
@@ -38,7 +39,7 @@ void row_write(const Tensor& dst, const std::vector<const int64_t*>& idx,
 
 /// scatter along `dim`: for each element e of the int64 index (contiguous, idx's shape),
 /// dst[c with c[dim] = index[e]] op= src[c], c = e's coordinates; src given by its
-/// pointer's tensor and element strides (src_strides).
+/// pointer's tensor and element strides (src_strides). Duplicate targets as in row_write.
 void scatter(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src,
              const std::vector<int64_t>& src_strides, WriteOp op);
 
