@@ -1,7 +1,9 @@
 // Reads by index on the GPU: one thread per output element, the element moved as an
 // unsigned integer of its size, so every dtype shares a kernel. Index bounds are checked
 // on the device; a flag read back after the launch lets the caller raise its error.
+// searchsorted: one thread per value, a binary search in its row.
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/check.h"
 #include "cuda/index.h"
@@ -80,17 +82,33 @@ __global__ void zero_triangle_kernel(char* base, int64_t n, int ndim, GatherGeom
   }
 }
 
+/// v as a type with exact comparisons on the device (half types as float).
+template <class T>
+__device__ __forceinline__ auto comparable(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
+  else return v;
+}
 
-/// Calls f(W{}) with the unsigned type of an element of `itemsize` bytes.
-template <class F>
-void by_size(size_t itemsize, F&& f) {
-  switch (itemsize) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
+/// The CPU's search_rows (indexing_writes.cpp), one thread per value: the first position
+/// whose value is > x (right) or >= x (left), with the same comparisons for NaN.
+template <class T, class O>
+__global__ void searchsorted_kernel(const T* bd, const int64_t* sorter, int64_t len, const T* v,
+                                    int64_t n, int64_t per_row, bool right, O* out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = per_row ? (i / per_row) * len : 0;
+    auto x = comparable(v[i]);
+    int64_t lo = 0, hi = len;
+    while (lo < hi) {
+      int64_t mid = lo + ((hi - lo) >> 1);
+      auto b = comparable(sorter ? bd[base + sorter[base + mid]] : bd[base + mid]);
+      bool before = right ? !(b > x) : !(b >= x);
+      if (before) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = O(lo);
   }
-  TP_FAIL("index kernels: unsupported element size ", itemsize);
 }
 
 Tensor to_device_int64(const std::vector<int64_t>& v, Device dev, cudaStream_t s) {
@@ -164,6 +182,26 @@ void gather_grid(const Tensor& out, const Tensor& src,
   });
   TP_CUDA_CHECK(cudaGetLastError());
   // `flat` is pageable host memory: the copy above finished before cudaMemcpyAsync returned.
+}
+
+void searchsorted(const Tensor& bd, const Tensor& v, const int64_t* sorter, int64_t len,
+                  int64_t per_row, bool right, const Tensor& out) {
+  int64_t n = v.numel();
+  if (n == 0) return;
+  DeviceGuard guard(out.device().index);
+  Stream s = current_stream(out.device().index);
+  visit_device_dtype(bd.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if (out.dtype() == DType::Int32)
+      searchsorted_kernel<T, int32_t><<<loop_blocks(n), kThreads, 0, s.handle>>>(
+          bd.device_data<T>(), sorter, len, v.device_data<T>(), n, per_row, right,
+          out.device_data<int32_t>());
+    else
+      searchsorted_kernel<T, int64_t><<<loop_blocks(n), kThreads, 0, s.handle>>>(
+          bd.device_data<T>(), sorter, len, v.device_data<T>(), n, per_row, right,
+          out.device_data<int64_t>());
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {

@@ -1,5 +1,6 @@
 // Helpers shared by the CUDA kernel files: grid sizes for grid-stride loops, scratch
-// buffers from the caching allocator, and the device C++ type of each dtype.
+// buffers from the caching allocator, the device C++ type of each dtype, and an unsigned
+// type per element size.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,6 +41,19 @@ void visit_device_dtype(DType dt, F&& f) {
     case DType::Float64: return f(double{});
     default: TP_FAIL("CUDA kernels: unsupported dtype");
   }
+}
+
+/// Calls f(W{}) with the unsigned type of an element of `itemsize` bytes (kernels that move
+/// elements without looking at them serve every dtype so).
+template <class F>
+void by_size(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+  }
+  TP_FAIL("CUDA kernels: unsupported element size ", itemsize);
 }
 
 }  // namespace tp::cuda

@@ -32,6 +32,13 @@ Tensor host_copy(const Tensor& t) {
   return h;
 }
 
+void check_same_device(std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = *tensors.begin();
+  for (const Tensor* t : tensors)
+    TP_CHECK(t->device() == first->device(), "Expected all tensors to be on the same device, but "
+             "found at least two devices, ", first->device().str(), " and ", t->device().str(), "!");
+}
+
 Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, OutArg) {
   TP_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
@@ -228,10 +235,12 @@ Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Tensor& va
 Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
   TP_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask");
   DimVector bs = broadcast_shapes_of(self, mask, "masked_select");
+  if (self.device().is_cuda()) check_same_device({&self, &mask});
   Tensor x = contiguous(expand(self, bs)), m = contiguous(expand(mask, bs));
-  if (self.device().is_cuda()) {  // the positions (a host round trip, as nonzero), then a take
-    Tensor pos = _nonzero(reshape(m, std::vector<int64_t>{-1}));
-    return take(x, reshape(pos, std::vector<int64_t>{-1}));
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    return cuda::masked_select(x, m);
+#endif
   }
   const bool* mp = m.data<bool>();
   int64_t n = m.numel(), count = 0;
@@ -245,13 +254,11 @@ Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
 }
 
 Tensor nonzero_impl(const Tensor& self, OutArg) {
-  if (self.device().is_cuda()) {
-    // The result's size depends on the data, so PyTorch synchronises here too; the
-    // positions are found on the host and copied back.
-    Tensor host = nonzero_impl(host_copy(self), {});
-    Tensor out = empty_tensor(host.sizes(), DType::Int64, self.device());
-    copy_impl(out, host, false, {});
-    return out;
+  if (self.device().is_cuda()) {  // reads the count back: PyTorch synchronises here too
+    Tensor x = contiguous(self);
+#ifdef TP_USE_CUDA
+    return cuda::nonzero(x);
+#endif
   }
   Tensor x = contiguous(_to_dtype(self, DType::Bool));
   const bool* p = x.data<bool>();

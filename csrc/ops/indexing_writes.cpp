@@ -751,6 +751,7 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
     TP_CHECK(std::equal(b.begin(), b.end(), s.begin(), s.end()), "masked_scatter_: mask of shape ",
              shape_str(mask.sizes()), " cannot be broadcast to self of shape ", shape_str(s));
   }
+  check_same_device({&self, &mask, &source});
   Tensor m = contiguous(expand(mask, s));
   Tensor res = self;
   if (!inplace) {
@@ -759,17 +760,26 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
   }
   Tensor work = res.is_contiguous() ? res : contiguous(res);
   Tensor src = contiguous(source);
-  const bool* mp = m.data<bool>();
-  int64_t n = m.numel(), count = 0;
-  for (int64_t i = 0; i < n; ++i) count += mp[i];
-  TP_CHECK(count <= src.numel(), "masked_scatter: Number of elements of source < number of ones in mask");
-  visit_dtype(self.dtype(), [&](auto t) {
-    using T = decltype(t);
-    T* d = work.data<T>();
-    const T* sp = src.data<T>();
-    for (int64_t i = 0, k = 0; i < n; ++i)
-      if (mp[i]) d[i] = sp[k++];
-  });
+  const char* too_few = "masked_scatter: Number of elements of source < number of ones in mask";
+  if (work.device().is_cuda()) {  // counts the mask on the device, checks, then writes
+    bool ok = true;
+#ifdef TP_USE_CUDA
+    ok = cuda::masked_scatter(work, m, src);
+#endif
+    TP_CHECK(ok, too_few);
+  } else {
+    const bool* mp = m.data<bool>();
+    int64_t n = m.numel(), count = 0;
+    for (int64_t i = 0; i < n; ++i) count += mp[i];
+    TP_CHECK(count <= src.numel(), too_few);
+    visit_dtype(self.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* d = work.data<T>();
+      const T* sp = src.data<T>();
+      for (int64_t i = 0, k = 0; i < n; ++i)
+        if (mp[i]) d[i] = sp[k++];
+    });
+  }
   if (!work.is_same(res)) copy_(res, work);
   res.impl()->bump_version();
   return res;
@@ -855,6 +865,11 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
   TP_CHECK(rows_match, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
            "dimensions of boundaries tensor and input value tensor must match, but we got boundaries "
            "tensor ", shape_str(bd.sizes()), " and input value tensor ", shape_str(self.sizes()));
+  // A Python number for self comes as a CPU 0-dim tensor; it searches on the boundaries' device.
+  Tensor vals = self.impl()->is_wrapped_number() ? on_device(self, bd.device()) : self;
+  check_same_device({&bd, &vals});
+  if (sorter) check_same_device({&bd, &*sorter});
+  if (out.tensor) check_same_device({&bd, out.tensor});
   Tensor sort;
   if (sorter) {
     TP_CHECK(sorter->dtype() == DType::Int64, "torch.searchsorted(): sorter must be a tensor of long "
@@ -864,7 +879,8 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
              "tensor ", shape_str(bd.sizes()), "and got sorter tensor ", shape_str(sorter->sizes()));
     sort = contiguous(*sorter);
     int64_t len = bd.size(bd.dim() - 1);
-    const int64_t* sp = sort.data<int64_t>();
+    Tensor hsort = host_copy(sort);
+    const int64_t* sp = hsort.data<int64_t>();
     for (int64_t i = 0; i < sort.numel(); ++i)
       TP_CHECK(sp[i] >= 0 && sp[i] < len, "torch.searchsorted(): sorter index out of range");
   }
@@ -879,17 +895,24 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
              "output tensor's dtype ", dtype_scalar_name(out.tensor->dtype()), " and out_int32 flag is ",
              out_int32 ? "True" : "False");
     resize_out(*out.tensor, self.sizes());
-    res = out.tensor->is_contiguous() ? *out.tensor : empty_tensor(self.sizes(), rt);
+    res = out.tensor->is_contiguous() ? *out.tensor : empty_tensor(self.sizes(), rt, bd.device());
   } else {
-    res = empty_tensor(self.sizes(), rt);
+    res = empty_tensor(self.sizes(), rt, bd.device());
   }
-  Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(self, ct));
+  Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(vals, ct));
   int64_t len = bd.size(bd.dim() - 1), rows_per = bd.dim() == 1 ? 0 : (self.dim() ? self.size(self.dim() - 1) : 1);
-  visit_dtype(ct, [&](auto t) {
-    using T = decltype(t);
-    search_rows<T>(b.data<T>(), sort.defined() ? sort.data<int64_t>() : nullptr, len, len, v.data<T>(),
-                   v.numel(), rows_per, right, out_int32, res.data_ptr());
-  });
+  if (b.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::searchsorted(b, v, sort.defined() ? sort.device_data<int64_t>() : nullptr, len, rows_per,
+                       right, res);
+#endif
+  } else {
+    visit_dtype(ct, [&](auto t) {
+      using T = decltype(t);
+      search_rows<T>(b.data<T>(), sort.defined() ? sort.data<int64_t>() : nullptr, len, len, v.data<T>(),
+                     v.numel(), rows_per, right, out_int32, res.data_ptr());
+    });
+  }
   if (out.tensor && !res.is_same(*out.tensor)) copy_(*out.tensor, res);
   return out.tensor ? *out.tensor : res;
 }

@@ -20,14 +20,6 @@ namespace tp {
 
 namespace {
 
-/// PyTorch's device check: every operand (and out=) on one device, in argument order.
-void check_same_device(std::initializer_list<const Tensor*> tensors) {
-  const Tensor* first = *tensors.begin();
-  for (const Tensor* t : tensors)
-    TP_CHECK(t->device() == first->device(), "Expected all tensors to be on the same device, but "
-             "found at least two devices, ", first->device().str(), " and ", t->device().str(), "!");
-}
-
 /// The NotImplementedError PyTorch raises for a dtype its product kernel lacks: bool on
 /// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16.
 void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel,

@@ -1,5 +1,7 @@
 // Small helpers shared by view and factory ops: dim wrapping, size inference.
 #pragma once
+#include <initializer_list>
+
 #include "core/error.h"
 #include "core/tensor_impl.h"
 
@@ -20,8 +22,11 @@ DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op);
 DimVector infer_size(IntArrayRef shape, int64_t numel);
 
 /// A contiguous CPU copy of t (t itself when already a contiguous CPU tensor), for code
-/// that reads a CUDA tensor's values on the host (index checks, nonzero).
+/// that reads a CUDA tensor's values on the host (index checks).
 Tensor host_copy(const Tensor& t);
+
+/// PyTorch's device check: every operand (and out=) on one device, in argument order.
+void check_same_device(std::initializer_list<const Tensor*> tensors);
 
 /// `self` with `dim` moved last and made contiguous (one row per kept index), plus the
 /// permutation used (sorting.cpp).

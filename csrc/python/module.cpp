@@ -2,6 +2,7 @@
 // casters, and registration of every binding file.
 #include <nanobind/stl/pair.h>
 
+#include "core/deterministic.h"
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
@@ -280,6 +281,11 @@ NB_MODULE(_C, m) {
   m.def("_result_type", [](TensorArg a, TensorArg b) { return result_type({&a.t, &b.t}); });
   m.def("get_num_threads", [] { return get_num_threads(); });
   m.def("set_num_threads", [](int n) { set_num_threads(n); });
+  m.def("_get_deterministic_algorithms", [] { return deterministic_algorithms(); });
+  m.def("_get_deterministic_algorithms_warn_only", [] { return deterministic_algorithms_warn_only(); });
+  m.def("_set_deterministic_algorithms", [](bool enabled, bool warn_only) {
+    set_deterministic_algorithms(enabled, warn_only);
+  });
   bind_matmul_settings(m);
 
   // ---- devices

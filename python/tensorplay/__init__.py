@@ -78,7 +78,9 @@ from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
 from tensorplay import cuda  # noqa: E402,F401
 from tensorplay import backends  # noqa: E402,F401
-from tensorplay.backends import (get_float32_matmul_precision,  # noqa: E402
-                                 set_float32_matmul_precision)
+from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: E402
+                                 get_float32_matmul_precision,
+                                 is_deterministic_algorithms_warn_only_enabled,
+                                 set_float32_matmul_precision, use_deterministic_algorithms)
 
 OutOfMemoryError = _C.OutOfMemoryError

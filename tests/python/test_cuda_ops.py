@@ -44,8 +44,6 @@ CUDA_LIB = _CudaLib()
 KNOWN_GPU_DIFFS = {
     ("test_opdb_on_cuda", "copysign"): "bfloat16 copysign(x, -nan) takes the NaN's sign as +",
     ("test_opdb_gradients_on_cuda", "pow"): "float64 pow gradients differ from the CPU's beyond 1e-9",
-    ("test_opdb_on_cuda", "index_put"):
-        "float16 accumulate=True sums duplicates with per-add rounding in atomic order",
     ("test_opdb_gradients_on_cuda", "native_dropout"):
         "the CUDA backward receives a float64 mask ('Mask should be Bool')",
 }

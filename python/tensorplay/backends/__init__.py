@@ -34,6 +34,37 @@ def get_float32_matmul_precision():
     return _C._get_float32_matmul_precision()
 
 
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """Makes ops that have a reproducible variant use it (``mode=True``).
+
+    On CUDA, index writes that combine duplicate targets (``index_put_`` with
+    ``accumulate=True``, ``index_add_``, ``scatter_add_``, ``scatter_reduce_``, ``put_``)
+    then sort the targets and fold each one's values serially in index order, so repeated
+    runs give bitwise-equal results. CPU kernels are deterministic already.
+
+    >>> tp.use_deterministic_algorithms(True)
+    >>> tp.are_deterministic_algorithms_enabled()
+    True
+    """
+    if not isinstance(mode, bool):
+        raise TypeError(f'use_deterministic_algorithms(): argument \'mode\' (position 1) must be '
+                        f'bool, not {type(mode).__name__}')
+    if not isinstance(warn_only, bool):
+        raise TypeError('use_deterministic_algorithms(): argument \'warn_only\' must be bool, '
+                        f'not {type(warn_only).__name__}')
+    _C._set_deterministic_algorithms(mode, warn_only)
+
+
+def are_deterministic_algorithms_enabled():
+    """Whether :func:`use_deterministic_algorithms` is on."""
+    return _C._get_deterministic_algorithms()
+
+
+def is_deterministic_algorithms_warn_only_enabled():
+    """Whether :func:`use_deterministic_algorithms` was turned on with ``warn_only=True``."""
+    return _C._get_deterministic_algorithms_warn_only()
+
+
 def _check_bool(value, setter):
     """PyTorch's flag setters take bools only (RuntimeError otherwise, naming the setter)."""
     if not isinstance(value, bool):
