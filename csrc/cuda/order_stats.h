@@ -27,10 +27,9 @@ void median_rows(const Tensor& x, const Tensor& sorted, const Tensor& sorted_idx
                  int64_t len, bool ignore_nan, int64_t all_nan_index, const Tensor& values,
                  const Tensor& indices);
 
-/// The most frequent value of each sorted row (the smallest on ties) and the last index of
-/// it in the stable order.
-void mode_rows(const Tensor& sorted, const Tensor& sorted_idx, int64_t rows, int64_t len,
-               const Tensor& values, const Tensor& indices);
+/// The most frequent value of each row (the smallest on ties) and the CPU's index of it:
+/// order_math::sort_like_std then mode_of_sorted, one thread per row.
+void mode_rows(const Tensor& x, int64_t rows, int64_t len, const Tensor& values, const Tensor& indices);
 
 /// out[j, r] = the q[j]-quantile (q: float64 on the device, nq values) of sorted row r
 /// (NaN last): NaN for a row with NaN unless ignore_nan, which leaves NaNs out.

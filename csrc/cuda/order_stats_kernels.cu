@@ -63,24 +63,14 @@ __global__ void median_kernel(const T* x, const T* sv, const int64_t* si, int64_
 }
 
 template <class T>
-__global__ void mode_kernel(const T* sv, const int64_t* si, int64_t rows, int64_t len, T* ov,
+__global__ void mode_kernel(const T* x, order_math::Keyed<T>* buf, int64_t rows, int64_t len, T* ov,
                             int64_t* oi) {
   for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += int64_t(gridDim.x) * blockDim.x) {
-    const T* row = sv + r * len;
-    int64_t best = 0, run = 0, at = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      ++run;
-      if (i == len - 1 || row[i] != row[i + 1]) {
-        if (run > best) {
-          best = run;
-          at = i;
-        }
-        run = 0;
-      }
-    }
-    ov[r] = row[at];
-    oi[r] = si[r * len + at];
+    order_math::Keyed<T>* el = buf + r * len;
+    for (int64_t i = 0; i < len; ++i) el[i] = {x[r * len + i], i};
+    order_math::sort_like_std(el, len);
+    order_math::mode_of_sorted(el, len, ov[r], oi[r]);
   }
 }
 
@@ -181,15 +171,16 @@ void median_rows(const Tensor& x, const Tensor& sorted, const Tensor& sorted_idx
   TP_CUDA_CHECK(cudaGetLastError());
 }
 
-void mode_rows(const Tensor& sorted, const Tensor& sorted_idx, int64_t rows, int64_t len,
-               const Tensor& values, const Tensor& indices) {
+void mode_rows(const Tensor& x, int64_t rows, int64_t len, const Tensor& values, const Tensor& indices) {
   if (rows == 0 || len == 0) return;
-  DeviceGuard guard(sorted.device().index);
-  visit_arith(sorted.dtype(), "mode", [&](auto t) {
+  DeviceGuard guard(x.device().index);
+  visit_arith(x.dtype(), "mode", [&](auto t) {
     using T = decltype(t);
-    mode_kernel<T><<<loop_blocks(rows), kLoopThreads, 0, stream_of(sorted)>>>(
-        sorted.device_data<T>(), sorted_idx.device_data<int64_t>(), rows, len,
-        values.device_data<T>(), indices.device_data<int64_t>());
+    using E = order_math::Keyed<T>;
+    Tensor buf = scratch(rows * len * int64_t(sizeof(E)), DType::UInt8, x.device());
+    mode_kernel<T><<<loop_blocks(rows), kLoopThreads, 0, stream_of(x)>>>(
+        x.device_data<T>(), reinterpret_cast<E*>(buf.data_ptr()), rows, len, values.device_data<T>(),
+        indices.device_data<int64_t>());
   });
   TP_CUDA_CHECK(cudaGetLastError());
 }

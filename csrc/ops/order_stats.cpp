@@ -8,10 +8,9 @@
 // reports, and we reproduce it. kthvalue selects with a median-of-three quickselect
 // (Numerical Recipes' `select`) that swaps values and indices together; median/nanmedian
 // return the index the median has in a stable sort of the row; mode sorts (value, index)
-// pairs by value alone with std::sort and reports the last pair of the longest run.
-// The CUDA kernels run the same quickselect and take the median from a stable sort, so
-// they agree; CUDA mode reports the last index of the value in a stable sort, which is
-// std::sort's choice only for rows of up to 16 elements (insertion sort).
+// pairs by value alone with std::sort and reports the last pair of the longest run. The
+// CUDA kernels run the same quickselect and std::sort's exact steps (sort_like_std, which
+// the CPU uses too) and take the median from a stable sort, so both devices agree.
 #include <omp.h>
 
 #include <algorithm>
@@ -399,27 +398,15 @@ std::tuple<Tensor, Tensor> mode_impl(const Tensor& self, int64_t dim, bool keepd
   auto on_cuda = [&]([[maybe_unused]] const Rows& r, [[maybe_unused]] const Tensor& values,
                      [[maybe_unused]] const Tensor& indices) {
 #ifdef TP_USE_CUDA
-    auto [sv, si] = sorted_rows(r);
-    cuda::mode_rows(sv, si, r.rows, r.len, values, indices);
+    cuda::mode_rows(r.x, r.rows, r.len, values, indices);
 #endif
   };
   return reduce_rows("mode", self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
-    std::vector<std::pair<T, int64_t>> el(static_cast<size_t>(n));
+    std::vector<order_math::Keyed<T>> el(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) el[size_t(i)] = {row[i], i};
-    std::sort(el.begin(), el.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    int64_t best = 0, run = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      ++run;
-      if (i == n - 1 || el[size_t(i)].first != el[size_t(i + 1)].first) {
-        if (run > best) {
-          best = run;
-          value = el[size_t(i)].first;
-          index = el[size_t(i)].second;
-        }
-        run = 0;
-      }
-    }
+    order_math::sort_like_std(el.data(), n);
+    order_math::mode_of_sorted(el.data(), n, value, index);
   }, on_cuda);
 }
 
