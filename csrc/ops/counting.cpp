@@ -237,7 +237,6 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
     hi += 1;
   }
   TP_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc: range of [", lo, ", ", hi, "] is not finite");
-  std::vector<int64_t> counts(self.device().is_cuda() ? 0 : size_t(bins), 0);
   Tensor res;
   visit_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
@@ -258,6 +257,7 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
         return;
       }
       const T* p = x.data<T>();
+      std::vector<int64_t> counts(size_t(bins), 0);
       for (int64_t i = 0; i < x.numel(); ++i) {
         int64_t b = order_math::histc_bin(p[i], left, right, width, nbins, bins, rnd);
         if (b >= 0) ++counts[size_t(b)];

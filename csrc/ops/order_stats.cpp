@@ -1,8 +1,8 @@
 // Order statistics and scans that report indices: aminmax, cummax/cummin, logcumsumexp,
 // kthvalue, median/nanmedian, mode, quantile/nanquantile. Like sorting.cpp, each moves
 // `dim` last, makes rows contiguous and works row by row, rows in parallel (on the GPU:
-// cuda/order_stats.h, mostly from sort_rows' sorted rows; the per-row rules shared with
-// the kernels are in order_stats_math.h).
+// cuda/order_stats.h, one block or thread per row; the per-row rules shared with the
+// kernels are in order_stats_math.h).
 //
 // Note [Index choice on ties]: PyTorch's CPU kernels fix which index a tied value
 // reports, and we reproduce it. kthvalue selects with a median-of-three quickselect
