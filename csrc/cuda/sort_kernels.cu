@@ -1,6 +1,5 @@
 // Sorting (CUB radix sort of order-preserving keys, segmented by row) and per-row scans
 // (one block per row, CUB block scans over chunks with a running carry).
-#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
@@ -8,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/block_scan.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/runtime.h"
@@ -109,32 +109,13 @@ void sort_typed(const Tensor& x, int64_t rows, int64_t len, bool descending, con
 }
 
 template <class T, bool Prod>
-__global__ void scan_rows_kernel(const T* x, T* out, int64_t len) {
-  using Scan = cub::BlockScan<T, kThreads>;
-  __shared__ typename Scan::TempStorage tmp;
-  constexpr int kPer = 4;
-  auto op = [](T a, T b) { return Prod ? T(a * b) : T(a + b); };
-  const T identity = Prod ? T(1) : T(0);
-  const T* row = x + int64_t(blockIdx.x) * len;
-  T* o = out + int64_t(blockIdx.x) * len;
-  T carry = identity;
-  for (int64_t base = 0; base < len; base += int64_t(kThreads) * kPer) {
-    T v[kPer];
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      int64_t i = base + int64_t(threadIdx.x) * kPer + j;
-      v[j] = i < len ? row[i] : identity;
-      if (j) v[j] = op(v[j - 1], v[j]);
-    }
-    T prefix, total;
-    Scan(tmp).ExclusiveScan(v[kPer - 1], prefix, identity, op, total);
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      int64_t i = base + int64_t(threadIdx.x) * kPer + j;
-      if (i < len) o[i] = op(op(carry, prefix), v[j]);
-    }
-    carry = op(carry, total);
-    __syncthreads();  // tmp is reused by the next chunk
+__global__ void scan_rows_kernel(const T* x, T* out, int64_t rows, int64_t len) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* row = x + r * len;
+    T* o = out + r * len;
+    block_scan_row<T>(
+        len, Prod ? T(1) : T(0), [=](int64_t i) { return row[i]; },
+        [](T a, T b) { return Prod ? T(a * b) : T(a + b); }, [=](int64_t i, T v) { o[i] = v; });
   }
 }
 
@@ -165,9 +146,11 @@ void scan_rows(const Tensor& x, int64_t rows, int64_t len, bool product, const T
   auto run = [&](auto v) {
     using T = decltype(v);
     if (product)
-      scan_rows_kernel<T, true><<<unsigned(rows), kThreads, 0, s>>>(x.device_data<T>(), out.device_data<T>(), len);
+      scan_rows_kernel<T, true><<<scan_blocks(rows), kScanThreads, 0, s>>>(
+          x.device_data<T>(), out.device_data<T>(), rows, len);
     else
-      scan_rows_kernel<T, false><<<unsigned(rows), kThreads, 0, s>>>(x.device_data<T>(), out.device_data<T>(), len);
+      scan_rows_kernel<T, false><<<scan_blocks(rows), kScanThreads, 0, s>>>(
+          x.device_data<T>(), out.device_data<T>(), rows, len);
   };
   if (x.dtype() == DType::Float64) run(double{});
   else if (x.dtype() == DType::Int64) run(int64_t{});

@@ -1,21 +1,27 @@
 // Counting ops: unique / unique_consecutive (values or slices along a dim, with inverse
-// indices and counts), bincount and histc.
+// indices and counts), bincount and histc. On the GPU (cuda/order_stats.h) unique sorts
+// with the sort op, flags run starts and scans them; bincount and histc add atomically.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "core/error.h"
+#include "ops/order_stats_math.h"
 #include "ops/reduce_utils.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/order_stats.h"
+#endif
 
 namespace tp {
 
 namespace {
 
-void check_cpu(const char* op, const Tensor& self) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+void check_device(const char* op, const Tensor& self) {
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
 }
 
 Tensor index_tensor(const std::vector<int64_t>& v) {
@@ -47,13 +53,31 @@ Groups group_runs(const std::vector<int64_t>& order, Same same) {
   return g;
 }
 
+/// unique's three results; inverse(), counts() make the requested ones (empty otherwise).
+template <class Inverse, class Counts>
+std::tuple<Tensor, Tensor, Tensor> results(const Tensor& values, IntArrayRef inverse_shape, bool return_inverse,
+                                           bool return_counts, Inverse inverse, Counts counts) {
+  Tensor none = empty_tensor(std::vector<int64_t>{0}, DType::Int64, values.device());
+  return {values, return_inverse ? reshape(inverse(), inverse_shape) : none, return_counts ? counts() : none};
+}
+
 std::tuple<Tensor, Tensor, Tensor> results(const Tensor& values, const Groups& g, IntArrayRef inverse_shape,
                                            bool return_inverse, bool return_counts) {
-  Tensor inverse = return_inverse ? reshape(index_tensor(g.inverse), inverse_shape)
-                                  : empty_tensor(std::vector<int64_t>{0}, DType::Int64);
-  Tensor counts = return_counts ? index_tensor(g.counts) : empty_tensor(std::vector<int64_t>{0}, DType::Int64);
-  return {values, inverse, counts};
+  return results(values, inverse_shape, return_inverse, return_counts, [&] { return index_tensor(g.inverse); },
+                 [&] { return index_tensor(g.counts); });
 }
+
+#ifdef TP_USE_CUDA
+/// unique's results from runs found on the GPU: `pick` maps run starts to the indices
+/// `values` come from (along `dim` of `from`).
+std::tuple<Tensor, Tensor, Tensor> cuda_results(const Tensor& from, int64_t dim, const cuda::Runs& g,
+                                                const Tensor& pick, IntArrayRef inverse_shape,
+                                                bool return_inverse, bool return_counts) {
+  Tensor first = pick.defined() ? index_select(pick, 0, g.first) : g.first;
+  return results(index_select(from, dim, first), inverse_shape, return_inverse, return_counts,
+                 [&] { return g.inverse; }, [&] { return g.counts; });
+}
+#endif
 
 /// unique over the flattened input: sorted distinct values (NaNs stay apart, as NaN != NaN).
 std::tuple<Tensor, Tensor, Tensor> unique_flat(const Tensor& self, bool consecutive, bool return_inverse,
@@ -63,6 +87,12 @@ std::tuple<Tensor, Tensor, Tensor> unique_flat(const Tensor& self, bool consecut
   Tensor sorted = flat, perm;
   if (!consecutive) std::tie(sorted, perm) = sort(flat, 0, false, /*stable=*/true);
   Tensor keys = contiguous(_to_dtype(sorted, opmath_dtype(self.dtype())));
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::Runs g = cuda::runs_from_flags(cuda::run_flags(keys), perm);
+    return cuda_results(sorted, 0, g, Tensor(), self.sizes(), return_inverse, return_counts);
+#endif
+  }
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (consecutive) std::iota(order.begin(), order.end(), int64_t(0));
   else std::copy(perm.data<int64_t>(), perm.data<int64_t>() + n, order.begin());
@@ -97,6 +127,19 @@ std::tuple<Tensor, Tensor, Tensor> unique_slices(const char* op, const Tensor& s
   int64_t n = self.size(d), m = n ? self.numel() / n : 0;
   Tensor x = contiguous(_to_dtype(movedim(self, std::vector<int64_t>{d}, std::vector<int64_t>{0}),
                                   opmath_dtype(self.dtype())));
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    // slices sorted lexicographically by stable sorts of their columns, last column first
+    Tensor rows = reshape(x, std::vector<int64_t>{n, m});
+    Tensor perm = arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::Int64, self.device());
+    for (int64_t c = consecutive ? -1 : m - 1; c >= 0; --c) {
+      Tensor column = index_select(reshape(narrow(rows, 1, c, 1), std::vector<int64_t>{n}), 0, perm);
+      perm = index_select(perm, 0, std::get<1>(sort(column, 0, false, /*stable=*/true)));
+    }
+    cuda::Runs g = cuda::runs_from_flags(cuda::slice_run_flags(x, perm, n, m), perm);
+    return cuda_results(self, d, g, perm, std::vector<int64_t>{n}, return_inverse, return_counts);
+#endif
+  }
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t(0));
   Groups g;
@@ -122,7 +165,7 @@ std::tuple<Tensor, Tensor, Tensor> unique_slices(const char* op, const Tensor& s
 std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool sorted, bool return_inverse,
                                                bool return_counts, const std::optional<int64_t>& dim, OutArg) {
   (void)sorted;  // like PyTorch's CPU kernel, the result always comes sorted
-  check_cpu("unique", self);
+  check_device("unique", self);
   if (dim) return unique_slices("unique", self, *dim, false, return_inverse, return_counts);
   return unique_flat(self, false, return_inverse, return_counts);
 }
@@ -130,34 +173,45 @@ std::tuple<Tensor, Tensor, Tensor> unique_impl(const Tensor& self, bool sorted, 
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive_impl(const Tensor& self, bool return_inverse,
                                                            bool return_counts,
                                                            const std::optional<int64_t>& dim, OutArg) {
-  check_cpu("unique_consecutive", self);
+  check_device("unique_consecutive", self);
   if (dim) return unique_slices("unique_consecutive", self, *dim, true, return_inverse, return_counts);
   return unique_flat(self, true, return_inverse, return_counts);
 }
 
 Tensor bincount_impl(const Tensor& self, const std::optional<Tensor>& weights, int64_t minlength, OutArg) {
-  check_cpu("bincount", self);
+  check_device("bincount", self);
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_integral(self.dtype(), false), "bincount: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   TP_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   TP_CHECK(minlength >= 0, "bincount: minlength should be >= 0");
-  if (weights)
+  if (weights) {
     TP_CHECK(weights->dim() == 1 && weights->size(0) == self.size(0),
              "bincount: weights should be 1-d and have the same length as input");
+    TP_CHECK(weights->device() == self.device(), "bincount: weights should be on the device of input (",
+             device_type_name(self.device().type), ")");
+  }
   int64_t n = self.numel();
-  if (n == 0) return zeros(std::vector<int64_t>{minlength}, DType::Int64);
+  if (n == 0) return zeros(std::vector<int64_t>{minlength}, DType::Int64, self.device());
   Tensor x = contiguous(_to_dtype(self, DType::Int64));
-  const int64_t* v = x.data<int64_t>();
-  int64_t top = *std::max_element(v, v + n);
-  TP_CHECK(*std::min_element(v, v + n) >= 0, "bincount only supports 1-d non-negative integral inputs.");
+  int64_t top = host_copy(amax(x)).data<int64_t>()[0];  // on the GPU: reads back, as PyTorch does
+  TP_CHECK(host_copy(amin(x)).data<int64_t>()[0] >= 0, "bincount only supports 1-d non-negative integral inputs.");
   int64_t bins = std::max(minlength, top + 1);
+  DType result = weights && weights->dtype() == DType::Float32 ? DType::Float32 : DType::Float64;
+  if (self.device().is_cuda()) {
+    Tensor w = weights ? contiguous(_to_dtype(*weights, DType::Float64)) : Tensor();
+    Tensor res = empty_tensor(std::vector<int64_t>{bins}, weights ? DType::Float64 : DType::Int64, self.device());
+#ifdef TP_USE_CUDA
+    cuda::bincount(x, w, res);
+#endif
+    return weights ? _to_dtype(res, result) : res;
+  }
+  const int64_t* v = x.data<int64_t>();
   if (!weights) {
     Tensor counts = zeros(std::vector<int64_t>{bins}, DType::Int64);
     int64_t* c = counts.data<int64_t>();
     for (int64_t i = 0; i < n; ++i) ++c[v[i]];
     return counts;
   }
-  DType result = weights->dtype() == DType::Float32 ? DType::Float32 : DType::Float64;
   Tensor w = contiguous(_to_dtype(*weights, DType::Float64));
   const double* wv = w.data<double>();
   Tensor sums = zeros(std::vector<int64_t>{bins}, DType::Float64);
@@ -167,7 +221,7 @@ Tensor bincount_impl(const Tensor& self, const std::optional<Tensor>& weights, i
 }
 
 Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& max, OutArg out) {
-  check_cpu("histc", self);
+  check_device("histc", self);
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "histc: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   TP_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
@@ -175,15 +229,15 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
   TP_CHECK(!(lo > hi), "torch.histc: max must be larger than min");
   Tensor x = contiguous(_to_dtype(self, opmath_dtype(self.dtype())));
   if (lo == hi && x.numel() > 0) {  // the data's range (NaN if the data has one)
-    lo = _to_dtype(amin(x), DType::Float64).data<double>()[0];
-    hi = _to_dtype(amax(x), DType::Float64).data<double>()[0];
+    lo = host_copy(_to_dtype(amin(x), DType::Float64)).data<double>()[0];
+    hi = host_copy(_to_dtype(amax(x), DType::Float64)).data<double>()[0];
   }
   if (lo == hi) {
     lo -= 1;
     hi += 1;
   }
   TP_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc: range of [", lo, ", ", hi, "] is not finite");
-  std::vector<int64_t> counts(size_t(bins), 0);
+  Tensor res;
   visit_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -194,18 +248,24 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
         if (dt == DType::BFloat16) return T(float(BFloat16(float(v))));
         return v;
       };
-      const T* p = x.data<T>();
       T left = rnd(T(lo)), right = rnd(T(hi)), width = rnd(right - left), nbins = rnd(T(bins));
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        T e = p[i];
-        if (!(e >= left && e <= right)) continue;  // outside the range, or NaN
-        auto pos = int64_t(rnd(rnd(rnd(e - left) * nbins) / width));
-        ++counts[size_t(std::min(pos, bins - 1))];  // the right edge belongs to the last bin
+      if (self.device().is_cuda()) {
+        res = empty_tensor(std::vector<int64_t>{bins}, DType::Int64, self.device());
+#ifdef TP_USE_CUDA
+        cuda::histc(x, dt, double(left), double(right), double(width), double(nbins), res);
+#endif
+        return;
       }
+      const T* p = x.data<T>();
+      std::vector<int64_t> counts(size_t(bins), 0);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        int64_t b = order_math::histc_bin(p[i], left, right, width, nbins, bins, rnd);
+        if (b >= 0) ++counts[size_t(b)];
+      }
+      res = index_tensor(counts);
     }
   });
-  Tensor res = _to_dtype(index_tensor(counts), self.dtype());
-  return write_out("histc", res, out);
+  return write_out("histc", _to_dtype(res, self.dtype()), out);
 }
 
 }  // namespace tp

@@ -1,12 +1,16 @@
 // Order statistics and scans that report indices: aminmax, cummax/cummin, logcumsumexp,
 // kthvalue, median/nanmedian, mode, quantile/nanquantile. Like sorting.cpp, each moves
-// `dim` last, makes rows contiguous and works row by row, rows in parallel.
+// `dim` last, makes rows contiguous and works row by row, rows in parallel (on the GPU:
+// cuda/order_stats.h, one block or thread per row; the per-row rules shared with the
+// kernels are in order_stats_math.h).
 //
 // Note [Index choice on ties]: PyTorch's CPU kernels fix which index a tied value
 // reports, and we reproduce it. kthvalue selects with a median-of-three quickselect
 // (Numerical Recipes' `select`) that swaps values and indices together; median/nanmedian
 // return the index the median has in a stable sort of the row; mode sorts (value, index)
-// pairs by value alone with std::sort and reports the last pair of the longest run.
+// pairs by value alone with std::sort and reports the last pair of the longest run. The
+// CUDA kernels run the same quickselect and std::sort's exact steps (sort_like_std, which
+// the CPU uses too) and take the median from a stable sort, so both devices agree.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,26 +22,22 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/order_stats_math.h"
 #include "ops/pointwise.h"
 #include "ops/reduce_utils.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/order_stats.h"
+#include "cuda/sort.h"
+#endif
 
 namespace tp {
 
 namespace {
 
-template <class T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return v != v;
-  else return false;
-}
-
-/// NaN ranks above every number.
-template <class T>
-bool gt_or_nan(T a, T b) {
-  return (is_nan(a) && !is_nan(b)) || a > b;
-}
+using order_math::Interp;
+using order_math::is_nan;
 
 template <class T>
 constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -48,8 +48,9 @@ void for_each_row(int64_t rows, int64_t len, F f) {
   for (int64_t r = 0; r < rows; ++r) f(r);
 }
 
-void check_cpu(const char* op, const Tensor& self) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", device_type_name(self.device().type), " kernel");
+void check_device(const char* op, const Tensor& self) {
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+           device_type_name(self.device().type), " kernel");
 }
 
 /// The rows of `self` along `dim` in its compute dtype (one row for a 0-dim input).
@@ -73,16 +74,32 @@ Rows make_rows(const Tensor& self, int64_t dim) {
   return r;
 }
 
+#ifdef TP_USE_CUDA
+/// Each row of r sorted on the GPU (stable, NaN last): (values, indices).
+std::pair<Tensor, Tensor> sorted_rows(const Rows& r) {
+  Tensor sv = empty_tensor(r.x.sizes(), r.x.dtype(), r.x.device());
+  Tensor si = empty_tensor(r.x.sizes(), DType::Int64, r.x.device());
+  cuda::sort_rows(r.x, r.rows, r.len, false, sv, si);
+  return {sv, si};
+}
+#endif
+
 /// (values, indices) of a reduction over `dim` whose per-row kernel is
-/// fn(row, len, value&, index&); the dim must not be empty.
-template <class Fn>
+/// fn(row, len, value&, index&) on the CPU and on_cuda(rows, values, indices) on the GPU
+/// (values/indices: one element per row); the dim must not be empty.
+template <class Fn, class CudaFn>
 std::tuple<Tensor, Tensor> reduce_rows(const char* op, const Tensor& self, int64_t dim, bool keepdim,
-                                       Fn fn) {
-  check_cpu(op, self);
+                                       Fn fn, CudaFn on_cuda) {
+  check_device(op, self);
   Rows r = make_rows(self, dim);
   TP_CHECK_INDEX(r.len > 0, op, "(): Expected reduction dim ", r.d, " to have non-zero size.");
   DimVector shape = reduced_shape(self, r.d, keepdim);
-  Tensor values = empty_tensor(shape, r.x.dtype()), indices = empty_tensor(shape, DType::Int64);
+  Tensor values = empty_tensor(shape, r.x.dtype(), self.device());
+  Tensor indices = empty_tensor(shape, DType::Int64, self.device());
+  if (self.device().is_cuda()) {
+    on_cuda(r, values, indices);
+    return {_to_dtype(values, self.dtype()), indices};
+  }
   visit_dtype(r.x.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (!kHalfType<T>) {
@@ -102,36 +119,13 @@ void reject_bool(const char* op, const Tensor& self) {
 
 // ---------------------------------------------------------------- selection
 
-/// Moves the k-th smallest of v[0..n) to v[k] (NaN largest), permuting ix alongside:
-/// the median-of-three quickselect of Note [Index choice on ties].
-template <class T>
-void quick_select(T* v, int64_t* ix, int64_t n, int64_t k) {
-  auto swap = [&](int64_t i, int64_t j) {
-    std::swap(v[i], v[j]);
-    std::swap(ix[i], ix[j]);
-  };
-  int64_t lo = 0, hi = n - 1;
-  while (hi > lo) {
-    if (hi == lo + 1) {
-      if (gt_or_nan(v[lo], v[hi])) swap(lo, hi);
-      return;
-    }
-    swap(lo + (hi - lo) / 2, lo + 1);  // median of three: v[lo + 1] <= v[lo] <= v[hi]
-    if (gt_or_nan(v[lo + 1], v[hi])) swap(lo + 1, hi);
-    if (gt_or_nan(v[lo], v[hi])) swap(lo, hi);
-    if (gt_or_nan(v[lo + 1], v[lo])) swap(lo + 1, lo);
-    int64_t i = lo + 1, j = hi;
-    const T pivot = v[lo];
-    while (true) {
-      do ++i; while (gt_or_nan(pivot, v[i]));
-      do --j; while (gt_or_nan(v[j], pivot));
-      if (j < i) break;
-      swap(i, j);
-    }
-    swap(lo, j);
-    if (j <= k) lo = i;
-    if (j >= k) hi = j - 1;
-  }
+/// The index libstdc++'s nth_element picks (for PyTorch's median) in an all-NaN row of n
+/// elements: PyTorch's comparator finds every pair of NaNs equivalent, so it depends on n only.
+int64_t all_nan_median_index(int64_t n) {
+  std::vector<int64_t> ix(static_cast<size_t>(n));
+  std::iota(ix.begin(), ix.end(), int64_t(0));
+  std::nth_element(ix.begin(), ix.begin(), ix.end(), [](int64_t, int64_t) { return false; });
+  return ix[0];
 }
 
 /// The median of a row (the lower one for even counts) and the index it has in a stable
@@ -151,13 +145,8 @@ void median_row(const T* row, int64_t n, bool ignore_nan, T& value, int64_t& ind
   buf.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) if (!is_nan(row[i])) buf.push_back(row[i]);
   int64_t m = int64_t(buf.size());
-  if (m == 0) {  // all NaN: the element libstdc++'s nth_element picks for PyTorch's comparator
-    std::vector<int64_t> ix(static_cast<size_t>(n));
-    std::iota(ix.begin(), ix.end(), int64_t(0));
-    std::nth_element(ix.begin(), ix.begin(), ix.end(), [&](int64_t a, int64_t b) {
-      return row[a] < row[b] || (row[a] == row[b] && a < b) || (is_nan(row[b]) && !is_nan(row[a]));
-    });
-    index = ix[0];
+  if (m == 0) {
+    index = all_nan_median_index(n);
     value = row[index];
     return;
   }
@@ -178,17 +167,25 @@ void median_row(const T* row, int64_t n, bool ignore_nan, T& value, int64_t& ind
 std::tuple<Tensor, Tensor> median_dim(const char* op, bool ignore_nan, const Tensor& self,
                                       int64_t dim, bool keepdim) {
   reject_bool(op, self);
-  return reduce_rows(op, self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
-    median_row(row, n, ignore_nan, value, index);
-  });
+  return reduce_rows(
+      op, self, dim, keepdim,
+      [&](const auto* row, int64_t n, auto& value, int64_t& index) { median_row(row, n, ignore_nan, value, index); },
+      [&]([[maybe_unused]] const Rows& r, [[maybe_unused]] const Tensor& values,
+          [[maybe_unused]] const Tensor& indices) {
+#ifdef TP_USE_CUDA
+        auto [sv, si] = sorted_rows(r);
+        cuda::median_rows(r.x, sv, si, r.rows, r.len, ignore_nan,
+                          ignore_nan ? all_nan_median_index(r.len) : 0, values, indices);
+#endif
+      });
 }
 
 Tensor median_all(const char* op, bool ignore_nan, const Tensor& self) {
-  check_cpu(op, self);
+  check_device(op, self);
   reject_bool(op, self);
   if (self.numel() == 0)  // PyTorch answers NaN (converted to the input's dtype)
     return _to_dtype(full(IntArrayRef(), Scalar(std::numeric_limits<double>::quiet_NaN()),
-                          DType::Float64), self.dtype());
+                          DType::Float64, self.device()), self.dtype());
   Tensor flat = reshape(self, std::vector<int64_t>{self.numel()});
   return reshape(std::get<0>(median_dim(op, ignore_nan, flat, 0, false)), IntArrayRef());
 }
@@ -197,10 +194,15 @@ Tensor median_all(const char* op, bool ignore_nan, const Tensor& self) {
 
 template <bool IsMax>
 std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t dim) {
-  check_cpu(op, self);
+  check_device(op, self);
   Rows r = make_rows(self, dim);
-  Tensor values = empty_tensor(r.x.sizes(), r.x.dtype()), indices = empty_tensor(r.x.sizes(), DType::Int64);
-  visit_dtype(r.x.dtype(), [&](auto v) {
+  Tensor values = empty_tensor(r.x.sizes(), r.x.dtype(), self.device());
+  Tensor indices = empty_tensor(r.x.sizes(), DType::Int64, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::cum_best_rows(r.x, r.rows, r.len, IsMax, values, indices);
+#endif
+  } else visit_dtype(r.x.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (!kHalfType<T>) {
       const T* in = r.x.data<T>();
@@ -211,9 +213,7 @@ std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t 
         T best = x[0];
         int64_t at = 0;
         for (int64_t i = 0; i < r.len; ++i) {
-          // a tie moves the index forward; a NaN sticks (each later NaN takes over)
-          bool take = is_nan(x[i]) || (!is_nan(best) && (IsMax ? x[i] >= best : x[i] <= best));
-          if (take) {
+          if (order_math::cum_takes<IsMax>(x[i], best)) {
             best = x[i];
             at = i;
           }
@@ -228,18 +228,7 @@ std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t 
           contiguous(back_from_rows(indices, r.order))};
 }
 
-/// log(exp(a) + exp(b)) without overflow; NaN propagates, -inf is the identity.
-double log_add_exp(double a, double b) {
-  if (a != a || b != b) return std::numeric_limits<double>::quiet_NaN();
-  double hi = std::max(a, b), lo = std::min(a, b);
-  if (lo == -std::numeric_limits<double>::infinity() || hi == std::numeric_limits<double>::infinity())
-    return hi;
-  return hi + std::log1p(std::exp(lo - hi));
-}
-
 // ---------------------------------------------------------------- quantiles
-
-enum class Interp { Linear, Lower, Higher, Midpoint, Nearest };
 
 Interp parse_interpolation(const char* op, const std::string& s) {
   if (s == "linear") return Interp::Linear;
@@ -250,39 +239,10 @@ Interp parse_interpolation(const char* op, const std::string& s) {
   TP_FAIL(op, "() interpolation must be one of linear, lower, higher, midpoint or nearest, but got ", s);
 }
 
-/// PyTorch's lerp, which is exact at both ends.
-template <class T>
-T lerp_exact(T a, T b, T w) {
-  return w < T(0.5) ? T(a + w * (b - a)) : T(b - (b - a) * (T(1) - w));
-}
-
-/// Quantiles of sorted, NaN-free buf for each q (computed in T, as PyTorch does).
-template <class T>
-void quantiles_of(const std::vector<T>& buf, const std::vector<double>& qs, Interp how, T* out,
-                  int64_t out_stride) {
-  int64_t m = int64_t(buf.size());
-  for (size_t j = 0; j < qs.size(); ++j) {
-    T& o = out[int64_t(j) * out_stride];
-    if (m == 0) {
-      o = std::numeric_limits<T>::quiet_NaN();
-      continue;
-    }
-    T rank = T(qs[j]) * T(m - 1);
-    T below = std::floor(rank), above = std::ceil(rank);
-    switch (how) {
-      case Interp::Lower: o = buf[size_t(below)]; break;
-      case Interp::Higher: o = buf[size_t(above)]; break;
-      case Interp::Nearest: o = buf[size_t(std::nearbyint(rank))]; break;  // half to even
-      case Interp::Midpoint: o = lerp_exact(buf[size_t(below)], buf[size_t(above)], T(0.5)); break;
-      case Interp::Linear: o = lerp_exact(buf[size_t(below)], buf[size_t(above)], T(rank - below)); break;
-    }
-  }
-}
-
 Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tensor& q,
                 const std::optional<int64_t>& dim, bool keepdim, const std::string& interpolation,
                 OutArg out) {
-  check_cpu(op, self);
+  check_device(op, self);
   TP_CHECK(self.numel() > 0, op, "() input tensor must be non-empty");
   TP_CHECK(self.numel() <= (int64_t(1) << 24), op, "() input tensor is too large");  // PyTorch's limit
   TP_CHECK(q.dim() <= 1, op, "() q must be a scalar or 1D tensor");
@@ -291,7 +251,7 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
   bool scalar_q = q.impl()->is_wrapped_number();
   TP_CHECK(scalar_q || q.dtype() == self.dtype(), op, "() q tensor must be same dtype as the input tensor");
   Interp how = parse_interpolation(op, interpolation);
-  Tensor qd = contiguous(_to_dtype(q, DType::Float64));
+  Tensor qd = host_copy(_to_dtype(q, DType::Float64));
   std::vector<double> qs(qd.data<double>(), qd.data<double>() + qd.numel());
   for (double v : qs) {
     if (scalar_q) TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
@@ -309,8 +269,14 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
     if (keepdim) shape.resize(size_t(self.dim()), 1);
   }
   int64_t nq = int64_t(qs.size());
-  Tensor res = empty_tensor(std::vector<int64_t>{nq, r.rows}, self.dtype());
-  visit_dtype(self.dtype(), [&](auto v) {
+  Tensor res = empty_tensor(std::vector<int64_t>{nq, r.rows}, self.dtype(), self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    Tensor q_dev = empty_tensor(std::vector<int64_t>{nq}, DType::Float64, self.device());
+    copy_(q_dev, qd);
+    cuda::quantile_rows(sorted_rows(r).first, r.rows, r.len, q_dev, how, ignore_nan, res);
+#endif
+  } else visit_dtype(self.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       const T* in = r.x.data<T>();
@@ -329,7 +295,8 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
           return;
         }
         std::sort(buf.begin(), buf.end());
-        quantiles_of(buf, qs, how, o + row, r.rows);
+        for (int64_t j = 0; j < nq; ++j)
+          o[j * r.rows + row] = order_math::quantile_of_sorted(buf.data(), int64_t(buf.size()), qs[size_t(j)], how);
       });
     }
   });
@@ -367,17 +334,24 @@ std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) 
 }
 
 Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
-  check_cpu("logcumsumexp", self);
+  check_device("logcumsumexp", self);
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);
-  Tensor res = empty_tensor(r.x.sizes(), DType::Float64);
-  const double* in = r.x.data<double>();
-  double* o = res.data<double>();
-  for_each_row(r.rows, r.len, [&](int64_t row) {
-    double acc = -std::numeric_limits<double>::infinity();
-    for (int64_t i = 0; i < r.len; ++i) o[row * r.len + i] = acc = log_add_exp(acc, in[row * r.len + i]);
-  });
+  Tensor res = empty_tensor(r.x.sizes(), DType::Float64, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::logcumsumexp_rows(r.x, r.rows, r.len, res);
+#endif
+  } else {
+    const double* in = r.x.data<double>();
+    double* o = res.data<double>();
+    for_each_row(r.rows, r.len, [&](int64_t row) {
+      double acc = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < r.len; ++i)
+        o[row * r.len + i] = acc = order_math::log_add_exp(acc, in[row * r.len + i]);
+    });
+  }
   Tensor back = self.dim() ? contiguous(back_from_rows(res, r.order)) : reshape(res, IntArrayRef());
   return write_out("logcumsumexp", _to_dtype(back, self.dtype()), out);
 }
@@ -388,16 +362,24 @@ std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t 
   int64_t len = self.dim() ? self.size(d) : 1;
   if (len > 0)
     TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
-  return reduce_rows("kthvalue", self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
-    std::unique_ptr<T[]> v(new T[size_t(n)]);  // not std::vector: vector<bool> has no data()
-    std::copy(row, row + n, v.get());
-    std::vector<int64_t> ix(static_cast<size_t>(n));
-    std::iota(ix.begin(), ix.end(), int64_t(0));
-    quick_select(v.get(), ix.data(), n, k - 1);
-    value = v[size_t(k - 1)];
-    index = ix[size_t(k - 1)];
-  });
+  return reduce_rows(
+      "kthvalue", self, dim, keepdim,
+      [&](const auto* row, int64_t n, auto& value, int64_t& index) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
+        std::unique_ptr<T[]> v(new T[size_t(n)]);  // not std::vector: vector<bool> has no data()
+        std::copy(row, row + n, v.get());
+        std::vector<int64_t> ix(static_cast<size_t>(n));
+        std::iota(ix.begin(), ix.end(), int64_t(0));
+        order_math::quick_select(v.get(), ix.data(), n, k - 1);
+        value = v[size_t(k - 1)];
+        index = ix[size_t(k - 1)];
+      },
+      [&]([[maybe_unused]] const Rows& r, [[maybe_unused]] const Tensor& values,
+          [[maybe_unused]] const Tensor& indices) {
+#ifdef TP_USE_CUDA
+        cuda::kthvalue_rows(r.x, r.rows, r.len, k - 1, values, indices);
+#endif
+      });
 }
 
 Tensor median_all_impl(const Tensor& self, OutArg) { return median_all("median", false, self); }
@@ -413,24 +395,19 @@ std::tuple<Tensor, Tensor> nanmedian_dim_impl(const Tensor& self, int64_t dim, b
 }
 
 std::tuple<Tensor, Tensor> mode_impl(const Tensor& self, int64_t dim, bool keepdim, OutArg) {
+  auto on_cuda = [&]([[maybe_unused]] const Rows& r, [[maybe_unused]] const Tensor& values,
+                     [[maybe_unused]] const Tensor& indices) {
+#ifdef TP_USE_CUDA
+    cuda::mode_rows(r.x, r.rows, r.len, values, indices);
+#endif
+  };
   return reduce_rows("mode", self, dim, keepdim, [&](const auto* row, int64_t n, auto& value, int64_t& index) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(row)>>;
-    std::vector<std::pair<T, int64_t>> el(static_cast<size_t>(n));
+    std::vector<order_math::Keyed<T>> el(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) el[size_t(i)] = {row[i], i};
-    std::sort(el.begin(), el.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    int64_t best = 0, run = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      ++run;
-      if (i == n - 1 || el[size_t(i)].first != el[size_t(i + 1)].first) {
-        if (run > best) {
-          best = run;
-          value = el[size_t(i)].first;
-          index = el[size_t(i)].second;
-        }
-        run = 0;
-      }
-    }
-  });
+    order_math::sort_like_std(el.data(), n);
+    order_math::mode_of_sorted(el.data(), n, value, index);
+  }, on_cuda);
 }
 
 Tensor quantile_impl(const Tensor& self, const Tensor& q, const std::optional<int64_t>& dim,
