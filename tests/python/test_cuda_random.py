@@ -251,6 +251,82 @@ def test_reference_dropout_scale_rounds_to_dtype():
                           (x.float().numpy() * noise).astype(np.float16).astype(np.float32))
 
 
+def test_reference_multinomial_keys_are_the_scheme():
+    n = 40000
+    p = np.random.default_rng(4).random(n)
+    p[::7] = 0
+    w = _words(SEED, OFFSET, n // 4).reshape(-1)
+    u = ((w >> np.uint64(9)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-24
+    p32 = p.astype(np.float32).astype(np.float64)
+    got = REF("multinomial_keys", tp.float32, n, SEED, OFFSET, input=tp.tensor(p)).numpy()
+    want = p32 / -np.log(u)
+    pos = p32 > 0
+    assert _ulps(got[pos], want[pos], np.float32) < 8
+    assert not got[~pos].any() and np.isfinite(got).all()
+    x = _draws64(SEED, OFFSET, n // 2)
+    u = ((x >> np.uint64(12)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-53
+    got = REF("multinomial_keys", tp.float64, n, SEED, OFFSET, input=tp.tensor(p)).numpy()
+    assert _ulps(got[pos], p[pos] / -np.log(u[pos]), np.float64) < 8 and not got[~pos].any()
+    with pytest.raises(RuntimeError, match="float32 or float64"):
+        REF("multinomial_keys", tp.float16, 4, SEED, OFFSET, input=tp.ones(4))
+
+
+def test_reference_multinomial_draws_are_the_scheme():
+    rows, cats, k = 5, 37, 3001
+    p = np.random.default_rng(5).random((rows, cats))
+    p[:, ::4] = 0
+    p[1, :-1], p[1, -1] = 0, 0.5  # only the last category
+    cum = np.cumsum(p, axis=1)
+    got = REF("multinomial_draws", tp.int64, rows * k, SEED, OFFSET, input=tp.tensor(cum)).numpy()
+    x = _draws64(SEED, OFFSET, (rows * k + 1) // 2)[:rows * k].reshape(rows, k)
+    u = ((x >> np.uint64(12)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-53
+    target = np.maximum(u * cum[:, -1:], 5e-324)
+    want = np.stack([np.searchsorted(cum[r], target[r], side="left") for r in range(rows)])
+    assert np.array_equal(got.reshape(rows, k), want)
+    assert (p.reshape(-1)[(got.reshape(rows, k) + np.arange(rows)[:, None] * cats)] > 0).all()
+    assert (got.reshape(rows, k)[1] == cats - 1).all()
+
+
+def _poisson_pmf(lam, ks):
+    return np.exp(-lam + ks * math.log(lam) - np.array([math.lgamma(k + 1) for k in ks]))
+
+
+@pytest.mark.parametrize("lam", [0.5, 5.0, 9.99, 10.0, 50.0, 500.0, 1e6])
+def test_reference_poisson_statistics(lam):
+    n = 200000
+    got = REF("poisson", tp.float64, n, SEED, OFFSET, input=tp.full((n,), lam, dtype=tp.float64))
+    v = got.numpy()
+    assert (v >= 0).all() and (v == np.floor(v)).all()
+    se = math.sqrt(lam / n)
+    assert abs(v.mean() - lam) < 5 * se
+    assert abs(v.var() / lam - 1) < 5 * math.sqrt(2 / n) + 0.01 / lam
+    # the frequencies of the likeliest counts against the pmf (a chi-square-like bound)
+    lo, hi = int(max(0, lam - 2 * math.sqrt(lam))), int(lam + 2 * math.sqrt(lam)) + 1
+    ks = np.arange(lo, hi + 1)
+    pmf = _poisson_pmf(lam, ks)
+    keep = pmf * n > 50
+    counts = np.bincount(v.astype(np.int64), minlength=hi + 1)[ks[keep]]
+    chi2 = (((counts - n * pmf[keep]) ** 2) / (n * pmf[keep])).sum()
+    assert chi2 < keep.sum() + 6 * math.sqrt(2 * keep.sum()) + 10
+
+
+def test_reference_poisson_streams():
+    rates = tp.tensor(np.random.default_rng(6).choice([0.0, 0.25, 4.0, 12.0, 80.0, 3e4], 1000))
+    a = REF("poisson", tp.float64, 1000, SEED, OFFSET, input=rates).numpy()
+    assert not a[rates.numpy() == 0].any()
+    # element i's stream is block c0 + i: a launch from offset - 4 sees it as element i + 1
+    b = REF("poisson", tp.float64, 1001, SEED, OFFSET - 4,
+            input=tp.cat([tp.tensor([1.0], dtype=tp.float64), rates])).numpy()
+    assert np.array_equal(a, b[1:])
+    # the math is double for every dtype: the same (exactly representable) rates give the
+    # same counts, rounded to the dtype
+    c = REF("poisson", tp.float32, 1000, SEED, OFFSET, input=rates.float()).numpy()
+    assert np.array_equal(c, a.astype(np.float32))
+    h = REF("poisson", tp.float16, 1000, SEED, OFFSET, input=rates.half())
+    assert h.dtype == tp.float16 and np.array_equal(h.float().numpy(),
+                                                    a.astype(np.float16).astype(np.float32))
+
+
 # ---------------------------------------------------------------- without a GPU
 @no_gpu
 def test_no_gpu_seeding_is_ignored_as_in_torch():
