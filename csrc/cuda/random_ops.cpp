@@ -200,7 +200,8 @@ void randperm(const Tensor& result, const std::optional<Generator>& gen) {
   const cudaStream_t s = current_stream(dev).handle;
   const int64_t size[1] = {n};
   const Tensor keys = empty_tensor(size, DType::Int64, result.device());
-  launch_random(FillTarget{keys.data_ptr(), n, DType::Int64, dev, s}, generator_for(gen, dev), 0, 0);
+  launch_random(FillTarget{keys.data_ptr(), n, DType::Int64, dev, s}, generator_for(gen, dev), 0,
+                0);
   const bool direct = result.dtype() == DType::Int64 && result.is_contiguous();
   const Tensor perm = direct ? result : empty_tensor(size, DType::Int64, result.device());
   launch_randperm_sort(keys.device_data<int64_t>(), n, perm.device_data<int64_t>(), dev, s);
@@ -242,8 +243,8 @@ void multinomial_draws(const Tensor& cum, int64_t n_sample, const std::optional<
   if (result.numel() == 0) return;
   const int dev = device_of(result);
   DeviceGuard guard(dev);
-  const Tensor dst = result.is_contiguous() ? result
-                                            : empty_tensor(result.sizes(), DType::Int64, result.device());
+  const Tensor dst =
+      result.is_contiguous() ? result : empty_tensor(result.sizes(), DType::Int64, result.device());
   launch_multinomial_draws(FillTarget{dst.data_ptr(), dst.numel(), DType::Int64, dev,
                                       current_stream(dev).handle},
                            generator_for(gen, dev), cum.device_data<double>(),

@@ -472,7 +472,8 @@ struct MultinomialDraws {
 /// then of x_1.
 class StreamUniforms {
  public:
-  TP_HD StreamUniforms(LaunchArgs a, int64_t i) : seed_(a.seed), counter_(a.counter + uint64_t(i)) {}
+  TP_HD StreamUniforms(LaunchArgs a, int64_t i)
+      : seed_(a.seed), counter_(a.counter + uint64_t(i)) {}
   TP_HD double next() {
     if (slot_ == 2) {
       block_ = philox4x32_10(uint32_t(counter_), uint32_t(counter_ >> 32), t_++, 0u,
