@@ -52,6 +52,22 @@
 //                     others as float).
 //   native_dropout    K=4, keep_i = w_j < (1 - p) 2^32; out = x * (keep_i ? s : 0) with
 //                     s = 1 / (1 - p) rounded to the dtype (as PyTorch's CPU path scales).
+//   randperm(n)       keys = random_'s over the whole int64 range (K=2, x_j); the result is
+//                     their stable ascending argsort as uint64 (a CUB radix sort).
+//   multinomial       without replacement or for one sample: over the row-major float32
+//                     (float64 inputs: float64) probabilities, K=4, key_i = p_i / (0 - log u)
+//                     with u = (2 (w_j >> 9) + 1) 2^-24 in (0, 1) (float64: K=2, u = (2 (x_j
+//                     >> 12) + 1) 2^-53); the samples are each row's top keys (argmax for
+//                     one). With replacement: K=2 over the row-major samples, u as for
+//                     float64 keys, sample i of row r = the first c with cum[r, c] >= max(u
+//                     cum[r, last], 2^-1074), cum = the rows' float64 cumsum.
+//   poisson(rate)     K=1 with a stream per element: element i draws from the blocks with
+//                     counter (lo32(c0 + i), hi32(c0 + i), t, 0), t = 0, 1, ... (all other
+//                     launches use word 2 = 0 only, so streams never overlap), u = (2 (x >> 12)
+//                     + 1) 2^-53 of x_0, then x_1, of each. Double math: rate 0 -> 0 (no
+//                     draws); rate < 10: the count of running products of u above
+//                     exp(-rate); from 10: Hoermann's PTRS (2 draws a try), log k! from a
+//                     table below 16, else Stirling's series (poisson_value).
 
 namespace tp::philox {
 

@@ -110,6 +110,13 @@ TP_HD double ceil(double a) {
   return std::ceil(a);
 #endif
 }
+TP_HD double floor(double a) {
+#if defined(__CUDA_ARCH__)
+  return ::floor(a);
+#else
+  return std::floor(a);
+#endif
+}
 
 TP_HD uint32_t bits(float x) {
 #if defined(__CUDA_ARCH__)

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "cuda/generator.h"
+#include "cuda/random.h"
 
 namespace tp::cuda {
 
@@ -44,5 +45,27 @@ void launch_check_probabilities(const void* p, int64_t n, bool is_double, int* b
 void launch_dropout(const FillTarget& t, CUDAGenerator& g, const void* in, bool* mask, double p);
 /// out = grad * mask * scale over n dense elements of a floating dtype.
 void launch_dropout_backward(const FillTarget& t, const void* grad, const bool* mask, double scale);
+
+/// perm (n int64) = the stable ascending argsort of the n keys (read as uint64) at `keys`.
+void launch_randperm_sort(const int64_t* keys, int64_t n, int64_t* perm, int device,
+                          cudaStream_t stream);
+
+/// Scans rows x n_categories contiguous probabilities (double when `is_double`, else
+/// float). result (2 device words, preset to ~0 and 0): [0] = the smallest event code
+/// ((row (n_categories + 1) + column) << 2 | kind (random.h), a zero row at column
+/// n_categories: the first event in row-major order), [1] |= 1 for any bad entry, |= 2
+/// for any zero row. row_nonzero: `rows` ints preset to 0.
+void launch_scan_probabilities(const void* p, bool is_double, int64_t rows, int64_t n_categories,
+                               unsigned long long* result, int* row_nonzero, cudaStream_t stream);
+/// multinomial's race keys (t: float or float64) from t.n probabilities `p` of t's dtype.
+void launch_multinomial_keys(const FillTarget& t, CUDAGenerator& g, const void* p);
+/// multinomial with replacement: t (int64, rows x n_sample) from the rows' float64
+/// inclusive sums `cum` (rows x n_categories).
+void launch_multinomial_draws(const FillTarget& t, CUDAGenerator& g, const double* cum,
+                              int64_t n_categories, int64_t n_sample);
+/// Sets *bad (device memory) to 1 when one of the n rates (floating dtype) is negative or NaN.
+void launch_check_rates(const void* rate, int64_t n, DType dtype, int* bad, cudaStream_t stream);
+/// poisson: t from t.n rates laid out like it.
+void launch_poisson(const FillTarget& t, CUDAGenerator& g, const void* rate);
 
 }  // namespace tp::cuda

@@ -7,12 +7,13 @@
 
 namespace tp::cuda {
 
-/// Grid-stride over the launch's Philox blocks; block b serves elements b K .. b K + K - 1.
+/// Grid-stride over the launch's units (philox::run_unit): Philox block b serves elements
+/// b K .. b K + K - 1; with a stream per element (poisson), unit b is element b.
 template <class S>
 __global__ void philox_kernel(S s, philox::LaunchArgs args, int64_t n, int64_t blocks) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += step)
-    philox::run_block(s, args, b, n);
+    philox::run_unit(s, args, b, n);
 }
 
 /// Reserves a sampler's blocks from the generator and launches it over the target.

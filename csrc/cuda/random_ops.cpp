@@ -39,6 +39,23 @@ Tensor dense_copy(const Tensor& t) {
   return d;
 }
 
+/// A device int32 flag set to 0 on stream s, for a check kernel to raise.
+Tensor new_flag(const Device& device, const Stream& s) {
+  const int64_t one[1] = {1};
+  Tensor flag = empty_tensor(one, DType::Int32, device);
+  TP_CUDA_CHECK(cudaMemsetAsync(flag.data_ptr(), 0, sizeof(int32_t), s.handle));
+  return flag;
+}
+
+/// The flag's value once the work queued on s has finished.
+bool flag_raised(const Tensor& flag, const Stream& s) {
+  int32_t host = 0;
+  TP_CUDA_CHECK(cudaMemcpyAsync(&host, flag.data_ptr(), sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                s.handle));
+  s.synchronize();
+  return host != 0;
+}
+
 /// Runs fill(target) over self's elements in memory order: straight into self when it is
 /// dense, else into a dense temporary that is then copied into self.
 template <class F>
@@ -126,15 +143,9 @@ bool bernoulli_(const Tensor& self, const Tensor& p, const std::optional<Generat
   Tensor pd = empty_strided_tensor(dst.sizes(), dst.strides(), wide ? DType::Float64 : DType::Float32,
                                    dst.device());
   cuda::copy_(pd, pe, false);
-  const int64_t one[1] = {1};
-  Tensor bad = empty_tensor(one, DType::Int32, dst.device());
-  TP_CUDA_CHECK(cudaMemsetAsync(bad.data_ptr(), 0, sizeof(int32_t), s.handle));
+  const Tensor bad = new_flag(dst.device(), s);
   launch_check_probabilities(pd.data_ptr(), pd.numel(), wide, bad.device_data<int32_t>(), s.handle);
-  int32_t host_bad = 0;
-  TP_CUDA_CHECK(cudaMemcpyAsync(&host_bad, bad.data_ptr(), sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                s.handle));
-  s.synchronize();
-  if (host_bad) return false;
+  if (flag_raised(bad, s)) return false;
   launch_bernoulli(FillTarget{dst.data_ptr(), dst.numel(), dst.dtype(), dev, s.handle},
                    generator_for(gen, dev), pd.data_ptr());
   if (!dst.is_same(self)) cuda::copy_(self, dst, false);
@@ -181,6 +192,81 @@ Tensor native_dropout_backward(const Tensor& grad, const Tensor& mask, double sc
                                      current_stream(dev).handle},
                           g.data_ptr(), m.device_data<bool>(), scale);
   return out;
+}
+
+void randperm(const Tensor& result, const std::optional<Generator>& gen) {
+  const int64_t n = result.numel();
+  if (n == 0) return;
+  const int dev = device_of(result);
+  DeviceGuard guard(dev);
+  const cudaStream_t s = current_stream(dev).handle;
+  const int64_t size[1] = {n};
+  const Tensor keys = empty_tensor(size, DType::Int64, result.device());
+  launch_random(FillTarget{keys.data_ptr(), n, DType::Int64, dev, s}, generator_for(gen, dev), 0,
+                0);
+  const bool direct = result.dtype() == DType::Int64 && result.is_contiguous();
+  const Tensor perm = direct ? result : empty_tensor(size, DType::Int64, result.device());
+  launch_randperm_sort(keys.device_data<int64_t>(), n, perm.device_data<int64_t>(), dev, s);
+  if (!direct) cuda::copy_(result, perm, false);
+}
+
+ProbabilityIssues scan_probabilities(const Tensor& p, int64_t rows, int64_t n_categories) {
+  const int dev = device_of(p);
+  DeviceGuard guard(dev);
+  const Stream s = current_stream(dev);
+  const int64_t two[1] = {2}, nrows[1] = {rows};
+  const Tensor found = empty_tensor(two, DType::Int64, p.device());
+  const Tensor nonzero = empty_tensor(nrows, DType::Int32, p.device());
+  TP_CUDA_CHECK(cudaMemsetAsync(found.data_ptr(), 0xff, 8, s.handle));
+  TP_CUDA_CHECK(cudaMemsetAsync(found.data_ptr() + 8, 0, 8, s.handle));
+  if (rows) TP_CUDA_CHECK(cudaMemsetAsync(nonzero.data_ptr(), 0, size_t(rows) * 4, s.handle));
+  auto* words = reinterpret_cast<unsigned long long*>(found.data_ptr());
+  launch_scan_probabilities(p.data_ptr(), p.dtype() == DType::Float64, rows, n_categories, words,
+                            nonzero.device_data<int32_t>(), s.handle);
+  unsigned long long host[2] = {0, 0};
+  TP_CUDA_CHECK(cudaMemcpyAsync(host, words, sizeof(host), cudaMemcpyDeviceToHost, s.handle));
+  s.synchronize();
+  return {host[0] == ~0ull ? 0 : int(host[0] & 3), (host[1] & 1) != 0, (host[1] & 2) != 0};
+}
+
+Tensor multinomial_keys(const Tensor& p, const std::optional<Generator>& gen) {
+  const int dev = device_of(p);
+  DeviceGuard guard(dev);
+  Tensor keys = empty_tensor(p.sizes(), p.dtype(), p.device());
+  if (keys.numel())
+    launch_multinomial_keys(FillTarget{keys.data_ptr(), keys.numel(), keys.dtype(), dev,
+                                       current_stream(dev).handle},
+                            generator_for(gen, dev), p.data_ptr());
+  return keys;
+}
+
+void multinomial_draws(const Tensor& cum, int64_t n_sample, const std::optional<Generator>& gen,
+                       const Tensor& result) {
+  if (result.numel() == 0) return;
+  const int dev = device_of(result);
+  DeviceGuard guard(dev);
+  const Tensor dst =
+      result.is_contiguous() ? result : empty_tensor(result.sizes(), DType::Int64, result.device());
+  launch_multinomial_draws(FillTarget{dst.data_ptr(), dst.numel(), DType::Int64, dev,
+                                      current_stream(dev).handle},
+                           generator_for(gen, dev), cum.device_data<double>(),
+                           cum.size(cum.dim() - 1), n_sample);
+  if (!dst.is_same(result)) cuda::copy_(result, dst, false);
+}
+
+bool poisson(const Tensor& self, const Tensor& out, const std::optional<Generator>& gen) {
+  if (out.numel() == 0) return true;
+  const int dev = device_of(out);
+  DeviceGuard guard(dev);
+  const Stream s = current_stream(dev);
+  const Tensor rates = contiguous(self);
+  const Tensor bad = new_flag(out.device(), s);
+  launch_check_rates(rates.data_ptr(), rates.numel(), rates.dtype(), bad.device_data<int32_t>(),
+                     s.handle);
+  if (flag_raised(bad, s)) return false;
+  launch_poisson(FillTarget{out.data_ptr(), out.numel(), out.dtype(), dev, s.handle},
+                 generator_for(gen, dev), rates.data_ptr());
+  return true;
 }
 
 }  // namespace tp::cuda

@@ -448,4 +448,184 @@ void dispatch_dropout(Run&& run, DType dt, const void* in, void* out, bool* mask
   });
 }
 
+// ---------------------------------------------------------------- multinomial, poisson
+// (randperm needs no sampler of its own: its keys are random_'s full-range int64 values.)
+
+/// A unit draw strictly inside (0, 1): (2 (w >> 9) + 1) 2^-24 from a word, (2 (x >> 12)
+/// + 1) 2^-53 from a 64-bit draw (both odd multiples of the last bit, so log u < 0).
+TP_HD float inner_unit24(uint32_t w) { return pmath::mul(float((w >> 9) * 2 + 1), 0x1p-24f); }
+TP_HD double inner_unit53(uint64_t x) { return pmath::mul(double((x >> 12) * 2 + 1), 0x1p-53); }
+
+/// multinomial without replacement (and with one sample): the key p_i / E_i of each
+/// probability, E_i = -log u_i ~ Exp(1); the top keys of a row are the samples. E_i > 0,
+/// so every key is finite or +inf and a zero probability's key is 0. P: float or double.
+template <class P>
+struct MultinomialKeys {
+  static constexpr int kPerBlock = per_block<P>();
+  const P* p;
+  P* keys;
+  TP_HD void operator()(const Block& b, int64_t i0, int count) const {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
+      P u;
+      if constexpr (std::is_same_v<P, double>) u = inner_unit53(draw64(b, j));
+      else u = inner_unit24(b.w[j]);
+      keys[i0 + j] = pmath::div(p[i0 + j], pmath::sub(P(0), pmath::log(u)));
+    }
+  }
+};
+
+/// multinomial with replacement: sample i (of row r = i / n_sample) is the first category c
+/// with cum[r, c] >= max(u cum[r, last], 2^-1074), a binary search of the row's inclusive
+/// sums; the floor keeps categories of probability zero out even when u total underflows.
+struct MultinomialDraws {
+  static constexpr int kPerBlock = 2;
+  const double* cum;  // rows x n_categories, contiguous
+  int64_t* out;       // rows x n_sample, contiguous
+  int64_t n_categories, n_sample;
+  TP_HD void operator()(const Block& b, int64_t i0, int count) const {
+    for (int j = 0; j < kPerBlock && j < count; ++j) {
+      const int64_t i = i0 + j;
+      const double* row = cum + (i / n_sample) * n_categories;
+      double target = pmath::mul(inner_unit53(draw64(b, j)), row[n_categories - 1]);
+      if (target < 0x1p-1074) target = 0x1p-1074;
+      int64_t lo = 0, hi = n_categories - 1;  // the answer lies in [lo, hi]
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (row[mid] < target) lo = mid + 1;
+        else hi = mid;
+      }
+      out[i] = lo;
+    }
+  }
+};
+
+/// The unit draws of element i's own stream (samplers with kOwnStreams): block t = 0, 1, ...
+/// is Philox(counter = (lo32(c0 + i), hi32(c0 + i), t, 0)), each giving inner_unit53 of x_0
+/// then of x_1.
+class StreamUniforms {
+ public:
+  TP_HD StreamUniforms(LaunchArgs a, int64_t i)
+      : seed_(a.seed), counter_(a.counter + uint64_t(i)) {}
+  TP_HD double next() {
+    if (slot_ == 2) {
+      block_ = philox4x32_10(uint32_t(counter_), uint32_t(counter_ >> 32), t_++, 0u,
+                             uint32_t(seed_), uint32_t(seed_ >> 32));
+      slot_ = 0;
+    }
+    return inner_unit53(draw64(block_, slot_++));
+  }
+
+ private:
+  uint64_t seed_, counter_;
+  uint32_t t_ = 0;
+  int slot_ = 2;
+  Block block_{};
+};
+
+/// log(k!) for an integral k >= 0: a table below 16, else Stirling's series for log
+/// Gamma(k + 1) up to its x^-7 term (error below 1e-14).
+TP_HD double log_factorial(double k) {
+  constexpr double table[16] = {
+      0.0, 0.0, 0.6931471805599453, 1.791759469228055, 3.1780538303479458, 4.787491742782046,
+      6.579251212010101, 8.525161361065415, 10.60460290274525, 12.801827480081469,
+      15.104412573075516, 17.502307845873887, 19.987214495661885, 22.552163853123425,
+      25.19122118273868, 27.89927138384089};
+  if (k < 16) return table[int(k)];
+  const double x = pmath::add(k, 1.0);
+  const double r = pmath::div(1.0, x);
+  constexpr double c[] = {1.0 / 12, -1.0 / 360, 1.0 / 1260, -1.0 / 1680};
+  const double series = pmath::mul(r, pmath::horner(pmath::mul(r, r), c));
+  constexpr double half_log_2pi = 0.9189385332046728;
+  return pmath::add(pmath::add(pmath::fma(pmath::sub(x, 0.5), pmath::log(x), -x), half_log_2pi),
+                    series);
+}
+
+constexpr int kPoissonMaxSteps = 1000;  // bounds both loops; never reached in practice
+
+/// A Poisson(lambda) count from a stream of unit draws, in double math: the
+/// multiplication method below rate 10, Hoermann's transformed rejection (PTRS) from 10 on.
+/// lambda = 0 gives 0 without drawing (negative and NaN rates are refused before a launch).
+TP_HD double poisson_value(double lambda, StreamUniforms& u) {
+  if (!(lambda > 0)) return 0;
+  if (lambda < 10) {
+    const double limit = pmath::exp(-lambda);
+    double prod = 1;
+    int x = 0;
+    for (; x < kPoissonMaxSteps; ++x) {
+      prod = pmath::mul(prod, u.next());
+      if (!(prod > limit)) break;
+    }
+    return x;
+  }
+  const double slam = pmath::sqrt(lambda), loglam = pmath::log(lambda);
+  const double b = pmath::add(0.931, pmath::mul(2.53, slam));
+  const double a = pmath::add(-0.059, pmath::mul(0.02483, b));
+  const double log_invalpha =
+      pmath::log(pmath::add(1.1239, pmath::div(1.1328, pmath::sub(b, 3.4))));
+  const double vr = pmath::sub(0.9277, pmath::div(3.6224, pmath::sub(b, 2.0)));
+  double k = 0;
+  for (int step = 0; step < kPoissonMaxSteps; ++step) {
+    const double U = pmath::sub(u.next(), 0.5);
+    const double V = u.next();
+    const double us = pmath::sub(0.5, U < 0 ? -U : U);
+    const double slope = pmath::add(pmath::div(pmath::mul(2.0, a), us), b);
+    k = pmath::floor(pmath::add(pmath::add(pmath::mul(slope, U), lambda), 0.43));
+    if (us >= 0.07 && V <= vr) break;
+    if (k < 0 || (us < 0.013 && V > us)) continue;
+    const double lhs = pmath::sub(pmath::add(pmath::log(V), log_invalpha),
+                                  pmath::log(pmath::add(pmath::div(a, pmath::mul(us, us)), b)));
+    const double rhs = pmath::sub(pmath::add(-lambda, pmath::mul(k, loglam)), log_factorial(k));
+    if (lhs <= rhs) break;
+  }
+  return k;
+}
+
+/// poisson: element i's count from its own stream; rates laid out like the output.
+template <class T>
+struct Poisson {
+  static constexpr int kPerBlock = 1;  // one block counter per element: its stream
+  static constexpr bool kOwnStreams = true;
+  const T* rate;
+  T* out;
+  TP_HD void operator()(LaunchArgs a, int64_t i) const {
+    StreamUniforms u(a, i);
+    const double v = poisson_value(double(load(rate + i)), u);
+    if constexpr (std::is_same_v<T, double>) store(out + i, v);
+    else store(out + i, float(v));
+  }
+};
+
+/// Unit `unit` of a launch over n elements (the body of every kernel and of the host loop):
+/// Philox block `unit` of a K-element sampler, or element `unit` of a kOwnStreams one.
+template <class S>
+TP_HD void run_unit(const S& s, LaunchArgs a, int64_t unit, int64_t n) {
+  if constexpr (requires { S::kOwnStreams; }) s(a, unit);
+  else run_block(s, a, unit, n);
+}
+
+/// `p`: n contiguous probabilities, float (keys in float) or double; `keys` alike.
+template <class Run>
+void dispatch_multinomial_keys(Run&& run, DType dt, const void* p, void* keys) {
+  if (dt == DType::Float64)
+    run(MultinomialKeys<double>{static_cast<const double*>(p), static_cast<double*>(keys)});
+  else
+    run(MultinomialKeys<float>{static_cast<const float*>(p), static_cast<float*>(keys)});
+}
+
+/// `cum`: rows x n_categories float64 inclusive sums; `out`: rows x n_sample int64.
+template <class Run>
+void dispatch_multinomial_draws(Run&& run, const double* cum, int64_t* out, int64_t n_categories,
+                                int64_t n_sample) {
+  run(MultinomialDraws{cum, out, n_categories, n_sample});
+}
+
+/// `rate` and `out`: n dense elements of the floating dtype dt in the same order.
+template <class Run>
+void dispatch_poisson(Run&& run, DType dt, const void* rate, void* out) {
+  visit_floating(dt, "poisson_cuda", [&](auto v) {
+    using T = decltype(v);
+    run(Poisson<T>{static_cast<const T*>(rate), static_cast<T*>(out)});
+  });
+}
+
 }  // namespace tp::philox

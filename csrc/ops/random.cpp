@@ -608,19 +608,22 @@ Tensor like_result(const Tensor& self, const std::optional<DType>& dtype,
   return t;
 }
 
-/// normal's check of a tensor std (NaN passes, as min() >= 0 is how PyTorch tests it).
+/// normal's check of a tensor std on any device: PyTorch's std.min() >= 0, so a NaN fails.
 void check_std_tensor(const Tensor& std) {
   if (std.numel() == 0) return;
-  Tensor c = contiguous(_to_dtype(std, DType::Float64, false));
-  const double* v = c.data<double>();
-  double lo = v[0];
-  bool nan = false;
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    nan = nan || std::isnan(v[i]);
-    lo = std::min(lo, v[i]);
-  }
-  TP_CHECK(nan || lo >= 0, "normal expects all elements of std >= 0.0");
+  const Tensor lo = _to_dtype(host_copy(tp::min(std)), DType::Float64, false);
+  TP_CHECK(lo.data<double>()[0] >= 0, "normal expects all elements of std >= 0.0");
 }
+
+constexpr const char* kBadProbabilities =
+    "probability tensor contains either `inf`, `nan` or element < 0";
+constexpr const char* kZeroSumProbabilities =
+    "invalid multinomial distribution (sum of probabilities <= 0)";
+constexpr const char* kNegativeProbability =
+    "invalid multinomial distribution (encountering probability entry < 0)";
+constexpr const char* kInfiniteProbability =
+    "invalid multinomial distribution (encountering probability entry = infinity or NaN)";
+constexpr const char* kBadPoissonRate = "invalid Poisson rate, expected rate to be non-negative";
 
 [[noreturn]] void fail_bernoulli_p() {
   TP_FAIL("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
@@ -985,7 +988,13 @@ Tensor randperm_impl(int64_t n, const std::optional<Generator>& gen,
   }
   const int64_t shape[1] = {n};
   Tensor t = new_result(shape, dt, device, requires_grad, out);
-  check_cpu(t);
+  check_device(t);
+#ifdef TP_USE_CUDA
+  if (on_cuda(t)) {
+    cuda::randperm(t, gen);
+    return t;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
   visit_dtype(dt, [&](auto v) {
@@ -1007,7 +1016,7 @@ Tensor randperm_impl(int64_t n, const std::optional<Generator>& gen,
 Tensor normal_tensor_float_impl(const Tensor& mean, double std, const std::optional<Generator>& gen,
                                 OutArg out) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  check_cpu(mean);
+  check_device(mean);
   Tensor t;
   if (out.tensor) {
     t = *out.tensor;
@@ -1022,7 +1031,7 @@ Tensor normal_tensor_float_impl(const Tensor& mean, double std, const std::optio
 
 Tensor normal_float_tensor_impl(double mean, const Tensor& std, const std::optional<Generator>& gen,
                                 OutArg out) {
-  check_cpu(std);
+  check_device(std);
   check_std_tensor(std);
   Tensor t;
   if (out.tensor) {
@@ -1039,7 +1048,7 @@ Tensor normal_float_tensor_impl(double mean, const Tensor& std, const std::optio
 
 Tensor normal_tensor_tensor_impl(const Tensor& mean, const Tensor& std,
                                  const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(mean);
+  check_device(mean);
   check_std_tensor(std);
   DimVector shape = broadcast_shapes_of(mean, std, "normal");
   Tensor t;
@@ -1084,7 +1093,7 @@ Tensor bernoulli_p_impl(const Tensor& self, double p, const std::optional<Genera
 
 Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
                         const std::optional<Generator>& gen, OutArg out) {
-  check_cpu(self);
+  check_device(self);
   TP_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
   TP_CHECK(is_floating(self.dtype()), "multinomial only supports floating-point dtypes for input, "
            "got: ", dtype_scalar_name(self.dtype()));
@@ -1107,6 +1116,27 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
     result = empty_tensor(shape, DType::Int64, self.device());
   }
   if (result.numel() == 0) return result;
+  const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    // the CPU path's checks and composition over the CUDA samplers (Note [Philox streams])
+    const Tensor p = contiguous(_to_dtype(
+        self, self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32, false));
+    const cuda::ProbabilityIssues found = cuda::scan_probabilities(p, rows, n_categories);
+    if (!replacement || n_sample == 1) {
+      TP_CHECK(!found.bad_entry, kBadProbabilities);
+      TP_CHECK(!found.zero_row, kZeroSumProbabilities);
+      const Tensor keys = cuda::multinomial_keys(p, gen);
+      copy_(result, n_sample == 1 ? argmax(keys, -1, true) : std::get<1>(topk(keys, n_sample)));
+    } else {
+      TP_CHECK(found.first_kind != cuda::kProbabilityNegative, kNegativeProbability);
+      TP_CHECK(found.first_kind != cuda::kProbabilityInfinite, kInfiniteProbability);
+      TP_CHECK(found.first_kind != cuda::kProbabilityZeroSum, kZeroSumProbabilities);
+      cuda::multinomial_draws(contiguous(cumsum(p, -1, DType::Float64)), n_sample, gen, result);
+    }
+    return result;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   if (!replacement || n_sample == 1) {
     // argmax / top-k of p / q with q ~ Exp(1): the Gumbel trick, drawing q like exponential_
@@ -1115,12 +1145,11 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
     const double* pv = c.data<double>();
     bool valid = true;
     for (int64_t i = 0; i < c.numel(); ++i) valid = valid && pv[i] >= 0 && pv[i] < INFINITY;
-    TP_CHECK(valid, "probability tensor contains either `inf`, `nan` or element < 0");
-    const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
+    TP_CHECK(valid, kBadProbabilities);
     for (int64_t r = 0; r < rows; ++r) {
       double s = 0;
       for (int64_t j = 0; j < n_categories; ++j) s += pv[r * n_categories + j];
-      TP_CHECK(s != 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+      TP_CHECK(s != 0, kZeroSumProbabilities);
     }
     Tensor q = empty_like_preserving(self, self.dtype(), std::nullopt);
     exponential_impl(q, 1.0, gen, OutArg{});
@@ -1137,7 +1166,6 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
   visit_floating(self.dtype(), "multinomial", [&](auto v) {
     using T = decltype(v);
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
     const int64_t s0 = self.dim() == 2 ? self.stride(0) : 0, s1 = self.stride(self.dim() - 1);
     const int64_t r0 = result.dim() == 2 ? result.stride(0) : 0, r1 = result.stride(result.dim() - 1);
     const T* p = self.data<T>();
@@ -1147,13 +1175,12 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
       Acc sum = 0;
       for (int64_t j = 0; j < n_categories; ++j) {
         Acc val = Acc(p[i * s0 + j * s1]);
-        TP_CHECK(val >= 0, "invalid multinomial distribution (encountering probability entry < 0)");
-        TP_CHECK(std::isfinite(val), "invalid multinomial distribution (encountering probability "
-                 "entry = infinity or NaN)");
+        TP_CHECK(val >= 0, kNegativeProbability);
+        TP_CHECK(std::isfinite(val), kInfiniteProbability);
         sum += val;
         cum[size_t(j)] = sum;
       }
-      TP_CHECK(sum > 0, "invalid multinomial distribution (sum of probabilities <= 0)");
+      TP_CHECK(sum > 0, kZeroSumProbabilities);
       for (int64_t j = 0; j < n_categories; ++j) cum[size_t(j)] /= sum;
       for (int64_t j = 0; j < n_sample; ++j) {
         const double u = random::uniform53(g.random64());
@@ -1172,9 +1199,15 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
 }
 
 Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, OutArg) {
-  check_cpu(self);
+  check_device(self);
   Tensor t = empty_tensor(self.sizes(), self.dtype(), self.device());
   if (t.numel() == 0) return t;
+#ifdef TP_USE_CUDA
+  if (on_cuda(self)) {
+    TP_CHECK(cuda::poisson(self, t, gen), kBadPoissonRate);
+    return t;
+  }
+#endif
   CPUGenerator& g = random::cpu_generator(gen);
   std::lock_guard<std::mutex> lock(g.mutex);
   visit_floating(self.dtype(), "poisson_cpu", [&](auto v) {
@@ -1222,7 +1255,7 @@ Tensor native_dropout_backward_impl(const Tensor& grad_output, const Tensor& mas
 namespace random {
 
 int64_t poisson_draw(CPUGenerator& g, double lambda) {
-  TP_CHECK(lambda >= 0, "invalid Poisson rate, expected rate to be non-negative");
+  TP_CHECK(lambda >= 0, kBadPoissonRate);
   auto uniform = [&] { return uniform53(g.random64()); };
   if (lambda >= 10) {
     const double slam = std::sqrt(lambda);

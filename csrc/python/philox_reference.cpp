@@ -18,7 +18,7 @@ struct HostRunner {
   template <class S>
   void operator()(const S& s) const {
     const int64_t blocks = philox::blocks_for<S>(n);
-    for (int64_t b = 0; b < blocks; ++b) philox::run_block(s, args, b, n);
+    for (int64_t b = 0; b < blocks; ++b) philox::run_unit(s, args, b, n);
   }
 };
 
@@ -33,7 +33,9 @@ Tensor host_copy(const Tensor& t, DType dt) {
 /// offset). Parameters: uniform (a=from, b=to), normal / log_normal (a=mean, b=std),
 /// exponential (a=lambda), cauchy (a=median, b=sigma), geometric (a=p), random (base,
 /// range; range 0 = 2^64), bernoulli (a=p), bernoulli_tensor (input=p), dropout (input=x,
-/// a=p; returns (output, mask)).
+/// a=p; returns (output, mask)), multinomial_keys (input=probabilities; dtype float32 or
+/// float64), multinomial_draws (input=rows x categories float64 inclusive sums; n = rows
+/// x samples; int64), poisson (input=rates). randperm's keys are random's with range 0.
 nb::object reference(const std::string& op, DType dtype, int64_t n, uint64_t seed, uint64_t offset,
                      double a, double b, int64_t base, uint64_t range, std::optional<Tensor> input) {
   TP_CHECK(offset % 4 == 0, "offset must be a multiple of 4");
@@ -48,11 +50,28 @@ nb::object reference(const std::string& op, DType dtype, int64_t n, uint64_t see
   else if (op == "geometric") philox::dispatch_geometric(run, dtype, out.data_ptr(), a);
   else if (op == "random") philox::dispatch_random(run, dtype, out.data_ptr(), base, range);
   else if (op == "bernoulli") philox::dispatch_bernoulli_scalar(run, dtype, out.data_ptr(), a);
-  else if (op == "bernoulli_tensor" || op == "dropout") {
+  else if (op == "multinomial_draws") {
+    TP_CHECK(dtype == DType::Int64 && input && input->dim() == 2 && input->size(0) > 0 &&
+                 input->size(1) > 0 && n % input->size(0) == 0,
+             "_philox_reference: multinomial_draws needs rows x categories sums, n = rows x "
+             "samples, int64");
+    const Tensor cum = host_copy(*input, DType::Float64);
+    philox::dispatch_multinomial_draws(run, cum.data<double>(), out.data<int64_t>(), cum.size(1),
+                                       n / cum.size(0));
+  } else if (op == "bernoulli_tensor" || op == "dropout" || op == "multinomial_keys" ||
+             op == "poisson") {
     TP_CHECK(input && input->numel() == n, "_philox_reference: ", op, " needs an input of n elements");
     if (op == "bernoulli_tensor") {
       const Tensor p = host_copy(*input, dtype == DType::Float64 ? DType::Float64 : DType::Float32);
       philox::dispatch_bernoulli_tensor(run, dtype, out.data_ptr(), p.data_ptr());
+    } else if (op == "multinomial_keys") {
+      TP_CHECK(dtype == DType::Float32 || dtype == DType::Float64,
+               "_philox_reference: multinomial_keys computes in float32 or float64");
+      const Tensor p = host_copy(*input, dtype);
+      philox::dispatch_multinomial_keys(run, dtype, p.data_ptr(), out.data_ptr());
+    } else if (op == "poisson") {
+      const Tensor rates = host_copy(*input, dtype);
+      philox::dispatch_poisson(run, dtype, rates.data_ptr(), out.data_ptr());
     } else {
       const Tensor x = host_copy(*input, dtype);
       Tensor mask = empty_tensor(size, DType::Bool);

@@ -251,6 +251,82 @@ def test_reference_dropout_scale_rounds_to_dtype():
                           (x.float().numpy() * noise).astype(np.float16).astype(np.float32))
 
 
+def test_reference_multinomial_keys_are_the_scheme():
+    n = 40000
+    p = np.random.default_rng(4).random(n)
+    p[::7] = 0
+    w = _words(SEED, OFFSET, n // 4).reshape(-1)
+    u = ((w >> np.uint64(9)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-24
+    p32 = p.astype(np.float32).astype(np.float64)
+    got = REF("multinomial_keys", tp.float32, n, SEED, OFFSET, input=tp.tensor(p)).numpy()
+    want = p32 / -np.log(u)
+    pos = p32 > 0
+    assert _ulps(got[pos], want[pos], np.float32) < 8
+    assert not got[~pos].any() and np.isfinite(got).all()
+    x = _draws64(SEED, OFFSET, n // 2)
+    u = ((x >> np.uint64(12)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-53
+    got = REF("multinomial_keys", tp.float64, n, SEED, OFFSET, input=tp.tensor(p)).numpy()
+    assert _ulps(got[pos], p[pos] / -np.log(u[pos]), np.float64) < 8 and not got[~pos].any()
+    with pytest.raises(RuntimeError, match="float32 or float64"):
+        REF("multinomial_keys", tp.float16, 4, SEED, OFFSET, input=tp.ones(4))
+
+
+def test_reference_multinomial_draws_are_the_scheme():
+    rows, cats, k = 5, 37, 3001
+    p = np.random.default_rng(5).random((rows, cats))
+    p[:, ::4] = 0
+    p[1, :-1], p[1, -1] = 0, 0.5  # only the last category
+    cum = np.cumsum(p, axis=1)
+    got = REF("multinomial_draws", tp.int64, rows * k, SEED, OFFSET, input=tp.tensor(cum)).numpy()
+    x = _draws64(SEED, OFFSET, (rows * k + 1) // 2)[:rows * k].reshape(rows, k)
+    u = ((x >> np.uint64(12)) * np.uint64(2) + np.uint64(1)).astype(np.float64) * 2.0**-53
+    target = np.maximum(u * cum[:, -1:], 5e-324)
+    want = np.stack([np.searchsorted(cum[r], target[r], side="left") for r in range(rows)])
+    assert np.array_equal(got.reshape(rows, k), want)
+    assert (p.reshape(-1)[(got.reshape(rows, k) + np.arange(rows)[:, None] * cats)] > 0).all()
+    assert (got.reshape(rows, k)[1] == cats - 1).all()
+
+
+def _poisson_pmf(lam, ks):
+    return np.exp(-lam + ks * math.log(lam) - np.array([math.lgamma(k + 1) for k in ks]))
+
+
+@pytest.mark.parametrize("lam", [0.5, 5.0, 9.99, 10.0, 50.0, 500.0, 1e6])
+def test_reference_poisson_statistics(lam):
+    n = 200000
+    got = REF("poisson", tp.float64, n, SEED, OFFSET, input=tp.full((n,), lam, dtype=tp.float64))
+    v = got.numpy()
+    assert (v >= 0).all() and (v == np.floor(v)).all()
+    se = math.sqrt(lam / n)
+    assert abs(v.mean() - lam) < 5 * se
+    assert abs(v.var() / lam - 1) < 5 * math.sqrt(2 / n) + 0.01 / lam
+    # the frequencies of the likeliest counts against the pmf (a chi-square-like bound)
+    lo, hi = int(max(0, lam - 2 * math.sqrt(lam))), int(lam + 2 * math.sqrt(lam)) + 1
+    ks = np.arange(lo, hi + 1)
+    pmf = _poisson_pmf(lam, ks)
+    keep = pmf * n > 50
+    counts = np.bincount(v.astype(np.int64), minlength=hi + 1)[ks[keep]]
+    chi2 = (((counts - n * pmf[keep]) ** 2) / (n * pmf[keep])).sum()
+    assert chi2 < keep.sum() + 6 * math.sqrt(2 * keep.sum()) + 10
+
+
+def test_reference_poisson_streams():
+    rates = tp.tensor(np.random.default_rng(6).choice([0.0, 0.25, 4.0, 12.0, 80.0, 3e4], 1000))
+    a = REF("poisson", tp.float64, 1000, SEED, OFFSET, input=rates).numpy()
+    assert not a[rates.numpy() == 0].any()
+    # element i's stream is block c0 + i: a launch from offset - 4 sees it as element i + 1
+    b = REF("poisson", tp.float64, 1001, SEED, OFFSET - 4,
+            input=tp.cat([tp.tensor([1.0], dtype=tp.float64), rates])).numpy()
+    assert np.array_equal(a, b[1:])
+    # the math is double for every dtype: the same (exactly representable) rates give the
+    # same counts, rounded to the dtype
+    c = REF("poisson", tp.float32, 1000, SEED, OFFSET, input=rates.float()).numpy()
+    assert np.array_equal(c, a.astype(np.float32))
+    h = REF("poisson", tp.float16, 1000, SEED, OFFSET, input=rates.half())
+    assert h.dtype == tp.float16 and np.array_equal(h.float().numpy(),
+                                                    a.astype(np.float16).astype(np.float32))
+
+
 # ---------------------------------------------------------------- without a GPU
 @no_gpu
 def test_no_gpu_seeding_is_ignored_as_in_torch():
@@ -797,6 +873,36 @@ def _same_error(fn):
     lambda d: tp.normal(0.0, -1.0, (3,), device=d),
     lambda d: tp.native_dropout(tp.ones(3, device=d), 1.5, True),
     lambda d: tp.native_dropout(tp.ones(3, dtype=tp.int64, device=d), 0.5, True),
+    lambda d: tp.randperm(5, dtype=tp.bool, device=d),
+    lambda d: tp.randperm(-1, device=d),
+    lambda d: tp.randperm(3000, dtype=tp.float16, device=d),
+    lambda d: tp.randperm(200, dtype=tp.int8, device=d),
+    lambda d: tp.normal(tp.zeros(2, device=d), -1.0),
+    lambda d: tp.normal(tp.zeros(2, device=d), tp.tensor([-1.0, 1.0], device=d)),
+    lambda d: tp.normal(tp.zeros(2, device=d), tp.tensor([float("nan"), 1.0], device=d)),
+    lambda d: tp.normal(1.0, tp.tensor([1.0, -2.0], device=d)),
+    lambda d: tp.normal(tp.zeros(2, dtype=tp.int64, device=d), 1.0),
+    lambda d: tp.multinomial(tp.tensor([-1.0, 2.0], device=d), 1),
+    lambda d: tp.multinomial(tp.tensor([[1.0, 2.0], [0.5, float("nan")]], device=d), 1),
+    lambda d: tp.multinomial(tp.tensor([[0.0, 0.0], [1.0, float("inf")]], device=d), 2),
+    lambda d: tp.multinomial(tp.tensor([[1.0, 2.0], [0.0, 0.0]], device=d), 2),
+    lambda d: tp.multinomial(tp.tensor([-1.0, 2.0], device=d), 2, True),
+    lambda d: tp.multinomial(tp.tensor([float("inf"), 2.0], device=d), 2, True),
+    lambda d: tp.multinomial(tp.tensor([float("nan"), 2.0], device=d), 2, True),
+    lambda d: tp.multinomial(tp.tensor([[0.0, 0.0], [1.0, -1.0]], device=d), 2, True),
+    lambda d: tp.multinomial(tp.tensor([[1.0, 1.0], [2.0, float("inf")], [0.0, 0.0]], device=d), 2,
+                             True),
+    lambda d: tp.multinomial(tp.tensor([[1.0, 1.0], [2.0, 0.0], [-1.0, float("inf")]], device=d), 2, True),
+    lambda d: tp.multinomial(tp.zeros(3, device=d), 1),
+    lambda d: tp.multinomial(tp.ones(2, 0, device=d), 1, True),
+    lambda d: tp.multinomial(tp.ones(3, device=d), 4),
+    lambda d: tp.multinomial(tp.ones(3, device=d), 0),
+    lambda d: tp.multinomial(tp.ones(2, 2, 2, device=d), 1),
+    lambda d: tp.multinomial(tp.ones(3, dtype=tp.int64, device=d), 1),
+    lambda d: tp.multinomial(tp.ones(3, device=d), 2, out=tp.empty(2, device=d)),
+    lambda d: tp.poisson(tp.tensor([1.0, -1.0], device=d)),
+    lambda d: tp.poisson(tp.tensor([3.0, float("nan")], dtype=tp.float16, device=d)),
+    lambda d: tp.poisson(tp.tensor([1, 2], device=d)),
 ])
 def test_errors_match_the_cpu(case):
     _same_error(case)
@@ -893,3 +999,203 @@ def test_native_dropout_backward_cuda():
     assert np.array_equal(_np(got), _np(tp.native_dropout_backward(g, m[0], 2.0)))
     with pytest.raises(RuntimeError, match="Mask should be Bool"):
         tp.native_dropout_backward(g.to("cuda"), m.to("cuda").float(), 2.0)
+
+
+# ---------------------------------------------------------------- on a GPU: randperm, normal
+# with tensors, multinomial, poisson
+def _gen_at(seed, offset=64):
+    """A CUDA generator at (seed, offset)."""
+    g = tp.Generator(device="cuda")
+    g.set_state(_make_state(seed, offset))
+    return g
+
+
+def _same_bits(got, want):
+    assert got.dtype == want.dtype and got.device.type == "cuda" and tuple(got.shape) == tuple(want.shape)
+    assert np.array_equal(_bits(_np(got).reshape(-1)), _bits(_np(want).reshape(-1)))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "float32", "float64", "float16"])
+@pytest.mark.parametrize("n", [1, 2, 1001, (1 << 20) + 3])
+def test_randperm_cuda_exact(dtype, n):
+    n = min(n, {"int16": 32768, "float16": 2049}.get(dtype, n))
+    g = _gen_at(7)
+    got = tp.randperm(n, dtype=getattr(tp, dtype), device="cuda", generator=g)
+    assert got.dtype == getattr(tp, dtype) and got.device.type == "cuda" and got.shape == (n,)
+    keys = REF("random", tp.int64, n, 7, 64, base=0, range=0).numpy().view(np.uint64)
+    assert np.array_equal(_np(got).astype(np.int64), np.argsort(keys, kind="stable"))
+    assert _state(g) == (7, 64 + 4 * ((n + 1) // 2))
+
+
+@gpu
+def test_randperm_cuda_semantics():
+    n = 100003
+    a = tp.randperm(n, device="cuda", generator=_gen_at(1)).cpu().numpy()
+    assert np.array_equal(np.sort(a), np.arange(n))
+    assert np.array_equal(a, tp.randperm(n, device="cuda", generator=_gen_at(1)).cpu().numpy())
+    assert not np.array_equal(a, tp.randperm(n, device="cuda", generator=_gen_at(2)).cpu().numpy())
+    tp.cuda.manual_seed(5)
+    b = tp.randperm(n, device="cuda").cpu().numpy()
+    assert not np.array_equal(b, tp.randperm(n, device="cuda").cpu().numpy())
+    out = tp.zeros(2 * n, dtype=tp.int64, device="cuda")
+    r = tp.randperm(n, generator=_gen_at(1), out=out[::2])
+    assert np.array_equal(out.cpu().numpy()[::2], a) and not out.cpu().numpy()[1::2].any()
+    assert r.data_ptr() == out.data_ptr()
+    g = _gen_at(1)
+    e = tp.randperm(0, device="cuda", generator=g)
+    assert e.shape == (0,) and e.dtype == tp.int64 and _state(g) == (1, 64)
+    f = tp.randperm(10, dtype=tp.float32, device="cuda", requires_grad=True)
+    assert f.requires_grad and sorted(f.detach().cpu().tolist()) == list(range(10))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_normal_tensor_overloads_cuda_exact(dtype):
+    # one N(0, s) launch, then the CPU path's mul_ / add_: the same bits as the reference
+    # composed on the CPU
+    dt = getattr(tp, dtype)
+    mean = tp.tensor(np.linspace(-2, 2, 40).reshape(8, 5), dtype=dt)
+    std = tp.tensor(np.linspace(0.1, 3, 5), dtype=dt)
+    z = REF("normal", dt, 40, 3, 64, 0.0, 0.5).reshape(8, 5)
+    _same_bits(tp.normal(mean.cuda(), 0.5, generator=_gen_at(3)), z.add_(mean))
+    z = REF("normal", dt, 5, 3, 64, 0.0, 1.0)
+    _same_bits(tp.normal(1.5, std.cuda(), generator=_gen_at(3)),
+               z.mul_(std).add_(tp.full((), 1.5, dtype=dt)))
+    m = mean[:, :1]  # broadcast (8, 1) against (5,)
+    z = REF("normal", dt, 40, 3, 64, 0.0, 1.0).reshape(8, 5)
+    _same_bits(tp.normal(m.cuda(), std.cuda(), generator=_gen_at(3)), z.mul_(std).add_(m))
+    out = tp.empty(8, 5, dtype=dt, device="cuda")
+    r = tp.normal(m.cuda(), std.cuda(), generator=_gen_at(3), out=out)
+    assert r.data_ptr() == out.data_ptr()
+    _same_bits(out, z)
+    g = _gen_at(3)
+    tp.normal(mean.cuda(), std.cuda(), generator=g)
+    assert _state(g)[1] == 64 + 4 * (40 // (2 if dtype == "float64" else 4))
+
+
+@gpu
+def test_normal_tensor_overloads_cuda_statistics():
+    mean = tp.tensor([[-3.0], [0.0], [5.0]], device="cuda").expand(3, N // 4)
+    std = tp.tensor(np.repeat([0.5, 2.0, 0.0, 1.0], N // 16), dtype=tp.float32, device="cuda")
+    x = tp.normal(mean, std).cpu().numpy()
+    assert x.shape == (3, N // 4)
+    s = std.cpu().numpy()
+    for r, mu in enumerate([-3.0, 0.0, 5.0]):
+        for sd in (0.5, 2.0, 1.0):
+            v = x[r][s == sd]
+            assert abs(v.mean() - mu) < 5 * sd / math.sqrt(v.size) and abs(v.std() / sd - 1) < 0.02
+        assert (x[r][s == 0] == mu).all()
+
+
+@gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_multinomial_cuda_exact(dtype):
+    dt = getattr(tp, dtype)
+    acc = tp.float64 if dtype == "float64" else tp.float32
+    w = np.random.default_rng(1).random((6, 300))
+    w[:, 3] = 0
+    p = tp.tensor(w, dtype=dt)
+    keys = REF("multinomial_keys", acc, w.size, 11, 64, input=p.reshape(-1)).numpy().reshape(6, 300)
+    order = np.argsort(-keys, axis=1, kind="stable")
+    g = _gen_at(11)
+    one = tp.multinomial(p.cuda(), 1, generator=g)
+    assert one.dtype == tp.int64 and one.shape == (6, 1)
+    assert np.array_equal(one.cpu().numpy()[:, 0], keys.argmax(1))
+    assert _state(g)[1] == 64 + 4 * (w.size // (2 if dtype == "float64" else 4))
+    got = tp.multinomial(p.cuda(), 20, generator=_gen_at(11))
+    assert np.array_equal(got.cpu().numpy(), order[:, :20])
+    got = tp.multinomial(p[0].cuda(), 5, generator=_gen_at(11))  # 1-D: row 0's keys
+    assert got.shape == (5,) and np.array_equal(got.cpu().numpy(), order[0, :5])
+    # with replacement: against the reference over the device's own float64 cumsum
+    pc = p.cuda()
+    cum = tp.cumsum(pc.double(), -1).cpu()
+    got = tp.multinomial(pc, 50, True, generator=_gen_at(11))
+    want = REF("multinomial_draws", tp.int64, 300, 11, 64, input=cum).numpy().reshape(6, 50)
+    assert np.array_equal(got.cpu().numpy(), want) and not (got.cpu().numpy() == 3).any()
+    out = tp.full((50, 6), -1, dtype=tp.int64, device="cuda").t()
+    got = tp.multinomial(pc, 50, True, generator=_gen_at(11), out=out)
+    assert got.data_ptr() == out.data_ptr() and np.array_equal(out.cpu().numpy(), want)
+
+
+@gpu
+def test_multinomial_cuda_statistics():
+    probs = np.array([0.1, 0.0, 0.2, 0.3, 0.4])
+    n = 200000
+
+    def freq(s):
+        return np.bincount(s.reshape(-1), minlength=5) / s.size
+
+    f = freq(tp.multinomial(tp.tensor(probs, device="cuda"), n, True).cpu().numpy())
+    assert f[1] == 0 and np.abs(f - probs).max() < 0.005
+    rows = tp.tensor(np.tile(probs, (n, 1)), dtype=tp.float32, device="cuda")
+    f = freq(tp.multinomial(rows, 1).cpu().numpy())
+    assert f[1] == 0 and np.abs(f - probs).max() < 0.005
+    two = tp.multinomial(rows, 2).cpu().numpy()
+    assert (two[:, 0] != two[:, 1]).all() and not (two == 1).any()
+    f = freq(two[:, :1])  # the first draw follows the probabilities
+    assert np.abs(f - probs).max() < 0.005
+    # second draw: P(j second) = sum_i p_i p_j / (1 - p_i)
+    want = np.array([sum(probs[i] * probs[j] / (1 - probs[i]) for i in range(5) if i != j)
+                     for j in range(5)])
+    assert np.abs(freq(two[:, 1:]) - want).max() < 0.005
+    full = tp.multinomial(rows[:1000], 5).cpu().numpy()
+    assert (np.sort(full, 1) == np.arange(5)).all() and (full[:, 4] == 1).all()
+    big = tp.rand(3, 100000, device="cuda")
+    s = tp.multinomial(big, 1000).cpu().numpy()
+    assert all(len(set(r)) == 1000 for r in s)
+    s = tp.multinomial(big, 3000, True).cpu().numpy()
+    assert s.min() >= 0 and s.max() < 100000
+
+
+@gpu
+def test_multinomial_cuda_bad_input_draws_nothing():
+    g = _gen_at(4)
+    with pytest.raises(RuntimeError, match="sum of probabilities"):
+        tp.multinomial(tp.zeros(2, 3, device="cuda"), 2, True, generator=g)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        tp.multinomial(tp.tensor([1.0, -1.0], device="cuda"), 1, generator=g)
+    assert _state(g) == (4, 64)
+    e = tp.multinomial(tp.ones(0, 3, device="cuda"), 2, generator=g)
+    assert e.shape == (0, 2) and e.dtype == tp.int64 and _state(g) == (4, 64)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_poisson_cuda_exact(dtype):
+    dt = getattr(tp, dtype)
+    n = 5001
+    rates = tp.tensor(np.random.default_rng(6).choice([0.0, 0.25, 4.0, 12.0, 80.0, 3e4], n), dtype=dt)
+    g = _gen_at(13)
+    _same_bits(tp.poisson(rates.cuda(), g), REF("poisson", dt, n, 13, 64, input=rates))
+    assert _state(g) == (13, 64 + 4 * n)
+    r = rates.cuda()[:5000].reshape(50, 100).t()  # read in row-major order
+    got = tp.poisson(r, _gen_at(13))
+    assert got.shape == (100, 50) and got.is_contiguous()
+    _same_bits(got.reshape(-1), REF("poisson", dt, 5000, 13, 64, input=r.contiguous().cpu()))
+    try:
+        for limit in (1, 3):
+            tp._C._cuda_set_philox_grid_limit(limit)
+            _same_bits(tp.poisson(rates.cuda(), _gen_at(13)), REF("poisson", dt, n, 13, 64, input=rates))
+    finally:
+        tp._C._cuda_set_philox_grid_limit(0)
+
+
+@gpu
+@pytest.mark.parametrize("lam", [0.5, 5.0, 50.0, 500.0])
+def test_poisson_cuda_statistics(lam):
+    v = tp.poisson(tp.full((N,), lam, device="cuda")).cpu().numpy().astype(np.float64)
+    assert (v >= 0).all() and (v == np.floor(v)).all()
+    assert abs(v.mean() - lam) < 5 * math.sqrt(lam / N)
+    assert abs(v.var() / lam - 1) < 0.02
+
+
+@gpu
+def test_poisson_cuda_bad_rates_draw_nothing():
+    g = _gen_at(9)
+    with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+        tp.poisson(tp.tensor([1.0, -0.5], device="cuda"), g)
+    assert _state(g) == (9, 64)
+    assert tp.poisson(tp.empty(0, 3, device="cuda")).shape == (0, 3)
+    z = tp.poisson(tp.zeros(1000, dtype=tp.float64, device="cuda"))
+    assert z.dtype == tp.float64 and not z.cpu().numpy().any()

@@ -394,6 +394,8 @@ def test_gradients_are_zero_where_pytorch_defines_them():
     (lambda m: m.empty(3).uniform_(2, 1), RuntimeError, "uniform_ expects to return a [from, to) range, but found from=2 > to=1"),
     (lambda m: m.empty(3).normal_(0, -1), RuntimeError, "normal expects std >= 0.0, but found std -1"),
     (lambda m: m.normal(m.zeros(2), m.tensor([-1.0, 1.0])), RuntimeError, "normal expects all elements of std >= 0.0"),
+    (lambda m: m.normal(m.zeros(2), m.tensor([float("nan"), 1.0])), RuntimeError, "normal expects all elements of std >= 0.0"),
+    (lambda m: m.normal(1.0, m.tensor([2.0, float("nan")])), RuntimeError, "normal expects all elements of std >= 0.0"),
     (lambda m: m.empty(3).bernoulli_(1.5), RuntimeError, "bernoulli_ expects p to be in [0, 1], but got p=1.5"),
     (lambda m: m.empty(3).bernoulli_(m.tensor([0.2, 1.5, 0.3])), RuntimeError, "Expected p_in >= 0 && p_in <= 1 to be true"),
     (lambda m: m.empty(3, dtype=m.int64).exponential_(), RuntimeError, "dtype must be a floating point but you specified Long"),
