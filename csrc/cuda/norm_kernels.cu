@@ -274,7 +274,6 @@ __global__ void sum_partials_kernel(const A* part, int64_t parts, int64_t n, A* 
 
 /// Offset of element e of channel c's plane in an (A, C, L) block.
 __device__ __forceinline__ int64_t plane_offset(int64_t e, int64_t c, int64_t C, int64_t L) {
-  if (L == 1) return e * C + c;
   const int64_t a = e / L;
   return (a * C + c) * L + (e - a * L);
 }
@@ -323,6 +322,28 @@ __global__ void batch_norm_stats_kernel(const T* x, acc_t<T>* part, int64_t C, i
     p[0] = sh[0].n;
     p[1] = sh[0].m;
     p[2] = sh[0].m2;
+  }
+}
+
+/// Channels-last statistics: columns [blockIdx.x * 32, +32) of the (rows x C) matrix over
+/// rows [blockIdx.y * chunk, +chunk), coalesced across channels; part as batch_norm_stats_kernel.
+template <class T>
+__global__ void batch_norm_stats_cl_kernel(const T* x, acc_t<T>* part, int64_t C, int64_t rows, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ Welford<A> sh[kColsY][kColsX];
+  const int64_t c = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = std::min(rows, r0 + chunk);
+  Welford<A> w;
+  if (c < C)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) w.add(to_acc(x[r * C + c]));
+  sh[threadIdx.y][threadIdx.x] = w;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    for (int i = 1; i < kColsY; ++i) w.merge(sh[i][threadIdx.x]);
+    A* p = part + (c * gridDim.y + blockIdx.y) * 3;
+    p[0] = w.n;
+    p[1] = w.m;
+    p[2] = w.m2;
   }
 }
 
@@ -387,6 +408,38 @@ __global__ void batch_norm_grad_sums_kernel(const T* g, const T* x, const acc_t<
   sg = group_reduce(sg, int(blockDim.x), smem, SumFn{});
   sgx = group_reduce(sgx, int(blockDim.x), smem, SumFn{});
   if (threadIdx.x == 0) {
+    A* p = part + (c * gridDim.y + blockIdx.y) * 2;
+    p[0] = sg;
+    p[1] = sgx;
+  }
+}
+
+/// Channels-last gradient sums (layout as batch_norm_stats_cl_kernel; part as
+/// batch_norm_grad_sums_kernel).
+template <class T>
+__global__ void batch_norm_grad_sums_cl_kernel(const T* g, const T* x, const acc_t<T>* mean, acc_t<T>* part,
+                                               int64_t C, int64_t rows, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ A sg_sh[kColsY][kColsX], sgx_sh[kColsY][kColsX];
+  const int64_t c = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = std::min(rows, r0 + chunk);
+  A sg = 0, sgx = 0;
+  if (c < C) {
+    const A mu = mean[c];
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) {
+      const A gg = to_acc(g[r * C + c]);
+      sg += gg;
+      sgx += gg * (to_acc(x[r * C + c]) - mu);
+    }
+  }
+  sg_sh[threadIdx.y][threadIdx.x] = sg;
+  sgx_sh[threadIdx.y][threadIdx.x] = sgx;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    for (int i = 1; i < kColsY; ++i) {
+      sg += sg_sh[i][threadIdx.x];
+      sgx += sgx_sh[i][threadIdx.x];
+    }
     A* p = part + (c * gridDim.y + blockIdx.y) * 2;
     p[0] = sg;
     p[1] = sgx;
@@ -485,9 +538,11 @@ void with_k(int k, F&& go) {
 }
 
 /// (splits, chunk) of a per-channel plane of `plane` elements over C channels: enough
-/// blocks to fill the device, each at least 4096 elements.
-std::pair<int64_t, int64_t> plane_splits(int64_t plane, int64_t C, int device) {
-  const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(device)) * 4 / std::max<int64_t>(C, 1));
+/// blocks to fill the device, each at least 4096 elements. Channels last (L == 1) blocks
+/// take 32 channels each.
+std::pair<int64_t, int64_t> plane_splits(int64_t plane, int64_t C, int64_t L, int device) {
+  const int64_t blocks_per_split = L == 1 ? (C + kColsX - 1) / kColsX : C;
+  const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(device)) * 4 / std::max<int64_t>(blocks_per_split, 1));
   int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, (plane + 4095) / 4096));
   splits = std::min<int64_t>(splits, 65535);
   const int64_t chunk = std::max<int64_t>(1, (plane + splits - 1) / splits);
@@ -602,11 +657,15 @@ void batch_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, const
     Tensor part;
     int64_t splits = 1;
     if (training) {
-      auto [sp, chunk] = plane_splits(plane, C, dev);
+      auto [sp, chunk] = plane_splits(plane, C, L, dev);
       splits = sp;
       part = scratch(C * splits * 3, adt, x.device());
-      batch_norm_stats_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(xp, part.device_data<A>(), C, L,
-                                                                                   plane, chunk);
+      if (L == 1)
+        batch_norm_stats_cl_kernel<T><<<dim3(unsigned((C + kColsX - 1) / kColsX), unsigned(splits)),
+                                        dim3(kColsX, kColsY), 0, s>>>(xp, part.device_data<A>(), C, plane, chunk);
+      else
+        batch_norm_stats_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(xp, part.device_data<A>(), C,
+                                                                                     L, plane, chunk);
     }
     batch_norm_finish_kernel<A><<<loop_blocks(C), kLoopThreads, 0, s>>>(
         training ? part.device_data<A>() : nullptr, splits, C, training, momentum, eps, rm, rv, mp, ip);
@@ -631,12 +690,16 @@ void batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     const T *gp = g.device_data<T>(), *xp = x.device_data<T>();
     const A *mp = mean.device_data<A>(), *ip = invstd.device_data<A>();
     const int64_t plane = A_ * L;
-    auto [splits, chunk] = plane_splits(plane, C, dev);
+    auto [splits, chunk] = plane_splits(plane, C, L, dev);
     Tensor part = scratch(C * splits * 2 + C * 3, adt, x.device());
     A* pp = part.device_data<A>();
     A* coef = pp + C * splits * 2;
-    batch_norm_grad_sums_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(gp, xp, mp, pp, C, L, plane,
-                                                                                     chunk);
+    if (L == 1)
+      batch_norm_grad_sums_cl_kernel<T><<<dim3(unsigned((C + kColsX - 1) / kColsX), unsigned(splits)),
+                                          dim3(kColsX, kColsY), 0, s>>>(gp, xp, mp, pp, C, plane, chunk);
+    else
+      batch_norm_grad_sums_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(gp, xp, mp, pp, C, L, plane,
+                                                                                       chunk);
     batch_norm_grad_finish_kernel<A><<<loop_blocks(C), kLoopThreads, 0, s>>>(
         pp, splits, C, plane, ip, ptr_or_null<A>(w), training, mut_ptr_or_null<A>(gw), mut_ptr_or_null<A>(gb), coef);
     if (gx.defined() && plane)
