@@ -421,8 +421,11 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
     Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
     Tensor m = contiguous(_to_dtype(mean, adt)), rs = contiguous(_to_dtype(rstd, adt)), w = kernel_vector(weight, adt);
     Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
-    Tensor gw = weight_grad ? zeros(normalized_shape, adt, input.device()) : Tensor();
-    Tensor gb = bias_grad ? zeros(normalized_shape, adt, input.device()) : Tensor();
+    auto column_grad = [&](bool wanted) {  // the kernel writes every column unless nothing is summed
+      return !wanted ? Tensor() : rows && len ? empty_tensor(normalized_shape, adt, input.device())
+                                              : zeros(normalized_shape, adt, input.device());
+    };
+    Tensor gw = column_grad(weight_grad), gb = column_grad(bias_grad);
     cuda::layer_norm_backward(g, x, m, rs, w, rows, len, gx, gw, gb);
     auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, dt) : t; };
     return {gx, back(gw), back(gb)};
