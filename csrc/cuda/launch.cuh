@@ -56,4 +56,17 @@ void by_size(size_t itemsize, F&& f) {
   TP_FAIL("CUDA kernels: unsupported element size ", itemsize);
 }
 
+/// Calls f(T{}) with the device type of a floating dtype (float, double, __half,
+/// __nv_bfloat16); other dtypes raise.
+template <class F>
+void visit_floating_device(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Float16: return f(__half{});
+    case DType::BFloat16: return f(__nv_bfloat16{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: TP_FAIL("CUDA kernels: expected a floating dtype");
+  }
+}
+
 }  // namespace tp::cuda

@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
 #include "cuda/reduce.h"
@@ -99,11 +100,6 @@ __device__ typename Op::acc_t block_merge(typename Op::acc_t v) {
   }
   return v;
 }
-
-template <class T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 /// Block `bid` reduces split (bid % splits) of row (bid / splits): elements
 /// [s * chunk, min(R, (s + 1) * chunk)) of x[row * R ...]. chunk is a multiple of 16.

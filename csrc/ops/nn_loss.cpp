@@ -7,19 +7,41 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/nn.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+
+#ifdef TP_USE_CUDA
+#include "cuda/nn_kernels.h"
+#endif
 
 namespace tp {
 
 namespace {
 
 void check_rows(const Tensor& self, const Tensor& target, const char* op) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel yet");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel yet");
   TP_CHECK(self.dim() == 2, op, ": expected 2-D logits, got ", self.dim(), "-D");
   TP_CHECK(target.dim() == 1 && target.size(0) == self.size(0), op,
            ": expected a target of shape [", self.size(0), "]");
   TP_CHECK(is_integral(target.dtype(), false), op, ": expected integer class indices");
+  TP_CHECK(target.device() == self.device(), "Expected all tensors to be on the same device, but found at least "
+           "two devices, ", self.device().str(), " and ", target.device().str(), "!");
 }
+
+/// IndexError for the first of the n targets that is neither ignore_index nor a class of c.
+void check_targets(const int64_t* t, int64_t n, int64_t c, int64_t ignore_index) {
+  for (int64_t i = 0; i < n; ++i)
+    TP_CHECK_INDEX(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), "Target ", t[i], " is out of bounds.");
+}
+
+#ifdef TP_USE_CUDA
+/// check_targets on the host copy of CUDA targets a kernel found out of range.
+[[noreturn]] void fail_target(const Tensor& tgt, int64_t ignore_index, int64_t c) {
+  Tensor h = host_copy(tgt);
+  check_targets(h.data<int64_t>(), h.numel(), c, ignore_index);
+  TP_FAIL("cross_entropy: a target out of bounds was reported but not found");
+}
+#endif
 
 /// Calls f(T{}) with the compute type of a floating dtype (half types compute in float).
 template <class F>
@@ -41,10 +63,15 @@ Tensor cross_entropy_rows_impl(const Tensor& self, const Tensor& target, int64_t
   check_rows(self, target, "cross_entropy");
   const int64_t n = self.size(0), c = self.size(1);
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
-  const int64_t* t = tgt.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
-    TP_CHECK_INDEX(t[i] == ignore_index || (t[i] >= 0 && t[i] < c), "Target ", t[i],
-                   " is out of bounds.");
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda()) {
+    Tensor x = contiguous(is_floating(self.dtype()) ? self : _to_dtype(self, DType::Float32, false));
+    Tensor loss = empty_tensor(IntArrayRef(&n, 1), x.dtype(), self.device());
+    if (!cuda::cross_entropy_forward(x, tgt, ignore_index, loss)) fail_target(tgt, ignore_index, c);
+    return _to_dtype(loss, self.dtype(), false);
+  }
+#endif
+  check_targets(tgt.data<int64_t>(), n, c, ignore_index);
   // logsumexp and the picked logit with the vectorised reductions; ignored rows give 0
   const DType cdt = self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   Tensor x = _to_dtype(self, cdt, false);
@@ -61,7 +88,20 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
   check_rows(self, target, "cross_entropy_backward");
   const int64_t n = self.size(0), c = self.size(1);
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda()) {
+    visit_compute(self.dtype(), [](auto) {});
+    TP_CHECK(grad_rows.device() == self.device(), "Expected all tensors to be on the same device, but found at "
+             "least two devices, ", self.device().str(), " and ", grad_rows.device().str(), "!");
+    const DType cdt = self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+    Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false)), x = contiguous(self);
+    Tensor gx = empty_tensor(self.sizes(), self.dtype(), self.device());
+    if (!cuda::cross_entropy_backward(g, x, tgt, ignore_index, gx)) fail_target(tgt, ignore_index, c);
+    return gx;
+  }
+#endif
   const int64_t* t = tgt.data<int64_t>();
+  check_targets(t, n, c, ignore_index);  // an index past the row would write out of bounds
   // softmax (the fused, vectorised kernel), then per row: scale by grad, subtract at target
   Tensor out;
   visit_compute(self.dtype(), [&](auto v) {

@@ -21,7 +21,12 @@
 #include "kernels/tensor_iterator.h"
 #include "ops/nn.h"
 #include "ops/nn_rows.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+
+#ifdef TP_USE_CUDA
+#include "cuda/nn_kernels.h"
+#endif
 
 namespace tp {
 
@@ -29,6 +34,21 @@ namespace {
 
 DType compute_dtype(DType dt) { return is_float16_or_bfloat16(dt) ? DType::Float32 : dt; }
 Tensor compute_input(const Tensor& t) { return contiguous(_to_dtype(t, compute_dtype(t.dtype()))); }
+
+#ifdef TP_USE_CUDA
+/// PyTorch's device check: the optional operands on `input`'s device.
+void check_devices(const Tensor& input, std::initializer_list<const std::optional<Tensor>*> others) {
+  for (const auto* t : others)
+    TP_CHECK(!*t || (*t)->device() == input.device(), "Expected all tensors to be on the same device, but found "
+             "at least two devices, ", input.device().str(), " and ", (*t)->device().str(), "!");
+}
+
+/// A per-row / per-channel operand of a CUDA kernel: contiguous, in the accumulation dtype
+/// `dt` (Note [nn kernel dtypes]); undefined when absent.
+Tensor kernel_vector(const std::optional<Tensor>& t, DType dt) {
+  return t ? contiguous(_to_dtype(*t, dt)) : Tensor();
+}
+#endif
 
 template <class F>
 void visit_floating(DType dt, const char* op, F&& f) {
@@ -146,13 +166,6 @@ void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64
   });
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  TP_CHECK_INDEX(dim >= -n && dim < n, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
-                 "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
-}
-
 void outer_n_inner(IntArrayRef sizes, int64_t dim, int64_t& outer, int64_t& n, int64_t& inner) {
   outer = inner = 1;
   n = sizes.empty() ? 1 : sizes[dim];
@@ -163,11 +176,21 @@ void outer_n_inner(IntArrayRef sizes, int64_t dim, int64_t& outer, int64_t& n, i
 }
 
 Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& dtype, bool log, const char* op) {
-  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
   dim = wrap_dim(dim, self.dim());
   const DType out_dt = dtype ? *dtype : self.dtype();
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(out_dt), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
                 dtype_scalar_name(out_dt), "'");
+#ifdef TP_USE_CUDA
+  if (self.device().is_cuda()) {
+    Tensor x = contiguous(_to_dtype(self, out_dt));
+    Tensor y = empty_tensor(self.sizes(), out_dt, self.device());
+    int64_t outer, n, inner;
+    outer_n_inner(self.sizes(), dim, outer, n, inner);
+    cuda::softmax_forward(x, y, outer, n, inner, log);
+    return y;
+  }
+#endif
+  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
   Tensor x = contiguous(_to_dtype(self, compute_dtype(out_dt)));
   Tensor y = empty_tensor(self.sizes(), x.dtype());
   int64_t outer, n, inner;
@@ -194,6 +217,19 @@ Tensor log_softmax_impl(const Tensor& self, int64_t dim, const std::optional<DTy
 
 Tensor _softmax_backward_data_impl(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log, OutArg) {
   dim = wrap_dim(dim, output.dim());
+#ifdef TP_USE_CUDA
+  if (output.device().is_cuda()) {
+    TP_CHECK(grad_output.device() == output.device(), "Expected all tensors to be on the same device, but found at "
+             "least two devices, ", output.device().str(), " and ", grad_output.device().str(), "!");
+    visit_floating(compute_dtype(output.dtype()), "softmax_backward", [](auto) {});
+    Tensor g = contiguous(_to_dtype(grad_output, output.dtype())), y = contiguous(output);
+    Tensor gx = empty_tensor(output.sizes(), output.dtype(), output.device());
+    int64_t outer, n, inner;
+    outer_n_inner(output.sizes(), dim, outer, n, inner);
+    cuda::softmax_backward(g, y, gx, outer, n, inner, log);
+    return gx;
+  }
+#endif
   Tensor g = compute_input(grad_output), y = compute_input(output);
   Tensor gx = empty_tensor(output.sizes(), y.dtype());
   int64_t outer, n, inner;
@@ -340,6 +376,20 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
                                                           const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, double eps, OutArg) {
   auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, bias);
+#ifdef TP_USE_CUDA
+  if (input.device().is_cuda()) {
+    check_devices(input, {&weight, &bias});
+    const DType dt = input.dtype(), adt = compute_dtype(dt);
+    visit_floating(adt, "LayerNormKernelImpl", [](auto) {});
+    Tensor x = contiguous(input), w = kernel_vector(weight, adt), b = kernel_vector(bias, adt);
+    Tensor y = empty_tensor(input.sizes(), dt, input.device());
+    DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
+    Tensor mean = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
+    Tensor rstd = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
+    cuda::layer_norm_forward(x, w, b, eps, rows, len, y, mean, rstd);
+    return {y, _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+  }
+#endif
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
   Tensor x = compute_input(input);
   Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
@@ -362,6 +412,25 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
     const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
     const std::optional<Tensor>& weight, bool input_grad, bool weight_grad, bool bias_grad, OutArg) {
   auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+#ifdef TP_USE_CUDA
+  if (input.device().is_cuda()) {
+    const std::optional<Tensor> others[3] = {grad_out, mean, rstd};
+    check_devices(input, {&weight, &others[0], &others[1], &others[2]});
+    const DType dt = input.dtype(), adt = compute_dtype(dt);
+    visit_floating(adt, "layer_norm_backward", [](auto) {});
+    Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
+    Tensor m = contiguous(_to_dtype(mean, adt)), rs = contiguous(_to_dtype(rstd, adt)), w = kernel_vector(weight, adt);
+    Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
+    auto column_grad = [&](bool wanted) {  // the kernel writes every column unless nothing is summed
+      return !wanted ? Tensor() : rows && len ? empty_tensor(normalized_shape, adt, input.device())
+                                              : zeros(normalized_shape, adt, input.device());
+    };
+    Tensor gw = column_grad(weight_grad), gb = column_grad(bias_grad);
+    cuda::layer_norm_backward(g, x, m, rs, w, rows, len, gx, gw, gb);
+    auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, dt) : t; };
+    return {gx, back(gw), back(gb)};
+  }
+#endif
   Tensor g = compute_input(grad_out), x = compute_input(input), m = compute_input(mean), rs = compute_input(rstd);
   Tensor w = weight ? compute_input(*weight) : Tensor();
   Tensor gx = input_grad ? empty_tensor(input.sizes(), x.dtype()) : Tensor();
@@ -543,6 +612,27 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   check_channel_vector(running_mean, c, "running_mean");
   check_channel_vector(running_var, c, "running_var");
   TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
+#ifdef TP_USE_CUDA
+  if (input.device().is_cuda()) {
+    check_devices(input, {&weight, &bias, &running_mean, &running_var});
+    const bool cl = channels_last(input);  // Note [Channels-last results]
+    const DType adt = compute_dtype(input.dtype());
+    visit_floating(adt, "batch_norm", [](auto) {});
+    Tensor x = with_layout(input, cl), w = kernel_vector(weight, adt), b = kernel_vector(bias, adt);
+    Tensor rm = kernel_vector(running_mean, adt), rv = kernel_vector(running_var, adt);
+    Tensor y = cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
+                                         input.device())
+                  : empty_tensor(input.sizes(), input.dtype(), input.device());
+    Tensor mean = empty_tensor(IntArrayRef(&c, 1), adt, input.device());
+    Tensor invstd = empty_tensor(IntArrayRef(&c, 1), adt, input.device());
+    cuda::batch_norm_forward(x, w, b, rm, rv, training, momentum, eps, cl ? n * l : n, c, cl ? 1 : l, y, mean, invstd);
+    if (training) {
+      if (running_mean && !rm.is_same(*running_mean)) copy_(const_cast<Tensor&>(*running_mean), rm);
+      if (running_var && !rv.is_same(*running_var)) copy_(const_cast<Tensor&>(*running_var), rv);
+    }
+    return {y, mean, invstd};
+  }
+#endif
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
   const bool cl = channels_last(input);  // Note [Channels-last results]
   const DType dt = compute_dtype(input.dtype());
@@ -610,6 +700,26 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
   batch_dims(input, n, c, l);
   const bool cl = channels_last(input);  // Note [Channels-last results]
   const DType dt = compute_dtype(input.dtype());
+#ifdef TP_USE_CUDA
+  if (input.device().is_cuda()) {
+    const std::optional<Tensor> others[3] = {grad_out, save_mean, save_invstd};
+    check_devices(input, {&weight, &others[0], &others[1], &others[2]});
+    visit_floating(dt, "batch_norm_backward", [](auto) {});
+    Tensor g = with_layout(_to_dtype(grad_out, input.dtype()), cl), x = with_layout(input, cl);
+    Tensor m = contiguous(_to_dtype(save_mean, dt)), is = contiguous(_to_dtype(save_invstd, dt));
+    Tensor w = kernel_vector(weight, dt);
+    Tensor gx = !input_grad ? Tensor()
+                : cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
+                                            input.device())
+                     : empty_tensor(input.sizes(), input.dtype(), input.device());
+    Tensor gw = weight_grad ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    Tensor gb = bias_grad ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    cuda::batch_norm_backward(g, x, m, is, w, training, cl ? n * l : n, c, cl ? 1 : l, gx, gw, gb);
+    auto back = [&](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
+    const DType wdt = weight ? weight->dtype() : input.dtype();
+    return {gx, back(gw, wdt), back(gb, wdt)};
+  }
+#endif
   Tensor g = with_layout(_to_dtype(grad_out, dt), cl), x = with_layout(_to_dtype(input, dt), cl);
   Tensor m = compute_input(_to_dtype(save_mean, dt)), is = compute_input(_to_dtype(save_invstd, dt));
   Tensor w = weight ? compute_input(*weight) : Tensor();
@@ -797,7 +907,7 @@ void group_norm_backward_kernel(bool cl, const T* gy, const T* x, int64_t N, int
 /// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
 bool any_nonzero(const Tensor& t) {
   if (!t.defined()) return false;
-  Tensor d = contiguous(_to_dtype(t, DType::Float64));
+  Tensor d = contiguous(_to_dtype(host_copy(t), DType::Float64));
   const double* p = d.data<double>();
   return std::any_of(p, p + d.numel(), [](double v) { return v != 0; });
 }
@@ -854,6 +964,18 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
            "Expected X.is_contiguous(memory_format) to be true, but got false.");
   const int64_t stats[2] = {N, group};
   const DType dt = input.dtype(), cdt = compute_dtype(dt);
+#ifdef TP_USE_CUDA
+  if (input.device().is_cuda()) {  // the kernel reads row-major (N, C, HxW) data
+    check_devices(input, {&weight, &bias});
+    visit_floating(cdt, "group_norm", [](auto) {});
+    Tensor x = contiguous(input), w = kernel_vector(weight, cdt), b = kernel_vector(bias, cdt);
+    Tensor y = empty_tensor(input.sizes(), dt, input.device());
+    Tensor mean = empty_tensor(IntArrayRef(stats, 2), cdt, input.device());
+    Tensor rstd = empty_tensor(IntArrayRef(stats, 2), cdt, input.device());
+    cuda::group_norm_forward(x, w, b, eps, N, C, HxW, group, y, mean, rstd);
+    return {with_layout(y, blk.cl), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+  }
+#endif
   Tensor x = with_layout(_to_dtype(input, cdt), blk.cl);
   Tensor w = weight ? compute_input(*weight) : Tensor(), b = bias ? compute_input(*bias) : Tensor();
   Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), cdt, input.device())
@@ -879,7 +1001,8 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
   // grad mode on (create_graph, forward AD) the terms stay: their gradients may be asked for
   const bool stats_used =
       mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
-  if (!autograd::grad_enabled() && !stats_used) {  // the fused kernel: every gradient in one go
+  // the fused kernel (CPU only; on CUDA the differentiable form below): every gradient in one go
+  if (!autograd::grad_enabled() && !stats_used && input.device().is_cpu()) {
     Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
     Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));
     Tensor w = weight ? compute_input(*weight) : Tensor();

@@ -1,0 +1,111 @@
+"""CUDA backend II on the GPU: layer_norm, softmax and cross entropy, TensorPlay vs PyTorch
+in one process.
+
+Kernel times come from CUDA events around `reps` back-to-back calls (median of rounds);
+bandwidth = bytes read + written / time, compared with the copy bandwidth PyTorch measures
+on the same machine. Each case first checks TensorPlay's result against PyTorch's on the
+same inputs (shared through DLPack).
+
+    python benchmarks/bench_cuda_nn.py [--quick] [--markdown]
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cuda import check, gpu_time  # noqa: E402
+
+
+def same_input(shape, dtype, seed=0, scale=1.0):
+    t = (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(getattr(torch, dtype)).cuda()
+    return tp.from_dlpack(t), t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="4096 rows instead of 32768 (cross entropy: 1024)")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
+    n, vocab = 4096, 50257
+    reps, rounds = (5, 5) if args.quick else (10, 7)
+    rows = []  # (case, tp, torch, unit, note)
+
+    xt = torch.randn(rows_n * n, device="cuda")
+    zt = torch.empty_like(xt)
+    copy_ms = gpu_time(torch, lambda: zt.copy_(xt), reps, rounds)
+    copy_bw = 2 * xt.numel() * 4 / 1e9 / (copy_ms / 1e3)
+    del xt, zt
+    rows.append((f"torch copy_ {rows_n}x{n} f32 (ceiling)", copy_bw, copy_bw, "GB/s", ""))
+
+    def add_bw(name, f_tp, f_th, nbytes):
+        a = gpu_time(tp, f_tp, reps, rounds)
+        b = gpu_time(torch, f_th, reps, rounds)
+        bw_a, bw_b = nbytes / 1e9 / (a / 1e3), nbytes / 1e9 / (b / 1e3)
+        rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
+
+    for dtype, tol in [("float32", 1e-4), ("bfloat16", 2e-2)]:
+        size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
+        x, xt = same_input((rows_n, n), dtype, seed=1)
+        w, wt = same_input((n,), dtype, seed=2)
+        b, bt = same_input((n,), dtype, seed=3)
+        g, gt = same_input((rows_n, n), dtype, seed=4)
+        tag = f"{rows_n}x{n} {'f32' if dtype == 'float32' else 'bf16'}"
+
+        check("layer_norm", F.layer_norm(x, (n,), w, b), torch.nn.functional.layer_norm(xt, (n,), wt, bt),
+              rtol=tol, atol=tol)
+        add_bw(f"layer_norm fwd {tag}", lambda: F.layer_norm(x, (n,), w, b),
+               lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
+
+        _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
+        _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
+        mask = [True, True, True]
+        ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+        ref = torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)
+        check("layer_norm_backward grad_input", ours[0], ref[0], rtol=tol, atol=tol)
+        check("layer_norm_backward grad_weight", ours[1], ref[1], rtol=5 * tol, atol=5 * tol * rows_n ** 0.5)
+        add_bw(f"layer_norm bwd {tag}", lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
+               lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
+               3 * x.numel() * size)
+
+        check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
+        add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)
+        del x, xt, g, gt
+
+    x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)
+    tt = torch.randint(0, vocab, (ce_rows,), generator=torch.Generator().manual_seed(6)).cuda()
+    tt[::7] = -100
+    t = tp.from_dlpack(tt)
+    xg, xgt = x.requires_grad_(), xt.requires_grad_()
+
+    def ce_tp():
+        return tp.autograd.grad(F.cross_entropy(xg, t), xg)[0]
+
+    def ce_th():
+        return torch.autograd.grad(torch.nn.functional.cross_entropy(xgt, tt), xgt)[0]
+
+    check("cross_entropy", F.cross_entropy(xg, t).detach(), torch.nn.functional.cross_entropy(xgt, tt).detach(),
+          rtol=2e-2, atol=2e-2)
+    check("cross_entropy grad", ce_tp(), ce_th(), rtol=2e-2, atol=1e-4)
+    a = gpu_time(tp, ce_tp, reps, rounds)
+    b = gpu_time(torch, ce_th, reps, rounds)
+    rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
+
+    print(f"CUDA backend II on {torch.cuda.get_device_name()}; ratio = tp time / torch time")
+    if args.markdown:
+        print("| case | tensorplay | torch | ratio | note |\n|---|---|---|---|---|")
+    for name, a, b, unit, note in rows:
+        ratio = (b / a) if unit == "GB/s" else (a / b)
+        if args.markdown:
+            print(f"| {name} | {a:.4g} {unit} | {b:.4g} {unit} | {ratio:.2f} | {note} |")
+        else:
+            print(f"{name:44s} tp {a:9.4g} {unit:4s} torch {b:9.4g} {unit:4s} ratio {ratio:5.2f} {note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,729 @@
+// CUDA layer norm (forward, backward), batch norm (forward, backward) and group norm
+// (forward). Layer-norm rows that fill 16-byte packs and fit in registers are read once;
+// others stream. Column sums (weight / bias gradients, per-channel statistics) are
+// written as partial sums and added in a fixed order (no atomics: results are reproducible).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cuda/block_reduce.cuh"
+#include "cuda/check.h"
+#include "cuda/launch.cuh"
+#include "cuda/nn_kernels.h"
+#include "cuda/nn_launch.cuh"
+#include "cuda/runtime.h"
+
+namespace tp::cuda {
+
+namespace {
+
+/// 32-bit registers of values per thread in the layer-norm backward (x, g and two
+/// column accumulators each).
+constexpr int kMaxRegFloatsBackward = 16;
+
+/// out[0..V) = p[0..V) for V values of A starting at a 16-byte aligned p.
+template <class A, int V>
+__device__ __forceinline__ void load_accs(const A* p, A (&out)[V]) {
+  constexpr int P = kPackOf<A>;
+  static_assert(V % P == 0, "whole packs of the accumulation type");
+#pragma unroll
+  for (int i = 0; i < V; i += P) {
+    const Pack<A, P> q = load_pack(p + i);
+#pragma unroll
+    for (int e = 0; e < P; ++e) out[i + e] = q.v[e];
+  }
+}
+
+/// 1 / sqrt(var + eps), formed in double as the CPU kernel does.
+template <class A>
+__device__ __forceinline__ A inv_std(A var, double eps) {
+  return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
+}
+
+/// Layer norm of rows held in registers (shape as softmax_reg_kernel); two passes over the
+/// registers: the mean, then the centred sum of squares.
+template <class T, int K>
+__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T* x, const acc_t<T>* w,
+                                                                        const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                        acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                                        int tpr, double eps) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t npk = row < rows ? n / V : 0;
+  const int64_t off = (row < rows ? row : 0) * n;
+  A v[K][V];
+  A s = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * tpr;
+    if (j < npk) {
+      const Pack<T, V> q = load_pack(x + off + j * V);
+#pragma unroll
+      for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
+    }
+  }
+  const A m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  A ss = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if (t + int64_t(k) * tpr < npk)
+#pragma unroll
+      for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
+  const A rs = inv_std(group_reduce(ss, tpr, smem, SumFn{}) / A(n), eps);
+  if (npk && t == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * tpr;
+    if (j < npk) {
+      A wv[V], bv[V];
+      if (w) load_accs(w + j * V, wv);
+      if (b) load_accs(b + j * V, bv);
+      Pack<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        A r = (v[k][e] - m) * rs;
+        if (w) r *= wv[e];
+        if (b) r += bv[e];
+        o.v[e] = from_acc<T>(r);
+      }
+      *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
+    }
+  }
+}
+
+/// Layer norm of rows of any length (shape as softmax_stream_kernel): the row read three
+/// times (mean, centred squares, output).
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_stream_kernel(const T* x, const acc_t<T>* w,
+                                                                           const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                           acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                                           int tpr, double eps) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
+  A s = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { s += to_acc(v); }, x + off);
+  const A m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  A ss = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { ss += (to_acc(v) - m) * (to_acc(v) - m); }, x + off);
+  const A rs = inv_std(group_reduce(ss, tpr, smem, SumFn{}) / A(n), eps);
+  if (len && t == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
+  }
+  zip_row(len, t, tpr, y + off, [&](int64_t i, T v) {
+    A r = (to_acc(v) - m) * rs;
+    if (w) r *= w[i];
+    if (b) r += b[i];
+    return from_acc<T>(r);
+  }, x + off);
+}
+
+/// Layer-norm backward of rows held in registers, each block looping over row groups
+/// (gridDim.x * rows-per-block apart): gx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))
+/// with gw = g * w, and (when pw) each row slot's sums of g * xhat and g over its rows into
+/// pw / pb[slot * n + column], slot = blockIdx.x * rows-per-block + the row's place in the block.
+template <class T, int K>
+__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel(
+    const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
+    acc_t<T>* pb, int64_t rows, int64_t n, int tpr) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int rpb = int(blockDim.x) / tpr, sub = int(threadIdx.x) / tpr, t = int(threadIdx.x) % tpr;
+  const int64_t npk_all = n / V;
+  A dw[K][V], db[K][V];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
+  for (int64_t first = int64_t(blockIdx.x) * rpb; first < rows; first += int64_t(gridDim.x) * rpb) {
+    const int64_t row = first + sub;
+    const int64_t npk = row < rows ? npk_all : 0;
+    const int64_t off = (row < rows ? row : 0) * n;
+    const A m = row < rows ? mean[row] : A(0), rs = row < rows ? rstd[row] : A(0);
+    A xh[K][V], gv[K][V];
+    A sa = 0, sc = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t j = t + int64_t(k) * tpr;
+      if (j < npk) {
+        const Pack<T, V> qx = load_pack(x + off + j * V), qg = load_pack(g + off + j * V);
+        A wv[V];
+        if (w) load_accs(w + j * V, wv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          xh[k][e] = (to_acc(qx.v[e]) - m) * rs;
+          const A gg = to_acc(qg.v[e]);
+          dw[k][e] += gg * xh[k][e];
+          db[k][e] += gg;
+          gv[k][e] = w ? gg * wv[e] : gg;
+          sa += gv[k][e];
+          sc += gv[k][e] * xh[k][e];
+        }
+      }
+    }
+    if (!gx) continue;
+    const A a = group_reduce(sa, tpr, smem, SumFn{}) / A(n), c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int64_t j = t + int64_t(k) * tpr;
+      if (j < npk) {
+        Pack<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(rs * (gv[k][e] - a - xh[k][e] * c));
+        *reinterpret_cast<Pack<T, V>*>(gx + off + j * V) = o;
+      }
+    }
+  }
+  if (!pw) return;
+  const int64_t slot = int64_t(blockIdx.x) * rpb + sub;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * tpr;
+    if (j < npk_all)
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        pw[slot * n + j * V + e] = dw[k][e];
+        pb[slot * n + j * V + e] = db[k][e];
+      }
+  }
+}
+
+/// gx of the layer-norm backward for rows of any length (shape as layer_norm_stream_kernel).
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_stream_kernel(
+    const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, int64_t rows,
+    int64_t n, int tpr) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
+  const A m = len ? mean[row] : A(0), rs = len ? rstd[row] : A(0);
+  A sa = 0, sc = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t i, T gg, T xx) {
+    const A gw = w ? to_acc(gg) * w[i] : to_acc(gg);
+    sa += gw;
+    sc += gw * (to_acc(xx) - m) * rs;
+  }, g + off, x + off);
+  const A a = group_reduce(sa, tpr, smem, SumFn{}) / A(n), c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
+  zip_row(len, t, tpr, gx + off, [&](int64_t i, T gg, T xx) {
+    const A gw = w ? to_acc(gg) * w[i] : to_acc(gg);
+    return from_acc<T>(rs * (gw - a - (to_acc(xx) - m) * rs * c));
+  }, g + off, x + off);
+}
+
+constexpr int kColsX = 32, kColsY = 8;
+
+/// Partial column sums of g * xhat and g over row chunk blockIdx.y (`chunk` rows), columns
+/// [blockIdx.x * 32, +32): into pw / pb[blockIdx.y * n + column].
+template <class T>
+__global__ void layer_norm_columns_kernel(const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd,
+                                          acc_t<T>* pw, acc_t<T>* pb, int64_t rows, int64_t n, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ A sw[kColsY][kColsX], sb[kColsY][kColsX];
+  const int64_t col = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = std::min(rows, r0 + chunk);
+  A aw = 0, ab = 0;
+  if (col < n)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) {
+      const A gg = to_acc(g[r * n + col]);
+      aw += gg * (to_acc(x[r * n + col]) - mean[r]) * rstd[r];
+      ab += gg;
+    }
+  sw[threadIdx.y][threadIdx.x] = aw;
+  sb[threadIdx.y][threadIdx.x] = ab;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    for (int i = 1; i < kColsY; ++i) {
+      aw += sw[i][threadIdx.x];
+      ab += sb[i][threadIdx.x];
+    }
+    pw[int64_t(blockIdx.y) * n + col] = aw;
+    pb[int64_t(blockIdx.y) * n + col] = ab;
+  }
+}
+
+/// out[c] = the sum of part[p * n + c] over p, in a fixed order: thread y of a 32 x 32
+/// block adds parts y, y + 32, ..., then row 0 adds the 32 sums in order.
+template <class A>
+__global__ void sum_partials_kernel(const A* part, int64_t parts, int64_t n, A* out) {
+  __shared__ A sh[kColsX][kColsX + 1];
+  const int64_t col = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  A s = 0;
+  if (col < n)
+    for (int64_t p = threadIdx.y; p < parts; p += kColsX) s += part[p * n + col];
+  sh[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    for (int i = 1; i < kColsX; ++i) s += sh[i][threadIdx.x];
+    out[col] = s;
+  }
+}
+
+// ---------------------------------------------------------------- batch norm and group norm
+
+/// Offset of element e of channel c's plane in an (A, C, L) block.
+__device__ __forceinline__ int64_t plane_offset(int64_t e, int64_t c, int64_t C, int64_t L) {
+  const int64_t a = e / L;
+  return (a * C + c) * L + (e - a * L);
+}
+
+/// A running count, mean and sum of squared deviations (Welford; Chan et al. to merge).
+template <class A>
+struct Welford {
+  A n = 0, m = 0, m2 = 0;
+  __device__ void add(A v) {
+    n += A(1);
+    const A d = v - m;
+    m += d / n;
+    m2 += d * (v - m);
+  }
+  __device__ void merge(const Welford& o) {
+    if (o.n == A(0)) return;
+    if (n == A(0)) {
+      *this = o;
+      return;
+    }
+    const A tot = n + o.n, d = o.m - m;
+    m += d * (o.n / tot);
+    m2 += o.m2 + d * d * (n * o.n / tot);
+    n = tot;
+  }
+};
+
+/// Channel blockIdx.x's statistics over elements [blockIdx.y * chunk, +chunk) of its plane
+/// (`plane` elements): into part[(c * gridDim.y + split) * 3 + {0, 1, 2}] = (count, mean, m2).
+template <class T>
+__global__ void batch_norm_stats_kernel(const T* x, acc_t<T>* part, int64_t C, int64_t L, int64_t plane,
+                                        int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ Welford<A> sh[256];
+  const int64_t c = blockIdx.x, e0 = int64_t(blockIdx.y) * chunk, e1 = std::min(plane, e0 + chunk);
+  Welford<A> w;
+  for (int64_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) w.add(to_acc(x[plane_offset(e, c, C, L)]));
+  sh[threadIdx.x] = w;
+  __syncthreads();
+  for (int half = int(blockDim.x) / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) sh[threadIdx.x].merge(sh[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    A* p = part + (c * gridDim.y + blockIdx.y) * 3;
+    p[0] = sh[0].n;
+    p[1] = sh[0].m;
+    p[2] = sh[0].m2;
+  }
+}
+
+/// Channels-last statistics: columns [blockIdx.x * 32, +32) of the (rows x C) matrix over
+/// rows [blockIdx.y * chunk, +chunk), coalesced across channels; part as batch_norm_stats_kernel.
+template <class T>
+__global__ void batch_norm_stats_cl_kernel(const T* x, acc_t<T>* part, int64_t C, int64_t rows, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ Welford<A> sh[kColsY][kColsX];
+  const int64_t c = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = std::min(rows, r0 + chunk);
+  Welford<A> w;
+  if (c < C)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) w.add(to_acc(x[r * C + c]));
+  sh[threadIdx.y][threadIdx.x] = w;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    for (int i = 1; i < kColsY; ++i) w.merge(sh[i][threadIdx.x]);
+    A* p = part + (c * gridDim.y + blockIdx.y) * 3;
+    p[0] = w.n;
+    p[1] = w.m;
+    p[2] = w.m2;
+  }
+}
+
+/// Per channel: merges the splits' statistics (training) or reads the running ones, writes
+/// mean / invstd and updates the running statistics (training, when given).
+template <class A>
+__global__ void batch_norm_finish_kernel(const A* part, int64_t splits, int64_t C, bool training, double momentum,
+                                         double eps, A* rm, A* rv, A* mean, A* invstd) {
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+    if (!training) {
+      mean[c] = rm[c];
+      invstd[c] = A(1) / sqrt(rv[c] + A(eps));
+      continue;
+    }
+    Welford<A> w;
+    for (int64_t s = 0; s < splits; ++s) {
+      const A* p = part + (c * splits + s) * 3;
+      Welford<A> o;
+      o.n = p[0];
+      o.m = p[1];
+      o.m2 = p[2];
+      w.merge(o);
+    }
+    const A nan = std::numeric_limits<A>::quiet_NaN();
+    const A m = w.n > A(0) ? w.m : nan;
+    if (rm) rm[c] = A((1 - momentum) * rm[c] + momentum * m);
+    if (rv) rv[c] = A((1 - momentum) * rv[c] + momentum * (w.n > A(1) ? w.m2 / (w.n - A(1)) : nan));
+    mean[c] = m;
+    invstd[c] = A(1) / sqrt((w.n > A(0) ? w.m2 / w.n : nan) + A(eps));
+  }
+}
+
+/// y = x * scale + shift per channel, scale = invstd * w, shift = b - mean * scale.
+template <class T>
+__global__ void batch_norm_apply_kernel(const T* x, T* y, const acc_t<T>* mean, const acc_t<T>* invstd,
+                                        const acc_t<T>* w, const acc_t<T>* b, int64_t numel, int64_t C, int64_t L) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = L == 1 ? i % C : i / L % C;
+    const A scale = w ? invstd[c] * w[c] : invstd[c];
+    const A shift = (b ? b[c] : A(0)) - mean[c] * scale;
+    y[i] = from_acc<T>(to_acc(x[i]) * scale + shift);
+  }
+}
+
+/// Channel blockIdx.x's sums of g and g * (x - mean) over a split of its plane: into
+/// part[(c * gridDim.y + split) * 2 + {0, 1}].
+template <class T>
+__global__ void batch_norm_grad_sums_kernel(const T* g, const T* x, const acc_t<T>* mean, acc_t<T>* part, int64_t C,
+                                            int64_t L, int64_t plane, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ A smem[32];
+  const int64_t c = blockIdx.x, e0 = int64_t(blockIdx.y) * chunk, e1 = std::min(plane, e0 + chunk);
+  const A mu = mean[c];
+  A sg = 0, sgx = 0;
+  for (int64_t e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
+    const int64_t o = plane_offset(e, c, C, L);
+    const A gg = to_acc(g[o]);
+    sg += gg;
+    sgx += gg * (to_acc(x[o]) - mu);
+  }
+  sg = group_reduce(sg, int(blockDim.x), smem, SumFn{});
+  sgx = group_reduce(sgx, int(blockDim.x), smem, SumFn{});
+  if (threadIdx.x == 0) {
+    A* p = part + (c * gridDim.y + blockIdx.y) * 2;
+    p[0] = sg;
+    p[1] = sgx;
+  }
+}
+
+/// Channels-last gradient sums (layout as batch_norm_stats_cl_kernel; part as
+/// batch_norm_grad_sums_kernel).
+template <class T>
+__global__ void batch_norm_grad_sums_cl_kernel(const T* g, const T* x, const acc_t<T>* mean, acc_t<T>* part,
+                                               int64_t C, int64_t rows, int64_t chunk) {
+  using A = acc_t<T>;
+  __shared__ A sg_sh[kColsY][kColsX], sgx_sh[kColsY][kColsX];
+  const int64_t c = int64_t(blockIdx.x) * kColsX + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk, r1 = std::min(rows, r0 + chunk);
+  A sg = 0, sgx = 0;
+  if (c < C) {
+    const A mu = mean[c];
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) {
+      const A gg = to_acc(g[r * C + c]);
+      sg += gg;
+      sgx += gg * (to_acc(x[r * C + c]) - mu);
+    }
+  }
+  sg_sh[threadIdx.y][threadIdx.x] = sg;
+  sgx_sh[threadIdx.y][threadIdx.x] = sgx;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    for (int i = 1; i < kColsY; ++i) {
+      sg += sg_sh[i][threadIdx.x];
+      sgx += sgx_sh[i][threadIdx.x];
+    }
+    A* p = part + (c * gridDim.y + blockIdx.y) * 2;
+    p[0] = sg;
+    p[1] = sgx;
+  }
+}
+
+/// Per channel: gw, gb and the input-gradient coefficients coef[c * 3 + {0, 1, 2}] = (a, mg, k)
+/// of gx = a * (g - mg - (x - mean) * k).
+template <class A>
+__global__ void batch_norm_grad_finish_kernel(const A* part, int64_t splits, int64_t C, int64_t count,
+                                              const A* invstd, const A* w, bool training, A* gw, A* gb, A* coef) {
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+    A sg = 0, sgx = 0;
+    for (int64_t s = 0; s < splits; ++s) {
+      sg += part[(c * splits + s) * 2];
+      sgx += part[(c * splits + s) * 2 + 1];
+    }
+    const A is = invstd[c];
+    if (gw) gw[c] = sgx * is;
+    if (gb) gb[c] = sg;
+    coef[c * 3] = (w ? w[c] : A(1)) * is;
+    coef[c * 3 + 1] = training && count ? sg / A(count) : A(0);
+    coef[c * 3 + 2] = training && count ? sgx * is * is / A(count) : A(0);
+  }
+}
+
+template <class T>
+__global__ void batch_norm_input_grad_kernel(const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* coef,
+                                             T* gx, int64_t numel, int64_t C, int64_t L) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = L == 1 ? i % C : i / L % C;
+    const A* k = coef + c * 3;
+    gx[i] = from_acc<T>(k[0] * (to_acc(g[i]) - k[1] - (to_acc(x[i]) - mean[c]) * k[2]));
+  }
+}
+
+/// Group norm: row (sample, group) of cpg * L elements, tpr threads per row (as
+/// layer_norm_stream_kernel), channel of element i: group * cpg + i / L.
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void group_norm_kernel(const T* x, const acc_t<T>* w,
+                                                                    const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                    acc_t<T>* rstd, int64_t rows, int64_t G,
+                                                                    int64_t cpg, int64_t L, int tpr, double eps) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t n = cpg * L;
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n, c0 = (row < rows ? row : 0) % G * cpg;
+  A s = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { s += to_acc(v); }, x + off);
+  const A m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  A ss = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { ss += (to_acc(v) - m) * (to_acc(v) - m); }, x + off);
+  const A rs = A(1) / sqrt(group_reduce(ss, tpr, smem, SumFn{}) / A(n) + A(eps));
+  if (row < rows && t == 0) {
+    mean[row] = m;
+    rstd[row] = rs;
+  }
+  zip_row(len, t, tpr, y + off, [&](int64_t i, T v) {
+    const int64_t c = c0 + i / L;
+    A r = (to_acc(v) - m) * rs;
+    if (w) r *= w[c];
+    if (b) r += b[c];
+    return from_acc<T>(r);
+  }, x + off);
+}
+
+template <class T>
+const T* ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.device_data<T>() : nullptr;
+}
+template <class T>
+T* mut_ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.device_data<T>() : nullptr;
+}
+
+int multiprocessors(int device) { return device_properties(device).multi_processor_count; }
+
+/// Calls go(std::integral_constant<int, K>) for K = k (1, 2, 4 or 8; 8 only where the
+/// kernel's shape allows it: kmax).
+template <int Kmax, class F>
+void with_k(int k, F&& go) {
+  switch (k) {
+    case 1: return go(std::integral_constant<int, 1>{});
+    case 2: return go(std::integral_constant<int, 2>{});
+    case 4:
+      if constexpr (Kmax >= 4) return go(std::integral_constant<int, 4>{});
+      break;
+    default:
+      if constexpr (Kmax >= 8) return go(std::integral_constant<int, 8>{});
+      break;
+  }
+  TP_FAIL("nn kernels: unexpected registers per row");
+}
+
+/// (splits, chunk) of a per-channel plane of `plane` elements over C channels: enough
+/// blocks to fill the device, each at least 4096 elements. Channels last (L == 1) blocks
+/// take 32 channels each.
+std::pair<int64_t, int64_t> plane_splits(int64_t plane, int64_t C, int64_t L, int device) {
+  const int64_t blocks_per_split = L == 1 ? (C + kColsX - 1) / kColsX : C;
+  const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(device)) * 4 / std::max<int64_t>(blocks_per_split, 1));
+  int64_t splits = std::max<int64_t>(1, std::min<int64_t>(want, (plane + 4095) / 4096));
+  splits = std::min<int64_t>(splits, 65535);
+  const int64_t chunk = std::max<int64_t>(1, (plane + splits - 1) / splits);
+  return {std::max<int64_t>(1, (plane + chunk - 1) / chunk), chunk};
+}
+
+}  // namespace
+
+void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, int64_t rows, int64_t len,
+                        const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  if (rows == 0 || len == 0) return;
+  DeviceGuard guard(x.device().index);
+  cudaStream_t s = current_stream(x.device().index).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using A = acc_t<T>;
+    const T* xp = x.device_data<T>();
+    T* yp = y.device_data<T>();
+    const A *wp = ptr_or_null<A>(w), *bp = ptr_or_null<A>(b);
+    A *mp = mean.device_data<A>(), *rp = rstd.device_data<A>();
+    RegRowConfig c;
+    if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
+      with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
+        layer_norm_reg_kernel<T, decltype(k)::value>
+            <<<c.blocks, c.threads, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, len, c.tpr, eps);
+      });
+    } else {
+      const StreamRowConfig sc = stream_row_config(rows, len);
+      layer_norm_stream_kernel<T><<<sc.blocks, sc.threads, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, len, sc.tpr, eps);
+    }
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& w,
+                         int64_t rows, int64_t len, const Tensor& gx, const Tensor& gw, const Tensor& gb) {
+  const bool columns = gw.defined() || gb.defined();
+  if (rows == 0 || len == 0 || (!columns && !gx.defined())) return;
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  cudaStream_t s = current_stream(dev).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using A = acc_t<T>;
+    const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
+    const T *gp = g.device_data<T>(), *xp = x.device_data<T>();
+    const A *mp = mean.device_data<A>(), *rp = rstd.device_data<A>(), *wp = ptr_or_null<A>(w);
+    T* gxp = mut_ptr_or_null<T>(gx);
+    Tensor part;
+    int64_t parts = 0;
+    RegRowConfig c;
+    if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
+      with_k<(kPackOf<T> <= 4 ? 4 : 2)>(c.k, [&](auto k) {
+        auto kernel = layer_norm_backward_reg_kernel<T, decltype(k)::value>;
+        int per_sm = 0;
+        TP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, c.threads, 0));
+        const unsigned blocks =
+            unsigned(std::min<int64_t>(c.blocks, int64_t(std::max(per_sm, 1)) * multiprocessors(dev)));
+        A *pw = nullptr, *pb = nullptr;
+        if (columns) {
+          parts = int64_t(blocks) * (c.threads / c.tpr);
+          part = scratch(2 * parts * len, adt, x.device());
+          pw = part.device_data<A>();
+          pb = pw + parts * len;
+        }
+        kernel<<<blocks, c.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len, c.tpr);
+      });
+    } else {
+      if (gxp) {
+        const StreamRowConfig sc = stream_row_config(rows, len);
+        layer_norm_backward_stream_kernel<T><<<sc.blocks, sc.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, rows, len,
+                                                                               sc.tpr);
+      }
+      if (columns) {
+        const int64_t col_blocks = (len + kColsX - 1) / kColsX;
+        const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(dev)) * 8 / col_blocks);
+        parts = std::min<int64_t>({want, (rows + 63) / 64, 65535});
+        const int64_t chunk = (rows + parts - 1) / parts;
+        parts = (rows + chunk - 1) / chunk;
+        part = scratch(2 * parts * len, adt, x.device());
+        A* pw = part.device_data<A>();
+        layer_norm_columns_kernel<T><<<dim3(unsigned(col_blocks), unsigned(parts)), dim3(kColsX, kColsY), 0, s>>>(
+            gp, xp, mp, rp, pw, pw + parts * len, rows, len, chunk);
+      }
+    }
+    const unsigned col_blocks = unsigned((len + kColsX - 1) / kColsX);
+    const A* pw = columns ? part.device_data<A>() : nullptr;
+    if (gw.defined())
+      sum_partials_kernel<A><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(pw, parts, len, gw.device_data<A>());
+    if (gb.defined())
+      sum_partials_kernel<A><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(pw + parts * len, parts, len,
+                                                                        gb.device_data<A>());
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& running_mean,
+                        const Tensor& running_var, bool training, double momentum, double eps, int64_t A_, int64_t C,
+                        int64_t L, const Tensor& y, const Tensor& mean, const Tensor& invstd) {
+  if (C == 0) return;
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  cudaStream_t s = current_stream(dev).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using A = acc_t<T>;
+    const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
+    const T* xp = x.device_data<T>();
+    A *mp = mean.device_data<A>(), *ip = invstd.device_data<A>();
+    A *rm = mut_ptr_or_null<A>(running_mean), *rv = mut_ptr_or_null<A>(running_var);
+    const int64_t plane = A_ * L;
+    Tensor part;
+    int64_t splits = 1;
+    if (training) {
+      auto [sp, chunk] = plane_splits(plane, C, L, dev);
+      splits = sp;
+      part = scratch(C * splits * 3, adt, x.device());
+      if (L == 1)
+        batch_norm_stats_cl_kernel<T><<<dim3(unsigned((C + kColsX - 1) / kColsX), unsigned(splits)),
+                                        dim3(kColsX, kColsY), 0, s>>>(xp, part.device_data<A>(), C, plane, chunk);
+      else
+        batch_norm_stats_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(xp, part.device_data<A>(), C,
+                                                                                     L, plane, chunk);
+    }
+    batch_norm_finish_kernel<A><<<loop_blocks(C), kLoopThreads, 0, s>>>(
+        training ? part.device_data<A>() : nullptr, splits, C, training, momentum, eps, rm, rv, mp, ip);
+    if (plane)
+      batch_norm_apply_kernel<T><<<loop_blocks(x.numel()), kLoopThreads, 0, s>>>(
+          xp, y.device_data<T>(), mp, ip, ptr_or_null<A>(w), ptr_or_null<A>(b), x.numel(), C, L);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& w,
+                         bool training, int64_t A_, int64_t C, int64_t L, const Tensor& gx, const Tensor& gw,
+                         const Tensor& gb) {
+  if (C == 0) return;
+  const int dev = x.device().index;
+  DeviceGuard guard(dev);
+  cudaStream_t s = current_stream(dev).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using A = acc_t<T>;
+    const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
+    const T *gp = g.device_data<T>(), *xp = x.device_data<T>();
+    const A *mp = mean.device_data<A>(), *ip = invstd.device_data<A>();
+    const int64_t plane = A_ * L;
+    auto [splits, chunk] = plane_splits(plane, C, L, dev);
+    Tensor part = scratch(C * splits * 2 + C * 3, adt, x.device());
+    A* pp = part.device_data<A>();
+    A* coef = pp + C * splits * 2;
+    if (L == 1)
+      batch_norm_grad_sums_cl_kernel<T><<<dim3(unsigned((C + kColsX - 1) / kColsX), unsigned(splits)),
+                                          dim3(kColsX, kColsY), 0, s>>>(gp, xp, mp, pp, C, plane, chunk);
+    else
+      batch_norm_grad_sums_kernel<T><<<dim3(unsigned(C), unsigned(splits)), 256, 0, s>>>(gp, xp, mp, pp, C, L, plane,
+                                                                                       chunk);
+    batch_norm_grad_finish_kernel<A><<<loop_blocks(C), kLoopThreads, 0, s>>>(
+        pp, splits, C, plane, ip, ptr_or_null<A>(w), training, mut_ptr_or_null<A>(gw), mut_ptr_or_null<A>(gb), coef);
+    if (gx.defined() && plane)
+      batch_norm_input_grad_kernel<T><<<loop_blocks(x.numel()), kLoopThreads, 0, s>>>(
+          gp, xp, mp, coef, gx.device_data<T>(), x.numel(), C, L);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void group_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, int64_t N, int64_t C, int64_t L,
+                        int64_t G, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  const int64_t rows = N * G, cpg = C / G;
+  if (rows == 0) return;
+  DeviceGuard guard(x.device().index);
+  cudaStream_t s = current_stream(x.device().index).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    using A = acc_t<T>;
+    const StreamRowConfig c = stream_row_config(rows, cpg * L);
+    group_norm_kernel<T><<<c.blocks, c.threads, 0, s>>>(x.device_data<T>(), ptr_or_null<A>(w), ptr_or_null<A>(b),
+                                                        y.device_data<T>(), mean.device_data<A>(),
+                                                        rstd.device_data<A>(), rows, G, cpg, L, c.tpr, eps);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tp::cuda

@@ -1,0 +1,325 @@
+// CUDA softmax / log_softmax (forward and backward) and the fused cross entropy over rows.
+// Rows up to kMaxRegRow elements whose length fills 16-byte packs are held in registers
+// (read once); other rows stream: one pass for a running (max, sum of exp), one to write.
+// Softmax over a non-last dim runs one thread per column. Accumulation: Note [nn kernel dtypes].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cuda/block_reduce.cuh"
+#include "cuda/check.h"
+#include "cuda/launch.cuh"
+#include "cuda/nn_kernels.h"
+#include "cuda/nn_launch.cuh"
+#include "cuda/runtime.h"
+
+namespace tp::cuda {
+
+namespace {
+
+template <class A>
+constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+
+/// A running max m and sum s of exp(x - m) over the values seen.
+template <class A>
+struct Online {
+  A m = kNegInf<A>, s = A(0);
+  __device__ void add(A x) {
+    if (x > m) {
+      s = s * dev_exp(m - x) + A(1);
+      m = x;
+    } else if (!(x == m && m == kNegInf<A>)) {  // a NaN makes s NaN; -inf beside -inf adds 0
+      s += dev_exp(x - m);
+    }
+  }
+  /// The group's (max, sum) in every thread of it (group_reduce's contract).
+  __device__ void merge(int tpr, A* smem) {
+    const A mm = group_reduce(m, tpr, smem, MaxFn{});
+    s = group_reduce(s == A(0) ? A(0) : s * dev_exp(m - mm), tpr, smem, SumFn{});
+    m = mm;
+  }
+};
+
+/// softmax of rows held in registers: thread t of a row's tpr threads holds packs t, t + tpr,
+/// ... (K of them). Rows have n elements, a multiple of the pack size.
+template <class T, int K>
+__global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x, T* y, int64_t rows, int64_t n,
+                                                                     int tpr, bool log) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t npk = row < rows ? n / V : 0;
+  const int64_t off = (row < rows ? row : 0) * n;
+  A v[K][V];
+  A m = kNegInf<A>;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * tpr;
+    if (j < npk) {
+      const Pack<T, V> q = load_pack(x + off + j * V);
+#pragma unroll
+      for (int e = 0; e < V; ++e) m = MaxFn{}(m, v[k][e] = to_acc(q.v[e]));
+    }
+  }
+  m = group_reduce(m, tpr, smem, MaxFn{});
+  A s = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+    if (t + int64_t(k) * tpr < npk)
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const A ex = dev_exp(v[k][e] - m);
+        s += ex;
+        if (!log) v[k][e] = ex;
+      }
+  s = group_reduce(s, tpr, smem, SumFn{});
+  const A shift = m + dev_log(s), inv = A(1) / s;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * tpr;
+    if (j < npk) {
+      Pack<T, V> o;
+#pragma unroll
+      for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(log ? v[k][e] - shift : v[k][e] * inv);
+      *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
+    }
+  }
+}
+
+/// softmax of rows of any length: tpr threads per row, the row read twice.
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void softmax_stream_kernel(const T* x, T* y, int64_t rows, int64_t n, int tpr,
+                                                              bool log) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
+  Online<A> o;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { o.add(to_acc(v)); }, x + off);
+  o.merge(tpr, smem);
+  const A shift = o.m + dev_log(o.s), inv = A(1) / o.s;
+  zip_row(len, t, tpr, y + off, [&](int64_t, T v) {
+    const A a = to_acc(v);
+    return from_acc<T>(log ? a - shift : dev_exp(a - o.m) * inv);
+  }, x + off);
+}
+
+/// softmax along the middle dim of an (outer, n, inner) block: one thread per (outer, inner).
+template <class T>
+__global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  using A = acc_t<T>;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t base = c / inner * n * inner + c % inner;
+    Online<A> o;
+    for (int64_t j = 0; j < n; ++j) o.add(to_acc(x[base + j * inner]));
+    const A shift = o.m + dev_log(o.s), inv = A(1) / o.s;
+    for (int64_t j = 0; j < n; ++j) {
+      const A a = to_acc(x[base + j * inner]);
+      y[base + j * inner] = from_acc<T>(log ? a - shift : dev_exp(a - o.m) * inv);
+    }
+  }
+}
+
+/// softmax: gx = y * (g - sum(g * y)); log_softmax: gx = g - exp(y) * sum(g); rows as
+/// softmax_stream_kernel.
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void softmax_backward_stream_kernel(const T* g, const T* y, T* gx, int64_t rows,
+                                                                       int64_t n, int tpr, bool log) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
+  A s = 0;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T gv, T yv) { s += log ? to_acc(gv) : to_acc(gv) * to_acc(yv); },
+                g + off, y + off);
+  s = group_reduce(s, tpr, smem, SumFn{});
+  zip_row(len, t, tpr, gx + off, [&](int64_t, T gv, T yv) {
+    const A a = to_acc(gv), b = to_acc(yv);
+    return from_acc<T>(log ? a - dev_exp(b) * s : b * (a - s));
+  }, g + off, y + off);
+}
+
+template <class T>
+__global__ void softmax_backward_cols_kernel(const T* g, const T* y, T* gx, int64_t outer, int64_t n, int64_t inner,
+                                             bool log) {
+  using A = acc_t<T>;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < outer * inner;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t base = c / inner * n * inner + c % inner;
+    A s = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t k = base + j * inner;
+      s += log ? to_acc(g[k]) : to_acc(g[k]) * to_acc(y[k]);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t k = base + j * inner;
+      const A a = to_acc(g[k]), b = to_acc(y[k]);
+      gx[k] = from_acc<T>(log ? a - dev_exp(b) * s : b * (a - s));
+    }
+  }
+}
+
+/// Cross entropy of each row (tpr threads per row); a target neither `ignore` nor in
+/// [0, n) sets *bad.
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_kernel(const T* x, const int64_t* target, T* loss, int64_t rows,
+                                                             int64_t n, int tpr, int64_t ignore, int* bad) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
+  Online<A> o;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { o.add(to_acc(v)); }, x + off);
+  o.merge(tpr, smem);
+  if (row >= rows || t != 0) return;
+  const int64_t tg = target[row];
+  if (tg == ignore) loss[row] = from_acc<T>(A(0));
+  else if (tg < 0 || tg >= n) *bad = 1;
+  else loss[row] = from_acc<T>(o.m + dev_log(o.s) - to_acc(x[off + tg]));
+}
+
+/// gx = g[row] * (softmax(x) - onehot(target)) per row (0 for ignored rows); rows with an
+/// out-of-range target set *bad and are not written.
+template <class T>
+__global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_backward_kernel(const acc_t<T>* g, const T* x,
+                                                                      const int64_t* target, T* gx, int64_t rows,
+                                                                      int64_t n, int tpr, int64_t ignore, int* bad) {
+  using A = acc_t<T>;
+  __shared__ A smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int t = int(threadIdx.x) % tpr;
+  int64_t len = row < rows ? n : 0;
+  const int64_t off = (row < rows ? row : 0) * n;
+  Online<A> o;
+  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { o.add(to_acc(v)); }, x + off);
+  o.merge(tpr, smem);
+  const int64_t tg = row < rows ? target[row] : ignore;
+  if (tg != ignore && (tg < 0 || tg >= n)) {
+    if (t == 0) *bad = 1;
+    len = 0;
+  }
+  const A gi = tg == ignore ? A(0) : g[row], scale = gi / o.s;
+  zip_row(len, t, tpr, gx + off, [&](int64_t i, T v) {
+    const A p = dev_exp(to_acc(v) - o.m) * scale;
+    return from_acc<T>(i == tg ? p - gi : p);
+  }, x + off);
+}
+
+/// Launches softmax_reg_kernel when rows of n fill whole packs and fit in registers.
+template <class T>
+bool launch_softmax_reg(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStream_t s) {
+  RegRowConfig c;
+  if (!reg_row_config<T>(n, kMaxRegFloats, rows, {x, y}, c)) return false;
+  auto go = [&](auto k) {
+    softmax_reg_kernel<T, decltype(k)::value><<<c.blocks, c.threads, 0, s>>>(x, y, rows, n, c.tpr, log);
+  };
+  switch (c.k) {
+    case 1: go(std::integral_constant<int, 1>{}); break;
+    case 2: go(std::integral_constant<int, 2>{}); break;
+    case 4: go(std::integral_constant<int, 4>{}); break;
+    default:
+      if constexpr (kPackOf<T> <= 4) go(std::integral_constant<int, 8>{});
+  }
+  return true;
+}
+
+/// A (1 x int32) device flag set to 0 on stream s, and its host read after the kernels.
+struct DeviceFlag {
+  Tensor t;
+  cudaStream_t s;
+  DeviceFlag(Device dev, cudaStream_t stream) : s(stream) {
+    int64_t one = 1;
+    t = empty_tensor(IntArrayRef(&one, 1), DType::Int32, dev);
+    TP_CUDA_CHECK(cudaMemsetAsync(t.data_ptr(), 0, 4, s));
+  }
+  int* ptr() const { return t.device_data<int>(); }
+  bool clear() const {
+    int v = 0;
+    TP_CUDA_CHECK(cudaMemcpyAsync(&v, t.data_ptr(), 4, cudaMemcpyDeviceToHost, s));
+    TP_CUDA_CHECK(cudaStreamSynchronize(s));
+    return v == 0;
+  }
+};
+
+}  // namespace
+
+void softmax_forward(const Tensor& x, const Tensor& y, int64_t outer, int64_t n, int64_t inner, bool log) {
+  if (x.numel() == 0) return;
+  DeviceGuard guard(x.device().index);
+  cudaStream_t s = current_stream(x.device().index).handle;
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const T* xp = x.device_data<T>();
+    T* yp = y.device_data<T>();
+    if (inner > 1) {
+      softmax_cols_kernel<T><<<loop_blocks(outer * inner), kLoopThreads, 0, s>>>(xp, yp, outer, n, inner, log);
+    } else if (!launch_softmax_reg(xp, yp, outer, n, log, s)) {
+      const StreamRowConfig c = stream_row_config(outer, n);
+      softmax_stream_kernel<T><<<c.blocks, c.threads, 0, s>>>(xp, yp, outer, n, c.tpr, log);
+    }
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, int64_t outer, int64_t n, int64_t inner,
+                      bool log) {
+  if (y.numel() == 0) return;
+  DeviceGuard guard(y.device().index);
+  cudaStream_t s = current_stream(y.device().index).handle;
+  visit_floating_device(y.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const T *gp = g.device_data<T>(), *yp = y.device_data<T>();
+    T* gxp = gx.device_data<T>();
+    if (inner > 1) {
+      softmax_backward_cols_kernel<T><<<loop_blocks(outer * inner), kLoopThreads, 0, s>>>(gp, yp, gxp, outer, n,
+                                                                                          inner, log);
+    } else {
+      const StreamRowConfig c = stream_row_config(outer, n);
+      softmax_backward_stream_kernel<T><<<c.blocks, c.threads, 0, s>>>(gp, yp, gxp, outer, n, c.tpr, log);
+    }
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_index, const Tensor& loss) {
+  const int64_t rows = x.size(0), n = x.size(1);
+  if (rows == 0) return true;
+  DeviceGuard guard(x.device().index);
+  cudaStream_t s = current_stream(x.device().index).handle;
+  DeviceFlag bad(x.device(), s);
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const StreamRowConfig c = stream_row_config(rows, n);
+    cross_entropy_kernel<T><<<c.blocks, c.threads, 0, s>>>(x.device_data<T>(), t.device_data<int64_t>(),
+                                                            loss.device_data<T>(), rows, n, c.tpr, ignore_index,
+                                                            bad.ptr());
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+  return bad.clear();
+}
+
+bool cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& t, int64_t ignore_index,
+                            const Tensor& gx) {
+  const int64_t rows = x.size(0), n = x.size(1);
+  if (rows == 0) return true;
+  DeviceGuard guard(x.device().index);
+  cudaStream_t s = current_stream(x.device().index).handle;
+  DeviceFlag bad(x.device(), s);
+  visit_floating_device(x.dtype(), [&](auto v) {
+    using T = decltype(v);
+    const StreamRowConfig c = stream_row_config(rows, n);
+    cross_entropy_backward_kernel<T><<<c.blocks, c.threads, 0, s>>>(
+        g.device_data<acc_t<T>>(), x.device_data<T>(), t.device_data<int64_t>(), gx.device_data<T>(), rows, n, c.tpr,
+        ignore_index, bad.ptr());
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+  return bad.clear();
+}
+
+}  // namespace tp::cuda

@@ -1,0 +1,219 @@
+"""CUDA softmax / log_softmax, layer / batch / group norm and fused cross entropy against
+our CPU kernels: row lengths crossing every kernel variant (register rows, streamed rows,
+unaligned rows, columns), half types against a float32 CPU reference, gradients, the
+reproducibility of layer_norm's weight / bias gradients and cross entropy's target checks.
+"""
+import numpy as np
+import pytest
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+
+HAS_GPU = tp.cuda.is_available()
+DEV = "cuda"
+pytestmark = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
+
+LENGTHS = [1, 7, 32, 1000, 4096, 8193, 50257, 100000]
+TOL = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1e-2)}
+
+
+def rand(shape, dtype="float32", seed=0, scale=1.0):
+    """The same values as a CUDA tensor of `dtype` and as a float32 (float64) CPU tensor."""
+    a = np.random.default_rng(seed).standard_normal(shape) * scale
+    x = tp.tensor(a, dtype=getattr(tp, dtype), device=DEV)
+    ref = x.cpu().to(tp.float64 if dtype == "float64" else tp.float32)
+    return x, ref
+
+
+def close(ours, ref, dtype, scale=1.0):
+    rtol, atol = TOL[dtype]
+    assert ours.device.type == DEV
+    a = ours.detach().cpu().to(tp.float64).numpy()
+    b = ref.detach().cpu().to(getattr(tp, dtype)).to(tp.float64).numpy()
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol * scale)
+
+
+def rows_for(n):
+    return 67 if n <= 1000 else 5 if n <= 8193 else 2
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_softmax_rows(n, dtype):
+    x, ref = rand((rows_for(n), n), dtype, seed=n)
+    close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
+    close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
+
+
+@pytest.mark.parametrize("n", [7, 4096])
+def test_softmax_float64_and_dtype_arg(n):
+    x, ref = rand((3, n), "float64", seed=1)
+    close(tp.softmax(x, 1), tp.softmax(ref, 1), "float64")
+    h, href = rand((3, n), "bfloat16", seed=2)
+    out = tp.softmax(h, 1, dtype=tp.float32)
+    assert out.dtype == tp.float32
+    close(out, tp.softmax(href, 1), "float32")
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_softmax_other_dims_and_strided(dim):
+    x, ref = rand((5, 33, 7), "float32", seed=3)
+    close(tp.softmax(x, dim), tp.softmax(ref, dim), "float32")
+    close(tp.log_softmax(x.transpose(0, 2), dim), tp.log_softmax(ref.transpose(0, 2), dim), "float32")
+
+
+def test_softmax_nan_inf_rows():
+    a = np.array([[0.0, np.nan, 1.0, 2.0], [-np.inf] * 4, [np.inf, 0.0, 1.0, 2.0], [-np.inf, 0.0, 1.0, 2.0]])
+    for n in (4, 8193):  # register rows and streamed rows
+        b = np.concatenate([a, np.zeros((4, n - 4))], axis=1)
+        x = tp.tensor(b, dtype=tp.float32, device=DEV)
+        np.testing.assert_array_equal(np.isnan(tp.softmax(x, 1).cpu().numpy()),
+                                      np.isnan(tp.softmax(x.cpu(), 1).numpy()))
+        np.testing.assert_allclose(tp.softmax(x, 1).cpu().numpy(), tp.softmax(x.cpu(), 1).numpy(), rtol=1e-6,
+                                   atol=1e-7)
+
+
+@pytest.mark.parametrize("n", [7, 1000, 4096, 8193])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward(n, log):
+    x, ref = rand((rows_for(n), n), "float32", seed=4)
+    g, gref = rand((rows_for(n), n), "float32", seed=5)
+    fn = tp.log_softmax if log else tp.softmax
+    for dim in (1, 0):
+        a = x.clone().requires_grad_()
+        b = ref.clone().requires_grad_()
+        (fn(a, dim) * g).sum().backward()
+        (fn(b, dim) * gref).sum().backward()
+        close(a.grad, b.grad, "float32", scale=10)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_layer_norm(n, dtype):
+    x, ref = rand((rows_for(n), n), dtype, seed=6)
+    w, wref = rand((n,), dtype, seed=7)
+    b, bref = rand((n,), dtype, seed=8)
+    for args in [(w, b, wref, bref), (None, None, None, None), (w, None, wref, None)]:
+        y = F.layer_norm(x, (n,), args[0], args[1])
+        yref = F.layer_norm(ref, (n,), args[2], args[3])
+        close(y, yref, dtype, scale=10)
+    ys, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
+    _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+    assert ms.dtype == x.dtype and rs.dtype == x.dtype
+    close(ms, mref, dtype)
+    close(rs, rref, dtype, scale=10)
+
+
+@pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_layer_norm_backward(n, dtype):
+    rows = rows_for(n)
+    x, ref = rand((rows, n), dtype, seed=9)
+    g, gref = rand((rows, n), dtype, seed=10)
+    w, wref = rand((n,), dtype, seed=11)
+    b, bref = rand((n,), dtype, seed=12)
+    grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True, True,
+                                          True)
+    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
+        close(ours, expect, dtype, scale=100)
+
+
+@pytest.mark.parametrize("n", [4096, 8193])
+def test_layer_norm_weight_grad_is_reproducible(n):
+    x, _ = rand((3000, n), "float32", seed=13)
+    g, _ = rand((3000, n), "float32", seed=14)
+    w, _ = rand((n,), "float32", seed=15)
+    _, m, r = tp.native_layer_norm(x, [n], w, None, 1e-5)
+    first = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+    second = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    # and they are right: against the CPU in float64
+    _, wg, bg = tp.native_layer_norm_backward(g.cpu().double(), x.cpu().double(), [n], m.cpu().double(),
+                                              r.cpu().double(), w.cpu().double(), False, True, True)
+    np.testing.assert_allclose(first[1].cpu().numpy(), wg.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(first[2].cpu().numpy(), bg.numpy(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (8, 5, 7, 9), (2, 16, 70, 70), (3, 4, 100000)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("layout", ["rows", "channels_last"])
+def test_batch_norm(shape, dtype, layout):
+    if layout == "channels_last" and len(shape) != 4:
+        pytest.skip("channels last is 4-D")
+    c = shape[1]
+    x, ref = rand(shape, dtype, seed=16, scale=3.0)
+    if layout == "channels_last":
+        x, ref = x.contiguous(memory_format=tp.channels_last), ref.contiguous(memory_format=tp.channels_last)
+    w, wref = rand((c,), "float32", seed=17)
+    b, bref = rand((c,), "float32", seed=18)
+    rm, rmref = rand((c,), "float32", seed=19)
+    rv, rvref = (t.abs() + 0.5 for t in rand((c,), "float32", seed=20))
+    for training in (True, False):
+        xg, xr = x.clone().requires_grad_(), ref.clone().requires_grad_()
+        wg, wr = w.clone().requires_grad_(), wref.clone().requires_grad_()
+        y = F.batch_norm(xg, rm, rv, wg, b, training=training, momentum=0.2)
+        yr = F.batch_norm(xr, rmref, rvref, wr, bref, training=training, momentum=0.2)
+        close(y, yr, dtype, scale=10)
+        assert y.is_contiguous(memory_format=tp.channels_last) == (layout == "channels_last")
+        close(rm, rmref, "float32", scale=10)
+        close(rv, rvref, "float32", scale=10)
+        gy, gyr = rand(shape, dtype, seed=21)
+        (y * gy).sum().backward()
+        (yr * gyr).sum().backward()
+        close(xg.grad, xr.grad, dtype, scale=100)
+        close(wg.grad, wr.grad, "float32", scale=1e4)
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((4, 32, 9, 9), 8), ((2, 4, 70000), 2)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_group_norm(shape, groups, dtype):
+    c = shape[1]
+    x, ref = rand(shape, dtype, seed=22)
+    w, wref = rand((c,), dtype, seed=23)
+    b, bref = rand((c,), dtype, seed=24)
+    xg, xr = x.clone().requires_grad_(), ref.clone().requires_grad_()
+    y = F.group_norm(xg, groups, w, b)
+    yr = F.group_norm(xr, groups, wref, bref)
+    close(y, yr, dtype, scale=10)
+    gy, gyr = rand(shape, dtype, seed=25)
+    (y * gy).sum().backward()
+    (yr * gyr).sum().backward()
+    close(xg.grad, xr.grad, dtype, scale=100)
+    if len(shape) == 4:
+        xc = x.contiguous(memory_format=tp.channels_last)
+        yc = F.group_norm(xc, groups, w, b)
+        assert yc.is_contiguous(memory_format=tp.channels_last)
+        close(yc, yr, dtype, scale=10)
+
+
+@pytest.mark.parametrize("c", [7, 1000, 4096, 50257])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_cross_entropy(c, dtype):
+    n = 33
+    x, ref = rand((n, c), dtype, seed=26, scale=3.0)
+    t = np.random.default_rng(27).integers(0, c, n)
+    t[::5] = -100
+    tc, tcpu = tp.tensor(t, device=DEV), tp.tensor(t)
+    for reduction in ("none", "mean", "sum"):
+        close(F.cross_entropy(x, tc, reduction=reduction), F.cross_entropy(ref, tcpu, reduction=reduction), dtype,
+              scale=10)
+    xg, xr = x.clone().requires_grad_(), ref.clone().requires_grad_()
+    F.cross_entropy(xg, tc).backward()
+    F.cross_entropy(xr, tcpu).backward()
+    close(xg.grad, xr.grad, dtype)
+    assert float(xg.grad[0].abs().sum().item()) == 0  # row 0 is ignored
+
+
+def test_cross_entropy_targets_out_of_range():
+    x, _ = rand((6, 50257), "bfloat16", seed=28)
+    for bad in (50257, -1):
+        t = tp.tensor([0, 1, bad, 3, -100, 5], device=DEV)
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
+            F.cross_entropy(x, t)
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
+            tp._C._cross_entropy_rows_backward(tp.ones(6, device=DEV), x, t, -100)
+    t = tp.tensor([0, 1, 2, 3, 4, 5], device=DEV)
+    F.cross_entropy(x, t, ignore_index=7)  # still usable after the errors
