@@ -28,13 +28,14 @@
 // is retried once; then OutOfMemoryError is raised, and the process can continue.
 //
 // Note [Small-block reuse]
-// Launch-bound code allocates and frees the same small sizes over and over (u + u in a
-// loop). Such a freed block (at most kQuickMax bytes, used on no other stream) skips the
-// merge-then-split round trip through the pool: it waits, still split, in a per-size LIFO
-// bin (at most kQuickDepth blocks a size), and the next allocation of that rounded size
-// on the same stream takes it back in O(1). For the statistics it is an inactive split
-// block like any other free one; the neighbour merge skips it (`quick`), and the OOM
-// retry, empty_cache and snapshot first return the bins' blocks to their pools.
+// Launch-bound code allocates and frees tiny tensors over and over (u + u in a loop). A
+// freed block of the smallest size (512 bytes: up to 128 float32 elements; used on no
+// other stream) skips the merge-then-split round trip through the pool: it waits, still
+// split, in a LIFO bin (at most kQuickDepth blocks), and the next 512-byte allocation on
+// the same stream takes it back in O(1). For the statistics it is an inactive split block
+// like any other free one; the neighbour merge skips it (`quick`), and the OOM retry,
+// empty_cache and snapshot first return the bin's blocks to the pool. Larger blocks merge
+// as before, so fragmentation is bounded by kQuickDepth small blocks.
 
 namespace tp::cuda::allocator {
 
@@ -46,8 +47,6 @@ constexpr size_t kSmallBuffer = size_t(2) << 20;
 constexpr size_t kLargeBuffer = size_t(20) << 20;
 constexpr size_t kMinLargeAlloc = size_t(10) << 20;
 constexpr size_t kRoundLarge = size_t(2) << 20;
-constexpr size_t kQuickMax = size_t(64) << 10;
-constexpr size_t kQuickBins = kQuickMax / kMinBlockSize;
 constexpr size_t kQuickDepth = 32;
 
 struct Stat {
@@ -137,15 +136,12 @@ class DeviceAllocator {
     std::lock_guard<std::mutex> g(mu_);
     process_events();
     size_t size = round_size(requested);
-    if (size <= kQuickMax) {
-      std::vector<Block*>& bin = quick_[size / kMinBlockSize - 1];
-      if (!bin.empty() && bin.back()->stream == stream) {
-        Block* b = bin.back();
-        bin.pop_back();
-        b->quick = false;
-        count_inactive_split(b, -1);
-        return activate(b, requested);
-      }
+    if (size == kMinBlockSize && !quick_.empty() && quick_.back()->stream == stream) {
+      Block* b = quick_.back();
+      quick_.pop_back();
+      b->quick = false;
+      count_inactive_split(b, -1);
+      return activate(b, requested);
     }
     BlockPool& pool = size <= kSmallSize ? small_ : large_;
     Block* block = take_free(pool, size, stream);
@@ -198,16 +194,13 @@ class DeviceAllocator {
       block->stream_uses.clear();
       return;
     }
-    if (block->size <= kQuickMax && block->pool->small) {
-      std::vector<Block*>& bin = quick_[block->size / kMinBlockSize - 1];
-      if (bin.size() < kQuickDepth) {
-        update(stats_.active, true, -1);
-        update(stats_.active_bytes, true, -int64_t(block->size));
-        block->quick = true;
-        count_inactive_split(block, 1);
-        bin.push_back(block);
-        return;
-      }
+    if (block->size == kMinBlockSize && block->pool->small && quick_.size() < kQuickDepth) {
+      update(stats_.active, true, -1);
+      update(stats_.active_bytes, true, -int64_t(block->size));
+      block->quick = true;
+      count_inactive_split(block, 1);
+      quick_.push_back(block);
+      return;
     }
     free_block(block);
   }
@@ -329,16 +322,14 @@ class DeviceAllocator {
     update(stats_.inactive_split_bytes, b->pool->small, n * int64_t(b->size));
   }
 
-  // Returns the blocks waiting in the small-block bins to their pools.
+  // Returns the blocks waiting in the small-block bin to the pool.
   void flush_quick() {
-    for (std::vector<Block*>& bin : quick_) {
-      for (Block* b : bin) {
-        b->quick = false;
-        count_inactive_split(b, -1);
-        release_to_pool(b);
-      }
-      bin.clear();
+    for (Block* b : quick_) {
+      b->quick = false;
+      count_inactive_split(b, -1);
+      release_to_pool(b);
     }
+    quick_.clear();
   }
 
   std::array<StatArray*, 9> all_stats() {
@@ -517,7 +508,7 @@ class DeviceAllocator {
   BlockPool small_, large_;
   std::set<Block*> segments_;  // first block of each segment
   std::unordered_map<void*, Block*> active_;
-  std::vector<Block*> quick_[kQuickBins];  // Note [Small-block reuse]
+  std::vector<Block*> quick_;  // Note [Small-block reuse]
   std::vector<std::pair<cudaEvent_t, Block*>> pending_;
   std::vector<cudaEvent_t> events_;  // spare events
   Stats stats_;

@@ -4,6 +4,9 @@
 
 #include "core/error.h"
 #include "python/bindings.h"
+#ifdef TP_USE_CUDA
+#include "cuda/runtime.h"
+#endif
 
 namespace tp::python {
 
@@ -112,8 +115,14 @@ void capsule_destructor(PyObject* cap, const char* name) {
 template <class M>
 Tensor import_managed(M* m) {
   DLTensor& d = m->dl_tensor;
-  TP_CHECK(d.device.device_type == kDLCPU || d.device.device_type == kDLCUDAHost,
-           "from_dlpack: only CPU tensors can be imported until the CUDA backend lands");
+  const bool on_gpu = d.device.device_type == kDLCUDA;
+  TP_CHECK(d.device.device_type == kDLCPU || d.device.device_type == kDLCUDAHost || on_gpu,
+           "from_dlpack: unsupported device type ", d.device.device_type,
+           " (CPU, CUDA and CUDA host memory can be imported)");
+#ifndef TP_USE_CUDA
+  TP_CHECK(!on_gpu, "from_dlpack: a CUDA tensor needs a CUDA build of TensorPlay");
+#endif
+  const Device device = on_gpu ? Device(DeviceType::CUDA, d.device.device_id) : Device(DeviceType::CPU);
   DType dt = from_dl(d.dtype);
   DimVector shape(d.shape, size_t(d.ndim));
   DimVector strides = d.strides ? DimVector(d.strides, size_t(d.ndim)) : contiguous_strides(shape);
@@ -126,7 +135,7 @@ Tensor import_managed(M* m) {
   }
   char* base = static_cast<char*>(d.data) + d.byte_offset;
   auto storage = make_intrusive<StorageImpl>(
-      base, empty ? 0 : size_t(extent * es), Device(DeviceType::CPU),
+      base, empty ? 0 : size_t(extent * es), device,
       [](void* ctx, void*) {
         auto* mm = static_cast<M*>(ctx);
         if (mm->deleter) mm->deleter(mm);
@@ -140,8 +149,27 @@ Tensor import_managed(M* m) {
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
   cls.def("__dlpack__", [](const Tensor& t, nb::handle stream, nb::handle max_version,
                            nb::handle dl_device, nb::handle copy) -> nb::object {
-    (void)stream;
     (void)dl_device;
+#ifdef TP_USE_CUDA
+    // The consumer reads on `stream` (DLPack: 1 = the legacy default stream, 2 = the
+    // per-thread default): it must see the work queued on ours so far.
+    if (t.device().is_cuda() && !stream.is_none()) {
+      const intptr_t h = nb::cast<intptr_t>(stream);
+      TP_CHECK(h != 0, "__dlpack__: stream 0 is disallowed by the DLPack protocol for CUDA");
+      const cuda::Stream ours = cuda::current_stream(t.device().index);
+      const auto theirs = h == 1   ? cudaStreamLegacy
+                          : h == 2 ? cudaStreamPerThread
+                                   : reinterpret_cast<cudaStream_t>(h);
+      const bool ours_legacy = ours.handle == nullptr || ours.handle == cudaStreamLegacy;
+      if (h != -1 && !(ours_legacy && theirs == cudaStreamLegacy) && theirs != ours.handle) {
+        cuda::Event e;
+        e.record(ours);
+        e.wait(cuda::Stream{theirs, t.device().index, 0});
+      }
+    }
+#else
+    (void)stream;
+#endif
     TP_CHECK(copy.is_none() || !nb::cast<bool>(copy), "__dlpack__: copy=True is not supported");
     TP_CHECK(!t.impl()->requires_grad(), "Can't export tensors that require gradient, use tensor.detach()");
     bool versioned = !max_version.is_none() && nb::cast<int>(max_version[0]) >= 1;

@@ -51,10 +51,15 @@ def from_numpy(ndarray):
 def from_dlpack(ext_tensor):
     """A tensor sharing the memory of any DLPack producer (NumPy, PyTorch, ...)."""
     if hasattr(ext_tensor, "__dlpack__"):
+        kwargs = {}
+        device = ext_tensor.__dlpack_device__() if hasattr(ext_tensor, "__dlpack_device__") else (1, 0)
+        if int(device[0]) == 2:  # CUDA: the producer orders its work before our current stream
+            handle = _C._cuda_getCurrentStream(int(device[1]))[0]
+            kwargs["stream"] = handle if handle else 1  # 1: the legacy default stream
         try:
-            capsule = ext_tensor.__dlpack__(max_version=(1, 0))
+            capsule = ext_tensor.__dlpack__(max_version=(1, 0), **kwargs)
         except TypeError:
-            capsule = ext_tensor.__dlpack__()
+            capsule = ext_tensor.__dlpack__(**kwargs)
     else:
         capsule = ext_tensor
     return _C._from_dlpack_capsule(capsule)

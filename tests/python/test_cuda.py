@@ -339,6 +339,30 @@ def test_block_reuse_split_and_merge(clean):
 
 
 @gpu
+def test_tiny_blocks_come_back_from_their_bin(clean):
+    # Note [Small-block reuse]: 512-byte blocks skip the merge and come back in LIFO order
+    x = tp.empty(16, device="cuda")
+    p = x.data_ptr()
+    del x
+    y = tp.empty(100, device="cuda")
+    assert y.data_ptr() == p
+    del y
+    many = [tp.empty(8, device="cuda") for _ in range(40)]  # more than the bin holds
+    ptrs = {t.data_ptr() for t in many}
+    assert len(ptrs) == 40
+    del many
+    stats = tp.cuda.memory_stats()
+    assert stats["active.all.current"] == 0 and tp.cuda.memory_allocated() == 0
+    again = [tp.empty(8, device="cuda") for _ in range(40)]
+    assert len({t.data_ptr() for t in again} & ptrs) >= 32  # at least the bin's blocks
+    del again
+    tp.cuda.empty_cache()  # the bin's blocks merge back, so the whole segment is released
+    stats = tp.cuda.memory_stats()
+    assert tp.cuda.memory_reserved() == 0 and stats["segment.all.current"] == 0
+    assert stats["inactive_split.all.current"] == 0
+
+
+@gpu
 def test_per_stream_reuse_and_record_stream(clean):
     s = tp.cuda.Stream()
     x = tp.empty(1 << 16, device="cuda")
