@@ -1,8 +1,9 @@
 // tp.linalg decompositions on CPU through LAPACK: LU (det, slogdet, inv, solve), Cholesky,
 // QR, SVD, the symmetric eigensolver and least squares, plus the legacy top-level names.
 // Matrices are copied into column-major batches that LAPACK overwrites; results that
-// LAPACK writes stay column-major, as PyTorch's do. Functions built on these (pinv,
-// matrix_rank, matrix_power, matrix_exp) live in linalg_functions.cpp.
+// LAPACK writes stay column-major, as PyTorch's do. CUDA tensors go to cuSOLVER
+// (cuda/linalg.h) after the same checks. Functions built on these (pinv, matrix_rank,
+// matrix_power, matrix_exp) live in linalg_functions.cpp.
 #include "ops/linalg_common.h"
 
 #include <algorithm>
@@ -12,6 +13,11 @@
 
 #include "core/error.h"
 #include "linalg/lapack.h"
+#include "ops/pointwise.h"
+#include "ops/shape_utils.h"
+#ifdef TP_USE_CUDA
+#include "cuda/linalg.h"
+#endif
 
 namespace tp {
 namespace linalg {
@@ -67,6 +73,13 @@ void check_matrix(const Tensor& A, const char* half_kernel, bool square) {
   if (square)
     TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
              " by ", cols(A), " matrices");
+  check_solver_device(A);
+}
+
+void check_solver_device(const Tensor& A) {
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return;
+#endif
   TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
 }
 
@@ -75,7 +88,7 @@ bool is_vector_rhs(const Tensor& A, const Tensor& B) {
                           std::equal(B.sizes().begin(), B.sizes().end(), A.sizes().begin()));
 }
 
-Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt) {
+Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt, Device device) {
   DimVector sizes = with_tail(batch, {r, c});
   size_t nd = sizes.size();
   DimVector strides(nd);
@@ -86,11 +99,11 @@ Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt) {
     strides[i] = s;
     s *= std::max<int64_t>(sizes[i], 1);
   }
-  return empty_strided_tensor(sizes, strides, dt, Device(DeviceType::CPU));
+  return empty_strided_tensor(sizes, strides, dt, device);
 }
 
 Tensor colmajor_copy(const Tensor& A, IntArrayRef batch) {
-  Tensor buf = colmajor_empty(batch, rows(A), cols(A), A.dtype());
+  Tensor buf = colmajor_empty(batch, rows(A), cols(A), A.dtype(), A.device());
   copy_(buf, expand(A, with_tail(batch, {rows(A), cols(A)})));
   return buf;
 }
@@ -102,6 +115,48 @@ std::string batch_prefix(const Tensor& A, int64_t b) {
   detail::append(s, b);
   detail::append(s, "): ");
   return s;
+}
+
+int64_t first_failure(const Tensor& info, int* value) {
+  Tensor h = host_copy(info);
+  const int32_t* p = h.data<int32_t>();
+  for (int64_t b = 0; b < h.numel(); ++b)
+    if (p[b] > 0) {
+      *value = p[b];
+      return b;
+    }
+  return -1;
+}
+
+void fail_inverse(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The diagonal element ", info,
+                 " is zero, the inversion could not be completed because the input matrix is "
+                 "singular.");
+}
+
+void fail_solve(const Tensor& A, int64_t b) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The solver failed because the input matrix is singular.");
+}
+
+void fail_cholesky(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The factorization could not be completed because the "
+                 "input is not positive-definite (the leading minor of order ", info,
+                 " is not positive-definite).");
+}
+
+void fail_svd(const Tensor& A, int64_t b, int info) {
+  if (info < 0)
+    TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                   "matrix contained non-finite values.");
+  TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                 "matrix is ill-conditioned or has too many repeated singular values (error "
+                 "code: ", info, ").");
+}
+
+void fail_eigh(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                 "matrix is ill-conditioned or has too many repeated eigenvalues (error code: ",
+                 info, ").");
 }
 
 Tensor finish_out(OutArg out, const Tensor& res) {
@@ -181,6 +236,9 @@ using namespace linalg;
 
 Tensor linalg_det_impl(const Tensor& A, OutArg out) {
   check_matrix(A, "lu_cpu", true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return finish_out(out, cuda::linalg::det(A));
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor det = empty_tensor(batch, A.dtype());
@@ -207,6 +265,9 @@ Tensor det_composite(const Tensor& self, OutArg) { return linalg_det(self); }
 
 std::tuple<Tensor, Tensor> linalg_slogdet_impl(const Tensor& A, OutArg) {
   check_matrix(A, nullptr, true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::slogdet(A);
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor sign = empty_tensor(batch, A.dtype()), logabs = empty_tensor(batch, A.dtype());
@@ -236,19 +297,30 @@ std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors
   check_matrix(A, nullptr, true);
   DimVector batch = batch_of(A);
   int64_t n = rows(A);
-  Tensor eye_n = eye(n, std::nullopt, A.dtype());
-  std::vector<int> info;
-  Tensor inv = dispatch_float(A.dtype(), [&](auto zero) {
-    return lu_solve<decltype(zero)>(A, eye_n, batch, info);
-  });
-  Tensor info_t = empty_tensor(batch, DType::Int32);
-  std::copy(info.begin(), info.end(), info_t.data<int32_t>());
-  if (check_errors)
-    for (size_t b = 0; b < info.size(); ++b)
-      if (info[b] > 0)
-        TP_FAIL_LINALG(batch_prefix(A, int64_t(b)), "The diagonal element ", info[b],
-                       " is zero, the inversion could not be completed because the input "
-                       "matrix is singular.");
+  Tensor eye_n = eye(n, std::nullopt, A.dtype(), A.device());
+  Tensor inv, info_t;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) {
+    cuda::linalg::Lu f = cuda::linalg::lu_factor(A, batch);
+    inv = cuda::linalg::lu_solve(f, eye_n, batch);
+    info_t = f.info;
+    // a singular matrix's "inverse" is the identity, as on the CPU (which skips getrs)
+    if (n > 0) inv = where(gt(unsqueeze(unsqueeze(info_t, -1), -1), wrapped_scalar(0)), eye_n, inv);
+  }
+#endif
+  if (!inv.defined()) {
+    std::vector<int> info;
+    inv = dispatch_float(A.dtype(), [&](auto zero) {
+      return lu_solve<decltype(zero)>(A, eye_n, batch, info);
+    });
+    info_t = empty_tensor(batch, DType::Int32);
+    std::copy(info.begin(), info.end(), info_t.data<int32_t>());
+  }
+  int bad = 0;
+  if (check_errors) {
+    int64_t b = first_failure(info_t, &bad);
+    if (b >= 0) fail_inverse(A, b, bad);
+  }
   return {inv, info_t};
 }
 
@@ -277,23 +349,34 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   Tensor a = expand(A, with_tail(batch, {n, n}));
   Tensor b = expand(Bm, with_tail(batch, {br, bc}));
   if (!left) a = transpose(a, -2, -1), b = transpose(b, -2, -1);
-  std::vector<int> info;
-  Tensor x = dispatch_float(A.dtype(), [&](auto zero) {
-    return lu_solve<decltype(zero)>(a, b, batch, info);
-  });
-  for (size_t i = 0; i < info.size(); ++i)
-    if (info[i] > 0)
-      TP_FAIL_LINALG(batch_prefix(a, int64_t(i)),
-                     "The solver failed because the input matrix is singular.");
+  Tensor x;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) {
+    cuda::linalg::Lu f = cuda::linalg::lu_factor(a, batch);
+    int bad = 0;
+    int64_t i = first_failure(f.info, &bad);
+    if (i >= 0) fail_solve(a, i);
+    x = cuda::linalg::lu_solve(f, b, batch);
+  }
+#endif
+  if (!x.defined()) {
+    std::vector<int> info;
+    x = dispatch_float(A.dtype(), [&](auto zero) {
+      return lu_solve<decltype(zero)>(a, b, batch, info);
+    });
+    for (size_t i = 0; i < info.size(); ++i)
+      if (info[i] > 0) fail_solve(a, int64_t(i));
+  }
   if (!left) x = transpose(x, -2, -1);
   if (vector_case) x = select(x, -1, 0);
   return finish_out(out, x);
 }
 
 // ------------------------------------------------------------------ Cholesky
-std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
-                                                   OutArg) {
-  check_matrix(A, "cholesky_cpu", true);
+namespace {
+
+/// The Cholesky factors (other triangle zeroed) and potrf's info of a checked CPU A.
+std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor L = colmajor_copy(A, batch);
@@ -314,12 +397,24 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, 
           if (upper ? i > j : i < j) a[j * n + i] = 0;
     }
   });
-  if (check_errors)
-    for (int64_t b = 0; b < nb; ++b)
-      if (info[b] > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The factorization could not be completed because the "
-                       "input is not positive-definite (the leading minor of order ", info[b],
-                       " is not positive-definite).");
+  return {L, info_t};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
+                                                   OutArg) {
+  check_matrix(A, "cholesky_cpu", true);
+  Tensor L, info_t;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) std::tie(L, info_t) = cuda::linalg::cholesky(A, upper);
+#endif
+  if (!L.defined()) std::tie(L, info_t) = cholesky_cpu(A, upper);
+  int bad = 0;
+  if (check_errors) {
+    int64_t b = first_failure(info_t, &bad);
+    if (b >= 0) fail_cholesky(A, b, bad);
+  }
   return {L, info_t};
 }
 
@@ -340,6 +435,9 @@ std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mo
   TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
            mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
   check_matrix(A, "geqrf_cpu", false);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::qr(A, mode);
+#endif
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   bool complete = mode == "complete";
@@ -380,6 +478,9 @@ std::tuple<Tensor, Tensor> qr_composite(const Tensor& self, bool some, OutArg) {
 namespace linalg {
 
 SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::svd(A, compute_uv, full_matrices);
+#endif
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
@@ -414,13 +515,7 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
       T* vb = compute_uv ? v0 + b * vrows * n : v0;
       lapack::gesdd(jobz, mi, ni, a.data<T>() + b * m * n, mi, r.S.data<T>() + b * k, ub, ldu, vb,
                     ldvt, work.data(), int(work.size()), iwork.data(), &info);
-      if (info < 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix contained non-finite values.");
-      if (info > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix is ill-conditioned or has too many repeated singular values "
-                       "(error code: ", info, ").");
+      if (info != 0) fail_svd(A, b, info);
     }
   });
   return r;
@@ -432,6 +527,9 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   if (dt != DType::Float32 && dt != DType::Float64)
     TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
   check_matrix(A, nullptr, true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::eigh(A, compute_v, uplo[0]);
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   EighResult r;
@@ -450,10 +548,7 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
     for (int64_t b = 0; b < nb; ++b) {
       lapack::syevd(jobz, uplo[0], ni, a + b * n * n, ni, r.eigenvalues.data<T>() + b * n,
                     work.data(), int(work.size()), iwork.data(), int(iwork.size()), &info);
-      if (info > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix is ill-conditioned or has too many repeated eigenvalues (error "
-                       "code: ", info, ").");
+      if (info > 0) fail_eigh(A, b, info);
     }
   });
   return r;
