@@ -599,6 +599,51 @@ Tensor linalg_eigvalsh_impl(const Tensor& A, const std::string& UPLO, OutArg out
 }
 
 // ------------------------------------------------------------------ least squares
+namespace {
+
+[[noreturn]] void fail_rank_deficient(const Tensor& a, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(a, b), "The least squares solution could not be computed "
+                 "because the input matrix does not have full rank (error code: ", info, ").");
+}
+
+/// linalg.lstsq with the gels driver as tp ops, for tensors off the CPU (CUDA, where gels is
+/// PyTorch's only driver): A (m x n) and Bm (m x k) broadcast to `batch`. X comes from the QR
+/// factors of A (m >= n) or of A^T (m < n: the minimum-norm solution), the triangular
+/// systems solved by linalg_solve; A must have full rank, as gels requires: an exactly zero
+/// diagonal element of R raises the CPU's error (gels's info is its 1-based index).
+std::tuple<Tensor, Tensor, Tensor, Tensor> lstsq_gels_by_ops(const Tensor& A, const Tensor& Bm,
+                                                             IntArrayRef batch, bool vector_case) {
+  int64_t m = rows(A), n = cols(A), k = cols(Bm), mink = std::min(m, n), nb = count(batch);
+  DType dt = A.dtype();
+  Device dev = A.device();
+  Tensor a = expand(A, with_tail(batch, {m, n}));
+  Tensor b = expand(Bm, with_tail(batch, {m, k}));
+  Tensor x;
+  if (mink == 0 || k == 0 || nb == 0) {
+    x = zeros(with_tail(batch, {n, k}), dt, dev);
+  } else {
+    bool tall = m >= n;
+    auto [Q, R] = linalg_qr(tall ? a : transpose(a, -2, -1), "reduced");
+    Tensor diag = host_copy(_to_dtype(diagonal(R, 0, -2, -1), DType::Float64));
+    for (int64_t i = 0; i < nb * mink; ++i)
+      if (diag.data<double>()[i] == 0) fail_rank_deficient(a, i / mink, int(i % mink + 1));
+    x = tall ? linalg_solve(R, matmul(transpose(Q, -2, -1), b))
+             : matmul(Q, linalg_solve(transpose(R, -2, -1), b));
+  }
+  Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, dt, dev);
+  if (m > n && nb > 0 && n == 0) {  // PyTorch's gels: zeros
+    residuals = zeros(with_tail(batch, {k}), dt, dev);
+  } else if (m > n && nb > 0) {  // |A X - B|^2 per column, which gels reads off Q^T B's last rows
+    Tensor r = sub(matmul(a, x), b);
+    residuals = sum(mul(r, r), std::array<int64_t, 1>{-2});
+  }
+  return {vector_case ? select(x, -1, 0) : x, residuals,
+          empty_tensor(std::array<int64_t, 1>{0}, DType::Int64, dev),
+          empty_tensor(std::array<int64_t, 1>{0}, dt, dev)};
+}
+
+}  // namespace
+
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
     const Tensor& A, const Tensor& B, const std::optional<double>& rcond,
     const std::optional<std::string>& driver, OutArg) {
@@ -616,8 +661,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   TP_CHECK(A.dtype() == B.dtype(), "Expected input and other to have the same dtype, but got "
            "input's dtype ", dtype_scalar_name(A.dtype()), " and other's dtype ",
            dtype_scalar_name(B.dtype()));
-  TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
-  std::string drv = driver.value_or("gelsy");
+  check_solver_device(A);
+  bool on_cpu = A.device().is_cpu();
+  TP_CHECK(on_cpu || !driver || *driver == "gels",
+           "`driver` other than `gels` is not supported on CUDA");
+  std::string drv = driver.value_or(on_cpu ? "gelsy" : "gels");
   TP_CHECK(drv == "gels" || drv == "gelsy" || drv == "gelsd" || drv == "gelss",
            "parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
   bool vector_case = is_vector_rhs(A, B);
@@ -625,6 +673,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   int64_t m = rows(A), n = cols(A), k = cols(Bm), mn = std::max(m, n), mink = std::min(m, n);
   TP_CHECK(rows(Bm) == m, "input.size(-2) should match other.size(-2)");
   DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
+  if (!on_cpu) return lstsq_gels_by_ops(A, Bm, batch, vector_case);
   int64_t nb = count(batch);
   DType dt = A.dtype();
   Tensor a = colmajor_copy(A, batch);
@@ -659,9 +708,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
         T* sb = has_sv ? s0 + b * mink : nullptr;
         if (drv == "gels") {
           lapack::gels('N', mi, ni, ki, ab, ld, xb, ldb, work.data(), lw, &info);
-          if (info > 0)
-            TP_FAIL_LINALG(batch_prefix(a, b), "The least squares solution could not be computed "
-                           "because the input matrix does not have full rank (error code: ", info, ").");
+          if (info > 0) fail_rank_deficient(a, b, info);
         } else if (drv == "gelsy") {
           std::fill(jpvt.begin(), jpvt.end(), 0);
           lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work.data(), lw, &info);

@@ -224,6 +224,25 @@ def test_matrix_exp_mixed_norms_and_non_finite():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((2, 6, 4), (2, 6)),
+                                    ((2, 4, 6), (2, 4, 3)), ((1, 5, 3), (4, 5, 1)), ((0, 3), (0, 2)),
+                                    ((2, 5, 3), (2, 5, 0)), ((40, 20), (40, 3))])
+def test_lstsq_gels(shapes, dtype):
+    a_shape, b_shape = shapes
+    ac, ag = _pair(_rand(a_shape), dtype)
+    bc, bg = _pair(_rand(b_shape, seed=1), dtype)
+    got = tp.linalg.lstsq(ag, bg)  # gels: the default (and only) driver on CUDA
+    want = tp.linalg.lstsq(ac, bc, driver="gels")
+    for g, w in zip(got, want):
+        assert g.device.type == "cuda" and str(g.dtype) == str(w.dtype)
+        assert tuple(g.shape) == tuple(w.shape)
+    _close(got.solution, want.solution, dtype, scale=10)
+    _close(got.residuals, want.residuals, dtype, scale=100)
+    with pytest.raises(RuntimeError, match="other than `gels` is not supported on CUDA"):
+        tp.linalg.lstsq(ag, bg, driver="gelsy")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_errors_match_cpu(dtype):
     cases = [
         (tp.linalg.inv, np.zeros((3, 3))),
@@ -235,6 +254,9 @@ def test_errors_match_cpu(dtype):
         (tp.linalg.cholesky, np.diag([1.0, np.nan, 1.0])),
         (tp.linalg.svd, np.full((3, 3), np.nan)),
         (tp.linalg.svdvals, np.stack([np.eye(2), np.full((2, 2), np.nan)])),
+        (lambda a: tp.linalg.lstsq(a, tp.ones(a.shape[:-1] + (1,), dtype=a.dtype, device=a.device),
+                                   driver="gels"),
+         np.stack([np.eye(4)[:, :3], np.array([[1.0, 0, 2], [1, 0, 2], [1, 0, 2], [1, 0, 2]])])),
     ]
     for fn, a in cases:
         cpu, gpu = _pair(a, dtype)
