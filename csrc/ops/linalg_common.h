@@ -65,7 +65,7 @@ struct SvdResult {
 /// Singular values (descending) and, if asked, the vectors of a checked A (gesdd; gesvdj on
 /// CUDA, where Vh is the transpose of a column-major V).
 SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices);
-/// The checks linalg.svd/svdvals make (driver= is CUDA-only in PyTorch).
+/// The checks linalg.svd/svdvals make (driver= is CUDA-only in PyTorch: gesvd, gesvdj or gesvda).
 void check_svd_input(const Tensor& A, const std::optional<std::string>& driver);
 
 struct EighResult {

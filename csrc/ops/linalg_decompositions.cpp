@@ -555,9 +555,13 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
 }
 
 void check_svd_input(const Tensor& A, const std::optional<std::string>& driver) {
-  TP_CHECK(!driver, "keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER "
-           "backend.");
+  bool cuda = A.device().is_cuda();
+  TP_CHECK(cuda || !driver, "keyword argument `driver=` is only supported on CUDA inputs with "
+           "cuSOLVER backend.");
   check_matrix(A, "linalg_svd_cpu", false);
+  // CUDA names cuSOLVER's drivers; all of them give gesvdj's result here
+  TP_CHECK(!driver || *driver == "gesvd" || *driver == "gesvdj" || *driver == "gesvda",
+           "unknown svd driver ", *driver, " in svd_cusolver computation.");
 }
 
 }  // namespace linalg

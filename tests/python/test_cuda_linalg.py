@@ -129,6 +129,10 @@ def test_svd(shape, full_matrices, dtype):
         assert tuple(got.shape) == tuple(want.shape) and got.device.type == "cuda"
     _close(S, Sc, dtype, scale=10)
     _close(tp.linalg.svdvals(gpu), Sc, dtype, scale=10)
+    for driver in ("gesvd", "gesvdj", "gesvda"):
+        _close(tp.linalg.svdvals(gpu, driver=driver), Sc, dtype, scale=10)
+    with pytest.raises(RuntimeError, match="unknown svd driver qr"):
+        tp.linalg.svd(gpu, driver="qr")
     u, s, vh = _np(U), _np(S), _np(Vh)
     k = s.shape[-1]
     rebuilt = (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :]
