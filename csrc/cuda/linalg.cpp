@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
+#include "cuda/blas_context.h"
 #include "cuda/handle_pool.h"
 #include "cuda/runtime.h"
 #include "ops/pointwise.h"
@@ -18,7 +20,9 @@
 // stream before each use; the calls run on that stream under a DeviceGuard for the input's
 // device. A batch is a loop of per-matrix calls over one column-major buffer (the layout
 // colmajor_copy makes, matrix b at offset b * rows * cols), each with its own devInfo slot
-// in an int32 tensor; the workspace (bufferSize is the same for every matrix) is one tensor
+// in an int32 tensor, except batches of small matrices (n <= kBatchedMaxN), which take the
+// batched routines (cuBLAS getrfBatched/getrsBatched, cuSOLVER potrfBatched) over a device
+// array of matrix pointers, saving a launch per matrix; the workspace (bufferSize is the same for every matrix) is one tensor
 // from the caching allocator, reused by the calls in stream order and freed stream-ordered.
 // Nothing here waits for the GPU except where the CPU path raises: the _ex ops return info
 // on the device, while inv/solve/cholesky/svd/eigh read it back (one host copy) to raise
@@ -147,6 +151,44 @@ TP_CUSOLVER_WRAP(float, S)
 TP_CUSOLVER_WRAP(double, D)
 #undef TP_CUSOLVER_WRAP
 
+// The batched routines, by precision.
+#define TP_BATCHED_WRAP(T, p)                                                                 \
+  cublasStatus_t getrf_batched(cublasHandle_t h, int n, T* const a[], int lda, int* piv,      \
+                               int* info, int nb) {                                           \
+    return cublas##p##getrfBatched(h, n, a, lda, piv, info, nb);                              \
+  }                                                                                           \
+  cublasStatus_t getrs_batched(cublasHandle_t h, int n, int k, const T* const a[], int lda,   \
+                               const int* piv, T* const b[], int ldb, int* host_info,         \
+                               int nb) {                                                      \
+    return cublas##p##getrsBatched(h, CUBLAS_OP_N, n, k, a, lda, piv, b, ldb, host_info, nb); \
+  }                                                                                           \
+  cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t u, int n, T* a[],     \
+                                 int lda, int* info, int nb) {                                \
+    return cusolverDn##p##potrfBatched(h, u, n, a, lda, info, nb);                            \
+  }
+TP_BATCHED_WRAP(float, S)
+TP_BATCHED_WRAP(double, D)
+#undef TP_BATCHED_WRAP
+
+/// Batches of more than one matrix of at most this order take the batched routines.
+constexpr int64_t kBatchedMaxN = 128;
+
+bool use_batched(int64_t nb, int64_t n) { return nb > 1 && n <= kBatchedMaxN; }
+
+/// A device array of the nb pointers base + b * stride (elements), for the batched routines:
+/// int64 addresses computed on the device (no host transfer to wait for).
+template <class T>
+Tensor matrix_pointers(T* base, int64_t stride, int64_t nb, Device device) {
+  Tensor offsets = mul(arange(0, nb, 1, DType::Int64, device),
+                       wrapped_scalar(stride * int64_t(sizeof(T))));
+  return add(offsets, wrapped_scalar(int64_t(reinterpret_cast<uintptr_t>(base))));
+}
+
+template <class T>
+T** pointers_of(const Tensor& t) {
+  return reinterpret_cast<T**>(t.device_data<int64_t>());
+}
+
 /// A workspace of `lwork` elements (bufferSize's count) of dtype dt on `device`.
 Tensor workspace(int lwork, DType dt, Device device) {
   int64_t n = std::max(lwork, 1);
@@ -181,8 +223,15 @@ Lu lu_factor(const Tensor& A, IntArrayRef batch) {
   int ni = lapack_int(n);
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    cusolverDnHandle_t h = current_handle();
     T* a = f.lu.device_data<T>();
+    if (use_batched(nb, n)) {
+      Tensor ptrs = matrix_pointers(a, n * n, nb, dev);
+      TP_CUBLAS_CHECK(getrf_batched(blas::current_context().handle, ni, pointers_of<T>(ptrs), ni,
+                                    f.pivots.device_data<int>(), f.info.device_data<int>(),
+                                    lapack_int(nb)));
+      return;
+    }
+    cusolverDnHandle_t h = current_handle();
     int lwork = 0;
     TP_CUSOLVER_CHECK(getrf_size(h, ni, ni, a, ni, &lwork));
     Tensor ws = workspace(lwork, A.dtype(), dev);
@@ -201,9 +250,18 @@ Tensor lu_solve(const Lu& f, const Tensor& B, IntArrayRef batch) {
   int ni = lapack_int(n), ki = lapack_int(k);
   dispatch_float(B.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    T* a = f.lu.device_data<T>();
+    if (use_batched(nb, n)) {
+      Tensor a_ptrs = matrix_pointers(a, n * n, nb, B.device());
+      Tensor x_ptrs = matrix_pointers(x.device_data<T>(), n * k, nb, B.device());
+      int host_info = 0;  // getrsBatched reports bad arguments on the host
+      TP_CUBLAS_CHECK(getrs_batched(blas::current_context().handle, ni, ki,
+                                    pointers_of<T>(a_ptrs), ni, f.pivots.device_data<int>(),
+                                    pointers_of<T>(x_ptrs), ni, &host_info, lapack_int(nb)));
+      return;
+    }
     cusolverDnHandle_t h = current_handle();
     Tensor info = info_slot(B.device());
-    const T* a = f.lu.device_data<T>();
     for (int64_t b = 0; b < nb; ++b)
       TP_CUSOLVER_CHECK(getrs(h, ni, ki, a + b * n * n, ni, f.pivots.device_data<int>() + b * n,
                               x.device_data<T>() + b * n * k, ni, info.device_data<int>()));
@@ -239,6 +297,12 @@ std::tuple<Tensor, Tensor> cholesky(const Tensor& A, bool upper) {
       using T = decltype(zero);
       cusolverDnHandle_t h = current_handle();
       T* a = L.device_data<T>();
+      if (use_batched(nb, n)) {
+        Tensor ptrs = matrix_pointers(a, n * n, nb, dev);
+        TP_CUSOLVER_CHECK(potrf_batched(h, uplo, ni, pointers_of<T>(ptrs), ni,
+                                        info.device_data<int>(), lapack_int(nb)));
+        return;
+      }
       int lwork = 0;
       TP_CUSOLVER_CHECK(potrf_size(h, uplo, ni, a, ni, &lwork));
       Tensor ws = workspace(lwork, A.dtype(), dev);
