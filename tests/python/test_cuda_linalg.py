@@ -13,7 +13,9 @@ pytestmark = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
 
 DTYPES = ("float32", "float64")
 TOL = {"float32": 2e-4, "float64": 1e-10}
-SQUARE_SHAPES = [(4, 4), (3, 5, 5), (2, 3, 6, 6), (0, 3, 3), (2, 0, 0), (40, 40)]
+# one matrix (looped cuSOLVER calls), batches of small ones (the batched routines), a batch
+# of matrices above kBatchedMaxN (looped again), empty batches and 0x0 matrices
+SQUARE_SHAPES = [(4, 4), (3, 5, 5), (2, 3, 6, 6), (0, 3, 3), (2, 0, 0), (40, 40), (2, 130, 130)]
 RECT_SHAPES = [(5, 3), (3, 5), (2, 6, 4), (2, 4, 6), (4, 4), (0, 3, 2), (3, 0), (0, 4), (33, 70)]
 
 
@@ -288,6 +290,14 @@ def test_ex_info_values(dtype):
     np.testing.assert_array_equal(np.triu(_np(L), 1), 0)
     with pytest.raises(tp.linalg.LinAlgError, match="order 2"):
         tp.linalg.cholesky_ex(gpu, check_errors=True)
+    for n in (3, 130):  # batched and looped routines
+        d = np.ones((3, n))
+        d[1, n // 2] = 0
+        d[2, n - 1] = -1
+        cpu, gpu = _pair(np.stack([np.diag(v) for v in d]), dtype)
+        assert tp.linalg.inv_ex(gpu)[1].cpu().tolist() == tp.linalg.inv_ex(cpu)[1].tolist() == [0, n // 2 + 1, 0]
+        assert (tp.linalg.cholesky_ex(gpu)[1].cpu().tolist() == tp.linalg.cholesky_ex(cpu)[1].tolist()
+                == [0, n // 2 + 1, n])
 
 
 def test_non_default_stream_and_threads():
