@@ -588,8 +588,8 @@ std::tuple<Tensor, Tensor, Tensor> svd_composite(const Tensor& self, bool some, 
   Tensor S = linalg_svdvals(self);
   DimVector batch = batch_of(self);
   int64_t m = rows(self), n = cols(self);
-  return {zeros(with_tail(batch, {m, m}), self.dtype()), S,
-          zeros(with_tail(batch, {n, n}), self.dtype())};
+  return {zeros(with_tail(batch, {m, m}), self.dtype(), self.device()), S,
+          zeros(with_tail(batch, {n, n}), self.dtype(), self.device())};
 }
 
 // ------------------------------------------------------------------ eigh
