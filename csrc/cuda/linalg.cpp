@@ -22,8 +22,9 @@
 // colmajor_copy makes, matrix b at offset b * rows * cols), each with its own devInfo slot
 // in an int32 tensor, except batches of small matrices (n <= kBatchedMaxN), which take the
 // batched routines (cuBLAS getrfBatched/getrsBatched, cuSOLVER potrfBatched) over a device
-// array of matrix pointers, saving a launch per matrix; the workspace (bufferSize is the same for every matrix) is one tensor
-// from the caching allocator, reused by the calls in stream order and freed stream-ordered.
+// array of matrix pointers, saving a launch per matrix. The workspace (bufferSize is the
+// same for every matrix) is one tensor from the caching allocator, reused by the calls in
+// stream order and freed stream-ordered.
 // Nothing here waits for the GPU except where the CPU path raises: the _ex ops return info
 // on the device, while inv/solve/cholesky/svd/eigh read it back (one host copy) to raise
 // the CPU's LinAlgError. Steps between the calls (pivot signs, NaN pivots, triangles) are

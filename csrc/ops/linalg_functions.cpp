@@ -55,7 +55,9 @@ struct Tolerances {
     for (int64_t b = 0; b < a.numel(); ++b) {
       double ab = atol.empty() ? 0.0 : atol[size_t(b)];
       a.data<double>()[b] = ab;
-      r.data<double>()[b] = !rtol.empty() ? rtol[size_t(b)] : ab > 0 ? 0.0 : eps * double(std::max(m, n));
+      r.data<double>()[b] = !rtol.empty() ? rtol[size_t(b)]
+                            : ab > 0      ? 0.0
+                                          : eps * double(std::max(m, n));
     }
     auto on_device = [&](const Tensor& t) {
       Tensor d = empty_tensor(batch, largest.dtype(), largest.device());
@@ -337,19 +339,23 @@ void expm(int64_t n, double* a, double* out) {
 Tensor expm_by_ops(const Tensor& a) {
   int64_t n = rows(a);
   Device dev = a.device();
-  Tensor norms = host_copy(amax(sum(abs(a), std::array<int64_t, 1>{-2}), std::array<int64_t, 1>{-1}));
+  Tensor column_sums = sum(abs(a), std::array<int64_t, 1>{-2});
+  Tensor norms = host_copy(amax(column_sums, std::array<int64_t, 1>{-1}));
   int64_t nb = norms.numel();
   const double* norm = norms.data<double>();
   DimVector one_by_one = batch_of(a);
   one_by_one.push_back(1);
   one_by_one.push_back(1);
-  Tensor scale = empty_tensor(one_by_one, DType::Float64), squarings = empty_tensor(one_by_one, DType::Int32),
-         bad = empty_tensor(one_by_one, DType::Bool);
+  Tensor scale = empty_tensor(one_by_one, DType::Float64);
+  Tensor squarings = empty_tensor(one_by_one, DType::Int32);
+  Tensor bad = empty_tensor(one_by_one, DType::Bool);
   double worst = 0;
   int most = 0;
   for (int64_t b = 0; b < nb; ++b) {
     bool finite = std::isfinite(norm[b]);
-    int s = finite && norm[b] > kTheta[4] ? std::max(0, int(std::ceil(std::log2(norm[b] / kTheta[4])))) : 0;
+    int s = 0;
+    if (finite && norm[b] > kTheta[4])
+      s = std::max(0, int(std::ceil(std::log2(norm[b] / kTheta[4]))));
     if (finite) worst = std::max(worst, norm[b]);
     most = std::max(most, s);
     bad.data<bool>()[b] = !finite;
