@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/formula_helpers.h"
+#include "ops/shape_utils.h"
 
 namespace tp::autograd {
 
@@ -28,11 +29,10 @@ Tensor with_diagonal(const Tensor& x, const Tensor& v) {
   return x - x * I + diag_matrix(v);
 }
 
-/// Whether any element of a bool tensor is set.
+/// Whether any element of a bool tensor (on any device) is set.
 bool any_true(const Tensor& mask) {
   if (mask.numel() == 0) return false;
-  Tensor a = any(mask);
-  return a.data<bool>()[0];
+  return host_copy(any(mask)).data<bool>()[0];
 }
 
 /// PyTorch's rule for a vector right-hand side of linalg.solve / lstsq: B is 1-D, or has

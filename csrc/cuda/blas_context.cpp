@@ -1,19 +1,21 @@
 #include "cuda/blas_context.h"
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cuda/caching_allocator.h"
+#include "cuda/handle_pool.h"
 #include "cuda/runtime.h"
 
 // Note [cuBLAS handles and workspaces]
 // A cuBLAS handle is not safe to use from two threads at once, so each thread gets its own
 // pair (cuBLAS + cuBLASLt) per device, made on first use. When a thread ends, its pairs go to
 // a per-device free list that later threads take from; handles are never destroyed (no
-// CUDA calls at exit, when the driver may already be gone). Each call binds the handle to
-// the thread's current stream; binding resets cuBLAS's workspace, so the handle's
+// CUDA calls at exit, when the driver may already be gone). That cache (thread_handles in
+// handle_pool.h) also holds the cuSOLVER handles of linalg.cpp, which need no workspace
+// binding (their workspaces come per call from the caching allocator). Each call binds the
+// handle to the thread's current stream; binding resets cuBLAS's workspace, so the handle's
 // workspace for that stream is set again. Workspaces come from the caching allocator on
 // the stream they serve (so stream order alone makes their reuse safe, and cuBLAS never
 // cudaMallocs its own), one per (handle, stream) pair, kept for the process. cuBLASLt
@@ -43,38 +45,7 @@ struct HandlePair {
   std::vector<Workspace> workspaces;
 };
 
-/// Pairs left by finished threads, per device. Leaked on purpose (outlives thread exits).
-struct FreePairs {
-  std::mutex mutex;
-  std::vector<HandlePair*> by_device[kMaxDevices];
-};
-FreePairs& free_pairs() {
-  static FreePairs* f = new FreePairs;
-  return *f;
-}
-
-/// The calling thread's pairs by device; handed to free_pairs() when the thread ends.
-struct ThreadPairs {
-  HandlePair* by_device[kMaxDevices] = {};
-  ~ThreadPairs() {
-    FreePairs& f = free_pairs();
-    std::lock_guard<std::mutex> lock(f.mutex);
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (by_device[d]) f.by_device[d].push_back(by_device[d]);
-  }
-};
-thread_local ThreadPairs t_pairs;
-
-HandlePair* acquire_pair(int device) {
-  {
-    FreePairs& f = free_pairs();
-    std::lock_guard<std::mutex> lock(f.mutex);
-    if (!f.by_device[device].empty()) {
-      HandlePair* p = f.by_device[device].back();
-      f.by_device[device].pop_back();
-      return p;
-    }
-  }
+HandlePair* make_pair() {
   auto* p = new HandlePair;
   TP_CUBLAS_CHECK(cublasCreate(&p->handle));
   TP_CUBLAS_CHECK(cublasLtCreate(&p->lt));
@@ -114,8 +85,7 @@ size_t workspace_size(int device) {
 
 Context current_context() {
   int device = current_device();
-  HandlePair*& pair = t_pairs.by_device[device];
-  if (!pair) pair = acquire_pair(device);
+  HandlePair* pair = &thread_handles(device, make_pair);
   Stream stream = current_stream(device);
   Workspace* ws = nullptr;
   for (Workspace& w : pair->workspaces)

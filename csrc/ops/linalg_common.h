@@ -29,13 +29,27 @@ bool is_vector_rhs(const Tensor& A, const Tensor& B);
 /// raise NotImplementedError naming `half_kernel` (PyTorch's CPU kernel, e.g. "lu_cpu"),
 /// or, when it is null, RuntimeError "Low precision dtypes not supported".
 void check_matrix(const Tensor& A, const char* half_kernel, bool square);
+/// Checks A is on a device with solvers (CPU or, in CUDA builds, CUDA).
+void check_solver_device(const Tensor& A);
 
-/// Uninitialised batch of r x c column-major matrices (the layout LAPACK writes).
-Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt);
-/// A column-major copy of A broadcast to `batch`, which LAPACK may overwrite.
+/// Uninitialised batch of r x c column-major matrices (the layout LAPACK and cuSOLVER write).
+Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt,
+                      Device device = Device(DeviceType::CPU));
+/// A column-major copy of A broadcast to `batch` on A's device, which the solver may overwrite.
 Tensor colmajor_copy(const Tensor& A, IntArrayRef batch);
 /// "(Batch element b): " when A is a batch, as PyTorch's messages have it; else "".
 std::string batch_prefix(const Tensor& A, int64_t b);
+
+/// The index of the first matrix whose info (int32, on any device) is > 0 (its value in
+/// *value), or -1 when none is.
+int64_t first_failure(const Tensor& info, int* value);
+/// PyTorch's LinAlgErrors for matrix b of A, one message per failure, shared by the CPU
+/// (LAPACK) and CUDA (cuSOLVER) paths. fail_svd: info < 0 means non-finite input.
+[[noreturn]] void fail_inverse(const Tensor& A, int64_t b, int info);
+[[noreturn]] void fail_solve(const Tensor& A, int64_t b);
+[[noreturn]] void fail_cholesky(const Tensor& A, int64_t b, int info);
+[[noreturn]] void fail_svd(const Tensor& A, int64_t b, int info);
+[[noreturn]] void fail_eigh(const Tensor& A, int64_t b, int info);
 /// res, or res copied into out= (which must have res's dtype; resized as needed).
 Tensor finish_out(OutArg out, const Tensor& res);
 
@@ -48,15 +62,17 @@ auto dispatch_float(DType dt, F&& f) {
 struct SvdResult {
   Tensor U, S, Vh;  // U, Vh undefined without compute_uv
 };
-/// Singular values (descending) and, if asked, the vectors of a checked A (gesdd).
+/// Singular values (descending) and, if asked, the vectors of a checked A (gesdd; gesvdj on
+/// CUDA, where Vh is the transpose of a column-major V).
 SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices);
-/// The checks linalg.svd/svdvals make (driver= is CUDA-only in PyTorch).
+/// The checks linalg.svd/svdvals make (driver= is CUDA-only in PyTorch: gesvd, gesvdj or gesvda).
 void check_svd_input(const Tensor& A, const std::optional<std::string>& driver);
 
 struct EighResult {
   Tensor eigenvalues, eigenvectors;  // eigenvectors hold A's overwritten copy without compute_v
 };
-/// Ascending eigenvalues and, if asked, eigenvectors of symmetric A from triangle uplo (syevd).
+/// Ascending eigenvalues and, if asked, eigenvectors of symmetric A from triangle uplo (syevd,
+/// on either device).
 EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo);
 
 }  // namespace tp::linalg

@@ -1,8 +1,9 @@
 // tp.linalg decompositions on CPU through LAPACK: LU (det, slogdet, inv, solve), Cholesky,
 // QR, SVD, the symmetric eigensolver and least squares, plus the legacy top-level names.
 // Matrices are copied into column-major batches that LAPACK overwrites; results that
-// LAPACK writes stay column-major, as PyTorch's do. Functions built on these (pinv,
-// matrix_rank, matrix_power, matrix_exp) live in linalg_functions.cpp.
+// LAPACK writes stay column-major, as PyTorch's do. CUDA tensors go to cuSOLVER
+// (cuda/linalg.h) after the same checks. Functions built on these (pinv, matrix_rank,
+// matrix_power, matrix_exp) live in linalg_functions.cpp.
 #include "ops/linalg_common.h"
 
 #include <algorithm>
@@ -12,6 +13,11 @@
 
 #include "core/error.h"
 #include "linalg/lapack.h"
+#include "ops/pointwise.h"
+#include "ops/shape_utils.h"
+#ifdef TP_USE_CUDA
+#include "cuda/linalg.h"
+#endif
 
 namespace tp {
 namespace linalg {
@@ -67,6 +73,13 @@ void check_matrix(const Tensor& A, const char* half_kernel, bool square) {
   if (square)
     TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
              " by ", cols(A), " matrices");
+  check_solver_device(A);
+}
+
+void check_solver_device(const Tensor& A) {
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return;
+#endif
   TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
 }
 
@@ -75,7 +88,7 @@ bool is_vector_rhs(const Tensor& A, const Tensor& B) {
                           std::equal(B.sizes().begin(), B.sizes().end(), A.sizes().begin()));
 }
 
-Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt) {
+Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt, Device device) {
   DimVector sizes = with_tail(batch, {r, c});
   size_t nd = sizes.size();
   DimVector strides(nd);
@@ -86,11 +99,11 @@ Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt) {
     strides[i] = s;
     s *= std::max<int64_t>(sizes[i], 1);
   }
-  return empty_strided_tensor(sizes, strides, dt, Device(DeviceType::CPU));
+  return empty_strided_tensor(sizes, strides, dt, device);
 }
 
 Tensor colmajor_copy(const Tensor& A, IntArrayRef batch) {
-  Tensor buf = colmajor_empty(batch, rows(A), cols(A), A.dtype());
+  Tensor buf = colmajor_empty(batch, rows(A), cols(A), A.dtype(), A.device());
   copy_(buf, expand(A, with_tail(batch, {rows(A), cols(A)})));
   return buf;
 }
@@ -102,6 +115,48 @@ std::string batch_prefix(const Tensor& A, int64_t b) {
   detail::append(s, b);
   detail::append(s, "): ");
   return s;
+}
+
+int64_t first_failure(const Tensor& info, int* value) {
+  Tensor h = host_copy(info);
+  const int32_t* p = h.data<int32_t>();
+  for (int64_t b = 0; b < h.numel(); ++b)
+    if (p[b] > 0) {
+      *value = p[b];
+      return b;
+    }
+  return -1;
+}
+
+void fail_inverse(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The diagonal element ", info,
+                 " is zero, the inversion could not be completed because the input matrix is "
+                 "singular.");
+}
+
+void fail_solve(const Tensor& A, int64_t b) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The solver failed because the input matrix is singular.");
+}
+
+void fail_cholesky(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The factorization could not be completed because the "
+                 "input is not positive-definite (the leading minor of order ", info,
+                 " is not positive-definite).");
+}
+
+void fail_svd(const Tensor& A, int64_t b, int info) {
+  if (info < 0)
+    TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                   "matrix contained non-finite values.");
+  TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                 "matrix is ill-conditioned or has too many repeated singular values (error "
+                 "code: ", info, ").");
+}
+
+void fail_eigh(const Tensor& A, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
+                 "matrix is ill-conditioned or has too many repeated eigenvalues (error code: ",
+                 info, ").");
 }
 
 Tensor finish_out(OutArg out, const Tensor& res) {
@@ -181,6 +236,9 @@ using namespace linalg;
 
 Tensor linalg_det_impl(const Tensor& A, OutArg out) {
   check_matrix(A, "lu_cpu", true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return finish_out(out, cuda::linalg::det(A));
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor det = empty_tensor(batch, A.dtype());
@@ -207,6 +265,9 @@ Tensor det_composite(const Tensor& self, OutArg) { return linalg_det(self); }
 
 std::tuple<Tensor, Tensor> linalg_slogdet_impl(const Tensor& A, OutArg) {
   check_matrix(A, nullptr, true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::slogdet(A);
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor sign = empty_tensor(batch, A.dtype()), logabs = empty_tensor(batch, A.dtype());
@@ -236,19 +297,30 @@ std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors
   check_matrix(A, nullptr, true);
   DimVector batch = batch_of(A);
   int64_t n = rows(A);
-  Tensor eye_n = eye(n, std::nullopt, A.dtype());
-  std::vector<int> info;
-  Tensor inv = dispatch_float(A.dtype(), [&](auto zero) {
-    return lu_solve<decltype(zero)>(A, eye_n, batch, info);
-  });
-  Tensor info_t = empty_tensor(batch, DType::Int32);
-  std::copy(info.begin(), info.end(), info_t.data<int32_t>());
-  if (check_errors)
-    for (size_t b = 0; b < info.size(); ++b)
-      if (info[b] > 0)
-        TP_FAIL_LINALG(batch_prefix(A, int64_t(b)), "The diagonal element ", info[b],
-                       " is zero, the inversion could not be completed because the input "
-                       "matrix is singular.");
+  Tensor eye_n = eye(n, std::nullopt, A.dtype(), A.device());
+  Tensor inv, info_t;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) {
+    cuda::linalg::Lu f = cuda::linalg::lu_factor(A, batch);
+    inv = cuda::linalg::lu_solve(f, eye_n, batch);
+    info_t = f.info;
+    // a singular matrix's "inverse" is the identity, as on the CPU (which skips getrs)
+    if (n > 0) inv = where(gt(unsqueeze(unsqueeze(info_t, -1), -1), wrapped_scalar(0)), eye_n, inv);
+  }
+#endif
+  if (!inv.defined()) {
+    std::vector<int> info;
+    inv = dispatch_float(A.dtype(), [&](auto zero) {
+      return lu_solve<decltype(zero)>(A, eye_n, batch, info);
+    });
+    info_t = empty_tensor(batch, DType::Int32);
+    std::copy(info.begin(), info.end(), info_t.data<int32_t>());
+  }
+  int bad = 0;
+  if (check_errors) {
+    int64_t b = first_failure(info_t, &bad);
+    if (b >= 0) fail_inverse(A, b, bad);
+  }
   return {inv, info_t};
 }
 
@@ -277,23 +349,34 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   Tensor a = expand(A, with_tail(batch, {n, n}));
   Tensor b = expand(Bm, with_tail(batch, {br, bc}));
   if (!left) a = transpose(a, -2, -1), b = transpose(b, -2, -1);
-  std::vector<int> info;
-  Tensor x = dispatch_float(A.dtype(), [&](auto zero) {
-    return lu_solve<decltype(zero)>(a, b, batch, info);
-  });
-  for (size_t i = 0; i < info.size(); ++i)
-    if (info[i] > 0)
-      TP_FAIL_LINALG(batch_prefix(a, int64_t(i)),
-                     "The solver failed because the input matrix is singular.");
+  Tensor x;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) {
+    cuda::linalg::Lu f = cuda::linalg::lu_factor(a, batch);
+    int bad = 0;
+    int64_t i = first_failure(f.info, &bad);
+    if (i >= 0) fail_solve(a, i);
+    x = cuda::linalg::lu_solve(f, b, batch);
+  }
+#endif
+  if (!x.defined()) {
+    std::vector<int> info;
+    x = dispatch_float(A.dtype(), [&](auto zero) {
+      return lu_solve<decltype(zero)>(a, b, batch, info);
+    });
+    for (size_t i = 0; i < info.size(); ++i)
+      if (info[i] > 0) fail_solve(a, int64_t(i));
+  }
   if (!left) x = transpose(x, -2, -1);
   if (vector_case) x = select(x, -1, 0);
   return finish_out(out, x);
 }
 
 // ------------------------------------------------------------------ Cholesky
-std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
-                                                   OutArg) {
-  check_matrix(A, "cholesky_cpu", true);
+namespace {
+
+/// The Cholesky factors (other triangle zeroed) and potrf's info of a checked CPU A.
+std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor L = colmajor_copy(A, batch);
@@ -314,12 +397,24 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, 
           if (upper ? i > j : i < j) a[j * n + i] = 0;
     }
   });
-  if (check_errors)
-    for (int64_t b = 0; b < nb; ++b)
-      if (info[b] > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The factorization could not be completed because the "
-                       "input is not positive-definite (the leading minor of order ", info[b],
-                       " is not positive-definite).");
+  return {L, info_t};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
+                                                   OutArg) {
+  check_matrix(A, "cholesky_cpu", true);
+  Tensor L, info_t;
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) std::tie(L, info_t) = cuda::linalg::cholesky(A, upper);
+#endif
+  if (!L.defined()) std::tie(L, info_t) = cholesky_cpu(A, upper);
+  int bad = 0;
+  if (check_errors) {
+    int64_t b = first_failure(info_t, &bad);
+    if (b >= 0) fail_cholesky(A, b, bad);
+  }
   return {L, info_t};
 }
 
@@ -340,6 +435,9 @@ std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mo
   TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
            mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
   check_matrix(A, "geqrf_cpu", false);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::qr(A, mode);
+#endif
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   bool complete = mode == "complete";
@@ -380,6 +478,9 @@ std::tuple<Tensor, Tensor> qr_composite(const Tensor& self, bool some, OutArg) {
 namespace linalg {
 
 SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::svd(A, compute_uv, full_matrices);
+#endif
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
@@ -414,13 +515,7 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
       T* vb = compute_uv ? v0 + b * vrows * n : v0;
       lapack::gesdd(jobz, mi, ni, a.data<T>() + b * m * n, mi, r.S.data<T>() + b * k, ub, ldu, vb,
                     ldvt, work.data(), int(work.size()), iwork.data(), &info);
-      if (info < 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix contained non-finite values.");
-      if (info > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix is ill-conditioned or has too many repeated singular values "
-                       "(error code: ", info, ").");
+      if (info != 0) fail_svd(A, b, info);
     }
   });
   return r;
@@ -432,6 +527,9 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   if (dt != DType::Float32 && dt != DType::Float64)
     TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
   check_matrix(A, nullptr, true);
+#ifdef TP_USE_CUDA
+  if (A.device().is_cuda()) return cuda::linalg::eigh(A, compute_v, uplo[0]);
+#endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   EighResult r;
@@ -450,19 +548,20 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
     for (int64_t b = 0; b < nb; ++b) {
       lapack::syevd(jobz, uplo[0], ni, a + b * n * n, ni, r.eigenvalues.data<T>() + b * n,
                     work.data(), int(work.size()), iwork.data(), int(iwork.size()), &info);
-      if (info > 0)
-        TP_FAIL_LINALG(batch_prefix(A, b), "The algorithm failed to converge because the input "
-                       "matrix is ill-conditioned or has too many repeated eigenvalues (error "
-                       "code: ", info, ").");
+      if (info > 0) fail_eigh(A, b, info);
     }
   });
   return r;
 }
 
 void check_svd_input(const Tensor& A, const std::optional<std::string>& driver) {
-  TP_CHECK(!driver, "keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER "
-           "backend.");
+  bool cuda = A.device().is_cuda();
+  TP_CHECK(cuda || !driver, "keyword argument `driver=` is only supported on CUDA inputs with "
+           "cuSOLVER backend.");
   check_matrix(A, "linalg_svd_cpu", false);
+  // CUDA names cuSOLVER's drivers; all of them give gesvdj's result here
+  TP_CHECK(!driver || *driver == "gesvd" || *driver == "gesvdj" || *driver == "gesvda",
+           "unknown svd driver ", *driver, " in svd_cusolver computation.");
 }
 
 }  // namespace linalg
@@ -489,8 +588,8 @@ std::tuple<Tensor, Tensor, Tensor> svd_composite(const Tensor& self, bool some, 
   Tensor S = linalg_svdvals(self);
   DimVector batch = batch_of(self);
   int64_t m = rows(self), n = cols(self);
-  return {zeros(with_tail(batch, {m, m}), self.dtype()), S,
-          zeros(with_tail(batch, {n, n}), self.dtype())};
+  return {zeros(with_tail(batch, {m, m}), self.dtype(), self.device()), S,
+          zeros(with_tail(batch, {n, n}), self.dtype(), self.device())};
 }
 
 // ------------------------------------------------------------------ eigh
@@ -504,6 +603,51 @@ Tensor linalg_eigvalsh_impl(const Tensor& A, const std::string& UPLO, OutArg out
 }
 
 // ------------------------------------------------------------------ least squares
+namespace {
+
+[[noreturn]] void fail_rank_deficient(const Tensor& a, int64_t b, int info) {
+  TP_FAIL_LINALG(batch_prefix(a, b), "The least squares solution could not be computed "
+                 "because the input matrix does not have full rank (error code: ", info, ").");
+}
+
+/// linalg.lstsq with the gels driver as tp ops, for tensors off the CPU (CUDA, where gels is
+/// PyTorch's only driver): A (m x n) and Bm (m x k) broadcast to `batch`. X comes from the QR
+/// factors of A (m >= n) or of A^T (m < n: the minimum-norm solution), the triangular
+/// systems solved by linalg_solve; A must have full rank, as gels requires: an exactly zero
+/// diagonal element of R raises the CPU's error (gels's info is its 1-based index).
+std::tuple<Tensor, Tensor, Tensor, Tensor> lstsq_gels_by_ops(const Tensor& A, const Tensor& Bm,
+                                                             IntArrayRef batch, bool vector_case) {
+  int64_t m = rows(A), n = cols(A), k = cols(Bm), mink = std::min(m, n), nb = count(batch);
+  DType dt = A.dtype();
+  Device dev = A.device();
+  Tensor a = expand(A, with_tail(batch, {m, n}));
+  Tensor b = expand(Bm, with_tail(batch, {m, k}));
+  Tensor x;
+  if (mink == 0 || k == 0 || nb == 0) {
+    x = zeros(with_tail(batch, {n, k}), dt, dev);
+  } else {
+    bool tall = m >= n;
+    auto [Q, R] = linalg_qr(tall ? a : transpose(a, -2, -1), "reduced");
+    Tensor diag = host_copy(_to_dtype(diagonal(R, 0, -2, -1), DType::Float64));
+    for (int64_t i = 0; i < nb * mink; ++i)
+      if (diag.data<double>()[i] == 0) fail_rank_deficient(a, i / mink, int(i % mink + 1));
+    x = tall ? linalg_solve(R, matmul(transpose(Q, -2, -1), b))
+             : matmul(Q, linalg_solve(transpose(R, -2, -1), b));
+  }
+  Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, dt, dev);
+  if (m > n && nb > 0 && n == 0) {  // PyTorch's gels: zeros
+    residuals = zeros(with_tail(batch, {k}), dt, dev);
+  } else if (m > n && nb > 0) {  // |A X - B|^2 per column, which gels reads off Q^T B's last rows
+    Tensor r = sub(matmul(a, x), b);
+    residuals = sum(mul(r, r), std::array<int64_t, 1>{-2});
+  }
+  return {vector_case ? select(x, -1, 0) : x, residuals,
+          empty_tensor(std::array<int64_t, 1>{0}, DType::Int64, dev),
+          empty_tensor(std::array<int64_t, 1>{0}, dt, dev)};
+}
+
+}  // namespace
+
 std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
     const Tensor& A, const Tensor& B, const std::optional<double>& rcond,
     const std::optional<std::string>& driver, OutArg) {
@@ -521,8 +665,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   TP_CHECK(A.dtype() == B.dtype(), "Expected input and other to have the same dtype, but got "
            "input's dtype ", dtype_scalar_name(A.dtype()), " and other's dtype ",
            dtype_scalar_name(B.dtype()));
-  TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
-  std::string drv = driver.value_or("gelsy");
+  check_solver_device(A);
+  bool on_cpu = A.device().is_cpu();
+  TP_CHECK(on_cpu || !driver || *driver == "gels",
+           "`driver` other than `gels` is not supported on CUDA");
+  std::string drv = driver.value_or(on_cpu ? "gelsy" : "gels");
   TP_CHECK(drv == "gels" || drv == "gelsy" || drv == "gelsd" || drv == "gelss",
            "parameter `driver` should be one of (gels, gelsy, gelsd, gelss)");
   bool vector_case = is_vector_rhs(A, B);
@@ -530,6 +677,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   int64_t m = rows(A), n = cols(A), k = cols(Bm), mn = std::max(m, n), mink = std::min(m, n);
   TP_CHECK(rows(Bm) == m, "input.size(-2) should match other.size(-2)");
   DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
+  if (!on_cpu) return lstsq_gels_by_ops(A, Bm, batch, vector_case);
   int64_t nb = count(batch);
   DType dt = A.dtype();
   Tensor a = colmajor_copy(A, batch);
@@ -564,9 +712,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
         T* sb = has_sv ? s0 + b * mink : nullptr;
         if (drv == "gels") {
           lapack::gels('N', mi, ni, ki, ab, ld, xb, ldb, work.data(), lw, &info);
-          if (info > 0)
-            TP_FAIL_LINALG(batch_prefix(a, b), "The least squares solution could not be computed "
-                           "because the input matrix does not have full rank (error code: ", info, ").");
+          if (info > 0) fail_rank_deficient(a, b, info);
         } else if (drv == "gelsy") {
           std::fill(jpvt.begin(), jpvt.end(), 0);
           lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work.data(), lw, &info);

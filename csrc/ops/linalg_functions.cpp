@@ -1,6 +1,7 @@
 // tp.linalg functions built on the decompositions: pinv and matrix_rank (SVD or eigh),
 // matrix_power (repeated squaring, inv for negative powers), matrix_exp (Padé
-// scaling and squaring), and their legacy top-level names.
+// scaling and squaring), and their legacy top-level names. CPU tensors take LAPACK/BLAS
+// loops; CUDA tensors the same steps as tp ops over the CUDA decompositions.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "linalg/lapack.h"
 #include "ops/linalg_common.h"
 #include "ops/pointwise.h"
+#include "ops/shape_utils.h"
 
 namespace tp {
 
@@ -44,6 +46,27 @@ struct Tolerances {
     return std::max(a, r * largest);
   }
 
+  /// cutoff() of every matrix at once, `largest` (batch, on any device) holding each
+  /// matrix's largest |value|; the result is on largest's device.
+  Tensor cutoffs(const Tensor& largest, int64_t m, int64_t n) const {
+    Tensor a = empty_tensor(batch, DType::Float64), r = empty_tensor(batch, DType::Float64);
+    double eps = largest.dtype() == DType::Float32 ? std::numeric_limits<float>::epsilon()
+                                                   : std::numeric_limits<double>::epsilon();
+    for (int64_t b = 0; b < a.numel(); ++b) {
+      double ab = atol.empty() ? 0.0 : atol[size_t(b)];
+      a.data<double>()[b] = ab;
+      r.data<double>()[b] = !rtol.empty() ? rtol[size_t(b)]
+                            : ab > 0      ? 0.0
+                                          : eps * double(std::max(m, n));
+    }
+    auto on_device = [&](const Tensor& t) {
+      Tensor d = empty_tensor(batch, largest.dtype(), largest.device());
+      copy_(d, t);
+      return d;
+    };
+    return maximum(on_device(a), mul(on_device(r), largest));
+  }
+
  private:
   std::vector<double> values(const std::optional<Tensor>& t) const {
     if (!t) return {};
@@ -56,6 +79,26 @@ struct Tolerances {
 /// A with its batch broadcast to `batch` (a view; LAPACK works on copies anyway).
 Tensor with_batch(const Tensor& A, IntArrayRef batch) {
   return expand(A, with_tail(batch, {rows(A), cols(A)}));
+}
+
+/// pinv of A (batch broadcast with the tolerances) through tp ops, for devices without the
+/// CPU's LAPACK loops: the kept singular values (eigenvalues when hermitian) inverted.
+Tensor pinv_by_ops(const Tensor& A, const Tolerances& tols, bool hermitian) {
+  int64_t m = rows(A), n = cols(A);
+  std::array<int64_t, 1> last{-1};
+  auto inverted = [&](const Tensor& values, const Tensor& largest) {
+    Tensor tol = unsqueeze(tols.cutoffs(largest, m, n), -1);
+    return where(gt(abs(values), tol), reciprocal(values), wrapped_scalar(0.0));
+  };
+  if (hermitian) {  // A = Q diag(w) Q^T, so pinv(A) = Q diag(1/w) Q^T over the kept w
+    EighResult e = linalg::eigh(A, true, "L");
+    Tensor winv = inverted(e.eigenvalues, amax(abs(e.eigenvalues), last));
+    return matmul(mul(e.eigenvectors, unsqueeze(winv, -2)), transpose(e.eigenvectors, -2, -1));
+  }
+  // A = U diag(S) Vh, so pinv(A) = Vh^T diag(1/S) U^T over the kept S.
+  SvdResult r = linalg::svd(A, true, false);
+  Tensor sinv = inverted(r.S, select(r.S, -1, 0));
+  return matmul(mul(transpose(r.Vh, -2, -1), unsqueeze(sinv, -2)), transpose(r.U, -2, -1));
 }
 
 void check_rank_input(const Tensor& A) {
@@ -76,8 +119,12 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
   const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
   if (hermitian) check_matrix(A, nullptr, true);
-  Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype());
+  Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype(), A.device());
   if (res.numel() == 0) return finish_out(out, zero_(res));
+  if (!A.device().is_cpu()) {
+    check_solver_device(A);
+    return finish_out(out, pinv_by_ops(A, tols, hermitian));
+  }
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (hermitian) {  // A = Q diag(w) Q^T, so pinv(A) = Q diag(1/w) Q^T over the kept w
@@ -129,10 +176,16 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
   Tensor A = with_batch(input, tols.batch);
   const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
-  Tensor rank = zeros(batch, DType::Int64);
+  Tensor rank = zeros(batch, DType::Int64, A.device());
   if (m == 0 || n == 0) return finish_out(out, rank);
   Tensor values = hermitian ? linalg::eigh(A, false, "L").eigenvalues
                             : (check_matrix(A, "linalg_svd_cpu", false), linalg::svd(A, false, false).S);
+  if (!A.device().is_cpu()) {  // |values| above each matrix's cut-off
+    std::array<int64_t, 1> last{-1};
+    Tensor mags = abs(values);
+    Tensor tol = unsqueeze(tols.cutoffs(amax(mags, last), m, n), -1);
+    return finish_out(out, sum(gt(mags, tol), last));
+  }
   int64_t k = cols(values);
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -155,7 +208,8 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
            " by ", cols(A), " matrices");
   int64_t size = rows(A);
   if (n == 0) {  // the identity; where() keeps A's history (a zero gradient), as PyTorch
-    Tensor res = where(zeros(IntArrayRef(), DType::Bool), A, eye(size, std::nullopt, A.dtype()));
+    Tensor res = where(zeros(IntArrayRef(), DType::Bool, A.device()), A,
+                       eye(size, std::nullopt, A.dtype(), A.device()));
     return finish_out(out, contiguous(res));
   }
   // Written with tp::matmul / linalg_inv, which record their own gradients.
@@ -182,24 +236,25 @@ Tensor matrix_power_composite(const Tensor& self, int64_t n, OutArg out) {
 // ------------------------------------------------------------------ matrix_exp
 namespace {
 
-/// exp of one n x n row-major float64 matrix `a` (overwritten) into `out`: Higham's
-/// scaling and squaring with the Padé approximant of the lowest sufficient degree
-/// (3, 5, 7, 9 or 13; "The scaling and squaring method for the matrix exponential
-/// revisited", SIAM J. Matrix Anal. Appl. 26(4), 2005).
+// The Padé degrees' 1-norm bounds and coefficients (degrees 3, 5, 7, 9, 13) of Higham's
+// scaling and squaring ("The scaling and squaring method for the matrix exponential
+// revisited", SIAM J. Matrix Anal. Appl. 26(4), 2005).
+constexpr double kTheta[] = {1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
+                             2.097847961257068e0, 5.371920351148152e0};
+constexpr double kB13[] = {64764752532480000., 32382376266240000., 7771770303897600.,
+                           1187353796428800.,  129060195264000.,   10559470521600.,
+                           670442572800.,      33522128640.,       1323241920.,
+                           40840800.,          960960.,            16380.,
+                           182.,               1.};
+constexpr double kB9[] = {17643225600., 8821612800., 2075673600., 302702400., 30270240.,
+                          2162160.,     110880.,     3960.,       90.,        1.};
+constexpr double kB7[] = {17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.};
+constexpr double kB5[] = {30240., 15120., 3360., 420., 30., 1.};
+constexpr double kB3[] = {120., 60., 12., 1.};
+
+/// exp of one n x n row-major float64 matrix `a` (overwritten) into `out`: scaling and
+/// squaring with the Padé approximant of the lowest sufficient degree.
 void expm(int64_t n, double* a, double* out) {
-  static constexpr double kTheta[] = {1.495585217958292e-2, 2.539398330063230e-1,
-                                      9.504178996162932e-1, 2.097847961257068e0,
-                                      5.371920351148152e0};
-  static constexpr double kB13[] = {64764752532480000., 32382376266240000., 7771770303897600.,
-                                    1187353796428800.,  129060195264000.,   10559470521600.,
-                                    670442572800.,      33522128640.,       1323241920.,
-                                    40840800.,          960960.,            16380.,
-                                    182.,               1.};
-  static constexpr double kB9[] = {17643225600., 8821612800., 2075673600., 302702400., 30270240.,
-                                   2162160.,     110880.,     3960.,       90.,        1.};
-  static constexpr double kB7[] = {17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.};
-  static constexpr double kB5[] = {30240., 15120., 3360., 420., 30., 1.};
-  static constexpr double kB3[] = {120., 60., 12., 1.};
   size_t nn = size_t(n * n);
   auto mm = [n](const double* x, const double* y, double* z) {
     blas::gemm(DType::Float64, n, n, n, 1.0, {x, n, 1}, {y, n, 1}, 0.0, z, n);
@@ -277,6 +332,76 @@ void expm(int64_t n, double* a, double* out) {
   }
 }
 
+/// exp of each matrix of the float64 batch `a` (..., n, n; n > 0, not empty) through tp
+/// ops, for devices without expm's loops: one Padé degree for the whole batch (the one its
+/// largest 1-norm needs; a higher degree than a matrix needs is no less accurate), then
+/// each matrix's own scaling and squarings, as expm picks them. Non-finite matrices give NaN.
+Tensor expm_by_ops(const Tensor& a) {
+  int64_t n = rows(a);
+  Device dev = a.device();
+  Tensor column_sums = sum(abs(a), std::array<int64_t, 1>{-2});
+  Tensor norms = host_copy(amax(column_sums, std::array<int64_t, 1>{-1}));
+  int64_t nb = norms.numel();
+  const double* norm = norms.data<double>();
+  DimVector one_by_one = batch_of(a);
+  one_by_one.push_back(1);
+  one_by_one.push_back(1);
+  Tensor scale = empty_tensor(one_by_one, DType::Float64);
+  Tensor squarings = empty_tensor(one_by_one, DType::Int32);
+  Tensor bad = empty_tensor(one_by_one, DType::Bool);
+  double worst = 0;
+  int most = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    bool finite = std::isfinite(norm[b]);
+    int s = 0;
+    if (finite && norm[b] > kTheta[4])
+      s = std::max(0, int(std::ceil(std::log2(norm[b] / kTheta[4]))));
+    if (finite) worst = std::max(worst, norm[b]);
+    most = std::max(most, s);
+    bad.data<bool>()[b] = !finite;
+    squarings.data<int32_t>()[b] = s;
+    scale.data<double>()[b] = finite ? std::ldexp(1.0, -s) : 0.0;  // non-finite: exp of 0, then NaN
+  }
+  auto to_device = [&](const Tensor& t) {
+    Tensor d = empty_tensor(t.sizes(), t.dtype(), dev);
+    copy_(d, t);
+    return d;
+  };
+  Tensor bad_d = to_device(bad), squarings_d = to_device(squarings);
+  Tensor x = mul(where(bad_d, wrapped_scalar(0.0), a), to_device(scale));
+  int degree_index = 0;
+  while (degree_index < 4 && !(worst <= kTheta[degree_index])) ++degree_index;
+  Tensor I = eye(n, std::nullopt, DType::Float64, dev);
+  std::vector<Tensor> pw{matmul(x, x)};  // pw[j - 1] = x^(2j)
+  int max_power = degree_index == 4 ? 3 : degree_index + 1;
+  for (int j = 1; j < max_power; ++j) pw.push_back(matmul(pw.back(), pw[0]));
+  auto power = [&](int j) -> const Tensor& { return pw[size_t(j - 1)]; };
+  Tensor u, v;
+  if (degree_index < 4) {
+    const double* b[] = {kB3, kB5, kB7, kB9};
+    const double* c = b[degree_index];
+    Tensor t = mul(I, wrapped_scalar(c[1]));
+    v = mul(I, wrapped_scalar(c[0]));
+    for (int j = 1; j < degree_index + 2; ++j) {
+      t = add(t, power(j), c[2 * j + 1]);
+      v = add(v, power(j), c[2 * j]);
+    }
+    u = matmul(x, t);
+  } else {
+    const double* b = kB13;
+    const Tensor &p2 = power(1), &p4 = power(2), &p6 = power(3);
+    Tensor t = add(add(mul(p6, wrapped_scalar(b[13])), p4, b[11]), p2, b[9]);
+    u = add(add(add(add(matmul(p6, t), p6, b[7]), p4, b[5]), p2, b[3]), I, b[1]);
+    u = matmul(x, u);
+    t = add(add(mul(p6, wrapped_scalar(b[12])), p4, b[10]), p2, b[8]);
+    v = add(add(add(add(matmul(p6, t), p6, b[6]), p4, b[4]), p2, b[2]), I, b[0]);
+  }
+  Tensor res = linalg_solve(sub(v, u), add(v, u));  // (v - u)^-1 (v + u)
+  for (int s = 0; s < most; ++s)
+    res = where(gt(squarings_d, wrapped_scalar(s)), matmul(res, res), res);
+  return where(bad_d, wrapped_scalar(std::numeric_limits<double>::quiet_NaN()), res);
+}
+
 }  // namespace
 
 Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
@@ -286,6 +411,15 @@ Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
            " by ", cols(A), " matrices");
   // Computed in float64 for every dtype, then rounded to A's.
+  if (!A.device().is_cpu()) {
+    check_solver_device(A);
+    Tensor res = empty_tensor(A.sizes(), A.dtype(), A.device());
+    if (res.numel() == 0) return res;
+    Tensor a64 = empty_tensor(A.sizes(), DType::Float64, A.device());
+    copy_(a64, A);
+    copy_(res, expm_by_ops(a64));
+    return res;
+  }
   Tensor work = empty_tensor(A.sizes(), DType::Float64);
   copy_(work, A);
   Tensor res64 = empty_tensor(A.sizes(), DType::Float64);

@@ -58,7 +58,7 @@ The cross product of 3-vectors along ``dim`` (input and other broadcast).
 """)
 
 # ---------------------------------------------------------------------------------------
-# Decompositions, solvers and functions built on them (LAPACK; ops in
+# Decompositions, solvers and functions built on them (LAPACK; cuSOLVER on CUDA; ops in
 # csrc/ops/linalg_decomp.yaml as linalg_<name>). float32/float64; batches over leading dims.
 # ---------------------------------------------------------------------------------------
 
