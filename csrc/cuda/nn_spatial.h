@@ -48,14 +48,14 @@ void avg_pool_backward(const PoolDims& g, const PoolLayout& layout, const Tensor
 void max_pool_backward(const PoolLayout& layout, int64_t plane_in, const Tensor& gy, const Tensor& idx,
                        const Tensor& acc);
 
-/// y[p, a, b, c] = x[p, map[0][a], map[1][b], map[2][c]] for `planes` contiguous planes of
-/// in[0..2] (x) and map sizes (y) elements; any dtype (moved as bits).
-void pad_forward(const Tensor& x, const Tensor& y, int64_t planes, const int64_t in[3],
+/// y[p, a, b, c] = x[p, map[0][a], map[1][b], map[2][c]] over contiguous planes of in[0..2]
+/// (x) and the maps' sizes (y) elements; any dtype (moved as bits).
+void pad_forward(const Tensor& x, const Tensor& y, const int64_t in[3],
                  const std::vector<int64_t> map[3]);
 
 /// gx (float32 or float64, contiguous) = per element the sum of the gy elements whose map
 /// entries point at it, in output order (deterministic, matching the CPU's order).
-void pad_backward(const Tensor& gy, const Tensor& gx, int64_t planes, const int64_t in[3],
+void pad_backward(const Tensor& gy, const Tensor& gx, const int64_t in[3],
                   const std::vector<int64_t> map[3]);
 
 /// y (contiguous, zeroed) [p * plane_out + idx[p * plane_in + j]] = x[p * plane_in + j];
