@@ -1,10 +1,12 @@
 // CUDA kernels of the spatial nn ops: pooling (nn_pool.cpp), reflection/replication padding
-// and max_unpool (nn_pad.cpp), im2col/col2im (nn_conv.cpp). Checks and shapes stay in the op files.
+// and max_unpool (nn_pad.cpp), im2col/col2im (nn_conv.cpp), grid sampling (nn_grid_sample.cpp).
+// Checks and shapes stay in the op files.
 #pragma once
 #include <optional>
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "ops/grid_sample.h"
 
 namespace tp::cuda {
 
@@ -74,5 +76,15 @@ void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col);
 /// img = im2col's adjoint of col: per pixel the sum of the column entries that read it (in
 /// kernel-position order, as the CPU). Bool sums are ORs. Deterministic.
 void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img);
+
+/// grid_sampler forward: y (N, C, out...) samples x (N, C, in...) at grid (N, out..., nsp)
+/// by the rules of grid_sample.h; all contiguous, float32 or float64. One thread per point.
+void grid_sample_forward(const sampling::Geometry& g, int64_t interp, int64_t padding, bool align, const Tensor& x,
+                         const Tensor& grid, const Tensor& y);
+
+/// grid_sampler backward: adds into gx (zeroed; when defined) the input gradient (atomic
+/// adds: no fixed order) and writes the grid gradient into gg (when defined).
+void grid_sample_backward(const sampling::Geometry& g, int64_t interp, int64_t padding, bool align, const Tensor& gy,
+                          const Tensor& x, const Tensor& grid, const Tensor& gx, const Tensor& gg);
 
 }  // namespace tp::cuda
