@@ -1,6 +1,6 @@
 // CUDA kernels of the spatial nn ops: pooling (nn_pool.cpp), reflection/replication padding
-// and max_unpool (nn_pad.cpp), im2col/col2im (nn_conv.cpp), grid sampling (nn_grid_sample.cpp).
-// Checks and shapes stay in the op files.
+// and max_unpool (nn_pad.cpp), im2col/col2im (nn_conv.cpp), grid sampling (nn_grid_sample.cpp),
+// embedding bags (nn_embedding.cpp). Checks, shapes and host-side index work stay in the op files.
 #pragma once
 #include <optional>
 #include <vector>
@@ -86,5 +86,34 @@ void grid_sample_forward(const sampling::Geometry& g, int64_t interp, int64_t pa
 /// adds: no fixed order) and writes the grid gradient into gg (when defined).
 void grid_sample_backward(const sampling::Geometry& g, int64_t interp, int64_t padding, bool align, const Tensor& gy,
                           const Tensor& x, const Tensor& grid, const Tensor& gx, const Tensor& gg);
+
+/// Embedding bags (Note [Embedding bags]), one thread per (bag, column): out (nb, D) from the
+/// rows of weight (contiguous; float32/64, float16/bfloat16 summed in float32) that index
+/// (int64, device) picks in bag b = [begin[b], begin[b + 1]) (begin: nb + 1 int64 on the
+/// device), skipping `pad`, scaled by psw (when defined), in index order as the CPU. For
+/// mode mean/max bag_size[b] (int64) gets the bag's count; for max max_idx (nb, D) the winners.
+void embedding_bag_forward(const Tensor& weight, const Tensor& index, const Tensor& begin, const Tensor& psw,
+                           int64_t mode, int64_t pad, const Tensor& out, const Tensor& bag_size,
+                           const Tensor& max_idx);
+
+/// The weight gradient of bag modes sum/mean, grouped by weight row on the host: row
+/// rows[u] (u < rows.numel()) of gw (zeroed, (num_weights, D), float32/float64) = the sum over
+/// j in [seg[u], seg[u + 1]) of grad[bag_of[j]] * scale[j] (scale in gw's dtype), in j order:
+/// deterministic, the CPU's order. rows, seg, bag_of: int64 on the device.
+void embedding_bag_backward_rows(const Tensor& grad, const Tensor& rows, const Tensor& seg, const Tensor& bag_of,
+                                 const Tensor& scale, const Tensor& gw);
+
+/// The weight gradient of mode max: gw[winners[b, d], d] += grad[b, d] for the bags with
+/// bag_size[b] > 0 (int64, device); atomic adds into gw (float32/float64, zeroed).
+void embedding_bag_backward_max(const Tensor& grad, const Tensor& bag_size, const Tensor& winners, const Tensor& gw);
+
+/// per_sample_weights' gradient: out[i] = grad[bag_of[i]] . weight[index[i]] (0 for
+/// padding or bag_of[i] < 0), one thread per index; grad and weight contiguous, weight's dtype.
+void embedding_bag_per_sample_weights_backward(const Tensor& grad, const Tensor& weight, const Tensor& index,
+                                               const Tensor& bag_of, int64_t pad, const Tensor& out);
+
+/// embedding_renorm_ on the rows `rows` (distinct, in range; int64 on the device) of self
+/// (2-D, any strides): one thread per row, the norm summed in double in column order.
+void embedding_renorm(const Tensor& self, const Tensor& rows, double max_norm, double norm_type);
 
 }  // namespace tp::cuda

@@ -207,7 +207,7 @@ TP_HD void make_taps(const Geometry& geo, int64_t interp, const Axis<T>* axis, c
     t.compact();
     return;
   }
-  T pos[3], mult[3];
+  T pos[3], mult[3] = {1, 1, 1};  // mult is set (and read) only with `backward`
   for (int64_t a = 0; a < nsp; ++a) pos[a] = axis[a].source(g[a], backward ? &mult[a] : nullptr);
   if (interp == kNearest) {
     t.count = 1;
