@@ -66,9 +66,10 @@ __global__ void bag_backward_rows_kernel(const T* grad, const int64_t* rows, con
 
 template <class T, class A>
 __global__ void bag_backward_max_kernel(const T* grad, const int64_t* bag_size, const int64_t* winners, A* gw,
-                                        int64_t D, int64_t n) {
+                                        int64_t num_weights, int64_t D, int64_t n) {
   for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x) {
-    if (bag_size[u / D] > 0) atomicAdd(gw + winners[u] * D + u % D, to<A>(grad[u]));
+    const int64_t r = winners[u];
+    if (bag_size[u / D] > 0 && r >= 0 && r < num_weights) atomicAdd(gw + r * D + u % D, to<A>(grad[u]));
   }
 }
 
@@ -188,7 +189,7 @@ void embedding_bag_backward_max(const Tensor& grad, const Tensor& bag_size, cons
     using A = decltype(a);
     bag_backward_max_kernel<T, A><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(
         grad.device_data<T>(), bag_size.device_data<int64_t>(), winners.device_data<int64_t>(), gw.device_data<A>(),
-        D, n);
+        gw.size(0), D, n);
   });
   TP_CUDA_CHECK(cudaGetLastError());
 }

@@ -104,7 +104,8 @@ void embedding_bag_backward_rows(const Tensor& grad, const Tensor& rows, const T
                                  const Tensor& scale, const Tensor& gw);
 
 /// The weight gradient of mode max: gw[winners[b, d], d] += grad[b, d] for the bags with
-/// bag_size[b] > 0 (int64, device); atomic adds into gw (float32/float64, zeroed).
+/// bag_size[b] > 0 (int64, device); atomic adds into gw (float32/float64, zeroed). Winners
+/// outside gw's rows are skipped.
 void embedding_bag_backward_max(const Tensor& grad, const Tensor& bag_size, const Tensor& winners, const Tensor& gw);
 
 /// per_sample_weights' gradient: out[i] = grad[bag_of[i]] . weight[index[i]] (0 for

@@ -287,14 +287,15 @@ void rows_backward_cuda(const std::vector<int64_t>& rows, const std::vector<int6
   std::vector<A> scales;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t j = size_t(order[k]);
+    if (rows[j] < 0 || rows[j] >= gw.size(0)) continue;  // the backward does not check its indices: skip, not corrupt
     if (uniq.empty() || uniq.back() != rows[j]) {
       uniq.push_back(rows[j]);
-      seg.push_back(int64_t(k));
+      seg.push_back(int64_t(bags.size()));
     }
     bags.push_back(bag_of[j]);
     scales.push_back(scale[j]);
   }
-  seg.push_back(int64_t(order.size()));
+  seg.push_back(int64_t(bags.size()));
   const Device dev = gw.device();
   cuda::embedding_bag_backward_rows(g, vector_on(uniq, DType::Int64, dev), vector_on(seg, DType::Int64, dev),
                                     vector_on(bags, DType::Int64, dev), vector_on(scales, acc_dt, dev), gw);

@@ -518,6 +518,7 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl), idx = with_layout(indices, cl);
   if (grad_output.device().is_cuda()) {
 #ifdef TP_USE_CUDA
+    visit_pool_dtype(dt, "max_pool_backward", [](auto) {});  // the CPU's dtype error
     // atomic adds: float32/float64 as on the CPU, the integer dtypes summed in int64
     const DType acc_dt = is_floating(dt) ? dt : DType::Int64;
     Tensor gx = empty_in_layout(self_size, acc_dt, cl, grad_output.device());
