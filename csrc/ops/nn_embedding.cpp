@@ -55,7 +55,7 @@ Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, b
   check_index_dtype(offsets, "offsets", 1);
   for (const Tensor* t : {&indices, &offsets})
     TP_CHECK(t->device() == dev, "Expected all tensors to be on the same device, but found at least two devices, ",
-             dev.str(), " and ", t->device().str());
+             dev.str(), " and ", t->device().str(), "!");
   TP_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
   TP_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
   Bags b;
@@ -187,8 +187,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
              "for argument #1 'per_sample_weights'; but type ", dtype_scalar_name(weight.dtype()), " does not equal ",
              dtype_scalar_name(p.dtype()), " (while checking arguments for embedding_bag)");
     TP_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
-    TP_CHECK(p.device() == dev, "Expected all tensors to be on the same device, but found at least two devices, ",
-             dev.str(), " and ", p.device().str());
+    check_same_device(weight, p);
     TP_CHECK(p.dim() == 1 && p.numel() == indices.numel(), "embedding_bag: per_sample_weights has to be 1-D with as "
              "many elements as indices (", indices.numel(), "), but got shape ", shape_str(p.sizes()));
   }
@@ -405,6 +404,7 @@ Tensor embedding_bag_per_sample_weights_backward_impl(const Tensor& grad_output,
   TP_CHECK(grad_output.dim() == 2 && weight.dim() == 2 && grad_output.size(1) == weight.size(1),
            "embedding_bag_backward: expected grad_output and weight with as many columns, but got ",
            shape_str(grad_output.sizes()), " and ", shape_str(weight.sizes()));
+  check_same_device(weight, grad_output);
   const int64_t nb = grad_output.size(0), D = weight.size(1);
   const Device dev = weight.device();
   Bags bags = make_bags(indices, offsets, nb, false, weight.size(0), true, dev);

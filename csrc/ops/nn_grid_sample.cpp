@@ -181,8 +181,8 @@ Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int
                 dtype_scalar_name(input.dtype()), "'");
   TP_CHECK(grid.dtype() == input.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()), " but found ",
            dtype_scalar_name(grid.dtype()));
-  TP_CHECK((input.device().is_cpu() || input.device().is_cuda()) && grid.device() == input.device(), kernel, ": no ",
-           input.device().str(), " kernel");
+  TP_CHECK(input.device().is_cpu() || input.device().is_cuda(), kernel, ": no ", input.device().str(), " kernel");
+  check_same_device(input, grid);
   Geometry g;
   g.nsp = nsp;
   g.n = input.size(0);
@@ -222,6 +222,7 @@ std::tuple<Tensor, Tensor> sampler_backward(const Tensor& grad_output, const Ten
   for (int64_t i = 0; i < nsp; ++i) expect.push_back(g.out[3 - nsp + i]);
   TP_CHECK(std::equal(expect.begin(), expect.end(), grad_output.sizes().begin(), grad_output.sizes().end()), kernel,
            ": expected grad_output of sizes ", shape_str(expect), ", but got ", shape_str(grad_output.sizes()));
+  check_same_device(input, grad_output);
   const DType dt = compute_dtype(input.dtype());
   Tensor x = contiguous(_to_dtype(input, dt)), gr = contiguous(_to_dtype(grid, dt));
   Tensor gy = contiguous(_to_dtype(grad_output, dt));

@@ -240,6 +240,7 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
     return p;
   }();
   const int64_t plane_in = planes ? self.numel() / planes : 0;
+  check_same_device(self, indices);
   Tensor x = contiguous(self), idx = contiguous(indices);
   const Tensor host_idx = host_copy(idx);
   const int64_t* ix = host_idx.data<int64_t>();
@@ -249,8 +250,6 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
   Tensor y = zeros(out_sizes, self.dtype(), self.device());
   if (y.device().is_cuda()) {
 #ifdef TP_USE_CUDA
-    TP_CHECK(idx.device() == y.device(), op, ": expected indices on ", y.device().str(), ", but got ",
-             idx.device().str());
     cuda::max_unpool(x, idx, y, plane_in, plane_out);
 #endif
   } else if (x.numel())

@@ -511,6 +511,7 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
                                int64_t spatial_dims, OutArg) {
   TP_CHECK(std::equal(grad_output.sizes().begin(), grad_output.sizes().end(), indices.sizes().begin(),
                       indices.sizes().end()), "grad_output and indices must have the same shape");
+  check_same_device(grad_output, indices);
   auto [planes, plane] = planes_of(self_size, spatial_dims);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // the indices carry the forward's layout (Note [Channels-last results])
@@ -590,6 +591,7 @@ Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, In
   PoolShape g = sliding_shape(self, spatial_dims, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
                               count_include_pad, false, "avg_pool_backward");
   fill_unit_windows(g);
+  check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2);
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
@@ -624,6 +626,7 @@ Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor&
   DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
   PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
   fill_unit_windows(g);
+  check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // pooled to one element per plane, PyTorch takes a mean, whose gradient is row-major
   const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2) && g.out_numel() != 1;
