@@ -1,6 +1,7 @@
 // Reflection/replication padding, its backward (a gather over the inverse index maps) and
 // max_unpool on the GPU; one thread per written element.
 #include <cstdint>
+#include <vector>
 
 #include "cuda/check.h"
 #include "cuda/launch.cuh"

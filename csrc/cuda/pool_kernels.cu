@@ -1,8 +1,10 @@
 // Pooling on the GPU (Note [Pooling windows]): the per-dim window tables built by nn_pool.cpp
 // go to the device; one thread per output element (forward) or input element (avg backward).
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "cuda/check.h"
 #include "cuda/launch.cuh"
