@@ -7,8 +7,11 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "core/error.h"
 #include "core/tensor_impl.h"
+#include "cuda/check.h"
 
 namespace tp::cuda {
 
@@ -23,6 +26,16 @@ inline unsigned loop_blocks(int64_t n) {
 /// A contiguous device buffer of n elements of dtype dt (freed with the tensor, stream-ordered).
 inline Tensor scratch(int64_t n, DType dt, Device dev) {
   return empty_tensor(IntArrayRef(&n, 1), dt, dev);
+}
+
+/// A device copy of the host vector v (dtype dt, whose element size is sizeof(T)), queued
+/// on stream s. v may go as soon as this returns: a copy from pageable memory is staged first.
+template <class T>
+Tensor to_device(const std::vector<T>& v, DType dt, Device dev, cudaStream_t s) {
+  Tensor t = scratch(int64_t(v.size()), dt, dev);
+  if (!v.empty())
+    TP_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+  return t;
 }
 
 /// Calls f(T{}) with the device type of `dt` (__half / __nv_bfloat16 for the half types).

@@ -21,6 +21,9 @@ bool is_channels_last_dense(const Tensor& t);
 /// `t` laid out channels last (`cl`, 4-D/5-D only: PyTorch's exact strides, size-1 dims
 /// included) or row-major: `t` itself when it already is, else a copy (differentiable).
 Tensor with_layout(const Tensor& t, bool cl);
+/// PyTorch's RuntimeError "Expected all tensors to be on the same device ..." unless `other`
+/// is on `first`'s device (the nn kernels read both with one device's code).
+void check_same_device(const Tensor& first, const Tensor& other);
 
 /// A plain convolution without bias (the gradient of the weight gradient).
 Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride,

@@ -31,6 +31,9 @@
 #include "ops/shape_utils.h"
 #include "kernels/tensor_iterator.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/nn_spatial.h"
+#endif
 
 namespace tp {
 
@@ -679,6 +682,14 @@ ConvShape block_shape(int64_t h, int64_t w, IntArrayRef kernel_size, IntArrayRef
   return g;
 }
 
+#ifdef TP_USE_CUDA
+/// The 2-D geometry of g (one image of g.cin channels per sample) for the CUDA kernels.
+cuda::BlockGeom cuda_blocks(const ConvShape& g) {
+  return {g.n, g.cin, g.in[1], g.in[2], g.out[1], g.out[2], g.k[1], g.k[2], g.s[1], g.s[2], g.p[1], g.p[2],
+          g.d[1], g.d[2]};
+}
+#endif
+
 }  // namespace
 
 Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
@@ -695,9 +706,16 @@ Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dila
   const int64_t K = g.k_numel(), L = g.out_numel();
   return widened(self.dtype(), [&](DType dt) {
     Tensor x = as_compute(self, dt);
-    Tensor col = batched ? empty_tensor(DimVector{g.n, g.cin * K, L}, dt) : empty_tensor(DimVector{g.cin * K, L}, dt);
+    Tensor col = batched ? empty_tensor(DimVector{g.n, g.cin * K, L}, dt, self.device())
+                         : empty_tensor(DimVector{g.cin * K, L}, dt, self.device());
     visit_blocks(dt, "im2col", [&](auto t) {
       using T = decltype(t);
+      if (x.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+        cuda::im2col(cuda_blocks(g), x, col);
+#endif
+        return;
+      }
       for (int64_t n = 0; n < g.n; ++n)
         im2col(g, g.cin, x.data<T>() + n * g.cin * g.in_numel(), col.data<T>() + n * g.cin * K * L);
     });
@@ -724,10 +742,16 @@ Tensor col2im_impl(const Tensor& self, IntArrayRef output_size, IntArrayRef kern
   g.cin = rows / K;
   return widened(self.dtype(), [&](DType dt) {
     Tensor col = as_compute(self, dt);
-    Tensor img = batched ? empty_tensor(DimVector{g.n, g.cin, out[0], out[1]}, dt)
-                         : empty_tensor(DimVector{g.cin, out[0], out[1]}, dt);
+    Tensor img = batched ? empty_tensor(DimVector{g.n, g.cin, out[0], out[1]}, dt, self.device())
+                         : empty_tensor(DimVector{g.cin, out[0], out[1]}, dt, self.device());
     visit_blocks(dt, "col2im", [&](auto t) {
       using T = decltype(t);
+      if (col.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+        cuda::col2im(cuda_blocks(g), col, img);
+#endif
+        return;
+      }
       for (int64_t n = 0; n < g.n; ++n)
         col2im(g, g.cin, col.data<T>() + n * g.cin * K * L, img.data<T>() + n * g.cin * g.in_numel());
     });

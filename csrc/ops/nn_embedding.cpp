@@ -20,7 +20,11 @@
 #include "core/half.h"
 #include "core/parallel.h"
 #include "ops/nn.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/nn_spatial.h"
+#endif
 
 namespace tp {
 
@@ -38,7 +42,7 @@ void check_index_dtype(const Tensor& t, const char* arg, int pos) {
 
 /// The bags of one call, checked as PyTorch checks them: indices as int64 and each bag's [begin, end).
 struct Bags {
-  Tensor index;                // int64, contiguous
+  Tensor index;                // int64, contiguous, on the host
   std::vector<int64_t> begin;  // num_bags + 1 boundaries
   int64_t count() const { return int64_t(begin.size()) - 1; }
 };
@@ -46,17 +50,17 @@ struct Bags {
 /// `num_bags` bags over `indices` (the forward: offsets minus the last one with
 /// include_last_offset; the backward: as many as the gradient has rows).
 Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, bool include_last_offset,
-               int64_t num_weights, bool check_range) {
+               int64_t num_weights, bool check_range, Device dev) {
   check_index_dtype(indices, "indices", 1);
   check_index_dtype(offsets, "offsets", 1);
-  for (const Tensor* t : {&indices, &offsets})  // the kernels read them on the host
-    TP_CHECK(t->device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
-             "cpu and ", t->device().str());
+  for (const Tensor* t : {&indices, &offsets})
+    TP_CHECK(t->device() == dev, "Expected all tensors to be on the same device, but found at least two devices, ",
+             dev.str(), " and ", t->device().str(), "!");
   TP_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
   TP_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
   Bags b;
-  b.index = contiguous(_to_dtype(indices, DType::Int64));
-  Tensor off = contiguous(_to_dtype(offsets, DType::Int64));
+  b.index = host_copy(_to_dtype(indices, DType::Int64));  // the checks and the bags read them on the host
+  Tensor off = host_copy(_to_dtype(offsets, DType::Int64));
   const int64_t n = b.index.numel(), m = off.numel();
   const int64_t* o = off.data<int64_t>();
   if (include_last_offset) TP_CHECK(m >= 1, "include_last_offset: number of offset should be at least 1");
@@ -80,6 +84,22 @@ Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, b
                " which is not in the valid range [0, ", num_weights, ")");
   }
   return b;
+}
+
+/// `t` (a host tensor) on `dev`.
+Tensor on_device(const Tensor& t, Device dev) {
+  if (dev.is_cpu()) return t;
+  Tensor d = empty_tensor(t.sizes(), t.dtype(), dev);
+  return copy_(d, t);
+}
+
+/// The host vector v as a 1-D tensor of dtype dt (element size sizeof(V)) on `dev`.
+template <class V>
+Tensor vector_on(const std::vector<V>& v, DType dt, Device dev) {
+  const int64_t n = int64_t(v.size());
+  Tensor h = empty_tensor(IntArrayRef(&n, 1), dt);
+  std::copy(v.begin(), v.end(), h.data<V>());
+  return on_device(h, dev);
 }
 
 /// int32 when indices and offsets both are, else int64 (PyTorch promotes the pair).
@@ -159,15 +179,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
            "types: Half, BFloat16, Float, Double; but got ", dtype_scalar_name(weight.dtype()), " instead (while "
            "checking arguments for embedding_bag)");
   TP_CHECK(mode == kSum || mode == kMean || mode == kMax, "`mode` must be sum, mean, or max.");
-  Bags bags = make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true);
+  const Device dev = weight.device();
+  Bags bags = make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true, dev);
   if (per_sample_weights) {
     const Tensor& p = *per_sample_weights;
     TP_CHECK(p.dtype() == weight.dtype(), "Expected tensor for argument #1 'weight' to have the same type as tensor "
              "for argument #1 'per_sample_weights'; but type ", dtype_scalar_name(weight.dtype()), " does not equal ",
              dtype_scalar_name(p.dtype()), " (while checking arguments for embedding_bag)");
     TP_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
-    TP_CHECK(p.device().is_cpu(), "Expected all tensors to be on the same device, but found at least two devices, "
-             "cpu and ", p.device().str());
+    check_same_device(weight, p);
     TP_CHECK(p.dim() == 1 && p.numel() == indices.numel(), "embedding_bag: per_sample_weights has to be 1-D with as "
              "many elements as indices (", indices.numel(), "), but got shape ", shape_str(p.sizes()));
   }
@@ -176,11 +196,16 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
   Tensor w = contiguous(weight);
   Tensor psw = per_sample_weights ? contiguous(*per_sample_weights) : Tensor();
   const int64_t nb_d[2] = {nb, D};
-  Tensor out = empty_tensor(nb_d, weight.dtype());
+  Tensor out = empty_tensor(nb_d, weight.dtype(), dev);
   const int64_t m = mode == kSum && forward_only ? offsets.numel() : nb;
-  Tensor bag_size = zeros(IntArrayRef(&m, 1), DType::Int64);
-  Tensor max_idx = mode == kMax ? empty_tensor(nb_d, DType::Int64) : zeros(IntArrayRef(&m, 1), DType::Int64);
-  visit_weight(weight.dtype(), [&](auto t, auto a) {
+  Tensor bag_size = zeros(IntArrayRef(&m, 1), DType::Int64, dev);
+  Tensor max_idx = mode == kMax ? empty_tensor(nb_d, DType::Int64, dev) : zeros(IntArrayRef(&m, 1), DType::Int64, dev);
+  if (dev.is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::embedding_bag_forward(w, on_device(bags.index, dev), vector_on(bags.begin, DType::Int64, dev), psw, mode,
+                                padding_idx, out, bag_size, max_idx);
+#endif
+  } else visit_weight(weight.dtype(), [&](auto t, auto a) {
     using T = decltype(t);
     using A = decltype(a);
     bag_forward<T, A>(bags, w.data<T>(), D, psw.defined() ? psw.data<T>() : nullptr, mode, padding_idx, out.data<T>(),
@@ -200,6 +225,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
       o2b[i] = bag;
     }
   }
+  offset2bag = on_device(offset2bag, dev);
   if (mode == kMean) max_idx = clone(bag_size);
   return {out, _to_dtype(offset2bag, idt), _to_dtype(bag_size, idt), _to_dtype(max_idx, idt)};
 }
@@ -245,6 +271,39 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_impl(const Tensor& weig
 
 // ------------------------------------------------------------------ gradients
 
+namespace {
+
+#ifdef TP_USE_CUDA
+/// The sum/mean weight gradient on the GPU: the entries (rows[j], bag_of[j], scale[j]) grouped
+/// by row on the host (stable: each row keeps the CPU's order), then one thread per (row, column).
+template <class A>
+void rows_backward_cuda(const std::vector<int64_t>& rows, const std::vector<int64_t>& bag_of,
+                        const std::vector<A>& scale, DType acc_dt, const Tensor& g, const Tensor& gw) {
+  std::vector<int64_t> order(rows.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = int64_t(j);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return rows[size_t(x)] < rows[size_t(y)]; });
+  std::vector<int64_t> uniq, seg, bags;
+  std::vector<A> scales;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t j = size_t(order[k]);
+    if (rows[j] < 0 || rows[j] >= gw.size(0)) continue;  // the backward does not check its indices: skip, not corrupt
+    if (uniq.empty() || uniq.back() != rows[j]) {
+      uniq.push_back(rows[j]);
+      seg.push_back(int64_t(bags.size()));
+    }
+    bags.push_back(bag_of[j]);
+    scales.push_back(scale[j]);
+  }
+  seg.push_back(int64_t(bags.size()));
+  const Device dev = gw.device();
+  cuda::embedding_bag_backward_rows(g, vector_on(uniq, DType::Int64, dev), vector_on(seg, DType::Int64, dev),
+                                    vector_on(bags, DType::Int64, dev), vector_on(scales, acc_dt, dev), gw);
+}
+#endif
+
+}  // namespace
+
+
 Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indices, const Tensor& offsets,
                                    const Tensor& offset2bag, const Tensor& bag_size, const Tensor& maximum_indices,
                                    int64_t num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse,
@@ -256,23 +315,30 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
   TP_CHECK(!per_sample_weights || mode == kSum, "embedding_bag_backward: per_sample_weights only supported for "
            "mode='sum'");
   const int64_t nb = grad_output.size(0), D = grad_output.size(1);
-  Bags bags = make_bags(indices, offsets, nb, false, num_weights, false);
+  const Device dev = grad_output.device();
+  Bags bags = make_bags(indices, offsets, nb, false, num_weights, false, dev);
   const int64_t* ix = bags.index.data<int64_t>();
   const int64_t n = bags.index.numel();
   Tensor g = contiguous(grad_output);
   const DType dt = grad_output.dtype(), acc_dt = is_float16_or_bfloat16(dt) ? DType::Float32 : dt;
   const int64_t wd[2] = {num_weights, D};
-  Tensor gw = zeros(wd, acc_dt);
+  Tensor gw = zeros(wd, acc_dt, dev);
   visit_weight(dt, [&](auto t, auto a) {
     using T = decltype(t);
     using A = decltype(a);
-    const T* gp = g.data<T>();
-    A* out = gw.data<A>();
     if (mode == kMax) {
       Tensor sizes = contiguous(_to_dtype(bag_size, DType::Int64));
       Tensor winners = contiguous(_to_dtype(maximum_indices, DType::Int64));
       TP_CHECK(winners.numel() == nb * D && sizes.numel() == nb, "embedding_bag_backward: max_indices and bag_size "
                "do not match the gradient's shape ", shape_str(grad_output.sizes()));
+      if (dev.is_cuda()) {
+#ifdef TP_USE_CUDA
+        cuda::embedding_bag_backward_max(g, sizes, winners, gw);
+#endif
+        return;
+      }
+      const T* gp = g.data<T>();
+      A* out = gw.data<A>();
       const int64_t *bs = sizes.data<int64_t>(), *win = winners.data<int64_t>();
       const int64_t blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
       parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
@@ -289,7 +355,7 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
       count.assign(size_t(num_weights), 0);
       for (int64_t i = 0; i < n; ++i) ++count[size_t(ix[i])];
     }
-    Tensor psw = per_sample_weights ? contiguous(*per_sample_weights) : Tensor();
+    Tensor psw = per_sample_weights ? host_copy(*per_sample_weights) : Tensor();
     const T* pw = psw.defined() ? psw.data<T>() : nullptr;
     std::vector<int64_t> rows, bag_of;
     std::vector<A> scale;
@@ -307,6 +373,14 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
         scale.push_back(s);
       }
     }
+    if (dev.is_cuda()) {
+#ifdef TP_USE_CUDA
+      rows_backward_cuda(rows, bag_of, scale, acc_dt, g, gw);
+#endif
+      return;
+    }
+    const T* gp = g.data<T>();
+    A* out = gw.data<A>();
     const int64_t m = int64_t(rows.size()), blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
     parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
       const int64_t c0 = k0 * per, c1 = std::min(D, k1 * per);
@@ -330,12 +404,24 @@ Tensor embedding_bag_per_sample_weights_backward_impl(const Tensor& grad_output,
   TP_CHECK(grad_output.dim() == 2 && weight.dim() == 2 && grad_output.size(1) == weight.size(1),
            "embedding_bag_backward: expected grad_output and weight with as many columns, but got ",
            shape_str(grad_output.sizes()), " and ", shape_str(weight.sizes()));
+  check_same_device(weight, grad_output);
   const int64_t nb = grad_output.size(0), D = weight.size(1);
-  Bags bags = make_bags(indices, offsets, nb, false, weight.size(0), true);
+  const Device dev = weight.device();
+  Bags bags = make_bags(indices, offsets, nb, false, weight.size(0), true, dev);
   const int64_t* ix = bags.index.data<int64_t>();
   const int64_t n = bags.index.numel();
   Tensor g = contiguous(_to_dtype(grad_output, weight.dtype())), w = contiguous(weight);
-  Tensor out = empty_tensor(IntArrayRef(&n, 1), weight.dtype());
+  Tensor out = empty_tensor(IntArrayRef(&n, 1), weight.dtype(), dev);
+  if (dev.is_cuda()) {
+#ifdef TP_USE_CUDA
+    std::vector<int64_t> bag_of(size_t(n), -1);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) bag_of[size_t(i)] = b;
+    cuda::embedding_bag_per_sample_weights_backward(g, w, on_device(bags.index, dev),
+                                                    vector_on(bag_of, DType::Int64, dev), padding_idx, out);
+#endif
+    return out;
+  }
   visit_weight(weight.dtype(), [&](auto t, auto a) {
     using T = decltype(t);
     using A = decltype(a);
@@ -384,7 +470,7 @@ Tensor embedding_renorm_impl(const Tensor& self, const Tensor& indices, double m
            "arguments for embedding_renorm_)");
   TP_CHECK(is_floating(self.dtype()), "norm(): input dtype should be either floating point or complex. Got ",
            dtype_scalar_name(self.dtype()), " instead.");
-  Tensor ix = contiguous(_to_dtype(indices, DType::Int64));
+  Tensor ix = host_copy(_to_dtype(indices, DType::Int64));
   const int64_t rows = self.size(0), D = self.size(1), rs = self.stride(0), cs = self.stride(1);
   std::vector<int64_t> uniq(ix.data<int64_t>(), ix.data<int64_t>() + ix.numel());
   for (int64_t& r : uniq) {
@@ -394,6 +480,13 @@ Tensor embedding_renorm_impl(const Tensor& self, const Tensor& indices, double m
   }
   std::sort(uniq.begin(), uniq.end());
   uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::embedding_renorm(self, vector_on(uniq, DType::Int64, self.device()), max_norm, norm_type);
+#endif
+    self.impl()->bump_version();
+    return self;
+  }
   visit_weight(self.dtype(), [&](auto t, auto a) {
     using T = decltype(t);
     using A = decltype(a);

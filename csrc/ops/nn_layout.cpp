@@ -14,12 +14,18 @@
 // (a sum's expanded gradient, a user's cotangent) still yields PyTorch's layout.
 #include <algorithm>
 
+#include "core/error.h"
 #include "core/tensor_impl.h"
 #include "ops/nn.h"
 
 namespace tp {
 
 bool channels_last(const Tensor& t) { return suggests_channels_last(t.sizes(), t.strides()); }
+
+void check_same_device(const Tensor& first, const Tensor& other) {
+  TP_CHECK(other.device() == first.device(), "Expected all tensors to be on the same device, but found at least two "
+           "devices, ", first.device().str(), " and ", other.device().str(), "!");
+}
 
 bool is_channels_last_dense(const Tensor& t) {
   if (t.dim() != 4 && t.dim() != 5) return false;

@@ -9,7 +9,11 @@
 #include "core/parallel.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/nn.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/nn_spatial.h"
+#endif
 
 namespace tp {
 
@@ -149,11 +153,15 @@ void visit_bits(DType dt, F&& f) {
 
 Tensor pad_run(const Tensor& self, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   PadMap m = pad_map(self.sizes(), padding, nsp, reflect, op);
-  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel");
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
   Tensor x = contiguous(self);
-  Tensor y = empty_tensor(padded_sizes(self.sizes(), m), self.dtype());
-  if (y.numel())
+  Tensor y = empty_tensor(padded_sizes(self.sizes(), m), self.dtype(), self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::pad_forward(x, y, m.in, m.map);
+#endif
+  } else if (y.numel())
     visit_bits(self.dtype(), [&](auto t) {
       using U = decltype(t);
       pad_gather(m, x.data<U>(), y.data<U>());
@@ -183,10 +191,14 @@ Tensor _pad_backward_impl(const Tensor& grad_output, IntArrayRef self_size, IntA
            "pad_backward: grad_output of size ", shape_str(grad_output.sizes()), ", expected ", shape_str(expected));
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
-  Tensor gx = empty_tensor(self_size, dt);
+  Tensor gx = empty_tensor(self_size, dt, grad_output.device());
   if (gx.numel()) {
     TP_CHECK(dt == DType::Float32 || dt == DType::Float64, "pad_backward: unsupported dtype ", dtype_name(dt));
-    if (dt == DType::Float32) pad_scatter_add(m, gy.data<float>(), gx.data<float>());
+    if (gx.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+      cuda::pad_backward(gy, gx, m.in, m.map);
+#endif
+    } else if (dt == DType::Float32) pad_scatter_add(m, gy.data<float>(), gx.data<float>());
     else pad_scatter_add(m, gy.data<double>(), gx.data<double>());
   }
   return _to_dtype(gx, grad_output.dtype());
@@ -228,13 +240,19 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
     return p;
   }();
   const int64_t plane_in = planes ? self.numel() / planes : 0;
+  check_same_device(self, indices);
   Tensor x = contiguous(self), idx = contiguous(indices);
-  const int64_t* ix = idx.data<int64_t>();
+  const Tensor host_idx = host_copy(idx);
+  const int64_t* ix = host_idx.data<int64_t>();
   for (int64_t i = 0; i < idx.numel(); ++i)
     TP_CHECK(ix[i] >= 0 && ix[i] < plane_out, op, ": Found an invalid max index: ", ix[i],
              " (output volumes are of size ", shape_str(output_size), ")");
   Tensor y = zeros(out_sizes, self.dtype(), self.device());
-  if (x.numel())
+  if (y.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::max_unpool(x, idx, y, plane_in, plane_out);
+#endif
+  } else if (x.numel())
     visit_bits(self.dtype(), [&](auto t) {
       using U = decltype(t);
       const U* xp = x.data<U>();

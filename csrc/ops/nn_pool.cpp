@@ -18,6 +18,9 @@
 #include "kernels/tensor_iterator.h"
 #include "ops/nn.h"
 #include "tensorplay/ops_api.h"
+#ifdef TP_USE_CUDA
+#include "cuda/nn_spatial.h"
+#endif
 
 namespace tp {
 
@@ -53,7 +56,7 @@ void check_pool_input(const Tensor& self, int64_t nsp, const char* op) {
   for (int64_t i = 1; i < self.dim(); ++i)
     TP_CHECK(self.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
              "a shape of ", shape_str(self.sizes()), " and non-zero size for dim ", i);
-  TP_CHECK(self.device().is_cpu(), op, ": no ", self.device().str(), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel");
 }
 
 void base_shape(PoolShape& g, const Tensor& self, int64_t nsp) {
@@ -355,11 +358,36 @@ void avg_pool_backward_nhwc(const PoolShape& g, int64_t batch, int64_t C, const 
   });
 }
 
-/// An uninitialised `sizes` tensor laid out channels last (`cl`) or row-major.
-Tensor empty_in_layout(IntArrayRef sizes, DType dt, bool cl) {
-  return cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, Device(DeviceType::CPU))
-            : empty_tensor(sizes, dt);
+/// An uninitialised `sizes` tensor on `dev` laid out channels last (`cl`) or row-major.
+Tensor empty_in_layout(IntArrayRef sizes, DType dt, bool cl, Device dev) {
+  return cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, dev) : empty_tensor(sizes, dt, dev);
 }
+
+#ifdef TP_USE_CUDA
+/// The window tables of g for the CUDA kernels (pointing into g).
+cuda::PoolDims cuda_dims(const PoolShape& g) {
+  cuda::PoolDims d{};
+  for (int k = 0; k < 3; ++k) {
+    d.in[k] = g.in[k];
+    d.out[k] = g.out[k];
+    d.step[k] = g.w[k].step;
+    d.begin[k] = g.w[k].begin.data();
+    d.count[k] = g.w[k].count.data();
+    d.pad_count[k] = g.w[k].pad_count.data();
+  }
+  return d;
+}
+
+/// The planes of a pooling input of sizes `self_size` over `nsp` dims, channels last (`cl`) or not.
+cuda::PoolLayout cuda_layout(IntArrayRef self_size, int64_t nsp, bool cl) {
+  cuda::PoolLayout l;
+  l.planes = 1;
+  for (size_t i = 0; i + size_t(nsp) < self_size.size(); ++i) l.planes *= self_size[i];
+  l.channels = cl ? self_size[1] : 1;
+  l.channels_last = cl;
+  return l;
+}
+#endif
 
 /// float16/bfloat16 widened to float32 (the pooling kernels' compute dtype), any layout.
 Tensor widen(const Tensor& t) { return is_float16_or_bfloat16(t.dtype()) ? _to_dtype(t, DType::Float32) : t; }
@@ -374,9 +402,13 @@ std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, bool cl
   fill_unit_windows(g);
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
   Tensor x = with_layout(widen(self), cl);
-  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl);
-  Tensor idx = empty_in_layout(out_sizes(self, g), DType::Int64, cl);
-  if (y.numel())
+  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl, self.device());
+  Tensor idx = empty_in_layout(out_sizes(self, g), DType::Int64, cl, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::max_pool_forward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), x, y, idx);
+#endif
+  } else if (y.numel())
     visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
       if (cl) max_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), idx.data<int64_t>());
@@ -394,8 +426,12 @@ Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divi
                 "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   Tensor x = with_layout(widen(self), cl);
   const bool single = g.out_numel() == 1 && self.dim() == g.nsp + 2 && channels_last(self);
-  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl || single);
-  if (y.numel())
+  Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl || single, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::avg_pool_forward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), x, y, divisor);
+#endif
+  } else if (y.numel())
     visit_pool_dtype(x.dtype(), op, [&](auto t) {
       using T = decltype(t);
       if (cl) avg_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), divisor);
@@ -407,8 +443,12 @@ Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divi
 /// Average pooling's gradient for `self` from gy (dtype and layout of the kernels: `cl`).
 Tensor avg_backward_run(const PoolShape& g, const Tensor& self, const Tensor& gy, std::optional<int64_t> divisor,
                         bool cl) {
-  Tensor gx = empty_in_layout(self.sizes(), gy.dtype(), cl);
-  if (gx.numel())
+  Tensor gx = empty_in_layout(self.sizes(), gy.dtype(), cl, self.device());
+  if (self.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    cuda::avg_pool_backward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), gy, gx, divisor);
+#endif
+  } else if (gx.numel())
     visit_pool_dtype(gy.dtype(), "avg_pool_backward", [&](auto t) {
       using T = decltype(t);
       if (!cl) return avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor);
@@ -471,12 +511,24 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
                                int64_t spatial_dims, OutArg) {
   TP_CHECK(std::equal(grad_output.sizes().begin(), grad_output.sizes().end(), indices.sizes().begin(),
                       indices.sizes().end()), "grad_output and indices must have the same shape");
+  check_same_device(grad_output, indices);
   auto [planes, plane] = planes_of(self_size, spatial_dims);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // the indices carry the forward's layout (Note [Channels-last results])
   const bool cl = spatial_dims > 1 && int64_t(self_size.size()) == spatial_dims + 2 && channels_last(indices);
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl), idx = with_layout(indices, cl);
-  Tensor gx = empty_in_layout(self_size, dt, cl);
+  if (grad_output.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+    visit_pool_dtype(dt, "max_pool_backward", [](auto) {});  // the CPU's dtype error
+    // atomic adds: float32/float64 as on the CPU, the integer dtypes summed in int64
+    const DType acc_dt = is_floating(dt) ? dt : DType::Int64;
+    Tensor gx = empty_in_layout(self_size, acc_dt, cl, grad_output.device());
+    cuda::max_pool_backward(cuda_layout(self_size, spatial_dims, cl), plane, with_layout(_to_dtype(gy, acc_dt), cl),
+                            idx, gx);
+    return _to_dtype(gx, grad_output.dtype());
+#endif
+  }
+  Tensor gx = empty_in_layout(self_size, dt, cl, Device(DeviceType::CPU));
   const int64_t per = planes ? gy.numel() / planes : 0;
   visit_pool_dtype(dt, "max_pool_backward", [&](auto t) {
     using T = decltype(t);
@@ -539,6 +591,7 @@ Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, In
   PoolShape g = sliding_shape(self, spatial_dims, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
                               count_include_pad, false, "avg_pool_backward");
   fill_unit_windows(g);
+  check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2);
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
@@ -573,6 +626,7 @@ Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor&
   DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
   PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
   fill_unit_windows(g);
+  check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // pooled to one element per plane, PyTorch takes a mean, whose gradient is row-major
   const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2) && g.out_numel() != 1;

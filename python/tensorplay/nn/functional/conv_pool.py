@@ -72,7 +72,8 @@ def _max_unpool(n):
             size = default
         else:
             size = list(output_size)[-n:]
-        return _require(f"max_unpool{n}d")(input, indices, size)
+        extra = (s, p) if n == 3 else ()  # max_unpool3d's op also takes stride and padding
+        return _require(f"max_unpool{n}d")(input, indices, size, *extra)
     unpool.__name__ = f"max_unpool{n}d"
     return unpool
 

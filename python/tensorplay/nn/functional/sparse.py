@@ -45,7 +45,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         _embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
     w = weight
     if padding_idx is not None and weight.requires_grad:
-        keep = tp.ones((weight.size(0), 1), dtype=weight.dtype)
+        keep = tp.ones((weight.size(0), 1), dtype=weight.dtype, device=weight.device)
         keep[padding_idx] = 0
         w = weight * keep + weight.detach() * (1 - keep)  # same values, no grad to the pad row
     if scale_grad_by_freq and weight.requires_grad:
@@ -84,7 +84,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
                              "of fixed length sequences. However, found offsets of type "
                              f"{type(offsets)}")
-        offsets = tp.arange(0, input.numel(), input.size(1), dtype=input.dtype)
+        offsets = tp.arange(0, input.numel(), input.size(1), dtype=input.dtype, device=input.device)
         include_last_offset = False
         input = input.reshape(-1)
         if per_sample_weights is not None:

@@ -1,0 +1,99 @@
+// im2col / col2im (F.unfold / F.fold) on the GPU: one thread per column entry (im2col) or
+// per image pixel (col2im, a gather over the kernel positions that read it: deterministic).
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/check.h"
+#include "cuda/launch.cuh"
+#include "cuda/nn_spatial.h"
+#include "cuda/runtime.h"
+
+namespace tp::cuda {
+
+namespace {
+
+template <class T>
+__global__ void im2col_kernel(const T* img, T* col, int64_t n, BlockGeom g) {
+  const int64_t L = g.out_h * g.out_w, K = g.kh * g.kw;
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t l = u % L, r = u / L, kk = r % K, plane = r / K;
+    const int64_t ih = (l / g.out_w) * g.sh - g.ph + (kk / g.kw) * g.dh;
+    const int64_t iw = (l % g.out_w) * g.sw - g.pw + (kk % g.kw) * g.dw;
+    col[u] = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w ? img[(plane * g.h + ih) * g.w + iw] : T(0);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void accumulate(T& acc, T v) {
+  if constexpr (std::is_same_v<T, bool>) acc = acc || v;
+  else acc += v;
+}
+
+/// The output index o along one dim whose kernel tap reads input position t + tap offset
+/// (t = pos + pad - tap * dilation): o = t / stride when that divides and lies in [0, out).
+__device__ __forceinline__ bool tap_output(int64_t t, int64_t stride, int64_t out, int64_t& o) {
+  if (t < 0 || t % stride != 0) return false;
+  o = t / stride;
+  return o < out;
+}
+
+template <class T>
+__global__ void col2im_kernel(const T* col, T* img, int64_t n, BlockGeom g) {
+  const int64_t L = g.out_h * g.out_w, K = g.kh * g.kw;
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t iw = u % g.w, ih = u / g.w % g.h, plane = u / (g.w * g.h);
+    const T* src = col + plane * K * L;
+    T acc = T(0);
+    for (int64_t a = 0; a < g.kh; ++a) {
+      int64_t oh;
+      if (!tap_output(ih + g.ph - a * g.dh, g.sh, g.out_h, oh)) continue;
+      for (int64_t b = 0; b < g.kw; ++b) {
+        int64_t ow;
+        if (!tap_output(iw + g.pw - b * g.dw, g.sw, g.out_w, ow)) continue;
+        accumulate(acc, src[(a * g.kw + b) * L + oh * g.out_w + ow]);
+      }
+    }
+    img[u] = acc;
+  }
+}
+
+/// Calls f(T{}) for the dtypes of im2col/col2im (nn_conv.cpp widens the half types first).
+template <class F>
+void visit_blocks(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    case DType::Bool: return f(bool{});
+    default: TP_FAIL("im2col/col2im CUDA kernels: unsupported dtype ", dtype_name(dt));
+  }
+}
+
+}  // namespace
+
+void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col) {
+  const int64_t n = col.numel();
+  if (n == 0) return;
+  DeviceGuard guard(col.device().index);
+  Stream s = current_stream(col.device().index);
+  visit_blocks(col.dtype(), [&](auto t) {
+    using T = decltype(t);
+    im2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(img.device_data<T>(), col.device_data<T>(), n,
+                                                                     g);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img) {
+  const int64_t n = img.numel();
+  if (n == 0) return;
+  DeviceGuard guard(img.device().index);
+  Stream s = current_stream(img.device().index);
+  visit_blocks(img.dtype(), [&](auto t) {
+    using T = decltype(t);
+    col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), img.device_data<T>(), n,
+                                                                     g);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tp::cuda
