@@ -382,14 +382,14 @@ tp::linalg::SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) 
   DType dt = A.dtype();
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
-  int64_t ucols = full_matrices ? m : k, vcols = full_matrices ? n : k;
+  int64_t ucols = compute_uv && full_matrices ? m : k, vcols = compute_uv && full_matrices ? n : k;
   tp::linalg::SvdResult r;
   r.S = empty_tensor(with_tail(batch, {k}), dt, dev);
-  Tensor V;  // gesvdj writes V (n x vcols); Vh is its transpose
-  if (compute_uv) {
-    r.U = colmajor_empty(batch, m, ucols, dt, dev);
-    V = colmajor_empty(batch, n, vcols, dt, dev);
-  }
+  // gesvdj writes V (n x vcols); Vh is its transpose. Without compute_uv the vectors go to
+  // scratch: gesvdj's NOVECTOR mode failed (CUSOLVER_STATUS_EXECUTION_FAILED and an
+  // illegal address) on the H200 with CUDA 13.
+  Tensor U = colmajor_empty(batch, m, ucols, dt, dev), V = colmajor_empty(batch, n, vcols, dt, dev);
+  if (compute_uv) r.U = U;
   if (k == 0 || nb == 0) {  // nothing to factor: U and V are identities where they have columns
     if (compute_uv) {
       copy_(r.U, eye(m, ucols, dt, dev));
@@ -403,7 +403,7 @@ tp::linalg::SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) 
   Tensor finite = all(isfinite(a), std::array<int64_t, 2>{-2, -1});
   Tensor info = zeros(batch, DType::Int32, dev);
   int mi = lapack_int(m), ni = lapack_int(n), ldu = lapack_int(m), ldv = lapack_int(n);
-  cusolverEigMode_t jobz = compute_uv ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  cusolverEigMode_t jobz = CUSOLVER_EIG_MODE_VECTOR;
   int econ = compute_uv && full_matrices ? 0 : 1;
   gesvdjInfo_t params = nullptr;
   TP_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&params));
@@ -416,16 +416,15 @@ tp::linalg::SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) 
     cusolverDnHandle_t h = current_handle();
     T* a0 = a.device_data<T>();
     T* s0 = r.S.device_data<T>();
-    T* u0 = compute_uv ? r.U.device_data<T>() : nullptr;
-    T* v0 = compute_uv ? V.device_data<T>() : nullptr;
+    T* u0 = U.device_data<T>();
+    T* v0 = V.device_data<T>();
     int lwork = 0;
     TP_CUSOLVER_CHECK(gesvdj_size(h, jobz, econ, mi, ni, a0, mi, s0, u0, ldu, v0, ldv, &lwork,
                                   params));
     Tensor ws = workspace(lwork, dt, dev);
     for (int64_t b = 0; b < nb; ++b)
       TP_CUSOLVER_CHECK(gesvdj(h, jobz, econ, mi, ni, a0 + b * m * n, mi, s0 + b * k,
-                               u0 ? u0 + b * m * ucols : nullptr, ldu,
-                               v0 ? v0 + b * n * vcols : nullptr, ldv, ws.device_data<T>(), lwork,
+                               u0 + b * m * ucols, ldu, v0 + b * n * vcols, ldv, ws.device_data<T>(), lwork,
                                info.device_data<int>() + b, params));
   });
   Tensor ok = host_copy(finite), codes = host_copy(info);
