@@ -9,6 +9,7 @@ The program is written against the PyTorch API, so `--backend torch` runs it unc
 on PyTorch (benchmarks/bench_main_job.py times both).
 
     python examples/train_digits.py [--epochs 20] [--out examples/output] [--backend torch]
+                                    [--device cuda]
 """
 import argparse
 import importlib
@@ -37,12 +38,13 @@ def build_model(nn):
         nn.Linear(128, 10))
 
 
-def evaluate(lib, model, loader):
+def evaluate(lib, model, loader, device):
     """(mean loss, accuracy) over a loader, without gradients."""
     model.eval()
     total, correct, loss_sum = 0, 0, 0.0
     with lib.no_grad():
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             logits = model(x)
             loss_sum += lib.nn.functional.cross_entropy(logits, y, reduction="sum").item()
             correct += (logits.argmax(1) == y).sum().item()
@@ -75,7 +77,7 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--device", default="cpu", help="cpu (cuda arrives with the CUDA backend)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (a CUDA build on a GPU)")
     ap.add_argument("--out", default=str(pathlib.Path(__file__).parent / "output"))
     ap.add_argument("--backend", default="tensorplay", choices=["tensorplay", "torch"])
     ap.add_argument("--no-progress", action="store_true", help="no tqdm bar (logs, CI)")
@@ -97,7 +99,7 @@ def main(argv=None):
                                        generator=lib.Generator().manual_seed(args.seed))
     test_loader = data_mod.DataLoader(test_set, batch_size=256)
 
-    model = build_model(lib.nn)
+    model = build_model(lib.nn).to(args.device)
     optimizer = lib.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     scheduler = lib.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs,
                                                   steps_per_epoch=len(train_loader))
@@ -108,6 +110,7 @@ def main(argv=None):
         bar = tqdm(train_loader, desc=f"epoch {epoch:2d}/{args.epochs}", leave=False,
                    disable=args.no_progress, file=sys.stderr)
         for x, y in bar:
+            x, y = x.to(args.device, non_blocking=True), y.to(args.device, non_blocking=True)
             logits = model(x)
             loss = lib.nn.functional.cross_entropy(logits, y)
             optimizer.zero_grad()
@@ -118,7 +121,7 @@ def main(argv=None):
             correct += (logits.argmax(1) == y).sum().item()
             seen += y.numel()
             bar.set_postfix(loss=f"{loss.item():.3f}")
-        test_loss, test_acc = evaluate(lib, model, test_loader)
+        test_loss, test_acc = evaluate(lib, model, test_loader, args.device)
         history.append({"epoch": epoch, "train_loss": loss_sum / seen, "train_acc": correct / seen,
                         "test_loss": test_loss, "test_acc": test_acc})
         print(f"epoch {epoch:2d}  train loss {loss_sum / seen:.4f}  train acc {correct / seen:.4f}  "
@@ -131,10 +134,10 @@ def main(argv=None):
     checkpoint = out / f"digits_cnn_{args.backend}.pt"
     lib.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
               "epoch": args.epochs, "test_acc": history[-1]["test_acc"]}, checkpoint)
-    restored = build_model(lib.nn)
-    state = lib.load(checkpoint)  # weights_only=True: tensors and plain containers only
+    restored = build_model(lib.nn).to(args.device)
+    state = lib.load(checkpoint, map_location="cpu")  # weights_only=True: tensors and containers
     restored.load_state_dict(state["model"])
-    _, reloaded_acc = evaluate(lib, restored, test_loader)
+    _, reloaded_acc = evaluate(lib, restored, test_loader, args.device)
     if reloaded_acc != history[-1]["test_acc"]:
         sys.exit(f"train_digits: the reloaded model scores {reloaded_acc:.4f}, "
                  f"not {history[-1]['test_acc']:.4f}")

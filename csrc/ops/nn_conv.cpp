@@ -338,7 +338,10 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
            " but found ", dtype_scalar_name(weight.dtype()));
   TP_CHECK(!bias || bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()),
            ") and bias type (", dtype_name(bias->dtype()), ") should be the same");
-  TP_CHECK(input.device().is_cpu() && weight.device().is_cpu(), "no ", input.device().str(), " kernel");
+  TP_CHECK(input.device().is_cpu() || input.device().is_cuda(), "no ", input.device().str(), " kernel");
+  TP_CHECK(weight.device() == input.device() && (!bias || bias->device() == input.device()),
+           "Expected all tensors to be on the same device, but found at least two devices, ",
+           input.device().str(), " and ", (weight.device() != input.device() ? weight : *bias).device().str(), "!");
   ConvShape g;
   g.nsp = input.dim() - 2;
   DimVector s = expand_param(stride, g.nsp, "stride"), p = expand_param(padding, g.nsp, "padding"),
@@ -474,12 +477,87 @@ Tensor pointwise_weight_channels_last(const ConvShape& g, const Tensor& gy, cons
   return gw;
 }
 
+// ------------------------------------------------------------------ unfold + matrix products
+// Note [Convolution by unfold]: a 1-D or 2-D convolution as im2col and one batched matrix
+// product per group (col2im for the transposed one), written with tp ops, so it runs on
+// any backend: the CUDA path until cuDNN lands (3-D convolutions have none yet). A 1-D
+// convolution is a 2-D one of height 1: the ConvShape slots 1 and 2 are its plane.
+
+std::array<int64_t, 2> plane(const int64_t (&v)[3]) { return {v[1], v[2]}; }
+
+Tensor as_plane(const Tensor& t, const ConvShape& g) { return g.nsp == 1 ? unsqueeze(t, 2) : t; }
+
+void check_unfold(const ConvShape& g, DType dt, bool cuda) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, g.nsp <= 2, "convolution: ", g.nsp,
+                "-D convolutions have no ", cuda ? "CUDA" : "unfold", " kernel yet");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(dt), "\"slow_conv2d_", cuda ? "cuda" : "cpu",
+                "\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// Columns of the input as (N, groups, C/groups * K, L).
+Tensor grouped_columns(const ConvShape& g, const Tensor& input) {
+  const auto k = plane(g.k), d = plane(g.d), p = plane(g.p), s = plane(g.s);
+  Tensor cols = im2col(as_plane(input, g), k, d, p, s);
+  return reshape(cols, std::vector<int64_t>{g.n, g.groups, cols.size(1) / g.groups, cols.size(2)});
+}
+
+Tensor unfold_convolution(const ConvShape& g, const Tensor& input, const Tensor& weight,
+                          const std::optional<Tensor>& bias, bool transposed) {
+  check_unfold(g, input.dtype(), input.device().is_cuda());
+  const int64_t G = g.groups, K = g.k_numel();
+  const int64_t out_c = transposed ? g.cin : g.cout;
+  Tensor y;
+  if (!transposed) {
+    Tensor w = reshape(weight, std::vector<int64_t>{G, g.cout / G, g.cin / G * K});
+    y = reshape(matmul(w, grouped_columns(g, input)), sizes_of(g.n, out_c, g, false));
+  } else {  // input (N, cout, *g.out), weight (cout, cin / G, *k): columns w^T x, then col2im
+    Tensor w = reshape(weight, std::vector<int64_t>{G, g.cout / G, g.cin / G * K});
+    Tensor x = reshape(input, std::vector<int64_t>{g.n, G, g.cout / G, g.out_numel()});
+    Tensor cols = reshape(matmul(transpose(w, 1, 2), x), std::vector<int64_t>{g.n, g.cin * K, g.out_numel()});
+    y = reshape(col2im(cols, plane(g.in), plane(g.k), plane(g.d), plane(g.p), plane(g.s)),
+                sizes_of(g.n, out_c, g, true));
+  }
+  if (bias) {
+    std::vector<int64_t> b_shape(size_t(y.dim()), 1);
+    b_shape[1] = out_c;
+    y = add(y, reshape(*bias, b_shape));
+  }
+  return contiguous(y);
+}
+
+Tensor unfold_weight_grad(const ConvShape& g, const Tensor& grad_output, const Tensor& input,
+                          IntArrayRef weight_size) {
+  check_unfold(g, input.dtype(), input.device().is_cuda());
+  const int64_t G = g.groups;
+  Tensor gy = reshape(grad_output, std::vector<int64_t>{g.n, G, g.cout / G, g.out_numel()});
+  Tensor gw = sum(matmul(gy, transpose(grouped_columns(g, input), 2, 3)), std::vector<int64_t>{0});
+  return contiguous(reshape(gw, weight_size));
+}
+
+ConvShape weight_grad_shape(const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size,
+                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  TP_CHECK(int64_t(weight_size.size()) == input.dim(), "expected weight_size of ", input.dim(), " dims");
+  // a stand-in weight: only its sizes, dtype and device are read (zero strides: one element)
+  const DimVector no_strides(weight_size.size(), 0);
+  Tensor shape_only = empty_strided_tensor(weight_size, no_strides, input.dtype(), input.device());
+  const int64_t zero = 0;
+  ConvShape g = conv_shape(input, shape_only, std::nullopt, stride, padding, dilation, false,
+                           IntArrayRef(&zero, 1), groups);
+  TP_CHECK(grad_output.dim() == input.dim() && grad_output.size(0) == g.n && grad_output.size(1) == g.cout,
+           "grad_output of size ", shape_str(grad_output.sizes()), " does not match the convolution");
+  for (int64_t i = 0; i < g.nsp; ++i)
+    TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
+             shape_str(grad_output.sizes()), " does not match the convolution");
+  return g;
+}
+
 }  // namespace
 
 Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
                         IntArrayRef output_padding, int64_t groups, OutArg) {
   ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  if (input.device().is_cuda()) return unfold_convolution(g, input, weight, bias, transposed);
   const DType in_dt = input.dtype();
   // PyTorch's integer kernels: int64 everywhere, the narrower ints only plain undilated
   if (is_integral(in_dt, false) && in_dt != DType::Int64) {
@@ -525,16 +603,10 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
 Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size,
                                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                                         int64_t groups, OutArg) {
-  TP_CHECK(int64_t(weight_size.size()) == input.dim(), "expected weight_size of ", input.dim(), " dims");
-  Tensor meta_w = empty_tensor(weight_size, input.dtype());  // only its sizes are read
-  const int64_t zero = 0;
-  ConvShape g = conv_shape(input, meta_w, std::nullopt, stride, padding, dilation, false,
-                           IntArrayRef(&zero, 1), groups);
-  TP_CHECK(grad_output.dim() == input.dim() && grad_output.size(0) == g.n && grad_output.size(1) == g.cout,
-           "grad_output of size ", shape_str(grad_output.sizes()), " does not match the convolution");
-  for (int64_t i = 0; i < g.nsp; ++i)
-    TP_CHECK(grad_output.size(2 + i) == g.out[3 - g.nsp + i], "grad_output of size ",
-             shape_str(grad_output.sizes()), " does not match the convolution");
+  ConvShape g = weight_grad_shape(grad_output, input, weight_size, stride, padding, dilation, groups);
+  TP_CHECK(grad_output.device() == input.device(), "Expected all tensors to be on the same device, but "
+           "found at least two devices, ", input.device().str(), " and ", grad_output.device().str(), "!");
+  if (input.device().is_cuda()) return unfold_weight_grad(g, grad_output, input, weight_size);
   const bool cl = conv_channels_last(input.sizes(), input.strides(), {}, {}, input.dtype());
   return widened(input.dtype(), [&](DType dt) {
     if (cl && g.pointwise())
@@ -554,6 +626,20 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
     });
     return cl ? with_layout(gw, true) : gw;
   });
+}
+
+Tensor convolution_unfold_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                               IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                               IntArrayRef output_padding, int64_t groups, OutArg) {
+  ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  return unfold_convolution(g, input, weight, bias, transposed);
+}
+
+Tensor convolution_unfold_weight_backward_impl(const Tensor& grad_output, const Tensor& input,
+                                               IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
+                                               IntArrayRef dilation, int64_t groups, OutArg) {
+  ConvShape g = weight_grad_shape(grad_output, input, weight_size, stride, padding, dilation, groups);
+  return unfold_weight_grad(g, grad_output, input, weight_size);
 }
 
 // ------------------------------------------------------------------ backward helpers

@@ -3,6 +3,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+import tensorplay as tp
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -55,3 +59,16 @@ def test_train_digits_reaches_97_percent_and_its_checkpoint_loads_in_torch(tmp_p
         acc = (model(images).argmax(1) == labels).float().mean().item()
     assert acc >= 0.97  # the whole data set, scored by PyTorch with our weights
     assert set(state["optimizer"]) == {"state", "param_groups"}
+
+
+@pytest.mark.skipif(not tp.cuda.is_available(), reason="no CUDA GPU")
+def test_train_digits_on_cuda(tmp_path):
+    # the main job with --device cuda: the same program on the GPU, checkpoint round trip
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits.py"), "--no-progress",
+                          "--device", "cuda", "--epochs", "8", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    epochs = [line for line in run.stdout.splitlines() if line.startswith("epoch")]
+    assert len(epochs) == 8
+    assert float(epochs[-1].split("test acc")[1].split()[0]) >= 0.95, run.stdout
+    assert "reloaded checkpoint test accuracy" in run.stdout
