@@ -94,6 +94,38 @@ def test_step_returns_optimizer_result_or_none():
         scaler.step(opt, closure=lambda: None)
 
 
+def test_two_optimizers_share_the_scaler():
+    """An inf in one optimizer's gradients skips only that optimizer's step; the update
+    backs off once for the iteration."""
+    got = []
+    for lib, cls in ((torch, torch.amp.GradScaler), (tp, GradScaler)):
+        model = _model(lib)
+        opt_a = lib.optim.SGD(model[0].parameters(), lr=0.1)
+        opt_b = lib.optim.Adam(model[2].parameters(), lr=0.01)
+        scaler = cls("cpu", init_scale=2.0**8, growth_interval=2)
+        trace = []
+        for k in range(6):
+            opt_a.zero_grad()
+            opt_b.zero_grad()
+            loss = lib.nn.functional.mse_loss(model(lib.tensor(X[k])), lib.tensor(Y[k]))
+            scaler.scale(loss).backward()
+            if k in (1, 4):
+                with lib.no_grad():
+                    model[2].bias.grad[0] = float("inf")
+            scaler.step(opt_a)
+            scaler.step(opt_b)
+            scaler.update()
+            trace.append((scaler.get_scale(), [p.detach().numpy().copy() for p in model.parameters()]))
+        got.append(trace)
+    for (ws, wp), (gs, gp) in zip(*got):
+        assert gs == ws
+        for a, b in zip(gp, wp):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert [s for s, _ in got[1]] == [2.0**8, 2.0**7, 2.0**7, 2.0**8, 2.0**7, 2.0**7]
+    assert not np.array_equal(got[1][1][1][0], got[1][0][1][0])  # opt_a stepped at step 1
+    np.testing.assert_array_equal(got[1][1][1][2], got[1][0][1][2])  # opt_b did not
+
+
 def test_odd_factors_round_as_torch():
     """Backoff/growth products in float64 rounded to float32, growth refused on overflow."""
     for lib, cls in ((torch, torch.amp.GradScaler), (tp, GradScaler)):
