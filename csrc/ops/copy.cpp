@@ -89,6 +89,13 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
            "copy_: copies between ", src.device().str(), " and ", self.device().str(),
            " arrive with the CUDA backend");
   check_partial_overlap(self, src, "copy_");
+  if (src.impl()->is_wrapped_number()) {  // a Python number: its own value, not rounded to
+    // the default dtype first (as the iterator's promotion of a lone number would)
+    const Scalar v = src.dtype() == DType::Bool      ? Scalar(*src.data<bool>())
+                     : src.dtype() == DType::Float64 ? Scalar(*src.data<double>())
+                                                     : Scalar(*src.data<int64_t>());
+    return fill_impl(self, v, OutArg{&self, true});
+  }
   if (!try_dense_copy(self, src)) {
     IterConfig cfg{"copy_", Promote::Common};
     cfg.result_dtype = self.dtype();
