@@ -120,15 +120,20 @@ def main():
         except NotImplementedError as e:
             rows.append((f"randn {big >> 20}M f32 ({e})", float("nan"), float("nan"), "", ""))
 
-    print(f"CUDA backend I on {torch.cuda.get_device_name()}; ratio = tp time / torch time")
-    if args.markdown:
+    print_rows("CUDA backend I", rows, args.markdown, 34)
+
+
+def print_rows(title, rows, markdown, width):
+    """The table: (name, tp, torch, unit, note) rows; ratio = tp time / torch time."""
+    print(f"{title} on {torch.cuda.get_device_name()}; ratio = tp time / torch time")
+    if markdown:
         print("| case | tensorplay | torch | ratio | note |\n|---|---|---|---|---|")
     for name, a, b, unit, note in rows:
         ratio = (b / a) if unit == "GB/s" else (a / b)
-        if args.markdown:
+        if markdown:
             print(f"| {name} | {a:.4g} {unit} | {b:.4g} {unit} | {ratio:.2f} | {note} |")
         else:
-            print(f"{name:34s} tp {a:9.4g} {unit:4s} torch {b:9.4g} {unit:4s} ratio {ratio:5.2f} {note}")
+            print(f"{name:{width}s} tp {a:9.4g} {unit:4s} torch {b:9.4g} {unit:4s} ratio {ratio:5.2f} {note}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cuda import check, gpu_time  # noqa: E402
+from bench_cuda import check, gpu_time, print_rows  # noqa: E402
 
 
 def same_input(shape, dtype, seed=0, scale=1.0):
@@ -96,15 +96,7 @@ def main():
     b = gpu_time(torch, ce_th, reps, rounds)
     rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
 
-    print(f"CUDA backend II on {torch.cuda.get_device_name()}; ratio = tp time / torch time")
-    if args.markdown:
-        print("| case | tensorplay | torch | ratio | note |\n|---|---|---|---|---|")
-    for name, a, b, unit, note in rows:
-        ratio = (b / a) if unit == "GB/s" else (a / b)
-        if args.markdown:
-            print(f"| {name} | {a:.4g} {unit} | {b:.4g} {unit} | {ratio:.2f} | {note} |")
-        else:
-            print(f"{name:44s} tp {a:9.4g} {unit:4s} torch {b:9.4g} {unit:4s} ratio {ratio:5.2f} {note}")
+    print_rows("CUDA backend II", rows, args.markdown, 44)
 
 
 if __name__ == "__main__":
