@@ -11,7 +11,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
 import torch
 
 import tensorplay as tp
