@@ -217,3 +217,23 @@ def test_cross_entropy_targets_out_of_range():
             tp._C._cross_entropy_rows_backward(tp.ones(6, device=DEV), x, t, -100)
     t = tp.tensor([0, 1, 2, 3, 4, 5], device=DEV)
     F.cross_entropy(x, t, ignore_index=7)  # still usable after the errors
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_on_cuda_match_cpu(mode):
+    # the per-step composite path (the fused C++ LSTM layer is CPU-only): values and grads
+    tp.manual_seed(0)
+    cpu = getattr(tp.nn, mode)(6, 8, num_layers=2, bidirectional=True, dropout=0.0, batch_first=True).double()
+    gpu = getattr(tp.nn, mode)(6, 8, num_layers=2, bidirectional=True, dropout=0.0, batch_first=True).double()
+    gpu.load_state_dict(cpu.state_dict())
+    gpu = gpu.cuda()
+    x = tp.tensor(np.random.default_rng(0).standard_normal((3, 5, 6)))
+    xc, xg = x.clone().requires_grad_(), x.cuda().requires_grad_()
+    out_c, _ = cpu(xc)
+    out_g, _ = gpu(xg)
+    np.testing.assert_allclose(out_g.detach().cpu().numpy(), out_c.detach().numpy(), rtol=1e-10, atol=1e-10)
+    out_c.sum().backward()
+    out_g.sum().backward()
+    np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-9, atol=1e-9)
+    for (name, pc), pg in zip(cpu.named_parameters(), gpu.parameters()):
+        np.testing.assert_allclose(pg.grad.cpu().numpy(), pc.grad.numpy(), rtol=1e-9, atol=1e-9, err_msg=name)

@@ -23,12 +23,12 @@ class _StepSplit(tp.autograd.Function):
 
     @staticmethod
     def forward(ctx, x):
-        ctx.step_shape, ctx.dtype = tuple(x.shape[1:]), x.dtype
+        ctx.step_shape, ctx.dtype, ctx.device = tuple(x.shape[1:]), x.dtype, x.device
         return tuple(s.clone() for s in x.unbind(0))
 
     @staticmethod
     def backward(ctx, *grads):
-        return tp.stack([g if g is not None else tp.zeros(ctx.step_shape, dtype=ctx.dtype)
+        return tp.stack([g if g is not None else tp.zeros(ctx.step_shape, dtype=ctx.dtype, device=ctx.device)
                          for g in grads])
 
 
@@ -213,14 +213,15 @@ class RNNBase(Module):
     def _can_fuse(self, x, lengths):
         """Whether the C++ LSTM layer (_FusedLSTMLayer) can run this input."""
         return (self.mode == "LSTM" and self.proj_size == 0 and lengths is None
-                and x.dtype in (tp.float32, tp.float64) and forward_ad._current_level < 0)
+                and x.dtype in (tp.float32, tp.float64) and x.device.type == "cpu"
+                and forward_ad._current_level < 0)
 
-    def _layer_dropout(self, layer, shape, dtype):
+    def _layer_dropout(self, layer, shape, dtype, device):
         """The noise between layers (None where none applies): F.dropout's draws over the
         stacked layer output."""
         if not (self.dropout > 0 and self.training and layer < self.num_layers - 1):
             return None
-        noise = tp.empty(shape, dtype=dtype).bernoulli_(1 - self.dropout)
+        noise = tp.empty(shape, dtype=dtype, device=device).bernoulli_(1 - self.dropout)
         return noise.div_(1 - self.dropout)
 
     def _forward_fused(self, x, h0, c0):
@@ -238,7 +239,7 @@ class RNNBase(Module):
                 h_n.append(h)
                 c_n.append(c)
             x = outs[0] if num_directions == 1 else tp.cat(outs, 2)
-            noise = self._layer_dropout(layer, tuple(x.shape), x.dtype)
+            noise = self._layer_dropout(layer, tuple(x.shape), x.dtype, x.device)
             if noise is not None:
                 x = x * noise
         return x, tp.stack(h_n), tp.stack(c_n)
@@ -260,7 +261,7 @@ class RNNBase(Module):
             steps = outs[0] if num_directions == 1 else \
                 [tp.cat([a, b], 1) for a, b in zip(outs[0], outs[1])]
             noise = self._layer_dropout(layer, (len(steps),) + tuple(steps[0].shape),
-                                        steps[0].dtype)
+                                        steps[0].dtype, steps[0].device)
             if noise is not None:
                 steps = [s_ * noise[t] for t, s_ in enumerate(steps)]
         return tp.stack(steps), tp.stack(h_n), (tp.stack(c_n) if self.mode == "LSTM" else None)
@@ -273,6 +274,7 @@ class RNNBase(Module):
             sorted_idx = input.sorted_indices
             x = padded if sorted_idx is None else padded.index_select(1, sorted_idx)
             lengths = lengths_cpu if sorted_idx is None else lengths_cpu.index_select(0, sorted_idx)
+            lengths = lengths.to(x.device)
             batched = True
         else:
             batched = input.dim() == 3
@@ -290,8 +292,9 @@ class RNNBase(Module):
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         is_lstm = self.mode == "LSTM"
         if hx is None:
-            h0 = tp.zeros((self.num_layers * num_directions, B, real_hidden), dtype=x.dtype)
-            c0 = tp.zeros((self.num_layers * num_directions, B, self.hidden_size), dtype=x.dtype) \
+            h0 = tp.zeros((self.num_layers * num_directions, B, real_hidden), dtype=x.dtype, device=x.device)
+            c0 = tp.zeros((self.num_layers * num_directions, B, self.hidden_size), dtype=x.dtype,
+                          device=x.device) \
                 if is_lstm else None
         else:
             h0, c0 = hx if is_lstm else (hx, None)
