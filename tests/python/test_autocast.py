@@ -79,6 +79,10 @@ LOWER = {
     "conv_transpose2d": lambda lib, F, mk: F.conv_transpose2d(mk((1, 3, 4, 4)),
                                                               mk((3, 2, 3, 3), seed=1)),
     "prelu": lambda lib, F, mk: F.prelu(mk((2, 3, 4)), mk((3,), seed=1)),
+    "einsum": lambda lib, F, mk: lib.einsum("bij,bjk->bik", mk((2, 3, 4)), mk((2, 4, 5), seed=1)),
+    "einsum_3": lambda lib, F, mk: lib.einsum("ij,jk,kl->il", mk((2, 3)), mk((3, 4), seed=1),
+                                              mk((4, 2), seed=2)),
+    "tensordot": lambda lib, F, mk: lib.tensordot(mk((3, 4, 2)), mk((4, 2, 5), seed=1), dims=2),
     "mixed_bf16_f32": lambda lib, F, mk: lib.mm(mk((4, 5), "amp"), mk((5, 2), seed=1)),
 }
 
@@ -396,7 +400,8 @@ def test_cuda_autocast_leaves_cpu_tensors_alone():
 
 @pytest.mark.parametrize("name,cpu,cuda", [
     ("mm", "lower_precision", "lower_precision"), ("linear", "lower_precision", "lower_precision"),
-    ("mv", None, "lower_precision"), ("einsum", None, "lower_precision"),
+    ("mv", None, "lower_precision"), ("einsum", "lower_precision", "lower_precision"),
+    ("tensordot", "lower_precision", "promote"),
     ("softmax", None, "fp32"), ("log_softmax", None, "fp32"), ("layer_norm", None, "fp32"),
     ("exp", None, "fp32"), ("pow", None, "fp32"), ("sum", None, "fp32"), ("prod", "fp32", "fp32"),
     ("mse_loss", "fp32", "fp32"), ("cross_entropy", "fp32", "fp32"),
