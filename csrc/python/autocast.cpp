@@ -55,6 +55,8 @@ void bind_autocast(nb::module_& m) {
   m.def("is_autocast_cache_enabled", &autocast::is_cache_enabled);
   m.def("set_autocast_cache_enabled", &autocast::set_cache_enabled, nb::arg("enabled"));
   m.def("_autocast_cache_size", &autocast::cache_size);
+  // nn.functional's Python code asks this (one call) before paying for _autocast_args
+  m.def("_autocast_armed", &autocast::armed);
   m.def("_autocast_args", &autocast_args);
   // The policy of a name on a device type ("lower_precision", "fp32", "promote", "banned",
   // or None when not listed): how tests check the yaml is wired.
