@@ -12,6 +12,8 @@ Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   cpu_kernels_N.cpp           CPU loop instantiations per functor and dtype
   cuda_kernels_N.cu           CUDA launch instantiations (compiled in CUDA builds only)
   python_ops.cpp              nanobind bindings (functions, methods, in-place methods)
+csrc/ops/autocast.yaml (per-device autocast policies, not ops) adds the autocast prologue of
+each listed op's API function and the policy table autocast::find_policy reads.
 Files are rewritten only when their text changes, so rebuilds stay incremental.
 """
 import re
