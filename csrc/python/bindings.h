@@ -58,6 +58,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_function(nb::module_& m);
 void bind_cuda(nb::module_& m);
 void bind_matmul_settings(nb::module_& m);
+void bind_autocast(nb::module_& m);
 
 }  // namespace tp::python
 

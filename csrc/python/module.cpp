@@ -328,6 +328,7 @@ NB_MODULE(_C, m) {
   bind_autograd(m, cls);
   bind_function(m);
   bind_cuda(m);
+  bind_autocast(m);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();

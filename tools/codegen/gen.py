@@ -12,6 +12,8 @@ Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   cpu_kernels_N.cpp           CPU loop instantiations per functor and dtype
   cuda_kernels_N.cu           CUDA launch instantiations (compiled in CUDA builds only)
   python_ops.cpp              nanobind bindings (functions, methods, in-place methods)
+csrc/ops/autocast.yaml (per-device autocast policies, not ops) adds the autocast prologue of
+each listed op's API function and the policy table autocast::find_policy reads.
 Files are rewritten only when their text changes, so rebuilds stay incremental.
 """
 import re
@@ -184,7 +186,7 @@ def load(op_dir):
     data = yaml.safe_load((op_dir / "ops.yaml").read_text())
     entries = list(data["ops"])
     for extra in sorted(op_dir.glob("*.yaml")):
-        if extra.name != "ops.yaml":
+        if extra.name not in ("ops.yaml", AUTOCAST_YAML):
             entries += yaml.safe_load(extra.read_text()).get("ops") or []
     ops = []
     for e in entries:
@@ -198,6 +200,76 @@ def load(op_dir):
             raise ValueError(f"{op.full_name}: defined twice in csrc/ops/*.yaml")
         ops.append(op)
     return data["kernels"], ops
+
+
+# ------------------------------------------------------------------ autocast
+AUTOCAST_YAML = "autocast.yaml"
+AUTOCAST_DEVICES = ("cpu", "cuda")
+AUTOCAST_POLICY = {"lower_precision": "LowerPrecision", "fp32": "Fp32", "promote": "Promote",
+                   "banned": "Banned"}
+
+
+def load_autocast(op_dir, ops):
+    """csrc/ops/autocast.yaml -> {name: {"cpu": policy, "cuda": policy, "banned": message}}.
+    Every name must be a C++ op or listed under `functional:` (Python-level functions)."""
+    data = yaml.safe_load((Path(op_dir) / AUTOCAST_YAML).read_text())
+    known = {o.name for o in ops} | set(data["functional"])
+    table = {}
+    for dev in AUTOCAST_DEVICES:
+        for policy, names in data[dev].items():
+            if policy not in AUTOCAST_POLICY:
+                raise ValueError(f"{AUTOCAST_YAML}: unknown policy {policy}")
+            for name in names:
+                if name not in known:
+                    raise ValueError(f"{AUTOCAST_YAML}: {name} is neither an op nor a functional")
+                entry = table.setdefault(name, {"cpu": "None", "cuda": "None", "banned": None})
+                if entry[dev] != "None":
+                    raise ValueError(f"{AUTOCAST_YAML}: {name} listed twice for {dev}")
+                entry[dev] = AUTOCAST_POLICY[policy]
+                if policy == "banned":
+                    entry["banned"] = names[name]
+    return table
+
+
+def cpp_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def autocast_prologue(op, entry):
+    """The start of a listed op's out-of-place API function: Note [Autocast redispatch]."""
+    tensors = [a for a in op.args if a.base in ("Tensor", "Tensor[]")]
+    if not tensors:
+        return ""
+    first = op.tensor_args[0] if op.tensor_args else None
+    if first is not None:
+        first_ptr = f"&{first.name}"
+    else:
+        lst = next(a for a in op.args if a.base == "Tensor[]")
+        first_ptr = f"({lst.name}.empty() ? nullptr : &{lst.name}[0])"
+    # an explicit dtype= is the caller's choice: PyTorch does not autocast such calls
+    cond = "autocast::armed()" + (" && !dtype" if any(a.name == "dtype" and a.base == "ScalarType"
+                                                       for a in op.args) else "")
+    banned = cpp_string(entry["banned"]) if entry["banned"] else "nullptr"
+    names = ", ".join(a.name for a in tensors)
+    cast_args = ", ".join(f"ac.cast({a.name})" if a in tensors else a.name for a in op.args)
+    widen = f"ac.widen({names}); " if "Promote" in (entry["cpu"], entry["cuda"]) else ""
+    return (f"  if ({cond}) [[unlikely]] {{\n"
+            f"    autocast::Redispatch ac(autocast::Policy::{entry['cpu']}, "
+            f"autocast::Policy::{entry['cuda']}, \"{op.name}\", {banned}, {first_ptr});\n"
+            f"    if (ac) {{ {widen}return {op.name}({cast_args}); }}\n"
+            f"  }}\n")
+
+
+def gen_autocast_table(table):
+    rows = [f'    {{"{name}", autocast::Policy::{e["cpu"]}, autocast::Policy::{e["cuda"]}, '
+            f'{cpp_string(e["banned"]) if e["banned"] else "nullptr"}}},'
+            for name, e in sorted(table.items())]
+    return ["const autocast::OpPolicy* autocast::find_policy(std::string_view name) {",
+            "  static constexpr autocast::OpPolicy table[] = {", *rows, "  };",
+            "  for (const auto& e : table)",
+            "    if (name == e.name) return &e;",
+            "  return nullptr;",
+            "}"]
 
 
 def gen_kernel_enum(kernels):
@@ -278,10 +350,11 @@ def py_name(op):
     return "linalg." + op.name[7:] if op.name.startswith("linalg_") else op.name
 
 
-def gen_api_source(ops):
+def gen_api_source(ops, autocast):
     out = ["// Generated from ops.yaml. Do not edit.",
            '#include "tensorplay/ops_api.h"',
            '#include "tensorplay/autograd_ops.h"',
+           '#include "autograd/autocast.h"',
            '#include "autograd/record.h"',
            '#include "core/error.h"',
            '#include "ops/pointwise.h"',
@@ -311,8 +384,8 @@ def gen_api_source(ops):
         no_out_grad = (f'autograd::check_out_no_grad("{op.name}", {targs}); '
                        if targs and mode(op) != "non_differentiable" else "")
         # Errors leave the API with the op's name in front (STYLE.md: errors name the op).
-        def body(call, ret, name):
-            return (f"{{\n  try {{ {call}; {ret} }}\n"
+        def body(call, ret, name, prologue=""):
+            return (f"{{\n{prologue}  try {{ {call}; {ret} }}\n"
                     f'  catch (Error& e) {{ e.name_op("{name}"); throw; }}\n}}')
         # `error_name:` is the name users know the op by, where it differs (linalg.det)
         shown = op.entry.get("error_name", py_name(op))
@@ -321,7 +394,8 @@ def gen_api_source(ops):
             call = f"return {k}({a}, OutArg::none())"
             if "view" in op.entry.get("tags", []):  # Note [Views and in-place writes]
                 call = f"Tensor r = {k}({a}, OutArg::none()); autograd::note_view(r, self); return r"
-            out.append(f"{op.ret} {op.name}({p}) " + body(f"{grad_path}{call}", "", shown))
+            ac = autocast_prologue(op, autocast[op.name]) if op.name in autocast else ""
+            out.append(f"{op.ret} {op.name}({p}) " + body(f"{grad_path}{call}", "", shown, ac))
         if "inplace" in op.variants:
             ip = p.replace("const Tensor& self", "Tensor& self", 1)
             grad_path = f"{rec}return autograd_gen::{op.name}_({a}); " if rec else ""
@@ -331,6 +405,7 @@ def gen_api_source(ops):
         if "out" in op.variants and len(op.returns) == 1:
             out.append(f"Tensor& {op.name}_out(Tensor& out, {p}) " +
                        body(f"{no_out_grad}{k}({a}, OutArg{{&out, false}})", "return out;", shown))
+    out += gen_autocast_table(autocast)
     out.append("void register_builtin_ops() {")
     out.append("  auto& reg = op_registry();")
     out.append(f"  reg.resize({len(ops)});")
@@ -569,10 +644,11 @@ def write_if_changed(path, text):
 
 def main():
     kernels, ops = load(sys.argv[1])
+    autocast = load_autocast(sys.argv[1], ops)
     out = Path(sys.argv[2])
     write_if_changed(out / "tensorplay/pointwise_kernels.h", gen_kernel_enum(kernels))
     write_if_changed(out / "tensorplay/ops_api.h", gen_api_header(ops))
-    write_if_changed(out / "ops_api.cpp", gen_api_source(ops))
+    write_if_changed(out / "ops_api.cpp", gen_api_source(ops, autocast))
     for shard in range(CPU_SHARDS):
         write_if_changed(out / f"cpu_kernels_{shard}.cpp", gen_cpu_kernels(kernels, shard))
     for shard in range(CUDA_SHARDS):

@@ -20,6 +20,7 @@ from tensorplay.cuda.random import (get_rng_state, get_rng_state_all, initial_se
                                     manual_seed, manual_seed_all, seed, seed_all, set_rng_state,
                                     set_rng_state_all)
 from tensorplay.cuda.streams import Event, ExternalStream, Stream  # noqa: F401
+from tensorplay.cuda import amp  # noqa: F401
 
 OutOfMemoryError = _C.OutOfMemoryError
 

@@ -11,6 +11,8 @@ from tensorplay.nn.functional._common import _op
 # ================================================================== linear
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
+    if _C._autocast_armed():
+        input, weight, bias = _C._autocast_args("linear", input, weight, bias)
     if input.dim() == 2 and bias is not None:
         return tp.addmm(bias, input, weight.t())
     if input.dim() > 2:  # fold the leading dims: one GEMM forward and one per gradient
@@ -24,6 +26,9 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """y_k = x1^T W_k x2 + b_k over the last dims (leading dims broadcast)."""
+    if _C._autocast_armed():
+        input1, input2, weight, bias = _C._autocast_args("bilinear", input1, input2, weight,
+                                                         bias)
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError("bilinear(): input batch dimensions do not match: got "
                            f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
@@ -105,6 +110,8 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def prelu(input, weight):
+    if _C._autocast_armed():
+        input, weight = _C._autocast_args("prelu", input, weight)
     if weight.numel() != 1:
         if input.dim() == 0:
             raise RuntimeError("Not allow zero-dim input tensor.")

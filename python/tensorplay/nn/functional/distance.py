@@ -1,5 +1,6 @@
 """normalize, cosine_similarity, pairwise_distance, pdist."""
 import tensorplay as tp
+from tensorplay import _C
 
 
 # ================================================================== distances
@@ -10,6 +11,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    if _C._autocast_armed():
+        x1, x2 = _C._autocast_args("cosine_similarity", x1, x2)
     x1, x2 = tp.broadcast_tensors(x1, x2)
     # PyTorch normalises each input by its clamped norm, then takes the dot product
     n1 = tp.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clamp(min=eps)
@@ -23,6 +26,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def pdist(input, p=2):
+    if _C._autocast_armed():
+        (input,) = _C._autocast_args("pdist", input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     n = input.size(0)

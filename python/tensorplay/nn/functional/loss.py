@@ -4,6 +4,7 @@ import numbers
 import warnings
 
 import tensorplay as tp
+from tensorplay import _C
 from tensorplay.nn.functional._common import Tensor, _legacy_reduction, _op, _reduce, _scalar_name, _torch_size
 from tensorplay.nn.functional.activation import log_softmax, logsigmoid
 from tensorplay.nn.functional.distance import pairwise_distance
@@ -11,6 +12,8 @@ from tensorplay.nn.functional.distance import pairwise_distance
 
 # ================================================================== losses
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("l1_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = tp.broadcast_tensors(input, target)
     loss = tp.abs(input - target)
@@ -20,6 +23,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("mse_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
@@ -34,6 +39,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("smooth_l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = tp.broadcast_tensors(input, target)
     if beta == 0.0:
@@ -44,6 +51,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("huber_loss", input, target, weight)
     input, target = tp.broadcast_tensors(input, target)
     d = tp.abs(input - target)
     loss = tp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -53,6 +62,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("soft_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(tp.log1p(tp.exp(-target * input)), reduction)
 
@@ -72,6 +83,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """-input[n, target[n]] (per class weights; ignore_index skipped, and left out of the
     mean's denominator)."""
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("nll_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_nll_shapes(input, target)
     if target.dtype not in (tp.int64, tp.uint8, tp.int32, tp.int16, tp.int8):
@@ -102,6 +115,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over dim 1 then the negative log-likelihood of the targets (class indices,
     or class probabilities of input's shape); label_smoothing mixes in the uniform target."""
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -167,6 +182,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("binary_cross_entropy", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({_torch_size(target.shape)}) that is different "
@@ -182,6 +199,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    if _C._autocast_armed():
+        input, target, weight, pos_weight = _C._autocast_args(
+            "binary_cross_entropy_with_logits", input, target, weight, pos_weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_torch_size(target.shape)}) must be the same as input "
@@ -198,6 +218,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("kl_div", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = tp.exp(target) * (target - input)
@@ -215,6 +237,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("poisson_nll_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if log_input:
         loss = tp.exp(input) - target * input
@@ -249,12 +273,16 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
+    if _C._autocast_armed():
+        input1, input2, target = _C._autocast_args("margin_ranking_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(tp.clamp(-target * (input1 - input2) + margin, min=0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("hinge_embedding_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     zero = tp.zeros((), dtype=input.dtype)
     margin_clamp = tp.clamp(margin - input, min=0)
@@ -265,6 +293,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
+    if _C._autocast_armed():
+        input1, input2, target = _C._autocast_args("cosine_embedding_loss", input1, input2, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     eps = 1e-12
     prod = (input1 * input2).sum(-1)
@@ -289,6 +319,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
+    if _C._autocast_armed():
+        input, target, weight = _C._autocast_args("multi_margin_loss", input, target, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -310,6 +342,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    if _C._autocast_armed():
+        input, target = _C._autocast_args("multilabel_margin_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     unbatched = input.dim() == 1
     x = input.unsqueeze(0) if unbatched else input
@@ -340,6 +374,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
+    if _C._autocast_armed():
+        anchor, positive, negative = _C._autocast_args("triplet_margin_loss", anchor, positive,
+                                                       negative)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
