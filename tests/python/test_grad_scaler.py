@@ -11,7 +11,7 @@ import torch
 
 import tensorplay as tp
 from tensorplay.amp.grad_scaler import GradScaler, OptState
-from tensorplay.cuda.amp_grad_scaler import GradScaler as CudaGradScaler
+from tensorplay.cuda.amp import GradScaler as CudaGradScaler
 
 HAS_GPU = tp.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
