@@ -39,21 +39,7 @@ __global__ void grid_forward_kernel(const T* x, const T* grid, T* y, int64_t n, 
     sampling::make_taps(r.geo, r.interp, r.axis, grid + u * r.geo.nsp, t, false, false);
     for (int64_t c = 0; c < C; ++c) {
       const T* xc = x + (b * C + c) * S;
-      T acc = t.outside;
-      if (t.bicubic) {  // rows first, as the CPU kernel
-        acc = 0;
-        for (int i = 0; i < 4; ++i) {
-          T row = 0;
-          for (int j = 0; j < 4; ++j) {
-            const int64_t ix = t.index[i * 4 + j];
-            row += t.cx[j] * (ix >= 0 ? xc[ix] : T(0));
-          }
-          acc += t.cy[i] * row;
-        }
-      } else {
-        for (int k = 0; k < t.live; ++k) acc += t.live_weight[k] * xc[t.live_index[k]];
-      }
-      y[(b * C + c) * P + p] = acc;
+      y[(b * C + c) * P + p] = t.apply(xc);
     }
   }
 }

@@ -173,6 +173,26 @@ struct Taps {
       }
     }
   }
+
+  /// The sampled value of one input plane xc (the forward of both devices): bicubic sums
+  /// rows first, as PyTorch's kernel does; else the in-bound taps plus `outside`.
+  TP_HD T apply(const T* xc) const {
+    T acc = outside;
+    if (bicubic) {
+      acc = 0;
+      for (int i = 0; i < 4; ++i) {
+        T row = 0;
+        for (int j = 0; j < 4; ++j) {
+          const int64_t ix = index[i * 4 + j];
+          row += cx[j] * (ix >= 0 ? xc[ix] : T(0));
+        }
+        acc += cy[i] * row;
+      }
+    } else {
+      for (int k = 0; k < live; ++k) acc += live_weight[k] * xc[live_index[k]];
+    }
+    return acc;
+  }
 };
 
 /// Fills `t` for the grid point g (geo.nsp components) of a sampling with interpolation

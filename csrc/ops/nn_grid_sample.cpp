@@ -55,22 +55,7 @@ struct Sampler {
           const T* xc = x + (n * C + c) * S;
           T* yc = y + (n * C + c) * P;
           for (int64_t p = p0; p < p1; ++p) {
-            const Taps<T>& t = tb[size_t(p - p0)];
-            T acc = t.outside;
-            if (t.bicubic) {
-              acc = 0;
-              for (int i = 0; i < 4; ++i) {
-                T row = 0;
-                for (int j = 0; j < 4; ++j) {
-                  const int64_t ix = t.index[i * 4 + j];
-                  row += t.cx[j] * (ix >= 0 ? xc[ix] : T(0));
-                }
-                acc += t.cy[i] * row;
-              }
-            } else {
-              for (int k = 0; k < t.live; ++k) acc += t.live_weight[k] * xc[t.live_index[k]];
-            }
-            yc[p] = acc;
+            yc[p] = tb[size_t(p - p0)].apply(xc);
           }
         }
       }
