@@ -219,54 +219,48 @@ DeviceTables upload(const PoolDims& d, const PoolLayout& layout, bool inverse, D
   return t;
 }
 
+/// Uploads the window tables of (d, layout) and calls f(T{}, stream, n, geo) with the
+/// compute type of dt, for the n = out.numel() > 0 elements a pooling launch covers.
+template <class F>
+void launch_windowed(const PoolDims& d, const PoolLayout& layout, bool backward, const Tensor& out, DType dt,
+                     F&& f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  DeviceGuard guard(out.device().index);
+  Stream s = current_stream(out.device().index);
+  Geo g{};
+  DeviceTables keep = upload(d, layout, backward, out.device(), s.handle, g);
+  visit_pool(dt, [&](auto t) { f(t, s.handle, n, g); });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
 
 void max_pool_forward(const PoolDims& d, const PoolLayout& layout, const Tensor& x, const Tensor& y,
                       const Tensor& idx) {
-  const int64_t n = y.numel();
-  if (n == 0) return;
-  DeviceGuard guard(y.device().index);
-  Stream s = current_stream(y.device().index);
-  Geo g{};
-  DeviceTables keep = upload(d, layout, false, y.device(), s.handle, g);
-  visit_pool(x.dtype(), [&](auto t) {
+  launch_windowed(d, layout, false, y, x.dtype(), [&](auto t, cudaStream_t s, int64_t n, const Geo& g) {
     using T = decltype(t);
-    max_pool_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(x.device_data<T>(), y.device_data<T>(),
-                                                                      idx.device_data<int64_t>(), n, g);
+    max_pool_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s>>>(x.device_data<T>(), y.device_data<T>(),
+                                                               idx.device_data<int64_t>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void avg_pool_forward(const PoolDims& d, const PoolLayout& layout, const Tensor& x, const Tensor& y,
                       std::optional<int64_t> divisor) {
-  const int64_t n = y.numel();
-  if (n == 0) return;
-  DeviceGuard guard(y.device().index);
-  Stream s = current_stream(y.device().index);
-  Geo g{};
-  DeviceTables keep = upload(d, layout, false, y.device(), s.handle, g);
-  visit_pool(x.dtype(), [&](auto t) {
+  launch_windowed(d, layout, false, y, x.dtype(), [&](auto t, cudaStream_t s, int64_t n, const Geo& g) {
     using T = decltype(t);
-    avg_pool_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(x.device_data<T>(), y.device_data<T>(), n, g,
-                                                                      divisor.has_value(), divisor.value_or(1));
+    avg_pool_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s>>>(x.device_data<T>(), y.device_data<T>(), n, g,
+                                                               divisor.has_value(), divisor.value_or(1));
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void avg_pool_backward(const PoolDims& d, const PoolLayout& layout, const Tensor& gy, const Tensor& gx,
                        std::optional<int64_t> divisor) {
-  const int64_t n = gx.numel();
-  if (n == 0) return;
-  DeviceGuard guard(gx.device().index);
-  Stream s = current_stream(gx.device().index);
-  Geo g{};
-  DeviceTables keep = upload(d, layout, true, gx.device(), s.handle, g);
-  visit_pool(gy.dtype(), [&](auto t) {
+  launch_windowed(d, layout, true, gx, gy.dtype(), [&](auto t, cudaStream_t s, int64_t n, const Geo& g) {
     using T = decltype(t);
-    avg_pool_backward_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(
+    avg_pool_backward_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s>>>(
         gy.device_data<T>(), gx.device_data<T>(), n, g, divisor.has_value(), divisor.value_or(1));
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void max_pool_backward(const PoolLayout& layout, int64_t plane_in, const Tensor& gy, const Tensor& idx,
