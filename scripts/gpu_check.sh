@@ -52,6 +52,7 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
 fi
 python3 benchmarks/bench_cuda.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 16
 python3 benchmarks/bench_cuda_nn.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 10
+python3 benchmarks/bench_cuda_train.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 5
 matmul_log=${OUT:-/tmp}/bench_cuda_matmul.log
 python3 benchmarks/bench_cuda_matmul.py 2>&1 | tee "$matmul_log" | tail -n 6
 matmul_rc=${PIPESTATUS[0]}
