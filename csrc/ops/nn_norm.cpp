@@ -1068,8 +1068,8 @@ Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const st
   Tensor x = _to_dtype(input, acc);
   const double e = eps ? *eps : (acc == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
   Tensor y = x * rsqrt(tp::mean(square(x), dims, true) + Scalar(e));
-  y = _to_dtype(y, input.dtype());
-  return weight ? y * *weight : y;
+  if (weight) y = y * *weight;
+  return _to_dtype(y, input.dtype());  // the input's dtype whatever the weight's, as PyTorch
 }
 
 }  // namespace tp

@@ -1278,3 +1278,17 @@ def test_fold_unfold_and_max_unpool_match_torch():
     tout, tidx = tnn.MaxPool2d(2, return_indices=True)(x2)
     pout, pidx = pnn.MaxPool2d(2, return_indices=True)(tp.from_numpy(x2.numpy()))
     assert_close(tnn.MaxUnpool2d(2)(tout, tidx), pnn.MaxUnpool2d(2)(pout, pidx))
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype", [("bfloat16", "float32"), ("float32", "bfloat16"),
+                                             ("float64", "float32"), ("float16", "float16")])
+def test_rms_norm_result_has_the_input_dtype(x_dtype, w_dtype):
+    # PyTorch computes in the input's opmath type, scales by the weight there, then casts back
+    g = np.random.default_rng(0)
+    xv, wv = g.standard_normal((3, 8)), g.standard_normal(8)
+    xt, wt = torch.tensor(xv).to(getattr(torch, x_dtype)), torch.tensor(wv).to(getattr(torch, w_dtype))
+    want = torch.nn.functional.rms_norm(xt, [8], wt, 1e-5)
+    got = tp.nn.functional.rms_norm(tp.tensor(xt.double().numpy()).to(getattr(tp, x_dtype)), [8],
+                                    tp.tensor(wt.double().numpy()).to(getattr(tp, w_dtype)), 1e-5)
+    assert str(got.dtype).split(".")[-1] == x_dtype
+    np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-2, atol=1e-2)
