@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <queue>
 #include <unordered_map>
@@ -126,6 +127,78 @@ std::string current_forward_trace() {
   return g_anomaly && *g_trace_provider ? (*g_trace_provider)() : std::string();
 }
 
+// Note [Autograd streams]
+// A node remembers the current stream of its output's accelerator when the forward op ran
+// (Node::stream_, from add_input_metadata) and its backward runs on that stream, as in
+// PyTorch. A gradient made on one stream and consumed on another of the same device is
+// ordered by an event (the consumer waits for the producer); nodes without a stream run
+// on the caller's current streams. When the backward ends, the caller's current stream of
+// each device waits for every other stream a node ran on, so the caller sees finished
+// gradients. With one stream (the usual case) nothing is set and nothing waits.
+namespace {
+
+class Streams {
+ public:
+  explicit Streams(const StreamHooks* hooks) : hooks_(hooks) {}
+
+  /// The stream node n runs on: its own, or the caller's current one of its device.
+  StreamRef of(const Node& n) {
+    if (!hooks_ || n.stream_.device < 0) return {};
+    return n.stream_;
+  }
+
+  /// Orders a gradient from `from` (ran on stream p) before its consumer `to`.
+  void hand_over(const Node& from, const Node& to) {
+    const StreamRef p = of(from), c = of(to);
+    if (p.device < 0 && c.device < 0) return;
+    const int dev = p.device >= 0 ? p.device : c.device;
+    const StreamRef producer = p.device >= 0 ? p : caller(dev);
+    const StreamRef consumer = c.device >= 0 ? c : caller(dev);
+    if (producer.device == consumer.device && producer != consumer) hooks_->wait(consumer, producer);
+  }
+
+  /// Makes n's stream current while it runs (restored by the returned guard's end).
+  struct Guard {
+    const StreamHooks* hooks = nullptr;
+    StreamRef previous;
+    ~Guard() {
+      if (hooks) hooks->set_current(previous);
+    }
+  };
+  void enter(const Node& n, Guard& g) {
+    const StreamRef s = of(n);
+    if (s.device < 0) return;
+    if (std::find(used_.begin(), used_.end(), s) == used_.end()) used_.push_back(s);
+    const StreamRef cur = hooks_->current(s.device);
+    if (cur == s) return;
+    g.hooks = hooks_;
+    g.previous = cur;
+    hooks_->set_current(s);
+  }
+
+  /// The caller's current streams wait for every other stream a node ran on.
+  void finish() {
+    for (const StreamRef& s : used_) {
+      const StreamRef c = caller(s.device);
+      if (c != s) hooks_->wait(c, s);
+    }
+  }
+
+ private:
+  StreamRef caller(int device) {
+    for (const StreamRef& s : callers_)
+      if (s.device == device) return s;
+    callers_.push_back(hooks_->current(device));
+    return callers_.back();
+  }
+
+  const StreamHooks* hooks_;
+  std::vector<StreamRef> callers_;  // the backward caller's current streams, per device
+  std::vector<StreamRef> used_;
+};
+
+}  // namespace
+
 variable_list run_backward(const std::vector<Edge>& roots, variable_list grad_roots,
                            bool keep_graph, bool create_graph, const std::vector<Edge>& inputs,
                            bool accumulate_grad, const variable_list& input_tensors) {
@@ -172,6 +245,7 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grad_ro
   };
 
   variable_list captured(inputs.size());
+  Streams streams(stream_hooks());
   std::unordered_map<Node*, variable_list> buffers;
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, ReadyOrder> ready;
   ready.push(root);
@@ -197,7 +271,12 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grad_ro
       }
     }
     if (node.get() != root.get() && !runs(node.get())) continue;
-    variable_list out = call_node(*node, std::move(in), create_graph);
+    variable_list out;
+    {
+      Streams::Guard on_stream;
+      streams.enter(*node, on_stream);
+      out = call_node(*node, std::move(in), create_graph);
+    }
     if (!keep_graph) node->release_variables();
     for (size_t i = 0; i < node->next_edges_.size() && i < out.size(); ++i) {
       const Edge& e = node->next_edges_[i];
@@ -207,10 +286,20 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grad_ro
       variable_list& buf = buffers[next];
       if (buf.empty()) buf.resize(next->num_inputs());
       Tensor& slot = buf[e.input_nr];
-      if (out[i].defined()) slot = slot.defined() ? add(slot, out[i]) : out[i];
+      if (out[i].defined()) {
+        streams.hand_over(*node, *next);
+        if (slot.defined()) {  // summed on the consumer's stream, after both producers
+          Streams::Guard on_consumer;
+          streams.enter(*next, on_consumer);
+          slot = add(slot, out[i]);
+        } else {
+          slot = out[i];
+        }
+      }
       if (--deps[next] == 0) ready.push(e.fn);
     }
   }
+  streams.finish();
   if (capturing && accumulate_grad) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!captured[i].defined() || is_leaf(input_tensors[i])) continue;  // leaves accumulated

@@ -24,6 +24,8 @@ Node::Node() : sequence_nr_(t_sequence_nr++) {}
 uint32_t Node::add_input_metadata(const Tensor& t) {
   input_metadata_.push_back(
       {DimVector(t.sizes().data(), t.sizes().size()), t.dtype(), t.device()});
+  if (stream_.device < 0 && t.device().is_cuda())
+    if (const StreamHooks* h = stream_hooks()) stream_ = h->current(t.device().index);
   return uint32_t(input_metadata_.size() - 1);
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/streams.h"
 #include "core/tensor_impl.h"
 
 namespace tp::autograd {
@@ -68,6 +69,9 @@ class Node : public std::enable_shared_from_this<Node> {
 
   std::vector<Edge> next_edges_;
   std::vector<InputMetadata> input_metadata_;
+  /// The current stream of its first accelerator output's device when the op ran (device
+  /// < 0: none): the backward runs there (Note [Autograd streams] in engine.cpp).
+  StreamRef stream_;
   /// (hook id, gradient slot, hook): run on one incoming gradient before apply.
   std::vector<std::tuple<int, uint32_t, TensorHook>> tensor_pre_hooks_;
   /// retain_grad() of the forward output at a slot: runs after the tensor pre-hooks.

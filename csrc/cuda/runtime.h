@@ -121,4 +121,7 @@ class Event {
   int device_ = -1;
 };
 
+/// Registers the CUDA streams as the autograd engine's stream hooks (core/streams.h).
+void register_stream_hooks();
+
 }  // namespace tp::cuda

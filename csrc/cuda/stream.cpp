@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/streams.h"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
 
@@ -95,6 +96,33 @@ Stream external_stream(uintptr_t handle, int device) {
     TP_CUDA_CHECK(cudaStreamGetPriority(s.handle, &s.priority));
   }
   return s;
+}
+
+// ---- the autograd engine's view of CUDA streams (core/streams.h) ----
+
+namespace {
+
+class CudaStreamHooks final : public StreamHooks {
+ public:
+  StreamRef current(int device) const override {
+    const Stream s = current_stream(device);
+    return StreamRef{reinterpret_cast<uintptr_t>(s.handle), s.device, s.priority};
+  }
+  void set_current(const StreamRef& s) const override {
+    set_stream(Stream{reinterpret_cast<cudaStream_t>(s.handle), s.device, s.priority});
+  }
+  void wait(const StreamRef& waiter, const StreamRef& producer) const override {
+    Event e;
+    e.record(Stream{reinterpret_cast<cudaStream_t>(producer.handle), producer.device, producer.priority});
+    e.wait(Stream{reinterpret_cast<cudaStream_t>(waiter.handle), waiter.device, waiter.priority});
+  }
+};
+
+}  // namespace
+
+void register_stream_hooks() {
+  static const CudaStreamHooks hooks;
+  set_stream_hooks(&hooks);
 }
 
 }  // namespace tp::cuda

@@ -35,6 +35,7 @@ void bind_cuda(nb::module_& m) {
 #else
   m.attr("_cuda_compiled") = true;
   cuda::allocator::install();
+  cuda::register_stream_hooks();
   m.def("_cuda_getDeviceCount", [] { return cuda::device_count(); });
   m.def("_cuda_initError", [] { return cuda::init_error(); });
   m.def("_cuda_init", [] { cuda::lazy_init(); });

@@ -425,3 +425,29 @@ def test_torch_interop_values():
     x = tp.tensor(t.cpu().numpy(), device="cuda")
     assert x.cpu().tolist() == t.cpu().tolist()
     assert x.t().cpu().tolist() == t.t().cpu().tolist()
+
+
+@gpu
+def test_backward_runs_on_the_forward_stream():
+    # Note [Autograd streams]: a node's backward runs on the stream its forward ran on
+    seen = []
+
+    class Probe(tp.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tp.cuda.current_stream())
+            return g * 3
+
+    s = tp.cuda.Stream()
+    x = tp.randn(1 << 20, device="cuda", requires_grad=True)
+    with tp.cuda.stream(s):
+        y = Probe.apply(x.exp())
+    loss = (y * y).sum()  # on the default stream: its gradient reaches Probe from another stream
+    loss.backward()
+    assert seen == [s] and tp.cuda.current_stream() == tp.cuda.default_stream()
+    want = 18 * (2 * x.detach()).exp()  # d/dx (3 e^x)^2
+    assert tp.allclose(x.grad, want, rtol=1e-5, atol=1e-5)
