@@ -5,14 +5,17 @@
 #include <atomic>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "core/storage.h"
 #include "cuda/check.h"
+#include "cuda/vmm.h"
 
 // Note [CUDA caching allocator]
 // Requests are rounded up to 512 bytes. Requests of up to 1 MiB come from the small
@@ -36,6 +39,22 @@
 // like any other free one; the neighbour merge skips it (`quick`), and the OOM retry,
 // empty_cache and snapshot first return the bin's blocks to the pool. Larger blocks merge
 // as before, so fragmentation is bounded by kQuickDepth small blocks.
+//
+// Note [Expandable segments]
+// With `expandable_segments:True` in TENSORPLAY_CUDA_ALLOC_CONF (or, when that is unset,
+// PYTORCH_CUDA_ALLOC_CONF; a comma-separated key:value list, unknown keys ignored, read
+// once), the large pool of each (device, stream) draws from one expandable segment instead
+// of cudaMalloc'd ones: a virtual address range of the device's total memory is reserved
+// once (cuda/vmm.h) and physical chunks of the allocation granularity (2 MiB) are mapped at
+// its end when no free block fits. Growth maps what the request lacks beyond a free tail
+// block (at least 20 MiB for requests under 10 MiB) and extends that tail block, so large
+// tensors freed and reallocated in other sizes reuse one address range instead of leaving
+// differently-sized cached segments behind. Its blocks live in the large pool's free set and
+// split and merge as usual (Block::seg names the segment). The OOM retry and empty_cache
+// synchronise the segment's stream and unmap the chunks lying wholly inside its free tail.
+// Stats: reserved_bytes counts mapped bytes, `segment` counts the segment once while it has
+// mapped memory, num_device_alloc/free count grows and shrinks; snapshot shows the segment
+// at its mapped size. Off (the default), nothing here runs: the small pool never expands.
 
 namespace tp::cuda::allocator {
 
@@ -74,6 +93,50 @@ void update(StatArray& s, bool small, int64_t n) {
 }
 
 struct BlockPool;
+struct Block;
+
+// An expandable segment (Note [Expandable segments]): `reserved` bytes of address space at
+// `base`, of which the first `mapped` are backed by chunks[i] (each `chunk` bytes).
+struct ExpandableSegment {
+  cudaStream_t stream = nullptr;
+  char* base = nullptr;
+  size_t reserved = 0, mapped = 0, chunk = 0;
+  std::vector<uint64_t> chunks;
+  Block* head = nullptr;  // first block; nullptr while nothing is mapped
+};
+
+// True when the allocator configuration asks for expandable segments (read once).
+bool expandable_requested() {
+  static const bool on = [] {
+    const char* conf = std::getenv("TENSORPLAY_CUDA_ALLOC_CONF");
+    if (!conf) conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+    if (!conf) return false;
+    auto trim = [](std::string_view v) {
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+      return v;
+    };
+    bool result = false;
+    std::string_view rest(conf);
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      size_t colon = item.find(':');
+      if (colon == std::string_view::npos) continue;
+      if (trim(item.substr(0, colon)) == "expandable_segments")
+        result = trim(item.substr(colon + 1)) == "True";
+    }
+    if (result && !vmm::available()) {
+      std::fprintf(stderr,
+                   "TensorPlay warning: expandable_segments:True needs the CUDA driver's virtual "
+                   "memory API, which is unavailable; using ordinary segments\n");
+      result = false;
+    }
+    return result;
+  }();
+  return on;
+}
 
 struct Block {
   int device = 0;
@@ -88,6 +151,7 @@ struct Block {
   Block* next = nullptr;
   std::vector<cudaStream_t> stream_uses;  // other streams that used it (record_stream)
   int event_count = 0;                    // events to complete before it is free
+  ExpandableSegment* seg = nullptr;       // Note [Expandable segments]
   bool is_split() const { return prev || next; }
 };
 
@@ -145,7 +209,15 @@ class DeviceAllocator {
     }
     BlockPool& pool = size <= kSmallSize ? small_ : large_;
     Block* block = take_free(pool, size, stream);
-    if (!block) {
+    if (!block && !pool.small && expandable_requested()) {
+      block = grow(size, stream);
+      if (!block) {
+        stats_.num_alloc_retries++;
+        release_cached();
+        block = grow(size, stream);
+      }
+      if (!block) raise_oom(requested, size);
+    } else if (!block) {
       size_t seg = segment_size(size);
       block = new_segment(pool, seg, stream);
       if (!block) {
@@ -164,6 +236,7 @@ class DeviceAllocator {
       r->size = rest;
       r->ptr = block->ptr + size;
       r->pool = &pool;
+      r->seg = block->seg;
       r->prev = block;
       r->next = block->next;
       if (r->next) r->next->prev = r;
@@ -299,6 +372,15 @@ class DeviceAllocator {
       }
       out.push_back(std::move(s));
     }
+    for (ExpandableSegment* e : expandable_) {
+      if (!e->head) continue;
+      SegmentInfo s{uintptr_t(e->base), e->mapped, 0, uintptr_t(e->stream), true, device_, ""};
+      for (Block* b = e->head; b; b = b->next) {
+        if (b->allocated) s.allocated_size += b->size;
+        s.blocks += std::to_string(b->size) + (b->allocated ? ":active_allocated;" : ":inactive;");
+      }
+      out.push_back(std::move(s));
+    }
   }
 
  private:
@@ -389,6 +471,115 @@ class DeviceAllocator {
     return b;
   }
 
+  // The expandable segment of `stream`, created (address range reserved) on first use.
+  ExpandableSegment* expandable_for(cudaStream_t stream) {
+    for (ExpandableSegment* e : expandable_)
+      if (e->stream == stream) return e;
+    DeviceGuard dg(device_);
+    // The driver calls below need the device's primary context current on this thread.
+    TP_CUDA_CHECK(cudaSetDevice(device_));
+    auto* e = new ExpandableSegment;
+    e->stream = stream;
+    e->chunk = std::max(vmm::granularity(device_), kRoundLarge);
+    size_t total = device_properties(device_).total_memory;
+    e->reserved = (total + e->chunk - 1) / e->chunk * e->chunk;
+    e->base = vmm::reserve(e->reserved, e->chunk);
+    expandable_.push_back(e);
+    return e;
+  }
+
+  // Maps more memory at the end of `stream`'s expandable segment so that its last block
+  // holds `size` bytes, and returns that block (taken out of the pool). nullptr when the
+  // device (or the memory fraction, or the address range) has no room.
+  Block* grow(size_t size, cudaStream_t stream) {
+    ExpandableSegment* e = expandable_for(stream);
+    Block* tail = e->head;
+    while (tail && tail->next) tail = tail->next;
+    bool tail_free = tail && !tail->allocated && tail->event_count == 0;
+    size_t need = size - (tail_free ? tail->size : 0);
+    auto round = [&](size_t n) { return (n + e->chunk - 1) / e->chunk * e->chunk; };
+    size_t bytes = round(size < kMinLargeAlloc ? std::max(need, kLargeBuffer) : need);
+    if (e->mapped + bytes > e->reserved) bytes = round(need);
+    if (e->mapped + bytes > e->reserved) return nullptr;
+    if (limit_ != std::numeric_limits<size_t>::max() &&
+        size_t(stats_.reserved_bytes[0].current) + bytes > limit_)
+      return nullptr;
+    {
+      DeviceGuard dg(device_);
+      TP_CUDA_CHECK(cudaSetDevice(device_));
+      size_t done = 0;
+      for (; done < bytes; done += e->chunk) {
+        uint64_t h = 0;
+        if (!vmm::map_chunk(device_, e->base + e->mapped + done, e->chunk, &h)) break;
+        e->chunks.push_back(h);
+      }
+      if (done < bytes) {
+        // Out of memory part way: give back what this call mapped.
+        while (done > 0) {
+          done -= e->chunk;
+          vmm::unmap_chunk(e->base + e->mapped + done, e->chunk, e->chunks.back());
+          e->chunks.pop_back();
+        }
+        return nullptr;
+      }
+    }
+    char* end = e->base + e->mapped;
+    if (e->mapped == 0) update(stats_.segment, false, 1);
+    e->mapped += bytes;
+    stats_.num_device_alloc++;
+    update(stats_.reserved_bytes, false, int64_t(bytes));
+    if (tail_free) {
+      erase_free(tail);
+      tail->size += bytes;
+      return tail;
+    }
+    Block* b = new Block;
+    b->device = device_;
+    b->stream = stream;
+    b->size = bytes;
+    b->ptr = end;
+    b->pool = &large_;
+    b->seg = e;
+    b->prev = tail;
+    if (tail) tail->next = b;
+    else e->head = b;
+    return b;
+  }
+
+  // Unmaps the chunks lying wholly inside the free tail block of an expandable segment.
+  void shrink(ExpandableSegment* e) {
+    Block* tail = e->head;
+    while (tail && tail->next) tail = tail->next;
+    if (!tail || tail->allocated || tail->event_count != 0) return;
+    size_t from = size_t(tail->ptr - e->base);
+    size_t keep = (from + e->chunk - 1) / e->chunk * e->chunk;  // first chunk to unmap
+    if (keep >= e->mapped) return;
+    DeviceGuard dg(device_);
+    TP_CUDA_CHECK(cudaSetDevice(device_));
+    // Work queued on the stream may still touch the freed memory.
+    TP_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    for (size_t off = e->mapped; off > keep;) {
+      off -= e->chunk;
+      vmm::unmap_chunk(e->base + off, e->chunk, e->chunks.back());
+      e->chunks.pop_back();
+    }
+    size_t bytes = e->mapped - keep;
+    erase_free(tail);
+    if (keep > from) {
+      tail->size = keep - from;
+      insert_free(tail);
+    } else {
+      // Its previous block is in use or waits for events (a free one would have merged).
+      if (tail->prev) tail->prev->next = nullptr;
+      else e->head = nullptr;
+      delete tail;
+    }
+    e->mapped = keep;
+    stats_.num_device_free++;
+    update(stats_.reserved_bytes, false, -int64_t(bytes));
+    if (e->mapped == 0) update(stats_.segment, false, -1);
+  }
+
   // A block whose events are done (or that had none) goes back to its pool, merged with
   // free neighbours.
   void free_block(Block* b) {
@@ -454,7 +645,7 @@ class DeviceAllocator {
     for (BlockPool* pool : {&small_, &large_}) {
       std::vector<Block*> whole;
       for (Block* b : pool->blocks)
-        if (!b->prev && !b->next) whole.push_back(b);
+        if (!b->prev && !b->next && !b->seg) whole.push_back(b);
       for (Block* b : whole) {
         erase_free(b);
         segments_.erase(b);
@@ -465,6 +656,7 @@ class DeviceAllocator {
         delete b;
       }
     }
+    for (ExpandableSegment* e : expandable_) shrink(e);
     for (cudaEvent_t ev : events_) TP_CUDA_WARN(cudaEventDestroy(ev));
     events_.clear();
   }
@@ -507,6 +699,7 @@ class DeviceAllocator {
   std::mutex mu_;
   BlockPool small_, large_;
   std::set<Block*> segments_;  // first block of each segment
+  std::vector<ExpandableSegment*> expandable_;  // Note [Expandable segments]
   std::unordered_map<void*, Block*> active_;
   std::vector<Block*> quick_;  // Note [Small-block reuse]
   std::vector<std::pair<cudaEvent_t, Block*>> pending_;
