@@ -451,3 +451,135 @@ def test_backward_runs_on_the_forward_stream():
     assert seen == [s] and tp.cuda.current_stream() == tp.cuda.default_stream()
     want = 18 * (2 * x.detach()).exp()  # d/dx (3 e^x)^2
     assert tp.allclose(x.grad, want, rtol=1e-5, atol=1e-5)
+
+
+# Note [Expandable segments]: the allocator reads its configuration once per process, so
+# these run a script in a fresh interpreter with the variable set.
+def _run_with_alloc_conf(script, **env):
+    import os
+    import subprocess
+    import sys
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("TENSORPLAY_CUDA_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")}
+    full.update(env)
+    run = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0 and run.stdout.strip().endswith("OK"), run.stdout + run.stderr
+
+
+_EXPANDABLE_PRELUDE = """
+import gc
+import numpy as np
+import tensorplay as tp
+MiB = 1 << 20
+def large_segments():
+    return tp.cuda.memory_stats()["segment.large_pool.current"]
+def large_reserved():
+    return tp.cuda.memory_stats()["reserved_bytes.large_pool.current"]
+def filled(mib, seed):
+    host = np.random.default_rng(seed).integers(0, 1 << 30, size=mib * MiB // 4, dtype=np.int32)
+    return host, tp.tensor(host).cuda()
+"""
+
+_GROW_ONE_SEGMENT = _EXPANDABLE_PRELUDE + """
+host_a, a = filled(100, 0)
+pa = a.data_ptr()
+assert np.array_equal(a.cpu().numpy(), host_a)
+assert large_segments() == 1 and large_reserved() == 100 * MiB
+del a
+host_b, b = filled(150, 1)  # grows the segment: the 100 MiB tail is extended in place
+assert b.data_ptr() == pa, (b.data_ptr(), pa)
+assert large_segments() == 1 and large_reserved() == 150 * MiB
+assert np.array_equal(b.cpu().numpy(), host_b)
+snap = [s for s in tp.cuda.memory_snapshot() if s["segment_type"] == "large"]
+assert len(snap) == 1 and snap[0]["total_size"] == 150 * MiB and snap[0]["address"] == pa
+print("OK")
+"""
+
+
+@gpu
+def test_expandable_segment_grows_in_place():
+    _run_with_alloc_conf(_GROW_ONE_SEGMENT,
+                         TENSORPLAY_CUDA_ALLOC_CONF="max_split_size_mb:128, expandable_segments:True")
+
+
+@gpu
+def test_expandable_segment_from_pytorch_variable_and_override():
+    _run_with_alloc_conf(_GROW_ONE_SEGMENT, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+    # TensorPlay's variable wins over PyTorch's: off here, so 150 MiB needs a second segment.
+    off = _EXPANDABLE_PRELUDE + """
+_, a = filled(100, 0)
+del a
+_, b = filled(150, 1)
+assert large_segments() == 2 and large_reserved() == 250 * MiB
+print("OK")
+"""
+    _run_with_alloc_conf(off, TENSORPLAY_CUDA_ALLOC_CONF="expandable_segments:False",
+                         PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+
+
+@gpu
+def test_expandable_segment_growing_shrinking_and_empty_cache():
+    script = _EXPANDABLE_PRELUDE + """
+keep = []
+for i, mib in enumerate([30, 200, 64, 120, 8, 300, 50, 3, 90]):
+    host, t = filled(mib, i)
+    if i % 2:
+        keep.append((host, t))
+    del t
+    assert large_segments() == 1, i
+mapped = large_reserved()
+seg = [s for s in tp.cuda.memory_snapshot() if s["segment_type"] == "large"]
+assert len(seg) == 1 and seg[0]["total_size"] == mapped
+for host, t in keep:
+    assert seg[0]["address"] <= t.data_ptr() < seg[0]["address"] + mapped
+    assert np.array_equal(t.cpu().numpy(), host)
+freed = tp.cuda.memory_stats()["num_device_free"]
+del keep, host
+gc.collect()
+tp.cuda.synchronize()
+tp.cuda.empty_cache()
+st = tp.cuda.memory_stats()
+assert st["allocated_bytes.all.current"] == 0, st["allocated_bytes.all.current"]
+assert st["reserved_bytes.all.current"] == 0 and st["segment.all.current"] == 0, st
+assert st["num_device_free"] > freed
+assert tp.cuda.memory_snapshot() == []
+host, again = filled(40, 9)  # maps anew at the start of the same address range
+assert large_segments() == 1 and large_reserved() == 40 * MiB
+assert np.array_equal(again.cpu().numpy(), host)
+print("OK")
+"""
+    _run_with_alloc_conf(script, TENSORPLAY_CUDA_ALLOC_CONF="expandable_segments:True")
+
+
+@gpu
+def test_expandable_segment_out_of_memory_then_continue():
+    script = _EXPANDABLE_PRELUDE + """
+host, a = filled(64, 0)
+try:
+    tp.empty(10 * 2**40, dtype=tp.uint8, device="cuda")  # larger than the address range
+    raise AssertionError("no OutOfMemoryError")
+except tp.cuda.OutOfMemoryError as e:
+    assert "Tried to allocate" in str(e) and "reserved" in str(e), str(e)
+# Physical memory runs out part way through mapping (cuMemCreate fails): another stream's
+# segment holds most of the device, so this stream's growth must roll back cleanly.
+free, total = tp.cuda.mem_get_info()
+s = tp.cuda.Stream()
+with tp.cuda.stream(s):
+    hog = tp.empty(free - (4 << 30), dtype=tp.uint8, device="cuda")
+before = large_reserved()
+try:
+    tp.empty(8 << 30, dtype=tp.uint8, device="cuda")
+    raise AssertionError("no OutOfMemoryError")
+except tp.cuda.OutOfMemoryError as e:
+    assert "Tried to allocate 8.00 GiB" in str(e), str(e)
+assert large_reserved() <= before
+st = tp.cuda.memory_stats()
+assert st["num_ooms"] == 2 and st["num_alloc_retries"] >= 2, st
+assert np.array_equal(a.cpu().numpy(), host)
+del hog
+host2, b = filled(100, 1)
+assert np.array_equal(b.cpu().numpy(), host2) and np.array_equal(a.cpu().numpy(), host)
+print("OK")
+"""
+    _run_with_alloc_conf(script, TENSORPLAY_CUDA_ALLOC_CONF="expandable_segments:True")
