@@ -51,7 +51,7 @@
 // tensors freed and reallocated in other sizes reuse one address range instead of leaving
 // differently-sized cached segments behind. Its blocks live in the large pool's free set and
 // split and merge as usual (Block::seg names the segment). The OOM retry and empty_cache
-// synchronise the segment's stream and unmap the chunks lying wholly inside its free tail.
+// synchronise the device and unmap the chunks lying wholly inside its free tail.
 // Stats: reserved_bytes counts mapped bytes, `segment` counts the segment once while it has
 // mapped memory, num_device_alloc/free count grows and shrinks; snapshot shows the segment
 // at its mapped size. Off (the default), nothing here runs: the small pool never expands.
@@ -556,8 +556,9 @@ class DeviceAllocator {
     if (keep >= e->mapped) return;
     DeviceGuard dg(device_);
     TP_CUDA_CHECK(cudaSetDevice(device_));
-    // Work queued on the stream may still touch the freed memory.
-    TP_CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    // Queued work may still touch the freed memory (cudaFree synchronises the same way; the
+    // segment's stream may already be destroyed, so the whole device is waited for).
+    TP_CUDA_CHECK(cudaDeviceSynchronize());
     for (size_t off = e->mapped; off > keep;) {
       off -= e->chunk;
       vmm::unmap_chunk(e->base + off, e->chunk, e->chunks.back());
