@@ -141,7 +141,7 @@ class Streams {
  public:
   explicit Streams(const StreamHooks* hooks) : hooks_(hooks) {}
 
-  /// The stream node n runs on: its own, or the caller's current one of its device.
+  /// The stream node n runs on; none (device < 0) when it runs on the caller's streams.
   StreamRef of(const Node& n) {
     if (!hooks_ || n.stream_.device < 0) return {};
     return n.stream_;

@@ -128,7 +128,7 @@ __global__ void increment_steps_kernel(StepPtrs s) {
 }
 
 template <class C>
-Args<C> make_args(OptimKind kind, const OptimHyper& h) {
+Args<C> make_args(const OptimHyper& h) {
   Args<C> a{};
   const C sign = C(h.maximize ? -1 : 1);
   a.sgd = {sign, C(h.weight_decay), C(h.momentum), C(1 - h.dampening), C(-h.lr), h.nesterov, h.first_step};
@@ -140,14 +140,13 @@ Args<C> make_args(OptimKind kind, const OptimHyper& h) {
   a.beta1 = h.beta1;
   a.beta2 = h.beta2;
   a.lr_decay = h.lr_decay;
-  (void)kind;
   return a;
 }
 
 template <class S>
 void launch_table(OptimKind kind, const OptimHyper& h, const Table& t, int chunks, cudaStream_t stream) {
   using C = opmath_t<S>;
-  const Args<C> a = make_args<C>(kind, h);
+  const Args<C> a = make_args<C>(h);
   const bool wd = kind == OptimKind::Adam ? (h.weight_decay != 0 && !h.decoupled) : h.weight_decay != 0;
   const bool flag = kind == OptimKind::Sgd ? h.momentum != 0 : kind == OptimKind::Adam && h.amsgrad;
 #define TP_OPTIM_LAUNCH(K, W, F) \
