@@ -26,12 +26,17 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 # The CUDA tests first, verbosely, from outside the source tree (the installed package).
 cuda_log=${OUT:-/tmp}/test_cuda.log
 (cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled)")
-cuda_tests=$(ls tests/python/test_cuda*.py)
+# The CUDA test files, and the others that hold GPU tests (test_examples: only those).
+# GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul") narrow a
+# run to what a change touched.
+cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
+benches=" ${GPU_BENCHES:-cuda nn train matmul} "
 # One process per file: a kernel fault (a sticky CUDA error) then fails one file, not all.
 cuda_rc=0
 : >"$cuda_log"
 for f in $cuda_tests; do
-  python3 -m pytest "$f" -q -rfE --tb=short -p no:cacheprovider -W ignore::UserWarning \
+  select=""; case "$f" in *test_examples.py) select="-k cuda";; esac
+  python3 -m pytest "$f" $select -q -rfE --tb=short -p no:cacheprovider -W ignore::UserWarning \
     --rootdir=. >"$cuda_log.one" 2>&1 || cuda_rc=1
   cat "$cuda_log.one" >>"$cuda_log"
   echo "$(basename "$f"): $(tail -n 1 "$cuda_log.one")"
@@ -50,12 +55,19 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
   python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
   python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 fi
-python3 benchmarks/bench_cuda.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 16
-python3 benchmarks/bench_cuda_nn.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 10
-python3 benchmarks/bench_cuda_train.py ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n 5
+for b in cuda:bench_cuda:16 nn:bench_cuda_nn:10 train:bench_cuda_train:8; do
+  IFS=: read -r name script lines <<<"$b"
+  case "$benches" in *" $name "*)
+    python3 "benchmarks/$script.py" ${GPU_BENCH_ARGS:-} 2>&1 | tee -a "$log" | tail -n "$lines";;
+  esac
+done
 matmul_log=${OUT:-/tmp}/bench_cuda_matmul.log
-python3 benchmarks/bench_cuda_matmul.py 2>&1 | tee "$matmul_log" | tail -n 6
-matmul_rc=${PIPESTATUS[0]}
+: >"$matmul_log"
+matmul_rc=skipped
+case "$benches" in *" matmul "*)
+  python3 benchmarks/bench_cuda_matmul.py 2>&1 | tee "$matmul_log" | tail -n 6
+  matmul_rc=${PIPESTATUS[0]};;
+esac
 cat "$matmul_log" >>"$log"
 echo "== gpu_check summary"
 printf "%-12s | %-6s | %s\n" step rc detail

@@ -1,5 +1,7 @@
 #include "autograd/variable.h"
 
+#include <algorithm>
+
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
@@ -54,6 +56,17 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   acc->tensor_pre_hooks_ = m.leaf_hooks_;
   m.grad_accumulator_ = acc;
   return acc;
+}
+
+void set_data(const Tensor& t, const Tensor& src) {
+  // As PyTorch: any device and shape may be swapped in (Module.cuda() moves parameters
+  // this way), but a tensor requiring grad must stay floating point.
+  TP_CHECK(!t.requires_grad() || is_floating(src.dtype()),
+           "data set to a tensor that requires gradients must be floating point or complex dtype");
+  const bool same = t.device() == src.device() && t.dtype() == src.dtype() &&
+                    std::equal(t.sizes().begin(), t.sizes().end(), src.sizes().begin(), src.sizes().end());
+  if (AutogradMeta* m = meta(t); m && !same) m->grad_accumulator_.reset();
+  t.impl()->shallow_copy_from(*src.impl());
 }
 
 Edge gradient_edge(const Tensor& t) {

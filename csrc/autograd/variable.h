@@ -51,6 +51,10 @@ std::shared_ptr<Node> grad_fn(const Tensor& t);
 inline bool is_leaf(const Tensor& t) { return !grad_fn(t); }
 /// The AccumulateGrad node of a leaf that requires grad (made on first use).
 std::shared_ptr<Node> grad_accumulator(const Tensor& t);
+/// `t.data = src`: t takes src's storage, geometry and dtype and keeps its autograd state;
+/// a leaf's accumulator is dropped when the device, dtype or shape change (graphs made
+/// before keep the old one).
+void set_data(const Tensor& t, const Tensor& src);
 /// Where t's gradient goes: its grad_fn slot, its accumulator, or nowhere.
 Edge gradient_edge(const Tensor& t);
 /// Records `fn` as the producer of `t` (a new gradient slot of fn); t then requires grad.

@@ -179,8 +179,9 @@ Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype,
                                            DimVector(strides.data(), strides.size()), 0));
 }
 
-Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset) {
-  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset,
+                 std::optional<DType> dtype) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), dtype.value_or(base.dtype()), std::move(sizes),
                                          std::move(strides), offset);
   if (base.impl()->is_inference()) impl->set_inference(true);
   return Tensor(std::move(impl));

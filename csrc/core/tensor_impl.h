@@ -171,7 +171,9 @@ class Tensor {
 Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = Device(DeviceType::CPU));
 /// Uninitialised tensor with the given strides; storage covers the furthest element.
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device);
-/// A view of `base`'s storage with new geometry (shares the version counter).
-Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset);
+/// A view of `base`'s storage with new geometry (shares the version counter), read as
+/// `dtype` when given (offset and strides then count elements of `dtype`).
+Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset,
+                 std::optional<DType> dtype = std::nullopt);
 
 }  // namespace tp

@@ -1223,7 +1223,9 @@ Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, Out
 std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
                                                const std::optional<bool>& train, OutArg) {
   check_device(input);
-  if (input.numel() == 0) return {clone(input), empty_like_preserving(input, input.dtype(), std::nullopt)};
+  if (input.numel() == 0)  // PyTorch's CPU kernel gives an empty mask of input's dtype, its CUDA one bool
+    return {clone(input), empty_like_preserving(input, on_cuda(input) ? DType::Bool : input.dtype(),
+                                                std::nullopt)};
   if (train.has_value() && !*train)
     return {clone(input), full_like_preserving(input, DType::Bool, true)};
   const double keep = 1.0 - p;

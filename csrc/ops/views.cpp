@@ -94,6 +94,40 @@ Tensor view_impl(const Tensor& self, IntArrayRef size, OutArg) {
   return make_view(self, std::move(shape), std::move(*strides), self.storage_offset());
 }
 
+Tensor view_dtype_impl(const Tensor& self, DType dtype, OutArg) {
+  const int64_t from = int64_t(element_size(self.dtype())), to = int64_t(element_size(dtype));
+  DimVector sizes(self.sizes().data(), self.sizes().size());
+  DimVector strides(self.strides().data(), self.strides().size());
+  if (from == to) return make_view(self, std::move(sizes), std::move(strides), self.storage_offset(), dtype);
+  const auto what = [&] {
+    return std::string(" to view ") + dtype_scalar_name(self.dtype()) + " as " +
+           dtype_scalar_name(dtype) + " (different element sizes)";
+  };
+  const int64_t n = self.dim();
+  TP_CHECK(n > 0, "self.dim() cannot be 0", what());
+  TP_CHECK(self.stride(n - 1) == 1, "self.stride(-1) must be 1", what(), ", but got ", self.stride(n - 1));
+  int64_t offset = self.storage_offset();
+  if (to > from) {  // wider elements: sizes, strides and offset shrink by the ratio
+    const int64_t r = to / from;
+    TP_CHECK(sizes[n - 1] % r == 0, "self.size(-1) must be divisible by ", r, what(), ", but got ",
+             sizes[n - 1]);
+    TP_CHECK(offset % r == 0, "self.storage_offset() must be divisible by ", r, what(),
+             ", but got ", offset);
+    for (int64_t i = 0; i < n - 1; ++i)
+      TP_CHECK(strides[i] % r == 0, "self.stride(", i, ") must be divisible by ", r, what(),
+               ", but got ", strides[i]);
+    for (int64_t i = 0; i < n - 1; ++i) strides[i] /= r;
+    sizes[n - 1] /= r;
+    offset /= r;
+  } else {  // narrower elements: they grow by the ratio
+    const int64_t r = from / to;
+    for (int64_t i = 0; i < n - 1; ++i) strides[i] *= r;
+    sizes[n - 1] *= r;
+    offset *= r;
+  }
+  return make_view(self, std::move(sizes), std::move(strides), offset, dtype);
+}
+
 Tensor reshape_impl(const Tensor& self, IntArrayRef shape, OutArg) {
   DimVector sizes = infer_size(shape, self.numel());
   if (auto strides = view_strides(self.sizes(), self.strides(), sizes))

@@ -71,11 +71,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     return obj;
   }, nb::arg("cls"), nb::arg("data"), nb::arg("requires_grad") = false);
   cls.def_prop_rw("data", [](const Tensor& t) { return detach(t); },
-                  [](Tensor& t, const Tensor& src) {
-                    TP_CHECK(t.device() == src.device(), "data set to a tensor that requires "
-                             "gradients must be on the same device");
-                    t.impl()->shallow_copy_from(*src.impl());
-                  }, "The tensor's values without autograd history; assigning swaps them.");
+                  [](Tensor& t, const Tensor& src) { autograd::set_data(t, src); },
+                  "The tensor's values without autograd history; assigning swaps them.");
   cls.def_prop_ro("shape", [](const Tensor& t) { return make_size(t.sizes()); })
       .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return make_size(t.sizes());

@@ -56,11 +56,16 @@ class SavedStorage:
     def __init__(self, key, tensor):
         self.key, self.tensor = key, tensor
         numel = tensor._storage_nbytes // tensor.element_size()
-        self.pid = ("storage", STORAGE_NAMES[tensor.dtype], key, "cpu", numel)
+        self.pid = ("storage", STORAGE_NAMES[tensor.dtype], key, str(tensor.device), numel)
 
     def numpy_bytes(self):
-        """The whole storage as a NumPy uint8 array sharing its memory."""
+        """The whole storage as a NumPy uint8 array (sharing a CPU storage's memory; a GPU
+        storage is copied to the host)."""
         t = self.tensor
+        if t.device.type != "cpu":
+            with no_grad():
+                whole = t.detach().as_strided([t._storage_nbytes // t.element_size()], [1], 0)
+                t = whole.cpu()
         return _C._from_buffer(t._storage_ptr, [t._storage_nbytes], [1], uint8, t).numpy()
 
 
@@ -106,8 +111,6 @@ def pickler_class(pickle_module):
             return NotImplemented
 
         def _storage(self, t):
-            if t.device.type != "cpu":
-                raise RuntimeError(f"save: only CPU tensors can be saved (got a {t.device} tensor)")
             nbytes = t._storage_nbytes
             # an empty storage has no identity worth keeping: each gets its own record
             ident = (t._storage_ptr, nbytes) if nbytes else object()
@@ -179,8 +182,11 @@ class LoadedStorage(UntypedStorage):
                                    "elements")
             if self._t.data_ptr() % es:  # a foreign writer left the record misaligned
                 self._t = self._t.clone()
-            b = self._bases[dtype] = _C._from_buffer(self._t.data_ptr(), [n // es], [es], dtype,
-                                                     self._t)
+            with no_grad():
+                t = self._t
+                if t.stride(0) != 1:  # empty or one byte: any stride; else not dense
+                    t = t.as_strided([n], [1], t.storage_offset()) if n <= 1 else t.clone()
+                b = self._bases[dtype] = t.view(dtype)
         return b
 
 

@@ -22,6 +22,7 @@ from tensorplay import _C
 from tensorplay._creation import from_numpy
 from tensorplay._dtype import uint8
 from tensorplay._tensor import UntypedStorage
+from tensorplay.autograd.grad_mode import no_grad
 from tensorplay._torch_pickle import (LoadedStorage, StorageType, add_safe_globals,
                                       clear_safe_globals, get_safe_globals, pickler_class,
                                       safe_globals, unpickler_class, weights_only_message)
@@ -100,7 +101,8 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
 def _bytes_of(storage):
     """The whole storage behind a tp.UntypedStorage as a 1-D uint8 tensor."""
     t = storage._t
-    return _C._from_buffer(t._storage_ptr, [t._storage_nbytes], [1], uint8, t)
+    with no_grad():
+        return t.detach().as_strided([t._storage_nbytes // t.element_size()], [1], 0).view(uint8)
 
 
 def _default_restore(data, location):
@@ -108,7 +110,16 @@ def _default_restore(data, location):
     if location == "cpu":
         return data
     if location.startswith("cuda"):
-        raise RuntimeError(_CUDA_UNAVAILABLE)
+        from tensorplay import cuda
+        if not cuda.is_available():
+            raise RuntimeError(_CUDA_UNAVAILABLE)
+        device = _C.device(location)
+        if device.index is not None and device.index >= cuda.device_count():
+            raise RuntimeError(f"Attempting to deserialize object on CUDA device {device.index} but "
+                               f"tensorplay.cuda.device_count() is {cuda.device_count()}. Please use "
+                               "tensorplay.load with map_location to map your storages to an "
+                               "existing device.")
+        return data.to(device)
     raise RuntimeError("don't know how to restore data location of tensorplay.UntypedStorage "
                        f"(tagged with {location})")
 

@@ -535,7 +535,7 @@ for host, t in keep:
     assert seg[0]["address"] <= t.data_ptr() < seg[0]["address"] + mapped
     assert np.array_equal(t.cpu().numpy(), host)
 freed = tp.cuda.memory_stats()["num_device_free"]
-del keep, host
+del keep, host, t  # t: the last tensor the check loop bound
 gc.collect()
 tp.cuda.synchronize()
 tp.cuda.empty_cache()
@@ -583,3 +583,44 @@ assert np.array_equal(b.cpu().numpy(), host2) and np.array_equal(a.cpu().numpy()
 print("OK")
 """
     _run_with_alloc_conf(script, TENSORPLAY_CUDA_ALLOC_CONF="expandable_segments:True")
+
+
+@gpu
+def test_save_and_load_cuda_tensors(tmp_path):
+    import io
+    w = tp.arange(12, dtype=tp.float32, device="cuda").reshape(3, 4)
+    state = {"w": w, "row": w[1], "half": w.to(tp.bfloat16), "cpu": tp.ones(2)}
+    f = tmp_path / "ckpt.pt"
+    tp.save(state, f)
+    back = tp.load(f)  # storages come back where they were saved
+    assert back["w"].device.type == "cuda" and back["cpu"].device.type == "cpu"
+    assert back["row"].data_ptr() == back["w"].data_ptr() + 4 * 4  # still one storage
+    assert back["w"].cpu().tolist() == w.cpu().tolist()
+    assert back["half"].dtype == tp.bfloat16 and back["half"].float().cpu().tolist() == w.cpu().tolist()
+    on_cpu = tp.load(f, map_location="cpu")
+    assert on_cpu["w"].device.type == "cpu" and on_cpu["row"].tolist() == [4, 5, 6, 7]
+    ref = torch.load(f)  # PyTorch reads it as CUDA tensors too
+    assert ref["w"].is_cuda and ref["w"].cpu().tolist() == w.cpu().tolist()
+    buf = io.BytesIO()
+    torch.save({"t": torch.arange(3.0, device="cuda")}, buf)
+    buf.seek(0)
+    t = tp.load(buf)["t"]
+    assert t.device.type == "cuda" and t.cpu().tolist() == [0, 1, 2]
+    with pytest.raises(RuntimeError, match="on CUDA device 7 but tensorplay.cuda.device_count"):
+        tp.load(f, map_location="cuda:7")
+
+
+@gpu
+def test_module_cuda_moves_parameters_in_place_and_trains():
+    tp.manual_seed(0)
+    m = tp.nn.Linear(4, 2)
+    opt = tp.optim.SGD(m.parameters(), lr=0.1)
+    m(tp.randn(3, 4)).sum().backward()  # a CPU graph and .grad exist before the move
+    w = m.weight
+    m.cuda()
+    assert m.weight is w and w.is_cuda and w.grad.is_cuda
+    opt.zero_grad()
+    loss = m(tp.randn(3, 4, device="cuda")).pow(2).sum()
+    loss.backward()
+    assert w.grad.is_cuda and w.grad.shape == w.shape
+    opt.step()

@@ -226,7 +226,9 @@ def test_recurrent_layers_on_cuda_match_cpu(mode):
     cpu = getattr(tp.nn, mode)(6, 8, num_layers=2, bidirectional=True, dropout=0.0, batch_first=True).double()
     gpu = getattr(tp.nn, mode)(6, 8, num_layers=2, bidirectional=True, dropout=0.0, batch_first=True).double()
     gpu.load_state_dict(cpu.state_dict())
+    w = next(gpu.parameters())
     gpu = gpu.cuda()
+    assert next(gpu.parameters()) is w and w.is_cuda  # moved in place, as PyTorch
     x = tp.tensor(np.random.default_rng(0).standard_normal((3, 5, 6)))
     xc, xg = x.clone().requires_grad_(), x.cuda().requires_grad_()
     out_c, _ = cpu(xc)

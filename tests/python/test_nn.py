@@ -501,6 +501,32 @@ def test_to_double_and_back_keeps_parameter_objects():
     assert m(tp.randn(2, 4)).dtype == tp.float32
 
 
+def test_data_assignment_follows_torch():
+    for lib in (tp, torch):
+        a = lib.zeros(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
+            a.data = lib.zeros(3, dtype=lib.int64)
+        a.data = lib.ones(3, dtype=lib.float64)  # shape and dtype may change
+        assert a.requires_grad and a.dtype == lib.float64 and tuple(a.shape) == (3,)
+        b = lib.zeros(2)
+        b.data = lib.arange(3)  # no grad: any dtype
+        assert b.dtype == lib.int64 and b.tolist() == [0, 1, 2]
+
+
+def test_data_assignment_gives_a_leaf_a_new_accumulator():
+    # a graph made before the swap keeps the old accumulator; a new one matches the new dtype
+    got = {}
+    for lib in (tp, torch):
+        p = lib.nn.Parameter(lib.ones(3))
+        old = (p * 2).sum()
+        p.data = p.data.double()
+        (p * 3).sum().backward()
+        first = (p.grad.dtype, p.grad.tolist())
+        old.backward()
+        got[lib] = (str(first[0]).split(".")[-1], first[1], p.grad.tolist())
+    assert got[tp] == got[torch] == ("float64", [3.0] * 3, [5.0] * 3)
+
+
 def test_forward_hooks():
     m = pnn.Linear(2, 2)
     calls = []

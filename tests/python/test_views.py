@@ -65,6 +65,46 @@ def test_view_values_match_torch(name, fn):
     assert ours.tolist() == ref.tolist()
 
 
+@pytest.mark.parametrize("dtype", ["int32", "float16", "uint8", "float64", "bool", "int16"])
+@pytest.mark.parametrize("index", [(), (slice(None), slice(0, 2)), (slice(1, 3),)])
+def test_view_dtype_matches_torch(dtype, index):
+    got = []
+    for lib in (tp, torch):
+        x = lib.arange(12, dtype=lib.float32).reshape(3, 4)[index]
+        try:
+            v = x.view(getattr(lib, dtype))
+        except RuntimeError as e:
+            got.append(str(e).removeprefix("view: "))
+            continue
+        v[(0,) * v.dim()].fill_(1)  # shares the storage and the version counter
+        got.append((tuple(v.shape), tuple(v.stride()), v.storage_offset(), v.tolist(),
+                    x.tolist(), x._version))
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("case", ["0-dim", "stride", "size", "offset", "inner stride"])
+def test_view_dtype_errors_match_torch(case):
+    def make(lib):
+        x = lib.arange(24, dtype=lib.float32).reshape(4, 6)
+        return {"0-dim": (x[0, 0], lib.float16), "stride": (x.t(), lib.float16),
+                "size": (x[:, :3], lib.float64), "offset": (x[:, 1:3], lib.float64),
+                "inner stride": (x.reshape(2, 12)[:, :2].as_strided((2, 2), (3, 1)), lib.float64)}[case]
+    msgs = []
+    for lib in (tp, torch):
+        x, dt = make(lib)
+        with pytest.raises(RuntimeError) as e:
+            x.view(dt)
+        msgs.append(str(e.value).removeprefix("view: "))
+    assert msgs[0] == msgs[1]
+
+
+def test_view_dtype_is_not_differentiable():
+    x = tp.ones(2, requires_grad=True)
+    v = x.view(tp.int32)
+    assert not v.requires_grad and v.grad_fn is None and v.tolist() == [1065353216] * 2
+    assert not x.view(tp.float32).requires_grad  # as torch: view.dtype has no derivative
+
+
 @pytest.mark.parametrize("size,stride", [((2**40, 2**40), (2**40, 1)), ((2**40, 2**40), (0, 0)),
                                          ((2**62, 3), (1, 2**62)), ((3, 2**61), (2**61, 8))])
 def test_as_strided_geometry_overflow_raises(size, stride):

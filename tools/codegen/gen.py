@@ -392,7 +392,9 @@ def gen_api_source(ops, autocast):
         if "function" in op.variants or "method" in op.variants:
             grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
             call = f"return {k}({a}, OutArg::none())"
-            if "view" in op.entry.get("tags", []):  # Note [Views and in-place writes]
+            # Note [Views and in-place writes]; a non-differentiable view (view.dtype) is no
+            # autograd view, as in PyTorch: it only shares the version counter
+            if "view" in op.entry.get("tags", []) and mode(op) != "non_differentiable":
                 call = f"Tensor r = {k}({a}, OutArg::none()); autograd::note_view(r, self); return r"
             ac = autocast_prologue(op, autocast[op.name]) if op.name in autocast else ""
             out.append(f"{op.ret} {op.name}({p}) " + body(f"{grad_path}{call}", "", shown, ac))

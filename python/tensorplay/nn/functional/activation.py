@@ -129,7 +129,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slopes = tp.empty(tuple(input.shape), dtype=input.dtype).uniform_(lower, upper)
+    slopes = tp.empty(tuple(input.shape), dtype=input.dtype, device=input.device).uniform_(lower, upper)
     out = tp.where(input >= 0, input, input * slopes)
     return _maybe_inplace(input, out, inplace)
 

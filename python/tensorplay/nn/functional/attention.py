@@ -19,7 +19,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                                "set when is_causal=True")
-        causal = tp.ones((L, S), dtype=tp.bool).tril()
+        causal = tp.ones((L, S), dtype=tp.bool, device=query.device).tril()
         scores = scores.masked_fill(causal.logical_not(), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == tp.bool:

@@ -359,8 +359,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         if not labels:
             rows.append(x[i].sum() * 0)
             continue
-        is_target = tp.zeros((c,), dtype=tp.bool)
-        idx = tp.tensor(labels, dtype=tp.int64)
+        is_target = tp.zeros((c,), dtype=tp.bool, device=x.device)
+        idx = tp.tensor(labels, dtype=tp.int64, device=x.device)
         is_target[idx] = True
         xt = x[i].index_select(0, idx)
         margins = tp.clamp(1 - (xt.unsqueeze(1) - x[i].unsqueeze(0)), min=0)
@@ -439,9 +439,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
             ext[i][2 * k + 1] = int(lab)
             if k > 0 and row[k] != row[k - 1]:
                 skip[i][2 * k + 1] = True
-    ext_t = tp.tensor(ext, dtype=tp.int64)
-    skip_t = tp.tensor(skip, dtype=tp.bool)
-    valid_t = tp.tensor([[s <= 2 * tl[i] for s in range(L)] for i in range(N)], dtype=tp.bool)
+    dev = log_probs.device
+    ext_t = tp.tensor(ext, dtype=tp.int64, device=dev)
+    skip_t = tp.tensor(skip, dtype=tp.bool, device=dev)
+    valid_t = tp.tensor([[s <= 2 * tl[i] for s in range(L)] for i in range(N)], dtype=tp.bool,
+                       device=dev)
     dtype = log_probs.dtype
     neg_inf = tp.full((), float("-inf"), dtype=dtype)
     tiny = tp.finfo(dtype).tiny
@@ -455,31 +457,31 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return tp.where(dead, neg_inf, val)
 
     def shift(a, k):
-        return tp.cat([tp.full((N, k), float("-inf"), dtype=dtype), a[:, :L - k]], 1)
+        return tp.cat([tp.full((N, k), float("-inf"), dtype=dtype, device=dev), a[:, :L - k]], 1)
 
     lp0 = log_probs[0].gather(1, ext_t)
-    init = tp.full((N, L), float("-inf"), dtype=dtype)
-    first = tp.zeros((N, L), dtype=tp.bool)
+    init = tp.full((N, L), float("-inf"), dtype=dtype, device=dev)
+    first = tp.zeros((N, L), dtype=tp.bool, device=dev)
     first[:, 0] = True
     if L > 1:
-        first[:, 1] = tp.tensor([n > 0 for n in tl], dtype=tp.bool)
+        first[:, 1] = tp.tensor([n > 0 for n in tl], dtype=tp.bool, device=dev)
     alpha = tp.where(first & valid_t, lp0, init)
-    lens = tp.tensor(il, dtype=tp.int64).unsqueeze(1)
+    lens = tp.tensor(il, dtype=tp.int64, device=dev).unsqueeze(1)
     for t in range(1, T):
-        a2 = shift(alpha, 1) if L > 1 else tp.full((N, L), float("-inf"), dtype=dtype)
+        a2 = shift(alpha, 1) if L > 1 else tp.full((N, L), float("-inf"), dtype=dtype, device=dev)
         a3 = tp.where(skip_t, shift(alpha, 2), neg_inf) if L > 2 else \
-            tp.full((N, L), float("-inf"), dtype=dtype)
+            tp.full((N, L), float("-inf"), dtype=dtype, device=dev)
         new = lse(alpha, a2, a3) + log_probs[t].gather(1, ext_t)
         new = tp.where(valid_t, new, neg_inf)
         alpha = tp.where(lens > t, new, alpha)
-    end = tp.tensor([2 * n for n in tl], dtype=tp.int64).unsqueeze(1)
+    end = tp.tensor([2 * n for n in tl], dtype=tp.int64, device=dev).unsqueeze(1)
     last = alpha.gather(1, end).squeeze(1)
     before = alpha.gather(1, (end - 1).clamp(min=0)).squeeze(1)
     before = tp.where(end.squeeze(1) > 0, before, neg_inf)
     loss = -lse(last, before)
     # PyTorch's CTC backward returns exp(log_probs) - posterior (the gradient with respect to
     # the logits behind a log_softmax) for t < input_length; add the exp term, value-neutral
-    steps = tp.arange(T).unsqueeze(1) < tp.tensor(il, dtype=tp.int64).unsqueeze(0)
+    steps = tp.arange(T, device=dev).unsqueeze(1) < tp.tensor(il, dtype=tp.int64, device=dev).unsqueeze(0)
     w = (tp.exp(log_probs.detach()) * steps.unsqueeze(2).to(dtype))
     term = (log_probs * w).sum((0, 2))
     loss = loss + (term - term.detach())

@@ -17,7 +17,7 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     elif num_classes == -1:
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
-    out = tp.zeros(tuple(tensor.shape) + (num_classes,), dtype=tp.int64)
+    out = tp.zeros(tuple(tensor.shape) + (num_classes,), dtype=tp.int64, device=tensor.device)
     return out.scatter_(-1, tensor.unsqueeze(-1), 1)
 
 

@@ -332,8 +332,8 @@ class MultiheadAttention(Module):
         k = k.reshape((k.size(0), bsz * H, D)).transpose(0, 1)
         v = v.reshape((v.size(0), bsz * H, D)).transpose(0, 1)
         if self.add_zero_attn:
-            k = tp.cat([k, tp.zeros((bsz * H, 1, D), dtype=k.dtype)], dim=1)
-            v = tp.cat([v, tp.zeros((bsz * H, 1, D), dtype=v.dtype)], dim=1)
+            k = tp.cat([k, tp.zeros((bsz * H, 1, D), dtype=k.dtype, device=k.device)], dim=1)
+            v = tp.cat([v, tp.zeros((bsz * H, 1, D), dtype=v.dtype, device=v.device)], dim=1)
             if attn_mask is not None:
                 attn_mask = F.pad(attn_mask, (0, 1))
             if key_padding_mask is not None:
@@ -343,15 +343,18 @@ class MultiheadAttention(Module):
         if attn_mask is not None:
             am = attn_mask
             if am.dtype == tp.bool:
-                am = tp.zeros(tuple(am.shape), dtype=q.dtype).masked_fill(am, float("-inf"))
+                am = tp.zeros(tuple(am.shape), dtype=q.dtype, device=am.device).masked_fill(
+                    am, float("-inf"))
             mask = am.unsqueeze(0) if am.dim() == 2 else am.reshape((bsz * H, tgt_len, src_len))
         elif is_causal:
-            causal = tp.ones((tgt_len, src_len), dtype=tp.bool).triu(1)
-            mask = tp.zeros((tgt_len, src_len), dtype=q.dtype).masked_fill(causal, float("-inf"))
+            causal = tp.ones((tgt_len, src_len), dtype=tp.bool, device=q.device).triu(1)
+            mask = tp.zeros((tgt_len, src_len), dtype=q.dtype, device=q.device).masked_fill(
+                causal, float("-inf"))
         if key_padding_mask is not None:
             kpm = key_padding_mask
             if kpm.dtype == tp.bool:
-                kpm = tp.zeros(tuple(kpm.shape), dtype=q.dtype).masked_fill(kpm, float("-inf"))
+                kpm = tp.zeros(tuple(kpm.shape), dtype=q.dtype, device=kpm.device).masked_fill(
+                    kpm, float("-inf"))
             kpm = kpm.reshape((bsz, 1, 1, src_len)).expand(bsz, H, 1, src_len).reshape(
                 (bsz * H, 1, src_len))
             mask = kpm if mask is None else mask + kpm

@@ -198,7 +198,7 @@ class RNNBase(Module):
                 h_new = tp.where(alive, h_new, h)
                 if c_new is not None:
                     c_new = tp.where(alive, c_new, c)
-                outs[t] = tp.where(alive, h_new, tp.zeros((), dtype=h_new.dtype))
+                outs[t] = tp.where(alive, h_new, tp.zeros((), dtype=h_new.dtype, device=h_new.device))
             else:
                 outs[t] = h_new
             h, c = h_new, c_new
@@ -397,7 +397,7 @@ class RNNCell(RNNCellBase):
     def forward(self, input, hx=None):
         batched = self._batched(input, hx, "RNNCell")
         x = input if batched else input.unsqueeze(0)
-        h = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype) if hx is None else \
+        h = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype, device=x.device) if hx is None else \
             (hx if batched else hx.unsqueeze(0))
         pre = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
         if self.nonlinearity == "tanh":
@@ -417,7 +417,7 @@ class LSTMCell(RNNCellBase):
         batched = self._batched(input, hx, "LSTMCell")
         x = input if batched else input.unsqueeze(0)
         if hx is None:
-            z = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype)
+            z = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype, device=x.device)
             hx = (z, z)
         h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
         gates = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
@@ -434,7 +434,7 @@ class GRUCell(RNNCellBase):
     def forward(self, input, hx=None):
         batched = self._batched(input, hx, "GRUCell")
         x = input if batched else input.unsqueeze(0)
-        h = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype) if hx is None else \
+        h = tp.zeros((x.size(0), self.hidden_size), dtype=x.dtype, device=x.device) if hx is None else \
             (hx if batched else hx.unsqueeze(0))
         gi = F.linear(x, self.weight_ih, self.bias_ih)
         gh = F.linear(h, self.weight_hh, self.bias_hh)

@@ -28,7 +28,8 @@ def _get_clones(module, n):
 
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
-    return tp.triu(tp.full((sz, sz), float("-inf"), dtype=dtype or tp.float32), diagonal=1)
+    return tp.triu(tp.full((sz, sz), float("-inf"), dtype=dtype or tp.float32, device=device),
+                   diagonal=1)
 
 
 class TransformerEncoderLayer(Module):
