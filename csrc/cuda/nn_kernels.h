@@ -19,15 +19,17 @@ void softmax_forward(const Tensor& x, const Tensor& y, int64_t outer, int64_t n,
 void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, int64_t outer, int64_t n,
                       int64_t inner, bool log);
 
-/// loss[i] = logsumexp(x[i]) - x[i, t[i]] (0 where t[i] == ignore_index) for the rows of
-/// the (N, C) logits x; t is int64. Returns false (loss unspecified) when a target is
-/// neither ignore_index nor in [0, C).
-bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_index, const Tensor& loss);
+/// loss[i] = lse[i] - x[i, t[i]] (0 where t[i] == ignore_index) for the rows of the
+/// (N, C) logits x, lse[i] = logsumexp(x[i]); t is int64. Returns false (loss
+/// unspecified) when a target is neither ignore_index nor in [0, C).
+bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_index, const Tensor& loss,
+                           const Tensor& lse);
 
-/// gx[i] = g[i] * (softmax(x[i]) - onehot(t[i])) (0 for ignored rows); g has N elements.
-/// Returns false (gx unspecified) on an out-of-range target, as cross_entropy_forward.
+/// gx[i] = g[i] * (exp(x[i] - lse[i]) - onehot(t[i])) (0 for ignored rows); g and lse
+/// (the forward's) have N elements. Returns false (gx unspecified) on an out-of-range
+/// target, as cross_entropy_forward.
 bool cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& t, int64_t ignore_index,
-                            const Tensor& gx);
+                            const Tensor& lse, const Tensor& gx);
 
 /// Layer norm of `rows` rows of `len` elements: y = (x - mean) * rstd * w + b (w, b may
 /// be undefined); mean and rstd get `rows` values.

@@ -164,11 +164,12 @@ __global__ void softmax_backward_cols_kernel(const T* g, const T* y, T* gx, int6
   }
 }
 
-/// Cross entropy of each row (tpr threads per row); a target neither `ignore` nor in
-/// [0, n) sets *bad.
+/// Cross entropy and logsumexp of each row (tpr threads per row); a target neither
+/// `ignore` nor in [0, n) sets *bad.
 template <class T>
-__global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_kernel(const T* x, const int64_t* target, T* loss, int64_t rows,
-                                                             int64_t n, int tpr, int64_t ignore, int* bad) {
+__global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_kernel(const T* x, const int64_t* target, T* loss,
+                                                                       acc_t<T>* lse, int64_t rows, int64_t n, int tpr,
+                                                                       int64_t ignore, int* bad) {
   using A = acc_t<T>;
   __shared__ A smem[kMaxRowThreads / 32];
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
@@ -179,34 +180,34 @@ __global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_kernel(const T* 
   o.merge(tpr, smem);
   if (row >= rows || t != 0) return;
   const int64_t tg = target[row];
+  const A l = o.m + dev_log(o.s);
+  lse[row] = l;
   if (tg == ignore) loss[row] = from_acc<T>(A(0));
   else if (tg < 0 || tg >= n) *bad = 1;
-  else loss[row] = from_acc<T>(o.m + dev_log(o.s) - to_acc(x[off + tg]));
+  else loss[row] = from_acc<T>(l - to_acc(x[off + tg]));
 }
 
-/// gx = g[row] * (softmax(x) - onehot(target)) per row (0 for ignored rows); rows with an
-/// out-of-range target set *bad and are not written.
+/// gx = g[row] * (exp(x - lse[row]) - onehot(target)) per row (0 for ignored rows): one
+/// read of x with the forward's logsumexp. Rows with an out-of-range target set *bad and
+/// are not written.
 template <class T>
 __global__ __launch_bounds__(kMaxRowThreads) void cross_entropy_backward_kernel(const acc_t<T>* g, const T* x,
-                                                                      const int64_t* target, T* gx, int64_t rows,
-                                                                      int64_t n, int tpr, int64_t ignore, int* bad) {
+                                                                                const int64_t* target,
+                                                                                const acc_t<T>* lse, T* gx,
+                                                                                int64_t rows, int64_t n, int tpr,
+                                                                                int64_t ignore, int* bad) {
   using A = acc_t<T>;
-  __shared__ A smem[kMaxRowThreads / 32];
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  if (row >= rows) return;
   const int t = int(threadIdx.x) % tpr;
-  int64_t len = row < rows ? n : 0;
-  const int64_t off = (row < rows ? row : 0) * n;
-  Online<A> o;
-  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { o.add(to_acc(v)); }, x + off);
-  o.merge(tpr, smem);
-  const int64_t tg = row < rows ? target[row] : ignore;
+  const int64_t off = row * n, tg = target[row];
   if (tg != ignore && (tg < 0 || tg >= n)) {
     if (t == 0) *bad = 1;
-    len = 0;
+    return;
   }
-  const A gi = tg == ignore ? A(0) : g[row], scale = gi / o.s;
-  zip_row(len, t, tpr, gx + off, [&](int64_t i, T v) {
-    const A p = dev_exp(to_acc(v) - o.m) * scale;
+  const A gi = tg == ignore ? A(0) : g[row], l = lse[row];
+  zip_row(n, t, tpr, gx + off, [&](int64_t i, T v) {
+    const A p = dev_exp(to_acc(v) - l) * gi;
     return from_acc<T>(i == tg ? p - gi : p);
   }, x + off);
 }
@@ -287,7 +288,8 @@ void softmax_backward(const Tensor& g, const Tensor& y, const Tensor& gx, int64_
   TP_CUDA_CHECK(cudaGetLastError());
 }
 
-bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_index, const Tensor& loss) {
+bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_index, const Tensor& loss,
+                           const Tensor& lse) {
   const int64_t rows = x.size(0), n = x.size(1);
   if (rows == 0) return true;
   DeviceGuard guard(x.device().index);
@@ -297,15 +299,15 @@ bool cross_entropy_forward(const Tensor& x, const Tensor& t, int64_t ignore_inde
     using T = decltype(v);
     const StreamRowConfig c = stream_row_config(rows, n);
     cross_entropy_kernel<T><<<c.blocks, c.threads, 0, s>>>(x.device_data<T>(), t.device_data<int64_t>(),
-                                                            loss.device_data<T>(), rows, n, c.tpr, ignore_index,
-                                                            bad.ptr());
+                                                            loss.device_data<T>(), lse.device_data<acc_t<T>>(),
+                                                            rows, n, c.tpr, ignore_index, bad.ptr());
   });
   TP_CUDA_CHECK(cudaGetLastError());
   return bad.clear();
 }
 
 bool cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& t, int64_t ignore_index,
-                            const Tensor& gx) {
+                            const Tensor& lse, const Tensor& gx) {
   const int64_t rows = x.size(0), n = x.size(1);
   if (rows == 0) return true;
   DeviceGuard guard(x.device().index);
@@ -315,8 +317,8 @@ bool cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& t, i
     using T = decltype(v);
     const StreamRowConfig c = stream_row_config(rows, n);
     cross_entropy_backward_kernel<T><<<c.blocks, c.threads, 0, s>>>(
-        g.device_data<acc_t<T>>(), x.device_data<T>(), t.device_data<int64_t>(), gx.device_data<T>(), rows, n, c.tpr,
-        ignore_index, bad.ptr());
+        g.device_data<acc_t<T>>(), x.device_data<T>(), t.device_data<int64_t>(), lse.device_data<acc_t<T>>(),
+        gx.device_data<T>(), rows, n, c.tpr, ignore_index, bad.ptr());
   });
   TP_CUDA_CHECK(cudaGetLastError());
   return bad.clear();

@@ -95,7 +95,7 @@ namespace tp {
 /// _cross_entropy_rows's gradient (csrc/ops/nn_loss.cpp): the fused kernel in a plain
 /// backward, differentiable ops under create_graph (Note [Fused backward and create_graph]).
 Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
-                                   int64_t ignore_index);
+                                   int64_t ignore_index, const Tensor& lse);
 /// constant_pad_nd's gradient: grad cropped by the negated padding.
 Tensor constant_pad_backward(const Tensor& grad, IntArrayRef pad);
 /// reflection_pad*d (reflect) or replication_pad*d by the padding's length.

@@ -58,8 +58,8 @@ Tensor clamp_targets(const Tensor& tgt, int64_t ignore_index) {
 
 }  // namespace
 
-Tensor cross_entropy_rows_impl(const Tensor& self, const Tensor& target, int64_t ignore_index,
-                               OutArg) {
+std::tuple<Tensor, Tensor> cross_entropy_rows_impl(const Tensor& self, const Tensor& target,
+                                                   int64_t ignore_index, OutArg) {
   check_rows(self, target, "cross_entropy");
   const int64_t n = self.size(0), c = self.size(1);
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
@@ -67,8 +67,10 @@ Tensor cross_entropy_rows_impl(const Tensor& self, const Tensor& target, int64_t
   if (self.device().is_cuda()) {
     Tensor x = contiguous(is_floating(self.dtype()) ? self : _to_dtype(self, DType::Float32, false));
     Tensor loss = empty_tensor(IntArrayRef(&n, 1), x.dtype(), self.device());
-    if (!cuda::cross_entropy_forward(x, tgt, ignore_index, loss)) fail_target(tgt, ignore_index, c);
-    return _to_dtype(loss, self.dtype(), false);
+    Tensor lse = empty_tensor(IntArrayRef(&n, 1), x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32,
+                              self.device());
+    if (!cuda::cross_entropy_forward(x, tgt, ignore_index, loss, lse)) fail_target(tgt, ignore_index, c);
+    return {_to_dtype(loss, self.dtype(), false), lse};
   }
 #endif
   check_targets(tgt.data<int64_t>(), n, c, ignore_index);
@@ -77,14 +79,16 @@ Tensor cross_entropy_rows_impl(const Tensor& self, const Tensor& target, int64_t
   Tensor x = _to_dtype(self, cdt, false);
   const int64_t dim1[1] = {1};
   Tensor picked = gather(x, 1, unsqueeze(clamp_targets(tgt, ignore_index), 1));
-  Tensor rows = sub(logsumexp(x, dim1, false), _squeeze_dims(picked, dim1));
+  Tensor lse = logsumexp(x, dim1, false);
+  Tensor rows = sub(lse, _squeeze_dims(picked, dim1));
   Tensor valid = ne(tgt, full({}, Scalar(ignore_index), DType::Int64));
   rows = where(valid, rows, zeros({}, cdt));
-  return _to_dtype(rows, self.dtype(), false);
+  return {_to_dtype(rows, self.dtype(), false), lse};
 }
 
 Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& self,
-                                        const Tensor& target, int64_t ignore_index, OutArg) {
+                                        const Tensor& target, int64_t ignore_index,
+                                        const Tensor& lse, OutArg) {
   check_rows(self, target, "cross_entropy_backward");
   const int64_t n = self.size(0), c = self.size(1);
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
@@ -95,14 +99,19 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
              "least two devices, ", self.device().str(), " and ", grad_rows.device().str(), "!");
     const DType cdt = self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
     Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false)), x = contiguous(self);
+    TP_CHECK(lse.dim() == 1 && lse.size(0) == n && lse.dtype() == cdt && lse.device() == self.device(),
+             "cross_entropy_backward: lse must be the forward's (", n, ",) ", dtype_scalar_name(cdt),
+             " row log-sum-exp on ", self.device().str());
     Tensor gx = empty_tensor(self.sizes(), self.dtype(), self.device());
-    if (!cuda::cross_entropy_backward(g, x, tgt, ignore_index, gx)) fail_target(tgt, ignore_index, c);
+    if (!cuda::cross_entropy_backward(g, x, tgt, ignore_index, contiguous(lse), gx))
+      fail_target(tgt, ignore_index, c);
     return gx;
   }
 #endif
   const int64_t* t = tgt.data<int64_t>();
   check_targets(t, n, c, ignore_index);  // an index past the row would write out of bounds
-  // softmax (the fused, vectorised kernel), then per row: scale by grad, subtract at target
+  // softmax (the fused, vectorised kernel; the CPU recomputes it rather than reading lse),
+  // then per row: scale by grad, subtract at target
   Tensor out;
   visit_compute(self.dtype(), [&](auto v) {
     using T = decltype(v);
@@ -125,9 +134,9 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
 }
 
 Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,
-                                   int64_t ignore_index) {
+                                   int64_t ignore_index, const Tensor& lse) {
   if (!autograd::grad_enabled())
-    return _cross_entropy_rows_backward(grad, self, target, ignore_index);
+    return _cross_entropy_rows_backward(grad, self, target, ignore_index, lse);
   // create_graph: the same gradient written with differentiable ops
   Tensor t64 = _to_dtype(target, DType::Int64, false);
   Tensor valid = ne(t64, full({}, Scalar(ignore_index), DType::Int64));

@@ -149,7 +149,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         x2, t1 = (input.unsqueeze(0), target.reshape((1,))) if input.dim() == 1 else (input, target)
         if t1.dim() != 1 or t1.size(0) != x2.size(0):
             _check_nll_shapes(input, target)
-        rows = fused(x2, t1, ignore_index)
+        rows = fused(x2, t1, ignore_index)[0]
         if reduction == "none":
             return rows.squeeze(0) if input.dim() == 1 else rows
         if reduction == "sum":
