@@ -127,24 +127,28 @@ def test_sdpa_cpu_math_path_matches_torch(causal):
         F.scaled_dot_product_attention(q, k, v, attn_mask=tp.ones((5, 7), dtype=tp.bool), is_causal=True)
 
 
-def _mha_pair(e, h, dtype, device, seed=0):
+def _mha_pair(e, h, dtype, device, seed=0, **kw):
     torch.manual_seed(seed)
-    ref = torch.nn.MultiheadAttention(e, h, batch_first=True).to(dtype)
-    ours = tp.nn.MultiheadAttention(e, h, batch_first=True, dtype=getattr(tp, str(dtype).split(".")[1]))
+    ref = torch.nn.MultiheadAttention(e, h, batch_first=True, **kw).to(dtype)
+    ours = tp.nn.MultiheadAttention(e, h, batch_first=True, dtype=getattr(tp, str(dtype).split(".")[1]), **kw)
     with tp.no_grad():
         for name, p in ours.named_parameters():
             p.copy_(tp.tensor(dict(ref.named_parameters())[name].detach().double().numpy(), dtype=p.dtype))
     return ours.to(device), ref.to(device)
 
 
+@pytest.mark.parametrize("extra", [{}, {"add_bias_kv": True, "add_zero_attn": True}])
+@pytest.mark.parametrize("padding", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_mha_without_weights_matches_torch(causal):
-    ours, ref = _mha_pair(16, 2, torch.float64, "cpu")
+def test_mha_without_weights_matches_torch(causal, padding, extra):
+    ours, ref = _mha_pair(16, 2, torch.float64, "cpu", **extra)
     x = np.random.default_rng(2).standard_normal((3, 6, 16))
     mask = torch.nn.Transformer.generate_square_subsequent_mask(6, dtype=torch.float64) if causal else None
     tmask = tp.tensor(mask.numpy()) if causal else None
-    out, w = ours(*[tp.tensor(x)] * 3, need_weights=False, attn_mask=tmask, is_causal=causal)
-    rout, _ = ref(*[torch.tensor(x)] * 3, need_weights=False, attn_mask=mask, is_causal=causal)
+    kpm = torch.tensor([[False] * 5 + [True], [False] * 6, [False] * 4 + [True] * 2]) if padding else None
+    out, w = ours(*[tp.tensor(x)] * 3, need_weights=False, attn_mask=tmask, is_causal=causal,
+                  key_padding_mask=tp.tensor(kpm.numpy()) if padding else None)
+    rout, _ = ref(*[torch.tensor(x)] * 3, need_weights=False, attn_mask=mask, is_causal=causal, key_padding_mask=kpm)
     assert w is None
     np.testing.assert_allclose(_np(out), _np(rout), rtol=1e-10, atol=1e-10)
 
