@@ -219,7 +219,22 @@ def test_cuda_strided_inputs_and_fallbacks():
 
 
 @gpu
-def test_cuda_mha_reaches_fused_kernel():
+def test_cuda_deterministic_mode_takes_math_path_for_gradients():
+    q = tp.randn((1, 2, 8, 64), dtype=tp.bfloat16, device="cuda").requires_grad_(True)
+    tp.use_deterministic_algorithms(True)
+    try:
+        assert F.scaled_dot_product_attention(q, q, q).grad_fn.name() != "FlashAttentionBackward0"
+        with tp.no_grad():
+            assert F.scaled_dot_product_attention(q, q, q).dtype == tp.bfloat16
+    finally:
+        tp.use_deterministic_algorithms(False)
+    assert F.scaled_dot_product_attention(q, q, q).grad_fn.name() == "FlashAttentionBackward0"
+
+
+@gpu
+def test_cuda_mha_reaches_fused_kernel(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tp._C, "_flash_attention_forward", lambda *a: calls.append(a[3]) or FWD(*a))
     ours, ref = _mha_pair(128, 2, torch.bfloat16, "cuda")
     x = np.random.default_rng(3).standard_normal((2, 40, 128))
     xo = tp.tensor(x, dtype=tp.bfloat16, device="cuda")
@@ -228,4 +243,5 @@ def test_cuda_mha_reaches_fused_kernel():
     out, _ = ours(xo, xo, xo, need_weights=False, attn_mask=tp.tensor(mask.cpu().numpy(), device="cuda"),
                   is_causal=True)
     rout, _ = ref(xr, xr, xr, need_weights=False, attn_mask=mask, is_causal=True)
+    assert calls == [True]
     _close_rel(out, rout, 3e-2)

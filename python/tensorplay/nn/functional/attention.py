@@ -9,7 +9,8 @@ from tensorplay.nn.functional.activation import dropout, softmax
 # ================================================================== attention
 def _takes_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
     """Whether _flash_attention_forward serves this call (CUDA, float16 / bfloat16, 3-D or
-    4-D with matching batch and heads, head dim 64 or 128, no mask, dropout or GQA)."""
+    4-D with matching batch and heads, head dim 64 or 128, no mask, dropout or GQA, and no
+    gradient recorded while deterministic algorithms are asked for)."""
     if attn_mask is not None or dropout_p > 0.0 or enable_gqa or _op("_flash_attention_forward") is None:
         return False
     if not (query.is_cuda and key.is_cuda and value.is_cuda and query.device == key.device == value.device):
@@ -18,6 +19,9 @@ def _takes_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
         return False
     if not query.dim() == key.dim() == value.dim() or query.dim() not in (3, 4):
         return False
+    if tp.are_deterministic_algorithms_enabled() and tp.is_grad_enabled() and \
+            (query.requires_grad or key.requires_grad or value.requires_grad):
+        return False  # the fused backward adds dQ with atomics (Note [Flash attention])
     d = query.size(-1)
     return (d in (64, 128) and key.size(-1) == d and value.size(-1) == d
             and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2])
@@ -38,6 +42,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         >>> F.scaled_dot_product_attention(q, k, v, is_causal=True).shape
         tensorplay.Size([2, 4, 16, 8])
     """
+    for pos, (name, t) in enumerate((("query", query), ("key", key), ("value", value))):
+        if not isinstance(t, tp.Tensor):
+            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position {pos + 1}) must be "
+                            f"Tensor, not {type(t).__name__}")
     L, S = query.size(-2), key.size(-2)
     scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
     if is_causal and attn_mask is not None:
