@@ -384,8 +384,9 @@ void flash_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
     constexpr int D = decltype(dim)::value;
     if (rows > 0) {
       constexpr int kRowsPerBlock = 8;
-      attention_row_dot_kernel<T, D><<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kRowsPerBlock * 32, 0, s>>>(
-          g.device_data<T>(), out.device_data<T>(), dsum.device_data<float>(), rows);
+      const unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+      attention_row_dot_kernel<T, D><<<blocks, kRowsPerBlock * 32, 0, s>>>(g.device_data<T>(), out.device_data<T>(),
+                                                                          dsum.device_data<float>(), rows);
       TP_CUDA_CHECK(cudaGetLastError());
     }
     auto kernel = flash_backward_kernel<T, D>;

@@ -167,8 +167,9 @@ std::tuple<Tensor, Tensor, Tensor> flash_attention_backward_impl(const Tensor& g
                                                                  bool is_causal, double scale, OutArg) {
   const char* op = "_flash_attention_backward";
   const AttentionShape a = check_attention(query, key, value, op);
-  TP_CHECK(std::ranges::equal(grad_out.sizes(), query.sizes()) && std::ranges::equal(output.sizes(), query.sizes()), op, ": grad_out ",
-           shape_str(grad_out), " and output ", shape_str(output), " must have the query's shape ", shape_str(query));
+  TP_CHECK(std::ranges::equal(grad_out.sizes(), query.sizes()) && std::ranges::equal(output.sizes(), query.sizes()),
+           op, ": grad_out ", shape_str(grad_out), " and output ", shape_str(output), " must have the query's shape ",
+           shape_str(query));
   TP_CHECK(logsumexp.dim() == 3 && logsumexp.size(0) == a.b && logsumexp.size(1) == a.h && logsumexp.size(2) == a.l,
            op, ": expected a logsumexp of shape [", a.b, ", ", a.h, ", ", a.l, "], got ", shape_str(logsumexp));
   for (const Tensor* t : {&grad_out, &output, &logsumexp})
