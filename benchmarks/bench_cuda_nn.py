@@ -1,5 +1,5 @@
-"""CUDA backend II on the GPU: layer_norm, softmax and cross entropy, TensorPlay vs PyTorch
-in one process.
+"""CUDA backend II on the GPU: layer_norm, softmax, cross entropy and fused attention,
+TensorPlay vs PyTorch in one process.
 
 Kernel times come from CUDA events around `reps` back-to-back calls (median of rounds);
 bandwidth = bytes read + written / time, compared with the copy bandwidth PyTorch measures
@@ -28,7 +28,8 @@ def same_input(shape, dtype, seed=0, scale=1.0):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="4096 rows instead of 32768 (cross entropy: 1024)")
+    ap.add_argument("--quick", action="store_true",
+                    help="4096 rows instead of 32768 (cross entropy: 1024; attention: seq 1024)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
@@ -95,6 +96,31 @@ def main():
     a = gpu_time(tp, ce_tp, reps, rounds)
     b = gpu_time(torch, ce_th, reps, rounds)
     rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
+
+    del x, xt, xg, xgt
+    # fused attention (Note [Flash attention]): forward + backward, causal, bf16
+    b_, h_, seq, hd = (8, 16, 1024 if args.quick else 4096, 128)
+    (q, qt), (k, kt), (v, vt) = (same_input((b_, h_, seq, hd), "bfloat16", seed=s) for s in (7, 8, 9))
+    go, got = same_input((b_, h_, seq, hd), "bfloat16", seed=10)
+    ins, ins_t = [t.requires_grad_() for t in (q, k, v)], [t.requires_grad_() for t in (qt, kt, vt)]
+
+    def sdpa_tp():
+        return tp.autograd.grad(F.scaled_dot_product_attention(*ins, is_causal=True), ins, go)
+
+    def sdpa_th():
+        return torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True), ins_t, got)
+
+    out = F.scaled_dot_product_attention(*ins, is_causal=True)
+    if out.grad_fn.name() != "FlashAttentionBackward0":
+        raise SystemExit("scaled_dot_product_attention: the fused kernel was not used")
+    check("scaled_dot_product_attention", out.detach(),
+          torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
+    check("scaled_dot_product_attention grad_query", sdpa_tp()[0], sdpa_th()[0], rtol=5e-2, atol=5e-2)
+    a = gpu_time(tp, sdpa_tp, reps, rounds)
+    b = gpu_time(torch, sdpa_th, reps, rounds)
+    flops = 3.5 * 4 * b_ * h_ * seq * seq * hd / 2  # causal: half the scores; backward 2.5x forward
+    rows.append((f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal", a, b, "ms",
+                 f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
 
     print_rows("CUDA backend II", rows, args.markdown, 44)
 

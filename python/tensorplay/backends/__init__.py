@@ -40,7 +40,9 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     On CUDA, index writes that combine duplicate targets (``index_put_`` with
     ``accumulate=True``, ``index_add_``, ``scatter_add_``, ``scatter_reduce_``, ``put_``)
     then sort the targets and fold each one's values serially in index order, so repeated
-    runs give bitwise-equal results. CPU kernels are deterministic already.
+    runs give bitwise-equal results. ``scaled_dot_product_attention`` leaves its fused CUDA
+    kernel (whose backward adds with atomics) for the math path when it records a gradient.
+    CPU kernels are deterministic already.
 
     >>> tp.use_deterministic_algorithms(True)
     >>> tp.are_deterministic_algorithms_enabled()

@@ -1,6 +1,6 @@
 """Op-database entries: the nn kernels (csrc/ops/nn_conv.yaml, nn_pool.yaml, nn_norm.yaml,
-nn_activation.yaml): convolutions, pooling, softmax, the normalisation layers and the fused
-activations. Loaded after opdb.py.
+nn_activation.yaml, nn_attention.yaml): convolutions, pooling, softmax, the normalisation
+layers, the fused activations and attention. Loaded after opdb.py.
 
 Each op's first sample is tiny (at most 24 input elements) so the gradient suites also run
 gradcheck and gradgradcheck on it. An op's dtypes are those for which PyTorch accepts every
@@ -16,7 +16,8 @@ NAN, INF = float('nan'), float('inf')
 HALF_TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)}
 
 
-def _register(name, samples, fn=None, errors=None, tol=None, method=False, coverage=('noncontig',)):
+def _register(name, samples, fn=None, errors=None, tol=None, method=False, coverage=('noncontig',),
+              message_names=()):
     """Registers `name` with the dtypes torch accepts for all of its samples. PyTorch keeps
     some of these ops in torch._C._nn only (avg_pool2d, ...), while tensorplay exports them as
     tp.<name>; the reference is then made reachable as torch.<name> for the harness."""
@@ -34,7 +35,7 @@ def _register(name, samples, fn=None, errors=None, tol=None, method=False, cover
             pass
     assert dtypes, f'{name}: torch rejects a sample in every dtype'
     db.register(db.OpInfo(name, samples, tuple(dtypes), method=method, tol=tol or HALF_TOL,
-                          errors=errors, coverage=coverage))
+                          errors=errors, coverage=coverage, message_names=message_names))
 
 
 def _w(mk, shape):
@@ -426,6 +427,27 @@ for _name, _variants in (('gelu', ({}, {'approximate': 'tanh'})), ('silu', ({},)
                           method=False, tol=HALF_TOL, coverage=('noncontig',),
                           message_names=(_name, f'_{_name}', '_gelu_tanh', '_elu'),
                           errors=db._errors(db._err(torch.tensor([1, 2]), exc=NotImplementedError))))
+
+
+# ---------------------------------------------------------------- attention
+# The math path on the CPU; on CUDA the float16 / bfloat16 samples with head dim 64 take the
+# fused kernel (Note [Flash attention]), the others the math path.
+def _sdpa_samples(op, mk):
+    yield db.Sample((mk((1, 2, 3, 2)), mk((1, 2, 2, 2)), mk((1, 2, 2, 2))))
+    q, kv = mk((2, 3, 5, 8)), mk((2, 3, 7, 8))
+    yield db.Sample((q, kv, kv), {'is_causal': True})
+    yield db.Sample((q, kv, kv), {'scale': 0.3})
+    yield db.Sample((q, kv, kv, mk((5, 7))))
+    yield db.Sample((mk((3, 6, 8)), mk((3, 6, 8)), mk((3, 6, 8))), {'is_causal': True}, layout='transposed')
+    yield db.Sample((mk((2, 2, 9, 64)), mk((2, 2, 4, 64)), mk((2, 2, 4, 64))), {'is_causal': True})
+    yield db.Sample((mk((1, 2, 6, 64)), mk((1, 2, 6, 64)), mk((1, 2, 6, 64))), layout='strided')
+
+
+_register('nn.functional.scaled_dot_product_attention', _sdpa_samples,
+          fn=torch.nn.functional.scaled_dot_product_attention, message_names=('scaled_dot_product_attention',),
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(1, 2, 3), torch.ones(1, 2, 3), torch.ones(1, 2, 3),
+                                    torch.ones(2, 2, dtype=torch.bool), is_causal=True)))
 
 
 # ---------------------------------------------------------------- dropout (csrc/ops/random.yaml)

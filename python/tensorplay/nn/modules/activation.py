@@ -298,6 +298,14 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
+    def _project_out(self, out, tgt_len, bsz, batched):
+        """The output projection of the heads' (bsz * H, tgt_len, D) results, in the input's layout."""
+        out = out.transpose(0, 1).reshape((tgt_len * bsz, self.embed_dim))
+        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape((tgt_len, bsz, self.embed_dim))
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        return out if batched else out.squeeze(1)
+
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         batched = query.dim() == 3
@@ -339,6 +347,14 @@ class MultiheadAttention(Module):
             if key_padding_mask is not None:
                 key_padding_mask = F.pad(key_padding_mask, (0, 1))
         src_len = k.size(1)
+        if not need_weights and key_padding_mask is None and (attn_mask is None or is_causal):
+            # as PyTorch: no weights asked for and no mask but the is_causal hint (which then
+            # stands for attn_mask) go to scaled_dot_product_attention, the fused kernel on CUDA
+            out = F.scaled_dot_product_attention(
+                q.reshape((bsz, H, tgt_len, D)), k.reshape((bsz, H, src_len, D)),
+                v.reshape((bsz, H, src_len, D)), dropout_p=self.dropout if self.training else 0.0,
+                is_causal=bool(is_causal))
+            return self._project_out(out.reshape((bsz * H, tgt_len, D)), tgt_len, bsz, batched), None
         mask = None
         if attn_mask is not None:
             am = attn_mask
@@ -364,13 +380,7 @@ class MultiheadAttention(Module):
         weights = F.softmax(scores, -1)
         if self.dropout > 0.0 and self.training:
             weights = F.dropout(weights, self.dropout, True)
-        out = tp.bmm(weights, v)
-        out = out.transpose(0, 1).reshape((tgt_len * bsz, E))
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape((tgt_len, bsz, E))
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
+        out = self._project_out(tp.bmm(weights, v), tgt_len, bsz, batched)
         if not need_weights:
             return out, None
         w = weights.reshape((bsz, H, tgt_len, src_len))
