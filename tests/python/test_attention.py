@@ -173,6 +173,24 @@ def _close_rel(ours, theirs, tol):
     assert err <= tol * max(np.abs(b).max() if b.size else 0.0, 1e-6), f"max abs error {err}"
 
 
+@pytest.fixture(autouse=True)
+def _flash_sdp_on():
+    """The fused kernel stays off by default until verified on a GPU; these tests ask for it."""
+    prev = tp.backends.cuda.flash_sdp_enabled()
+    tp.backends.cuda.enable_flash_sdp(True)
+    yield
+    tp.backends.cuda.enable_flash_sdp(prev)
+
+
+def test_flash_sdp_switch():
+    tp.backends.cuda.enable_flash_sdp(False)
+    assert not tp.backends.cuda.flash_sdp_enabled()
+    tp.backends.cuda.enable_flash_sdp(True)
+    assert tp.backends.cuda.flash_sdp_enabled()
+    with pytest.raises(RuntimeError, match="enable_flash_sdp expects a bool, but got int"):
+        tp.backends.cuda.enable_flash_sdp(1)
+
+
 @gpu
 @pytest.mark.parametrize("l,s", GPU_SHAPES)
 @pytest.mark.parametrize("causal", [False, True])

@@ -1,5 +1,6 @@
 """tp.backends.cuda: ``matmul`` holds cuBLAS's precision flags (torch.backends.cuda.matmul),
-read by every CUDA matrix product at call time."""
+read by every CUDA matrix product at call time; ``enable_flash_sdp`` switches the fused
+attention kernel."""
 from tensorplay import _C
 from tensorplay.backends import _check_bool
 
@@ -64,3 +65,20 @@ class cuBLASModule:
 
 
 matmul = cuBLASModule()
+
+
+# Off until the fused kernels have run on a GPU (Note [Flash attention] in
+# csrc/cuda/attention_kernels.cu); PyTorch's default is on.
+_flash_sdp = False
+
+
+def enable_flash_sdp(enabled):
+    """Whether scaled_dot_product_attention may use the fused (flash) CUDA kernel for
+    float16 / bfloat16 inputs; otherwise it takes the math path."""
+    global _flash_sdp
+    _flash_sdp = _check_bool(enabled, "enable_flash_sdp")
+
+
+def flash_sdp_enabled():
+    """Whether the fused (flash) attention kernel may be used (enable_flash_sdp)."""
+    return _flash_sdp

@@ -13,6 +13,8 @@ def _takes_fused(query, key, value, attn_mask, dropout_p, enable_gqa):
     gradient recorded while deterministic algorithms are asked for)."""
     if attn_mask is not None or dropout_p > 0.0 or enable_gqa or _op("_flash_attention_forward") is None:
         return False
+    if not tp.backends.cuda.flash_sdp_enabled():
+        return False
     if not (query.is_cuda and key.is_cuda and value.is_cuda and query.device == key.device == value.device):
         return False
     if query.dtype not in (tp.float16, tp.bfloat16) or key.dtype != query.dtype or value.dtype != query.dtype:
