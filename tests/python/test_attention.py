@@ -173,6 +173,18 @@ def _close_rel(ours, theirs, tol):
     assert err <= tol * max(np.abs(b).max() if b.size else 0.0, 1e-6), f"max abs error {err}"
 
 
+def test_mha_is_causal_needs_a_mask_as_torch():
+    msgs = []
+    for lib in (tp, torch):
+        m = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+        x = lib.randn(2, 5, 8)
+        for need_weights in (False, True):
+            with pytest.raises(RuntimeError) as e:
+                m(x, x, x, need_weights=need_weights, is_causal=True)
+            msgs.append(str(e.value))
+    assert msgs[:2] == msgs[2:] and "Need attn_mask if specifying the is_causal hint" in msgs[0]
+
+
 @pytest.fixture(autouse=True)
 def _flash_sdp_on():
     """The fused kernel stays off by default until verified on a GPU; these tests ask for it."""

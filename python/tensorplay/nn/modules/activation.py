@@ -308,6 +308,10 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
+        if is_causal and attn_mask is None:
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                               "Transformer module method `generate_square_subsequent_mask` to "
+                               "create this mask.")
         batched = query.dim() == 3
         if self.batch_first and batched:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
@@ -362,10 +366,6 @@ class MultiheadAttention(Module):
                 am = tp.zeros(tuple(am.shape), dtype=q.dtype, device=am.device).masked_fill(
                     am, float("-inf"))
             mask = am.unsqueeze(0) if am.dim() == 2 else am.reshape((bsz * H, tgt_len, src_len))
-        elif is_causal:
-            causal = tp.ones((tgt_len, src_len), dtype=tp.bool, device=q.device).triu(1)
-            mask = tp.zeros((tgt_len, src_len), dtype=q.dtype, device=q.device).masked_fill(
-                causal, float("-inf"))
         if key_padding_mask is not None:
             kpm = key_padding_mask
             if kpm.dtype == tp.bool:
