@@ -735,7 +735,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   if (has_rank)
     for (int64_t b = 0; b < nb; ++b) full_rank = full_rank && rank.data<int64_t>()[b] == n;
   Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, dt);
-  if (m > n && drv != "gelsy" && full_rank && nb > 0) {
+  if (m > n && drv == "gels" && n == 0 && nb > 0) {  // PyTorch's gels: zeros, not |B|^2
+    residuals = zeros(with_tail(batch, {x.size(-1)}), dt, x.device());
+  } else if (m > n && drv != "gelsy" && full_rank && nb > 0) {
     Tensor tail = narrow(x, -2, n, m - n);
     residuals = sum(mul(tail, tail), std::array<int64_t, 1>{-2});
   }

@@ -190,7 +190,8 @@ def test_results_are_column_major_like_torch():
 
 @pytest.mark.parametrize('driver', ['gels', 'gelsy', 'gelsd', 'gelss'])
 @pytest.mark.parametrize('shapes', [((5, 3), (5, 2)), ((5, 3), (5,)), ((1, 5, 3), (2, 5, 2)),
-                                    ((2, 3, 5), (2, 3, 1)), ((3, 3), (3, 3))])
+                                    ((2, 3, 5), (2, 3, 1)), ((3, 3), (3, 3)), ((3, 0), (3, 2)),
+                                    ((2, 4, 0), (2, 4, 1))])
 def test_lstsq_fields(driver, shapes):
     a, b = rand(shapes[0], torch.float64, 7), rand(shapes[1], torch.float64, 8)
     ref = torch.linalg.lstsq(a, b, driver=driver)
