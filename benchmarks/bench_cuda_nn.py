@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="4096 rows instead of 32768 (cross entropy: 1024; attention: seq 1024)")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--row-pipeline", action="store_true",
+                    help="also time the pipelined row kernels (Note [Row pipeline])")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
@@ -76,6 +78,12 @@ def main():
 
         check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
         add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)
+        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
+            tp._C._cuda_set_row_pipeline(True)
+            check("softmax (row pipeline)", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
+            add_bw(f"softmax fwd {tag} row pipeline", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
+                   2 * x.numel() * size)
+            tp._C._cuda_set_row_pipeline(False)
         del x, xt, g, gt
 
     x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)

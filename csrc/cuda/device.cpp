@@ -1,4 +1,5 @@
 // Devices: count, current device, guard, properties, synchronize.
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,13 @@ DeviceGuard::DeviceGuard(int device) {
 DeviceGuard::~DeviceGuard() {
   if (current_ >= 0 && current_ != original_) TP_CUDA_WARN(cudaSetDevice(original_));
 }
+
+namespace {
+std::atomic<bool> g_row_pipeline{false};
+}  // namespace
+
+bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
+void set_row_pipeline_enabled(bool on) { g_row_pipeline.store(on, std::memory_order_relaxed); }
 
 const DeviceProperties& device_properties(int device) {
   device = check_device(device);

@@ -46,6 +46,11 @@ class DeviceGuard {
   int current_ = -1;
 };
 
+/// Whether the nn row kernels stream rows through shared memory (Note [Row pipeline] in
+/// cuda/row_pipeline.cuh); off until measured against the register-row kernels.
+bool row_pipeline_enabled();
+void set_row_pipeline_enabled(bool on);
+
 /// What get_device_properties reports (cached per device).
 struct DeviceProperties {
   std::string name;

@@ -11,6 +11,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/nn_kernels.h"
 #include "cuda/nn_launch.cuh"
+#include "cuda/row_pipeline.cuh"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
@@ -86,6 +87,71 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
       *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
     }
   }
+}
+
+/// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread.
+template <class T, int K>
+__global__ __launch_bounds__(kPipeThreads) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n,
+                                                                    bool log) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  __shared__ A red[kPipeThreads / 32];
+  const int t = int(threadIdx.x), npk = int(n / V);
+  pipe_rows(x, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    A v[K][V];
+    A m = kNegInf<A>;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        const Pack<T, V> q = load_pack(buf + j * V);
+#pragma unroll
+        for (int e = 0; e < V; ++e) m = MaxFn{}(m, v[k][e] = to_acc(q.v[e]));
+      }
+    }
+    m = group_reduce(m, kPipeThreads, red, MaxFn{});
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (t + k * kPipeThreads < npk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const A ex = dev_exp(v[k][e] - m);
+          s += ex;
+          if (!log) v[k][e] = ex;
+        }
+    s = group_reduce(s, kPipeThreads, red, SumFn{});
+    const A shift = m + dev_log(s), inv = A(1) / s;
+    T* out = y + row * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        Pack<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(log ? v[k][e] - shift : v[k][e] * inv);
+        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+      }
+    }
+  });
+}
+
+/// Launches softmax_pipe_kernel when the pipeline is on and the rows fit it.
+template <class T>
+bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
+  if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
+  const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
+  const int sms = device_properties(dev).multi_processor_count;
+  auto go = [&](auto kernel) {
+    kernel<<<pipe_blocks(kernel, smem, rows, sms), kPipeThreads, smem, s>>>(x, y, rows, n, log);
+  };
+  switch (pipe_packs_per_thread<T>(n)) {
+    case 1: go(softmax_pipe_kernel<T, 1>); break;
+    case 2: go(softmax_pipe_kernel<T, 2>); break;
+    default: go(softmax_pipe_kernel<T, 4>); break;
+  }
+  return true;
 }
 
 /// softmax of rows of any length: tpr threads per row, the row read twice.
@@ -260,7 +326,8 @@ void softmax_forward(const Tensor& x, const Tensor& y, int64_t outer, int64_t n,
     T* yp = y.device_data<T>();
     if (inner > 1) {
       softmax_cols_kernel<T><<<loop_blocks(outer * inner), kLoopThreads, 0, s>>>(xp, yp, outer, n, inner, log);
-    } else if (!launch_softmax_reg(xp, yp, outer, n, log, s)) {
+    } else if (!launch_softmax_pipe(xp, yp, outer, n, log, x.device().index, s) &&
+               !launch_softmax_reg(xp, yp, outer, n, log, s)) {
       const StreamRowConfig c = stream_row_config(outer, n);
       softmax_stream_kernel<T><<<c.blocks, c.threads, 0, s>>>(xp, yp, outer, n, c.tpr, log);
     }

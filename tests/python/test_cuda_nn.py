@@ -45,6 +45,19 @@ def test_softmax_rows(n, dtype):
     close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
 
 
+@pytest.mark.parametrize("n", [1, 8, 1000, 1024, 2048, 4096])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_softmax_row_pipeline(n, dtype):
+    # Note [Row pipeline]: rows streamed through shared memory, more rows than blocks
+    x, ref = rand((3000, n), dtype, seed=n + 5)
+    tp._C._cuda_set_row_pipeline(True)
+    try:
+        close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
+        close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
+    finally:
+        tp._C._cuda_set_row_pipeline(False)
+
+
 @pytest.mark.parametrize("n", [7, 4096])
 def test_softmax_float64_and_dtype_arg(n):
     x, ref = rand((3, n), "float64", seed=1)

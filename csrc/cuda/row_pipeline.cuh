@@ -1,0 +1,96 @@
+// Rows streamed through shared memory with asynchronous copies, so a block computes on one
+// row while the next ones are still arriving (Note [Row pipeline]).
+#pragma once
+#include <cuda_pipeline.h>
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "cuda/block_reduce.cuh"
+#include "cuda/runtime.h"
+
+namespace tp::cuda {
+
+// Note [Row pipeline]: the register-row kernels (nn_launch.cuh) load a row, reduce it,
+// compute and store, one row per block; a block's loads are in flight only in its first
+// phase, so at the register budget that fixes how many blocks an SM holds, DRAM idles
+// while blocks reduce (ncu: 60% of DRAM bandwidth for float32 softmax rows of 4096, 37%
+// for bfloat16). Pipelined kernels instead run kPipeThreads threads per block over rows
+// blockIdx.x, blockIdx.x + gridDim.x, ... (a grid that fills the device once), with a ring
+// of kPipeStages row buffers in shared memory: before computing row i the block issues
+// cp.async copies of row i + kPipeStages - 1, so kPipeStages - 1 rows per block are always
+// on their way. Rows must be whole 16-byte packs from 16-byte aligned pointers and at most
+// kPipeMaxRowBytes (the ring then fits the 48 KB a block gets without opting in).
+// Measured against the register-row kernels before becoming the default: until then
+// `row_pipeline_enabled()` (runtime.h) is false unless `tp._C._cuda_set_row_pipeline(True)`
+// asks (benchmarks/bench_cuda_nn.py --row-pipeline).
+
+constexpr int kPipeThreads = 256;
+constexpr int kPipeStages = 3;
+constexpr int64_t kPipeMaxRowBytes = 16384;
+
+/// Whether rows of n elements of T at these pointers can take a pipelined kernel.
+template <class T>
+bool pipe_rows_fit(int64_t n, std::initializer_list<const void*> ptrs) {
+  if (n <= 0 || n % kPackOf<T> != 0 || n * int64_t(sizeof(T)) > kPipeMaxRowBytes) return false;
+  for (const void* p : ptrs)
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+/// Packs per thread of a pipelined row of n elements: 1, 2 or 4.
+template <class T>
+int pipe_packs_per_thread(int64_t n) {
+  const int64_t packs = n / kPackOf<T>;
+  return packs <= kPipeThreads ? 1 : packs <= 2 * kPipeThreads ? 2 : 4;
+}
+
+/// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into
+/// the shared buffer dst (the caller commits the group).
+template <class T>
+__device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
+  constexpr int V = kPackOf<T>;
+  for (int j = int(threadIdx.x); j < packs; j += kPipeThreads) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
+}
+
+/// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows, where buf
+/// is the row's n elements in shared memory (ring: kPipeStages * n elements of T at ring).
+/// Every thread of the block calls it; body may synchronise the block (it is called by
+/// all threads for the same row) and must not write buf.
+template <class T, class Body>
+__device__ __forceinline__ void pipe_rows(const T* x, int64_t rows, int64_t n, T* ring, Body body) {
+  const int packs = int(n / kPackOf<T>);
+  const int64_t step = gridDim.x;
+#pragma unroll
+  for (int s = 0; s < kPipeStages - 1; ++s) {
+    const int64_t r = int64_t(blockIdx.x) + s * step;
+    if (r < rows) pipe_fetch(ring + s * n, x + r * n, packs);
+    __pipeline_commit();
+  }
+  int stage = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += step) {
+    const int64_t ahead = row + (kPipeStages - 1) * step;
+    const int fill = stage == 0 ? kPipeStages - 1 : stage - 1;  // the buffer read last round
+    if (ahead < rows) pipe_fetch(ring + fill * n, x + ahead * n, packs);
+    __pipeline_commit();
+    __pipeline_wait_prior(kPipeStages - 1);  // this thread's copies of `row` have landed
+    __syncthreads();                         // ... and every other thread's
+    body(row, static_cast<const T*>(ring + stage * n));
+    __syncthreads();  // buf is refilled next round
+    stage = stage + 1 == kPipeStages ? 0 : stage + 1;
+  }
+}
+
+/// The blocks of a pipelined launch: enough to fill every SM once at the kernel's
+/// occupancy, at most one per row.
+template <class K>
+unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int sms) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
+      per_sm < 1)
+    per_sm = 1;
+  const int64_t want = int64_t(per_sm) * sms;
+  return unsigned(rows < want ? rows : want);
+}
+
+}  // namespace tp::cuda
