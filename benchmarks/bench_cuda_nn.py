@@ -64,6 +64,13 @@ def main():
               rtol=tol, atol=tol)
         add_bw(f"layer_norm fwd {tag}", lambda: F.layer_norm(x, (n,), w, b),
                lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
+        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
+            tp._C._cuda_set_row_pipeline(True)
+            check("layer_norm (row pipeline)", F.layer_norm(x, (n,), w, b),
+                  torch.nn.functional.layer_norm(xt, (n,), wt, bt), rtol=tol, atol=tol)
+            add_bw(f"layer_norm fwd {tag} row pipeline", lambda: F.layer_norm(x, (n,), w, b),
+                   lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
+            tp._C._cuda_set_row_pipeline(False)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)

@@ -11,6 +11,7 @@
 #include "cuda/launch.cuh"
 #include "cuda/nn_kernels.h"
 #include "cuda/nn_launch.cuh"
+#include "cuda/row_pipeline.cuh"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
@@ -95,6 +96,64 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
       *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
     }
   }
+}
+
+/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); per row as
+/// layer_norm_reg_kernel, K packs a thread.
+template <class T, int K>
+__global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w,
+                                                                       const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                       acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                                       double eps) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  __shared__ A red[kPipeThreads / 32];
+  const int t = int(threadIdx.x), npk = int(n / V);
+  pipe_rows(x, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    A v[K][V];
+    A s = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        const Pack<T, V> q = load_pack(buf + j * V);
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
+      }
+    }
+    const A m = group_reduce(s, kPipeThreads, red, SumFn{}) / A(n);
+    A ss = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (t + k * kPipeThreads < npk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
+    const A rs = inv_std(group_reduce(ss, kPipeThreads, red, SumFn{}) / A(n), eps);
+    if (t == 0) {
+      mean[row] = m;
+      rstd[row] = rs;
+    }
+    T* out = y + row * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        A wv[V], bv[V];
+        if (w) load_accs(w + j * V, wv);
+        if (b) load_accs(b + j * V, bv);
+        Pack<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          A r = (v[k][e] - m) * rs;
+          if (w) r *= wv[e];
+          if (b) r += bv[e];
+          o.v[e] = from_acc<T>(r);
+        }
+        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+      }
+    }
+  });
 }
 
 /// Layer norm of rows of any length (shape as softmax_stream_kernel): the row read three
@@ -564,7 +623,14 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     const A *wp = ptr_or_null<A>(w), *bp = ptr_or_null<A>(b);
     A *mp = mean.device_data<A>(), *rp = rstd.device_data<A>();
     RegRowConfig c;
-    if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
+    if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
+      const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
+      with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
+        auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value>;
+        kernel<<<pipe_blocks(kernel, smem, rows, multiprocessors(x.device().index)), kPipeThreads, smem, s>>>(
+            xp, wp, bp, yp, mp, rp, rows, len, eps);
+      });
+    } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
         layer_norm_reg_kernel<T, decltype(k)::value>
             <<<c.blocks, c.threads, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, len, c.tpr, eps);

@@ -117,6 +117,26 @@ def test_layer_norm(n, dtype):
     close(rs, rref, dtype, scale=10)
 
 
+@pytest.mark.parametrize("n", [8, 1000, 2048, 4096])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_layer_norm_row_pipeline(n, dtype):
+    # Note [Row pipeline]: more rows than blocks, with and without weight and bias
+    x, ref = rand((3000, n), dtype, seed=n + 11)
+    w, wref = rand((n,), dtype, seed=12)
+    b, bref = rand((n,), dtype, seed=13)
+    tp._C._cuda_set_row_pipeline(True)
+    try:
+        for args in [(w, b, wref, bref), (None, None, None, None)]:
+            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+                  scale=10)
+        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
+        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+        close(ms, mref, dtype)
+        close(rs, rref, dtype, scale=10)
+    finally:
+        tp._C._cuda_set_row_pipeline(False)
+
+
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_layer_norm_backward(n, dtype):
