@@ -82,6 +82,17 @@ def main():
         add_bw(f"layer_norm bwd {tag}", lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                3 * x.numel() * size)
+        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
+            tp._C._cuda_set_row_pipeline(True)
+            ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+            check("layer_norm_backward grad_input (row pipeline)", ours[0], ref[0], rtol=tol, atol=tol)
+            check("layer_norm_backward grad_weight (row pipeline)", ours[1], ref[1], rtol=5 * tol,
+                  atol=5 * tol * rows_n ** 0.5)
+            add_bw(f"layer_norm bwd {tag} row pipeline",
+                   lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
+                   lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
+                   3 * x.numel() * size)
+            tp._C._cuda_set_row_pipeline(False)
 
         check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
         add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)

@@ -110,7 +110,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* 
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ A red[kPipeThreads / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
-  pipe_rows(x, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  const T* const src[1] = {x};
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A v[K][V];
     A s = 0;
 #pragma unroll
@@ -253,6 +254,85 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
       for (int e = 0; e < V; ++e) {
         pw[slot * n + j * V + e] = dw[k][e];
         pb[slot * n + j * V + e] = db[k][e];
+      }
+  }
+}
+
+/// The layer-norm backward over rows of x and g streamed through shared memory (Note [Row
+/// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
+/// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
+/// (when pw) the block writes them to pw / pb[blockIdx.x * n + column].
+template <class T, int K>
+__global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
+    const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
+    acc_t<T>* pb, int64_t rows, int64_t n) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>;
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  __shared__ A red[kPipeThreads / 32];
+  const int t = int(threadIdx.x), npk = int(n / V);
+  A dw[K][V], db[K][V];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
+  const T* const src[2] = {x, g};
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    const A m = mean[row], rs = rstd[row];
+    // xhat and g * w of this thread's packs, from the shared rows (x at buf, g at buf + n)
+    auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
+      const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
+      A wv[V];
+      if (w) load_accs(w + j * V, wv);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        xh[e] = (to_acc(qx.v[e]) - m) * rs;
+        gg[e] = to_acc(qg.v[e]);
+        gv[e] = w ? gg[e] * wv[e] : gg[e];
+      }
+    };
+    A sa = 0, sc = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        A xh[V], gg[V], gv[V];
+        load(j, xh, gg, gv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          dw[k][e] += gg[e] * xh[e];
+          db[k][e] += gg[e];
+          sa += gv[e];
+          sc += gv[e] * xh[e];
+        }
+      }
+    }
+    if (!gx) return;
+    const A a = group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n);
+    const A c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
+    T* out = gx + row * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int j = t + k * kPipeThreads;
+      if (j < npk) {
+        A xh[V], gg[V], gv[V];
+        load(j, xh, gg, gv);
+        Pack<T, V> o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(rs * (gv[e] - a - xh[e] * c));
+        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+      }
+    }
+  });
+  if (!pw) return;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = t + k * kPipeThreads;
+    if (j < npk)
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        pw[int64_t(blockIdx.x) * n + j * V + e] = dw[k][e];
+        pb[int64_t(blockIdx.x) * n + j * V + e] = db[k][e];
       }
   }
 }
@@ -660,7 +740,21 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     Tensor part;
     int64_t parts = 0;
     RegRowConfig c;
-    if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
+    if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {gp, xp, wp, gxp})) {
+      const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
+      with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
+        auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
+        const unsigned blocks = pipe_blocks(kernel, smem, rows, multiprocessors(dev));
+        A *pw = nullptr, *pb = nullptr;
+        if (columns) {
+          parts = int64_t(blocks);
+          part = scratch(2 * parts * len, adt, x.device());
+          pw = part.device_data<A>();
+          pb = pw + parts * len;
+        }
+        kernel<<<blocks, kPipeThreads, smem, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len);
+      });
+    } else if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 4 : 2)>(c.k, [&](auto k) {
         auto kernel = layer_norm_backward_reg_kernel<T, decltype(k)::value>;
         int per_sm = 0;

@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "cuda/block_reduce.cuh"
+#include "cuda/check.h"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
@@ -20,7 +21,8 @@ namespace tp::cuda {
 // of kPipeStages row buffers in shared memory: before computing row i the block issues
 // cp.async copies of row i + kPipeStages - 1, so kPipeStages - 1 rows per block are always
 // on their way. Rows must be whole 16-byte packs from 16-byte aligned pointers and at most
-// kPipeMaxRowBytes (the ring then fits the 48 KB a block gets without opting in).
+// kPipeMaxRowBytes (a one-input ring then fits the 48 KB a block gets without opting in;
+// two-input kernels, the layer-norm backward, raise the limit).
 // Measured against the register-row kernels before becoming the default: until then
 // `row_pipeline_enabled()` (runtime.h) is false unless `tp._C._cuda_set_row_pipeline(True)`
 // asks (benchmarks/bench_cuda_nn.py --row-pipeline).
@@ -53,38 +55,45 @@ __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
   for (int j = int(threadIdx.x); j < packs; j += kPipeThreads) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
 }
 
-/// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows, where buf
-/// is the row's n elements in shared memory (ring: kPipeStages * n elements of T at ring).
-/// Every thread of the block calls it; body may synchronise the block (it is called by
-/// all threads for the same row) and must not write buf.
-template <class T, class Body>
-__device__ __forceinline__ void pipe_rows(const T* x, int64_t rows, int64_t n, T* ring, Body body) {
+/// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
+/// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
+/// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
+/// may synchronise the block (it is called by all threads for the same row) and must not
+/// write buf.
+template <int NIN, class T, class Body>
+__device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
   const int64_t step = gridDim.x;
+  auto fetch = [&](int stage, int64_t r) {
+#pragma unroll
+    for (int i = 0; i < NIN; ++i) pipe_fetch(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
+  };
 #pragma unroll
   for (int s = 0; s < kPipeStages - 1; ++s) {
     const int64_t r = int64_t(blockIdx.x) + s * step;
-    if (r < rows) pipe_fetch(ring + s * n, x + r * n, packs);
+    if (r < rows) fetch(s, r);
     __pipeline_commit();
   }
   int stage = 0;
   for (int64_t row = blockIdx.x; row < rows; row += step) {
     const int64_t ahead = row + (kPipeStages - 1) * step;
-    const int fill = stage == 0 ? kPipeStages - 1 : stage - 1;  // the buffer read last round
-    if (ahead < rows) pipe_fetch(ring + fill * n, x + ahead * n, packs);
+    if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);  // the buffer read last round
     __pipeline_commit();
     __pipeline_wait_prior(kPipeStages - 1);  // this thread's copies of `row` have landed
     __syncthreads();                         // ... and every other thread's
-    body(row, static_cast<const T*>(ring + stage * n));
+    body(row, static_cast<const T*>(ring + int64_t(stage) * NIN * n));
     __syncthreads();  // buf is refilled next round
     stage = stage + 1 == kPipeStages ? 0 : stage + 1;
   }
 }
 
 /// The blocks of a pipelined launch: enough to fill every SM once at the kernel's
-/// occupancy, at most one per row.
+/// occupancy, at most one per row. Raises the kernel's dynamic shared-memory limit when
+/// smem_bytes passes the 48 KB default.
 template <class K>
 unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int sms) {
+  if (smem_bytes > 48 * 1024)
+    TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
   int per_sm = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
       per_sm < 1)

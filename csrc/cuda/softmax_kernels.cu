@@ -98,7 +98,8 @@ __global__ __launch_bounds__(kPipeThreads) void softmax_pipe_kernel(const T* x, 
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ A red[kPipeThreads / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
-  pipe_rows(x, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  const T* const src[1] = {x};
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A v[K][V];
     A m = kNegInf<A>;
 #pragma unroll

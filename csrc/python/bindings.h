@@ -37,10 +37,17 @@ nb::args sizes_or_keyword(nb::args args, nb::kwargs kw, const char* name, const 
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos);
 /// `fields` as op's tp.return_types named tuple (registered from Python), else as is.
 nb::object named_tuple(const char* op, nb::tuple fields);
+/// A field of a tuple result: an undefined tensor (a gradient not asked for) is None.
+template <class T>
+nb::object result_field(T&& v) {
+  if constexpr (std::is_same_v<std::decay_t<T>, Tensor>)
+    if (!v.defined()) return nb::none();
+  return nb::cast(std::forward<T>(v));
+}
 /// A tuple result as its tp.return_types named tuple.
 template <class... Ts>
 nb::object named_result(const char* op, std::tuple<Ts...> r) {
-  return std::apply([op](auto&... t) { return named_tuple(op, nb::make_tuple(std::move(t)...)); }, r);
+  return std::apply([op](auto&... t) { return named_tuple(op, nb::make_tuple(result_field(std::move(t))...)); }, r);
 }
 /// out= of a two-tensor op: copies `r` into the tensors of the sequence `out` (resized when
 /// their shape differs; their dtypes must match) and returns them as the op's named tuple.

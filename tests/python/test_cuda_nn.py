@@ -153,6 +153,32 @@ def test_layer_norm_backward(n, dtype):
         close(ours, expect, dtype, scale=100)
 
 
+@pytest.mark.parametrize("n", [8, 1000, 4096])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_layer_norm_backward_row_pipeline(n, dtype):
+    # Note [Row pipeline]: x and g streamed together, the column sums per block
+    x, ref = rand((3000, n), dtype, seed=n + 21)
+    g, gref = rand((3000, n), dtype, seed=22)
+    w, wref = rand((n,), dtype, seed=23)
+    b, bref = rand((n,), dtype, seed=24)
+    tp._C._cuda_set_row_pipeline(True)
+    try:
+        stats = tp.native_layer_norm(x, [n], w, b, 1e-5)[1:]
+        grads = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
+        again = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
+        only_w = tp.native_layer_norm_backward(g, x, [n], *stats, w, False, True, True)
+    finally:
+        tp._C._cuda_set_row_pipeline(False)
+    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
+        close(ours, expect, dtype, scale=100)
+    for a, c in zip(grads[1:], again[1:]):  # the column sums are reproducible
+        np.testing.assert_array_equal(a.cpu().numpy(), c.cpu().numpy())
+    assert only_w[0] is None
+    np.testing.assert_array_equal(only_w[1].cpu().numpy(), grads[1].cpu().numpy())
+
+
 @pytest.mark.parametrize("n", [4096, 8193])
 def test_layer_norm_weight_grad_is_reproducible(n):
     x, _ = rand((3000, n), "float32", seed=13)

@@ -1318,3 +1318,17 @@ def test_rms_norm_result_has_the_input_dtype(x_dtype, w_dtype):
                                     tp.tensor(wt.double().numpy()).to(getattr(tp, w_dtype)), 1e-5)
     assert str(got.dtype).split(".")[-1] == x_dtype
     np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-2, atol=1e-2)
+
+
+def test_fused_backward_gradients_not_asked_for_are_none():
+    # an undefined gradient in a tuple result comes back as None (it crashed on access)
+    x, w, b, g = tp.randn(3, 8), tp.randn(8), tp.randn(8), tp.randn(3, 8)
+    _, m, r = tp.native_layer_norm(x, [8], w, b, 1e-5)
+    gx, gw, gb = tp.native_layer_norm_backward(g, x, [8], m, r, w, False, True, False)
+    assert gx is None and gb is None and tuple(gw.shape) == (8,)
+    xt = torch.tensor(x.numpy())
+    _, mt, rt = torch.ops.aten.native_layer_norm(xt, [8], torch.tensor(w.numpy()), None, 1e-5)
+    ref = torch.ops.aten.native_layer_norm_backward(torch.tensor(g.numpy()), xt, [8], mt, rt,
+                                                    torch.tensor(w.numpy()), None, [False, True, False])
+    assert ref[0] is None and ref[2] is None
+    np.testing.assert_allclose(gw.numpy(), ref[1].numpy(), rtol=1e-5, atol=1e-5)
