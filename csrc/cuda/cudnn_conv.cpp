@@ -38,8 +38,11 @@
 // order. Either list (successful entries only; deterministic ones only under
 // tp.backends.cudnn.deterministic or tp.use_deterministic_algorithms) is cached per key
 // (pass, dtype, layout, sizes, parameters, device, flags), and each call runs its first
-// entry whose workspace can be allocated and that runs; none: the caller's fallback.
-// Workspaces are uint8 tensors from the caching allocator on the current stream.
+// entry whose workspace can be allocated and that runs. None (cuDNN has fewer channels-last
+// kernels, e.g. float64 or grouped 3-D ones): channels last is retried row-major and laid
+// out after; then the caller's fallback (a list none of whose entries ran, for want of
+// anything but memory, is cached empty). Workspaces are uint8 tensors from the caching
+// allocator on the current stream.
 
 namespace tp::cuda::cudnn {
 
@@ -143,6 +146,10 @@ bool make_geometry(IntArrayRef x, IntArrayRef w, IntArrayRef y, const ConvParams
     g.dil[i] = i < off ? 1 : int(p.dilation[i - off]);
   }
   g.groups = int(p.groups);
+  for (int i = 2; i < g.nd; ++i) {  // cuDNN derives y's size from x's: an output_padding past it is not cuDNN's
+    const int64_t span = int64_t(g.x[i]) + 2 * g.pad[i - 2] - int64_t(g.dil[i - 2]) * (g.w[i] - 1) - 1;
+    if (span < 0 || span / g.stride[i - 2] + 1 != g.y[i]) return false;
+  }
   return true;
 }
 
@@ -345,8 +352,8 @@ Cache& cache() {
 // ------------------------------------------------------------------ one pass
 
 /// Runs `pass` with a and b its inputs (forward: x, w; backward-data: dy, w; backward-filter:
-/// dy, x) and a new output of `out_sizes`; undefined when cuDNN refuses it.
-Tensor convolve(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_sizes, const ConvParams& p, bool cl) {
+/// dy, x) and a new output of `out_sizes`, all in one layout; undefined when cuDNN refuses it.
+Tensor convolve_in(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_sizes, const ConvParams& p, bool cl) {
   const DType dt = a.dtype();
   if (b.dtype() != dt || (dt != DType::Float32 && dt != DType::Float64 && dt != DType::Float16 && dt != DType::BFloat16))
     return Tensor();
@@ -402,6 +409,7 @@ Tensor convolve(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_siz
     std::lock_guard<std::mutex> lock(cache().mutex);
     cache().lists.emplace(key, choices);
   }
+  bool out_of_memory = false;
   for (const Choice& choice : choices) {
     TP_CUDNN_CHECK(cudnnSetConvolutionMathType(cd.get(), choice.math));
     size_t bytes = 0;
@@ -410,12 +418,26 @@ Tensor convolve(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_siz
     try {
       ws = workspace(bytes, device);
     } catch (const OutOfMemoryError&) {
+      out_of_memory = true;
       continue;  // the next algorithm may need less
     }
     if (run(call, choice.algo, ptr_of(ws), bytes) == CUDNN_STATUS_SUCCESS) return out;
     (void)cudaGetLastError();  // a refused launch leaves no error behind for later calls
   }
+  if (!out_of_memory && !choices.empty()) {  // none runs: later calls go straight to the fallback
+    std::lock_guard<std::mutex> lock(cache().mutex);
+    cache().lists[key].clear();
+  }
   return Tensor();
+}
+
+/// convolve_in in the layout asked for, else (cuDNN has fewer channels-last kernels, e.g. for
+/// float64 or grouped 3-D ones) row-major with the result laid out channels last after.
+Tensor convolve(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_sizes, const ConvParams& p, bool cl) {
+  Tensor out = convolve_in(pass, a, b, out_sizes, p, cl);
+  if (out.defined() || !cl) return out;
+  out = convolve_in(pass, a, b, out_sizes, p, false);
+  return out.defined() ? with_layout(out, true) : out;
 }
 
 }  // namespace

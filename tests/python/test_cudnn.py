@@ -202,3 +202,16 @@ def test_empty_batch_and_channels():
     assert tuple(gx.shape) == (0, 4, 8, 8) and float(gw.abs().sum()) == 0.0
     y = F.conv2d(tp.randn(2, 0, 8, 8, device="cuda"), tp.randn(6, 0, 3, 3, device="cuda"), tp.ones(6, device="cuda"))
     np.testing.assert_array_equal(_np(y), np.ones((2, 6, 6, 6)))
+
+
+@cudnn
+def test_output_padding_cudnn_does_not_take():
+    # output_padding >= stride (allowed below the dilation): cuDNN's sizes rule has no such
+    # output, so the unfold path computes it
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 4, 6, 7)), rng.standard_normal((4, 3, 3, 3))
+    kw = dict(dilation=2, output_padding=1)
+    ref = F.conv_transpose2d(tp.tensor(x), tp.tensor(w), **kw)
+    got = F.conv_transpose2d(tp.tensor(x, device="cuda"), tp.tensor(w, device="cuda"), **kw)
+    assert tuple(got.shape) == tuple(ref.shape)
+    _close(got, _np(ref), "float64", "output_padding past cuDNN")
