@@ -71,8 +71,9 @@ CASES = [
     ("conv_transpose2d", (2, 6, 7, 8), (6, 2, 3, 3), dict(stride=(1, 2), dilation=2, groups=3)),
     ("conv_transpose3d", (2, 4, 5, 6, 5), (4, 3, 3, 3, 3), dict(stride=2, padding=1)),
 ]
-# relative tolerance (of the reference's largest magnitude) per dtype; float32 without TF32
-TOL = {"float64": 1e-10, "float32": 2e-5, "float16": 4e-3, "bfloat16": 3e-2}
+# tolerance relative to the reference's largest magnitude, per dtype (float32 without TF32;
+# cuDNN's FFT and Winograd algorithms round differently from a direct sum)
+TOL = {"float64": 1e-10, "float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}
 
 
 def _case_id(case):
