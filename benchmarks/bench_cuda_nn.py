@@ -1,5 +1,5 @@
-"""CUDA backend II on the GPU: layer_norm, softmax, cross entropy and fused attention,
-TensorPlay vs PyTorch in one process.
+"""CUDA backend II on the GPU: layer_norm, softmax, cross entropy, fused attention and a
+ResNet-50 stage's convolutions (cuDNN), TensorPlay vs PyTorch in one process.
 
 Kernel times come from CUDA events around `reps` back-to-back calls (median of rounds);
 bandwidth = bytes read + written / time, compared with the copy bandwidth PyTorch measures
@@ -26,10 +26,58 @@ def same_input(shape, dtype, seed=0, scale=1.0):
     return tp.from_dlpack(t), t
 
 
+def conv_block_case(rows, n, reps, rounds):
+    """The convolutions of a ResNet-50 stage-2 bottleneck (1x1 256->64, 3x3 64->64, 1x1 64->256
+    at 56x56), channels last, bf16, forward + backward (input and weight gradients), with
+    cuDNN's benchmark mode on in both libraries (the algorithm choice is what differs)."""
+    if not tp.backends.cudnn.is_available():
+        rows.append(("conv block: this build has no cuDNN", float("nan"), float("nan"), "ms", ""))
+        return
+    tp.backends.cudnn.benchmark = torch.backends.cudnn.benchmark = True
+
+    def cl_input(shape, seed, scale):
+        t = (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(torch.bfloat16)
+        t = t.cuda().contiguous(memory_format=torch.channels_last)
+        x = tp.from_dlpack(t)
+        if not x.is_contiguous(memory_format=tp.channels_last):
+            x = x.contiguous(memory_format=tp.channels_last)
+        return x.requires_grad_(), t.requires_grad_()
+
+    shapes, pads = [(64, 256, 1, 1), (64, 64, 3, 3), (256, 64, 1, 1)], (0, 1, 0)
+    x, xt = cl_input((n, 256, 56, 56), 11, 1.0)
+    ws = [cl_input(s, 12 + i, (2.0 / (s[1] * s[2] * s[3])) ** 0.5) for i, s in enumerate(shapes)]  # He init
+    go, got = cl_input((n, 256, 56, 56), 15, 1.0)
+    ins, ins_t = [x] + [w for w, _ in ws], [xt] + [wt for _, wt in ws]
+
+    def block(f, leaves):
+        a = leaves[0]
+        for w, p in zip(leaves[1:], pads):
+            a = f.conv2d(a, w, padding=p)
+        return a
+
+    def block_tp():
+        return tp.autograd.grad(block(F, ins), ins, go.detach())
+
+    def block_th():
+        return torch.autograd.grad(block(torch.nn.functional, ins_t), ins_t, got.detach())
+
+    with tp.no_grad(), torch.no_grad():
+        ref = block(torch.nn.functional, ins_t)
+        check("conv block", block(F, ins), ref, rtol=3e-2, atol=3e-2 * float(ref.abs().max()))
+    for name, a, b in zip(("input", "w1x1a", "w3x3", "w1x1b"), block_tp(), block_th()):
+        check(f"conv block grad {name}", a, b, rtol=3e-2, atol=3e-2 * float(b.abs().max()))
+    a = gpu_time(tp, block_tp, reps, rounds)
+    b = gpu_time(torch, block_th, reps, rounds)
+    flops = 3 * 2 * n * 56 * 56 * sum(s[0] * s[1] * s[2] * s[3] for s in shapes)  # backward: 2x forward
+    rows.append((f"conv block fwd+bwd N={n} 56x56 bf16 NHWC", a, b, "ms",
+                 f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true",
-                    help="4096 rows instead of 32768 (cross entropy: 1024; attention: seq 1024)")
+                    help="4096 rows instead of 32768 (cross entropy: 1024; attention: seq 1024; "
+                         "conv block: batch 16)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--row-pipeline", action="store_true",
                     help="also time the pipelined row kernels (Note [Row pipeline])")
@@ -149,6 +197,9 @@ def main():
     flops = 3.5 * 4 * b_ * h_ * seq * seq * hd / 2  # causal: half the scores; backward 2.5x forward
     rows.append((f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal", a, b, "ms",
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
+
+    del q, qt, k, kt, v, vt, go, got, ins, ins_t
+    conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
 
     print_rows("CUDA backend II", rows, args.markdown, 44)
 

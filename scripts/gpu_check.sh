@@ -25,11 +25,11 @@ tail -n 5 "$log"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 2
 # The CUDA tests first, verbosely, from outside the source tree (the installed package).
 cuda_log=${OUT:-/tmp}/test_cuda.log
-(cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled)")
+(cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled, 'cudnn', tp.backends.cudnn.version())")
 # The CUDA test files, and the others that hold GPU tests (test_examples: only those).
 # GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul") narrow a
 # run to what a change touched.
-cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
+cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_cudnn.py tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
 benches=" ${GPU_BENCHES:-cuda nn train matmul} "
 # One process per file: a kernel fault (a sticky CUDA error) then fails one file, not all.
 cuda_rc=0
@@ -55,7 +55,7 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
   python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
   python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 fi
-for b in cuda:bench_cuda:16 nn:bench_cuda_nn:17 train:bench_cuda_train:8; do
+for b in cuda:bench_cuda:16 nn:bench_cuda_nn:18 train:bench_cuda_train:8; do
   IFS=: read -r name script lines <<<"$b"
   extra=""; [ "$name" = nn ] && extra="--row-pipeline"
   case "$benches" in *" $name "*)

@@ -13,6 +13,8 @@ std::atomic<int> g_fp16_reduction{3};
 std::atomic<int> g_bf16_reduction{3};
 std::atomic<bool> g_fp16_accumulation{false};
 std::atomic<bool> g_cudnn_tf32{true};
+// bit 0 = enabled, bit 1 = benchmark, bit 2 = deterministic
+std::atomic<int> g_cudnn_flags{1};
 
 ReducedPrecisionReduction decode(int bits) { return {(bits & 1) != 0, (bits & 2) != 0}; }
 
@@ -53,5 +55,13 @@ void set_allow_fp16_accumulation(bool allow) { g_fp16_accumulation.store(allow);
 
 bool cudnn_allow_tf32() { return g_cudnn_tf32.load(std::memory_order_relaxed); }
 void set_cudnn_allow_tf32(bool allow) { g_cudnn_tf32.store(allow); }
+
+CudnnFlags cudnn_flags() {
+  const int bits = g_cudnn_flags.load(std::memory_order_relaxed);
+  return {(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
+}
+void set_cudnn_flags(CudnnFlags f) {
+  g_cudnn_flags.store((f.enabled ? 1 : 0) | (f.benchmark ? 2 : 0) | (f.deterministic ? 4 : 0));
+}
 
 }  // namespace tp

@@ -1,6 +1,7 @@
 // Process-wide numerics settings of matrix products, as PyTorch's: the float32 matmul
-// precision (TF32), the cuBLAS reduced-precision-reduction flags and cuDNN's TF32 flag.
-// They exist in every build; the CUDA GEMMs (csrc/cuda/blas.cpp) read them at each call.
+// precision (TF32), the cuBLAS reduced-precision-reduction flags and cuDNN's flags. They
+// exist in every build; the CUDA GEMMs (csrc/cuda/blas.cpp) and the cuDNN convolutions
+// (csrc/cuda/cudnn_conv.cpp) read them at each call.
 #pragma once
 
 namespace tp {
@@ -32,8 +33,19 @@ void set_bf16_reduced_precision_reduction(ReducedPrecisionReduction r);
 bool allow_fp16_accumulation();
 void set_allow_fp16_accumulation(bool allow);
 
-/// tp.backends.cudnn.allow_tf32 (default true); stored until there are cuDNN kernels.
+/// tp.backends.cudnn.allow_tf32 (default true): float32 convolutions may use TF32.
 bool cudnn_allow_tf32();
 void set_cudnn_allow_tf32(bool allow);
+
+/// tp.backends.cudnn's switches: `enabled` (default true) sends CUDA convolutions to cuDNN
+/// when the build has it; `benchmark` (default false) times the algorithms once per shape;
+/// `deterministic` (default false) keeps only reproducible algorithms.
+struct CudnnFlags {
+  bool enabled = true;
+  bool benchmark = false;
+  bool deterministic = false;
+};
+CudnnFlags cudnn_flags();
+void set_cudnn_flags(CudnnFlags f);
 
 }  // namespace tp

@@ -34,6 +34,10 @@
 #ifdef TP_USE_CUDA
 #include "cuda/nn_spatial.h"
 #endif
+#ifdef TP_USE_CUDNN
+#include "core/matmul_settings.h"
+#include "cuda/cudnn_conv.h"
+#endif
 
 namespace tp {
 
@@ -429,11 +433,12 @@ Tensor to_compute(const Tensor& t, DType dt) { return t.dtype() == dt ? t : _to_
 Tensor as_compute(const Tensor& t, DType dt) { return contiguous(to_compute(t, dt)); }
 
 /// Whether a convolution's results and gradients are channels last (Note [Channels-last
-/// results]): its input's or its weight's strides say so. 3-D ones only in float32: PyTorch's
-/// only channels-last 3-D convolution is oneDNN's float32 one.
+/// results]): its input's or its weight's strides say so. 3-D ones on the CPU only in
+/// float32 (PyTorch's only channels-last 3-D CPU convolution is oneDNN's float32 one); on
+/// CUDA in every dtype, as cuDNN's.
 bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes, IntArrayRef w_strides,
-                        DType dt) {
-  if (in_sizes.size() == 5 && dt != DType::Float32) return false;
+                        DType dt, bool cuda = false) {
+  if (in_sizes.size() == 5 && dt != DType::Float32 && !cuda) return false;
   return suggests_channels_last(in_sizes, in_strides) ||
          (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
 }
@@ -480,8 +485,10 @@ Tensor pointwise_weight_channels_last(const ConvShape& g, const Tensor& gy, cons
 // ------------------------------------------------------------------ unfold + matrix products
 // Note [Convolution by unfold]: a 1-D or 2-D convolution as im2col and one batched matrix
 // product per group (col2im for the transposed one), written with tp ops, so it runs on
-// any backend: the CUDA path until cuDNN lands (3-D convolutions have none yet). A 1-D
-// convolution is a 2-D one of height 1: the ConvShape slots 1 and 2 are its plane.
+// any backend. CUDA convolutions take it when the build has no cuDNN (TP_USE_CUDNN), when
+// tp.backends.cudnn.enabled is False, or when cuDNN refuses one (cuda/cudnn_conv.h); 3-D
+// convolutions have no unfold path. A 1-D convolution is a 2-D one of height 1: the
+// ConvShape slots 1 and 2 are its plane.
 
 std::array<int64_t, 2> plane(const int64_t (&v)[3]) { return {v[1], v[2]}; }
 
@@ -551,13 +558,61 @@ ConvShape weight_grad_shape(const Tensor& grad_output, const Tensor& input, IntA
   return g;
 }
 
+#ifdef TP_USE_CUDNN
+// ------------------------------------------------------------------ cuDNN (Note [cuDNN convolutions])
+
+cuda::cudnn::ConvParams cudnn_params(const ConvShape& g) {
+  cuda::cudnn::ConvParams p;
+  for (int64_t i = 3 - g.nsp; i < 3; ++i) {
+    p.stride.push_back(g.s[i]);
+    p.padding.push_back(g.p[i]);
+    p.dilation.push_back(g.d[i]);
+  }
+  p.groups = g.groups;
+  return p;
+}
+
+/// convolution on CUDA through cuDNN (bias added after), laid out as PyTorch's cuDNN
+/// convolutions: channels last when the input's or the weight's strides say so. Undefined
+/// when cuDNN is switched off or refuses the convolution.
+Tensor cudnn_convolution(const ConvShape& g, const Tensor& input, const Tensor& weight,
+                         const std::optional<Tensor>& bias, bool transposed) {
+  if (!cudnn_flags().enabled) return Tensor();
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), weight.sizes(), weight.strides(), input.dtype(),
+                                     true);
+  Tensor y = transposed
+                 ? cuda::cudnn::convolution_backward_data(input, weight, sizes_of(g.n, g.cin, g, true), cudnn_params(g), cl)
+                 : cuda::cudnn::convolution_forward(input, weight, sizes_of(g.n, g.cout, g, false), cudnn_params(g), cl);
+  if (y.defined() && bias) {
+    std::vector<int64_t> b_shape(size_t(y.dim()), 1);
+    b_shape[1] = y.size(1);
+    add_(y, reshape(*bias, b_shape));
+  }
+  return y;
+}
+
+/// _convolution_weight_backward through cuDNN, channels last when grad_output's or the
+/// input's strides say so; undefined as cudnn_convolution.
+Tensor cudnn_weight_grad(const ConvShape& g, const Tensor& grad_output, const Tensor& input, IntArrayRef weight_size) {
+  if (!cudnn_flags().enabled) return Tensor();
+  const bool cl = conv_channels_last(input.sizes(), input.strides(), grad_output.sizes(), grad_output.strides(),
+                                     input.dtype(), true);
+  return cuda::cudnn::convolution_backward_filter(grad_output, input, weight_size, cudnn_params(g), cl);
+}
+#endif
+
 }  // namespace
 
 Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
                         IntArrayRef output_padding, int64_t groups, OutArg) {
   ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
-  if (input.device().is_cuda()) return unfold_convolution(g, input, weight, bias, transposed);
+  if (input.device().is_cuda()) {
+#ifdef TP_USE_CUDNN
+    if (Tensor y = cudnn_convolution(g, input, weight, bias, transposed); y.defined()) return y;
+#endif
+    return unfold_convolution(g, input, weight, bias, transposed);
+  }
   const DType in_dt = input.dtype();
   // PyTorch's integer kernels: int64 everywhere, the narrower ints only plain undilated
   if (is_integral(in_dt, false) && in_dt != DType::Int64) {
@@ -606,7 +661,12 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
   ConvShape g = weight_grad_shape(grad_output, input, weight_size, stride, padding, dilation, groups);
   TP_CHECK(grad_output.device() == input.device(), "Expected all tensors to be on the same device, but "
            "found at least two devices, ", input.device().str(), " and ", grad_output.device().str(), "!");
-  if (input.device().is_cuda()) return unfold_weight_grad(g, grad_output, input, weight_size);
+  if (input.device().is_cuda()) {
+#ifdef TP_USE_CUDNN
+    if (Tensor gw = cudnn_weight_grad(g, grad_output, input, weight_size); gw.defined()) return gw;
+#endif
+    return unfold_weight_grad(g, grad_output, input, weight_size);
+  }
   const bool cl = conv_channels_last(input.sizes(), input.strides(), {}, {}, input.dtype());
   return widened(input.dtype(), [&](DType dt) {
     if (cl && g.pointwise())
@@ -667,7 +727,8 @@ Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntA
                                   IntArrayRef dilation, bool transposed, int64_t groups) {
   Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups)
                          : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
-  return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype()));
+  return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype(),
+                                            weight.device().is_cuda()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
@@ -675,7 +736,8 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
                                    IntArrayRef dilation, bool transposed, int64_t groups) {
   Tensor gw = transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
                          : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
-  return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype()));
+  return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
+                                            input.device().is_cuda()));
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {

@@ -1,5 +1,6 @@
-// tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/. In a build
-// without CUDA only _cuda_compiled (False) exists; the Python package raises from there.
+// tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/, and _has_cudnn /
+// _cudnn_version. In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
+// exist; the Python package raises from there.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/vector.h>
 
@@ -10,6 +11,9 @@
 #include "cuda/copy.h"
 #include "cuda/host_probe.h"
 #include "cuda/runtime.h"
+#endif
+#ifdef TP_USE_CUDNN
+#include "cuda/cudnn_conv.h"
 #endif
 
 namespace tp::python {
@@ -30,6 +34,12 @@ cuda::Stream from_tuple(uintptr_t handle, int device, int priority) {
 #endif
 
 void bind_cuda(nb::module_& m) {
+#ifdef TP_USE_CUDNN
+  m.attr("_has_cudnn") = true;
+  m.def("_cudnn_version", [] { return cuda::cudnn::version(); });
+#else
+  m.attr("_has_cudnn") = false;
+#endif
 #ifndef TP_USE_CUDA
   m.attr("_cuda_compiled") = false;
 #else

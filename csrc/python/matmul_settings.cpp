@@ -1,6 +1,7 @@
 // tensorplay._C's matmul precision settings (csrc/core/matmul_settings.h), behind
 // tp.set_float32_matmul_precision and tp.backends.cuda.matmul / tp.backends.cudnn.
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 
 #include "core/matmul_settings.h"
 #include "python/bindings.h"
@@ -43,6 +44,14 @@ void bind_matmul_settings(nb::module_& m) {
   m.def("_set_cublas_allow_fp16_accumulation", [](bool v) { set_allow_fp16_accumulation(v); });
   m.def("_get_cudnn_allow_tf32", [] { return cudnn_allow_tf32(); });
   m.def("_set_cudnn_allow_tf32", [](bool v) { set_cudnn_allow_tf32(v); });
+  // (enabled, benchmark, deterministic)
+  m.def("_get_cudnn_flags", [] {
+    CudnnFlags f = cudnn_flags();
+    return std::make_tuple(f.enabled, f.benchmark, f.deterministic);
+  });
+  m.def("_set_cudnn_flags", [](bool enabled, bool benchmark, bool deterministic) {
+    set_cudnn_flags({enabled, benchmark, deterministic});
+  });
 }
 
 }  // namespace tp::python

@@ -185,7 +185,9 @@ def test_cudnn_flags_like_torch():
         for flag in ("benchmark", "deterministic", "enabled"):
             with pytest.raises(RuntimeError, match=f"set_{flag}_cudnn expects a bool, but got int"):
                 setattr(c, flag, 3)
-    assert tp.backends.cudnn.is_available() is False and tp.backends.cudnn.version() is None
+    # (test_cudnn.py checks is_available() / version() against the build)
+    if not tp._C._cuda_compiled:
+        assert tp.backends.cudnn.is_available() is False and tp.backends.cudnn.version() is None
 
 
 def test_cpu_products_ignore_the_precision():

@@ -1,6 +1,7 @@
-"""tp.backends.cudnn: cuDNN's switches as torch.backends.cudnn. TensorPlay has no cuDNN
-kernels yet: the flags are stored (and validated) for programs that set them, and
-is_available() is False."""
+"""tp.backends.cudnn: cuDNN's switches as torch.backends.cudnn. A CUDA build that found cuDNN 9
+runs its CUDA convolutions through it (csrc/cuda/cudnn_conv.cpp) while ``enabled`` is True;
+other builds store the flags (validated) for programs that set them, and is_available() is
+False."""
 import contextlib
 import sys
 import types
@@ -8,17 +9,22 @@ import types
 from tensorplay import _C
 from tensorplay.backends import _check_bool
 
-_flags = {'enabled': True, 'benchmark': False, 'deterministic': False}
+_FLAG_NAMES = ('enabled', 'benchmark', 'deterministic')  # the order of _C._get_cudnn_flags
 
 
 def is_available():
-    """Whether cuDNN can be used: never, so far."""
-    return False
+    """Whether this build has cuDNN (a CUDA build that found cuDNN 9 when it was compiled).
+
+    >>> tp.backends.cudnn.is_available()  # a CPU-only build
+    False
+    """
+    return _C._has_cudnn
 
 
 def version():
-    """cuDNN's version (None: not linked)."""
-    return None
+    """cuDNN's version as an int (major * 10000 + minor * 100 + patch, e.g. 90801 for
+    9.8.1), or None when the build has no cuDNN."""
+    return _C._cudnn_version() if is_available() else None
 
 
 class _CudnnModule(types.ModuleType):
@@ -36,15 +42,19 @@ class _CudnnModule(types.ModuleType):
 
 
 def _stored_flag(name):
+    at = _FLAG_NAMES.index(name)
+
     def get(self):
-        return _flags[name]
+        return _C._get_cudnn_flags()[at]
 
     def set_(self, value):
-        _flags[name] = _check_bool(value, f'set_{name}_cudnn')
+        flags = list(_C._get_cudnn_flags())
+        flags[at] = _check_bool(value, f'set_{name}_cudnn')
+        _C._set_cudnn_flags(*flags)
     return property(get, set_)
 
 
-for _name in _flags:
+for _name in _FLAG_NAMES:
     setattr(_CudnnModule, _name, _stored_flag(_name))
 del _name
 
