@@ -1,5 +1,6 @@
-// im2col / col2im (F.unfold / F.fold) on the GPU: one thread per column entry (im2col) or
-// per image pixel (col2im, a gather over the kernel positions that read it: deterministic).
+// im2col / col2im (F.unfold / F.fold) and their 3-D forms vol2col / col2vol on the GPU: one
+// thread per column entry (im2col) or per pixel (col2im, a gather over the kernel positions
+// that read it: deterministic).
 #include <cstdint>
 #include <type_traits>
 
@@ -57,6 +58,28 @@ __global__ void col2im_kernel(const T* col, T* img, int64_t n, BlockGeom g) {
   }
 }
 
+template <class T>
+__global__ void vol2col_kernel(const T* vol, T* col, int64_t n, conv::VolGeom g) {
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x)
+    col[u] = conv::vol2col_entry(g, vol, u);
+}
+
+template <class T>
+__global__ void col2vol_kernel(const T* col, T* vol, int64_t n, conv::VolGeom g) {
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x)
+    vol[u] = conv::col2vol_voxel<T>(g, col, u);
+}
+
+/// Calls f(T{}) for the float dtypes of vol2col/col2vol (nn_conv.cpp widens the half types first).
+template <class F>
+void visit_volumes(DType dt, F&& f) {
+  switch (dt) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    default: TP_FAIL("vol2col/col2vol CUDA kernels: unsupported dtype ", dtype_name(dt));
+  }
+}
+
 /// Calls f(T{}) for the dtypes of im2col/col2im (nn_conv.cpp widens the half types first).
 template <class F>
 void visit_blocks(DType dt, F&& f) {
@@ -92,6 +115,32 @@ void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img) {
     using T = decltype(t);
     col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), img.device_data<T>(), n,
                                                                      g);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void vol2col(const conv::VolGeom& g, const Tensor& vol, const Tensor& col) {
+  const int64_t n = col.numel();
+  if (n == 0) return;
+  DeviceGuard guard(col.device().index);
+  Stream s = current_stream(col.device().index);
+  visit_volumes(col.dtype(), [&](auto t) {
+    using T = decltype(t);
+    vol2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(vol.device_data<T>(), col.device_data<T>(), n,
+                                                                      g);
+  });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void col2vol(const conv::VolGeom& g, const Tensor& col, const Tensor& vol) {
+  const int64_t n = vol.numel();
+  if (n == 0) return;
+  DeviceGuard guard(vol.device().index);
+  Stream s = current_stream(vol.device().index);
+  visit_volumes(vol.dtype(), [&](auto t) {
+    using T = decltype(t);
+    col2vol_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), vol.device_data<T>(), n,
+                                                                      g);
   });
   TP_CUDA_CHECK(cudaGetLastError());
 }

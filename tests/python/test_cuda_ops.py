@@ -44,10 +44,7 @@ TORCH_CUDA_LIB = _OnCuda(torch)
 
 
 # Differences seen on the H200 and not yet explained; they fail loudly once fixed.
-KNOWN_GPU_DIFFS = {
-    ("test_opdb_on_cuda", "conv3d"): "3-D convolutions have no CUDA kernel yet (cuDNN)",
-    ("test_opdb_on_cuda", "conv_transpose3d"): "3-D convolutions have no CUDA kernel yet (cuDNN)",
-}
+KNOWN_GPU_DIFFS: dict = {}
 
 
 def _known(test, op):
