@@ -70,17 +70,8 @@ __global__ void col2vol_kernel(const T* col, T* vol, int64_t n, conv::VolGeom g)
     vol[u] = conv::col2vol_voxel<T>(g, col, u);
 }
 
-/// Calls f(T{}) for the float dtypes of vol2col/col2vol (nn_conv.cpp widens the half types first).
-template <class F>
-void visit_volumes(DType dt, F&& f) {
-  switch (dt) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    default: TP_FAIL("vol2col/col2vol CUDA kernels: unsupported dtype ", dtype_name(dt));
-  }
-}
-
-/// Calls f(T{}) for the dtypes of im2col/col2im (nn_conv.cpp widens the half types first).
+/// Calls f(T{}) for the dtypes of im2col/col2im and vol2col/col2vol (nn_conv.cpp widens the
+/// half types first; vol2col/col2vol get float32 and float64 only).
 template <class F>
 void visit_blocks(DType dt, F&& f) {
   switch (dt) {
@@ -91,58 +82,46 @@ void visit_blocks(DType dt, F&& f) {
   }
 }
 
+/// Runs launch(T{}, n, stream) for the n entries of dst, each written by one thread of a
+/// grid-stride loop, on dst's device; nothing for an empty dst.
+template <class F>
+void launch_fold(const Tensor& dst, F&& launch) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  DeviceGuard guard(dst.device().index);
+  Stream s = current_stream(dst.device().index);
+  visit_blocks(dst.dtype(), [&](auto t) { launch(t, n, s.handle); });
+  TP_CUDA_CHECK(cudaGetLastError());
+}
+
 }  // namespace
 
 void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col) {
-  const int64_t n = col.numel();
-  if (n == 0) return;
-  DeviceGuard guard(col.device().index);
-  Stream s = current_stream(col.device().index);
-  visit_blocks(col.dtype(), [&](auto t) {
+  launch_fold(col, [&](auto t, int64_t n, cudaStream_t st) {
     using T = decltype(t);
-    im2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(img.device_data<T>(), col.device_data<T>(), n,
-                                                                     g);
+    im2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(img.device_data<T>(), col.device_data<T>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img) {
-  const int64_t n = img.numel();
-  if (n == 0) return;
-  DeviceGuard guard(img.device().index);
-  Stream s = current_stream(img.device().index);
-  visit_blocks(img.dtype(), [&](auto t) {
+  launch_fold(img, [&](auto t, int64_t n, cudaStream_t st) {
     using T = decltype(t);
-    col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), img.device_data<T>(), n,
-                                                                     g);
+    col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(col.device_data<T>(), img.device_data<T>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void vol2col(const conv::VolGeom& g, const Tensor& vol, const Tensor& col) {
-  const int64_t n = col.numel();
-  if (n == 0) return;
-  DeviceGuard guard(col.device().index);
-  Stream s = current_stream(col.device().index);
-  visit_volumes(col.dtype(), [&](auto t) {
+  launch_fold(col, [&](auto t, int64_t n, cudaStream_t st) {
     using T = decltype(t);
-    vol2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(vol.device_data<T>(), col.device_data<T>(), n,
-                                                                      g);
+    vol2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(vol.device_data<T>(), col.device_data<T>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 void col2vol(const conv::VolGeom& g, const Tensor& col, const Tensor& vol) {
-  const int64_t n = vol.numel();
-  if (n == 0) return;
-  DeviceGuard guard(vol.device().index);
-  Stream s = current_stream(vol.device().index);
-  visit_volumes(vol.dtype(), [&](auto t) {
+  launch_fold(vol, [&](auto t, int64_t n, cudaStream_t st) {
     using T = decltype(t);
-    col2vol_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), vol.device_data<T>(), n,
-                                                                      g);
+    col2vol_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(col.device_data<T>(), vol.device_data<T>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tp::cuda
