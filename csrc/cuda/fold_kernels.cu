@@ -1,5 +1,6 @@
-// im2col / col2im (F.unfold / F.fold) on the GPU: one thread per column entry (im2col) or
-// per image pixel (col2im, a gather over the kernel positions that read it: deterministic).
+// im2col / col2im (F.unfold / F.fold) and their 3-D forms vol2col / col2vol on the GPU: one
+// thread per column entry (im2col) or per pixel (col2im, a gather over the kernel positions
+// that read it: deterministic).
 #include <cstdint>
 #include <type_traits>
 
@@ -57,7 +58,20 @@ __global__ void col2im_kernel(const T* col, T* img, int64_t n, BlockGeom g) {
   }
 }
 
-/// Calls f(T{}) for the dtypes of im2col/col2im (nn_conv.cpp widens the half types first).
+template <class T>
+__global__ void vol2col_kernel(const T* vol, T* col, int64_t n, conv::VolGeom g) {
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x)
+    col[u] = conv::vol2col_entry(g, vol, u);
+}
+
+template <class T>
+__global__ void col2vol_kernel(const T* col, T* vol, int64_t n, conv::VolGeom g) {
+  for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < n; u += int64_t(gridDim.x) * blockDim.x)
+    vol[u] = conv::col2vol_voxel<T>(g, col, u);
+}
+
+/// Calls f(T{}) for the dtypes of im2col/col2im and vol2col/col2vol (nn_conv.cpp widens the
+/// half types first; vol2col/col2vol get float32 and float64 only).
 template <class F>
 void visit_blocks(DType dt, F&& f) {
   switch (dt) {
@@ -68,32 +82,46 @@ void visit_blocks(DType dt, F&& f) {
   }
 }
 
-}  // namespace
-
-void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col) {
-  const int64_t n = col.numel();
+/// Runs launch(T{}, n, stream) for the n entries of dst, each written by one thread of a
+/// grid-stride loop, on dst's device; nothing for an empty dst.
+template <class F>
+void launch_fold(const Tensor& dst, F&& launch) {
+  const int64_t n = dst.numel();
   if (n == 0) return;
-  DeviceGuard guard(col.device().index);
-  Stream s = current_stream(col.device().index);
-  visit_blocks(col.dtype(), [&](auto t) {
-    using T = decltype(t);
-    im2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(img.device_data<T>(), col.device_data<T>(), n,
-                                                                     g);
-  });
+  DeviceGuard guard(dst.device().index);
+  Stream s = current_stream(dst.device().index);
+  visit_blocks(dst.dtype(), [&](auto t) { launch(t, n, s.handle); });
   TP_CUDA_CHECK(cudaGetLastError());
 }
 
-void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img) {
-  const int64_t n = img.numel();
-  if (n == 0) return;
-  DeviceGuard guard(img.device().index);
-  Stream s = current_stream(img.device().index);
-  visit_blocks(img.dtype(), [&](auto t) {
+}  // namespace
+
+void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col) {
+  launch_fold(col, [&](auto t, int64_t n, cudaStream_t st) {
     using T = decltype(t);
-    col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(col.device_data<T>(), img.device_data<T>(), n,
-                                                                     g);
+    im2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(img.device_data<T>(), col.device_data<T>(), n, g);
   });
-  TP_CUDA_CHECK(cudaGetLastError());
+}
+
+void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img) {
+  launch_fold(img, [&](auto t, int64_t n, cudaStream_t st) {
+    using T = decltype(t);
+    col2im_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(col.device_data<T>(), img.device_data<T>(), n, g);
+  });
+}
+
+void vol2col(const conv::VolGeom& g, const Tensor& vol, const Tensor& col) {
+  launch_fold(col, [&](auto t, int64_t n, cudaStream_t st) {
+    using T = decltype(t);
+    vol2col_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(vol.device_data<T>(), col.device_data<T>(), n, g);
+  });
+}
+
+void col2vol(const conv::VolGeom& g, const Tensor& col, const Tensor& vol) {
+  launch_fold(vol, [&](auto t, int64_t n, cudaStream_t st) {
+    using T = decltype(t);
+    col2vol_kernel<T><<<loop_blocks(n), kLoopThreads, 0, st>>>(col.device_data<T>(), vol.device_data<T>(), n, g);
+  });
 }
 
 }  // namespace tp::cuda

@@ -1,12 +1,14 @@
 // CUDA kernels of the spatial nn ops: pooling (nn_pool.cpp), reflection/replication padding
-// and max_unpool (nn_pad.cpp), im2col/col2im (nn_conv.cpp), grid sampling (nn_grid_sample.cpp),
-// embedding bags (nn_embedding.cpp). Checks, shapes and host-side index work stay in the op files.
+// and max_unpool (nn_pad.cpp), im2col/col2im and vol2col/col2vol (nn_conv.cpp), grid sampling
+// (nn_grid_sample.cpp), embedding bags (nn_embedding.cpp). Checks, shapes and host-side index
+// work stay in the op files.
 #pragma once
 #include <optional>
 #include <vector>
 
 #include "core/tensor_impl.h"
 #include "ops/grid_sample.h"
+#include "ops/vol_cols.h"
 
 namespace tp::cuda {
 
@@ -76,6 +78,14 @@ void im2col(const BlockGeom& g, const Tensor& img, const Tensor& col);
 /// img = im2col's adjoint of col: per pixel the sum of the column entries that read it (in
 /// kernel-position order, as the CPU). Bool sums are ORs. Deterministic.
 void col2im(const BlockGeom& g, const Tensor& col, const Tensor& img);
+
+/// col (g.c * K, L) = vol2col of vol (g.c volumes), one thread per column entry
+/// (conv::vol2col_entry). Both contiguous, float32 or float64.
+void vol2col(const conv::VolGeom& g, const Tensor& vol, const Tensor& col);
+
+/// vol (g.c volumes) = col2vol of col (g.c * K, L), one thread per voxel gathering its
+/// column entries in kernel-position order (conv::col2vol_voxel): deterministic.
+void col2vol(const conv::VolGeom& g, const Tensor& col, const Tensor& vol);
 
 /// grid_sampler forward: y (N, C, out...) samples x (N, C, in...) at grid (N, out..., nsp)
 /// by the rules of grid_sample.h; all contiguous, float32 or float64. One thread per point.

@@ -25,24 +25,29 @@ Tensor with_layout(const Tensor& t, bool cl);
 /// is on `first`'s device (the nn kernels read both with one device's code).
 void check_same_device(const Tensor& first, const Tensor& other);
 
+// With `unfold`, the convolution gradients below are those of _convolution_unfold: they
+// run by unfold too (Note [Convolution by unfold]).
+
 /// A plain convolution without bias (the gradient of the weight gradient).
 Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride,
-                         IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+                         IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool unfold = false);
 /// The gradient of a (plain) convolution with respect to its input of size `in_sizes`:
 /// a transposed convolution of `grad` with `weight`.
 Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                       int64_t groups);
+                       int64_t groups, bool unfold = false);
 /// convolution's gradient for `input` (plain or transposed), laid out as PyTorch's from the
 /// input's strides and the weight (Note [Channels-last results]).
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
                                   IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
-                                  IntArrayRef dilation, bool transposed, int64_t groups);
+                                  IntArrayRef dilation, bool transposed, int64_t groups,
+                                  bool unfold = false);
 /// convolution's gradient for `weight` (plain or transposed), laid out as PyTorch's from the
 /// input and the weight's strides.
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
                                    IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
-                                   IntArrayRef dilation, bool transposed, int64_t groups);
+                                   IntArrayRef dilation, bool transposed, int64_t groups,
+                                   bool unfold = false);
 /// The gradient of a per-channel bias (dim 1): grad summed over every other dim.
 Tensor channel_bias_backward(const Tensor& grad);
 

@@ -29,6 +29,7 @@
 #include "ops/nn_conv.h"
 #include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
+#include "ops/vol_cols.h"
 #include "kernels/tensor_iterator.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -483,28 +484,99 @@ Tensor pointwise_weight_channels_last(const ConvShape& g, const Tensor& gy, cons
 }
 
 // ------------------------------------------------------------------ unfold + matrix products
-// Note [Convolution by unfold]: a 1-D or 2-D convolution as im2col and one batched matrix
-// product per group (col2im for the transposed one), written with tp ops, so it runs on
-// any backend. CUDA convolutions take it when the build has no cuDNN (TP_USE_CUDNN), when
-// tp.backends.cudnn.enabled is False, or when cuDNN refuses one (cuda/cudnn_conv.h); 3-D
-// convolutions have no unfold path. A 1-D convolution is a 2-D one of height 1: the
-// ConvShape slots 1 and 2 are its plane.
+// Note [Convolution by unfold]: a convolution as im2col and one batched matrix product per
+// group (col2im for the transposed one), written with tp ops, so it runs on any backend. CUDA
+// convolutions take it when the build has no cuDNN (TP_USE_CUDNN), when
+// tp.backends.cudnn.enabled is False, or when cuDNN refuses one (cuda/cudnn_conv.h). A 1-D
+// convolution is a 2-D one of height 1 (the ConvShape slots 1 and 2 are its plane); a 3-D one
+// unfolds with vol2col / col2vol (ops/vol_cols.h: the same per-entry code in host loops and in
+// the CUDA kernels). Its gradients are convolutions again (transposed for the input, the
+// weight gradient below), so they take this path too.
 
 std::array<int64_t, 2> plane(const int64_t (&v)[3]) { return {v[1], v[2]}; }
 
 Tensor as_plane(const Tensor& t, const ConvShape& g) { return g.nsp == 1 ? unsqueeze(t, 2) : t; }
 
 void check_unfold(const ConvShape& g, DType dt, bool cuda) {
-  TP_CHECK_KIND(ErrorKind::NotImplemented, g.nsp <= 2, "convolution: ", g.nsp,
-                "-D convolutions have no ", cuda ? "CUDA" : "unfold", " kernel yet");
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(dt), "\"slow_conv2d_", cuda ? "cuda" : "cpu",
-                "\" not implemented for '", dtype_scalar_name(dt), "'");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(dt), "\"slow_conv", g.nsp == 3 ? "3d_" : "2d_",
+                cuda ? "cuda" : "cpu", "\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// The 3-D sliding blocks of g over `volumes` volumes of g.in (plain) voxels.
+conv::VolGeom vol_geom(const ConvShape& g, int64_t volumes) {
+  conv::VolGeom v;
+  v.c = volumes;
+  for (int i = 0; i < 3; ++i) {
+    v.in[i] = g.in[i];
+    v.out[i] = g.out[i];
+    v.k[i] = g.k[i];
+    v.s[i] = g.s[i];
+    v.p[i] = g.p[i];
+    v.d[i] = g.d[i];
+  }
+  return v;
+}
+
+/// Calls f(T{}) for float32 / float64, the dtypes of the host vol2col / col2vol loops.
+template <class F>
+void visit_volume(DType dt, F&& f) {
+  if (dt == DType::Float64) return f(double{});
+  TP_CHECK(dt == DType::Float32, "vol2col: unsupported dtype ", dtype_name(dt));
+  f(float{});
+}
+
+/// The columns (N, C * K, L) of a 3-D convolution's input (N, C, D, H, W) of g.cin channels.
+Tensor volume_columns(const ConvShape& g, const Tensor& input) {
+  return widened(input.dtype(), [&](DType dt) {
+    Tensor x = as_compute(input, dt);
+    const conv::VolGeom v = vol_geom(g, g.n * g.cin);
+    Tensor cols = empty_tensor(DimVector{g.n, g.cin * v.k_numel(), v.out_numel()}, dt, x.device());
+    if (x.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+      cuda::vol2col(v, x, cols);
+#endif
+      return cols;
+    }
+    visit_volume(dt, [&](auto t) {
+      using T = decltype(t);
+      const T* src = x.data<T>();
+      T* dst = cols.data<T>();
+      parallel_for(0, cols.numel(), 4096, [&](int64_t b, int64_t e) {
+        for (int64_t u = b; u < e; ++u) dst[u] = conv::vol2col_entry(v, src, u);
+      });
+    });
+    return cols;
+  });
+}
+
+/// The volumes (N, g.cin, *g.in) summed back from columns (N, g.cin * K, L): volume_columns' adjoint.
+Tensor columns_to_volume(const ConvShape& g, const Tensor& columns) {
+  return widened(columns.dtype(), [&](DType dt) {
+    Tensor cols = as_compute(columns, dt);
+    const conv::VolGeom v = vol_geom(g, g.n * g.cin);
+    Tensor vol = empty_tensor(sizes_of(g.n, g.cin, g, true), dt, cols.device());
+    if (cols.device().is_cuda()) {
+#ifdef TP_USE_CUDA
+      cuda::col2vol(v, cols, vol);
+#endif
+      return vol;
+    }
+    visit_volume(dt, [&](auto t) {
+      using T = decltype(t);
+      const T* src = cols.data<T>();
+      T* dst = vol.data<T>();
+      parallel_for(0, vol.numel(), 1024, [&](int64_t b, int64_t e) {
+        for (int64_t u = b; u < e; ++u) dst[u] = conv::col2vol_voxel<T>(v, src, u);
+      });
+    });
+    return vol;
+  });
 }
 
 /// Columns of the input as (N, groups, C/groups * K, L).
 Tensor grouped_columns(const ConvShape& g, const Tensor& input) {
   const auto k = plane(g.k), d = plane(g.d), p = plane(g.p), s = plane(g.s);
-  Tensor cols = im2col(as_plane(input, g), k, d, p, s);
+  Tensor cols = g.nsp == 3 ? volume_columns(g, input) : im2col(as_plane(input, g), k, d, p, s);
   return reshape(cols, std::vector<int64_t>{g.n, g.groups, cols.size(1) / g.groups, cols.size(2)});
 }
 
@@ -521,8 +593,9 @@ Tensor unfold_convolution(const ConvShape& g, const Tensor& input, const Tensor&
     Tensor w = reshape(weight, std::vector<int64_t>{G, g.cout / G, g.cin / G * K});
     Tensor x = reshape(input, std::vector<int64_t>{g.n, G, g.cout / G, g.out_numel()});
     Tensor cols = reshape(matmul(transpose(w, 1, 2), x), std::vector<int64_t>{g.n, g.cin * K, g.out_numel()});
-    y = reshape(col2im(cols, plane(g.in), plane(g.k), plane(g.d), plane(g.p), plane(g.s)),
-                sizes_of(g.n, out_c, g, true));
+    y = g.nsp == 3 ? columns_to_volume(g, cols)
+                   : reshape(col2im(cols, plane(g.in), plane(g.k), plane(g.d), plane(g.p), plane(g.s)),
+                             sizes_of(g.n, out_c, g, true));
   }
   if (bias) {
     std::vector<int64_t> b_shape(size_t(y.dim()), 1);
@@ -704,8 +777,23 @@ Tensor convolution_unfold_weight_backward_impl(const Tensor& grad_output, const 
 
 // ------------------------------------------------------------------ backward helpers
 
+namespace {
+
+/// A convolution without bias: `convolution`, or with `unfold` its unfold form
+/// `_convolution_unfold` (Note [Convolution by unfold]), whose gradients are its own kind.
+Tensor convolution_of(bool unfold, const Tensor& input, const Tensor& weight, IntArrayRef stride,
+                      IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+                      int64_t groups) {
+  return unfold ? _convolution_unfold(input, weight, std::nullopt, stride, padding, dilation, transposed,
+                                      output_padding, groups)
+                : convolution(input, weight, std::nullopt, stride, padding, dilation, transposed, output_padding,
+                              groups);
+}
+
+}  // namespace
+
 Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes, IntArrayRef stride,
-                       IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+                       IntArrayRef padding, IntArrayRef dilation, int64_t groups, bool unfold) {
   const int64_t nsp = int64_t(in_sizes.size()) - 2;
   DimVector s = expand_param(stride, nsp, "stride"), p = expand_param(padding, nsp, "padding"),
             d = expand_param(dilation, nsp, "dilation"), op;
@@ -713,29 +801,31 @@ Tensor conv_input_grad(const Tensor& grad, const Tensor& weight, IntArrayRef in_
     int64_t natural = (grad.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (weight.size(2 + i) - 1) + 1;
     op.push_back(in_sizes[2 + i] - natural);
   }
-  return convolution(grad, weight, std::nullopt, s, p, d, true, op, groups);
+  return convolution_of(unfold, grad, weight, s, p, d, true, op, groups);
 }
 
 Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
-                         IntArrayRef dilation, int64_t groups) {
+                         IntArrayRef dilation, int64_t groups, bool unfold) {
   const int64_t zero = 0;
-  return convolution(input, weight, std::nullopt, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
+  return convolution_of(unfold, input, weight, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
 }
 
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
                                   IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
-                                  IntArrayRef dilation, bool transposed, int64_t groups) {
-  Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups)
-                         : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups);
+                                  IntArrayRef dilation, bool transposed, int64_t groups, bool unfold) {
+  Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups, unfold)
+                         : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups, unfold);
   return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype(),
                                             weight.device().is_cuda()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
                                    IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
-                                   IntArrayRef dilation, bool transposed, int64_t groups) {
-  Tensor gw = transposed ? _convolution_weight_backward(input, grad, w_sizes, stride, padding, dilation, groups)
-                         : _convolution_weight_backward(grad, input, w_sizes, stride, padding, dilation, groups);
+                                   IntArrayRef dilation, bool transposed, int64_t groups, bool unfold) {
+  const Tensor& gy = transposed ? input : grad;
+  const Tensor& x = transposed ? grad : input;
+  Tensor gw = unfold ? _convolution_unfold_weight_backward(gy, x, w_sizes, stride, padding, dilation, groups)
+                     : _convolution_weight_backward(gy, x, w_sizes, stride, padding, dilation, groups);
   return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
                                             input.device().is_cuda()));
 }

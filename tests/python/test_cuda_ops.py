@@ -54,10 +54,7 @@ def _no_tf32_convolutions():
 
 
 # Differences seen on the H200 and not yet explained; they fail loudly once fixed.
-KNOWN_GPU_DIFFS = {} if tp.backends.cudnn.is_available() else {
-    ("test_opdb_on_cuda", "conv3d"): "3-D convolutions have no CUDA kernel without cuDNN",
-    ("test_opdb_on_cuda", "conv_transpose3d"): "3-D convolutions have no CUDA kernel without cuDNN",
-}
+KNOWN_GPU_DIFFS: dict = {}
 
 
 def _known(test, op):

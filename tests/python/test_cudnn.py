@@ -182,14 +182,17 @@ def test_disabled_cudnn_falls_back_to_unfold():
     xg = _layout(tp.tensor(x2, device="cuda"), True)
     with_cudnn = F.conv2d(xg, tp.tensor(w2, device="cuda"), padding=1)
     assert with_cudnn.is_contiguous(memory_format=tp.channels_last)  # cuDNN's layout
-    F.conv3d(tp.tensor(x3, device="cuda"), tp.tensor(w3, device="cuda"))  # cuDNN takes 3-D ones
+    ref3 = F.conv3d(tp.tensor(x3), tp.tensor(w3))
+    _close(F.conv3d(tp.tensor(x3, device="cuda"), tp.tensor(w3, device="cuda")), _np(ref3), "float64", "cuDNN 3-D")
     tp.backends.cudnn.enabled = False
-    unfolded = F.conv2d(xg, tp.tensor(w2, device="cuda"), padding=1)
-    assert unfolded.is_contiguous()  # the unfold path's row-major result
-    _close(unfolded, _np(ref), "float64", "unfold fallback")
-    with pytest.raises(NotImplementedError, match="3-D convolutions have no CUDA kernel"):
-        F.conv3d(tp.tensor(x3, device="cuda"), tp.tensor(w3, device="cuda"))
-    tp.backends.cudnn.enabled = True
+    try:
+        unfolded = F.conv2d(xg, tp.tensor(w2, device="cuda"), padding=1)
+        assert unfolded.is_contiguous()  # the unfold path's row-major result
+        _close(unfolded, _np(ref), "float64", "unfold fallback")
+        _close(F.conv3d(tp.tensor(x3, device="cuda"), tp.tensor(w3, device="cuda")), _np(ref3), "float64",
+               "unfold 3-D (vol2col)")
+    finally:
+        tp.backends.cudnn.enabled = True
     _close(F.conv2d(xg, tp.tensor(w2, device="cuda"), padding=1), _np(ref), "float64", "cuDNN again")
 
 
