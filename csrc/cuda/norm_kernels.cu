@@ -41,46 +41,41 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
-/// Layer norm of rows held in registers (shape as softmax_reg_kernel); two passes over the
-/// registers: the mean, then the centred sum of squares.
+/// Layer norm of one row held in registers (threads as softmax_row): two passes over the
+/// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
+/// and *rstd (when npk > 0).
 template <class T, int K>
-__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T* x, const acc_t<T>* w,
-                                                                        const acc_t<T>* b, T* y, acc_t<T>* mean,
-                                                                        acc_t<T>* rstd, int64_t rows, int64_t n,
-                                                                        int tpr, double eps) {
+__device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
+                                               acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
+                                               int64_t n, double eps, acc_t<T>* red) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
-  __shared__ A smem[kMaxRowThreads / 32];
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-  const int t = int(threadIdx.x) % tpr;
-  const int64_t npk = row < rows ? n / V : 0;
-  const int64_t off = (row < rows ? row : 0) * n;
   A v[K][V];
   A s = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = t + int64_t(k) * tpr;
+    const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
-      const Pack<T, V> q = load_pack(x + off + j * V);
+      const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  const A m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  const A m = group_reduce(s, nt, red, SumFn{}) / A(n);
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * tpr < npk)
+    if (t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-  const A rs = inv_std(group_reduce(ss, tpr, smem, SumFn{}) / A(n), eps);
+  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
   if (npk && t == 0) {
-    mean[row] = m;
-    rstd[row] = rs;
+    *mean = m;
+    *rstd = rs;
   }
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = t + int64_t(k) * tpr;
+    const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       A wv[V], bv[V];
       if (w) load_accs(w + j * V, wv);
@@ -93,67 +88,36 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
         if (b) r += bv[e];
         o.v[e] = from_acc<T>(r);
       }
-      *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
+      *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
     }
   }
 }
 
-/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); per row as
-/// layer_norm_reg_kernel, K packs a thread.
+/// Layer norm of rows held in registers (shape as softmax_reg_kernel).
+template <class T, int K>
+__global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T* x, const acc_t<T>* w,
+                                                                        const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                        acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                                        int tpr, double eps) {
+  __shared__ acc_t<T> smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int64_t r = row < rows ? row : 0;
+  layer_norm_row<T, K>(x + r * n, y + r * n, w, b, mean + r, rstd + r, int(threadIdx.x) % tpr, tpr,
+                       row < rows ? n / kPackOf<T> : 0, n, eps, smem);
+}
+
+/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread.
 template <class T, int K>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w,
                                                                        const acc_t<T>* b, T* y, acc_t<T>* mean,
                                                                        acc_t<T>* rstd, int64_t rows, int64_t n,
                                                                        double eps) {
-  using A = acc_t<T>;
-  constexpr int V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[kPipeThreads / 32];
-  const int t = int(threadIdx.x), npk = int(n / V);
+  __shared__ acc_t<T> red[kPipeThreads / 32];
   const T* const src[1] = {x};
   pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    A v[K][V];
-    A s = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
-      if (j < npk) {
-        const Pack<T, V> q = load_pack(buf + j * V);
-#pragma unroll
-        for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
-      }
-    }
-    const A m = group_reduce(s, kPipeThreads, red, SumFn{}) / A(n);
-    A ss = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (t + k * kPipeThreads < npk)
-#pragma unroll
-        for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-    const A rs = inv_std(group_reduce(ss, kPipeThreads, red, SumFn{}) / A(n), eps);
-    if (t == 0) {
-      mean[row] = m;
-      rstd[row] = rs;
-    }
-    T* out = y + row * n;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
-      if (j < npk) {
-        A wv[V], bv[V];
-        if (w) load_accs(w + j * V, wv);
-        if (b) load_accs(b + j * V, bv);
-        Pack<T, V> o;
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          A r = (v[k][e] - m) * rs;
-          if (w) r *= wv[e];
-          if (b) r += bv[e];
-          o.v[e] = from_acc<T>(r);
-        }
-        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
-      }
-    }
+    layer_norm_row<T, K>(buf, y + row * n, w, b, mean + row, rstd + row, int(threadIdx.x), kPipeThreads,
+                         n / kPackOf<T>, n, eps, red);
   });
 }
 

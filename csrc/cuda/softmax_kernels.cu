@@ -41,100 +41,71 @@ struct Online {
   }
 };
 
-/// softmax of rows held in registers: thread t of a row's tpr threads holds packs t, t + tpr,
-/// ... (K of them). Rows have n elements, a multiple of the pack size.
+/// softmax (log_softmax) of one row held in registers: thread t of the row's nt threads
+/// (a group as group_reduce takes it) reads packs t, t + nt, ... (K of them, npk in all;
+/// npk 0 for a thread without a row, which still joins the reductions) from `in` and
+/// writes them to `out`.
 template <class T, int K>
-__global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x, T* y, int64_t rows, int64_t n,
-                                                                     int tpr, bool log) {
+__device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, int64_t npk, bool log,
+                                            acc_t<T>* red) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
-  __shared__ A smem[kMaxRowThreads / 32];
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
-  const int t = int(threadIdx.x) % tpr;
-  const int64_t npk = row < rows ? n / V : 0;
-  const int64_t off = (row < rows ? row : 0) * n;
   A v[K][V];
   A m = kNegInf<A>;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = t + int64_t(k) * tpr;
+    const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
-      const Pack<T, V> q = load_pack(x + off + j * V);
+      const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) m = MaxFn{}(m, v[k][e] = to_acc(q.v[e]));
     }
   }
-  m = group_reduce(m, tpr, smem, MaxFn{});
+  m = group_reduce(m, nt, red, MaxFn{});
   A s = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * tpr < npk)
+    if (t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const A ex = dev_exp(v[k][e] - m);
         s += ex;
         if (!log) v[k][e] = ex;
       }
-  s = group_reduce(s, tpr, smem, SumFn{});
+  s = group_reduce(s, nt, red, SumFn{});
   const A shift = m + dev_log(s), inv = A(1) / s;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int64_t j = t + int64_t(k) * tpr;
+    const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       Pack<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(log ? v[k][e] - shift : v[k][e] * inv);
-      *reinterpret_cast<Pack<T, V>*>(y + off + j * V) = o;
+      *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
     }
   }
+}
+
+/// softmax of rows held in registers: tpr threads a row, several rows a block when short.
+/// Rows have n elements, a multiple of the pack size.
+template <class T, int K>
+__global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x, T* y, int64_t rows, int64_t n,
+                                                                     int tpr, bool log) {
+  __shared__ acc_t<T> smem[kMaxRowThreads / 32];
+  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
+  const int64_t off = (row < rows ? row : 0) * n;
+  softmax_row<T, K>(x + off, y + off, int(threadIdx.x) % tpr, tpr, row < rows ? n / kPackOf<T> : 0, log, smem);
 }
 
 /// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread.
 template <class T, int K>
 __global__ __launch_bounds__(kPipeThreads) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n,
                                                                     bool log) {
-  using A = acc_t<T>;
-  constexpr int V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[kPipeThreads / 32];
-  const int t = int(threadIdx.x), npk = int(n / V);
+  __shared__ acc_t<T> red[kPipeThreads / 32];
   const T* const src[1] = {x};
   pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    A v[K][V];
-    A m = kNegInf<A>;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
-      if (j < npk) {
-        const Pack<T, V> q = load_pack(buf + j * V);
-#pragma unroll
-        for (int e = 0; e < V; ++e) m = MaxFn{}(m, v[k][e] = to_acc(q.v[e]));
-      }
-    }
-    m = group_reduce(m, kPipeThreads, red, MaxFn{});
-    A s = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (t + k * kPipeThreads < npk)
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          const A ex = dev_exp(v[k][e] - m);
-          s += ex;
-          if (!log) v[k][e] = ex;
-        }
-    s = group_reduce(s, kPipeThreads, red, SumFn{});
-    const A shift = m + dev_log(s), inv = A(1) / s;
-    T* out = y + row * n;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
-      if (j < npk) {
-        Pack<T, V> o;
-#pragma unroll
-        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(log ? v[k][e] - shift : v[k][e] * inv);
-        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
-      }
-    }
+    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x), kPipeThreads, n / kPackOf<T>, log, red);
   });
 }
 
