@@ -303,11 +303,11 @@ def _fused_rms_norm_samples(op, mk):
     yield db.Sample((mk((4, 6)), [6], mk((6,)), None), layout='transposed')
 
 
-# the kernel rms_norm calls: also the per-row 1/rms in the accumulation dtype
+# the kernel rms_norm calls: also the per-row 1/rms in the accumulation dtype. PyTorch's CPU
+# form checks no shapes (rms_norm's errors are checked above), so only a weight it cannot scale by
 _register('_fused_rms_norm', _fused_rms_norm_samples,
           tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
-          errors=db._errors(db._err(torch.ones(2, 3), [4], None, None),
-                            db._err(torch.ones(2, 3), [3], torch.ones(2), None)))
+          errors=db._errors(db._err(torch.ones(2, 3), [3], torch.ones(2), None)))
 
 
 # ---------------------------------------------------------------- padding
