@@ -1,5 +1,5 @@
-"""CUDA backend II on the GPU: layer_norm, softmax, cross entropy, fused attention and a
-ResNet-50 stage's convolutions (cuDNN), TensorPlay vs PyTorch in one process.
+"""CUDA backend II on the GPU: layer_norm, rms_norm, softmax, cross entropy, fused attention
+and a ResNet-50 stage's convolutions (cuDNN), TensorPlay vs PyTorch in one process.
 
 Kernel times come from CUDA events around `reps` back-to-back calls (median of rounds);
 bandwidth = bytes read + written / time, compared with the copy bandwidth PyTorch measures
@@ -141,6 +141,19 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(False)
+
+        check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
+        add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
+               lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size)
+        _, r = tp._fused_rms_norm(x, [n], w, None)
+        _, rt = torch._fused_rms_norm(xt, [n], wt, None)
+        ours = tp._fused_rms_norm_backward(g, x, [n], r, w, True, True)
+        ref = torch.ops.aten._fused_rms_norm_backward(gt, xt, [n], rt, wt, [True, True])
+        check("rms_norm_backward grad_input", ours[0], ref[0], rtol=tol, atol=tol)
+        check("rms_norm_backward grad_weight", ours[1], ref[1], rtol=5 * tol, atol=5 * tol * rows_n ** 0.5)
+        add_bw(f"rms_norm bwd {tag}", lambda: tp._fused_rms_norm_backward(g, x, [n], r, w, True, True),
+               lambda: torch.ops.aten._fused_rms_norm_backward(gt, xt, [n], rt, wt, [True, True]),
+               3 * x.numel() * size)
 
         check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
         add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)

@@ -1,5 +1,5 @@
-// CUDA layer norm (forward, backward), batch norm (forward, backward) and group norm
-// (forward). Layer-norm rows that fill 16-byte packs and fit in registers are read once;
+// CUDA layer norm and RMS norm (forward, backward), batch norm (forward, backward) and group
+// norm (forward). Layer-norm rows that fill 16-byte packs and fit in registers are read once;
 // others stream. Column sums (weight / bias gradients, per-channel statistics) are
 // written as partial sums and added in a fixed order (no atomics: results are reproducible).
 #include <algorithm>
@@ -43,7 +43,8 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
-/// and *rstd (when npk > 0).
+/// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
+/// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here.
 template <class T, int K>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
@@ -61,7 +62,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  const A m = group_reduce(s, nt, red, SumFn{}) / A(n);
+  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
@@ -70,7 +71,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
   const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
   if (npk && t == 0) {
-    *mean = m;
+    if (mean) *mean = m;
     *rstd = rs;
   }
 #pragma unroll
@@ -102,8 +103,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
   __shared__ acc_t<T> smem[kMaxRowThreads / 32];
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
   const int64_t r = row < rows ? row : 0;
-  layer_norm_row<T, K>(x + r * n, y + r * n, w, b, mean + r, rstd + r, int(threadIdx.x) % tpr, tpr,
-                       row < rows ? n / kPackOf<T> : 0, n, eps, smem);
+  layer_norm_row<T, K>(x + r * n, y + r * n, w, b, mean ? mean + r : nullptr, rstd + r, int(threadIdx.x) % tpr,
+                       tpr, row < rows ? n / kPackOf<T> : 0, n, eps, smem);
 }
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread.
@@ -116,13 +117,13 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* 
   __shared__ acc_t<T> red[kPipeThreads / 32];
   const T* const src[1] = {x};
   pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K>(buf, y + row * n, w, b, mean + row, rstd + row, int(threadIdx.x), kPipeThreads,
-                         n / kPackOf<T>, n, eps, red);
+    layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x),
+                         kPipeThreads, n / kPackOf<T>, n, eps, red);
   });
 }
 
 /// Layer norm of rows of any length (shape as softmax_stream_kernel): the row read three
-/// times (mean, centred squares, output).
+/// times (mean, centred squares, output; twice for RMS norm).
 template <class T>
 __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_stream_kernel(const T* x, const acc_t<T>* w,
                                                                            const acc_t<T>* b, T* y, acc_t<T>* mean,
@@ -133,14 +134,17 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_stream_kernel(const
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
   const int t = int(threadIdx.x) % tpr;
   const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
-  A s = 0;
-  zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { s += to_acc(v); }, x + off);
-  const A m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  A m = 0;
+  if (mean) {
+    A s = 0;
+    zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { s += to_acc(v); }, x + off);
+    m = group_reduce(s, tpr, smem, SumFn{}) / A(n);
+  }
   A ss = 0;
   zip_row<void>(len, t, tpr, nullptr, [&](int64_t, T v) { ss += (to_acc(v) - m) * (to_acc(v) - m); }, x + off);
   const A rs = inv_std(group_reduce(ss, tpr, smem, SumFn{}) / A(n), eps);
   if (len && t == 0) {
-    mean[row] = m;
+    if (mean) mean[row] = m;
     rstd[row] = rs;
   }
   zip_row(len, t, tpr, y + off, [&](int64_t i, T v) {
@@ -154,7 +158,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_stream_kernel(const
 /// Layer-norm backward of rows held in registers, each block looping over row groups
 /// (gridDim.x * rows-per-block apart): gx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))
 /// with gw = g * w, and (when pw) each row slot's sums of g * xhat and g over its rows into
-/// pw / pb[slot * n + column], slot = blockIdx.x * rows-per-block + the row's place in the block.
+/// pw / pb[slot * n + column], slot = blockIdx.x * rows-per-block + the row's place in the block
+/// (pb may be null). No `mean`: RMS norm, xhat = x * rstd and no mean(gw) term.
 template <class T, int K>
 __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
@@ -173,7 +178,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
     const int64_t row = first + sub;
     const int64_t npk = row < rows ? npk_all : 0;
     const int64_t off = (row < rows ? row : 0) * n;
-    const A m = row < rows ? mean[row] : A(0), rs = row < rows ? rstd[row] : A(0);
+    const A m = row < rows && mean ? mean[row] : A(0), rs = row < rows ? rstd[row] : A(0);
     A xh[K][V], gv[K][V];
     A sa = 0, sc = 0;
 #pragma unroll
@@ -196,7 +201,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
       }
     }
     if (!gx) continue;
-    const A a = group_reduce(sa, tpr, smem, SumFn{}) / A(n), c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
+    const A a = mean ? group_reduce(sa, tpr, smem, SumFn{}) / A(n) : A(0);
+    const A c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int64_t j = t + int64_t(k) * tpr;
@@ -217,7 +223,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         pw[slot * n + j * V + e] = dw[k][e];
-        pb[slot * n + j * V + e] = db[k][e];
+        if (pb) pb[slot * n + j * V + e] = db[k][e];
       }
   }
 }
@@ -225,7 +231,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// The layer-norm backward over rows of x and g streamed through shared memory (Note [Row
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
-/// (when pw) the block writes them to pw / pb[blockIdx.x * n + column].
+/// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
+/// mean: RMS norm).
 template <class T, int K>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
@@ -242,7 +249,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
   pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    const A m = mean[row], rs = rstd[row];
+    const A m = mean ? mean[row] : A(0), rs = rstd[row];
     // xhat and g * w of this thread's packs, from the shared rows (x at buf, g at buf + n)
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
@@ -272,7 +279,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       }
     }
     if (!gx) return;
-    const A a = group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n);
+    const A a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
     const A c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
     T* out = gx + row * n;
 #pragma unroll
@@ -296,7 +303,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         pw[int64_t(blockIdx.x) * n + j * V + e] = dw[k][e];
-        pb[int64_t(blockIdx.x) * n + j * V + e] = db[k][e];
+        if (pb) pb[int64_t(blockIdx.x) * n + j * V + e] = db[k][e];
       }
   }
 }
@@ -311,14 +318,15 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_stream_ker
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
   const int t = int(threadIdx.x) % tpr;
   const int64_t len = row < rows ? n : 0, off = (row < rows ? row : 0) * n;
-  const A m = len ? mean[row] : A(0), rs = len ? rstd[row] : A(0);
+  const A m = len && mean ? mean[row] : A(0), rs = len ? rstd[row] : A(0);
   A sa = 0, sc = 0;
   zip_row<void>(len, t, tpr, nullptr, [&](int64_t i, T gg, T xx) {
     const A gw = w ? to_acc(gg) * w[i] : to_acc(gg);
     sa += gw;
     sc += gw * (to_acc(xx) - m) * rs;
   }, g + off, x + off);
-  const A a = group_reduce(sa, tpr, smem, SumFn{}) / A(n), c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
+  const A a = mean ? group_reduce(sa, tpr, smem, SumFn{}) / A(n) : A(0);
+  const A c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
   zip_row(len, t, tpr, gx + off, [&](int64_t i, T gg, T xx) {
     const A gw = w ? to_acc(gg) * w[i] : to_acc(gg);
     return from_acc<T>(rs * (gw - a - (to_acc(xx) - m) * rs * c));
@@ -328,7 +336,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_stream_ker
 constexpr int kColsX = 32, kColsY = 8;
 
 /// Partial column sums of g * xhat and g over row chunk blockIdx.y (`chunk` rows), columns
-/// [blockIdx.x * 32, +32): into pw / pb[blockIdx.y * n + column].
+/// [blockIdx.x * 32, +32): into pw / pb[blockIdx.y * n + column] (pb may be null; no mean:
+/// RMS norm's xhat).
 template <class T>
 __global__ void layer_norm_columns_kernel(const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd,
                                           acc_t<T>* pw, acc_t<T>* pb, int64_t rows, int64_t n, int64_t chunk) {
@@ -340,7 +349,7 @@ __global__ void layer_norm_columns_kernel(const T* g, const T* x, const acc_t<T>
   if (col < n)
     for (int64_t r = r0 + threadIdx.y; r < r1; r += kColsY) {
       const A gg = to_acc(g[r * n + col]);
-      aw += gg * (to_acc(x[r * n + col]) - mean[r]) * rstd[r];
+      aw += gg * (to_acc(x[r * n + col]) - (mean ? mean[r] : A(0))) * rstd[r];
       ab += gg;
     }
   sw[threadIdx.y][threadIdx.x] = aw;
@@ -352,7 +361,7 @@ __global__ void layer_norm_columns_kernel(const T* g, const T* x, const acc_t<T>
       ab += sb[i][threadIdx.x];
     }
     pw[int64_t(blockIdx.y) * n + col] = aw;
-    pb[int64_t(blockIdx.y) * n + col] = ab;
+    if (pb) pb[int64_t(blockIdx.y) * n + col] = ab;
   }
 }
 
@@ -665,7 +674,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     const T* xp = x.device_data<T>();
     T* yp = y.device_data<T>();
     const A *wp = ptr_or_null<A>(w), *bp = ptr_or_null<A>(b);
-    A *mp = mean.device_data<A>(), *rp = rstd.device_data<A>();
+    A *mp = mut_ptr_or_null<A>(mean), *rp = rstd.device_data<A>();
     RegRowConfig c;
     if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
       const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
@@ -699,8 +708,9 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     using A = acc_t<T>;
     const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
     const T *gp = g.device_data<T>(), *xp = x.device_data<T>();
-    const A *mp = mean.device_data<A>(), *rp = rstd.device_data<A>(), *wp = ptr_or_null<A>(w);
+    const A *mp = ptr_or_null<A>(mean), *rp = rstd.device_data<A>(), *wp = ptr_or_null<A>(w);
     T* gxp = mut_ptr_or_null<T>(gx);
+    const int64_t sums = gb.defined() ? 2 : 1;  // partial rows of g * xhat, and of g for a bias gradient
     Tensor part;
     int64_t parts = 0;
     RegRowConfig c;
@@ -712,9 +722,9 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         A *pw = nullptr, *pb = nullptr;
         if (columns) {
           parts = int64_t(blocks);
-          part = scratch(2 * parts * len, adt, x.device());
+          part = scratch(sums * parts * len, adt, x.device());
           pw = part.device_data<A>();
-          pb = pw + parts * len;
+          pb = gb.defined() ? pw + parts * len : nullptr;
         }
         kernel<<<blocks, kPipeThreads, smem, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len);
       });
@@ -728,9 +738,9 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         A *pw = nullptr, *pb = nullptr;
         if (columns) {
           parts = int64_t(blocks) * (c.threads / c.tpr);
-          part = scratch(2 * parts * len, adt, x.device());
+          part = scratch(sums * parts * len, adt, x.device());
           pw = part.device_data<A>();
-          pb = pw + parts * len;
+          pb = gb.defined() ? pw + parts * len : nullptr;
         }
         kernel<<<blocks, c.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len, c.tpr);
       });
@@ -746,10 +756,10 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         parts = std::min<int64_t>({want, (rows + 63) / 64, 65535});
         const int64_t chunk = (rows + parts - 1) / parts;
         parts = (rows + chunk - 1) / chunk;
-        part = scratch(2 * parts * len, adt, x.device());
+        part = scratch(sums * parts * len, adt, x.device());
         A* pw = part.device_data<A>();
         layer_norm_columns_kernel<T><<<dim3(unsigned(col_blocks), unsigned(parts)), dim3(kColsX, kColsY), 0, s>>>(
-            gp, xp, mp, rp, pw, pw + parts * len, rows, len, chunk);
+            gp, xp, mp, rp, pw, gb.defined() ? pw + parts * len : nullptr, rows, len, chunk);
       }
     }
     const unsigned col_blocks = unsigned((len + kColsX - 1) / kColsX);

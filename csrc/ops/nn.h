@@ -76,6 +76,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
                                                        IntArrayRef normalized_shape, const Tensor& mean,
                                                        const Tensor& rstd, const std::optional<Tensor>& weight,
                                                        double eps, std::array<bool, 3> mask);
+/// _fused_rms_norm's gradients for (input, weight), those `mask` asks for, from the gradients
+/// of its output and rstd (Note [Fused backward and create_graph]).
+std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& grad_rstd, const Tensor& input,
+                                             IntArrayRef normalized_shape, const Tensor& rstd,
+                                             const std::optional<Tensor>& weight, const std::optional<double>& eps,
+                                             std::array<bool, 2> mask);
 
 }  // namespace tp
 

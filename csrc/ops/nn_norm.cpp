@@ -1,5 +1,5 @@
-// Fused softmax / log_softmax, layer_norm and batch_norm (forward and backward kernels),
-// plus group_norm and rms_norm composed from them and from reductions.
+// Fused softmax / log_softmax, layer_norm, rms_norm and batch_norm (forward and backward
+// kernels), plus group_norm composed from them and from reductions.
 //
 // Note [Fused backward and create_graph]: a fused backward kernel (_softmax_backward_data,
 // native_layer_norm_backward, native_batch_norm_backward) is one pass over the data but has
@@ -287,6 +287,8 @@ std::pair<int64_t, int64_t> layer_norm_rows(const Tensor& input, IntArrayRef sha
   return {rows, len};
 }
 
+/// Normalises each row: y = (x - mean) * rstd * w + b (w, b may be null). Without `mean`
+/// it is an RMS norm: nothing is centred (the mean taken as 0), rstd = 1 / sqrt(mean(x^2) + eps).
 template <class T>
 void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t len,
                        double eps) {
@@ -294,10 +296,10 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
     for (int64_t r = lo; r < hi; ++r) {
       const T* xr = x + r * len;
       T* yr = y + r * len;
-      const T m = T(double(rows::sum<T>(len, [&](auto at) { return at(xr); })) / double(len));
+      const T m = mean ? T(double(rows::sum<T>(len, [&](auto at) { return at(xr); })) / double(len)) : T(0);
       const double ss = double(rows::sum<T>(len, [&](auto at) { return (at(xr) - m) * (at(xr) - m); })) / double(len);
       const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
-      mean[r] = m;
+      if (mean) mean[r] = m;
       rstd[r] = rs;
       if (w && b) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
       else if (w) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i];
@@ -310,6 +312,7 @@ void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
 /// The gradients of a row-wise normalisation y = (x - mean) * rstd * w + b, in one pass:
 /// dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) with gw = g * w; the weight and bias
 /// gradients sum g * xhat and g over the rows (each thread into its own partial row).
+/// Without `mean`, the RMS norm's: xhat = x * rstd and no mean(gw) term.
 template <class T>
 void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb,
                                 int64_t rows, int64_t len) {
@@ -322,14 +325,14 @@ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* 
     for (int64_t r = lo; r < hi; ++r) {
       const T* gr = g + r * len;
       const T* xr = x + r * len;
-      const T m = mean[r], rs = rstd[r];
+      const T m = mean ? mean[r] : T(0), rs = rstd[r];
       if (gx) {
-        T a, c;
+        T a = 0, c;
         if (w) {
-          a = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w); });
+          if (mean) a = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w); });
           c = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w) * (at(xr) - m); });
         } else {
-          a = rows::sum<T>(len, [&](auto at) { return at(gr); });
+          if (mean) a = rows::sum<T>(len, [&](auto at) { return at(gr); });
           c = rows::sum<T>(len, [&](auto at) { return at(gr) * (at(xr) - m); });
         }
         a /= T(len);
@@ -1057,19 +1060,141 @@ Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optio
       native_group_norm(x, weight, bias, n, c, n * c != 0 ? input.numel() / (n * c) : 0, num_groups, eps));
 }
 
-Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
-                     const std::optional<double>& eps, OutArg) {
-  layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+// ------------------------------------------------------------------ rms_norm
+//
+// Note [RMS norm as an uncentred layer norm]: y = x * rstd * w with rstd = 1 / sqrt(mean(x^2)
+// + eps) is a layer norm whose mean is taken as 0, and its input gradient
+// rstd * (g*w - x * rstd^2 * mean(g*w*x)) is layer norm's without the mean(g*w) term. So the
+// layer-norm kernels (CPU here, CUDA in norm_kernels.cu) serve both: given no mean buffer
+// they neither centre nor store a mean, and the weight gradient keeps their fixed-order sums.
+
+namespace {
+
+/// rms_norm's eps: the given one, else the machine epsilon of the accumulation dtype (PyTorch's).
+double rms_eps(const std::optional<double>& eps, DType acc) {
+  return eps ? *eps : acc == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+}
+
+void check_rms_dtype(const Tensor& input) {
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()), "\"rms_norm\" not implemented for '",
                 dtype_scalar_name(input.dtype()), "'");
-  DimVector dims;
-  for (int64_t i = input.dim() - int64_t(normalized_shape.size()); i < input.dim(); ++i) dims.push_back(i);
-  const DType acc = compute_dtype(input.dtype());
-  Tensor x = _to_dtype(input, acc);
-  const double e = eps ? *eps : (acc == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
-  Tensor y = x * rsqrt(tp::mean(square(x), dims, true) + Scalar(e));
-  if (weight) y = y * *weight;
-  return _to_dtype(y, input.dtype());  // the input's dtype whatever the weight's, as PyTorch
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape,
+                                                const std::optional<Tensor>& weight, const std::optional<double>& eps,
+                                                OutArg) {
+  auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+  check_rms_dtype(input);
+  const DType dt = input.dtype(), adt = compute_dtype(dt);
+  const double e = rms_eps(eps, adt);
+  const DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
+#ifdef TP_USE_CUDA
+  check_devices(input, {&weight});
+  if (input.device().is_cuda()) {
+    Tensor x = contiguous(input), w = kernel_vector(weight, adt);
+    Tensor y = empty_tensor(input.sizes(), dt, input.device());
+    Tensor rstd = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
+    cuda::layer_norm_forward(x, w, Tensor(), e, rows, len, y, Tensor(), rstd);
+    return {y, rstd};
+  }
+#endif
+  TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
+  Tensor x = compute_input(input);
+  Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();  // scaled in the input's opmath type
+  Tensor y = empty_tensor(input.sizes(), adt), rstd = empty_tensor(ss, adt);
+  visit_floating(adt, "rms_norm", [&](auto t) {
+    using T = decltype(t);
+    if (rows && len)
+      layer_norm_kernel<T>(x.data<T>(), w.defined() ? w.data<T>() : nullptr, nullptr, y.data<T>(), nullptr,
+                           rstd.data<T>(), rows, len, e);
+    else
+      for (int64_t r = 0; r < rows; ++r) rstd.data<T>()[r] = T(NAN);
+  });
+  return {_to_dtype(y, dt), rstd};
+}
+
+std::tuple<Tensor, Tensor> _fused_rms_norm_backward_impl(const Tensor& grad_out, const Tensor& input,
+                                                         IntArrayRef normalized_shape, const Tensor& rstd,
+                                                         const std::optional<Tensor>& weight, bool input_grad,
+                                                         bool weight_grad, OutArg) {
+  auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+  check_rms_dtype(input);
+  const DType dt = input.dtype(), adt = compute_dtype(dt), wdt = weight ? weight->dtype() : dt;
+  TP_CHECK(std::ranges::equal(grad_out.sizes(), input.sizes()), "_fused_rms_norm_backward: grad_out of shape ",
+           shape_str(grad_out.sizes()), " for an input of shape ", shape_str(input.sizes()));
+  TP_CHECK(rstd.numel() == rows, "_fused_rms_norm_backward: rstd has ", rstd.numel(), " values for ", rows, " rows");
+#ifdef TP_USE_CUDA
+  const std::optional<Tensor> others[2] = {grad_out, rstd};
+  check_devices(input, {&weight, &others[0], &others[1]});
+  if (input.device().is_cuda()) {
+    Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
+    Tensor rs = contiguous(_to_dtype(rstd, adt)), w = kernel_vector(weight, adt);
+    Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
+    Tensor gw = !weight_grad ? Tensor() : rows && len ? empty_tensor(normalized_shape, adt, input.device())
+                                                      : zeros(normalized_shape, adt, input.device());
+    cuda::layer_norm_backward(g, x, Tensor(), rs, w, rows, len, gx, gw, Tensor());
+    return {gx, gw.defined() ? _to_dtype(gw, wdt) : gw};
+  }
+#endif
+  TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
+  Tensor g = compute_input(grad_out), x = compute_input(input), rs = contiguous(_to_dtype(rstd, adt));
+  Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();
+  Tensor gx = input_grad ? empty_tensor(input.sizes(), adt) : Tensor();
+  Tensor gw = weight_grad ? zeros(normalized_shape, adt) : Tensor();
+  visit_floating(adt, "rms_norm", [&](auto t) {
+    using T = decltype(t);
+    if (rows && len)
+      layer_norm_backward_kernel<T>(g.data<T>(), x.data<T>(), nullptr, rs.data<T>(),
+                                    w.defined() ? w.data<T>() : nullptr, gx.defined() ? gx.data<T>() : nullptr,
+                                    gw.defined() ? gw.data<T>() : nullptr, nullptr, rows, len);
+  });
+  return {gx.defined() ? _to_dtype(gx, dt) : gx, gw.defined() ? _to_dtype(gw, wdt) : gw};
+}
+
+std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& grad_rstd, const Tensor& input,
+                                             IntArrayRef normalized_shape, const Tensor& rstd,
+                                             const std::optional<Tensor>& weight, const std::optional<double>& eps,
+                                             std::array<bool, 2> mask) {
+  const int64_t nd = int64_t(normalized_shape.size()), in_nd = input.dim();
+  const DType adt = compute_dtype(input.dtype());
+  // the engine passes zeros for an unused rstd; with grad mode on its term stays (as group_norm's)
+  const bool rstd_used = mask[0] && grad_rstd.defined() && (autograd::grad_enabled() || any_nonzero(grad_rstd));
+  const Scalar n(double(std::accumulate(normalized_shape.begin(), normalized_shape.end(), int64_t(1),
+                                        std::multiplies<int64_t>())));
+  auto rstd_term = [&](const Tensor& rs, const Tensor& x) {  // d rstd / dx = -rstd^3 x / n
+    return _to_dtype(grad_rstd, adt) * rs * rs * rs * x / n;
+  };
+  if (!autograd::grad_enabled()) {
+    auto [gx, gw] = _fused_rms_norm_backward(grad, input, normalized_shape, rstd, weight, mask[0], mask[1]);
+    if (rstd_used)
+      gx = _to_dtype(_to_dtype(gx, adt) - rstd_term(_to_dtype(rstd, adt), _to_dtype(input, adt)), input.dtype());
+    return {gx, gw};
+  }
+  DimVector norm_dims, lead_dims;
+  for (int64_t i = 0; i < in_nd; ++i) (i < in_nd - nd ? lead_dims : norm_dims).push_back(i);
+  // rstd again, as a function of the input (the saved one carries no history), in the opmath type
+  Tensor x = _to_dtype(input, adt), g = _to_dtype(grad, adt);
+  Tensor rs = rsqrt(tp::mean(square(x), norm_dims, true) + Scalar(rms_eps(eps, adt)));
+  Tensor xhat = x * rs;
+  Tensor gx, gw;
+  if (mask[0]) {
+    Tensor gs = weight ? g * _to_dtype(*weight, adt) : g;
+    gx = rs * (gs - xhat * tp::mean(gs * xhat, norm_dims, true));
+    if (rstd_used) gx = gx - rstd_term(rs, x);
+    gx = _to_dtype(gx, input.dtype());
+  }
+  if (mask[1]) {
+    Tensor s = g * xhat;
+    gw = _to_dtype(lead_dims.empty() ? s : sum(s, lead_dims), weight ? weight->dtype() : input.dtype());
+  }
+  return {gx, gw};
+}
+
+Tensor rms_norm_impl(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+                     const std::optional<double>& eps, OutArg) {
+  return std::get<0>(_fused_rms_norm(input, normalized_shape, weight, eps));
 }
 
 }  // namespace tp

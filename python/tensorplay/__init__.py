@@ -49,6 +49,9 @@ def _export_generated_ops():
 
 
 _export_generated_ops()
+# private ops PyTorch also exposes by name (torch._fused_rms_norm)
+_fused_rms_norm = _C._fused_rms_norm
+_fused_rms_norm_backward = _C._fused_rms_norm_backward
 
 
 def clone(input, *, memory_format=None):

@@ -1,7 +1,8 @@
-"""CUDA softmax / log_softmax, layer / batch / group norm and fused cross entropy against
+"""CUDA softmax / log_softmax, layer / RMS / batch / group norm and fused cross entropy against
 our CPU kernels: row lengths crossing every kernel variant (register rows, streamed rows,
 unaligned rows, columns), half types against a float32 CPU reference, gradients, the
-reproducibility of layer_norm's weight / bias gradients and cross entropy's target checks.
+reproducibility of layer_norm's and rms_norm's weight / bias gradients and cross entropy's
+target checks.
 """
 import numpy as np
 import pytest
@@ -194,6 +195,116 @@ def test_layer_norm_weight_grad_is_reproducible(n):
                                               r.cpu().double(), w.cpu().double(), False, True, True)
     np.testing.assert_allclose(first[1].cpu().numpy(), wg.numpy(), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(first[2].cpu().numpy(), bg.numpy(), rtol=1e-4, atol=1e-3)
+
+
+# rms_norm (Note [RMS norm as an uncentred layer norm]): register rows (4096; 20000 for the
+# forward), streamed rows (20000 in the backward, 20001 unaligned, 50000), short rows
+RMS_LENGTHS = [7, 1000, 4096, 20000, 20001, 50000]
+
+
+def rstd_dtype(dtype):
+    return "float64" if dtype == "float64" else "float32"
+
+
+@pytest.mark.parametrize("n", RMS_LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_rms_norm(n, dtype):
+    x, ref = rand((rows_for(n), n), dtype, seed=30)
+    w, wref = rand((n,), dtype, seed=31)
+    for wa, wr in [(w, wref), (None, None)]:
+        for eps in (None, 1e-3):
+            y, rs = tp._fused_rms_norm(x, [n], wa, eps)
+            yref, rref = tp._fused_rms_norm(ref, [n], wr, eps)
+            assert y.dtype == x.dtype and rs.dtype == getattr(tp, rstd_dtype(dtype))
+            assert tuple(rs.shape) == (x.shape[0], 1)
+            close(y, yref, dtype, scale=10)
+            close(rs, rref, rstd_dtype(dtype), scale=10)
+        close(F.rms_norm(x, (n,), wa), F.rms_norm(ref, (n,), wr), dtype, scale=10)
+
+
+@pytest.mark.parametrize("n", [8, 1000, 4096])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rms_norm_row_pipeline(n, dtype):
+    # Note [Row pipeline]: more rows than blocks
+    x, ref = rand((3000, n), dtype, seed=n + 32)
+    w, wref = rand((n,), dtype, seed=33)
+    tp._C._cuda_set_row_pipeline(True)
+    try:
+        for wa, wr in [(w, wref), (None, None)]:
+            y, rs = tp._fused_rms_norm(x, [n], wa, None)
+            yref, rref = tp._fused_rms_norm(ref, [n], wr, None)
+            close(y, yref, dtype, scale=10)
+            close(rs, rref, "float32", scale=10)
+    finally:
+        tp._C._cuda_set_row_pipeline(False)
+
+
+@pytest.mark.parametrize("n", RMS_LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_rms_norm_backward(n, dtype):
+    x, ref = rand((rows_for(n), n), dtype, seed=34)
+    g, gref = rand((rows_for(n), n), dtype, seed=35)
+    w, wref = rand((n,), dtype, seed=36)
+    for wa, wr in [(w, wref), (None, None)]:
+        _, rs = tp._fused_rms_norm(x, [n], wa, None)
+        _, rref = tp._fused_rms_norm(ref, [n], wr, None)
+        gx, gw = tp._fused_rms_norm_backward(g, x, [n], rs, wa, True, wa is not None)
+        gxr, gwr = tp._fused_rms_norm_backward(gref, ref, [n], rref, wr, True, wr is not None)
+        assert gx.dtype == x.dtype
+        close(gx, gxr, dtype, scale=100)
+        if wa is not None:
+            assert gw.dtype == w.dtype
+            close(gw, gwr, dtype, scale=100)
+        # autograd takes the same kernels
+        xg, xr = x.clone().requires_grad_(), ref.clone().requires_grad_()
+        (F.rms_norm(xg, (n,), wa) * g).sum().backward()
+        (F.rms_norm(xr, (n,), wr) * gref).sum().backward()
+        close(xg.grad, xr.grad, dtype, scale=100)
+
+
+@pytest.mark.parametrize("n", [4096, 20000])
+def test_rms_norm_weight_grad_is_reproducible(n):
+    # 4096: register rows' per-slot sums; 20000: the column kernel's
+    x, _ = rand((3000, n), "float32", seed=37)
+    g, _ = rand((3000, n), "float32", seed=38)
+    w, _ = rand((n,), "float32", seed=39)
+    _, r = tp._fused_rms_norm(x, [n], w, None)
+    first = tp._fused_rms_norm_backward(g, x, [n], r, w, True, True)
+    second = tp._fused_rms_norm_backward(g, x, [n], r, w, True, True)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    _, wg = tp._fused_rms_norm_backward(g.cpu().double(), x.cpu().double(), [n], r.cpu().double(),
+                                        w.cpu().double(), False, True)
+    np.testing.assert_allclose(first[1].cpu().numpy(), wg.numpy(), rtol=1e-4, atol=1e-3)
+
+
+def test_rms_norm_double_backward():
+    x, ref = rand((5, 64), "float64", seed=40)
+    w, wref = rand((64,), "float64", seed=41)
+    grads = []
+    for a, b in [(x, w), (ref, wref)]:
+        a, b = a.clone().requires_grad_(), b.clone().requires_grad_()
+        gx, gw = tp.autograd.grad((F.rms_norm(a, (64,), b) ** 2).sum(), [a, b], create_graph=True)
+        ((gx * gx).sum() + (gw * gw).sum()).backward()
+        grads.append((a.grad, b.grad))
+    close(grads[0][0], grads[1][0], "float64", scale=10)
+    close(grads[0][1], grads[1][1], "float64", scale=10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rms_norm_against_torch_on_cuda(dtype):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA GPU")
+    for n in (4096, 20000):
+        x, _ = rand((3, n), dtype, seed=42)
+        w, _ = rand((n,), dtype, seed=43)
+        tx = torch.tensor(x.cpu().to(tp.float64).numpy(), device="cuda").to(getattr(torch, dtype))
+        tw = torch.tensor(w.cpu().to(tp.float64).numpy(), device="cuda").to(getattr(torch, dtype))
+        ours = F.rms_norm(x, (n,), w).cpu().to(tp.float64).numpy()
+        theirs = torch.nn.functional.rms_norm(tx, (n,), tw).double().cpu().numpy()
+        rtol, atol = TOL[dtype]
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=atol * 10)
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (8, 5, 7, 9), (2, 16, 70, 70), (3, 4, 100000)])

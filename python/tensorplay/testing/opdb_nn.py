@@ -296,6 +296,20 @@ _register('rms_norm', _rms_norm_samples,
           errors=db._errors(db._err(torch.ones(2, 3), [4])))
 
 
+def _fused_rms_norm_samples(op, mk):
+    yield db.Sample((mk((2, 3)), [3], mk((3,)), None))
+    yield db.Sample((mk((3, 4, 5)), [4, 5], None, 1e-3))
+    yield db.Sample((mk((5, 40)), [40], mk((40,)), 1e-5))
+    yield db.Sample((mk((4, 6)), [6], mk((6,)), None), layout='transposed')
+
+
+# the kernel rms_norm calls: also the per-row 1/rms in the accumulation dtype. PyTorch's CPU
+# form checks no shapes (rms_norm's errors are checked above), so only a weight it cannot scale by
+_register('_fused_rms_norm', _fused_rms_norm_samples,
+          tol={'float16': (2e-2, 2e-2), 'bfloat16': (8e-2, 8e-2), 'float32': (1e-5, 1e-5), 'float64': (1e-7, 1e-7)},
+          errors=db._errors(db._err(torch.ones(2, 3), [3], torch.ones(2), None)))
+
+
 # ---------------------------------------------------------------- padding
 def _constant_pad_samples(op, mk):
     yield db.Sample((mk((2, 3)), [1, 2]))
