@@ -71,8 +71,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     fused = _op("rms_norm")
     if fused is not None:
         return fused(input, list(normalized_shape), weight, eps)
-    if eps is None:
-        eps = tp.finfo(input.dtype).eps
+    if eps is None:  # as PyTorch: the compute dtype's (float32 for float16 / bfloat16)
+        eps = tp.finfo(tp.float32 if input.dtype in (tp.float16, tp.bfloat16) else input.dtype).eps
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     out = input * tp.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out if weight is None else out * weight
