@@ -36,11 +36,11 @@ cuda_rc=0
 : >"$cuda_log"
 for f in $cuda_tests; do
   select=""; case "$f" in *test_examples.py) select="-k cuda";; esac
-  python3 -m pytest "$f" $select -q -rfE --tb=short -p no:cacheprovider -W ignore::UserWarning \
+  python3 -m pytest "$f" $select -q -rfEx --tb=short -p no:cacheprovider -W ignore::UserWarning \
     --rootdir=. >"$cuda_log.one" 2>&1 || cuda_rc=1
   cat "$cuda_log.one" >>"$cuda_log"
   echo "$(basename "$f"): $(tail -n 1 "$cuda_log.one")"
-  grep -E "^(FAILED|ERROR)" "$cuda_log.one" | cut -c1-200 | head -n 15
+  grep -E "^(FAILED|ERROR|XFAIL)" "$cuda_log.one" | cut -c1-200 | head -n 25
 done
 cuda_summary="$(grep -cE "^(FAILED|ERROR)" "$cuda_log") failing tests in $(echo $cuda_tests | wc -w) files"
 all_log=${OUT:-/tmp}/test_all.log
