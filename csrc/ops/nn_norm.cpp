@@ -1159,15 +1159,16 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
                                              std::array<bool, 2> mask) {
   const int64_t nd = int64_t(normalized_shape.size()), in_nd = input.dim();
   const DType adt = compute_dtype(input.dtype());
-  // the engine passes zeros for an unused rstd; with grad mode on its term stays (as group_norm's)
-  const bool rstd_used = mask[0] && grad_rstd.defined() && (autograd::grad_enabled() || any_nonzero(grad_rstd));
+  // the node leaves an unused output's gradient undefined (zero_fill: false in nn_norm.yaml)
+  const bool rstd_used = mask[0] && grad_rstd.defined();
+  const Tensor grad_out = grad.defined() ? grad : zeros(input.sizes(), input.dtype(), input.device());
   const Scalar n(double(std::accumulate(normalized_shape.begin(), normalized_shape.end(), int64_t(1),
                                         std::multiplies<int64_t>())));
   auto rstd_term = [&](const Tensor& rs, const Tensor& x) {  // d rstd / dx = -rstd^3 x / n
     return _to_dtype(grad_rstd, adt) * rs * rs * rs * x / n;
   };
   if (!autograd::grad_enabled()) {
-    auto [gx, gw] = _fused_rms_norm_backward(grad, input, normalized_shape, rstd, weight, mask[0], mask[1]);
+    auto [gx, gw] = _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, mask[0], mask[1]);
     if (rstd_used)
       gx = _to_dtype(_to_dtype(gx, adt) - rstd_term(_to_dtype(rstd, adt), _to_dtype(input, adt)), input.dtype());
     return {gx, gw};
@@ -1175,7 +1176,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
   DimVector norm_dims, lead_dims;
   for (int64_t i = 0; i < in_nd; ++i) (i < in_nd - nd ? lead_dims : norm_dims).push_back(i);
   // rstd again, as a function of the input (the saved one carries no history), in the opmath type
-  Tensor x = _to_dtype(input, adt), g = _to_dtype(grad, adt);
+  Tensor x = _to_dtype(input, adt), g = _to_dtype(grad_out, adt);
   Tensor rs = rsqrt(tp::mean(square(x), norm_dims, true) + Scalar(rms_eps(eps, adt)));
   Tensor xhat = x * rs;
   Tensor gx, gw;

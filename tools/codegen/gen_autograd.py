@@ -151,6 +151,8 @@ def gen_node(spec):
     op = spec.op
     lines = [f"struct {spec.cls} final : Node {{",
              f'  std::string name() const override {{ return "{spec.name}"; }}']
+    if op.entry.get("zero_fill") is False:  # unused output gradients reach the formula undefined
+        lines.append(f"  {spec.cls}() {{ zero_fills_missing_ = false; }}")
     fields, release = [], []
     for a in spec.saved_tensors:
         fields.append(f"SavedVariable {a.name}_;")
