@@ -680,7 +680,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
       const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value>;
-        kernel<<<pipe_blocks(kernel, smem, rows, multiprocessors(x.device().index)), kPipeThreads, smem, s>>>(
+        kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(
             xp, wp, bp, yp, mp, rp, rows, len, eps);
       });
     } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
@@ -718,7 +718,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
       const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
-        const unsigned blocks = pipe_blocks(kernel, smem, rows, multiprocessors(dev));
+        const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
         A *pw = nullptr, *pb = nullptr;
         if (columns) {
           parts = int64_t(blocks);

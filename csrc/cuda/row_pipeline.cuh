@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
@@ -87,19 +90,39 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
   }
 }
 
-/// The blocks of a pipelined launch: enough to fill every SM once at the kernel's
-/// occupancy, at most one per row. Raises the kernel's dynamic shared-memory limit when
-/// smem_bytes passes the 48 KB default.
+/// The blocks of a pipelined launch on `device`: enough to fill every SM once at the
+/// kernel's occupancy, at most one per row. The first launch of a (kernel, smem_bytes,
+/// device) raises the kernel's dynamic shared-memory limit when smem_bytes passes the 48 KB
+/// default and asks for the occupancy; later ones read it from a cache.
 template <class K>
-unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int sms) {
-  if (smem_bytes > 48 * 1024)
-    TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
-      per_sm < 1)
-    per_sm = 1;
-  const int64_t want = int64_t(per_sm) * sms;
-  return unsigned(rows < want ? rows : want);
+unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
+  struct Key {
+    const void* kernel;
+    size_t smem;
+    int device;
+    bool operator==(const Key&) const = default;
+  };
+  static std::mutex mu;
+  static std::vector<std::pair<Key, int64_t>> known;  // a handful of entries
+  const Key key{reinterpret_cast<const void*>(kernel), smem_bytes, device};
+  int64_t fill = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [k, v] : known)
+      if (k == key) fill = v;
+  }
+  if (fill == 0) {
+    if (smem_bytes > 48 * 1024)
+      TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
+        per_sm < 1)
+      per_sm = 1;
+    fill = int64_t(per_sm) * device_properties(device).multi_processor_count;
+    std::lock_guard<std::mutex> lock(mu);
+    known.emplace_back(key, fill);
+  }
+  return unsigned(rows < fill ? rows : fill);
 }
 
 }  // namespace tp::cuda

@@ -114,9 +114,8 @@ template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
-  const int sms = device_properties(dev).multi_processor_count;
   auto go = [&](auto kernel) {
-    kernel<<<pipe_blocks(kernel, smem, rows, sms), kPipeThreads, smem, s>>>(x, y, rows, n, log);
+    kernel<<<pipe_blocks(kernel, smem, rows, dev), kPipeThreads, smem, s>>>(x, y, rows, n, log);
   };
   switch (pipe_packs_per_thread<T>(n)) {
     case 1: go(softmax_pipe_kernel<T, 1>); break;
