@@ -33,15 +33,5 @@ def pdist(input, p=2):
     n = input.size(0)
     if n < 2:
         return tp.empty((0,), dtype=input.dtype, device=input.device)
-    i, j = tp.triu_indices(n, n, 1, device=input.device) if hasattr(tp, "triu_indices") \
-        else _triu_indices(n, input.device)
+    i, j = tp.triu_indices(n, n, 1, device=input.device)
     return tp.linalg.vector_norm(input[i] - input[j], p, dim=1)
-
-
-def _triu_indices(n, device):
-    rows, cols = [], []
-    for a in range(n):
-        for b in range(a + 1, n):
-            rows.append(a)
-            cols.append(b)
-    return tp.tensor(rows, dtype=tp.int64, device=device), tp.tensor(cols, dtype=tp.int64, device=device)
