@@ -126,7 +126,7 @@ def case(name, build, make_data, loss_name, dtype_name, device, warmup, rounds, 
 
 
 def main():
-    # the GPT case's attention: the fused kernel (off by default until verified on a GPU)
+    # the GPT case's attention: the fused kernel (the default), or the math path with TP_FLASH_SDP=0
     tp.backends.cuda.enable_flash_sdp(os.environ.get("TP_FLASH_SDP", "1") == "1")
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run, any device)")

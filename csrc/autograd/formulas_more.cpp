@@ -17,15 +17,15 @@ namespace tp::autograd {
 
 namespace {
 
-/// Whether any element of a boolean tensor is true.
+/// Whether any element of a boolean tensor (on any device) is true.
 bool any_true(const Tensor& mask) {
   if (mask.numel() == 0) return false;
-  return *contiguous(_to_dtype(any(mask), DType::Bool)).data<bool>();
+  return *host_copy(_to_dtype(any(mask), DType::Bool)).data<bool>();
 }
 
-/// The number of true elements of a boolean tensor.
+/// The number of true elements of a boolean tensor (on any device).
 int64_t count_true(const Tensor& mask) {
-  return *contiguous(sum(mask, std::nullopt, false, DType::Int64)).data<int64_t>();
+  return *host_copy(sum(mask, std::nullopt, false, DType::Int64)).data<int64_t>();
 }
 
 Tensor scalar_like(double v, const Tensor& like) {
@@ -147,9 +147,10 @@ namespace {
 
 /// The permutation sorting each row (last dim) of a floating x ascending, NaN last, with
 /// ties in the order of PyTorch's (unstable) CPU sort, which quantile's gradient follows:
-/// std::sort of (value, index) pairs compared by value.
+/// std::sort of (value, index) pairs compared by value. Computed on the host, also for a
+/// CUDA x (the result goes back to x's device).
 Tensor unstable_sort_indices(const Tensor& x) {
-  Tensor values = contiguous(_to_dtype(detach(x), DType::Float64));  // quantile runs on CPU only
+  Tensor values = host_copy(_to_dtype(detach(x), DType::Float64));
   Tensor idx = empty(x.sizes(), DType::Int64);
   int64_t len = x.size(x.dim() - 1), rows = len ? x.numel() / len : 0;
   const double* v = values.data<double>();
@@ -163,7 +164,10 @@ Tensor unstable_sort_indices(const Tensor& x) {
     std::sort(row.begin(), row.end(), before);
     for (int64_t i = 0; i < len; ++i) out[r * len + i] = row[size_t(i)].second;
   }
-  return idx;
+  if (x.device().is_cpu()) return idx;
+  Tensor on_device = empty(x.sizes(), DType::Int64, x.device());
+  copy_(on_device, idx, false);
+  return on_device;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda.h>
+
 #include "cuda/check.h"
 #include "cuda/host_probe.h"
 #include "cuda/pointwise.h"
@@ -64,6 +66,36 @@ std::map<std::string, double> host_probe(int rounds) {
   r["launch with 136 B of args"] = ns_per_call(rounds, [&] {
     args_kernel<<<1, 128, 0, s>>>(Args64{}, Args64{}, 16);
   });
+  r["cudaLaunchKernel"] = ns_per_call(rounds, [&] {
+    TP_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(32), nullptr, 0, s));
+  });
+  {  // the driver's cuLaunchKernel on the kernel's CUfunction (looked up once), no runtime layer
+    cudaFunction_t fn = nullptr;
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(&empty_kernel)) == cudaSuccess &&
+        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+        found == cudaDriverEntryPointSuccess) {
+      using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    CUstream, void**, void**);
+      auto launch = reinterpret_cast<LaunchFn>(entry);
+      auto cu_fn = reinterpret_cast<CUfunction>(fn);
+      r["cuLaunchKernel"] = ns_per_call(rounds, [&] {
+        (void)launch(cu_fn, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(s), nullptr, nullptr);
+      });
+      cudaFunction_t afn = nullptr;
+      if (cudaGetFuncBySymbol(&afn, reinterpret_cast<const void*>(&args_kernel)) == cudaSuccess) {
+        Args64 x{}, y{};
+        int64_t z = 16;
+        void* params[] = {&x, &y, &z};
+        auto cu_afn = reinterpret_cast<CUfunction>(afn);
+        r["cuLaunchKernel 136 B"] = ns_per_call(rounds, [&] {
+          (void)launch(cu_afn, 1, 1, 1, 128, 1, 1, 0, reinterpret_cast<CUstream>(s), params, nullptr);
+        });
+      }
+    }
+    (void)cudaGetLastError();
+  }
   const IterConfig cfg{"add", Promote::Common};
   r["iterator(add_out)"] = ns_per_call(rounds, [&] {
     TensorIterator it(cfg, OutArg{&o, false}, {&u, &u});

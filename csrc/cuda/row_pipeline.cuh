@@ -24,8 +24,8 @@ namespace tp::cuda {
 // of kPipeStages row buffers in shared memory: before computing row i the block issues
 // cp.async copies of row i + kPipeStages - 1, so kPipeStages - 1 rows per block are always
 // on their way. Rows must be whole 16-byte packs from 16-byte aligned pointers and at most
-// kPipeMaxRowBytes (a one-input ring then fits the 48 KB a block gets without opting in;
-// two-input kernels, the layer-norm backward, raise the limit).
+// kPipeMaxRowBytes (a ring of up to 48 KB per input; the launch raises the kernel's
+// dynamic shared-memory limit, which the static reduction scratch also counts against).
 // Measured against the register-row kernels before becoming the default: until then
 // `row_pipeline_enabled()` (runtime.h) is false unless `tp._C._cuda_set_row_pipeline(True)`
 // asks (benchmarks/bench_cuda_nn.py --row-pipeline).
@@ -92,8 +92,9 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
 
 /// The blocks of a pipelined launch on `device`: enough to fill every SM once at the
 /// kernel's occupancy, at most one per row. The first launch of a (kernel, smem_bytes,
-/// device) raises the kernel's dynamic shared-memory limit when smem_bytes passes the 48 KB
-/// default and asks for the occupancy; later ones read it from a cache.
+/// device) sets the kernel's dynamic shared-memory limit to smem_bytes (always: the kernel's
+/// static shared memory counts against the 48 KB default too, so a ring of exactly 48 KB
+/// needs it) and asks for the occupancy; later ones read it from a cache.
 template <class K>
 unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
   struct Key {
@@ -112,8 +113,7 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
       if (k == key) fill = v;
   }
   if (fill == 0) {
-    if (smem_bytes > 48 * 1024)
-      TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
         per_sm < 1)

@@ -436,10 +436,11 @@ Tensor as_compute(const Tensor& t, DType dt) { return contiguous(to_compute(t, d
 /// Whether a convolution's results and gradients are channels last (Note [Channels-last
 /// results]): its input's or its weight's strides say so. 3-D ones on the CPU only in
 /// float32 (PyTorch's only channels-last 3-D CPU convolution is oneDNN's float32 one); on
-/// CUDA in every dtype, as cuDNN's.
+/// CUDA in every dtype but float64, as cuDNN's.
 bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes, IntArrayRef w_strides,
                         DType dt, bool cuda = false) {
   if (in_sizes.size() == 5 && dt != DType::Float32 && !cuda) return false;
+  if (cuda && dt == DType::Float64) return false;  // PyTorch's cuDNN convolutions keep float64 row-major
   return suggests_channels_last(in_sizes, in_strides) ||
          (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
 }
@@ -593,9 +594,22 @@ Tensor unfold_convolution(const ConvShape& g, const Tensor& input, const Tensor&
     Tensor w = reshape(weight, std::vector<int64_t>{G, g.cout / G, g.cin / G * K});
     Tensor x = reshape(input, std::vector<int64_t>{g.n, G, g.cout / G, g.out_numel()});
     Tensor cols = reshape(matmul(transpose(w, 1, 2), x), std::vector<int64_t>{g.n, g.cin * K, g.out_numel()});
-    y = g.nsp == 3 ? columns_to_volume(g, cols)
-                   : reshape(col2im(cols, plane(g.in), plane(g.k), plane(g.d), plane(g.p), plane(g.s)),
-                             sizes_of(g.n, out_c, g, true));
+    // col2im, unpadded, onto the whole extent the blocks cover, then crop `padding` off the
+    // front and what is past the output off the back. (With the padding inside col2im, an
+    // output_padding past the stride, allowed below the dilation, would make the blocks no
+    // longer tile the output; the rows it adds are the ones the back padding would crop,
+    // and zeros past the extent.)
+    ConvShape reach = g;
+    std::vector<int64_t> crop;  // constant_pad_nd's (front, back) pairs, last dim first
+    for (int i = 2; i >= 3 - g.nsp; --i) {
+      reach.in[i] = (g.out[i] - 1) * g.s[i] + g.d[i] * (g.k[i] - 1) + 1;
+      reach.p[i] = 0;
+      crop.insert(crop.end(), {-g.p[i], g.in[i] + g.p[i] - reach.in[i]});
+    }
+    y = g.nsp == 3 ? columns_to_volume(reach, cols)
+                   : reshape(col2im(cols, plane(reach.in), plane(g.k), plane(g.d), plane(reach.p), plane(g.s)),
+                             sizes_of(g.n, out_c, reach, true));
+    if (std::any_of(crop.begin(), crop.end(), [](int64_t v) { return v != 0; })) y = constant_pad_nd(y, crop, 0);
   }
   if (bias) {
     std::vector<int64_t> b_shape(size_t(y.dim()), 1);
@@ -810,11 +824,42 @@ Tensor plain_convolution(const Tensor& input, const Tensor& weight, IntArrayRef 
   return convolution_of(unfold, input, weight, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
 }
 
+namespace {
+
+/// A transposed convolution's output gradient as the input of the plain convolutions that
+/// give its gradients, with the padding they take: itself and `padding`, unless its
+/// output_padding reaches the stride (allowed below the dilation). A padded plain
+/// convolution over it would then see more blocks than the transposed input (of spatial
+/// sizes in_sizes[2:]) has, so it is padded and cropped to exactly the extent those blocks
+/// read, with zero padding left.
+std::pair<Tensor, DimVector> transposed_grad_extent(const Tensor& grad, IntArrayRef in_sizes, IntArrayRef w_sizes,
+                                                    IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation) {
+  const int64_t nsp = int64_t(in_sizes.size()) - 2;
+  DimVector s = expand_param(stride, nsp, "stride"), p = expand_param(padding, nsp, "padding"),
+            d = expand_param(dilation, nsp, "dilation");
+  std::vector<int64_t> pads;  // constant_pad_nd's (front, back) pairs, last dim first
+  bool exact = true;
+  for (int64_t i = nsp - 1; i >= 0; --i) {
+    const int64_t reach = d[i] * (w_sizes[2 + i] - 1) + 1, y = grad.size(2 + i);
+    exact = exact && (y + 2 * p[i] - reach) / s[i] + 1 == in_sizes[2 + i];
+    pads.insert(pads.end(), {p[i], (in_sizes[2 + i] - 1) * s[i] + reach - p[i] - y});
+  }
+  if (exact) return {grad, p};
+  return {constant_pad_nd(grad, pads, 0), DimVector(size_t(nsp), 0)};
+}
+
+}  // namespace
+
 Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntArrayRef in_sizes,
                                   IntArrayRef in_strides, IntArrayRef stride, IntArrayRef padding,
                                   IntArrayRef dilation, bool transposed, int64_t groups, bool unfold) {
-  Tensor gx = transposed ? plain_convolution(grad, weight, stride, padding, dilation, groups, unfold)
-                         : conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups, unfold);
+  Tensor gx;
+  if (transposed) {
+    auto [gy, p] = transposed_grad_extent(grad, in_sizes, weight.sizes(), stride, padding, dilation);
+    gx = plain_convolution(gy, weight, stride, p, dilation, groups, unfold);
+  } else {
+    gx = conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups, unfold);
+  }
   return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype(),
                                             weight.device().is_cuda()));
 }
@@ -823,9 +868,10 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
                                    IntArrayRef w_strides, IntArrayRef stride, IntArrayRef padding,
                                    IntArrayRef dilation, bool transposed, int64_t groups, bool unfold) {
   const Tensor& gy = transposed ? input : grad;
-  const Tensor& x = transposed ? grad : input;
-  Tensor gw = unfold ? _convolution_unfold_weight_backward(gy, x, w_sizes, stride, padding, dilation, groups)
-                     : _convolution_weight_backward(gy, x, w_sizes, stride, padding, dilation, groups);
+  auto [x, p] = transposed ? transposed_grad_extent(grad, input.sizes(), w_sizes, stride, padding, dilation)
+                           : std::pair<Tensor, DimVector>(input, DimVector(padding.data(), padding.size()));
+  Tensor gw = unfold ? _convolution_unfold_weight_backward(gy, x, w_sizes, stride, p, dilation, groups)
+                     : _convolution_weight_backward(gy, x, w_sizes, stride, p, dilation, groups);
   return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
                                             input.device().is_cuda()));
 }

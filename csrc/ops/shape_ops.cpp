@@ -340,8 +340,6 @@ Tensor tile_impl(const Tensor& self, IntArrayRef dims, OutArg) {
 
 Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const std::optional<int64_t>& dim,
                               const std::optional<int64_t>& output_size, OutArg) {
-  if (self.device().is_cuda() || repeats.device().is_cuda())  // reads repeats on the host
-    TP_FAIL_NOT_IMPLEMENTED("repeat_interleave: no CUDA kernel");
   TP_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor");
   TP_CHECK(is_integral(repeats.dtype(), false), "repeats has to be Long or Int tensor");
   Tensor input = self;
@@ -353,7 +351,8 @@ Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const s
   }
   if (input.dim() == 0) input = reshape_impl(input, std::array<int64_t, 1>{1}, {});
   int64_t n = input.size(d);
-  Tensor reps = to_dtype_impl(contiguous_impl(repeats, {}), DType::Int64, false, {});
+  // the repeats are read on the host (a CUDA tensor's too: the result's size depends on them)
+  Tensor reps = to_dtype_impl(host_copy(repeats), DType::Int64, false, {});
   const int64_t* r = reps.data<int64_t>();
   bool scalar = reps.numel() == 1;
   TP_CHECK(scalar || reps.numel() == n,
@@ -368,6 +367,14 @@ Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const s
   }
   if (output_size)
     TP_CHECK(int64_t(idx.size()) == *output_size, "allocated size does not match required size");
+  if (input.device().is_cuda()) {  // the source rows by index_select's kernel
+    const int64_t count = int64_t(idx.size());
+    Tensor host = empty_tensor(IntArrayRef(&count, 1), DType::Int64);
+    std::copy(idx.begin(), idx.end(), host.data<int64_t>());
+    Tensor index = empty_tensor(IntArrayRef(&count, 1), DType::Int64, input.device());
+    copy_impl(index, host, false, {});
+    return index_select(input, d, index);
+  }
   grid[d] = std::move(idx);
   return gather_grid(input, grid, input.strides());
 }

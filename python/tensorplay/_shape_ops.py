@@ -155,7 +155,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     name = input.dtype._name
     if name not in ('int32', 'int64'):
-        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
+        raise NotImplementedError(f'"repeat_interleave_{input.device.type}" not implemented for '
                                   f"'{_KERNEL_DTYPE_NAMES[name]}'")
     from tensorplay._creation import arange
     positions = arange(input.numel(), dtype=input.dtype, device=input.device)

@@ -167,10 +167,13 @@ def _gpu_qkv(b, h, l, s, d, dtype, seed):
 
 
 def _close_rel(ours, theirs, tol):
+    """Max error within tol of the reference's largest entry. The floor 1e-3 is for results
+    that are zero only by cancellation of O(1) terms (with one key, dq and dk are 0 as
+    P * (dP - rowsum(dO * O)); both libraries are off by a few 1e-7 there)."""
     a, b = _np(ours), _np(theirs)
     assert np.isfinite(a).all()
     err = np.abs(a - b).max() if a.size else 0.0
-    assert err <= tol * max(np.abs(b).max() if b.size else 0.0, 1e-6), f"max abs error {err}"
+    assert err <= tol * max(np.abs(b).max() if b.size else 0.0, 1e-3), f"max abs error {err}"
 
 
 def test_mha_is_causal_needs_a_mask_as_torch():
@@ -187,7 +190,7 @@ def test_mha_is_causal_needs_a_mask_as_torch():
 
 @pytest.fixture(autouse=True)
 def _flash_sdp_on():
-    """The fused kernel stays off by default until verified on a GPU; these tests ask for it."""
+    """These tests need the fused kernel (on by default; a test may switch it off)."""
     prev = tp.backends.cuda.flash_sdp_enabled()
     tp.backends.cuda.enable_flash_sdp(True)
     yield

@@ -23,6 +23,10 @@ CASES = [  # (input shape, weight shape, stride, padding, dilation, transposed, 
     ((2, 4, 3, 4, 5), (4, 3, 3, 3, 2), [2, 2, 1], [1, 1, 0], [1, 1, 2], True, [1, 1, 0], 2),
     ((1, 3, 3, 3, 4), (3, 2, 2, 3, 3), [2, 3, 2], [0, 1, 1], [2, 1, 1], True, [1, 2, 0], 1),
     ((2, 4, 3, 4, 4), (4, 1, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 4),  # depthwise
+    # output_padding at or past the stride (allowed below the dilation): the blocks stop short
+    ((2, 4, 6, 7), (4, 3, 3, 3), [1, 1], [0, 0], [2, 2], True, [1, 1], 1),
+    ((1, 2, 5), (2, 2, 2), [2], [0], [3], True, [2], 1),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), [1, 2, 1], [0, 1, 0], [2, 3, 1], True, [1, 2, 0], 1),
 ]
 CASES_3D = [c for c in CASES if len(c[0]) == 5]
 

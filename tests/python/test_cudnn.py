@@ -21,8 +21,10 @@ TF = torch.nn.functional
 def _restore_flags():
     c = tp.backends.cudnn
     old = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
+    old_torch = torch.backends.cudnn.allow_tf32
     yield
     c.enabled, c.benchmark, c.deterministic, c.allow_tf32 = old
+    torch.backends.cudnn.allow_tf32 = old_torch
 
 
 # ------------------------------------------------------------------ flags (every build)
@@ -126,6 +128,7 @@ def test_convolution_against_cpu_and_torch(case, dtype, cl):
     if cl and len(xs) == 3:
         pytest.skip("no channels-last layout for 1-D convolutions")
     tp.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False  # torch's reference in full float32 too
     rng = np.random.default_rng(len(xs) * 100 + ws[0])
     arrays = [rng.standard_normal(xs), rng.standard_normal(ws) * 0.3, rng.standard_normal(_bias_size(fn, ws, kw))]
     y_cpu = getattr(F, fn)(*(tp.tensor(a) for a in arrays), **kw)
@@ -143,7 +146,7 @@ def test_convolution_against_cpu_and_torch(case, dtype, cl):
         _close(y, yt.detach().double().cpu().numpy(), dtype, "output vs torch")
         for name, g, r in zip(("input", "weight", "bias"), grads, grads_t):
             _close(g, r.double().cpu().numpy(), dtype, f"grad {name} vs torch")
-    elif cl:
+    elif cl and dtype != "float64":  # float64 stays row-major, as torch's
         assert y.is_contiguous(memory_format=tp.channels_last if y.dim() == 4 else tp.channels_last_3d)
 
 
@@ -181,7 +184,9 @@ def test_disabled_cudnn_falls_back_to_unfold():
     ref = F.conv2d(tp.tensor(x2), tp.tensor(w2), padding=1)
     xg = _layout(tp.tensor(x2, device="cuda"), True)
     with_cudnn = F.conv2d(xg, tp.tensor(w2, device="cuda"), padding=1)
-    assert with_cudnn.is_contiguous(memory_format=tp.channels_last)  # cuDNN's layout
+    assert with_cudnn.is_contiguous()  # float64 stays row-major, as torch's
+    assert F.conv2d(xg.float(), tp.tensor(w2, device="cuda").float(), padding=1).is_contiguous(
+        memory_format=tp.channels_last)  # cuDNN's layout
     ref3 = F.conv3d(tp.tensor(x3), tp.tensor(w3))
     _close(F.conv3d(tp.tensor(x3, device="cuda"), tp.tensor(w3, device="cuda")), _np(ref3), "float64", "cuDNN 3-D")
     tp.backends.cudnn.enabled = False

@@ -79,6 +79,26 @@ def test_conv_second_derivative_matches_torch():
         _close(g, tg, 1e-8)
 
 
+@pytest.mark.parametrize("fn,xs,ws,kw", [
+    ("conv_transpose1d", (1, 2, 5), (2, 2, 2), dict(stride=2, dilation=3, output_padding=2)),
+    ("conv_transpose2d", (2, 4, 6, 7), (4, 3, 3, 3), dict(dilation=2, output_padding=1)),
+    ("conv_transpose2d", (2, 4, 6, 5), (4, 2, 3, 2), dict(stride=(2, 1), padding=(2, 1), dilation=(3, 2),
+                                                         output_padding=(2, 1), groups=2)),
+    ("conv_transpose3d", (1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(stride=(1, 2, 1), padding=(0, 1, 0),
+                                                                dilation=(2, 3, 1), output_padding=(1, 2, 0))),
+])
+def test_conv_transpose_output_padding_past_stride_matches_torch(fn, xs, ws, kw):
+    """output_padding may reach the stride when the dilation is larger: the gradients' plain
+    convolutions over the output gradient then need its exact extent, not its padding."""
+    (x, tx), (w, tw), (b, tb) = _pair(xs, 5), _pair(ws, 6), _pair((ws[1] * kw.get("groups", 1),), 7)
+    ours, ref = [t.requires_grad_() for t in (x, w, b)], [t.requires_grad_() for t in (tx, tw, tb)]
+    y, ty = getattr(tp.nn.functional, fn)(*ours, **kw), getattr(torch.nn.functional, fn)(*ref, **kw)
+    _close(y, ty)
+    cot, tcot = _pair(tuple(ty.shape), 8)
+    for g, tg in zip(tp.autograd.grad([y], ours, [cot]), torch.autograd.grad([ty], ref, [tcot])):
+        _close(g, tg)
+
+
 # ---------------------------------------------------------------- fused activations
 ACTIVATIONS = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}),
                ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 3.0}), ("elu", {}),

@@ -67,9 +67,8 @@ class cuBLASModule:
 matmul = cuBLASModule()
 
 
-# Off until the fused kernels have run on a GPU (Note [Flash attention] in
-# csrc/cuda/attention_kernels.cu); PyTorch's default is on.
-_flash_sdp = False
+# On by default, as PyTorch's (Note [Flash attention] in csrc/cuda/attention_kernels.cu).
+_flash_sdp = True
 
 
 def enable_flash_sdp(enabled):
