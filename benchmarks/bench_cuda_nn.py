@@ -80,7 +80,7 @@ def main():
                          "conv block: batch 16)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--row-pipeline", action="store_true",
-                    help="also time the pipelined row kernels (Note [Row pipeline])")
+                    help="also time the register-row kernels the pipelined ones replaced (Note [Row pipeline])")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
@@ -112,13 +112,13 @@ def main():
               rtol=tol, atol=tol)
         add_bw(f"layer_norm fwd {tag}", lambda: F.layer_norm(x, (n,), w, b),
                lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
-        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
-            tp._C._cuda_set_row_pipeline(True)
-            check("layer_norm (row pipeline)", F.layer_norm(x, (n,), w, b),
-                  torch.nn.functional.layer_norm(xt, (n,), wt, bt), rtol=tol, atol=tol)
-            add_bw(f"layer_norm fwd {tag} row pipeline", lambda: F.layer_norm(x, (n,), w, b),
-                   lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
+        if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
             tp._C._cuda_set_row_pipeline(False)
+            check("layer_norm (register rows)", F.layer_norm(x, (n,), w, b),
+                  torch.nn.functional.layer_norm(xt, (n,), wt, bt), rtol=tol, atol=tol)
+            add_bw(f"layer_norm fwd {tag} register rows", lambda: F.layer_norm(x, (n,), w, b),
+                   lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
+            tp._C._cuda_set_row_pipeline(True)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
@@ -130,17 +130,17 @@ def main():
         add_bw(f"layer_norm bwd {tag}", lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                3 * x.numel() * size)
-        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
-            tp._C._cuda_set_row_pipeline(True)
+        if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
+            tp._C._cuda_set_row_pipeline(False)
             ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
-            check("layer_norm_backward grad_input (row pipeline)", ours[0], ref[0], rtol=tol, atol=tol)
-            check("layer_norm_backward grad_weight (row pipeline)", ours[1], ref[1], rtol=5 * tol,
+            check("layer_norm_backward grad_input (register rows)", ours[0], ref[0], rtol=tol, atol=tol)
+            check("layer_norm_backward grad_weight (register rows)", ours[1], ref[1], rtol=5 * tol,
                   atol=5 * tol * rows_n ** 0.5)
-            add_bw(f"layer_norm bwd {tag} row pipeline",
+            add_bw(f"layer_norm bwd {tag} register rows",
                    lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
-            tp._C._cuda_set_row_pipeline(False)
+            tp._C._cuda_set_row_pipeline(True)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -157,12 +157,12 @@ def main():
 
         check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
         add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)
-        if args.row_pipeline:  # Note [Row pipeline]: the pipelined kernel, measured beside
-            tp._C._cuda_set_row_pipeline(True)
-            check("softmax (row pipeline)", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
-            add_bw(f"softmax fwd {tag} row pipeline", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
-                   2 * x.numel() * size)
+        if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
             tp._C._cuda_set_row_pipeline(False)
+            check("softmax (register rows)", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
+            add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
+                   2 * x.numel() * size)
+            tp._C._cuda_set_row_pipeline(True)
         del x, xt, g, gt
 
     x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)

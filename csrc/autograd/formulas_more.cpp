@@ -28,6 +28,14 @@ int64_t count_true(const Tensor& mask) {
   return *host_copy(sum(mask, std::nullopt, false, DType::Int64)).data<int64_t>();
 }
 
+/// t on like's device (t itself when already there).
+Tensor on_device_of(const Tensor& t, const Tensor& like) {
+  if (t.device() == like.device()) return t;
+  Tensor moved = empty(t.sizes(), t.dtype(), like.device());
+  copy_(moved, t, false);
+  return moved;
+}
+
 Tensor scalar_like(double v, const Tensor& like) {
   return full(IntArrayRef(), Scalar(v), like.dtype(), like.device());
 }
@@ -164,10 +172,7 @@ Tensor unstable_sort_indices(const Tensor& x) {
     std::sort(row.begin(), row.end(), before);
     for (int64_t i = 0; i < len; ++i) out[r * len + i] = row[size_t(i)].second;
   }
-  if (x.device().is_cpu()) return idx;
-  Tensor on_device = empty(x.sizes(), DType::Int64, x.device());
-  copy_(on_device, idx, false);
-  return on_device;
+  return on_device_of(idx, x);
 }
 
 }  // namespace
@@ -188,7 +193,7 @@ Tensor quantile_backward(const Tensor& grad, const Tensor& self, const Tensor& q
   qshape[0] = nq;
   for (int64_t i = 0; i + 1 < x.dim(); ++i) gshape.push_back(x.size(i));
   gshape.push_back(1);
-  Tensor qv = reshape(_to_dtype(q, self.dtype()), qshape);
+  Tensor qv = reshape(on_device_of(_to_dtype(q, self.dtype()), self), qshape);  // a float q is a CPU tensor
   Tensor nan = isnan(sorted);
   Tensor slope;  // d rank / d q
   if (ignore_nan) {

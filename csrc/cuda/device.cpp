@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cuda/check.h"
+#include "cuda/driver_launch.cuh"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
@@ -93,11 +94,25 @@ DeviceGuard::~DeviceGuard() {
 }
 
 namespace {
-std::atomic<bool> g_row_pipeline{false};
+std::atomic<bool> g_row_pipeline{true};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
 void set_row_pipeline_enabled(bool on) { g_row_pipeline.store(on, std::memory_order_relaxed); }
+
+DriverLaunchFn driver_launch_entry() {
+  static const DriverLaunchFn entry = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return DriverLaunchFn(nullptr);
+    }
+    return reinterpret_cast<DriverLaunchFn>(fn);
+  }();
+  return entry;
+}
 
 const DeviceProperties& device_properties(int device) {
   device = check_device(device);

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/driver_launch.cuh"
 #include "cuda/pointwise.h"
 #include "cuda/runtime.h"
 #include "kernels/functors/pointwise.h"
@@ -263,7 +264,8 @@ void launch_with_storage(const KernelParams& p, const TensorIterator& it) {
     return sizeof(S);
   };
   int64_t n = it.numel();
-  cudaStream_t stream = current_stream(it.device().index).handle;
+  const int dev = it.device().index;
+  cudaStream_t stream = current_stream(dev).handle;
   constexpr int V = vec_width<R, N>();
   bool contig = it.ndim() == 1;
   for (int k = 0; k <= N && contig; ++k) {
@@ -273,7 +275,9 @@ void launch_with_storage(const KernelParams& p, const TensorIterator& it) {
   if (contig) {
     constexpr int64_t kBlockWork = int64_t(kContigThreads) * kContigUnroll * V;
     int64_t blocks = (n + kBlockWork - 1) / kBlockWork;
-    pw_contig_kernel<N, F, R><<<unsigned(blocks), kContigThreads, 0, stream>>>(f, a, n);
+    // launch-bound when tiny: the driver's launch (Note [Driver launches])
+    launch_kernel(dev, pw_contig_kernel<N, F, R, T, C>, dim3(unsigned(blocks)), dim3(kContigThreads), 0, stream, f, a,
+                  n);
   } else {
     TP_CHECK(it.ndim() <= kMaxIterDims, "CUDA kernels support up to ", kMaxIterDims,
              " dimensions");
@@ -287,7 +291,8 @@ void launch_with_storage(const KernelParams& p, const TensorIterator& it) {
     }
     int64_t work = int64_t(kStridedThreads) * kStridedWork;
     int64_t blocks = (n + work - 1) / work;
-    pw_strided_kernel<N, F, R><<<unsigned(blocks), kStridedThreads, 0, stream>>>(f, a, oc, n);
+    launch_kernel(dev, pw_strided_kernel<N, F, R, T, C>, dim3(unsigned(blocks)), dim3(kStridedThreads), 0, stream,
+                  f, a, oc, n);
   }
   TP_CUDA_CHECK(cudaGetLastError());
 }

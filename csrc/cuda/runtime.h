@@ -46,8 +46,8 @@ class DeviceGuard {
   int current_ = -1;
 };
 
-/// Whether the nn row kernels stream rows through shared memory (Note [Row pipeline] in
-/// cuda/row_pipeline.cuh); off until measured against the register-row kernels.
+/// Whether the nn row kernels may stream rows through shared memory (Note [Row pipeline] in
+/// cuda/row_pipeline.cuh); on by default, off to time the register-row kernels beside them.
 bool row_pipeline_enabled();
 void set_row_pipeline_enabled(bool on);
 

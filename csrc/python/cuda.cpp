@@ -116,8 +116,9 @@ void bind_cuda(nb::module_& m) {
 
   // memory
   m.def("_cuda_host_probe", [](int rounds) { return cuda::host_probe(rounds); });
-  // Note [Row pipeline]: a switch for measuring the pipelined nn row kernels
+  // Note [Row pipeline]: a switch for timing the register-row kernels against the pipelined ones
   m.def("_cuda_set_row_pipeline", [](bool on) { cuda::set_row_pipeline_enabled(on); });
+  m.def("_cuda_row_pipeline", [] { return cuda::row_pipeline_enabled(); });
   m.def("_cuda_emptyCache", [] { cuda::allocator::empty_cache(); });
   m.def("_cuda_memoryStats", [](int d) { return cuda::allocator::memory_stats(d); });
   m.def("_cuda_resetPeakMemoryStats", [](int d) { cuda::allocator::reset_peak_stats(d); });

@@ -46,17 +46,20 @@ def test_softmax_rows(n, dtype):
     close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
 
 
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "register_rows"])
 @pytest.mark.parametrize("n", [1, 8, 1000, 1024, 2048, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
-def test_softmax_row_pipeline(n, dtype):
-    # Note [Row pipeline]: rows streamed through shared memory, more rows than blocks
+def test_softmax_row_pipeline(n, dtype, pipeline):
+    # Note [Row pipeline]: rows streamed through shared memory (the default) or in registers,
+    # more rows than blocks
     x, ref = rand((3000, n), dtype, seed=n + 5)
-    tp._C._cuda_set_row_pipeline(True)
+    prev = tp._C._cuda_row_pipeline()
+    tp._C._cuda_set_row_pipeline(pipeline)
     try:
         close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
         close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
     finally:
-        tp._C._cuda_set_row_pipeline(False)
+        tp._C._cuda_set_row_pipeline(prev)
 
 
 @pytest.mark.parametrize("n", [7, 4096])
@@ -118,14 +121,16 @@ def test_layer_norm(n, dtype):
     close(rs, rref, dtype, scale=10)
 
 
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "register_rows"])
 @pytest.mark.parametrize("n", [8, 1000, 2048, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
-def test_layer_norm_row_pipeline(n, dtype):
+def test_layer_norm_row_pipeline(n, dtype, pipeline):
     # Note [Row pipeline]: more rows than blocks, with and without weight and bias
     x, ref = rand((3000, n), dtype, seed=n + 11)
     w, wref = rand((n,), dtype, seed=12)
     b, bref = rand((n,), dtype, seed=13)
-    tp._C._cuda_set_row_pipeline(True)
+    prev = tp._C._cuda_row_pipeline()
+    tp._C._cuda_set_row_pipeline(pipeline)
     try:
         for args in [(w, b, wref, bref), (None, None, None, None)]:
             close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
@@ -135,7 +140,7 @@ def test_layer_norm_row_pipeline(n, dtype):
         close(ms, mref, dtype)
         close(rs, rref, dtype, scale=10)
     finally:
-        tp._C._cuda_set_row_pipeline(False)
+        tp._C._cuda_set_row_pipeline(prev)
 
 
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
@@ -154,22 +159,24 @@ def test_layer_norm_backward(n, dtype):
         close(ours, expect, dtype, scale=100)
 
 
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "register_rows"])
 @pytest.mark.parametrize("n", [8, 1000, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
-def test_layer_norm_backward_row_pipeline(n, dtype):
+def test_layer_norm_backward_row_pipeline(n, dtype, pipeline):
     # Note [Row pipeline]: x and g streamed together, the column sums per block
     x, ref = rand((3000, n), dtype, seed=n + 21)
     g, gref = rand((3000, n), dtype, seed=22)
     w, wref = rand((n,), dtype, seed=23)
     b, bref = rand((n,), dtype, seed=24)
-    tp._C._cuda_set_row_pipeline(True)
+    prev = tp._C._cuda_row_pipeline()
+    tp._C._cuda_set_row_pipeline(pipeline)
     try:
         stats = tp.native_layer_norm(x, [n], w, b, 1e-5)[1:]
         grads = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
         again = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
         only_w = tp.native_layer_norm_backward(g, x, [n], *stats, w, False, True, True)
     finally:
-        tp._C._cuda_set_row_pipeline(False)
+        tp._C._cuda_set_row_pipeline(prev)
     xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
     (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
     for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
@@ -222,13 +229,15 @@ def test_rms_norm(n, dtype):
         close(F.rms_norm(x, (n,), wa), F.rms_norm(ref, (n,), wr), dtype, scale=10)
 
 
+@pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "register_rows"])
 @pytest.mark.parametrize("n", [8, 1000, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_rms_norm_row_pipeline(n, dtype):
+def test_rms_norm_row_pipeline(n, dtype, pipeline):
     # Note [Row pipeline]: more rows than blocks
     x, ref = rand((3000, n), dtype, seed=n + 32)
     w, wref = rand((n,), dtype, seed=33)
-    tp._C._cuda_set_row_pipeline(True)
+    prev = tp._C._cuda_row_pipeline()
+    tp._C._cuda_set_row_pipeline(pipeline)
     try:
         for wa, wr in [(w, wref), (None, None)]:
             y, rs = tp._fused_rms_norm(x, [n], wa, None)
@@ -236,7 +245,7 @@ def test_rms_norm_row_pipeline(n, dtype):
             close(y, yref, dtype, scale=10)
             close(rs, rref, "float32", scale=10)
     finally:
-        tp._C._cuda_set_row_pipeline(False)
+        tp._C._cuda_set_row_pipeline(prev)
 
 
 @pytest.mark.parametrize("n", RMS_LENGTHS)

@@ -1,0 +1,69 @@
+"""Which GPU kernels a TensorPlay case spends its time in, next to PyTorch's: each case
+runs a few times under torch.profiler (CUPTI records every kernel of the process, ours
+too) and the top kernels by total device time are printed per library.
+
+    python3 scripts/profile_cuda_kernels.py [conv_block] [sdpa] [gpt_step]
+"""
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import tensorplay as tp
+import tensorplay.nn.functional as F
+
+
+def conv_block(lib, n=64):
+    """ResNet-50 stage-2 bottleneck convolutions, channels last, bf16, forward + backward."""
+    fn = F if lib is tp else torch.nn.functional
+    cl = lib.channels_last
+    x = lib.randn(n, 256, 56, 56, device="cuda").to(lib.bfloat16).contiguous(memory_format=cl).requires_grad_()
+    ws = [(lib.randn(*s, device="cuda") * 0.05).to(lib.bfloat16).contiguous(memory_format=cl).requires_grad_()
+          for s in [(64, 256, 1, 1), (64, 64, 3, 3), (256, 64, 1, 1)]]
+    g = lib.randn(n, 256, 56, 56, device="cuda").to(lib.bfloat16).contiguous(memory_format=cl)
+
+    def step():
+        a = x
+        for w, p in zip(ws, (0, 1, 0)):
+            a = fn.conv2d(a, w, padding=p)
+        return lib.autograd.grad(a, [x] + ws, g)
+    return step
+
+
+def sdpa(lib, b=8, h=16, s=4096, d=128):
+    fn = F if lib is tp else torch.nn.functional
+    q, k, v = (lib.randn(b, h, s, d, device="cuda").to(lib.bfloat16).requires_grad_() for _ in range(3))
+    g = lib.randn(b, h, s, d, device="cuda").to(lib.bfloat16)
+
+    def step():
+        return lib.autograd.grad(fn.scaled_dot_product_attention(q, k, v, is_causal=True), [q, k, v], g)
+    return step
+
+
+CASES = {"conv_block": conv_block, "sdpa": sdpa}
+
+
+def main():
+    tp.backends.cudnn.benchmark = torch.backends.cudnn.benchmark = True
+    for name in sys.argv[1:] or list(CASES):
+        for lib in (tp, torch):
+            step = CASES[name](lib)
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+            tp.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(3):
+                    step()
+                tp.cuda.synchronize()
+                torch.cuda.synchronize()
+            events = [e for e in prof.key_averages() if e.device_time_total > 0]
+            events.sort(key=lambda e: -e.device_time_total)
+            total = sum(e.device_time_total for e in events) / 3
+            print(f"== {name} {lib.__name__}: {total / 1e3:.3f} ms of kernels per step")
+            for e in events[:12]:
+                print(f"  {e.device_time_total / 3 / 1e3:9.3f} ms  x{e.count // 3:<4} {e.key[:110]}")
+
+
+if __name__ == "__main__":
+    main()
