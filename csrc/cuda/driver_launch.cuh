@@ -28,23 +28,36 @@ using DriverLaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, un
 /// The driver's cuLaunchKernel, or null when the runtime does not hand it out (device.cpp).
 DriverLaunchFn driver_launch_entry();
 
-/// Launches kernel(args...) on `stream` of `device` (the current device) as <<<grid, block,
-/// smem, stream>>> would; args convert to the kernel's parameter types.
-template <class... P, class... A>
-void launch_kernel(int device, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   A&&... args) {
-  std::tuple<P...> values(std::forward<A>(args)...);
-  void* params[sizeof...(P) + 1] = {};
+/// The parameter types of a kernel's function pointer type.
+template <class K>
+struct KernelSignature;
+template <class... P>
+struct KernelSignature<void (*)(P...)> {
+  using Values = std::tuple<P...>;
+  static constexpr size_t kCount = sizeof...(P);
+};
+
+/// Launches Kernel(args...) on `stream` of `device` (the current device) as <<<grid, block,
+/// smem, stream>>> would; args convert to the kernel's parameter types. The kernel is a
+/// template argument so each kernel has its own CUfunction table (two kernels may share a
+/// signature, e.g. one functor over different storage types).
+template <auto Kernel, class... A>
+void launch_kernel(int device, dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
+  using Params = KernelSignature<decltype(Kernel)>;
+  typename Params::Values values(std::forward<A>(args)...);
+  void* params[Params::kCount + 1] = {};
   std::apply([&](auto&... v) {
     int i = 0;
     ((params[i++] = static_cast<void*>(&v)), ...);
   }, values);
-  static std::atomic<CUfunction> functions[kMaxDevices];  // one table per kernel
+  static std::atomic<CUfunction> functions[kMaxDevices];
+  const void* symbol = reinterpret_cast<const void*>(Kernel);
   const DriverLaunchFn launch = driver_launch_entry();
-  CUfunction fn = device >= 0 && device < kMaxDevices ? functions[device].load(std::memory_order_acquire) : nullptr;
-  if (!fn && launch && device >= 0 && device < kMaxDevices) {
+  const bool known_device = device >= 0 && device < kMaxDevices;
+  CUfunction fn = known_device ? functions[device].load(std::memory_order_acquire) : nullptr;
+  if (!fn && launch && known_device) {
     cudaFunction_t found = nullptr;
-    if (cudaGetFuncBySymbol(&found, reinterpret_cast<const void*>(kernel)) == cudaSuccess) {
+    if (cudaGetFuncBySymbol(&found, symbol) == cudaSuccess) {
       fn = reinterpret_cast<CUfunction>(found);
       functions[device].store(fn, std::memory_order_release);
     } else {
@@ -54,7 +67,7 @@ void launch_kernel(int device, void (*kernel)(P...), dim3 grid, dim3 block, size
   if (fn && launch(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, unsigned(smem),
                    reinterpret_cast<CUstream>(stream), params, nullptr) == CUDA_SUCCESS)
     return;
-  (void)cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, params, smem, stream);
+  (void)cudaLaunchKernel(symbol, grid, block, params, smem, stream);
 }
 
 }  // namespace tp::cuda

@@ -276,8 +276,8 @@ void launch_with_storage(const KernelParams& p, const TensorIterator& it) {
     constexpr int64_t kBlockWork = int64_t(kContigThreads) * kContigUnroll * V;
     int64_t blocks = (n + kBlockWork - 1) / kBlockWork;
     // launch-bound when tiny: the driver's launch (Note [Driver launches])
-    launch_kernel(dev, pw_contig_kernel<N, F, R, T, C>, dim3(unsigned(blocks)), dim3(kContigThreads), 0, stream, f, a,
-                  n);
+    launch_kernel<pw_contig_kernel<N, F, R, T, C>>(dev, dim3(unsigned(blocks)), dim3(kContigThreads), 0, stream, f, a,
+                                                   n);
   } else {
     TP_CHECK(it.ndim() <= kMaxIterDims, "CUDA kernels support up to ", kMaxIterDims,
              " dimensions");
@@ -291,8 +291,8 @@ void launch_with_storage(const KernelParams& p, const TensorIterator& it) {
     }
     int64_t work = int64_t(kStridedThreads) * kStridedWork;
     int64_t blocks = (n + work - 1) / work;
-    launch_kernel(dev, pw_strided_kernel<N, F, R, T, C>, dim3(unsigned(blocks)), dim3(kStridedThreads), 0, stream,
-                  f, a, oc, n);
+    launch_kernel<pw_strided_kernel<N, F, R, T, C>>(dev, dim3(unsigned(blocks)), dim3(kStridedThreads), 0, stream,
+                                                    f, a, oc, n);
   }
   TP_CUDA_CHECK(cudaGetLastError());
 }

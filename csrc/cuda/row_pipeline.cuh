@@ -95,9 +95,10 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
 
 /// The blocks of a pipelined launch on `device`: enough to fill every SM once at the
 /// kernel's occupancy, at most one per row. The first launch of a (kernel, smem_bytes,
-/// device) sets the kernel's dynamic shared-memory limit to smem_bytes (always: the kernel's
+/// device) asks for the occupancy, which later ones read from a cache, after raising the
+/// kernel's dynamic shared-memory limit to smem_bytes if it is below: always (the kernel's
 /// static shared memory counts against the 48 KB default too, so a ring of exactly 48 KB
-/// needs it) and asks for the occupancy; later ones read it from a cache.
+/// needs it), never lowering it (an earlier, larger launch of the kernel still needs it).
 template <class K>
 unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
   struct Key {
@@ -109,20 +110,21 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
   static std::mutex mu;
   static std::vector<std::pair<Key, int64_t>> known;  // a handful of entries
   const Key key{reinterpret_cast<const void*>(kernel), smem_bytes, device};
+  std::lock_guard<std::mutex> lock(mu);
   int64_t fill = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& [k, v] : known)
-      if (k == key) fill = v;
+  size_t limit = 0;  // the kernel's limit on this device: the largest smem it was given
+  for (const auto& [k, v] : known) {
+    if (k == key) fill = v;
+    if (k.kernel == key.kernel && k.device == device && k.smem > limit) limit = k.smem;
   }
   if (fill == 0) {
-    TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    if (smem_bytes > limit)
+      TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
         per_sm < 1)
       per_sm = 1;
     fill = int64_t(per_sm) * device_properties(device).multi_processor_count;
-    std::lock_guard<std::mutex> lock(mu);
     known.emplace_back(key, fill);
   }
   return unsigned(rows < fill ? rows : fill);
