@@ -2,8 +2,12 @@
 runs a few times under torch.profiler (CUPTI records every kernel of the process, ours
 too) and the top kernels by total device time are printed per library.
 
-    python3 scripts/profile_cuda_kernels.py [conv_block] [sdpa] [gpt_step]
+    python3 scripts/profile_cuda_kernels.py [conv_block] [sdpa] [mlp_bf16] [gpt]
+
+The step count and total kernel time per step are printed too: a step whose wall time
+(bench_cuda_train.py) is well above its kernel time is bound by the host.
 """
+import os
 import sys
 
 import torch
@@ -11,6 +15,9 @@ from torch.profiler import ProfilerActivity, profile
 
 import tensorplay as tp
 import tensorplay.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+from bench_cuda_train import gpt, mlp, step_fn  # noqa: E402
 
 
 def conv_block(lib, n=64):
@@ -40,7 +47,22 @@ def sdpa(lib, b=8, h=16, s=4096, d=128):
     return step
 
 
-CASES = {"conv_block": conv_block, "sdpa": sdpa}
+def mlp_bf16(lib, width=4096, batch=8192):
+    """bench_cuda_train's MLP step under bf16 autocast (AdamW)."""
+    model = mlp(lib, width).to("cuda")
+    x, y = lib.randn(batch, width, device="cuda"), lib.randn(batch, width, device="cuda")
+    return step_fn(lib, model, (F if lib is tp else torch.nn.functional).mse_loss, x, y, lib.bfloat16, "cuda")
+
+
+def gpt_step(lib, vocab=50257, d=768, heads=12, layers=12, seq=1024, batch=8):
+    """bench_cuda_train's GPT-2-small step under bf16 autocast (AdamW)."""
+    model = gpt(lib, vocab, d, heads, layers, seq).to("cuda")
+    idx = lib.randint(0, vocab, (batch, seq), device="cuda")
+    ce = (F if lib is tp else torch.nn.functional).cross_entropy
+    return step_fn(lib, model, lambda o, t: ce(o.flatten(0, 1), t.flatten()), idx, idx, lib.bfloat16, "cuda")
+
+
+CASES = {"conv_block": conv_block, "sdpa": sdpa, "mlp_bf16": mlp_bf16, "gpt": gpt_step}
 
 
 def main():
@@ -60,8 +82,9 @@ def main():
             events = [e for e in prof.key_averages() if e.device_time_total > 0]
             events.sort(key=lambda e: -e.device_time_total)
             total = sum(e.device_time_total for e in events) / 3
-            print(f"== {name} {lib.__name__}: {total / 1e3:.3f} ms of kernels per step")
-            for e in events[:12]:
+            launches = sum(e.count for e in events) // 3
+            print(f"== {name} {lib.__name__}: {total / 1e3:.3f} ms of kernels per step, {launches} kernels")
+            for e in events[:15]:
                 print(f"  {e.device_time_total / 3 / 1e3:9.3f} ms  x{e.count // 3:<4} {e.key[:110]}")
 
 
