@@ -208,6 +208,18 @@ def main():
     flops = 3.5 * 4 * b_ * h_ * seq * seq * hd / 2  # causal: half the scores; backward 2.5x forward
     rows.append((f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal", a, b, "ms",
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
+    # the same case on the mma.sync kernels (Note [Flash attention on mma.sync]), checked first
+    tp._C._cuda_set_flash_mma(True)
+    try:
+        check("scaled_dot_product_attention (mma kernel)", F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
+              torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
+        for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
+            check(f"scaled_dot_product_attention grad_{name} (mma kernel)", ours, theirs, rtol=5e-2, atol=5e-2)
+        a = gpu_time(tp, sdpa_tp, reps, rounds)
+    finally:
+        tp._C._cuda_set_flash_mma(False)
+    rows.append((f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (mma kernel)", a, b, "ms",
+                 f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
 
     del q, qt, k, kt, v, vt, go, got, ins, ins_t
     conv_block_case(rows, 16 if args.quick else 64, reps, rounds)

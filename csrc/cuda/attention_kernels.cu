@@ -350,6 +350,7 @@ bool flash_attention_supported(DType dt, int64_t head_dim) {
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                              const Tensor& lse, bool causal, float scale) {
+  if (flash_mma_enabled()) return flash_attention_forward_mma(q, k, v, out, lse, causal, scale);
   const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
   if (bh == 0 || L == 0) return;
   DeviceGuard guard(q.device().index);
@@ -371,6 +372,7 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 void flash_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& out, const Tensor& lse, const Tensor& dq, const Tensor& dk,
                               const Tensor& dv, bool causal, float scale) {
+  if (flash_mma_enabled()) return flash_attention_backward_mma(g, q, k, v, out, lse, dq, dk, dv, causal, scale);
   const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
   if (bh == 0 || S == 0) return;
   DeviceGuard guard(q.device().index);

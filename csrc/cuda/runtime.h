@@ -51,6 +51,12 @@ class DeviceGuard {
 bool row_pipeline_enabled();
 void set_row_pipeline_enabled(bool on);
 
+/// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
+/// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; off by default until
+/// the mma kernels are verified on a GPU.
+bool flash_mma_enabled();
+void set_flash_mma_enabled(bool on);
+
 /// What get_device_properties reports (cached per device).
 struct DeviceProperties {
   std::string name;

@@ -119,6 +119,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Row pipeline]: a switch for timing the register-row kernels against the pipelined ones
   m.def("_cuda_set_row_pipeline", [](bool on) { cuda::set_row_pipeline_enabled(on); });
   m.def("_cuda_row_pipeline", [] { return cuda::row_pipeline_enabled(); });
+  // Note [Flash attention on mma.sync]: the unverified mma kernels, off unless switched on
+  m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
+  m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });
   m.def("_cuda_emptyCache", [] { cuda::allocator::empty_cache(); });
   m.def("_cuda_memoryStats", [](int d) { return cuda::allocator::memory_stats(d); });
   m.def("_cuda_resetPeakMemoryStats", [](int d) { cuda::allocator::reset_peak_stats(d); });

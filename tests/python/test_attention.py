@@ -154,7 +154,7 @@ def test_mha_without_weights_matches_torch(causal, padding, extra):
 
 
 # ------------------------------------------------------------------------------ CUDA kernels
-GPU_SHAPES = [(1, 1), (7, 7), (64, 64), (200, 200), (1024, 1024), (100, 300), (300, 100)]
+GPU_SHAPES = [(1, 1), (7, 7), (64, 64), (65, 129), (200, 200), (1024, 1024), (100, 300), (300, 100)]
 GPU_TOL = {"bfloat16": 2e-2, "float16": 5e-3}
 
 
@@ -206,7 +206,30 @@ def test_flash_sdp_switch():
         tp.backends.cuda.enable_flash_sdp(1)
 
 
+@pytest.fixture(params=["wmma", "mma"])
+def flash_kernel(request):
+    """Runs a GPU test on both fused kernel pairs: the WMMA one (Note [Flash attention]) and the
+    mma.sync one (Note [Flash attention on mma.sync], behind tp._C._cuda_set_flash_mma)."""
+    if not HAS_GPU:
+        pytest.skip("no CUDA GPU")
+    prev = tp._C._cuda_flash_mma()
+    tp._C._cuda_set_flash_mma(request.param == "mma")
+    yield request.param
+    tp._C._cuda_set_flash_mma(prev)
+
+
 @gpu
+def test_flash_mma_switch_is_off_by_default():
+    assert tp._C._cuda_flash_mma() is False
+    tp._C._cuda_set_flash_mma(True)
+    try:
+        assert tp._C._cuda_flash_mma() is True
+    finally:
+        tp._C._cuda_set_flash_mma(False)
+
+
+@gpu
+@pytest.mark.usefixtures("flash_kernel")
 @pytest.mark.parametrize("l,s", GPU_SHAPES)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128])
@@ -226,9 +249,11 @@ def test_cuda_fused_matches_torch(dtype, d, causal, l, s):
 
 
 @gpu
+@pytest.mark.usefixtures("flash_kernel")
+@pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
-def test_cuda_lse_matches_torch(causal):
-    (q, k, v), (tq, tk, _) = _gpu_qkv(1, 2, 130, 70, 64, "bfloat16", seed=4)
+def test_cuda_lse_matches_torch(causal, d):
+    (q, k, v), (tq, tk, _) = _gpu_qkv(1, 2, 130, 70, d, "bfloat16", seed=4)
     _, lse = FWD(q, k, v, causal, 0.125)
     assert lse.dtype == tp.float32
     ref = torch.logsumexp(_scores(tq.float().cpu(), tk.float().cpu(), causal, 0.125), -1)
@@ -236,6 +261,7 @@ def test_cuda_lse_matches_torch(causal):
 
 
 @gpu
+@pytest.mark.usefixtures("flash_kernel")
 def test_cuda_strided_inputs_and_fallbacks():
     # (B, L, H, D) transposed to (B, H, L, D): the op makes it contiguous
     base = [tp.randn((2, 50, 4, 64), dtype=tp.float16, device="cuda") for _ in range(3)]
@@ -265,6 +291,7 @@ def test_cuda_deterministic_mode_takes_math_path_for_gradients():
 
 
 @gpu
+@pytest.mark.usefixtures("flash_kernel")
 def test_cuda_mha_reaches_fused_kernel(monkeypatch):
     calls = []
     monkeypatch.setattr(tp._C, "_flash_attention_forward", lambda *a: calls.append(a[3]) or FWD(*a))
