@@ -29,7 +29,9 @@ def same_input(shape, dtype, seed=0, scale=1.0):
 def conv_block_case(rows, n, reps, rounds):
     """The convolutions of a ResNet-50 stage-2 bottleneck (1x1 256->64, 3x3 64->64, 1x1 64->256
     at 56x56), channels last, bf16, forward + backward (input and weight gradients), with
-    cuDNN's benchmark mode on in both libraries (the algorithm choice is what differs)."""
+    cuDNN's benchmark mode on in both libraries (the algorithm choice is what differs); then
+    the same through cuDNN's backend API (tp._C._cudnn_set_backend_api), against the same
+    torch time."""
     if not tp.backends.cudnn.is_available():
         rows.append(("conv block: this build has no cuDNN", float("nan"), float("nan"), "ms", ""))
         return
@@ -61,15 +63,28 @@ def conv_block_case(rows, n, reps, rounds):
     def block_th():
         return torch.autograd.grad(block(torch.nn.functional, ins_t), ins_t, got.detach())
 
-    with tp.no_grad(), torch.no_grad():
-        ref = block(torch.nn.functional, ins_t)
-        check("conv block", block(F, ins), ref, rtol=3e-2, atol=3e-2 * float(ref.abs().max()))
-    for name, a, b in zip(("input", "w1x1a", "w3x3", "w1x1b"), block_tp(), block_th()):
-        check(f"conv block grad {name}", a, b, rtol=3e-2, atol=3e-2 * float(b.abs().max()))
+    def check_block(what):
+        with tp.no_grad(), torch.no_grad():
+            ref = block(torch.nn.functional, ins_t)
+            check(what, block(F, ins), ref, rtol=3e-2, atol=3e-2 * float(ref.abs().max()))
+        for name, a, b in zip(("input", "w1x1a", "w3x3", "w1x1b"), block_tp(), block_th()):
+            check(f"{what} grad {name}", a, b, rtol=3e-2, atol=3e-2 * float(b.abs().max()))
+
+    check_block("conv block")
     a = gpu_time(tp, block_tp, reps, rounds)
     b = gpu_time(torch, block_th, reps, rounds)
     flops = 3 * 2 * n * 56 * 56 * sum(s[0] * s[1] * s[2] * s[3] for s in shapes)  # backward: 2x forward
     rows.append((f"conv block fwd+bwd N={n} 56x56 bf16 NHWC", a, b, "ms",
+                 f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1"))
+
+    # the same block through cuDNN's backend API with cached plans (Note [cuDNN backend API])
+    tp._C._cudnn_set_backend_api(True)
+    try:
+        check_block("conv block (backend API)")
+        a = gpu_time(tp, block_tp, reps, rounds)
+    finally:
+        tp._C._cudnn_set_backend_api(False)
+    rows.append((f"conv block fwd+bwd N={n} 56x56 bf16 NHWC (backend API)", a, b, "ms",
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1"))
 
 

@@ -1,5 +1,6 @@
-// Convolutions through cuDNN 9's legacy convolution API (cudnn_conv.cpp): compiled only when
-// CMake finds cuDNN (TP_USE_CUDNN); Note [cuDNN convolutions] there says how it works.
+// Convolutions through cuDNN 9's legacy convolution API, or optionally its backend API
+// (cudnn_conv.cpp): compiled only when CMake finds cuDNN (TP_USE_CUDNN); Notes [cuDNN
+// convolutions] and [cuDNN backend API] there say how it works.
 #pragma once
 #include <cstdint>
 
@@ -15,6 +16,15 @@ struct ConvParams {
 
 /// cudnnGetVersion(): major * 10000 + minor * 100 + patch (90801 for 9.8.1).
 int64_t version();
+
+/// Whether convolutions go through cuDNN's backend (graph) API with execution plans cached
+/// per shape key (Note [cuDNN backend API] in cudnn_conv.cpp), falling back to the legacy
+/// calls for what it refuses; off by default. tp._C._cudnn_set_backend_api / _cudnn_backend_api.
+void set_backend_api(bool on);
+bool backend_api();
+/// Execution plans in the backend path's cache (keys it refused, which the legacy path
+/// runs, not counted).
+int64_t plan_cache_size();
 
 /// y = conv(x, w) of sizes `y_sizes`, channels last when `channels_last` (2-D/3-D only), else
 /// row-major. x and w may have any strides. An undefined tensor when cuDNN takes no such

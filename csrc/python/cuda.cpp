@@ -1,8 +1,11 @@
 // tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/, and _has_cudnn /
-// _cudnn_version. In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
+// _cudnn_version / the cuDNN backend-API switch (_cudnn_set_backend_api, _cudnn_backend_api,
+// _cudnn_plan_cache_size). In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
 // exist; the Python package raises from there.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/vector.h>
+
+#include <atomic>
 
 #include "python/bindings.h"
 
@@ -37,8 +40,17 @@ void bind_cuda(nb::module_& m) {
 #ifdef TP_USE_CUDNN
   m.attr("_has_cudnn") = true;
   m.def("_cudnn_version", [] { return cuda::cudnn::version(); });
+  // Note [cuDNN backend API] (cuda/cudnn_conv.cpp): the switch and the plan cache's size
+  m.def("_cudnn_set_backend_api", [](bool on) { cuda::cudnn::set_backend_api(on); });
+  m.def("_cudnn_backend_api", [] { return cuda::cudnn::backend_api(); });
+  m.def("_cudnn_plan_cache_size", [] { return cuda::cudnn::plan_cache_size(); });
 #else
   m.attr("_has_cudnn") = false;
+  // without cuDNN the switch only remembers its value (nothing reads it) and no plan is cached
+  static std::atomic<bool> backend_api{false};
+  m.def("_cudnn_set_backend_api", [](bool on) { backend_api.store(on); });
+  m.def("_cudnn_backend_api", [] { return backend_api.load(); });
+  m.def("_cudnn_plan_cache_size", [] { return int64_t(0); });
 #endif
 #ifndef TP_USE_CUDA
   m.attr("_cuda_compiled") = false;

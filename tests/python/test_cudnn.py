@@ -2,7 +2,9 @@
 the transposed ones with groups, strides, dilation and channels-last inputs in float64,
 float32, float16 and bfloat16 on CUDA, values and gradients against the CPU op (in float64)
 and torch's CUDA result, layouts as torch's; the benchmark/deterministic flags; the unfold
-fallback when tp.backends.cudnn.enabled is False. The flag tests run on every build."""
+fallback when tp.backends.cudnn.enabled is False. The value tests run through both the legacy
+API and the backend (graph) API with its plan cache (tp._C._cudnn_set_backend_api, Note [cuDNN
+backend API]). The flag tests run on every build."""
 import numpy as np
 import pytest
 import torch
@@ -22,9 +24,20 @@ def _restore_flags():
     c = tp.backends.cudnn
     old = (c.enabled, c.benchmark, c.deterministic, c.allow_tf32)
     old_torch = torch.backends.cudnn.allow_tf32
+    old_api = tp._C._cudnn_backend_api()
     yield
     c.enabled, c.benchmark, c.deterministic, c.allow_tf32 = old
     torch.backends.cudnn.allow_tf32 = old_torch
+    tp._C._cudnn_set_backend_api(old_api)
+
+
+@pytest.fixture(params=[False, True], ids=["legacy_api", "backend_api"])
+def cudnn_api(request):
+    """Runs the test with convolutions through cuDNN's legacy API, then its backend API."""
+    old = tp._C._cudnn_backend_api()
+    tp._C._cudnn_set_backend_api(request.param)
+    yield request.param
+    tp._C._cudnn_set_backend_api(old)
 
 
 # ------------------------------------------------------------------ flags (every build)
@@ -42,6 +55,15 @@ def test_flags_reach_the_cpp_side():
     with pytest.raises(RuntimeError, match="set_benchmark_cudnn expects a bool, but got int"):
         c.benchmark = 1
     assert c.benchmark is True
+
+
+def test_backend_api_switch():
+    assert tp._C._cudnn_backend_api() is False  # off by default
+    tp._C._cudnn_set_backend_api(True)
+    assert tp._C._cudnn_backend_api() is True
+    tp._C._cudnn_set_backend_api(False)
+    assert tp._C._cudnn_backend_api() is False
+    assert isinstance(tp._C._cudnn_plan_cache_size(), int)
 
 
 def test_availability_matches_the_build():
@@ -123,7 +145,7 @@ def _run(lib, fn, arrays, dtype, device, cl, kw, cot):
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 @pytest.mark.parametrize("cl", [False, True], ids=["rowmajor", "channels_last"])
-def test_convolution_against_cpu_and_torch(case, dtype, cl):
+def test_convolution_against_cpu_and_torch(case, dtype, cl, cudnn_api):
     fn, xs, ws, kw = case
     if cl and len(xs) == 3:
         pytest.skip("no channels-last layout for 1-D convolutions")
@@ -152,7 +174,7 @@ def test_convolution_against_cpu_and_torch(case, dtype, cl):
 
 @cudnn
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_benchmark_and_deterministic_agree(dtype):
+def test_benchmark_and_deterministic_agree(dtype, cudnn_api):
     rng = np.random.default_rng(7)
     x = _layout(tp.tensor(rng.standard_normal((8, 32, 28, 28)), dtype=getattr(tp, dtype), device="cuda"), True)
     w = tp.tensor(rng.standard_normal((64, 32, 3, 3)) * 0.1, dtype=getattr(tp, dtype), device="cuda")
@@ -177,7 +199,7 @@ def test_benchmark_and_deterministic_agree(dtype):
 
 
 @cudnn
-def test_disabled_cudnn_falls_back_to_unfold():
+def test_disabled_cudnn_falls_back_to_unfold(cudnn_api):
     rng = np.random.default_rng(3)
     x2, w2 = rng.standard_normal((2, 4, 10, 10)), rng.standard_normal((6, 4, 3, 3))
     x3, w3 = rng.standard_normal((2, 4, 5, 6, 7)), rng.standard_normal((6, 4, 3, 3, 3))
@@ -202,7 +224,7 @@ def test_disabled_cudnn_falls_back_to_unfold():
 
 
 @cudnn
-def test_empty_batch_and_channels():
+def test_empty_batch_and_channels(cudnn_api):
     w = tp.randn(6, 4, 3, 3, device="cuda", requires_grad=True)
     x = tp.randn(0, 4, 8, 8, device="cuda", requires_grad=True)
     y = F.conv2d(x, w, padding=1)
@@ -214,7 +236,7 @@ def test_empty_batch_and_channels():
 
 
 @cudnn
-def test_output_padding_cudnn_does_not_take():
+def test_output_padding_cudnn_does_not_take(cudnn_api):
     # output_padding >= stride (allowed below the dilation): cuDNN's sizes rule has no such
     # output, so the unfold path computes it
     rng = np.random.default_rng(5)
@@ -224,3 +246,33 @@ def test_output_padding_cudnn_does_not_take():
     got = F.conv_transpose2d(tp.tensor(x, device="cuda"), tp.tensor(w, device="cuda"), **kw)
     assert tuple(got.shape) == tuple(ref.shape)
     _close(got, _np(ref), "float64", "output_padding past cuDNN")
+
+
+@cudnn
+@pytest.mark.parametrize("dtype,cl", [("float32", False), ("bfloat16", True)], ids=["float32", "bfloat16-nhwc"])
+def test_backend_api_caches_plans(dtype, cl):
+    # forward, input and weight gradients of a new shape: three plans built once, then reused
+    rng = np.random.default_rng(11)
+    dt = getattr(tp, dtype)
+    x = _layout(tp.tensor(rng.standard_normal((3, 16, 13, 11)), dtype=dt, device="cuda"), cl)
+    w = tp.tensor(rng.standard_normal((24, 16, 3, 3)) * 0.1, dtype=dt, device="cuda")
+    cot = tp.tensor(rng.standard_normal((3, 24, 13, 11)), dtype=dt, device="cuda")
+    tp.backends.cudnn.allow_tf32 = False  # float32 within TOL of the legacy result
+
+    def fwd_bwd():
+        xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = F.conv2d(xg, wg, padding=1)
+        return [y.detach()] + list(tp.autograd.grad(y, [xg, wg], cot))
+
+    legacy = fwd_bwd()
+    tp._C._cudnn_set_backend_api(True)
+    before = tp._C._cudnn_plan_cache_size()
+    first = fwd_bwd()
+    built = tp._C._cudnn_plan_cache_size()
+    assert built == before + 3, (before, built)  # no pass fell back to the legacy API
+    for _ in range(3):
+        again = fwd_bwd()
+    assert tp._C._cudnn_plan_cache_size() == built
+    for run in (first, again):
+        for a, b in zip(run, legacy):
+            _close(a, _np(b), dtype, "backend API vs legacy API")
