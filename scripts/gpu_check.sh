@@ -37,8 +37,9 @@ cuda_rc=0
 : >"$cuda_log"
 for f in $cuda_tests; do
   select=""; case "$f" in *test_examples.py) select="-k cuda";; esac
-  python3 -m pytest "$f" $select -q -rfEx --tb=short -p no:cacheprovider -W ignore::UserWarning \
-    --rootdir=. >"$cuda_log.one" 2>&1 || cuda_rc=1
+  # a hung kernel (a new one that deadlocks) costs one file, not the whole call
+  timeout "${GPU_TEST_TIMEOUT:-240}" python3 -m pytest "$f" $select -q -rfEx --tb=short -p no:cacheprovider \
+    -W ignore::UserWarning --rootdir=. >"$cuda_log.one" 2>&1 || cuda_rc=1
   cat "$cuda_log.one" >>"$cuda_log"
   echo "$(basename "$f"): $(tail -n 1 "$cuda_log.one")"
   grep -E "^(FAILED|ERROR|XFAIL)" "$cuda_log.one" | cut -c1-200 | head -n 25
@@ -60,7 +61,8 @@ for b in cuda:bench_cuda:16 nn:bench_cuda_nn:26 train:bench_cuda_train:8; do
   IFS=: read -r name script lines <<<"$b"
   extra=""; [ "$name" = nn ] && extra="--row-pipeline"
   case "$benches" in *" $name "*)
-    python3 "benchmarks/$script.py" ${GPU_BENCH_ARGS:-} $extra 2>&1 | tee -a "$log" | tail -n "$lines";;
+    timeout "${GPU_BENCH_TIMEOUT:-300}" python3 "benchmarks/$script.py" ${GPU_BENCH_ARGS:-} $extra 2>&1 |
+      tee -a "$log" | tail -n "$lines";;
   esac
 done
 case "$benches" in *" host "*)  # where a tiny op's host time goes (not in the default list)
