@@ -1161,6 +1161,9 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
   const DType adt = compute_dtype(input.dtype());
   // the node leaves an unused output's gradient undefined (zero_fill: false in nn_norm.yaml)
   const bool rstd_used = mask[0] && grad_rstd.defined();
+  // rstd does not depend on the weight: with only rstd used, the weight's gradient is undefined
+  // (None), as PyTorch's
+  const bool weight_grad = mask[1] && grad.defined();
   const Tensor grad_out = grad.defined() ? grad : zeros(input.sizes(), input.dtype(), input.device());
   const Scalar n(double(std::accumulate(normalized_shape.begin(), normalized_shape.end(), int64_t(1),
                                         std::multiplies<int64_t>())));
@@ -1168,7 +1171,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
     return _to_dtype(grad_rstd, adt) * rs * rs * rs * x / n;
   };
   if (!autograd::grad_enabled()) {
-    auto [gx, gw] = _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, mask[0], mask[1]);
+    auto [gx, gw] = _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, mask[0], weight_grad);
     if (rstd_used)
       gx = _to_dtype(_to_dtype(gx, adt) - rstd_term(_to_dtype(rstd, adt), _to_dtype(input, adt)), input.dtype());
     return {gx, gw};
@@ -1186,7 +1189,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
     if (rstd_used) gx = gx - rstd_term(rs, x);
     gx = _to_dtype(gx, input.dtype());
   }
-  if (mask[1]) {
+  if (weight_grad) {
     Tensor s = g * xhat;
     gw = _to_dtype(lead_dims.empty() ? s : sum(s, lead_dims), weight ? weight->dtype() : input.dtype());
   }

@@ -117,6 +117,22 @@ def test_rms_norm_double_backward_matches_torch():
     _close(w.grad, tw.grad, scale=10)
 
 
+@pytest.mark.parametrize("use_output", [False, True])
+def test_fused_rms_norm_rstd_gradient_matches_torch(use_output):
+    """rstd is differentiable in x; with only rstd used the weight's gradient is None, with
+    the output used too (times 0) it is zeros, as torch's."""
+    x, tx = _pair((3, 8), seed=18, requires_grad=True)
+    w, tw = _pair((8,), seed=19, requires_grad=True)
+    for lib, a, b in ((tp, x, w), (torch, tx, tw)):
+        y, rstd = lib._fused_rms_norm(a, [8], b, None)
+        (rstd.sum() + (0 * y.sum() if use_output else 0)).backward()
+    _close(x.grad, tx.grad)
+    if use_output:
+        _close(w.grad, tw.grad)
+    else:
+        assert w.grad is None and tw.grad is None
+
+
 def test_fused_rms_norm_backward_op():
     x, tx = _pair((7, 33), "float32", seed=15, requires_grad=True)
     w, tw = _pair((33,), "float32", seed=16, requires_grad=True)
