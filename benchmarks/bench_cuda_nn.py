@@ -108,7 +108,8 @@ def main():
                          "conv block: batch 16)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--row-pipeline", action="store_true",
-                    help="also time the register-row kernels the pipelined ones replaced (Note [Row pipeline])")
+                    help="also time the register-row kernels the pipelined ones replaced (Note [Row pipeline]) "
+                         "and the unmeasured warp-row ones (Note [Warp rows])")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
@@ -127,6 +128,18 @@ def main():
         b = gpu_time(torch, f_th, reps, rounds)
         bw_a, bw_b = nbytes / 1e9 / (a / 1e3), nbytes / 1e9 / (b / 1e3)
         rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
+
+    def warp_rows_bw(name, f_tp, f_th, nbytes, tol):
+        """Note [Warp rows]: the half-type warp-row kernels (off until measured), checked against
+        torch first; a failed check or a CUDA error becomes the row's note."""
+        tp._C._cuda_set_warp_rows(True)
+        try:
+            check(name, f_tp(), f_th(), rtol=tol, atol=tol)
+            add_bw(name, f_tp, f_th, nbytes)
+        except (SystemExit, RuntimeError) as e:
+            rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
+        finally:
+            tp._C._cuda_set_warp_rows(False)
 
     for dtype, tol in [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
@@ -147,6 +160,11 @@ def main():
             add_bw(f"layer_norm fwd {tag} register rows", lambda: F.layer_norm(x, (n,), w, b),
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
+            if dtype == "bfloat16":
+                warp_rows_bw(f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
+                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                warp_rows_bw(f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
+                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
@@ -191,6 +209,9 @@ def main():
             add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
+            if dtype == "bfloat16":
+                warp_rows_bw(f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
+                             2 * x.numel() * size, tol)
         del x, xt, g, gt
 
     x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)

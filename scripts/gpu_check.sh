@@ -57,7 +57,7 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
   python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
   python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 fi
-for b in cuda:bench_cuda:16 nn:bench_cuda_nn:26 train:bench_cuda_train:8; do
+for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8; do
   IFS=: read -r name script lines <<<"$b"
   extra=""; [ "$name" = nn ] && extra="--row-pipeline"
   case "$benches" in *" $name "*)

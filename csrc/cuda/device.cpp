@@ -96,11 +96,14 @@ DeviceGuard::~DeviceGuard() {
 namespace {
 std::atomic<bool> g_row_pipeline{true};
 std::atomic<bool> g_flash_mma{false};
+std::atomic<bool> g_warp_rows{false};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
 void set_row_pipeline_enabled(bool on) { g_row_pipeline.store(on, std::memory_order_relaxed); }
 
+bool warp_rows_enabled() { return g_warp_rows.load(std::memory_order_relaxed); }
+void set_warp_rows_enabled(bool on) { g_warp_rows.store(on, std::memory_order_relaxed); }
 bool flash_mma_enabled() { return g_flash_mma.load(std::memory_order_relaxed); }
 void set_flash_mma_enabled(bool on) { g_flash_mma.store(on, std::memory_order_relaxed); }
 

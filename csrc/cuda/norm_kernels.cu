@@ -122,6 +122,20 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* 
   });
 }
 
+/// Layer norm of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
+template <class T, int K>
+__global__ __launch_bounds__(kWarpPipeThreads) void layer_norm_warp_kernel(const T* x, const acc_t<T>* w,
+                                                                           const acc_t<T>* b, T* y, acc_t<T>* mean,
+                                                                           acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                                           double eps) {
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  const T* const src[1] = {x};
+  pipe_rows_warp(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x & 31), 32,
+                         n / kPackOf<T>, n, eps, nullptr);
+  });
+}
+
 /// Layer norm of rows of any length (shape as softmax_stream_kernel): the row read three
 /// times (mean, centred squares, output; twice for RMS norm).
 template <class T>
@@ -632,6 +646,30 @@ T* mut_ptr_or_null(const Tensor& t) {
 
 int multiprocessors(int device) { return device_properties(device).multi_processor_count; }
 
+/// Launches layer_norm_warp_kernel when warp rows are on and the rows fit them.
+template <class T>
+bool launch_layer_norm_warp(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y, acc_t<T>* mean, acc_t<T>* rstd,
+                            int64_t rows, int64_t n, double eps, int dev, cudaStream_t s) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    if (!warp_rows_fit<T>(n, {x, y, w, b})) return false;
+    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages * size_t(n) * sizeof(T);
+    auto go = [&](auto kernel) {
+      kernel<<<pipe_blocks(kernel, smem, rows, dev, kWarpPipeThreads, kWarpPipeWarps), kWarpPipeThreads, smem, s>>>(
+          x, w, b, y, mean, rstd, rows, n, eps);
+    };
+    switch (warp_packs_per_lane<T>(n)) {
+      case 1: go(layer_norm_warp_kernel<T, 1>); break;
+      case 2: go(layer_norm_warp_kernel<T, 2>); break;
+      case 4: go(layer_norm_warp_kernel<T, 4>); break;
+      case 8: go(layer_norm_warp_kernel<T, 8>); break;
+      default: go(layer_norm_warp_kernel<T, 16>); break;
+    }
+    return true;
+  }
+}
+
 /// Calls go(std::integral_constant<int, K>) for K = k (1, 2, 4 or 8; 8 only where the
 /// kernel's shape allows it: kmax).
 template <int Kmax, class F>
@@ -675,6 +713,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     T* yp = y.device_data<T>();
     const A *wp = ptr_or_null<A>(w), *bp = ptr_or_null<A>(b);
     A *mp = mut_ptr_or_null<A>(mean), *rp = rstd.device_data<A>();
+    if (launch_layer_norm_warp(xp, wp, bp, yp, mp, rp, rows, len, eps, x.device().index, s)) return;
     RegRowConfig c;
     // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])

@@ -100,7 +100,8 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
 /// static shared memory counts against the 48 KB default too, so a ring of exactly 48 KB
 /// needs it), never lowering it (an earlier, larger launch of the kernel still needs it).
 template <class K>
-unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
+unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int threads = kPipeThreads,
+                     int rows_per_block = 1) {
   struct Key {
     const void* kernel;
     size_t smem;
@@ -121,13 +122,86 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device) {
     if (smem_bytes > limit)
       TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
     int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPipeThreads, smem_bytes) != cudaSuccess ||
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes) != cudaSuccess ||
         per_sm < 1)
       per_sm = 1;
     fill = int64_t(per_sm) * device_properties(device).multi_processor_count;
     known.emplace_back(key, fill);
   }
-  return unsigned(rows < fill ? rows : fill);
+  const int64_t wanted = (rows + rows_per_block - 1) / rows_per_block;
+  return unsigned(wanted < fill ? wanted : fill);
+}
+
+// Note [Warp rows]: the block pipeline above pays four block barriers per row (the ring's
+// two and one per reduction). For half-type rows of 4096 that is what bounds it (bfloat16
+// softmax at 3070 GB/s against float32's 3637 on the H200: half the bytes per barrier). Here
+// each warp of a kWarpPipeWarps-warp block streams its own rows (grid warp w takes rows w,
+// w + warps in the grid, ...) through its own ring of kPipeStages buffers, lane l fetching
+// packs l, l + 32, ...; the row body runs with 32 threads, so its reductions are shuffles and
+// the only synchronisation is __syncwarp. Rows of half types up to kWarpMaxRowBytes (up to
+// 16 packs a lane in registers). Off until measured (`tp._C._cuda_set_warp_rows`,
+// bench_cuda_nn.py --row-pipeline times it beside the block pipeline).
+constexpr int kWarpPipeWarps = 4;
+constexpr int kWarpPipeThreads = 32 * kWarpPipeWarps;
+constexpr int64_t kWarpMaxRowBytes = 8192;
+
+/// Whether rows of n elements of T at these pointers take the warp-row kernels (switched on,
+/// a half type, whole packs of at most kWarpMaxRowBytes, 16-byte aligned pointers).
+template <class T>
+bool warp_rows_fit(int64_t n, std::initializer_list<const void*> ptrs) {
+  if (sizeof(T) != 2 || !warp_rows_enabled()) return false;
+  if (n <= 0 || n % kPackOf<T> != 0 || n * int64_t(sizeof(T)) > kWarpMaxRowBytes) return false;
+  for (const void* p : ptrs)
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
+/// Packs per lane of a warp row of n elements: 1, 2, 4, 8 or 16.
+template <class T>
+int warp_packs_per_lane(int64_t n) {
+  const int64_t packs = n / kPackOf<T>;
+  int k = 1;
+  while (int64_t(k) * 32 < packs) k *= 2;
+  return k;
+}
+
+/// pipe_rows for one warp per row (Note [Warp rows]): runs body(row, buf) in every lane of
+/// warp w of the grid for rows w, w + (warps in the grid), ...; ring holds kPipeStages * NIN
+/// * n elements per warp of the block. body may synchronise the warp, not the block.
+template <int NIN, class T, class Body>
+__device__ __forceinline__ void pipe_rows_warp(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring,
+                                               Body body) {
+  constexpr int V = kPackOf<T>;
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const int packs = int(n / V);
+  const int64_t step = int64_t(gridDim.x) * kWarpPipeWarps;
+  T* mine = ring + int64_t(warp) * kPipeStages * NIN * n;
+  auto fetch = [&](int stage, int64_t r) {
+#pragma unroll
+    for (int i = 0; i < NIN; ++i) {
+      T* dst = mine + (int64_t(stage) * NIN + i) * n;
+      const T* from = src[i] + r * n;
+      for (int j = lane; j < packs; j += 32) __pipeline_memcpy_async(dst + j * V, from + j * V, 16);
+    }
+  };
+  const int64_t first = int64_t(blockIdx.x) * kWarpPipeWarps + warp;
+#pragma unroll
+  for (int s = 0; s < kPipeStages - 1; ++s) {
+    const int64_t r = first + s * step;
+    if (r < rows) fetch(s, r);
+    __pipeline_commit();
+  }
+  int stage = 0;
+  for (int64_t row = first; row < rows; row += step) {
+    const int64_t ahead = row + (kPipeStages - 1) * step;
+    if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);
+    __pipeline_commit();
+    __pipeline_wait_prior(kPipeStages - 1);  // this lane's copies of `row` have landed
+    __syncwarp();                            // ... and every other lane's
+    body(row, static_cast<const T*>(mine + int64_t(stage) * NIN * n));
+    __syncwarp();  // buf is refilled next round
+    stage = stage + 1 == kPipeStages ? 0 : stage + 1;
+  }
 }
 
 }  // namespace tp::cuda

@@ -51,6 +51,11 @@ class DeviceGuard {
 bool row_pipeline_enabled();
 void set_row_pipeline_enabled(bool on);
 
+/// Whether half-type rows of up to 8 KB stream one warp per row (Note [Warp rows] in
+/// cuda/row_pipeline.cuh); off by default until measured on a GPU.
+bool warp_rows_enabled();
+void set_warp_rows_enabled(bool on);
+
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; off by default until
 /// the mma kernels are verified on a GPU.

@@ -109,6 +109,40 @@ __global__ __launch_bounds__(kPipeThreads) void softmax_pipe_kernel(const T* x, 
   });
 }
 
+/// softmax of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
+template <class T, int K>
+__global__ __launch_bounds__(kWarpPipeThreads) void softmax_warp_kernel(const T* x, T* y, int64_t rows, int64_t n,
+                                                                        bool log) {
+  extern __shared__ __align__(16) unsigned char pipe_smem[];
+  const T* const src[1] = {x};
+  pipe_rows_warp(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x & 31), 32, n / kPackOf<T>, log, nullptr);
+  });
+}
+
+/// Launches softmax_warp_kernel when warp rows are on and the rows fit them.
+template <class T>
+bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    if (!warp_rows_fit<T>(n, {x, y})) return false;
+    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages * size_t(n) * sizeof(T);
+    auto go = [&](auto kernel) {
+      kernel<<<pipe_blocks(kernel, smem, rows, dev, kWarpPipeThreads, kWarpPipeWarps), kWarpPipeThreads, smem, s>>>(
+          x, y, rows, n, log);
+    };
+    switch (warp_packs_per_lane<T>(n)) {
+      case 1: go(softmax_warp_kernel<T, 1>); break;
+      case 2: go(softmax_warp_kernel<T, 2>); break;
+      case 4: go(softmax_warp_kernel<T, 4>); break;
+      case 8: go(softmax_warp_kernel<T, 8>); break;
+      default: go(softmax_warp_kernel<T, 16>); break;
+    }
+    return true;
+  }
+}
+
 /// Launches softmax_pipe_kernel when the pipeline is on and the rows fit it.
 template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
@@ -297,7 +331,8 @@ void softmax_forward(const Tensor& x, const Tensor& y, int64_t outer, int64_t n,
     T* yp = y.device_data<T>();
     if (inner > 1) {
       softmax_cols_kernel<T><<<loop_blocks(outer * inner), kLoopThreads, 0, s>>>(xp, yp, outer, n, inner, log);
-    } else if (!launch_softmax_pipe(xp, yp, outer, n, log, x.device().index, s) &&
+    } else if (!launch_softmax_warp(xp, yp, outer, n, log, x.device().index, s) &&
+               !launch_softmax_pipe(xp, yp, outer, n, log, x.device().index, s) &&
                !launch_softmax_reg(xp, yp, outer, n, log, s)) {
       const StreamRowConfig c = stream_row_config(outer, n);
       softmax_stream_kernel<T><<<c.blocks, c.threads, 0, s>>>(xp, yp, outer, n, c.tpr, log);

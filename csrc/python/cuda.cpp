@@ -131,6 +131,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Row pipeline]: a switch for timing the register-row kernels against the pipelined ones
   m.def("_cuda_set_row_pipeline", [](bool on) { cuda::set_row_pipeline_enabled(on); });
   m.def("_cuda_row_pipeline", [] { return cuda::row_pipeline_enabled(); });
+  // Note [Warp rows]: one warp per half-type row, off unless switched on (unmeasured)
+  m.def("_cuda_set_warp_rows", [](bool on) { cuda::set_warp_rows_enabled(on); });
+  m.def("_cuda_warp_rows", [] { return cuda::warp_rows_enabled(); });
   // Note [Flash attention on mma.sync]: the unverified mma kernels, off unless switched on
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

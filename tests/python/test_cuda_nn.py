@@ -143,6 +143,35 @@ def test_layer_norm_row_pipeline(n, dtype, pipeline):
         tp._C._cuda_set_row_pipeline(prev)
 
 
+@pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_warp_rows(n, dtype):
+    # Note [Warp rows]: one warp a half-type row (8192 is past them: the block pipeline),
+    # more rows than warps; softmax, log_softmax, layer norm with and without affine, RMS norm
+    x, ref = rand((3000, n), dtype, seed=n + 40)
+    w, wref = rand((n,), dtype, seed=41)
+    b, bref = rand((n,), dtype, seed=42)
+    prev = tp._C._cuda_warp_rows()
+    tp._C._cuda_set_warp_rows(True)
+    try:
+        close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
+        close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
+        for args in [(w, b, wref, bref), (None, None, None, None)]:
+            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+                  scale=10)
+        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
+        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+        close(ms, mref, "float32")
+        close(rs, rref, "float32", scale=10)
+        y, rs = tp._fused_rms_norm(x, [n], w, None)
+        yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
+        close(y, yref, dtype, scale=10)
+        close(rs, rref, "float32", scale=10)
+    finally:
+        tp._C._cuda_set_warp_rows(prev)
+    assert tp._C._cuda_warp_rows() is prev
+
+
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_layer_norm_backward(n, dtype):
