@@ -120,7 +120,7 @@ def main():
     zt = torch.empty_like(xt)
     copy_ms = gpu_time(torch, lambda: zt.copy_(xt), reps, rounds)
     copy_bw = 2 * xt.numel() * 4 / 1e9 / (copy_ms / 1e3)
-    del xt, zt
+    xt = zt = None  # frees the device memory
     rows.append((f"torch copy_ {rows_n}x{n} f32 (ceiling)", copy_bw, copy_bw, "GB/s", ""))
 
     def add_bw(name, f_tp, f_th, nbytes):
@@ -212,7 +212,7 @@ def main():
             if dtype == "bfloat16":
                 warp_rows_bw(f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                              2 * x.numel() * size, tol)
-        del x, xt, g, gt
+        x = xt = g = gt = None  # frees the device memory
 
     x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)
     tt = torch.randint(0, vocab, (ce_rows,), generator=torch.Generator().manual_seed(6)).cuda()
@@ -233,7 +233,7 @@ def main():
     b = gpu_time(torch, ce_th, reps, rounds)
     rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
 
-    del x, xt, xg, xgt
+    x = xt = xg = xgt = None  # frees the device memory
     # fused attention (Note [Flash attention]): forward + backward, causal, bf16
     b_, h_, seq, hd = (8, 16, 1024 if args.quick else 4096, 128)
     (q, qt), (k, kt), (v, vt) = (same_input((b_, h_, seq, hd), "bfloat16", seed=s) for s in (7, 8, 9))
@@ -270,7 +270,7 @@ def main():
 
     unverified_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (mma kernel)", tp._C._cuda_set_flash_mma,
                    mma_kernel, b, lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")
-    del q, qt, k, kt, v, vt, go, got, ins, ins_t
+    q = qt = k = kt = v = vt = go = got = ins = ins_t = None  # frees the device memory
 
     print_rows("CUDA backend II", rows, args.markdown, 44)
 
