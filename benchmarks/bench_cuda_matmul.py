@@ -91,7 +91,7 @@ def main():
             t_tp, t_torch = statistics.median(ours), statistics.median(theirs)
             rows.append((f"matmul {n}^3 {name}", t_tp, t_torch, flops / t_tp / 1e9,
                          flops / t_torch / 1e9, err))
-            del a, b, ta, tb
+            a = b = ta = tb = None  # frees the device memory
     finally:
         tp.set_float32_matmul_precision(old[0])
         torch.backends.cuda.matmul.allow_tf32 = old[1]

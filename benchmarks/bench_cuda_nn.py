@@ -83,7 +83,8 @@ def conv_block_case(rows, n, reps, rounds):
         return gpu_time(tp, block_tp, reps, rounds)
 
     unverified_row(rows, f"conv block fwd+bwd N={n} 56x56 bf16 NHWC (backend API)", tp._C._cudnn_set_backend_api,
-                   backend_api, b, lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1")
+                   backend_api, b,
+                   lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1")
 
 
 def unverified_row(rows, name, switch, measure, torch_time, note):
@@ -262,7 +263,8 @@ def main():
     # the same attention case on the mma.sync kernels (Note [Flash attention on mma.sync]),
     # checked first; last, so a fault there costs no other row
     def mma_kernel():
-        check("scaled_dot_product_attention (mma kernel)", F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
+        check("scaled_dot_product_attention (mma kernel)",
+              F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
               torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
         for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
             check(f"scaled_dot_product_attention grad_{name} (mma kernel)", ours, theirs, rtol=5e-2, atol=5e-2)
