@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda/attention_common.cuh"
 #include "cuda/attention_kernels.h"
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
@@ -324,17 +325,6 @@ __global__ __launch_bounds__(kThreads) void flash_backward_kernel(const T* g, co
   }
 }
 
-/// Calls f(T{}, D constant) for the fused kernels' dtypes and head dims.
-template <class F>
-void visit_flash(DType dt, int64_t d, F&& f) {
-  auto by_dim = [&](auto t) {
-    if (d == 64) f(t, std::integral_constant<int, 64>{});
-    else f(t, std::integral_constant<int, 128>{});
-  };
-  if (dt == DType::Float16) by_dim(__half{});
-  else by_dim(__nv_bfloat16{});
-}
-
 /// Raises the kernel's dynamic shared-memory limit to `bytes` (on the current device; cheap,
 /// so before every launch).
 template <class K>
@@ -350,13 +340,13 @@ bool flash_attention_supported(DType dt, int64_t head_dim) {
 
 void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                              const Tensor& lse, bool causal, float scale) {
-  if (flash_mma_enabled()) return flash_attention_forward_mma(q, k, v, out, lse, causal, scale);
   const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
   if (bh == 0 || L == 0) return;
   DeviceGuard guard(q.device().index);
   cudaStream_t s = current_stream(q.device().index).handle;
   const int64_t n_qtiles = (L + kBr - 1) / kBr;
   TP_CHECK(bh * n_qtiles <= INT32_MAX, "_flash_attention_forward: ", bh, " x ", n_qtiles, " tiles exceed a CUDA grid");
+  if (flash_mma_enabled()) return flash_forward_mma(q, k, v, out, lse, causal, scale, s);
   visit_flash(q.dtype(), q.size(3), [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
@@ -372,7 +362,6 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
 void flash_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& out, const Tensor& lse, const Tensor& dq, const Tensor& dk,
                               const Tensor& dv, bool causal, float scale) {
-  if (flash_mma_enabled()) return flash_attention_backward_mma(g, q, k, v, out, lse, dq, dk, dv, causal, scale);
   const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
   if (bh == 0 || S == 0) return;
   DeviceGuard guard(q.device().index);
@@ -391,6 +380,7 @@ void flash_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
                                                                           dsum.device_data<float>(), rows);
       TP_CUDA_CHECK(cudaGetLastError());
     }
+    if (flash_mma_enabled()) return flash_backward_mma(g, q, k, v, lse, dsum, dq, dk, dv, causal, scale, s);
     auto kernel = flash_backward_kernel<T, D>;
     allow_smem(kernel, BackwardSmem<D>::bytes);
     kernel<<<unsigned(bh * n_ktiles), kThreads, BackwardSmem<D>::bytes, s>>>(

@@ -20,12 +20,4 @@ void flash_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
                               const Tensor& out, const Tensor& lse, const Tensor& dq, const Tensor& dk,
                               const Tensor& dv, bool causal, float scale);
 
-/// The same contracts on mma.sync / ldmatrix / cp.async (attention_mma.cu, Note [Flash
-/// attention on mma.sync]); the two above dispatch here when flash_mma_enabled().
-void flash_attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                 const Tensor& lse, bool causal, float scale);
-void flash_attention_backward_mma(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, const Tensor& dq, const Tensor& dk,
-                                  const Tensor& dv, bool causal, float scale);
-
 }  // namespace tp::cuda

@@ -36,11 +36,12 @@
 // exp2(m_old - m_new) and adds P V with P converted in registers. Causal: the walk stops at the
 // tile holding the diagonal. O / l is staged through the warp's own rows of the Q buffer and
 // written 16 bytes at a time; lse = (m + log2 l) ln 2.
-// Backward: a pre-pass takes D_i = rowsum(dO_i * O_i). One CTA of 4 warps per (batch * head, tile
-// of kBc = 64 keys), warp w owning keys 16w .. 16w+15, with K and V in shared memory and dK, dV
-// (16 x D floats each) in registers; it walks the query tiles that see its keys (64 rows; Q, dO,
-// lse and D double-buffered with cp.async). For each slice of 16 (D 128: at 32 the 128 accumulator
-// floats of dK, dV leave too few registers and ptxas spills) or all 64 (D 64) queries, S^T = K Q^T
+// Backward: the entry point's pre-pass (attention_kernels.cu) takes D_i = rowsum(dO_i * O_i).
+// One CTA of 4 warps per (batch * head, tile of kBc = 64 keys), warp w owning keys 16w .. 16w+15,
+// with K and V in shared memory and dK, dV (16 x D floats each) in registers; it walks the
+// query tiles that see its keys (64 rows; Q, dO, lse and D double-buffered with cp.async). For
+// each slice of 16 (D 128: at 32 the 128 accumulator floats of dK, dV leave too few registers
+// and ptxas spills) or all 64 (D 64) queries, S^T = K Q^T
 // and dP^T = V dO^T in registers give P^T = exp2(S^T scale log2(e) - lse log2(e)) and
 // dS^T = P^T (dP^T - D); these convert in registers to A operands for dV += P^T dO and dK += dS^T Q
 // (dO, Q via ldmatrix.trans); dS^T also goes to shared memory in the input dtype. After a barrier
@@ -56,7 +57,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "cuda/attention_kernels.h"
+#include "cuda/attention_common.cuh"
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
 #include "cuda/runtime.h"
@@ -330,22 +331,6 @@ __global__ __launch_bounds__(kFwdWarps * 32) void flash_forward_mma_kernel(const
   }
 }
 
-/// dsum[row] = sum over D of g[row] * o[row], one warp per row, D / 32 contiguous elements a lane.
-template <class T, int D>
-__global__ void attention_row_dot_mma_kernel(const T* g, const T* o, float* dsum, int64_t rows) {
-  const int64_t row = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
-  constexpr int kPer = D / 32;
-  const int lane = int(threadIdx.x) % 32;
-  const auto gp = *reinterpret_cast<const Pack<T, kPer>*>(g + row * D + lane * kPer);
-  const auto op = *reinterpret_cast<const Pack<T, kPer>*>(o + row * D + lane * kPer);
-  float s = 0.f;
-#pragma unroll
-  for (int e = 0; e < kPer; ++e) s += to_acc(gp.v[e]) * to_acc(op.v[e]);
-  s = warp_reduce(s, SumFn{});
-  if (lane == 0) dsum[row] = s;
-}
-
 template <class T, int D>
 __global__ __launch_bounds__(kBwdWarps * 32) void flash_backward_mma_kernel(
     const T* g, const T* q, const T* k, const T* v, const float* lse, const float* dsum, float* dq, T* dk, T* dv,
@@ -529,28 +514,12 @@ __global__ __launch_bounds__(kBwdWarps * 32) void flash_backward_mma_kernel(
   store_rows<T, D>(dv, vstage, ld, k0 + r0, S, lane);
 }
 
-/// Calls f(T{}, D constant) for the fused kernels' dtypes and head dims.
-template <class F>
-void visit_flash_mma(DType dt, int64_t d, F&& f) {
-  auto by_dim = [&](auto t) {
-    if (d == 64) f(t, std::integral_constant<int, 64>{});
-    else f(t, std::integral_constant<int, 128>{});
-  };
-  if (dt == DType::Float16) by_dim(__half{});
-  else by_dim(__nv_bfloat16{});
-}
-
 }  // namespace
 
-void flash_attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                                 const Tensor& lse, bool causal, float scale) {
-  const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
-  if (bh == 0 || L == 0) return;
-  DeviceGuard guard(q.device().index);
-  cudaStream_t s = current_stream(q.device().index).handle;
-  const int64_t n_qtiles = (L + kBr - 1) / kBr;
-  TP_CHECK(bh * n_qtiles <= INT32_MAX, "_flash_attention_forward: ", bh, " x ", n_qtiles, " tiles exceed a CUDA grid");
-  visit_flash_mma(q.dtype(), q.size(3), [&](auto t, auto dim) {
+void flash_forward_mma(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                       bool causal, float scale, cudaStream_t s) {
+  const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2), n_qtiles = (L + kBr - 1) / kBr;
+  visit_flash(q.dtype(), q.size(3), [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
     auto kernel = flash_forward_mma_kernel<T, D>;
@@ -562,27 +531,13 @@ void flash_attention_forward_mma(const Tensor& q, const Tensor& k, const Tensor&
   TP_CUDA_CHECK(cudaGetLastError());
 }
 
-void flash_attention_backward_mma(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& out, const Tensor& lse, const Tensor& dq, const Tensor& dk,
-                                  const Tensor& dv, bool causal, float scale) {
-  const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2);
-  if (bh == 0 || S == 0) return;
-  DeviceGuard guard(q.device().index);
-  cudaStream_t s = current_stream(q.device().index).handle;
-  const int64_t rows = bh * L, n_ktiles = (S + kBc - 1) / kBc;
-  const int64_t rows_shape[1] = {rows};
-  TP_CHECK(bh * n_ktiles <= INT32_MAX, "_flash_attention_backward: ", bh, " x ", n_ktiles, " tiles exceed a CUDA grid");
-  Tensor dsum = empty_tensor(IntArrayRef(rows_shape, 1), DType::Float32, q.device());
-  visit_flash_mma(q.dtype(), q.size(3), [&](auto t, auto dim) {
+void flash_backward_mma(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lse,
+                        const Tensor& dsum, const Tensor& dq, const Tensor& dk, const Tensor& dv, bool causal,
+                        float scale, cudaStream_t s) {
+  const int64_t bh = q.size(0) * q.size(1), L = q.size(2), S = k.size(2), n_ktiles = (S + kBc - 1) / kBc;
+  visit_flash(q.dtype(), q.size(3), [&](auto t, auto dim) {
     using T = decltype(t);
     constexpr int D = decltype(dim)::value;
-    if (rows > 0) {
-      constexpr int kRowsPerBlock = 8;
-      const unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-      attention_row_dot_mma_kernel<T, D><<<blocks, kRowsPerBlock * 32, 0, s>>>(
-          g.device_data<T>(), out.device_data<T>(), dsum.device_data<float>(), rows);
-      TP_CUDA_CHECK(cudaGetLastError());
-    }
     auto kernel = flash_backward_mma_kernel<T, D>;
     TP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(BwdSmem<D>::bytes)));
     kernel<<<unsigned(bh * n_ktiles), kBwdWarps * 32, BwdSmem<D>::bytes, s>>>(
