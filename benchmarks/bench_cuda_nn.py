@@ -29,9 +29,9 @@ def same_input(shape, dtype, seed=0, scale=1.0):
 def conv_block_case(rows, n, reps, rounds):
     """The convolutions of a ResNet-50 stage-2 bottleneck (1x1 256->64, 3x3 64->64, 1x1 64->256
     at 56x56), channels last, bf16, forward + backward (input and weight gradients), with
-    cuDNN's benchmark mode on in both libraries (the algorithm choice is what differs); then
-    the same through cuDNN's backend API (tp._C._cudnn_set_backend_api), against the same
-    torch time."""
+    cuDNN's benchmark mode on in both libraries (the algorithm choice is what differs), through
+    cuDNN's backend API (the default, Note [cuDNN backend API]); then the same through the
+    legacy API (tp._C._cudnn_set_backend_api(False)), against the same torch time."""
     if not tp.backends.cudnn.is_available():
         rows.append(("conv block: this build has no cuDNN", float("nan"), float("nan"), "ms", ""))
         return
@@ -77,28 +77,30 @@ def conv_block_case(rows, n, reps, rounds):
     rows.append((f"conv block fwd+bwd N={n} 56x56 bf16 NHWC", a, b, "ms",
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1"))
 
-    # the same block through cuDNN's backend API with cached plans (Note [cuDNN backend API])
-    def backend_api():
-        check_block("conv block (backend API)")
+    # the same block through cuDNN's legacy calls (cuDNN 9 builds a plan on each of them)
+    def legacy_api():
+        check_block("conv block (legacy API)")
         return gpu_time(tp, block_tp, reps, rounds)
 
-    unverified_row(rows, f"conv block fwd+bwd N={n} 56x56 bf16 NHWC (backend API)", tp._C._cudnn_set_backend_api,
-                   backend_api, b,
-                   lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s; target ratio <= 1")
+    switched_row(rows, f"conv block fwd+bwd N={n} 56x56 bf16 NHWC (legacy API)",
+                 (tp._C._cudnn_backend_api, tp._C._cudnn_set_backend_api), False, legacy_api, b,
+                 lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")
 
 
-def unverified_row(rows, name, switch, measure, torch_time, note):
-    """A row for a path behind a switch that stays off until it is verified on a GPU: on for
-    `measure` (which checks against torch, then returns the time), off after. A failed check or
-    a CUDA error becomes the row's note instead of ending the run (and the other rows)."""
-    switch(True)
+def switched_row(rows, name, switch, value, measure, torch_time, note):
+    """A row for the path behind a switch ((getter, setter)) set to `value` for `measure` (which
+    checks against torch, then returns the time), restored after. A failed check or a CUDA
+    error becomes the row's note instead of ending the run (and the other rows)."""
+    get, put = switch
+    prev = get()
+    put(value)
     try:
         a = measure()
         text = note(a)
     except (SystemExit, RuntimeError) as e:
         a, text = float("nan"), f"not timed: {str(e)[:90]}"
     finally:
-        switch(False)
+        put(prev)
     rows.append((name, a, torch_time, "ms", text))
 
 
@@ -131,7 +133,7 @@ def main():
         rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
 
     def warp_rows_bw(name, f_tp, f_th, nbytes, tol):
-        """Note [Warp rows]: the half-type warp-row kernels (off until measured), checked against
+        """Note [Warp rows]: the half-type warp-row kernels (off by default), checked against
         torch first; a failed check or a CUDA error becomes the row's note."""
         tp._C._cuda_set_warp_rows(True)
         try:
@@ -235,7 +237,7 @@ def main():
     rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
 
     x = xt = xg = xgt = None  # frees the device memory
-    # fused attention (Note [Flash attention]): forward + backward, causal, bf16
+    # fused attention (Note [Flash attention on mma.sync]): forward + backward, causal, bf16
     b_, h_, seq, hd = (8, 16, 1024 if args.quick else 4096, 128)
     (q, qt), (k, kt), (v, vt) = (same_input((b_, h_, seq, hd), "bfloat16", seed=s) for s in (7, 8, 9))
     go, got = same_input((b_, h_, seq, hd), "bfloat16", seed=10)
@@ -252,7 +254,8 @@ def main():
         raise SystemExit("scaled_dot_product_attention: the fused kernel was not used")
     check("scaled_dot_product_attention", out.detach(),
           torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
-    check("scaled_dot_product_attention grad_query", sdpa_tp()[0], sdpa_th()[0], rtol=5e-2, atol=5e-2)
+    for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
+        check(f"scaled_dot_product_attention grad_{name}", ours, theirs, rtol=5e-2, atol=5e-2)
     a = gpu_time(tp, sdpa_tp, reps, rounds)
     b = gpu_time(torch, sdpa_th, reps, rounds)
     flops = 3.5 * 4 * b_ * h_ * seq * seq * hd / 2  # causal: half the scores; backward 2.5x forward
@@ -260,18 +263,6 @@ def main():
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
     conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
 
-    # the same attention case on the mma.sync kernels (Note [Flash attention on mma.sync]),
-    # checked first; last, so a fault there costs no other row
-    def mma_kernel():
-        check("scaled_dot_product_attention (mma kernel)",
-              F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
-              torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
-        for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
-            check(f"scaled_dot_product_attention grad_{name} (mma kernel)", ours, theirs, rtol=5e-2, atol=5e-2)
-        return gpu_time(tp, sdpa_tp, reps, rounds)
-
-    unverified_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (mma kernel)", tp._C._cuda_set_flash_mma,
-                   mma_kernel, b, lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")
     q = qt = k = kt = v = vt = go = got = ins = ins_t = None  # frees the device memory
 
     print_rows("CUDA backend II", rows, args.markdown, 44)

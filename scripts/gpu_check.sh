@@ -28,8 +28,8 @@ cuda_log=${OUT:-/tmp}/test_cuda.log
 (cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled, 'cudnn', tp.backends.cudnn.version())")
 # The CUDA test files, and the others that hold GPU tests (test_examples: only those).
 # GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul", plus
-# "host": scripts/profile_cuda_host.py, "kernels": scripts/profile_cuda_kernels.py) narrow
-# or widen a run to what a change touched.
+# "host": scripts/profile_cuda_host.py, "kernels": scripts/profile_cuda_kernels.py, whose
+# cases GPU_KERNEL_CASES names) narrow or widen a run to what a change touched.
 cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_cudnn.py tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
 benches=" ${GPU_BENCHES:-cuda nn train matmul} "
 # One process per file: a kernel fault (a sticky CUDA error) then fails one file, not all.
@@ -69,7 +69,7 @@ case "$benches" in *" host "*)  # where a tiny op's host time goes (not in the d
   python3 scripts/profile_cuda_host.py 2>&1 | tee -a "$log" | tail -n 40;;
 esac
 case "$benches" in *" kernels "*)  # which kernels the slow cases run (not in the default list)
-  python3 scripts/profile_cuda_kernels.py 2>&1 | tee -a "$log" | tail -n 60;;
+  python3 scripts/profile_cuda_kernels.py ${GPU_KERNEL_CASES:-} 2>&1 | tee -a "$log" | tail -n 60;;
 esac
 matmul_log=${OUT:-/tmp}/bench_cuda_matmul.log
 : >"$matmul_log"

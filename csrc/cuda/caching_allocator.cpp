@@ -10,7 +10,6 @@
 #include <mutex>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/storage.h"
@@ -250,7 +249,6 @@ class DeviceAllocator {
   void free(Block* block) {
     std::lock_guard<std::mutex> g(mu_);
     block->allocated = false;
-    active_.erase(block->ptr);
     bool small = block->pool->small;
     update(stats_.allocation, small, -1);
     update(stats_.allocated_bytes, small, -int64_t(block->size));
@@ -278,10 +276,20 @@ class DeviceAllocator {
     free_block(block);
   }
 
+  // The allocated block at ptr, or nullptr. A walk over every segment's blocks: only
+  // record_stream and raw_free ask, so malloc and free keep no map of live blocks.
   Block* find_active(void* ptr) {
     std::lock_guard<std::mutex> g(mu_);
-    auto it = active_.find(ptr);
-    return it == active_.end() ? nullptr : it->second;
+    auto in = [ptr](Block* head) -> Block* {
+      for (Block* b = head; b; b = b->next)
+        if (b->ptr == ptr && b->allocated) return b;
+      return nullptr;
+    };
+    for (Block* head : segments_)
+      if (Block* b = in(head)) return b;
+    for (ExpandableSegment* e : expandable_)
+      if (Block* b = in(e->head)) return b;
+    return nullptr;
   }
   void record_stream(Block* block, cudaStream_t stream) {
     std::lock_guard<std::mutex> g(mu_);
@@ -388,7 +396,6 @@ class DeviceAllocator {
   Block* activate(Block* block, size_t requested) {
     block->allocated = true;
     block->requested = requested;
-    active_[block->ptr] = block;
     bool small = block->pool->small;
     update(stats_.allocation, small, 1);
     update(stats_.allocated_bytes, small, int64_t(block->size));
@@ -701,7 +708,6 @@ class DeviceAllocator {
   BlockPool small_, large_;
   std::set<Block*> segments_;  // first block of each segment
   std::vector<ExpandableSegment*> expandable_;  // Note [Expandable segments]
-  std::unordered_map<void*, Block*> active_;
   std::vector<Block*> quick_;  // Note [Small-block reuse]
   std::vector<std::pair<cudaEvent_t, Block*>> pending_;
   std::vector<cudaEvent_t> events_;  // spare events

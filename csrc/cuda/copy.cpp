@@ -98,17 +98,8 @@ void device_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
     Stream s = current_stream(sd);
     Tensor from = same_sizes(dst, src) ? src : expand_impl(src, dst.sizes(), {});
     Tensor conv = dd == sd ? dst : empty_tensor(dst.sizes(), dst.dtype(), src.device());
-    CastLayout m;
-    TP_CHECK(conv.dim() <= kMaxCastDims, "copy_: CUDA copies support up to ", kMaxCastDims,
-             " dimensions, got ", conv.dim());
-    m.ndim = int(conv.dim());
-    for (int d = 0; d < m.ndim; ++d) {
-      m.sizes[d] = conv.size(d);
-      m.dst_strides[d] = conv.stride(d);
-      m.src_strides[d] = from.stride(d);
-    }
-    launch_cast(conv.data_ptr(), conv.dtype(), from.data_ptr(), from.dtype(), conv.numel(), m,
-                s.handle);
+    launch_cast(conv.data_ptr(), conv.dtype(), from.data_ptr(), from.dtype(), conv.numel(),
+                layout_of(conv, from), s.handle);
     if (dd == sd) return;
     return device_to_device(dst, conv, non_blocking);
   }

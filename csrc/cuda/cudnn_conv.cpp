@@ -378,7 +378,8 @@ Cache& cache() {
 // ------------------------------------------------------------------ the backend (graph) API
 
 // Note [cuDNN backend API]:
-// With tp._C._cudnn_set_backend_api(True) (off by default until measured on a GPU) a
+// By default (tp._C._cudnn_set_backend_api(False) turns it off; on the H200 the ResNet stage
+// block ran in 0.39 ms this way against 1.65 ms through the legacy calls) a
 // convolution goes through cuDNN's backend API instead of the legacy calls, which cuDNN 9
 // emulates over that API by building engine configurations and a plan on every call. Here
 // everything but the data pointers is built once per key and cached: three tensor
@@ -402,7 +403,7 @@ Cache& cache() {
 // backend path can add a way to run, never lose one. A workspace that does not fit falls
 // back for that call only.
 
-std::atomic<bool> backend_api_on{false};
+std::atomic<bool> backend_api_on{true};
 
 /// An owned backend descriptor, destroyed with it; empty when cuDNN could not create one.
 class BackendDesc {

@@ -19,7 +19,7 @@ int64_t version();
 
 /// Whether convolutions go through cuDNN's backend (graph) API with execution plans cached
 /// per shape key (Note [cuDNN backend API] in cudnn_conv.cpp), falling back to the legacy
-/// calls for what it refuses; off by default. tp._C._cudnn_set_backend_api / _cudnn_backend_api.
+/// calls for what it refuses; on by default. tp._C._cudnn_set_backend_api / _cudnn_backend_api.
 void set_backend_api(bool on);
 bool backend_api();
 /// Execution plans in the backend path's cache (keys it refused, which the legacy path

@@ -95,7 +95,7 @@ DeviceGuard::~DeviceGuard() {
 
 namespace {
 std::atomic<bool> g_row_pipeline{true};
-std::atomic<bool> g_flash_mma{false};
+std::atomic<bool> g_flash_mma{true};
 std::atomic<bool> g_warp_rows{false};
 }  // namespace
 

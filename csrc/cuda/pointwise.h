@@ -10,6 +10,7 @@
 #include <type_traits>
 #endif
 
+#include "cuda/kernels.h"
 #include "kernels/tensor_iterator.h"
 #include "tensorplay/pointwise_kernels.h"
 
@@ -19,18 +20,11 @@ using PwLaunchTable = DeviceLaunch[int(PwKernel::kCount)][kNumDTypes];
 /// [functor][compute dtype] -> launch (nullptr: the functor has no kernel for the dtype).
 PwLaunchTable& pointwise_launches();
 
-constexpr int kMaxCastDims = 16;
-/// dst[i] = convert(src[i]) over a strided layout (strides in elements).
-struct CastLayout {
-  int ndim = 0;
-  int64_t sizes[kMaxCastDims];
-  int64_t dst_strides[kMaxCastDims];
-  int64_t src_strides[kMaxCastDims];
-};
-/// Converts numel elements from `sdt` to `ddt` on `stream` with PyTorch's conversion
-/// rules (float to int truncates, to bool is `!= 0`, half types round to nearest even).
+/// Converts numel elements from `sdt` to `ddt` over `layout` (StridedLayout, strides in
+/// elements) on `stream` with PyTorch's conversion rules (float to int truncates, to bool
+/// is `!= 0`, half types round to nearest even).
 void launch_cast(void* dst, DType ddt, const void* src, DType sdt, int64_t numel,
-                 const CastLayout& layout, cudaStream_t stream);
+                 const StridedLayout& layout, cudaStream_t stream);
 
 #ifdef __CUDACC__
 /// float -> float16 / bfloat16, rounding to nearest even; a NaN keeps its sign (as on

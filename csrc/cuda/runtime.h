@@ -52,13 +52,14 @@ bool row_pipeline_enabled();
 void set_row_pipeline_enabled(bool on);
 
 /// Whether half-type rows of up to 8 KB stream one warp per row (Note [Warp rows] in
-/// cuda/row_pipeline.cuh); off by default until measured on a GPU.
+/// cuda/row_pipeline.cuh); off by default: measured on the H200, it only gains for softmax
+/// (bfloat16 3170 against 3031 GB/s) and loses for the norms.
 bool warp_rows_enabled();
 void set_warp_rows_enabled(bool on);
 
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
-/// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; off by default until
-/// the mma kernels are verified on a GPU.
+/// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
+/// faster on the H200), off to time or test the WMMA kernels.
 bool flash_mma_enabled();
 void set_flash_mma_enabled(bool on);
 

@@ -47,7 +47,7 @@ void bind_cuda(nb::module_& m) {
 #else
   m.attr("_has_cudnn") = false;
   // without cuDNN the switch only remembers its value (nothing reads it) and no plan is cached
-  static std::atomic<bool> backend_api{false};
+  static std::atomic<bool> backend_api{true};
   m.def("_cudnn_set_backend_api", [](bool on) { backend_api.store(on); });
   m.def("_cudnn_backend_api", [] { return backend_api.load(); });
   m.def("_cudnn_plan_cache_size", [] { return int64_t(0); });

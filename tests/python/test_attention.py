@@ -219,13 +219,13 @@ def flash_kernel(request):
 
 
 @gpu
-def test_flash_mma_switch_is_off_by_default():
-    assert tp._C._cuda_flash_mma() is False
-    tp._C._cuda_set_flash_mma(True)
+def test_flash_mma_switch_is_on_by_default():
+    assert tp._C._cuda_flash_mma() is True
+    tp._C._cuda_set_flash_mma(False)
     try:
-        assert tp._C._cuda_flash_mma() is True
+        assert tp._C._cuda_flash_mma() is False
     finally:
-        tp._C._cuda_set_flash_mma(False)
+        tp._C._cuda_set_flash_mma(True)
 
 
 @gpu

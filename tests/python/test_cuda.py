@@ -174,6 +174,42 @@ def test_round_trip_every_dtype(dtype):
     assert tp.tensor(x.tolist(), dtype=x.dtype, device="cuda").cpu().tolist() == x.tolist()
 
 
+LAYOUTS = {  # Note [Strided copies]: merged dimensions, 16/8/4/2-byte units, element units
+    "head_split": lambda t: t.reshape(2, 6, 3, 64).transpose(1, 2),
+    "transpose": lambda t: t.reshape(36, 64).t(),
+    "odd_offset": lambda t: t.reshape(36, 64)[1:, 1:63],
+    "narrow_rows": lambda t: t.reshape(2, 6, 3, 64)[:, :, :, :24].transpose(1, 2),
+    "step": lambda t: t.reshape(36, 64)[::3, ::2],
+    "broadcast": lambda t: t.reshape(36, 64)[:1].expand(5, 36, 64),
+    "channels_last": lambda t: t.reshape(2, 6, 3, 64).permute(0, 2, 3, 1),
+}
+
+
+@gpu
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "bfloat16", "float32", "float64"])
+def test_strided_copy_and_cast_layouts(dtype, layout):
+    _, x = _sample(dtype, (2304,))
+    view = LAYOUTS[layout]
+    want = view(x)
+    d = view(x.cuda())
+    assert d.contiguous().cpu().tolist() == want.contiguous().tolist()
+    # into a strided destination, and each dtype pair through the cast kernel
+    out = tp.zeros(want.shape, dtype=x.dtype, device="cuda").transpose(0, 1).contiguous().transpose(0, 1)
+    out.copy_(d)
+    assert out.cpu().tolist() == want.tolist()
+    for other in ["float32", "bfloat16", "int64"]:
+        if other != dtype:
+            assert d.to(getattr(tp, other)).cpu().tolist() == want.to(getattr(tp, other)).tolist()
+    # a contiguous cast from an address off the vector alignment, with a tail
+    flat = x.cuda()[3:]
+    assert flat.to(tp.float64).cpu().tolist() == x[3:].to(tp.float64).tolist()
+    # fill of a strided view
+    z = tp.zeros(want.shape, dtype=x.dtype, device="cuda")
+    z.transpose(0, 1).fill_(1)
+    assert z.cpu().tolist() == tp.ones(want.shape, dtype=x.dtype).tolist()
+
+
 @gpu
 def test_copy_converts_and_broadcasts():
     x = tp.tensor([1.5, -2.25, 3.0])

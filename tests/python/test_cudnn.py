@@ -58,11 +58,11 @@ def test_flags_reach_the_cpp_side():
 
 
 def test_backend_api_switch():
-    assert tp._C._cudnn_backend_api() is False  # off by default
-    tp._C._cudnn_set_backend_api(True)
-    assert tp._C._cudnn_backend_api() is True
+    assert tp._C._cudnn_backend_api() is True  # on by default
     tp._C._cudnn_set_backend_api(False)
     assert tp._C._cudnn_backend_api() is False
+    tp._C._cudnn_set_backend_api(True)
+    assert tp._C._cudnn_backend_api() is True
     assert isinstance(tp._C._cudnn_plan_cache_size(), int)
 
 
