@@ -264,6 +264,7 @@ def test_backend_api_caches_plans(dtype, cl):
         y = F.conv2d(xg, wg, padding=1)
         return [y.detach()] + list(tp.autograd.grad(y, [xg, wg], cot))
 
+    tp._C._cudnn_set_backend_api(False)
     legacy = fwd_bwd()
     tp._C._cudnn_set_backend_api(True)
     before = tp._C._cudnn_plan_cache_size()
