@@ -654,7 +654,7 @@ bool launch_layer_norm_warp(const T* x, const acc_t<T>* w, const acc_t<T>* b, T*
     return false;
   } else {
     if (!warp_rows_fit<T>(n, {x, y, w, b})) return false;
-    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages<T> * size_t(n) * sizeof(T);
+    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages * size_t(n) * sizeof(T);
     auto go = [&](auto kernel) {
       kernel<<<pipe_blocks(kernel, smem, rows, dev, kWarpPipeThreads, kWarpPipeWarps), kWarpPipeThreads, smem, s>>>(
           x, w, b, y, mean, rstd, rows, n, eps);
@@ -718,7 +718,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
-      const size_t smem = size_t(kPipeStages<T>) * size_t(len) * sizeof(T);
+      const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value>;
         kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(
@@ -756,7 +756,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     int64_t parts = 0;
     RegRowConfig c;
     if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {gp, xp, wp, gxp})) {
-      const size_t smem = size_t(2 * kPipeStages<T>) * size_t(len) * sizeof(T);
+      const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
         const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);

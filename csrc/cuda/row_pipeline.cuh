@@ -21,24 +21,23 @@ namespace tp::cuda {
 // while blocks reduce (ncu: 60% of DRAM bandwidth for float32 softmax rows of 4096, 37%
 // for bfloat16). Pipelined kernels instead run kPipeThreads threads per block over rows
 // blockIdx.x, blockIdx.x + gridDim.x, ... (a grid that fills the device once), with a ring
-// of kPipeStages<T> row buffers in shared memory: before computing row i the block issues
-// cp.async copies of row i + kPipeStages<T> - 1, so kPipeStages<T> - 1 rows per block are always
+// of kPipeStages row buffers in shared memory: before computing row i the block issues
+// cp.async copies of row i + kPipeStages - 1, so kPipeStages - 1 rows per block are always
 // on their way. Rows must be whole 16-byte packs from 16-byte aligned pointers and at most
-// kPipeMaxRowBytes (a ring of up to 48 KB per input, 64 KB for the half types; the launch
-// raises the kernel's dynamic shared-memory limit, which the static reduction scratch also
-// counts against).
+// kPipeMaxRowBytes (a ring of up to 48 KB per input; the launch raises the kernel's
+// dynamic shared-memory limit, which the static reduction scratch also counts against).
 // The default where it measured faster on the H200 (32768 rows of 4096, GB/s, register rows
 // -> pipelined): softmax f32 3166 -> 3651, bf16 1965 -> 3046; layer-norm backward f32
 // 2715 -> 3298, bf16 1998 -> 2632; layer-norm forward bf16 2092 -> 2785. The float32
 // layer-norm forward stays in registers (3931 -> 3340). `tp._C._cuda_set_row_pipeline(False)`
 // switches them off, which `benchmarks/bench_cuda_nn.py --row-pipeline` does to time the
 // register rows beside them.
+// Four stages for the half types (three rows in flight) measured the same on the H200
+// (bfloat16 softmax 3064, layer-norm forward 2747, backward 2593 GB/s) and halved the warp
+// rows' occupancy, so the ring stays at three.
 
 constexpr int kPipeThreads = 256;
-/// Row buffers in a ring: 3 for 4- and 8-byte types; 4 for the half types, whose rows carry
-/// half the bytes, so a block keeps as many bytes on their way (three rows ahead, not two).
-template <class T>
-constexpr int kPipeStages = sizeof(T) == 2 ? 4 : 3;
+constexpr int kPipeStages = 3;
 constexpr int64_t kPipeMaxRowBytes = 16384;
 
 /// Whether rows of n elements of T at these pointers can take a pipelined kernel.
@@ -67,7 +66,7 @@ __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
 
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
-/// kPipeStages<T> * NIN * n elements of T at ring). Every thread of the block calls it; body
+/// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
 /// may synchronise the block (it is called by all threads for the same row) and must not
 /// write buf.
 template <int NIN, class T, class Body>
@@ -79,21 +78,21 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
     for (int i = 0; i < NIN; ++i) pipe_fetch(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
   };
 #pragma unroll
-  for (int s = 0; s < kPipeStages<T> - 1; ++s) {
+  for (int s = 0; s < kPipeStages - 1; ++s) {
     const int64_t r = int64_t(blockIdx.x) + s * step;
     if (r < rows) fetch(s, r);
     __pipeline_commit();
   }
   int stage = 0;
   for (int64_t row = blockIdx.x; row < rows; row += step) {
-    const int64_t ahead = row + (kPipeStages<T> - 1) * step;
-    if (ahead < rows) fetch(stage == 0 ? kPipeStages<T> - 1 : stage - 1, ahead);  // the buffer read last round
+    const int64_t ahead = row + (kPipeStages - 1) * step;
+    if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);  // the buffer read last round
     __pipeline_commit();
-    __pipeline_wait_prior(kPipeStages<T> - 1);  // this thread's copies of `row` have landed
+    __pipeline_wait_prior(kPipeStages - 1);  // this thread's copies of `row` have landed
     __syncthreads();                         // ... and every other thread's
     body(row, static_cast<const T*>(ring + int64_t(stage) * NIN * n));
     __syncthreads();  // buf is refilled next round
-    stage = stage + 1 == kPipeStages<T> ? 0 : stage + 1;
+    stage = stage + 1 == kPipeStages ? 0 : stage + 1;
   }
 }
 
@@ -140,7 +139,7 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int 
 // two and one per reduction). For half-type rows of 4096 that is what bounds it (bfloat16
 // softmax at 3070 GB/s against float32's 3637 on the H200: half the bytes per barrier). Here
 // each warp of a kWarpPipeWarps-warp block streams its own rows (grid warp w takes rows w,
-// w + warps in the grid, ...) through its own ring of kPipeStages<T> buffers, lane l fetching
+// w + warps in the grid, ...) through its own ring of kPipeStages buffers, lane l fetching
 // packs l, l + 32, ...; the row body runs with 32 threads, so its reductions are shuffles and
 // the only synchronisation is __syncwarp. Rows of half types up to kWarpMaxRowBytes (up to
 // 16 packs a lane in registers). Off until measured (`tp._C._cuda_set_warp_rows`,
@@ -170,7 +169,7 @@ int warp_packs_per_lane(int64_t n) {
 }
 
 /// pipe_rows for one warp per row (Note [Warp rows]): runs body(row, buf) in every lane of
-/// warp w of the grid for rows w, w + (warps in the grid), ...; ring holds kPipeStages<T> * NIN
+/// warp w of the grid for rows w, w + (warps in the grid), ...; ring holds kPipeStages * NIN
 /// * n elements per warp of the block. body may synchronise the warp, not the block.
 template <int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows_warp(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring,
@@ -179,7 +178,7 @@ __device__ __forceinline__ void pipe_rows_warp(const T* const (&src)[NIN], int64
   const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
   const int packs = int(n / V);
   const int64_t step = int64_t(gridDim.x) * kWarpPipeWarps;
-  T* mine = ring + int64_t(warp) * kPipeStages<T> * NIN * n;
+  T* mine = ring + int64_t(warp) * kPipeStages * NIN * n;
   auto fetch = [&](int stage, int64_t r) {
 #pragma unroll
     for (int i = 0; i < NIN; ++i) {
@@ -190,21 +189,21 @@ __device__ __forceinline__ void pipe_rows_warp(const T* const (&src)[NIN], int64
   };
   const int64_t first = int64_t(blockIdx.x) * kWarpPipeWarps + warp;
 #pragma unroll
-  for (int s = 0; s < kPipeStages<T> - 1; ++s) {
+  for (int s = 0; s < kPipeStages - 1; ++s) {
     const int64_t r = first + s * step;
     if (r < rows) fetch(s, r);
     __pipeline_commit();
   }
   int stage = 0;
   for (int64_t row = first; row < rows; row += step) {
-    const int64_t ahead = row + (kPipeStages<T> - 1) * step;
-    if (ahead < rows) fetch(stage == 0 ? kPipeStages<T> - 1 : stage - 1, ahead);
+    const int64_t ahead = row + (kPipeStages - 1) * step;
+    if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);
     __pipeline_commit();
-    __pipeline_wait_prior(kPipeStages<T> - 1);  // this lane's copies of `row` have landed
+    __pipeline_wait_prior(kPipeStages - 1);  // this lane's copies of `row` have landed
     __syncwarp();                            // ... and every other lane's
     body(row, static_cast<const T*>(mine + int64_t(stage) * NIN * n));
     __syncwarp();  // buf is refilled next round
-    stage = stage + 1 == kPipeStages<T> ? 0 : stage + 1;
+    stage = stage + 1 == kPipeStages ? 0 : stage + 1;
   }
 }
 

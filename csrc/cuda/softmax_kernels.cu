@@ -127,7 +127,7 @@ bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, in
     return false;
   } else {
     if (!warp_rows_fit<T>(n, {x, y})) return false;
-    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages<T> * size_t(n) * sizeof(T);
+    const size_t smem = size_t(kWarpPipeWarps) * kPipeStages * size_t(n) * sizeof(T);
     auto go = [&](auto kernel) {
       kernel<<<pipe_blocks(kernel, smem, rows, dev, kWarpPipeThreads, kWarpPipeWarps), kWarpPipeThreads, smem, s>>>(
           x, y, rows, n, log);
@@ -147,7 +147,7 @@ bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, in
 template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
-  const size_t smem = size_t(kPipeStages<T>) * size_t(n) * sizeof(T);
+  const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
   auto go = [&](auto kernel) {
     kernel<<<pipe_blocks(kernel, smem, rows, dev), kPipeThreads, smem, s>>>(x, y, rows, n, log);
   };
