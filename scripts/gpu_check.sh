@@ -29,9 +29,11 @@ cuda_log=${OUT:-/tmp}/test_cuda.log
 # The CUDA test files, and the others that hold GPU tests (test_examples: only those).
 # GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul", plus
 # "host": scripts/profile_cuda_host.py, "kernels": scripts/profile_cuda_kernels.py, whose
-# cases GPU_KERNEL_CASES names) narrow or widen a run to what a change touched.
+# cases GPU_KERNEL_CASES names, "ncu": scripts/ncu_kernels.sh) narrow or widen a run to what
+# a change touched; GPU_TESTS=none runs no tests.
 cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_cudnn.py tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
 benches=" ${GPU_BENCHES:-cuda nn train matmul} "
+[ "$cuda_tests" = none ] && cuda_tests=""  # GPU_TESTS=none: build and benchmarks only
 # One process per file: a kernel fault (a sticky CUDA error) then fails one file, not all.
 cuda_rc=0
 : >"$cuda_log"
@@ -67,6 +69,9 @@ for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8; do
 done
 case "$benches" in *" host "*)  # where a tiny op's host time goes (not in the default list)
   python3 scripts/profile_cuda_host.py 2>&1 | tee -a "$log" | tail -n 40;;
+esac
+case "$benches" in *" ncu "*)  # Nsight Compute sections of the row and attention kernels (not default)
+  bash scripts/ncu_kernels.sh 2>&1 | tee -a "$log" | tail -n 120;;
 esac
 case "$benches" in *" kernels "*)  # which kernels the slow cases run (not in the default list)
   python3 scripts/profile_cuda_kernels.py ${GPU_KERNEL_CASES:-} 2>&1 | tee -a "$log" | tail -n 60;;
