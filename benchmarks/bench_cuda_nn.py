@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--row-pipeline", action="store_true",
                     help="also time the register-row kernels the pipelined ones replaced (Note [Row pipeline]) "
                          "and the unmeasured warp-row ones (Note [Warp rows])")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="only the layer_norm / rms_norm / softmax rows (no cross entropy, attention or conv)")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
@@ -216,6 +218,9 @@ def main():
                 warp_rows_bw(f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                              2 * x.numel() * size, tol)
         x = xt = g = gt = None  # frees the device memory
+    if args.rows_only:
+        print_rows("CUDA backend II (rows)", rows, args.markdown, 44)
+        return
 
     x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)
     tt = torch.randint(0, vocab, (ce_rows,), generator=torch.Generator().manual_seed(6)).cuda()

@@ -107,18 +107,18 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
                        tpr, row < rows ? n / kPackOf<T> : 0, n, eps, smem);
 }
 
-/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread.
-template <class T, int K>
-__global__ __launch_bounds__(kPipeThreads) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w,
-                                                                       const acc_t<T>* b, T* y, acc_t<T>* mean,
-                                                                       acc_t<T>* rstd, int64_t rows, int64_t n,
-                                                                       double eps) {
+/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
+/// NT threads a block (pipe_forward_threads).
+template <class T, int K, int NT>
+__global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y,
+                                                             acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
+                                                             double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> red[kPipeThreads / 32];
+  __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x),
-                         kPipeThreads, n / kPackOf<T>, n, eps, red);
+  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x), NT,
+                         n / kPackOf<T>, n, eps, red);
   });
 }
 
@@ -719,11 +719,20 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
       const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-      with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
-        auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value>;
-        kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(
-            xp, wp, bp, yp, mp, rp, rows, len, eps);
-      });
+      const int threads = pipe_forward_threads<T>(len);
+      auto with_threads = [&](auto nt) {
+        constexpr int NT = decltype(nt)::value;
+        with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
+          auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
+          kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                         rows, len, eps);
+        });
+      };
+      bool narrow = false;  // the 128-thread blocks, for the half types only
+      if constexpr (sizeof(T) == 2) narrow = threads == 128;
+      if constexpr (sizeof(T) == 2)
+        if (narrow) with_threads(std::integral_constant<int, 128>{});
+      if (!narrow) with_threads(std::integral_constant<int, kPipeThreads>{});
     } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
         layer_norm_reg_kernel<T, decltype(k)::value>

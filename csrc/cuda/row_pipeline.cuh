@@ -49,33 +49,44 @@ bool pipe_rows_fit(int64_t n, std::initializer_list<const void*> ptrs) {
   return true;
 }
 
-/// Packs per thread of a pipelined row of n elements: 1, 2 or 4.
+/// Packs per thread of a pipelined row of n elements over `threads` threads: 1, 2 or 4.
 template <class T>
-int pipe_packs_per_thread(int64_t n) {
+int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
   const int64_t packs = n / kPackOf<T>;
-  return packs <= kPipeThreads ? 1 : packs <= 2 * kPipeThreads ? 2 : 4;
+  return packs <= threads ? 1 : packs <= 2 * threads ? 2 : 4;
+}
+
+/// Threads per block of the forward softmax / norm pipelines for rows of n elements of T:
+/// 128 for half-type rows of up to 4 packs a thread there, kPipeThreads otherwise. A row's
+/// fixed cost (the ring's barriers, two reductions, its copies' issue) is paid per thread,
+/// and a half-type row carries half a float32 row's bytes for the same elements per thread,
+/// so the 256-thread blocks were instruction-bound on bfloat16 (ncu on the H200, softmax
+/// 32768 x 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%).
+template <class T>
+int pipe_forward_threads(int64_t n) {
+  return sizeof(T) == 2 && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
 }
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into
-/// the shared buffer dst (the caller commits the group).
-template <class T>
+/// the shared buffer dst, NT threads a block (the caller commits the group).
+template <int NT, class T>
 __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
   constexpr int V = kPackOf<T>;
-  for (int j = int(threadIdx.x); j < packs; j += kPipeThreads) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
+  for (int j = int(threadIdx.x); j < packs; j += NT) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
 }
 
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
 /// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
 /// may synchronise the block (it is called by all threads for the same row) and must not
-/// write buf.
-template <int NIN, class T, class Body>
+/// write buf. NT: the block's threads.
+template <int NT = kPipeThreads, int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
   const int64_t step = gridDim.x;
   auto fetch = [&](int stage, int64_t r) {
 #pragma unroll
-    for (int i = 0; i < NIN; ++i) pipe_fetch(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
+    for (int i = 0; i < NIN; ++i) pipe_fetch<NT>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
   };
 #pragma unroll
   for (int s = 0; s < kPipeStages - 1; ++s) {

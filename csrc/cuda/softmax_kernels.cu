@@ -41,6 +41,15 @@ struct Online {
   }
 };
 
+constexpr float kLog2E = 1.44269504088896341f;
+
+/// 2^x on the special-function unit, results below 2^-126 flushed to zero.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// softmax (log_softmax) of one row held in registers: thread t of the row's nt threads
 /// (a group as group_reduce takes it) reads packs t, t + nt, ... (K of them, npk in all;
 /// npk 0 for a thread without a row, which still joins the reductions) from `in` and
@@ -63,12 +72,18 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
   }
   m = group_reduce(m, nt, red, MaxFn{});
   A s = 0;
+  // half-type rows: exp(v - m) as 2^(v log2(e) - m log2(e)), one FMA and the hardware exp2
+  // (a few float ulps against expf's one, below 2^-126 zero; the result is rounded to 8 or
+  // 11 bits after)
+  [[maybe_unused]] const float ml2 = float(m) * kLog2E;
 #pragma unroll
   for (int k = 0; k < K; ++k)
     if (t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const A ex = dev_exp(v[k][e] - m);
+        A ex;
+        if constexpr (sizeof(T) == 2) ex = exp2_ftz(fmaf(v[k][e], kLog2E, -ml2));
+        else ex = dev_exp(v[k][e] - m);
         s += ex;
         if (!log) v[k][e] = ex;
       }
@@ -97,15 +112,15 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
   softmax_row<T, K>(x + off, y + off, int(threadIdx.x) % tpr, tpr, row < rows ? n / kPackOf<T> : 0, log, smem);
 }
 
-/// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread.
-template <class T, int K>
-__global__ __launch_bounds__(kPipeThreads) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n,
-                                                                    bool log) {
+/// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread,
+/// NT threads a block (pipe_forward_threads).
+template <class T, int K, int NT>
+__global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> red[kPipeThreads / 32];
+  __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x), kPipeThreads, n / kPackOf<T>, log, red);
+  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x), NT, n / kPackOf<T>, log, red);
   });
 }
 
@@ -148,14 +163,25 @@ template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
+  const int threads = pipe_forward_threads<T>(n);
   auto go = [&](auto kernel) {
-    kernel<<<pipe_blocks(kernel, smem, rows, dev), kPipeThreads, smem, s>>>(x, y, rows, n, log);
+    kernel<<<pipe_blocks(kernel, smem, rows, dev, threads), threads, smem, s>>>(x, y, rows, n, log);
   };
-  switch (pipe_packs_per_thread<T>(n)) {
-    case 1: go(softmax_pipe_kernel<T, 1>); break;
-    case 2: go(softmax_pipe_kernel<T, 2>); break;
-    default: go(softmax_pipe_kernel<T, 4>); break;
+  auto with_threads = [&](auto nt) {
+    constexpr int NT = decltype(nt)::value;
+    switch (pipe_packs_per_thread<T>(n, NT)) {
+      case 1: go(softmax_pipe_kernel<T, 1, NT>); break;
+      case 2: go(softmax_pipe_kernel<T, 2, NT>); break;
+      default: go(softmax_pipe_kernel<T, 4, NT>); break;
+    }
+  };
+  if constexpr (sizeof(T) == 2) {
+    if (threads == 128) {
+      with_threads(std::integral_constant<int, 128>{});
+      return true;
+    }
   }
+  with_threads(std::integral_constant<int, kPipeThreads>{});
   return true;
 }
 
