@@ -57,14 +57,15 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 }
 
 /// Threads per block of the forward softmax / norm pipelines for rows of n elements of T:
-/// 128 for half-type rows of up to 4 packs a thread there, kPipeThreads otherwise. A row's
-/// fixed cost (the ring's barriers, two reductions, its copies' issue) is paid per thread,
-/// and a half-type row carries half a float32 row's bytes for the same elements per thread,
-/// so the 256-thread blocks were instruction-bound on bfloat16 (ncu on the H200, softmax
-/// 32768 x 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%).
+/// when switched on (tp._C._cuda_set_narrow_half_rows; off until timed), 128 for half-type
+/// rows of up to 4 packs a thread there; kPipeThreads otherwise. A row's fixed cost (the
+/// ring's barriers, two reductions, its copies' issue) is paid per thread, and a half-type
+/// row carries half a float32 row's bytes for the same elements per thread, so the
+/// 256-thread blocks are instruction-bound on bfloat16 (ncu on the H200, softmax 32768 x
+/// 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%).
 template <class T>
 int pipe_forward_threads(int64_t n) {
-  return sizeof(T) == 2 && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
+  return sizeof(T) == 2 && narrow_half_rows_enabled() && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
 }
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into

@@ -172,6 +172,32 @@ def test_warp_rows(n, dtype):
     assert tp._C._cuda_warp_rows() is prev
 
 
+@pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_half_rows(n, dtype):
+    # pipe_forward_threads: half-type rows of up to 4096 on 128-thread blocks (8192 stays on
+    # 256), more rows than blocks; softmax, log_softmax, layer norm with and without affine, RMS norm
+    x, ref = rand((3000, n), dtype, seed=n + 60)
+    w, wref = rand((n,), dtype, seed=61)
+    b, bref = rand((n,), dtype, seed=62)
+    prev = tp._C._cuda_narrow_half_rows()
+    tp._C._cuda_set_narrow_half_rows(True)
+    try:
+        close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
+        close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
+        for args in [(w, b, wref, bref), (None, None, None, None)]:
+            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+                  scale=10)
+        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
+        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+        close(ms, mref, dtype)
+        close(rs, rref, dtype, scale=10)
+        close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
+    finally:
+        tp._C._cuda_set_narrow_half_rows(prev)
+    assert tp._C._cuda_narrow_half_rows() is prev
+
+
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_layer_norm_backward(n, dtype):
