@@ -62,7 +62,8 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 /// ring's barriers, two reductions, its copies' issue) is paid per thread, and a half-type
 /// row carries half a float32 row's bytes for the same elements per thread, so the
 /// 256-thread blocks are instruction-bound on bfloat16 (ncu on the H200, softmax 32768 x
-/// 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%).
+/// 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%). The
+/// 128-thread softmax also takes its exp on the special-function unit (softmax_row).
 template <class T>
 int pipe_forward_threads(int64_t n) {
   return sizeof(T) == 2 && narrow_half_rows_enabled() && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;

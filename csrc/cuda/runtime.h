@@ -58,7 +58,8 @@ bool warp_rows_enabled();
 void set_warp_rows_enabled(bool on);
 
 /// Whether the forward softmax / norm pipelines run half-type rows on 128-thread blocks
-/// (pipe_forward_threads in cuda/row_pipeline.cuh); off by default until timed on a GPU.
+/// (pipe_forward_threads in cuda/row_pipeline.cuh; softmax there with its exp on the
+/// special-function unit); off by default until timed on a GPU.
 bool narrow_half_rows_enabled();
 void set_narrow_half_rows_enabled(bool on);
 
