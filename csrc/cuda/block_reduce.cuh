@@ -47,6 +47,21 @@ struct MaxFn {
   template <class A>
   __device__ A operator()(A a, A b) const { return (a != a || a > b) ? a : b; }
 };
+/// MaxFn in one instruction for float (PTX max.NaN, sm_80 and later; MaxFn otherwise). It may
+/// pick either zero of max(-0, +0), which a softmax does not see.
+struct MaxNanFn {
+  template <class A>
+  __device__ A operator()(A a, A b) const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (std::is_same_v<A, float>) {
+      float r;
+      asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+      return r;
+    }
+#endif
+    return MaxFn{}(a, b);
+  }
+};
 
 /// Reduces v over the 32 lanes of the warp; every lane gets the result, combined in the
 /// same order on every lane.

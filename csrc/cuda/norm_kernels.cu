@@ -44,8 +44,9 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
-/// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here.
-template <class T, int K>
+/// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
+/// the narrow blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
+template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, acc_t<T>* red) {
@@ -74,6 +75,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
     if (mean) *mean = m;
     *rstd = rs;
   }
+  [[maybe_unused]] const A mrs = m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
@@ -84,7 +86,9 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
       Pack<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        A r = (v[k][e] - m) * rs;
+        A r;
+        if constexpr (kLean) r = v[k][e] * rs - mrs;
+        else r = (v[k][e] - m) * rs;
         if (w) r *= wv[e];
         if (b) r += bv[e];
         o.v[e] = from_acc<T>(r);
@@ -116,9 +120,9 @@ __global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const a
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
-  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x), NT,
-                         n / kPackOf<T>, n, eps, red);
+  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K, NT == 128>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row,
+                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red);
   });
 }
 

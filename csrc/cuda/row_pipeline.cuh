@@ -70,25 +70,34 @@ int pipe_forward_threads(int64_t n) {
 }
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into
-/// the shared buffer dst, NT threads a block (the caller commits the group).
-template <int NT, class T>
+/// the shared buffer dst, NT threads a block (the caller commits the group). KMAX > 0: at
+/// most KMAX packs a thread (packs <= KMAX * NT), unrolled with the addresses' offsets fixed.
+template <int NT, int KMAX, class T>
 __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
   constexpr int V = kPackOf<T>;
-  for (int j = int(threadIdx.x); j < packs; j += NT) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
+  if constexpr (KMAX > 0) {
+    dst += int(threadIdx.x) * V;
+    src += int(threadIdx.x) * V;
+#pragma unroll
+    for (int k = 0; k < KMAX; ++k)
+      if (int(threadIdx.x) + k * NT < packs) __pipeline_memcpy_async(dst + k * NT * V, src + k * NT * V, 16);
+  } else {
+    for (int j = int(threadIdx.x); j < packs; j += NT) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
+  }
 }
 
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
 /// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
 /// may synchronise the block (it is called by all threads for the same row) and must not
-/// write buf. NT: the block's threads.
-template <int NT = kPipeThreads, int NIN, class T, class Body>
+/// write buf. NT: the block's threads; KMAX: as pipe_fetch's.
+template <int NT = kPipeThreads, int KMAX = 0, int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
   const int64_t step = gridDim.x;
   auto fetch = [&](int stage, int64_t r) {
 #pragma unroll
-    for (int i = 0; i < NIN; ++i) pipe_fetch<NT>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
+    for (int i = 0; i < NIN; ++i) pipe_fetch<NT, KMAX>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
   };
 #pragma unroll
   for (int s = 0; s < kPipeStages - 1; ++s) {

@@ -53,8 +53,9 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 /// softmax (log_softmax) of one row held in registers: thread t of the row's nt threads
 /// (a group as group_reduce takes it) reads packs t, t + nt, ... (K of them, npk in all;
 /// npk 0 for a thread without a row, which still joins the reductions) from `in` and
-/// writes them to `out`. kFastExp: exp on the special-function unit (half types only).
-template <class T, int K, bool kFastExp = false>
+/// writes them to `out`. kLean (half types on the narrow blocks): exp on the
+/// special-function unit and the one-instruction NaN-propagating max.
+template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, int64_t npk, bool log,
                                             acc_t<T>* red) {
   using A = acc_t<T>;
@@ -67,12 +68,17 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
     if (j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
-      for (int e = 0; e < V; ++e) m = MaxFn{}(m, v[k][e] = to_acc(q.v[e]));
+      for (int e = 0; e < V; ++e) {
+        v[k][e] = to_acc(q.v[e]);
+        if constexpr (kLean) m = MaxNanFn{}(m, v[k][e]);
+        else m = MaxFn{}(m, v[k][e]);
+      }
     }
   }
-  m = group_reduce(m, nt, red, MaxFn{});
+  if constexpr (kLean) m = group_reduce(m, nt, red, MaxNanFn{});
+  else m = group_reduce(m, nt, red, MaxFn{});
   A s = 0;
-  // kFastExp (half-type rows on 128-thread blocks): exp(v - m) as 2^(v log2(e) - m log2(e)),
+  // kLean (half-type rows on 128-thread blocks): exp(v - m) as 2^(v log2(e) - m log2(e)),
   // one FMA and the hardware exp2 (a few float ulps against expf's one, below 2^-126 zero;
   // the result is rounded to 8 or 11 bits after). In the register-row kernels it measured
   // no faster (bfloat16 1889 against 1965 GB/s, latency-bound); the pipelined ones are
@@ -84,7 +90,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         A ex;
-        if constexpr (kFastExp && sizeof(T) == 2) ex = exp2_ftz(fmaf(v[k][e], kLog2E, -ml2));
+        if constexpr (kLean && sizeof(T) == 2) ex = exp2_ftz(fmaf(v[k][e], kLog2E, -ml2));
         else ex = dev_exp(v[k][e] - m);
         s += ex;
         if (!log) v[k][e] = ex;
@@ -121,7 +127,7 @@ __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int6
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
-  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     softmax_row<T, K, NT == 128>(buf, y + row * n, int(threadIdx.x), NT, n / kPackOf<T>, log, red);
   });
 }
