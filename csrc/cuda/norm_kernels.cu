@@ -45,7 +45,7 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
-/// the narrow blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
+/// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
 template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
@@ -250,15 +250,17 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
-/// mean: RMS norm).
-template <class T, int K>
+/// mean: RMS norm). kLean (half types, tp._C._cuda_set_lean_half_rows): both row sums share
+/// one reduction (group_sum2) and the row's copies are unrolled. (Keeping xhat and g * w in
+/// registers between the passes took 101 registers for two packs a thread, 170 for four.)
+template <class T, int K, bool kLean = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[kPipeThreads / 32];
+  __shared__ A red[(kLean ? 2 : 1) * kPipeThreads / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
   A dw[K][V], db[K][V];
 #pragma unroll
@@ -266,7 +268,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<kPipeThreads, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row,
+                                                                                              const T* buf) {
     const A m = mean ? mean[row] : A(0), rs = rstd[row];
     // xhat and g * w of this thread's packs, from the shared rows (x at buf, g at buf + n)
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
@@ -297,8 +300,15 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       }
     }
     if (!gx) return;
-    const A a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
-    const A c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
+    A a, c;
+    if constexpr (kLean) {
+      group_sum2(sa, sc, kPipeThreads, red);
+      a = mean ? sa / A(n) : A(0);
+      c = sc / A(n);
+    } else {
+      a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
+      c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
+    }
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -772,6 +782,8 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
       const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
+        if constexpr (sizeof(T) == 2)
+          if (lean_half_rows_enabled()) kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, true>;
         const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
         A *pw = nullptr, *pb = nullptr;
         if (columns) {

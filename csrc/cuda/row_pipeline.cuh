@@ -56,17 +56,28 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
   return packs <= threads ? 1 : packs <= 2 * threads ? 2 : 4;
 }
 
+// Note [Lean half rows]: the block pipelines are instruction-bound on half types (ncu on
+// the H200, bfloat16 rows of 4096: softmax 74% issue-slot use at 46% of DRAM bandwidth,
+// against float32's 60% / 74%; layer norm forward 61% / 46%, backward 66% / 33%). A row's
+// fixed cost (the ring's barriers, the reductions, its copies' issue) is paid per thread,
+// and a half-type row carries half a float32 row's bytes for the same elements a thread.
+// With tp._C._cuda_set_lean_half_rows(True) (off until timed; bench_cuda_nn.py
+// --row-pipeline times the "lean" rows) the half types get leaner kernels:
+// - the forward softmax and layer / RMS norm on 128-thread blocks, four packs a thread for
+//   rows up to 4096 (pipe_forward_threads), their copies unrolled (pipe_fetch's KMAX);
+//   softmax's exp on the special-function unit and its max as one max.NaN (softmax_row's
+//   kLean), layer norm's output as one FMA (layer_norm_row's kLean): 699 PTX instructions
+//   for 32 elements a thread against the default bfloat16 softmax's 1057 for 16;
+// - the layer-norm backward with both row sums in one reduction (group_sum2, the same
+//   bits) and its copies unrolled.
+// The 128-thread blocks alone passed test_cuda_nn on the H200; the rest has only compiled.
+
 /// Threads per block of the forward softmax / norm pipelines for rows of n elements of T:
-/// when switched on (tp._C._cuda_set_narrow_half_rows; off until timed), 128 for half-type
-/// rows of up to 4 packs a thread there; kPipeThreads otherwise. A row's fixed cost (the
-/// ring's barriers, two reductions, its copies' issue) is paid per thread, and a half-type
-/// row carries half a float32 row's bytes for the same elements per thread, so the
-/// 256-thread blocks are instruction-bound on bfloat16 (ncu on the H200, softmax 32768 x
-/// 4096: 74% issue-slot use at 46% of DRAM bandwidth, against float32's 60% / 74%). The
-/// 128-thread softmax also takes its exp on the special-function unit (softmax_row).
+/// 128 for half-type rows of up to 4 packs a thread under Note [Lean half rows], else
+/// kPipeThreads.
 template <class T>
 int pipe_forward_threads(int64_t n) {
-  return sizeof(T) == 2 && narrow_half_rows_enabled() && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
+  return sizeof(T) == 2 && lean_half_rows_enabled() && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
 }
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into

@@ -57,11 +57,10 @@ void set_row_pipeline_enabled(bool on);
 bool warp_rows_enabled();
 void set_warp_rows_enabled(bool on);
 
-/// Whether the forward softmax / norm pipelines run half-type rows on 128-thread blocks
-/// (pipe_forward_threads in cuda/row_pipeline.cuh; softmax there with its exp on the
-/// special-function unit); off by default until timed on a GPU.
-bool narrow_half_rows_enabled();
-void set_narrow_half_rows_enabled(bool on);
+/// Whether the half-type row pipelines run their lean variants (Note [Lean half rows] in
+/// cuda/row_pipeline.cuh); off by default until timed on a GPU.
+bool lean_half_rows_enabled();
+void set_lean_half_rows_enabled(bool on);
 
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x

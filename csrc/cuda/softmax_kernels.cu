@@ -53,7 +53,7 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 /// softmax (log_softmax) of one row held in registers: thread t of the row's nt threads
 /// (a group as group_reduce takes it) reads packs t, t + nt, ... (K of them, npk in all;
 /// npk 0 for a thread without a row, which still joins the reductions) from `in` and
-/// writes them to `out`. kLean (half types on the narrow blocks): exp on the
+/// writes them to `out`. kLean (half types on the 128-thread blocks): exp on the
 /// special-function unit and the one-instruction NaN-propagating max.
 template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, int64_t npk, bool log,
@@ -82,7 +82,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
   // one FMA and the hardware exp2 (a few float ulps against expf's one, below 2^-126 zero;
   // the result is rounded to 8 or 11 bits after). In the register-row kernels it measured
   // no faster (bfloat16 1889 against 1965 GB/s, latency-bound); the pipelined ones are
-  // issue-bound, so it rides with the narrow blocks' switch until timed there.
+  // issue-bound, so it rides with the lean half rows' switch until timed there.
   [[maybe_unused]] const float ml2 = float(m) * kLog2E;
 #pragma unroll
   for (int k = 0; k < K; ++k)

@@ -134,10 +134,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Warp rows]: one warp per half-type row, off unless switched on (unmeasured)
   m.def("_cuda_set_warp_rows", [](bool on) { cuda::set_warp_rows_enabled(on); });
   m.def("_cuda_warp_rows", [] { return cuda::warp_rows_enabled(); });
-  // the forward row pipelines' 128-thread blocks for half types (pipe_forward_threads), off
-  // unless switched on (verified on a GPU, not yet timed)
-  m.def("_cuda_set_narrow_half_rows", [](bool on) { cuda::set_narrow_half_rows_enabled(on); });
-  m.def("_cuda_narrow_half_rows", [] { return cuda::narrow_half_rows_enabled(); });
+  // Note [Lean half rows] (cuda/row_pipeline.cuh): off unless switched on (not yet timed)
+  m.def("_cuda_set_lean_half_rows", [](bool on) { cuda::set_lean_half_rows_enabled(on); });
+  m.def("_cuda_lean_half_rows", [] { return cuda::lean_half_rows_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

@@ -174,14 +174,15 @@ def test_warp_rows(n, dtype):
 
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_narrow_half_rows(n, dtype):
-    # pipe_forward_threads: half-type rows of up to 4096 on 128-thread blocks (8192 stays on
-    # 256), more rows than blocks; softmax, log_softmax, layer norm with and without affine, RMS norm
+def test_lean_half_rows(n, dtype):
+    # the lean half-type rows: the forward on 128-thread blocks up to 4096 (8192 stays on 256),
+    # more rows than blocks; softmax, log_softmax, layer norm with and without affine, RMS norm,
+    # the layer-norm backward
     x, ref = rand((3000, n), dtype, seed=n + 60)
     w, wref = rand((n,), dtype, seed=61)
     b, bref = rand((n,), dtype, seed=62)
-    prev = tp._C._cuda_narrow_half_rows()
-    tp._C._cuda_set_narrow_half_rows(True)
+    prev = tp._C._cuda_lean_half_rows()
+    tp._C._cuda_set_lean_half_rows(True)
     try:
         close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
         close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
@@ -193,9 +194,23 @@ def test_narrow_half_rows(n, dtype):
         close(ms, mref, dtype)
         close(rs, rref, dtype, scale=10)
         close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
+        # the backward (paired row sums), input, weight and bias gradients
+        g, gref = rand((3000, n), dtype, seed=n + 63)
+        grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True,
+                                              True, True)
+        xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+        (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+        for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
+            close(ours, expect, dtype, scale=100)
+        xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+        (F.rms_norm(xg, (n,), wg) * g).sum().backward()
+        xr, wr = ref.clone().requires_grad_(), wref.clone().requires_grad_()
+        (F.rms_norm(xr, (n,), wr) * gref).sum().backward()
+        close(xg.grad, xr.grad, dtype, scale=100)
+        close(wg.grad, wr.grad, dtype, scale=100)
     finally:
-        tp._C._cuda_set_narrow_half_rows(prev)
-    assert tp._C._cuda_narrow_half_rows() is prev
+        tp._C._cuda_set_lean_half_rows(prev)
+    assert tp._C._cuda_lean_half_rows() is prev
 
 
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
