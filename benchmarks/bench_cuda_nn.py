@@ -292,6 +292,22 @@ def main():
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
     conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
 
+    # the same attention through cuDNN's SDPA graphs (Note [cuDNN attention]), when the build has them
+    def cudnn_sdpa():
+        check("scaled_dot_product_attention (cuDNN)", F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
+              torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
+        for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
+            check(f"scaled_dot_product_attention grad_{name} (cuDNN)", ours, theirs, rtol=5e-2, atol=5e-2)
+        if tp._C._cudnn_sdpa_graphs() < 2:
+            raise SystemExit("cuDNN declined the attention graphs")
+        return gpu_time(tp, sdpa_tp, reps, rounds)
+
+    if tp._C._cudnn_sdpa_available():
+        switched_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (cuDNN graphs)",
+                     (tp._C._cudnn_sdpa, tp._C._cudnn_set_sdpa), True, cudnn_sdpa, b,
+                     lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")
+    else:
+        rows.append(("sdpa (cuDNN graphs): this build has no cuDNN frontend", float("nan"), float("nan"), "ms", ""))
     q = qt = k = kt = v = vt = go = got = ins = ins_t = None  # frees the device memory
 
     print_rows("CUDA backend II", rows, args.markdown, 44)

@@ -20,6 +20,7 @@
 #include "core/matmul_settings.h"
 #include "cuda/caching_allocator.h"
 #include "cuda/check.h"
+#include "cuda/cudnn_handle.h"
 #include "cuda/handle_pool.h"
 #include "cuda/runtime.h"
 #include "ops/nn.h"
@@ -91,7 +92,8 @@ CudnnHandle* make_handle() {
   return h;
 }
 
-/// The calling thread's handle for `device` (current), bound to its current stream.
+}  // namespace
+
 cudnnHandle_t current_handle(int device) {
   CudnnHandle& h = thread_handles(device, make_handle);
   cudaStream_t s = current_stream(device).handle;
@@ -102,6 +104,8 @@ cudnnHandle_t current_handle(int device) {
   }
   return h.handle;
 }
+
+namespace {
 
 /// An owned cuDNN descriptor, destroyed at scope end.
 template <class D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>

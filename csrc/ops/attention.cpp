@@ -14,6 +14,9 @@
 
 #ifdef TP_USE_CUDA
 #include "cuda/attention_kernels.h"
+#ifdef TP_USE_CUDNN
+#include "cuda/cudnn_attention.h"
+#endif
 #endif
 
 namespace tp {
@@ -137,6 +140,10 @@ std::tuple<Tensor, Tensor> flash_attention_forward_impl(const Tensor& query, con
     Tensor q = dense_aligned(query, dt), k = dense_aligned(key, dt), v = dense_aligned(value, dt);
     Tensor out = empty_tensor(q.sizes(), q.dtype(), q.device());
     Tensor lse = empty_tensor(IntArrayRef(lse_shape, 3), DType::Float32, q.device());
+#ifdef TP_USE_CUDNN
+    // Note [cuDNN attention]: cuDNN's SDPA graphs first when switched on, ours when it declines
+    if (cuda::cudnn::sdpa_forward(q, k, v, out, lse, is_causal, float(scale))) return {out, lse};
+#endif
     cuda::flash_attention_forward(q, k, v, out, lse, is_causal, float(scale));
     return {out, lse};
   }
@@ -180,8 +187,14 @@ std::tuple<Tensor, Tensor, Tensor> flash_attention_backward_impl(const Tensor& g
     const DType dt = query.dtype();
     Tensor q = dense_aligned(query, dt), k = dense_aligned(key, dt), v = dense_aligned(value, dt);
     Tensor g = dense_aligned(grad_out, dt), o = dense_aligned(output, dt), lse = dense(logsumexp, DType::Float32);
-    Tensor dq = zeros(q.sizes(), DType::Float32, q.device());  // atomics add into it
     Tensor dk = empty_tensor(k.sizes(), dt, q.device()), dv = empty_tensor(v.sizes(), dt, q.device());
+#ifdef TP_USE_CUDNN
+    if (cuda::cudnn::sdpa()) {  // Note [cuDNN attention]: dq in the input dtype, written whole
+      Tensor dq = empty_tensor(q.sizes(), dt, q.device());
+      if (cuda::cudnn::sdpa_backward(g, q, k, v, o, lse, dq, dk, dv, is_causal, float(scale))) return {dq, dk, dv};
+    }
+#endif
+    Tensor dq = zeros(q.sizes(), DType::Float32, q.device());  // atomics add into it
     cuda::flash_attention_backward(g, q, k, v, o, lse, dq, dk, dv, is_causal, float(scale));
     return {_to_dtype(dq, dt, false), dk, dv};
   }

@@ -1,6 +1,7 @@
 // tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/, and _has_cudnn /
 // _cudnn_version / the cuDNN backend-API switch (_cudnn_set_backend_api, _cudnn_backend_api,
-// _cudnn_plan_cache_size). In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
+// _cudnn_plan_cache_size) / the cuDNN attention switch (_cudnn_set_sdpa, _cudnn_sdpa,
+// _cudnn_sdpa_available, _cudnn_sdpa_graphs). In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
 // exist; the Python package raises from there.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/vector.h>
@@ -16,6 +17,7 @@
 #include "cuda/runtime.h"
 #endif
 #ifdef TP_USE_CUDNN
+#include "cuda/cudnn_attention.h"
 #include "cuda/cudnn_conv.h"
 #endif
 
@@ -44,6 +46,12 @@ void bind_cuda(nb::module_& m) {
   m.def("_cudnn_set_backend_api", [](bool on) { cuda::cudnn::set_backend_api(on); });
   m.def("_cudnn_backend_api", [] { return cuda::cudnn::backend_api(); });
   m.def("_cudnn_plan_cache_size", [] { return cuda::cudnn::plan_cache_size(); });
+  // Note [cuDNN attention] (cuda/cudnn_attention.cpp): the switch, whether the build has the
+  // cuDNN frontend, and the graphs built
+  m.def("_cudnn_set_sdpa", [](bool on) { cuda::cudnn::set_sdpa(on); });
+  m.def("_cudnn_sdpa", [] { return cuda::cudnn::sdpa(); });
+  m.def("_cudnn_sdpa_available", [] { return cuda::cudnn::sdpa_available(); });
+  m.def("_cudnn_sdpa_graphs", [] { return cuda::cudnn::sdpa_graph_count(); });
 #else
   m.attr("_has_cudnn") = false;
   // without cuDNN the switch only remembers its value (nothing reads it) and no plan is cached
@@ -51,6 +59,11 @@ void bind_cuda(nb::module_& m) {
   m.def("_cudnn_set_backend_api", [](bool on) { backend_api.store(on); });
   m.def("_cudnn_backend_api", [] { return backend_api.load(); });
   m.def("_cudnn_plan_cache_size", [] { return int64_t(0); });
+  static std::atomic<bool> sdpa{false};
+  m.def("_cudnn_set_sdpa", [](bool on) { sdpa.store(on); });
+  m.def("_cudnn_sdpa", [] { return sdpa.load(); });
+  m.def("_cudnn_sdpa_available", [] { return false; });
+  m.def("_cudnn_sdpa_graphs", [] { return int64_t(0); });
 #endif
 #ifndef TP_USE_CUDA
   m.attr("_cuda_compiled") = false;

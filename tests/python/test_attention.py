@@ -206,16 +206,58 @@ def test_flash_sdp_switch():
         tp.backends.cuda.enable_flash_sdp(1)
 
 
-@pytest.fixture(params=["wmma", "mma"])
+@pytest.fixture(params=["wmma", "mma", "cudnn"])
 def flash_kernel(request):
-    """Runs a GPU test on both fused kernel pairs: the WMMA one (Note [Flash attention]) and the
-    mma.sync one (Note [Flash attention on mma.sync], behind tp._C._cuda_set_flash_mma)."""
+    """Runs a GPU test on each fused path: the WMMA kernels (Note [Flash attention]), the
+    mma.sync ones (Note [Flash attention on mma.sync], tp._C._cuda_set_flash_mma) and cuDNN's
+    SDPA graphs with the mma kernels behind them (Note [cuDNN attention], tp._C._cudnn_set_sdpa;
+    skipped in a build without the cuDNN frontend)."""
     if not HAS_GPU:
         pytest.skip("no CUDA GPU")
-    prev = tp._C._cuda_flash_mma()
-    tp._C._cuda_set_flash_mma(request.param == "mma")
+    if request.param == "cudnn" and not tp._C._cudnn_sdpa_available():
+        pytest.skip("this build has no cuDNN frontend")
+    prev, prev_sdpa = tp._C._cuda_flash_mma(), tp._C._cudnn_sdpa()
+    tp._C._cuda_set_flash_mma(request.param != "wmma")
+    tp._C._cudnn_set_sdpa(request.param == "cudnn")
     yield request.param
     tp._C._cuda_set_flash_mma(prev)
+    tp._C._cudnn_set_sdpa(prev_sdpa)
+
+
+def test_cudnn_sdpa_switch():
+    assert tp._C._cudnn_sdpa() is False  # off by default (Note [cuDNN attention])
+    tp._C._cudnn_set_sdpa(True)
+    try:
+        assert tp._C._cudnn_sdpa() is True
+    finally:
+        tp._C._cudnn_set_sdpa(False)
+    assert isinstance(tp._C._cudnn_sdpa_available(), bool) and isinstance(tp._C._cudnn_sdpa_graphs(), int)
+
+
+@gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128])
+def test_cudnn_sdpa_runs_and_matches_torch(d, causal):
+    # Note [cuDNN attention]: a plain shape builds a forward and a backward graph, reused after
+    if not tp._C._cudnn_sdpa_available():
+        pytest.skip("this build has no cuDNN frontend")
+    tp._C._cudnn_set_sdpa(True)
+    try:
+        before = tp._C._cudnn_sdpa_graphs()
+        for _ in range(2):
+            (q, k, v), (tq, tk, tv) = _gpu_qkv(2, 3, 256, 256, d, "bfloat16", seed=d + causal)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            ref = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+            _close_rel(out, ref, GPU_TOL["bfloat16"])
+            g = np.random.default_rng(5).standard_normal((2, 3, 256, d))
+            out.backward(tp.tensor(g, dtype=q.dtype, device="cuda"))
+            ref.backward(torch.tensor(g, dtype=tq.dtype, device="cuda"))
+            for ours, theirs in ((q, tq), (k, tk), (v, tv)):
+                assert ours.grad.dtype == ours.dtype
+                _close_rel(ours.grad, theirs.grad, GPU_TOL["bfloat16"])
+            assert tp._C._cudnn_sdpa_graphs() == before + 2  # built once, then reused
+    finally:
+        tp._C._cudnn_set_sdpa(False)
 
 
 @gpu
