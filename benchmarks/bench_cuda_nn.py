@@ -134,31 +134,20 @@ def main():
         bw_a, bw_b = nbytes / 1e9 / (a / 1e3), nbytes / 1e9 / (b / 1e3)
         rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
 
-    def lean_rows_bw(name, f_tp, f_th, nbytes, tol):
-        """The lean half-type row kernels (tp._C._cuda_set_lean_half_rows, off by default: the
-        forward on 128-thread blocks, pipe_forward_threads), checked against torch first; a
-        failed check or a CUDA error becomes the row's note."""
-        tp._C._cuda_set_lean_half_rows(True)
+    def switched_bw(switch, name, f_tp, f_th, nbytes, tol):
+        """A row of the kernels behind `switch` (off by default: tp._C._cuda_set_warp_rows, Note
+        [Warp rows]; tp._C._cuda_set_lean_half_rows, Note [Lean half rows]), on for the row and
+        checked against torch first; a failed check or a CUDA error becomes the row's note."""
+        switch(True)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
             add_bw(name, f_tp, f_th, nbytes)
         except (SystemExit, RuntimeError) as e:
             rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
         finally:
-            tp._C._cuda_set_lean_half_rows(False)
+            switch(False)
 
-    def warp_rows_bw(name, f_tp, f_th, nbytes, tol):
-        """Note [Warp rows]: the half-type warp-row kernels (off by default), checked against
-        torch first; a failed check or a CUDA error becomes the row's note."""
-        tp._C._cuda_set_warp_rows(True)
-        try:
-            check(name, f_tp(), f_th(), rtol=tol, atol=tol)
-            add_bw(name, f_tp, f_th, nbytes)
-        except (SystemExit, RuntimeError) as e:
-            rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
-        finally:
-            tp._C._cuda_set_warp_rows(False)
-
+    warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
     for dtype, tol in [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -179,14 +168,14 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                warp_rows_bw(f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
-                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                warp_rows_bw(f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
-                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                lean_rows_bw(f"layer_norm fwd {tag} lean", lambda: F.layer_norm(x, (n,), w, b),
-                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                lean_rows_bw(f"rms_norm fwd {tag} lean", lambda: F.rms_norm(x, (n,), w),
-                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
+                switched_bw(warp, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(warp, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
+                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
+                switched_bw(lean, f"layer_norm fwd {tag} lean", lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(lean, f"rms_norm fwd {tag} lean", lambda: F.rms_norm(x, (n,), w),
+                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
@@ -210,10 +199,10 @@ def main():
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                lean_rows_bw(f"layer_norm bwd {tag} lean",
-                             lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                             lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                             3 * x.numel() * size, tol)
+                switched_bw(lean, f"layer_norm bwd {tag} lean",
+                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
+                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
+                            3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -237,10 +226,10 @@ def main():
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                warp_rows_bw(f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
-                             2 * x.numel() * size, tol)
-                lean_rows_bw(f"softmax fwd {tag} lean", lambda: tp.softmax(x, -1),
-                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
+                switched_bw(warp, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
+                            lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
+                switched_bw(lean, f"softmax fwd {tag} lean", lambda: tp.softmax(x, -1),
+                            lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
         x = xt = g = gt = None  # frees the device memory
     if args.rows_only:
         print_rows("CUDA backend II (rows)", rows, args.markdown, 44)

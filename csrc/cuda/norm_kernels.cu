@@ -112,7 +112,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 }
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
-/// NT threads a block (pipe_forward_threads).
+/// NT threads a block (with_pipe_forward_threads).
 template <class T, int K, int NT>
 __global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y,
                                                              acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
@@ -733,20 +733,14 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
       const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-      const int threads = pipe_forward_threads<T>(len);
-      auto with_threads = [&](auto nt) {
+      with_pipe_forward_threads<T>(len, [&](auto nt) {
         constexpr int NT = decltype(nt)::value;
         with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
           auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
           kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                          rows, len, eps);
         });
-      };
-      bool narrow = false;  // the 128-thread blocks, for the half types only
-      if constexpr (sizeof(T) == 2) narrow = threads == 128;
-      if constexpr (sizeof(T) == 2)
-        if (narrow) with_threads(std::integral_constant<int, 128>{});
-      if (!narrow) with_threads(std::integral_constant<int, kPipeThreads>{});
+      });
     } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
         layer_norm_reg_kernel<T, decltype(k)::value>

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -64,7 +65,7 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // With tp._C._cuda_set_lean_half_rows(True) (off until timed; bench_cuda_nn.py
 // --row-pipeline times the "lean" rows) the half types get leaner kernels:
 // - the forward softmax and layer / RMS norm on 128-thread blocks, four packs a thread for
-//   rows up to 4096 (pipe_forward_threads), their copies unrolled (pipe_fetch's KMAX);
+//   rows up to 4096 (with_pipe_forward_threads), their copies unrolled (pipe_fetch's KMAX);
 //   softmax's exp on the special-function unit and its max as one max.NaN (softmax_row's
 //   kLean), layer norm's output as one FMA (layer_norm_row's kLean): 699 PTX instructions
 //   for 32 elements a thread against the default bfloat16 softmax's 1057 for 16;
@@ -72,12 +73,14 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 //   bits) and its copies unrolled.
 // The 128-thread blocks alone passed test_cuda_nn on the H200; the rest has only compiled.
 
-/// Threads per block of the forward softmax / norm pipelines for rows of n elements of T:
-/// 128 for half-type rows of up to 4 packs a thread under Note [Lean half rows], else
-/// kPipeThreads.
-template <class T>
-int pipe_forward_threads(int64_t n) {
-  return sizeof(T) == 2 && lean_half_rows_enabled() && n / kPackOf<T> <= 4 * 128 ? 128 : kPipeThreads;
+/// Calls go(std::integral_constant<int, NT>) with the threads per block of a forward softmax /
+/// norm pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a
+/// thread under Note [Lean half rows], else kPipeThreads.
+template <class T, class F>
+void with_pipe_forward_threads(int64_t n, F&& go) {
+  if constexpr (sizeof(T) == 2)
+    if (lean_half_rows_enabled() && n / kPackOf<T> <= 4 * 128) return go(std::integral_constant<int, 128>{});
+  go(std::integral_constant<int, kPipeThreads>{});
 }
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into

@@ -121,7 +121,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
 }
 
 /// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread,
-/// NT threads a block (pipe_forward_threads).
+/// NT threads a block (with_pipe_forward_threads).
 template <class T, int K, int NT>
 __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
@@ -171,25 +171,17 @@ template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
-  const int threads = pipe_forward_threads<T>(n);
-  auto go = [&](auto kernel) {
-    kernel<<<pipe_blocks(kernel, smem, rows, dev, threads), threads, smem, s>>>(x, y, rows, n, log);
-  };
-  auto with_threads = [&](auto nt) {
+  with_pipe_forward_threads<T>(n, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
+    auto go = [&](auto kernel) {
+      kernel<<<pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s>>>(x, y, rows, n, log);
+    };
     switch (pipe_packs_per_thread<T>(n, NT)) {
       case 1: go(softmax_pipe_kernel<T, 1, NT>); break;
       case 2: go(softmax_pipe_kernel<T, 2, NT>); break;
       default: go(softmax_pipe_kernel<T, 4, NT>); break;
     }
-  };
-  if constexpr (sizeof(T) == 2) {
-    if (threads == 128) {
-      with_threads(std::integral_constant<int, 128>{});
-      return true;
-    }
-  }
-  with_threads(std::integral_constant<int, kPipeThreads>{});
+  });
   return true;
 }
 

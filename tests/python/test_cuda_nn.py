@@ -132,15 +132,28 @@ def test_layer_norm_row_pipeline(n, dtype, pipeline):
     prev = tp._C._cuda_row_pipeline()
     tp._C._cuda_set_row_pipeline(pipeline)
     try:
-        for args in [(w, b, wref, bref), (None, None, None, None)]:
-            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
-                  scale=10)
-        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
-        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
-        close(ms, mref, dtype)
-        close(rs, rref, dtype, scale=10)
+        check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype)
     finally:
         tp._C._cuda_set_row_pipeline(prev)
+
+
+def check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype):
+    """softmax, log_softmax and check_layer_norm_rows against the float32 CPU reference."""
+    close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
+    close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
+    check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype)
+
+
+def check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype):
+    """Layer norm with and without affine, and its statistics (in the input's dtype), against
+    the CPU reference."""
+    for args in [(w, b, wref, bref), (None, None, None, None)]:
+        close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+              scale=10)
+    _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
+    _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+    close(ms, mref, dtype)
+    close(rs, rref, dtype, scale=10)
 
 
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
@@ -154,15 +167,7 @@ def test_warp_rows(n, dtype):
     prev = tp._C._cuda_warp_rows()
     tp._C._cuda_set_warp_rows(True)
     try:
-        close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
-        close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
-        for args in [(w, b, wref, bref), (None, None, None, None)]:
-            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
-                  scale=10)
-        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
-        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
-        close(ms, mref, dtype)  # the statistics come back in the input's dtype
-        close(rs, rref, dtype, scale=10)
+        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
         y, rs = tp._fused_rms_norm(x, [n], w, None)
         yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
         close(y, yref, dtype, scale=10)
@@ -184,15 +189,7 @@ def test_lean_half_rows(n, dtype):
     prev = tp._C._cuda_lean_half_rows()
     tp._C._cuda_set_lean_half_rows(True)
     try:
-        close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
-        close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
-        for args in [(w, b, wref, bref), (None, None, None, None)]:
-            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
-                  scale=10)
-        _, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
-        _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
-        close(ms, mref, dtype)
-        close(rs, rref, dtype, scale=10)
+        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
         close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
         # the backward (paired row sums), input, weight and bias gradients
         g, gref = rand((3000, n), dtype, seed=n + 63)
