@@ -71,6 +71,19 @@ if [ -z "${GPU_CHECK_QUICK:-}" ]; then
   python3 benchmarks/bench_autograd.py --quick 2>&1 | tee -a "$log" | tail -n 4
   python3 benchmarks/bench_random.py --quick 2>&1 | tee -a "$log" | tail -n 8
 fi
+# Note [cuDNN attention]: the cuDNN SDPA path probed in a process of its own first; a crash
+# there costs the benchmarks its row (TP_BENCH_SKIP_CUDNN_SDPA) and prints where, not the run
+if python3 -c "import tensorplay as tp; raise SystemExit(not tp._C._cudnn_sdpa_available())" 2>/dev/null; then
+  if timeout 120 python3 scripts/probe_cudnn_sdpa.py >>"$log" 2>&1; then
+    echo "cuDNN SDPA probe: ok"
+  else
+    echo "cuDNN SDPA probe: failed; the benchmarks skip its row"
+    export TP_BENCH_SKIP_CUDNN_SDPA=1
+    tail -n 3 "$log"
+    timeout 200 cuda-gdb -batch -ex run -ex bt --args python3 scripts/probe_cudnn_sdpa.py 2>&1 |
+      grep -E "^#|signal" | cut -c1-240 | head -n 30
+  fi
+fi
 for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8; do
   IFS=: read -r name script lines <<<"$b"
   extra=""; [ "$name" = nn ] && extra="--row-pipeline"

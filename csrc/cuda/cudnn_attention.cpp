@@ -37,7 +37,11 @@
 // data pointers and a workspace from the caching allocator and executes. What cuDNN refuses
 // (a failed build: a shape or head dim it lacks) is cached as a null graph and the call
 // returns false, so the op runs our kernels (Notes [Flash attention] and [Flash attention
-// on mma.sync]); a failed execution returns false the same way.
+// on mma.sync]); a failed execution returns false the same way. On the H200 (2026-12-01) the
+// graphs built and ran forward and backward (scripts/probe_cudnn_sdpa.py) once the module kept
+// the symbols of its static archives to itself (CMakeLists.txt, --exclude-libs): that
+// machine's compiler links libstdc++ statically, and with its symbols exported the first
+// validation crashed inside an ostream insertion.
 
 namespace tp::cuda::cudnn {
 
@@ -127,6 +131,8 @@ Built lookup(const Key& key) {
     if (it != cache().end()) return it->second;
   }
   auto g = std::make_shared<fe::graph::Graph>();
+  const DeviceProperties& props = device_properties(key.device);
+  g->set_sm_version(props.major * 10 + props.minor);  // the key's device, not whichever is current
   g->set_io_data_type(key.dtype == DType::BFloat16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
