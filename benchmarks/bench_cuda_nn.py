@@ -112,9 +112,12 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--row-pipeline", action="store_true",
                     help="also time the register-row kernels the pipelined ones replaced (Note [Row pipeline]), "
-                         "the warp-row ones (Note [Warp rows]) and the lean half-type ones")
+                         "the warp-row ones (Note [Warp rows]) and the 256-thread half-type ones (Note [Lean half "
+                         "rows])")
     ap.add_argument("--rows-only", action="store_true",
                     help="only the layer_norm / rms_norm / softmax rows (no cross entropy, attention or conv)")
+    ap.add_argument("--attention-only", action="store_true",
+                    help="only the attention rows (ours, and cuDNN's graphs where the build has them)")
     args = ap.parse_args()
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
@@ -134,21 +137,24 @@ def main():
         bw_a, bw_b = nbytes / 1e9 / (a / 1e3), nbytes / 1e9 / (b / 1e3)
         rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
 
-    def switched_bw(switch, name, f_tp, f_th, nbytes, tol):
-        """A row of the kernels behind `switch` (off by default: tp._C._cuda_set_warp_rows, Note
-        [Warp rows]; tp._C._cuda_set_lean_half_rows, Note [Lean half rows]), on for the row and
-        checked against torch first; a failed check or a CUDA error becomes the row's note."""
-        switch(True)
+    def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
+        """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
+        default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
+        rows]; tp._C._cuda_set_norm_affine_registers, off, Note [Affine in registers]): switch(on)
+        for the row, checked against torch first; a failed check or a CUDA
+        error becomes the row's note; switch(not on) after."""
+        switch(on)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
             add_bw(name, f_tp, f_th, nbytes)
         except (SystemExit, RuntimeError) as e:
             rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
         finally:
-            switch(False)
+            switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    for dtype, tol in [("float32", 1e-4), ("bfloat16", 2e-2)]:
+    aff = tp._C._cuda_set_norm_affine_registers  # Note [Affine in registers], off by default
+    for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
         w, wt = same_input((n,), dtype, seed=2)
@@ -168,13 +174,18 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(warp, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
+                switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(warp, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
+                switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(lean, f"layer_norm fwd {tag} lean", lambda: F.layer_norm(x, (n,), w, b),
+                switched_bw(lean, False, f"layer_norm fwd {tag} 256 threads", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(lean, f"rms_norm fwd {tag} lean", lambda: F.rms_norm(x, (n,), w),
+                switched_bw(lean, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
+                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
+                switched_bw(aff, True, f"layer_norm fwd {tag} affine in registers",
+                            lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(aff, True, f"rms_norm fwd {tag} affine in registers", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
@@ -199,7 +210,7 @@ def main():
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(lean, f"layer_norm bwd {tag} lean",
+                switched_bw(aff, True, f"layer_norm bwd {tag} affine in registers",
                             lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
                             lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
                             3 * x.numel() * size, tol)
@@ -226,35 +237,36 @@ def main():
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(warp, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
+                switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
-                switched_bw(lean, f"softmax fwd {tag} lean", lambda: tp.softmax(x, -1),
+                switched_bw(lean, False, f"softmax fwd {tag} 256 threads", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
         x = xt = g = gt = None  # frees the device memory
     if args.rows_only:
         print_rows("CUDA backend II (rows)", rows, args.markdown, 44)
         return
 
-    x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)
-    tt = torch.randint(0, vocab, (ce_rows,), generator=torch.Generator().manual_seed(6)).cuda()
-    tt[::7] = -100
-    t = tp.from_dlpack(tt)
-    xg, xgt = x.requires_grad_(), xt.requires_grad_()
+    if not args.attention_only:  # cross entropy
+        x, xt = same_input((ce_rows, vocab), "bfloat16", seed=5, scale=3.0)
+        tt = torch.randint(0, vocab, (ce_rows,), generator=torch.Generator().manual_seed(6)).cuda()
+        tt[::7] = -100
+        t = tp.from_dlpack(tt)
+        xg, xgt = x.requires_grad_(), xt.requires_grad_()
 
-    def ce_tp():
-        return tp.autograd.grad(F.cross_entropy(xg, t), xg)[0]
+        def ce_tp():
+            return tp.autograd.grad(F.cross_entropy(xg, t), xg)[0]
 
-    def ce_th():
-        return torch.autograd.grad(torch.nn.functional.cross_entropy(xgt, tt), xgt)[0]
+        def ce_th():
+            return torch.autograd.grad(torch.nn.functional.cross_entropy(xgt, tt), xgt)[0]
 
-    check("cross_entropy", F.cross_entropy(xg, t).detach(), torch.nn.functional.cross_entropy(xgt, tt).detach(),
-          rtol=2e-2, atol=2e-2)
-    check("cross_entropy grad", ce_tp(), ce_th(), rtol=2e-2, atol=1e-4)
-    a = gpu_time(tp, ce_tp, reps, rounds)
-    b = gpu_time(torch, ce_th, reps, rounds)
-    rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
+        check("cross_entropy", F.cross_entropy(xg, t).detach(), torch.nn.functional.cross_entropy(xgt, tt).detach(),
+              rtol=2e-2, atol=2e-2)
+        check("cross_entropy grad", ce_tp(), ce_th(), rtol=2e-2, atol=1e-4)
+        a = gpu_time(tp, ce_tp, reps, rounds)
+        b = gpu_time(torch, ce_th, reps, rounds)
+        rows.append((f"cross_entropy fwd+bwd {ce_rows}x{vocab} bf16", a * 1e3, b * 1e3, "us", "target ratio <= 0.8"))
 
-    x = xt = xg = xgt = None  # frees the device memory
+        x = xt = xg = xgt = None  # frees the device memory
     # fused attention (Note [Flash attention on mma.sync]): forward + backward, causal, bf16
     b_, h_, seq, hd = (8, 16, 1024 if args.quick else 4096, 128)
     (q, qt), (k, kt), (v, vt) = (same_input((b_, h_, seq, hd), "bfloat16", seed=s) for s in (7, 8, 9))
@@ -279,7 +291,8 @@ def main():
     flops = 3.5 * 4 * b_ * h_ * seq * seq * hd / 2  # causal: half the scores; backward 2.5x forward
     rows.append((f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal", a, b, "ms",
                  f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s"))
-    conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
+    if not args.attention_only:
+        conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
 
     # the same attention through cuDNN's SDPA graphs (Note [cuDNN attention]), when the build has them
     def cudnn_sdpa():
@@ -291,7 +304,9 @@ def main():
             raise SystemExit("cuDNN declined the attention graphs")
         return gpu_time(tp, sdpa_tp, reps, rounds)
 
-    if tp._C._cudnn_sdpa_available():
+    if os.environ.get("TP_BENCH_SKIP_CUDNN_SDPA"):  # scripts/gpu_check.sh: its probe failed
+        rows.append(("sdpa (cuDNN graphs): skipped, the probe failed", float("nan"), float("nan"), "ms", ""))
+    elif tp._C._cudnn_sdpa_available():
         switched_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (cuDNN graphs)",
                      (tp._C._cudnn_sdpa, tp._C._cudnn_set_sdpa), True, cudnn_sdpa, b,
                      lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")

@@ -87,32 +87,6 @@ __device__ __forceinline__ A group_reduce(A v, int tpr, A* smem, Op op) {
   return r;
 }
 
-/// Two group_reduce(..., SumFn) in one: a and b summed over groups of `tpr` threads in the
-/// same order as group_reduce would (so the same bits), sharing its barriers; smem holds
-/// 2 * blockDim.x / 32 values.
-template <class A>
-__device__ __forceinline__ void group_sum2(A& a, A& b, int tpr, A* smem) {
-  for (int o = 16; o > 0; o >>= 1) {
-    a += __shfl_xor_sync(0xffffffffu, a, o);
-    b += __shfl_xor_sync(0xffffffffu, b, o);
-  }
-  if (tpr <= 32) return;
-  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr;
-  __syncthreads();  // the previous call's readers are done with smem
-  if ((threadIdx.x & 31) == 0) {
-    smem[2 * warp] = a;
-    smem[2 * warp + 1] = b;
-  }
-  __syncthreads();
-  A ra = smem[2 * first], rb = smem[2 * first + 1];
-  for (int i = 1; i < wpr; ++i) {
-    ra += smem[2 * (first + i)];
-    rb += smem[2 * (first + i) + 1];
-  }
-  a = ra;
-  b = rb;
-}
-
 /// The pack of V elements of T at p (16-byte aligned).
 template <class T>
 __device__ __forceinline__ Pack<T, kPackOf<T>> load_pack(const T* p) {

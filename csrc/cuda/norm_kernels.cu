@@ -35,6 +35,37 @@ __device__ __forceinline__ void load_accs(const A* p, A (&out)[V]) {
   }
 }
 
+// Note [Affine in registers]: a pipelined row kernel's block runs rows blockIdx.x,
+// blockIdx.x + gridDim.x, ..., and each thread owns the same packs of every row, so its
+// packs of the layer-norm weight and bias (float32 for the half types: four times a
+// bfloat16 pack's load instructions and L1 bytes, and a load latency in each row's output
+// pass) can be loaded once, before the rows, and kept in registers: K * 8 floats each for
+// bfloat16 rows. The forward layer / RMS norm and the backward's weight take them so with
+// tp._C._cuda_set_norm_affine_registers(True) (off until timed; bench_cuda_nn.py
+// --row-pipeline times the "affine in registers" rows).
+
+/// This thread's packs k of a layer norm's weight and bias (zero where absent).
+template <class A, int K, int V>
+struct RowAffine {
+  A w[K][V], b[K][V];
+};
+
+/// Loads the packs j = t + k * nt < npk of w and b (either may be null: ones, zeros).
+template <class A, int K, int V>
+__device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const A* w, const A* b, int t, int nt,
+                                                int64_t npk) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = t + int64_t(k) * nt;
+#pragma unroll
+    for (int e = 0; e < V; ++e) aff.w[k][e] = A(1), aff.b[k][e] = A(0);
+    if (j < npk) {
+      if (w) load_accs(w + j * V, aff.w[k]);
+      if (b) load_accs(b + j * V, aff.b[k]);
+    }
+  }
+}
+
 /// 1 / sqrt(var + eps), formed in double as the CPU kernel does.
 template <class A>
 __device__ __forceinline__ A inv_std(A var, double eps) {
@@ -46,10 +77,12 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
 /// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
+/// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
 template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
-                                               int64_t n, double eps, acc_t<T>* red) {
+                                               int64_t n, double eps, acc_t<T>* red,
+                                               const RowAffine<acc_t<T>, K, kPackOf<T>>* aff = nullptr) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   A v[K][V];
@@ -81,8 +114,13 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       A wv[V], bv[V];
-      if (w) load_accs(w + j * V, wv);
-      if (b) load_accs(b + j * V, bv);
+      if (aff) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) wv[e] = aff->w[k][e], bv[e] = aff->b[k][e];
+      } else {
+        if (w) load_accs(w + j * V, wv);
+        if (b) load_accs(b + j * V, bv);
+      }
       Pack<T, V> o;
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -113,16 +151,18 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
 /// NT threads a block (with_pipe_forward_threads).
-template <class T, int K, int NT>
+template <class T, int K, int NT, bool kRegAffine = false>
 __global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y,
                                                              acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
                                                              double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
+  RowAffine<acc_t<T>, K, kPackOf<T>> aff;
+  if constexpr (kRegAffine) load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     layer_norm_row<T, K, NT == 128>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row,
-                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red);
+                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, kRegAffine ? &aff : nullptr);
   });
 }
 
@@ -250,17 +290,16 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
-/// mean: RMS norm). kLean (half types, tp._C._cuda_set_lean_half_rows): both row sums share
-/// one reduction (group_sum2) and the row's copies are unrolled. (Keeping xhat and g * w in
+/// mean: RMS norm). (Keeping xhat and g * w in
 /// registers between the passes took 101 registers for two packs a thread, 170 for four.)
-template <class T, int K, bool kLean = false>
+template <class T, int K, bool kRegAffine = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[(kLean ? 2 : 1) * kPipeThreads / 32];
+  __shared__ A red[kPipeThreads / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
   A dw[K][V], db[K][V];
 #pragma unroll
@@ -268,14 +307,21 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  pipe_rows<kPipeThreads, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row,
-                                                                                              const T* buf) {
+  RowAffine<A, K, V> aff;  // Note [Affine in registers]: w only (its b stays zero, unused)
+  if constexpr (kRegAffine) load_row_affine(aff, w, static_cast<const A*>(nullptr), t, kPipeThreads, npk);
+  pipe_rows<kPipeThreads>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     const A m = mean ? mean[row] : A(0), rs = rstd[row];
-    // xhat and g * w of this thread's packs, from the shared rows (x at buf, g at buf + n)
-    auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
+    // xhat and g * w of this thread's pack k (j = t + k * kPipeThreads), from the shared rows
+    // (x at buf, g at buf + n)
+    auto load = [&](int k, int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
-      if (w) load_accs(w + j * V, wv);
+      if constexpr (kRegAffine) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) wv[e] = aff.w[k][e];
+      } else if (w) {
+        load_accs(w + j * V, wv);
+      }
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         xh[e] = (to_acc(qx.v[e]) - m) * rs;
@@ -289,7 +335,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       const int j = t + k * kPipeThreads;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
-        load(j, xh, gg, gv);
+        load(k, j, xh, gg, gv);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           dw[k][e] += gg[e] * xh[e];
@@ -300,22 +346,15 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       }
     }
     if (!gx) return;
-    A a, c;
-    if constexpr (kLean) {
-      group_sum2(sa, sc, kPipeThreads, red);
-      a = mean ? sa / A(n) : A(0);
-      c = sc / A(n);
-    } else {
-      a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
-      c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
-    }
+    const A a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
+    const A c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int j = t + k * kPipeThreads;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
-        load(j, xh, gg, gv);
+        load(k, j, xh, gg, gv);
         Pack<T, V> o;
 #pragma unroll
         for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(rs * (gv[e] - a - xh[e] * c));
@@ -732,15 +771,18 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
-      const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-      with_pipe_forward_threads<T>(len, [&](auto nt) {
-        constexpr int NT = decltype(nt)::value;
-        with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
-          auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
-          kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
-                                                                                         rows, len, eps);
+      if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
+        const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
+        with_pipe_forward_threads<T>(len, [&](auto nt) {
+          constexpr int NT = decltype(nt)::value;
+          with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
+            auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
+            if (norm_affine_registers_enabled()) kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT, true>;
+            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                           rows, len, eps);
+          });
         });
-      });
+      }
     } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
         layer_norm_reg_kernel<T, decltype(k)::value>
@@ -776,8 +818,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
       const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
       with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
         auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
-        if constexpr (sizeof(T) == 2)
-          if (lean_half_rows_enabled()) kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, true>;
+        if (norm_affine_registers_enabled()) kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, true>;
         const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
         A *pw = nullptr, *pb = nullptr;
         if (columns) {

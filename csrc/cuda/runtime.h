@@ -58,9 +58,14 @@ bool warp_rows_enabled();
 void set_warp_rows_enabled(bool on);
 
 /// Whether the half-type row pipelines run their lean variants (Note [Lean half rows] in
-/// cuda/row_pipeline.cuh); off by default until timed on a GPU.
+/// cuda/row_pipeline.cuh); on by default since timed on the H200.
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
+
+/// Whether the pipelined layer-norm kernels keep their weight (and bias) packs in registers
+/// (Note [Affine in registers] in cuda/norm_kernels.cu); off until timed on a GPU.
+bool norm_affine_registers_enabled();
+void set_norm_affine_registers_enabled(bool on);
 
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x

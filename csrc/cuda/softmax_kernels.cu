@@ -82,7 +82,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
   // one FMA and the hardware exp2 (a few float ulps against expf's one, below 2^-126 zero;
   // the result is rounded to 8 or 11 bits after). In the register-row kernels it measured
   // no faster (bfloat16 1889 against 1965 GB/s, latency-bound); the pipelined ones are
-  // issue-bound, so it rides with the lean half rows' switch until timed there.
+  // issue-bound, and there the lean rows measured faster (Note [Lean half rows]).
   [[maybe_unused]] const float ml2 = float(m) * kLog2E;
 #pragma unroll
   for (int k = 0; k < K; ++k)

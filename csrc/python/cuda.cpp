@@ -147,9 +147,12 @@ void bind_cuda(nb::module_& m) {
   // Note [Warp rows]: one warp per half-type row, off unless switched on (unmeasured)
   m.def("_cuda_set_warp_rows", [](bool on) { cuda::set_warp_rows_enabled(on); });
   m.def("_cuda_warp_rows", [] { return cuda::warp_rows_enabled(); });
-  // Note [Lean half rows] (cuda/row_pipeline.cuh): off unless switched on (not yet timed)
+  // Note [Lean half rows] (cuda/row_pipeline.cuh): on by default, off to time the old kernels
   m.def("_cuda_set_lean_half_rows", [](bool on) { cuda::set_lean_half_rows_enabled(on); });
   m.def("_cuda_lean_half_rows", [] { return cuda::lean_half_rows_enabled(); });
+  // Note [Affine in registers] (cuda/norm_kernels.cu): off unless switched on (not yet timed)
+  m.def("_cuda_set_norm_affine_registers", [](bool on) { cuda::set_norm_affine_registers_enabled(on); });
+  m.def("_cuda_norm_affine_registers", [] { return cuda::norm_affine_registers_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

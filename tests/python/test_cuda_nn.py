@@ -177,37 +177,59 @@ def test_warp_rows(n, dtype):
     assert tp._C._cuda_warp_rows() is prev
 
 
+def test_lean_half_rows_default():
+    assert tp._C._cuda_lean_half_rows() is True  # Note [Lean half rows]: on by default
+
+
+def check_rows_and_grads(n, dtype, seed):
+    """check_half_row_forwards, RMS norm, and the layer-norm and RMS-norm backward (input,
+    weight and bias gradients) over 3000 rows of n, against the CPU reference."""
+    x, ref = rand((3000, n), dtype, seed=n + seed)
+    w, wref = rand((n,), dtype, seed=seed + 1)
+    b, bref = rand((n,), dtype, seed=seed + 2)
+    check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
+    close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
+    g, gref = rand((3000, n), dtype, seed=n + seed + 3)
+    grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True, True,
+                                          True)
+    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
+        close(ours, expect, dtype, scale=100)
+    xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+    (F.rms_norm(xg, (n,), wg) * g).sum().backward()
+    xr, wr = ref.clone().requires_grad_(), wref.clone().requires_grad_()
+    (F.rms_norm(xr, (n,), wr) * gref).sum().backward()
+    close(xg.grad, xr.grad, dtype, scale=100)
+    close(wg.grad, wr.grad, dtype, scale=100)
+
+
+@pytest.mark.parametrize("lean", [True, False])
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_lean_half_rows(n, dtype):
-    # the lean half-type rows: the forward on 128-thread blocks up to 4096 (8192 stays on 256),
-    # more rows than blocks; softmax, log_softmax, layer norm with and without affine, RMS norm,
-    # the layer-norm backward
-    x, ref = rand((3000, n), dtype, seed=n + 60)
-    w, wref = rand((n,), dtype, seed=61)
-    b, bref = rand((n,), dtype, seed=62)
+def test_lean_half_rows(n, dtype, lean):
+    # the half-type rows with the lean forward (128-thread blocks up to 4096; 8192 stays on
+    # 256) and without it, more rows than blocks
     prev = tp._C._cuda_lean_half_rows()
-    tp._C._cuda_set_lean_half_rows(True)
+    tp._C._cuda_set_lean_half_rows(lean)
     try:
-        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
-        close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
-        # the backward (paired row sums), input, weight and bias gradients
-        g, gref = rand((3000, n), dtype, seed=n + 63)
-        grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True,
-                                              True, True)
-        xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
-        (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
-        for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
-            close(ours, expect, dtype, scale=100)
-        xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
-        (F.rms_norm(xg, (n,), wg) * g).sum().backward()
-        xr, wr = ref.clone().requires_grad_(), wref.clone().requires_grad_()
-        (F.rms_norm(xr, (n,), wr) * gref).sum().backward()
-        close(xg.grad, xr.grad, dtype, scale=100)
-        close(wg.grad, wr.grad, dtype, scale=100)
+        check_rows_and_grads(n, dtype, seed=60)
     finally:
         tp._C._cuda_set_lean_half_rows(prev)
     assert tp._C._cuda_lean_half_rows() is prev
+
+
+@pytest.mark.parametrize("n", [8, 1000, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_norm_affine_registers(n, dtype):
+    # Note [Affine in registers]: the pipelined layer / RMS norms with their weight and bias
+    # packs loaded once a block (off by default)
+    assert tp._C._cuda_norm_affine_registers() is False
+    tp._C._cuda_set_norm_affine_registers(True)
+    try:
+        check_rows_and_grads(n, dtype, seed=70)
+    finally:
+        tp._C._cuda_set_norm_affine_registers(False)
 
 
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
