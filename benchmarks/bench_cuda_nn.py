@@ -140,9 +140,9 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_norm_affine_registers, off, Note [Affine in registers]): switch(on)
-        for the row, checked against torch first; a failed check or a CUDA
-        error becomes the row's note; switch(not on) after."""
+        rows]; tp._C._cuda_set_norm_affine_registers, off, Note [Affine in registers];
+        tp._C._cuda_set_lean_norm_backward, off): switch(on) for the row, checked against torch
+        first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
@@ -154,6 +154,7 @@ def main():
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
     aff = tp._C._cuda_set_norm_affine_registers  # Note [Affine in registers], off by default
+    lean_bw = tp._C._cuda_set_lean_norm_backward  # the backward on 128-thread blocks, off by default
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -210,10 +211,12 @@ def main():
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(aff, True, f"layer_norm bwd {tag} affine in registers",
-                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                            3 * x.numel() * size, tol)
+                for switch, variant in ((aff, "affine in registers"), (lean_bw, "128 threads")):
+                    switched_bw(switch, True, f"layer_norm bwd {tag} {variant}",
+                                lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
+                                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt,
+                                                                                  mask)[0],
+                                3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),

@@ -150,7 +150,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 }
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
-/// NT threads a block (with_pipe_forward_threads).
+/// NT threads a block (with_pipe_threads).
 template <class T, int K, int NT, bool kRegAffine = false>
 __global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y,
                                                              acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
@@ -292,14 +292,14 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
 /// mean: RMS norm). (Keeping xhat and g * w in
 /// registers between the passes took 101 registers for two packs a thread, 170 for four.)
-template <class T, int K, bool kRegAffine = false>
-__global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
+template <class T, int K, bool kRegAffine = false, int NT = kPipeThreads>
+__global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[kPipeThreads / 32];
+  __shared__ A red[NT / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
   A dw[K][V], db[K][V];
 #pragma unroll
@@ -308,10 +308,10 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
   RowAffine<A, K, V> aff;  // Note [Affine in registers]: w only (its b stays zero, unused)
-  if constexpr (kRegAffine) load_row_affine(aff, w, static_cast<const A*>(nullptr), t, kPipeThreads, npk);
-  pipe_rows<kPipeThreads>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  if constexpr (kRegAffine) load_row_affine(aff, w, static_cast<const A*>(nullptr), t, NT, npk);
+  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     const A m = mean ? mean[row] : A(0), rs = rstd[row];
-    // xhat and g * w of this thread's pack k (j = t + k * kPipeThreads), from the shared rows
+    // xhat and g * w of this thread's pack k (j = t + k * NT), from the shared rows
     // (x at buf, g at buf + n)
     auto load = [&](int k, int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
@@ -332,7 +332,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     A sa = 0, sc = 0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
+      const int j = t + k * NT;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
         load(k, j, xh, gg, gv);
@@ -346,12 +346,12 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       }
     }
     if (!gx) return;
-    const A a = mean ? group_reduce(sa, kPipeThreads, red, SumFn{}) / A(n) : A(0);
-    const A c = group_reduce(sc, kPipeThreads, red, SumFn{}) / A(n);
+    const A a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
+    const A c = group_reduce(sc, NT, red, SumFn{}) / A(n);
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-      const int j = t + k * kPipeThreads;
+      const int j = t + k * NT;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
         load(k, j, xh, gg, gv);
@@ -365,7 +365,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   if (!pw) return;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int j = t + k * kPipeThreads;
+    const int j = t + k * NT;
     if (j < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -773,7 +773,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
         const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-        with_pipe_forward_threads<T>(len, [&](auto nt) {
+        with_pipe_threads<T>(len, lean_half_rows_enabled(), [&](auto nt) {
           constexpr int NT = decltype(nt)::value;
           with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
             auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
@@ -816,18 +816,22 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     RegRowConfig c;
     if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {gp, xp, wp, gxp})) {
       const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
-      with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
-        auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value>;
-        if (norm_affine_registers_enabled()) kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, true>;
-        const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
-        A *pw = nullptr, *pb = nullptr;
-        if (columns) {
-          parts = int64_t(blocks);
-          part = scratch(sums * parts * len, adt, x.device());
-          pw = part.device_data<A>();
-          pb = gb.defined() ? pw + parts * len : nullptr;
-        }
-        kernel<<<blocks, kPipeThreads, smem, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len);
+      with_pipe_threads<T>(len, lean_norm_backward_enabled(), [&](auto nt) {
+        constexpr int NT = decltype(nt)::value;
+        with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
+          constexpr int K = decltype(k)::value;
+          auto kernel = layer_norm_backward_pipe_kernel<T, K, false, NT>;
+          if (norm_affine_registers_enabled()) kernel = layer_norm_backward_pipe_kernel<T, K, true, NT>;
+          const unsigned blocks = pipe_blocks(kernel, smem, rows, dev, NT);
+          A *pw = nullptr, *pb = nullptr;
+          if (columns) {
+            parts = int64_t(blocks);
+            part = scratch(sums * parts * len, adt, x.device());
+            pw = part.device_data<A>();
+            pb = gb.defined() ? pw + parts * len : nullptr;
+          }
+          kernel<<<blocks, NT, smem, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len);
+        });
       });
     } else if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 4 : 2)>(c.k, [&](auto k) {

@@ -65,21 +65,24 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // The lean kernels (tp._C._cuda_set_lean_half_rows, on by default; bench_cuda_nn.py
 // --row-pipeline times the old kernels as the "256 threads" rows) are the forward softmax
 // and layer / RMS norm on 128-thread blocks, four packs a thread for rows up to 4096
-// (with_pipe_forward_threads), their copies unrolled (pipe_fetch's KMAX); softmax's exp on
+// (with_pipe_threads), their copies unrolled (pipe_fetch's KMAX); softmax's exp on
 // the special-function unit and its max as one max.NaN (softmax_row's kLean), layer norm's
 // output as one FMA (layer_norm_row's kLean): 699 PTX instructions for 32 elements a thread
 // against the 256-thread bfloat16 softmax's 1057 for 16. On the H200 (2026-12-01, bfloat16
 // 32768x4096): softmax 3584 against 3063 GB/s, layer norm forward 3043 against 2792, RMS
 // norm forward 3339 against 3362. A layer-norm backward variant with both row sums in one
-// paired reduction and unrolled copies measured 2599 against 2664 GB/s and was dropped.
+// paired reduction and unrolled copies measured 2599 against 2664 GB/s and was dropped; the
+// backward on 128-thread blocks, four packs a thread (tp._C._cuda_set_lean_norm_backward,
+// the "128 threads" bench row), is not yet timed.
 
-/// Calls go(std::integral_constant<int, NT>) with the threads per block of a forward softmax /
-/// norm pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a
-/// thread under Note [Lean half rows], else kPipeThreads.
+/// Calls go(std::integral_constant<int, NT>) with the threads per block of a softmax / norm
+/// pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a thread
+/// when `narrow` (the forward's: lean_half_rows_enabled(), Note [Lean half rows]; the
+/// layer-norm backward's: lean_norm_backward_enabled()), else kPipeThreads.
 template <class T, class F>
-void with_pipe_forward_threads(int64_t n, F&& go) {
+void with_pipe_threads(int64_t n, bool narrow, F&& go) {
   if constexpr (sizeof(T) == 2)
-    if (lean_half_rows_enabled() && n / kPackOf<T> <= 4 * 128) return go(std::integral_constant<int, 128>{});
+    if (narrow && n / kPackOf<T> <= 4 * 128) return go(std::integral_constant<int, 128>{});
   go(std::integral_constant<int, kPipeThreads>{});
 }
 

@@ -121,7 +121,7 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
 }
 
 /// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread,
-/// NT threads a block (with_pipe_forward_threads).
+/// NT threads a block (with_pipe_threads).
 template <class T, int K, int NT>
 __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
@@ -171,7 +171,7 @@ template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
-  with_pipe_forward_threads<T>(n, [&](auto nt) {
+  with_pipe_threads<T>(n, lean_half_rows_enabled(), [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
     auto go = [&](auto kernel) {
       kernel<<<pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s>>>(x, y, rows, n, log);

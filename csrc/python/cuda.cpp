@@ -153,6 +153,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Affine in registers] (cuda/norm_kernels.cu): off unless switched on (not yet timed)
   m.def("_cuda_set_norm_affine_registers", [](bool on) { cuda::set_norm_affine_registers_enabled(on); });
   m.def("_cuda_norm_affine_registers", [] { return cuda::norm_affine_registers_enabled(); });
+  // the layer-norm backward on 128-thread half-type blocks (Note [Lean half rows]): off until timed
+  m.def("_cuda_set_lean_norm_backward", [](bool on) { cuda::set_lean_norm_backward_enabled(on); });
+  m.def("_cuda_lean_norm_backward", [] { return cuda::lean_norm_backward_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

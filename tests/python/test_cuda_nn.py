@@ -221,15 +221,20 @@ def test_lean_half_rows(n, dtype, lean):
 
 @pytest.mark.parametrize("n", [8, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_norm_affine_registers(n, dtype):
-    # Note [Affine in registers]: the pipelined layer / RMS norms with their weight and bias
-    # packs loaded once a block (off by default)
-    assert tp._C._cuda_norm_affine_registers() is False
-    tp._C._cuda_set_norm_affine_registers(True)
+@pytest.mark.parametrize("switch", ["norm_affine_registers", "lean_norm_backward", "both"])
+def test_norm_row_variants(n, dtype, switch):
+    # the variants off by default: Note [Affine in registers] (the pipelined layer / RMS norms
+    # with their weight and bias packs loaded once a block) and the layer-norm backward on
+    # 128-thread half-type blocks
+    names = ["norm_affine_registers", "lean_norm_backward"] if switch == "both" else [switch]
+    for name in names:
+        assert getattr(tp._C, f"_cuda_{name}")() is False
+        getattr(tp._C, f"_cuda_set_{name}")(True)
     try:
         check_rows_and_grads(n, dtype, seed=70)
     finally:
-        tp._C._cuda_set_norm_affine_registers(False)
+        for name in names:
+            getattr(tp._C, f"_cuda_set_{name}")(False)
 
 
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
