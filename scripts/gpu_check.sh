@@ -32,6 +32,12 @@ if [ $build_rc -ne 0 ] && grep -q "cuDNN attention available" "$log"; then
   build_rc=$?
 fi
 build_s=$(( $(date +%s) - start ))
+# the slowest compiles (the build is a fixed cost of every call; its critical path is the
+# longest single file): .ninja_log lines are start, end (ms), mtime, target, hash
+if [ -f build/gpu/.ninja_log ]; then
+  echo "slowest build steps (s):"
+  awk -F'\t' 'NR > 1 { printf "%7.1f %s\n", ($2 - $1) / 1000, $4 }' build/gpu/.ninja_log | sort -rn | head -n 6
+fi
 grep -E "tensorplay: |error:|FAILED" "$log" | head -n 20
 tail -n 5 "$log"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 2
