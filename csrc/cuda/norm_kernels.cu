@@ -121,17 +121,15 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
         if (w) load_accs(w + j * V, wv);
         if (b) load_accs(b + j * V, bv);
       }
-      Pack<T, V> o;
+      A r[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        A r;
-        if constexpr (kLean) r = v[k][e] * rs - mrs;
-        else r = (v[k][e] - m) * rs;
-        if (w) r *= wv[e];
-        if (b) r += bv[e];
-        o.v[e] = from_acc<T>(r);
+        if constexpr (kLean) r[e] = v[k][e] * rs - mrs;
+        else r[e] = (v[k][e] - m) * rs;
+        if (w) r[e] *= wv[e];
+        if (b) r[e] += bv[e];
       }
-      *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+      store_rounded(out + j * V, r);
     }
   }
 }
@@ -265,10 +263,10 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
     for (int k = 0; k < K; ++k) {
       const int64_t j = t + int64_t(k) * tpr;
       if (j < npk) {
-        Pack<T, V> o;
+        A r[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(rs * (gv[k][e] - a - xh[k][e] * c));
-        *reinterpret_cast<Pack<T, V>*>(gx + off + j * V) = o;
+        for (int e = 0; e < V; ++e) r[e] = rs * (gv[k][e] - a - xh[k][e] * c);
+        store_rounded(gx + off + j * V, r);
       }
     }
   }
@@ -355,10 +353,10 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
       if (j < npk) {
         A xh[V], gg[V], gv[V];
         load(k, j, xh, gg, gv);
-        Pack<T, V> o;
+        A r[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(rs * (gv[e] - a - xh[e] * c));
-        *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+        for (int e = 0; e < V; ++e) r[e] = rs * (gv[e] - a - xh[e] * c);
+        store_rounded(out + j * V, r);
       }
     }
   });

@@ -101,10 +101,10 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
-      Pack<T, V> o;
+      A r[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(log ? v[k][e] - shift : v[k][e] * inv);
-      *reinterpret_cast<Pack<T, V>*>(out + j * V) = o;
+      for (int e = 0; e < V; ++e) r[e] = log ? v[k][e] - shift : v[k][e] * inv;
+      store_rounded(out + j * V, r);
     }
   }
 }
