@@ -288,8 +288,9 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
-/// mean: RMS norm). (Keeping xhat and g * w in
-/// registers between the passes took 101 registers for two packs a thread, 170 for four.)
+/// mean: RMS norm); NT threads a block (with_pipe_threads), kRegAffine: Note [Affine in
+/// registers]. (Keeping xhat and g * w in registers between the passes took 101 registers
+/// for two packs a thread, 170 for four.)
 template <class T, int K, bool kRegAffine = false, int NT = kPipeThreads>
 __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
