@@ -44,13 +44,15 @@ __device__ __forceinline__ void load_accs(const A* p, A (&out)[V]) {
 // tp._C._cuda_set_norm_affine_registers(True) (off until timed; bench_cuda_nn.py
 // --row-pipeline times the "affine in registers" rows).
 
-/// This thread's packs k of a layer norm's weight and bias (zero where absent).
+/// This thread's packs k of a layer norm's weight and bias.
 template <class A, int K, int V>
 struct RowAffine {
   A w[K][V], b[K][V];
 };
 
-/// Loads the packs j = t + k * nt < npk of w and b (either may be null: ones, zeros).
+/// Loads the packs j = t + k * nt < npk of w and b; an absent w is ones and an absent b
+/// negative zeros, so fma(r, w, b) is exactly r, r * w or r + b where they are absent (-0
+/// keeps a -0 result's sign).
 template <class A, int K, int V>
 __device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const A* w, const A* b, int t, int nt,
                                                 int64_t npk) {
@@ -58,7 +60,7 @@ __device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const A
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
 #pragma unroll
-    for (int e = 0; e < V; ++e) aff.w[k][e] = A(1), aff.b[k][e] = A(0);
+    for (int e = 0; e < V; ++e) aff.w[k][e] = A(1), aff.b[k][e] = -A(0);
     if (j < npk) {
       if (w) load_accs(w + j * V, aff.w[k]);
       if (b) load_accs(b + j * V, aff.b[k]);
@@ -113,21 +115,28 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
-      A wv[V], bv[V];
-      if (aff) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) wv[e] = aff->w[k][e], bv[e] = aff->b[k][e];
-      } else {
-        if (w) load_accs(w + j * V, wv);
-        if (b) load_accs(b + j * V, bv);
-      }
       A r[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         if constexpr (kLean) r[e] = v[k][e] * rs - mrs;
         else r[e] = (v[k][e] - m) * rs;
-        if (w) r[e] *= wv[e];
-        if (b) r[e] += bv[e];
+      }
+      // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
+      // there and an absent bias -0, the same bits as the loads' path
+      if (aff) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) r[e] = fma(r[e], aff->w[k][e], aff->b[k][e]);
+      } else if (w && b) {
+        A wv[V], bv[V];
+        load_accs(w + j * V, wv);
+        load_accs(b + j * V, bv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) r[e] = fma(r[e], wv[e], bv[e]);
+      } else if (w || b) {
+        A wb[V];
+        load_accs(w ? w + j * V : b + j * V, wb);
+#pragma unroll
+        for (int e = 0; e < V; ++e) r[e] = w ? r[e] * wb[e] : r[e] + wb[e];
       }
       store_rounded(out + j * V, r);
     }
@@ -315,17 +324,14 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     auto load = [&](int k, int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
-      if constexpr (kRegAffine) {
-#pragma unroll
-        for (int e = 0; e < V; ++e) wv[e] = aff.w[k][e];
-      } else if (w) {
-        load_accs(w + j * V, wv);
-      }
+      if constexpr (!kRegAffine)
+        if (w) load_accs(w + j * V, wv);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         xh[e] = (to_acc(qx.v[e]) - m) * rs;
         gg[e] = to_acc(qg.v[e]);
-        gv[e] = w ? gg[e] * wv[e] : gg[e];
+        if constexpr (kRegAffine) gv[e] = gg[e] * aff.w[k][e];  // an absent weight is 1 there
+        else gv[e] = w ? gg[e] * wv[e] : gg[e];
       }
     };
     A sa = 0, sc = 0;
