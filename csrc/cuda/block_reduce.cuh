@@ -38,27 +38,15 @@ __device__ __forceinline__ T from_acc(A v) {
   else return T(v);
 }
 
-/// Stores r[0..V) rounded to T as one pack at the 16-byte aligned p; the half types two at a
-/// time (one cvt.rn.{bf16x2,f16x2}.f32 a pair, the same bits as from_acc's one a value, in
-/// fewer instructions: the half-type row kernels are instruction-bound).
+/// Stores r[0..V) rounded to T as one pack at the 16-byte aligned p (one 16-byte store; for
+/// the half types ptxas already rounds pairs with one F2FP: an explicit cvt.rn.bf16x2.f32
+/// per pair gave the same F2FP count and split the store into four 4-byte ones).
 template <class T, int V, class A>
 __device__ __forceinline__ void store_rounded(T* p, const A (&r)[V]) {
-  constexpr bool kHalf = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-  if constexpr (kHalf && V % 2 == 0) {
-    using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-    Pack<T2, V / 2> o;
+  Pack<T, V> o;
 #pragma unroll
-    for (int e = 0; e < V; e += 2) {
-      if constexpr (std::is_same_v<T, __half>) o.v[e / 2] = __floats2half2_rn(float(r[e]), float(r[e + 1]));
-      else o.v[e / 2] = __floats2bfloat162_rn(float(r[e]), float(r[e + 1]));
-    }
-    *reinterpret_cast<Pack<T2, V / 2>*>(p) = o;
-  } else {
-    Pack<T, V> o;
-#pragma unroll
-    for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(r[e]);
-    *reinterpret_cast<Pack<T, V>*>(p) = o;
-  }
+  for (int e = 0; e < V; ++e) o.v[e] = from_acc<T>(r[e]);
+  *reinterpret_cast<Pack<T, V>*>(p) = o;
 }
 
 struct SumFn {
