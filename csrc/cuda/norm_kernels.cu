@@ -297,8 +297,9 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
-/// mean: RMS norm); NT threads a block (with_pipe_threads), kRegAffine: Note [Affine in
-/// registers]. (Keeping xhat and g * w in registers between the passes took 101 registers
+/// mean: RMS norm); NT threads a block (with_pipe_threads; 128: the lean backward of
+/// tp._C._cuda_set_lean_norm_backward, xhat and gx in fewer FMAs), kRegAffine: Note [Affine
+/// in registers]. (Keeping xhat and g * w in registers between the passes took 101 registers
 /// for two packs a thread, 170 for four.)
 template <class T, int K, bool kRegAffine = false, int NT = kPipeThreads>
 __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
@@ -306,6 +307,7 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
+  constexpr bool kLean = NT == 128;  // the half types' lean backward: fewer instructions an element
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ A red[NT / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
@@ -319,8 +321,9 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
   if constexpr (kRegAffine) load_row_affine(aff, w, static_cast<const A*>(nullptr), t, NT, npk);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     const A m = mean ? mean[row] : A(0), rs = rstd[row];
+    [[maybe_unused]] const A mrs = m * rs;
     // xhat and g * w of this thread's pack k (j = t + k * NT), from the shared rows
-    // (x at buf, g at buf + n)
+    // (x at buf, g at buf + n); kLean: xhat as one FMA, x * rstd - mean * rstd
     auto load = [&](int k, int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
@@ -328,7 +331,8 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
         if (w) load_accs(w + j * V, wv);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        xh[e] = (to_acc(qx.v[e]) - m) * rs;
+        if constexpr (kLean) xh[e] = to_acc(qx.v[e]) * rs - mrs;
+        else xh[e] = (to_acc(qx.v[e]) - m) * rs;
         gg[e] = to_acc(qg.v[e]);
         if constexpr (kRegAffine) gv[e] = gg[e] * aff.w[k][e];  // an absent weight is 1 there
         else gv[e] = w ? gg[e] * wv[e] : gg[e];
@@ -353,6 +357,7 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     if (!gx) return;
     const A a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
     const A c = group_reduce(sc, NT, red, SumFn{}) / A(n);
+    [[maybe_unused]] const A nra = -rs * a, nrc = -rs * c;  // kLean: gx = gv rs - a rs - xhat c rs
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -362,7 +367,10 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
         load(k, j, xh, gg, gv);
         A r[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) r[e] = rs * (gv[e] - a - xh[e] * c);
+        for (int e = 0; e < V; ++e) {
+          if constexpr (kLean) r[e] = fma(xh[e], nrc, fma(gv[e], rs, nra));
+          else r[e] = rs * (gv[e] - a - xh[e] * c);
+        }
         store_rounded(out + j * V, r);
       }
     }
