@@ -72,8 +72,8 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // 32768x4096): softmax 3584 against 3063 GB/s, layer norm forward 3043 against 2792, RMS
 // norm forward 3339 against 3362. A layer-norm backward variant with both row sums in one
 // paired reduction and unrolled copies measured 2599 against 2664 GB/s and was dropped; the
-// backward on 128-thread blocks, four packs a thread (tp._C._cuda_set_lean_norm_backward,
-// the "128 threads" bench row), is not yet timed.
+// backward on 128-thread blocks, four packs a thread, xhat and the input gradient in fewer
+// FMAs (tp._C._cuda_set_lean_norm_backward, the "128 threads" bench row), is not yet timed.
 
 /// Calls go(std::integral_constant<int, NT>) with the threads per block of a softmax / norm
 /// pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a thread
