@@ -181,6 +181,17 @@ def test_lean_half_rows_default():
     assert tp._C._cuda_lean_half_rows() is True  # Note [Lean half rows]: on by default
 
 
+def check_layer_norm_backward(x, ref, g, gref, w, wref, b, bref, n, dtype):
+    """native_layer_norm_backward's input, weight and bias gradients against autograd through
+    the CPU reference."""
+    grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True, True,
+                                          True)
+    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
+        close(ours, expect, dtype, scale=100)
+
+
 def check_rows_and_grads(n, dtype, seed):
     """check_half_row_forwards, RMS norm, and the layer-norm and RMS-norm backward (input,
     weight and bias gradients) over 3000 rows of n, against the CPU reference."""
@@ -190,12 +201,7 @@ def check_rows_and_grads(n, dtype, seed):
     check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
     close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
     g, gref = rand((3000, n), dtype, seed=n + seed + 3)
-    grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True, True,
-                                          True)
-    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
-    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
-    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
-        close(ours, expect, dtype, scale=100)
+    check_layer_norm_backward(x, ref, g, gref, w, wref, b, bref, n, dtype)
     xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
     (F.rms_norm(xg, (n,), wg) * g).sum().backward()
     xr, wr = ref.clone().requires_grad_(), wref.clone().requires_grad_()
@@ -245,12 +251,7 @@ def test_layer_norm_backward(n, dtype):
     g, gref = rand((rows, n), dtype, seed=10)
     w, wref = rand((n,), dtype, seed=11)
     b, bref = rand((n,), dtype, seed=12)
-    grads = tp.native_layer_norm_backward(g, x, [n], *tp.native_layer_norm(x, [n], w, b, 1e-5)[1:], w, True, True,
-                                          True)
-    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
-    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
-    for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
-        close(ours, expect, dtype, scale=100)
+    check_layer_norm_backward(x, ref, g, gref, w, wref, b, bref, n, dtype)
 
 
 @pytest.mark.parametrize("pipeline", [True, False], ids=["pipelined", "register_rows"])
