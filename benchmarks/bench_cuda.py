@@ -8,7 +8,10 @@ result against PyTorch's on the same inputs.
     python benchmarks/bench_cuda.py [--quick] [--markdown]
 """
 import argparse
+import os
+import signal
 import statistics
+import sys
 import time
 
 import torch
@@ -120,6 +123,16 @@ def main():
             rows.append((f"randn {big >> 20}M f32 ({e})", float("nan"), float("nan"), "", ""))
 
     print_rows("CUDA backend I", rows, args.markdown, 34)
+
+
+def rows_on_timeout(title, rows, markdown, width):
+    """Prints the rows measured so far when the run is stopped (scripts/gpu_check.sh runs each
+    benchmark under `timeout`, which sends SIGTERM), so a slow row costs only the rows after it."""
+    def stop(signum, frame):
+        print_rows(f"{title} (stopped by SIGTERM: the rows measured so far)", rows, markdown, width)
+        sys.stdout.flush()
+        os._exit(124)
+    signal.signal(signal.SIGTERM, stop)
 
 
 def print_rows(title, rows, markdown, width):

@@ -18,7 +18,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_cuda import check, gpu_time, print_rows  # noqa: E402
+from bench_cuda import check, gpu_time, print_rows, rows_on_timeout  # noqa: E402
 
 
 def same_input(shape, dtype, seed=0, scale=1.0):
@@ -119,10 +119,13 @@ def main():
     ap.add_argument("--attention-only", action="store_true",
                     help="only the attention rows (ours, and cuDNN's graphs where the build has them)")
     args = ap.parse_args()
+    if os.environ.get("TP_BENCH_SKIP_CUDNN_SDPA"):  # scripts/gpu_check.sh: its cuDNN SDPA probe crashed
+        tp._C._cudnn_set_sdpa(False)
     rows_n, ce_rows = (4096, 1024) if args.quick else (32768, 32768)
     n, vocab = 4096, 50257
     reps, rounds = (5, 5) if args.quick else (10, 7)
     rows = []  # (case, tp, torch, unit, note)
+    rows_on_timeout("CUDA backend II", rows, args.markdown, 44)
 
     xt = torch.randn(rows_n * n, device="cuda")
     zt = torch.empty_like(xt)
@@ -140,8 +143,7 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_norm_affine_registers, off, Note [Affine in registers];
-        tp._C._cuda_set_lean_norm_backward, off): switch(on) for the row, checked against torch
+        rows]): switch(on) for the row, checked against torch
         first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
@@ -153,8 +155,6 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    aff = tp._C._cuda_set_norm_affine_registers  # Note [Affine in registers], off by default
-    lean_bw = tp._C._cuda_set_lean_norm_backward  # the backward on 128-thread blocks, off by default
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -183,14 +183,18 @@ def main():
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(lean, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(aff, True, f"layer_norm fwd {tag} affine in registers",
-                            lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(aff, True, f"rms_norm fwd {tag} affine in registers", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
+                # float32 weights (PyTorch's mixed case): converted for the kernel, Note [Layer-norm
+                # weights in their dtype]
+                wf, bf, wft, bft = w.float(), b.float(), wt.float(), bt.float()
+                check("layer_norm (float32 weights)", F.layer_norm(x, (n,), wf, bf),
+                      torch.nn.functional.layer_norm(xt, (n,), wft, bft), rtol=tol, atol=tol)
+                add_bw(f"layer_norm fwd {tag} float32 weights", lambda: F.layer_norm(x, (n,), wf, bf),
+                       lambda: torch.nn.functional.layer_norm(xt, (n,), wft, bft), 2 * x.numel() * size)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
+        if str(m.dtype) != str(mt.dtype) or str(r.dtype) != str(rt.dtype):  # float32 for bf16 on CUDA
+            raise SystemExit(f"native_layer_norm statistics: {m.dtype} / {r.dtype}, torch's {mt.dtype} / {rt.dtype}")
         mask = [True, True, True]
         ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
         ref = torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)
@@ -210,13 +214,6 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            if dtype == "bfloat16":
-                for switch, variant in ((aff, "affine in registers"), (lean_bw, "128 threads")):
-                    switched_bw(switch, True, f"layer_norm bwd {tag} {variant}",
-                                lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt,
-                                                                                  mask)[0],
-                                3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -297,21 +294,24 @@ def main():
     if not args.attention_only:
         conv_block_case(rows, 16 if args.quick else 64, reps, rounds)
 
-    # the same attention through cuDNN's SDPA graphs (Note [cuDNN attention]), when the build has them
-    def cudnn_sdpa():
-        check("scaled_dot_product_attention (cuDNN)", F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
+    # the same attention on the other fused path: our mma.sync kernels when cuDNN's SDPA graphs
+    # are the default (Note [cuDNN attention]), the graphs when they are not
+    def other_path():
+        what = "cuDNN" if tp._C._cudnn_sdpa() else "mma"
+        check(f"scaled_dot_product_attention ({what})", F.scaled_dot_product_attention(*ins, is_causal=True).detach(),
               torch.nn.functional.scaled_dot_product_attention(*ins_t, is_causal=True).detach(), rtol=2e-2, atol=2e-2)
         for name, ours, theirs in zip(("query", "key", "value"), sdpa_tp(), sdpa_th()):
-            check(f"scaled_dot_product_attention grad_{name} (cuDNN)", ours, theirs, rtol=5e-2, atol=5e-2)
-        if tp._C._cudnn_sdpa_graphs() < 2:
+            check(f"scaled_dot_product_attention grad_{name} ({what})", ours, theirs, rtol=5e-2, atol=5e-2)
+        if tp._C._cudnn_sdpa() and tp._C._cudnn_sdpa_graphs() < 2:
             raise SystemExit("cuDNN declined the attention graphs")
         return gpu_time(tp, sdpa_tp, reps, rounds)
 
     if os.environ.get("TP_BENCH_SKIP_CUDNN_SDPA"):  # scripts/gpu_check.sh: its probe failed
         rows.append(("sdpa (cuDNN graphs): skipped, the probe failed", float("nan"), float("nan"), "ms", ""))
     elif tp._C._cudnn_sdpa_available():
-        switched_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal (cuDNN graphs)",
-                     (tp._C._cudnn_sdpa, tp._C._cudnn_set_sdpa), True, cudnn_sdpa, b,
+        other = not tp._C._cudnn_sdpa()
+        switched_row(rows, f"sdpa fwd+bwd {b_}x{h_}x{seq}x{hd} bf16 causal ({'cuDNN graphs' if other else 'mma kernels'})",
+                     (tp._C._cudnn_sdpa, tp._C._cudnn_set_sdpa), other, other_path, b,
                      lambda a: f"{flops / a / 1e9:.0f} vs {flops / b / 1e9:.0f} TFLOP/s")
     else:
         rows.append(("sdpa (cuDNN graphs): this build has no cuDNN frontend", float("nan"), float("nan"), "ms", ""))

@@ -122,12 +122,15 @@ def case(name, build, make_data, loss_name, dtype_name, device, warmup, rounds, 
         raise SystemExit(f"{name}: first-step loss {a} differs from torch's {b}")
     pt = timed(tp, ps, device, warmup, rounds)
     tt = timed(torch, ts, device, warmup, rounds)
-    return (name, pt, tt)
+    return (name, pt, tt, "ms", "")  # bench_cuda's row shape (name, tp, torch, unit, note)
 
 
 def main():
-    # the GPT case's attention: the fused kernel (the default), or the math path with TP_FLASH_SDP=0
+    # the GPT case's attention: the fused path (cuDNN's graphs where built, else our kernels), or
+    # the math path with TP_FLASH_SDP=0
     tp.backends.cuda.enable_flash_sdp(os.environ.get("TP_FLASH_SDP", "1") == "1")
+    if os.environ.get("TP_BENCH_SKIP_CUDNN_SDPA"):  # scripts/gpu_check.sh: its cuDNN SDPA probe crashed
+        tp._C._cudnn_set_sdpa(False)
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run, any device)")
     ap.add_argument("--device", default="cuda")
@@ -145,20 +148,22 @@ def main():
     gpt_data = lambda: (torch.randint(0, vocab, (gbatch, seq), generator=g),
                         torch.randint(0, vocab, (gbatch, seq), generator=g))
     lowp = "bfloat16"
-    rows = [
-        case(f"MLP {width} x3, batch {batch}, fp32", lambda lib: mlp(lib, width), mlp_data, "mse_loss",
-             None, dev, warmup, rounds, 1e-4),
-        case(f"MLP {width} x3, batch {batch}, bf16 autocast", lambda lib: mlp(lib, width), mlp_data,
-             "mse_loss", lowp, dev, warmup, rounds, 2e-2),
-        case(f"GPT {layers}x{d}, seq {seq}, batch {gbatch}, bf16 autocast",
-             lambda lib: gpt(lib, vocab, d, heads, layers, seq), gpt_data, "cross_entropy", lowp, dev,
-             warmup, rounds, 2e-2),
-    ]
     where = torch.cuda.get_device_name() if dev != "cpu" else "cpu"
+    rows = []
+    if dev != "cpu":
+        from bench_cuda import rows_on_timeout
+        rows_on_timeout(f"Training steps on {where}", rows, args.markdown, 48)
+    rows.append(case(f"GPT {layers}x{d}, seq {seq}, batch {gbatch}, bf16 autocast",
+                     lambda lib: gpt(lib, vocab, d, heads, layers, seq), gpt_data, "cross_entropy", lowp, dev,
+                     warmup, rounds, 2e-2))
+    rows.append(case(f"MLP {width} x3, batch {batch}, fp32", lambda lib: mlp(lib, width), mlp_data, "mse_loss",
+                     None, dev, warmup, rounds, 1e-4))
+    rows.append(case(f"MLP {width} x3, batch {batch}, bf16 autocast", lambda lib: mlp(lib, width), mlp_data,
+                     "mse_loss", lowp, dev, warmup, rounds, 2e-2))
     print(f"Training steps on {where}; ratio = tp time / torch time (target <= 1.0)")
     if args.markdown:
         print("| case | tensorplay | torch | ratio |\n|---|---|---|---|")
-    for name, a, b in rows:
+    for name, a, b, _, _ in rows:
         if args.markdown:
             print(f"| {name} | {a:.3f} ms | {b:.3f} ms | {a / b:.2f} |")
         else:

@@ -95,7 +95,8 @@ for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8; do
   extra=""; [ "$name" = nn ] && extra="--row-pipeline"
   case "$benches" in *" $name "*)
     timeout "${GPU_BENCH_TIMEOUT:-300}" python3 "benchmarks/$script.py" ${GPU_BENCH_ARGS:-} $extra 2>&1 |
-      tee -a "$log" | tail -n "$lines";;
+      tee -a "$log" | tail -n "$lines"
+    echo "($script done ${SECONDS} s into gpu_check)";;
   esac
 done
 case "$benches" in *" host "*)  # where a tiny op's host time goes (not in the default list)

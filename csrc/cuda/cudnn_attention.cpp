@@ -46,7 +46,7 @@
 namespace tp::cuda::cudnn {
 
 namespace {
-std::atomic<bool> g_sdpa_on{false};
+std::atomic<bool> g_sdpa_on{true};
 }  // namespace
 
 void set_sdpa(bool on) { g_sdpa_on.store(on); }

@@ -8,6 +8,7 @@
 
 #include "cuda/block_reduce.cuh"
 #include "cuda/check.h"
+#include "cuda/copy.h"
 #include "cuda/launch.cuh"
 #include "cuda/nn_kernels.h"
 #include "cuda/nn_launch.cuh"
@@ -22,27 +23,33 @@ namespace {
 /// column accumulators each).
 constexpr int kMaxRegFloatsBackward = 16;
 
-/// out[0..V) = p[0..V) for V values of A starting at a 16-byte aligned p.
-template <class A, int V>
-__device__ __forceinline__ void load_accs(const A* p, A (&out)[V]) {
-  constexpr int P = kPackOf<A>;
-  static_assert(V % P == 0, "whole packs of the accumulation type");
+/// out[0..V) = p[0..V) as A, for V values of W (the accumulation type A itself, or a half
+/// type: Note [Layer-norm weights in their dtype]) starting at a 16-byte aligned p.
+template <class A, int V, class W>
+__device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
+  constexpr int P = kPackOf<W>;
+  static_assert(V % P == 0, "whole packs of the weight type");
 #pragma unroll
   for (int i = 0; i < V; i += P) {
-    const Pack<A, P> q = load_pack(p + i);
+    const Pack<W, P> q = load_pack(p + i);
 #pragma unroll
-    for (int e = 0; e < P; ++e) out[i + e] = q.v[e];
+    for (int e = 0; e < P; ++e) out[i + e] = A(to_acc(q.v[e]));
   }
 }
 
 // Note [Affine in registers]: a pipelined row kernel's block runs rows blockIdx.x,
-// blockIdx.x + gridDim.x, ..., and each thread owns the same packs of every row, so its
-// packs of the layer-norm weight and bias (float32 for the half types: four times a
-// bfloat16 pack's load instructions and L1 bytes, and a load latency in each row's output
-// pass) can be loaded once, before the rows, and kept in registers: K * 8 floats each for
-// bfloat16 rows. The forward layer / RMS norm and the backward's weight take them so with
-// tp._C._cuda_set_norm_affine_registers(True) (off until timed; bench_cuda_nn.py
-// --row-pipeline times the "affine in registers" rows).
+// blockIdx.x + gridDim.x, ..., and each thread owns the same packs of every row, so in the
+// pipelined forward (layer and RMS norm) its packs of the weight and bias are loaded once,
+// before the rows, and kept in registers: K * 8 floats each for bfloat16 rows. On the H200
+// (2026-12-01, bfloat16 32768x4096, GB/s) layer norm 2915 -> 3247, RMS norm 3431 -> 3443.
+// The backward's weight the same way measured slower (2649 -> 2495: its column sums already
+// hold 2 * K * 8 floats a thread) and loads its packs each row.
+//
+// Note [Layer-norm weights in their dtype]: the kernels that read the weight and bias of a
+// half-type input take them in the input's dtype (W = T) as well as in float32 (W = A), so a
+// bfloat16 model's layer norm launches one kernel, not three (two casts of 4096 elements
+// cost as much as 5% of the 32768x4096 forward's time). The others (register rows, warp
+// rows, rows of any length) take A; the launchers cast for them (acc_vector).
 
 /// This thread's packs k of a layer norm's weight and bias.
 template <class A, int K, int V>
@@ -53,8 +60,8 @@ struct RowAffine {
 /// Loads the packs j = t + k * nt < npk of w and b; an absent w is ones and an absent b
 /// negative zeros, so fma(r, w, b) is exactly r, r * w or r + b where they are absent (-0
 /// keeps a -0 result's sign).
-template <class A, int K, int V>
-__device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const A* w, const A* b, int t, int nt,
+template <class A, int K, int V, class W>
+__device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const W* w, const W* b, int t, int nt,
                                                 int64_t npk) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -157,19 +164,20 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 }
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
-/// NT threads a block (with_pipe_threads).
-template <class T, int K, int NT, bool kRegAffine = false>
-__global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y,
+/// NT threads a block (with_pipe_threads); the weight and bias in registers (Note [Affine in
+/// registers]), of type W (Note [Layer-norm weights in their dtype]).
+template <class T, int K, int NT, class W>
+__global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const W* w, const W* b, T* y,
                                                              acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
                                                              double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> red[NT / 32];
   const T* const src[1] = {x};
   RowAffine<acc_t<T>, K, kPackOf<T>> aff;
-  if constexpr (kRegAffine) load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
+  load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, NT == 128>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row,
-                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, kRegAffine ? &aff : nullptr);
+    layer_norm_row<T, K, NT == 128>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
+                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
   });
 }
 
@@ -297,17 +305,18 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
 /// (when pw) the block writes them to pw / pb[blockIdx.x * n + column] (pb may be null; no
-/// mean: RMS norm); NT threads a block (with_pipe_threads; 128: the lean backward of
-/// tp._C._cuda_set_lean_norm_backward, xhat and gx in fewer FMAs), kRegAffine: Note [Affine
-/// in registers]. (Keeping xhat and g * w in registers between the passes took 101 registers
-/// for two packs a thread, 170 for four.)
-template <class T, int K, bool kRegAffine = false, int NT = kPipeThreads>
-__global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
-    const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const acc_t<T>* w, T* gx, acc_t<T>* pw,
+/// mean: RMS norm); the weight of type W (Note [Layer-norm weights in their dtype]). (Keeping
+/// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
+/// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
+/// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
+/// sums a thread.)
+template <class T, int K, class W>
+__global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
+    const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
-  constexpr bool kLean = NT == 128;  // the half types' lean backward: fewer instructions an element
+  constexpr int NT = kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ A red[NT / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
@@ -317,25 +326,18 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  RowAffine<A, K, V> aff;  // Note [Affine in registers]: w only (its b stays zero, unused)
-  if constexpr (kRegAffine) load_row_affine(aff, w, static_cast<const A*>(nullptr), t, NT, npk);
-  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     const A m = mean ? mean[row] : A(0), rs = rstd[row];
-    [[maybe_unused]] const A mrs = m * rs;
-    // xhat and g * w of this thread's pack k (j = t + k * NT), from the shared rows
-    // (x at buf, g at buf + n); kLean: xhat as one FMA, x * rstd - mean * rstd
-    auto load = [&](int k, int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
+    // xhat and g * w of this thread's pack j, from the shared rows (x at buf, g at buf + n)
+    auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
-      if constexpr (!kRegAffine)
-        if (w) load_accs(w + j * V, wv);
+      if (w) load_accs(w + j * V, wv);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        if constexpr (kLean) xh[e] = to_acc(qx.v[e]) * rs - mrs;
-        else xh[e] = (to_acc(qx.v[e]) - m) * rs;
+        xh[e] = (to_acc(qx.v[e]) - m) * rs;
         gg[e] = to_acc(qg.v[e]);
-        if constexpr (kRegAffine) gv[e] = gg[e] * aff.w[k][e];  // an absent weight is 1 there
-        else gv[e] = w ? gg[e] * wv[e] : gg[e];
+        gv[e] = w ? gg[e] * wv[e] : gg[e];
       }
     };
     A sa = 0, sc = 0;
@@ -344,7 +346,7 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
       const int j = t + k * NT;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
-        load(k, j, xh, gg, gv);
+        load(j, xh, gg, gv);
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           dw[k][e] += gg[e] * xh[e];
@@ -357,20 +359,16 @@ __global__ __launch_bounds__(NT) void layer_norm_backward_pipe_kernel(
     if (!gx) return;
     const A a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
     const A c = group_reduce(sc, NT, red, SumFn{}) / A(n);
-    [[maybe_unused]] const A nra = -rs * a, nrc = -rs * c;  // kLean: gx = gv rs - a rs - xhat c rs
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int j = t + k * NT;
       if (j < npk) {
         A xh[V], gg[V], gv[V];
-        load(k, j, xh, gg, gv);
+        load(j, xh, gg, gv);
         A r[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) {
-          if constexpr (kLean) r[e] = fma(xh[e], nrc, fma(gv[e], rs, nra));
-          else r[e] = rs * (gv[e] - a - xh[e] * c);
-        }
+        for (int e = 0; e < V; ++e) r[e] = rs * (gv[e] - a - xh[e] * c);
         store_rounded(out + j * V, r);
       }
     }
@@ -446,9 +444,10 @@ __global__ void layer_norm_columns_kernel(const T* g, const T* x, const acc_t<T>
 }
 
 /// out[c] = the sum of part[p * n + c] over p, in a fixed order: thread y of a 32 x 32
-/// block adds parts y, y + 32, ..., then row 0 adds the 32 sums in order.
-template <class A>
-__global__ void sum_partials_kernel(const A* part, int64_t parts, int64_t n, A* out) {
+/// block adds parts y, y + 32, ..., then row 0 adds the 32 sums in order (and rounds them to
+/// O: a layer-norm weight's gradient in the weight's dtype).
+template <class A, class O = A>
+__global__ void sum_partials_kernel(const A* part, int64_t parts, int64_t n, O* out) {
   __shared__ A sh[kColsX][kColsX + 1];
   const int64_t col = int64_t(blockIdx.x) * kColsX + threadIdx.x;
   A s = 0;
@@ -458,7 +457,7 @@ __global__ void sum_partials_kernel(const A* part, int64_t parts, int64_t n, A* 
   __syncthreads();
   if (threadIdx.y == 0 && col < n) {
     for (int i = 1; i < kColsX; ++i) s += sh[i][threadIdx.x];
-    out[col] = s;
+    out[col] = O(s);
   }
 }
 
@@ -710,6 +709,17 @@ T* mut_ptr_or_null(const Tensor& t) {
   return t.defined() ? t.device_data<T>() : nullptr;
 }
 
+/// Whether the optional weight t is absent or of x's dtype (Note [Layer-norm weights in their dtype]).
+bool in_dtype(const Tensor& t, const Tensor& x) { return !t.defined() || t.dtype() == x.dtype(); }
+
+/// The optional weight t in the accumulation dtype adt: itself, or a converted copy.
+Tensor acc_vector(const Tensor& t, DType adt) {
+  if (!t.defined() || t.dtype() == adt) return t;
+  Tensor a = empty_tensor(t.sizes(), adt, t.device());
+  copy_(a, t, false);
+  return a;
+}
+
 int multiprocessors(int device) { return device_properties(device).multi_processor_count; }
 
 /// Launches layer_norm_warp_kernel when warp rows are on and the rows fit them.
@@ -775,28 +785,42 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
   visit_floating_device(x.dtype(), [&](auto v) {
     using T = decltype(v);
     using A = acc_t<T>;
+    const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
     const T* xp = x.device_data<T>();
     T* yp = y.device_data<T>();
-    const A *wp = ptr_or_null<A>(w), *bp = ptr_or_null<A>(b);
     A *mp = mut_ptr_or_null<A>(mean), *rp = rstd.device_data<A>();
-    if (launch_layer_norm_warp(xp, wp, bp, yp, mp, rp, rows, len, eps, x.device().index, s)) return;
-    RegRowConfig c;
+    const void *wraw = w.defined() ? w.data_ptr() : nullptr, *braw = b.defined() ? b.data_ptr() : nullptr;
     // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
-    if (sizeof(T) < 4 && row_pipeline_enabled() && pipe_rows_fit<T>(len, {xp, yp, wp, bp})) {
+    if (sizeof(T) < 4 && row_pipeline_enabled() && !warp_rows_fit<T>(len, {xp, yp}) &&
+        pipe_rows_fit<T>(len, {xp, yp, wraw, braw})) {
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
         const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-        with_pipe_threads<T>(len, lean_half_rows_enabled(), [&](auto nt) {
-          constexpr int NT = decltype(nt)::value;
-          with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
-            auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT>;
-            if (norm_affine_registers_enabled()) kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT, true>;
-            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
-                                                                                           rows, len, eps);
+        auto go = [&](auto* wp, auto* bp) {
+          using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
+          with_pipe_threads<T>(len, lean_half_rows_enabled(), [&](auto nt) {
+            constexpr int NT = decltype(nt)::value;
+            with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
+              auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT, W>;
+              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                             rows, len, eps);
+            });
           });
-        });
+        };
+        if (in_dtype(w, x) && in_dtype(b, x)) {  // Note [Layer-norm weights in their dtype]
+          go(ptr_or_null<T>(w), ptr_or_null<T>(b));
+        } else {
+          const Tensor wa = acc_vector(w, adt), ba = acc_vector(b, adt);
+          go(ptr_or_null<A>(wa), ptr_or_null<A>(ba));
+        }
       }
-    } else if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
+      return;
+    }
+    const Tensor wa = acc_vector(w, adt), ba = acc_vector(b, adt);
+    const A *wp = ptr_or_null<A>(wa), *bp = ptr_or_null<A>(ba);
+    if (launch_layer_norm_warp(xp, wp, bp, yp, mp, rp, rows, len, eps, x.device().index, s)) return;
+    RegRowConfig c;
+    if (reg_row_config<T>(len, kMaxRegFloats, rows, {xp, yp, wp, bp}, c)) {
       with_k<(kPackOf<T> <= 4 ? 8 : 4)>(c.k, [&](auto k) {
         layer_norm_reg_kernel<T, decltype(k)::value>
             <<<c.blocks, c.threads, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, len, c.tpr, eps);
@@ -821,72 +845,80 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
     using A = acc_t<T>;
     const DType adt = std::is_same_v<A, double> ? DType::Float64 : DType::Float32;
     const T *gp = g.device_data<T>(), *xp = x.device_data<T>();
-    const A *mp = ptr_or_null<A>(mean), *rp = rstd.device_data<A>(), *wp = ptr_or_null<A>(w);
+    const A *mp = ptr_or_null<A>(mean), *rp = rstd.device_data<A>();
     T* gxp = mut_ptr_or_null<T>(gx);
     const int64_t sums = gb.defined() ? 2 : 1;  // partial rows of g * xhat, and of g for a bias gradient
     Tensor part;
     int64_t parts = 0;
     RegRowConfig c;
-    if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {gp, xp, wp, gxp})) {
+    auto partials = [&](int64_t n_parts, A*& pw, A*& pb) {  // the scratch rows of the column sums
+      parts = n_parts;
+      part = scratch(sums * parts * len, adt, x.device());
+      pw = part.device_data<A>();
+      pb = gb.defined() ? pw + parts * len : nullptr;
+    };
+    if (row_pipeline_enabled() && pipe_rows_fit<T>(len, {gp, xp, gxp, w.defined() ? w.data_ptr() : nullptr})) {
       const size_t smem = size_t(2 * kPipeStages) * size_t(len) * sizeof(T);
-      with_pipe_threads<T>(len, lean_norm_backward_enabled(), [&](auto nt) {
-        constexpr int NT = decltype(nt)::value;
-        with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
-          constexpr int K = decltype(k)::value;
-          auto kernel = layer_norm_backward_pipe_kernel<T, K, false, NT>;
-          if (norm_affine_registers_enabled()) kernel = layer_norm_backward_pipe_kernel<T, K, true, NT>;
-          const unsigned blocks = pipe_blocks(kernel, smem, rows, dev, NT);
+      auto go = [&](auto* wv) {  // Note [Layer-norm weights in their dtype]
+        using W = std::remove_const_t<std::remove_pointer_t<decltype(wv)>>;
+        with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
+          auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, W>;
+          const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
           A *pw = nullptr, *pb = nullptr;
-          if (columns) {
-            parts = int64_t(blocks);
-            part = scratch(sums * parts * len, adt, x.device());
-            pw = part.device_data<A>();
-            pb = gb.defined() ? pw + parts * len : nullptr;
-          }
-          kernel<<<blocks, NT, smem, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len);
+          if (columns) partials(int64_t(blocks), pw, pb);
+          kernel<<<blocks, kPipeThreads, smem, s>>>(gp, xp, mp, rp, wv, gxp, pw, pb, rows, len);
         });
-      });
-    } else if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
-      with_k<(kPackOf<T> <= 4 ? 4 : 2)>(c.k, [&](auto k) {
-        auto kernel = layer_norm_backward_reg_kernel<T, decltype(k)::value>;
-        int per_sm = 0;
-        TP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, c.threads, 0));
-        const unsigned blocks =
-            unsigned(std::min<int64_t>(c.blocks, int64_t(std::max(per_sm, 1)) * multiprocessors(dev)));
-        A *pw = nullptr, *pb = nullptr;
-        if (columns) {
-          parts = int64_t(blocks) * (c.threads / c.tpr);
-          part = scratch(sums * parts * len, adt, x.device());
-          pw = part.device_data<A>();
-          pb = gb.defined() ? pw + parts * len : nullptr;
-        }
-        kernel<<<blocks, c.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len, c.tpr);
-      });
-    } else {
-      if (gxp) {
-        const StreamRowConfig sc = stream_row_config(rows, len);
-        layer_norm_backward_stream_kernel<T><<<sc.blocks, sc.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, rows, len,
-                                                                               sc.tpr);
+      };
+      if (in_dtype(w, x)) {
+        go(ptr_or_null<T>(w));
+      } else {
+        const Tensor wacc = acc_vector(w, adt);
+        go(ptr_or_null<A>(wacc));
       }
-      if (columns) {
-        const int64_t col_blocks = (len + kColsX - 1) / kColsX;
-        const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(dev)) * 8 / col_blocks);
-        parts = std::min<int64_t>({want, (rows + 63) / 64, 65535});
-        const int64_t chunk = (rows + parts - 1) / parts;
-        parts = (rows + chunk - 1) / chunk;
-        part = scratch(sums * parts * len, adt, x.device());
-        A* pw = part.device_data<A>();
-        layer_norm_columns_kernel<T><<<dim3(unsigned(col_blocks), unsigned(parts)), dim3(kColsX, kColsY), 0, s>>>(
-            gp, xp, mp, rp, pw, gb.defined() ? pw + parts * len : nullptr, rows, len, chunk);
+    } else {
+      const Tensor wa = acc_vector(w, adt);  // the other kernels read the weight as A
+      const A* wp = ptr_or_null<A>(wa);
+      if (reg_row_config<T>(len, kMaxRegFloatsBackward, rows, {gp, xp, wp, gxp}, c)) {
+        with_k<(kPackOf<T> <= 4 ? 4 : 2)>(c.k, [&](auto k) {
+          auto kernel = layer_norm_backward_reg_kernel<T, decltype(k)::value>;
+          int per_sm = 0;
+          TP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, c.threads, 0));
+          const unsigned blocks =
+              unsigned(std::min<int64_t>(c.blocks, int64_t(std::max(per_sm, 1)) * multiprocessors(dev)));
+          A *pw = nullptr, *pb = nullptr;
+          if (columns) partials(int64_t(blocks) * (c.threads / c.tpr), pw, pb);
+          kernel<<<blocks, c.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, pw, pb, rows, len, c.tpr);
+        });
+      } else {
+        if (gxp) {
+          const StreamRowConfig sc = stream_row_config(rows, len);
+          layer_norm_backward_stream_kernel<T><<<sc.blocks, sc.threads, 0, s>>>(gp, xp, mp, rp, wp, gxp, rows, len,
+                                                                                 sc.tpr);
+        }
+        if (columns) {
+          const int64_t col_blocks = (len + kColsX - 1) / kColsX;
+          const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(dev)) * 8 / col_blocks);
+          parts = std::min<int64_t>({want, (rows + 63) / 64, 65535});
+          const int64_t chunk = (rows + parts - 1) / parts;
+          parts = (rows + chunk - 1) / chunk;
+          part = scratch(sums * parts * len, adt, x.device());
+          A* pw = part.device_data<A>();
+          layer_norm_columns_kernel<T><<<dim3(unsigned(col_blocks), unsigned(parts)), dim3(kColsX, kColsY), 0, s>>>(
+              gp, xp, mp, rp, pw, gb.defined() ? pw + parts * len : nullptr, rows, len, chunk);
+        }
       }
     }
+    // the column sums in gw's / gb's dtype: the accumulation dtype, or x's (the weight's)
     const unsigned col_blocks = unsigned((len + kColsX - 1) / kColsX);
+    auto sum_columns = [&](const A* from, const Tensor& to) {
+      if (to.dtype() == adt)
+        sum_partials_kernel<A><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(from, parts, len, to.device_data<A>());
+      else
+        sum_partials_kernel<A, T><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(from, parts, len, to.device_data<T>());
+    };
     const A* pw = columns ? part.device_data<A>() : nullptr;
-    if (gw.defined())
-      sum_partials_kernel<A><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(pw, parts, len, gw.device_data<A>());
-    if (gb.defined())
-      sum_partials_kernel<A><<<col_blocks, dim3(kColsX, kColsX), 0, s>>>(pw + parts * len, parts, len,
-                                                                        gb.device_data<A>());
+    if (gw.defined()) sum_columns(pw, gw);
+    if (gb.defined()) sum_columns(pw + parts * len, gb);
   });
   TP_CUDA_CHECK(cudaGetLastError());
 }

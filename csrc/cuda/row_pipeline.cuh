@@ -70,15 +70,15 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // output as one FMA (layer_norm_row's kLean): 699 PTX instructions for 32 elements a thread
 // against the 256-thread bfloat16 softmax's 1057 for 16. On the H200 (2026-12-01, bfloat16
 // 32768x4096): softmax 3584 against 3063 GB/s, layer norm forward 3043 against 2792, RMS
-// norm forward 3339 against 3362. A layer-norm backward variant with both row sums in one
-// paired reduction and unrolled copies measured 2599 against 2664 GB/s and was dropped; the
-// backward on 128-thread blocks, four packs a thread, xhat and the input gradient in fewer
-// FMAs (tp._C._cuda_set_lean_norm_backward, the "128 threads" bench row), is not yet timed.
+// norm forward 3339 against 3362. Two layer-norm backward variants measured slower and were
+// dropped: both row sums in one paired reduction with unrolled copies (2599 against 2664
+// GB/s), and 128-thread blocks with four packs a thread (2076 against 2649: the backward's
+// per-thread column sums double, and occupancy halves).
 
 /// Calls go(std::integral_constant<int, NT>) with the threads per block of a softmax / norm
 /// pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a thread
-/// when `narrow` (the forward's: lean_half_rows_enabled(), Note [Lean half rows]; the
-/// layer-norm backward's: lean_norm_backward_enabled()), else kPipeThreads.
+/// when `narrow` (the forwards': lean_half_rows_enabled(), Note [Lean half rows]), else
+/// kPipeThreads.
 template <class T, class F>
 void with_pipe_threads(int64_t n, bool narrow, F&& go) {
   if constexpr (sizeof(T) == 2)

@@ -62,17 +62,6 @@ void set_warp_rows_enabled(bool on);
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
 
-/// Whether the pipelined layer-norm kernels keep their weight (and bias) packs in registers
-/// (Note [Affine in registers] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool norm_affine_registers_enabled();
-void set_norm_affine_registers_enabled(bool on);
-
-/// Whether the half-type layer-norm backward pipeline runs on 128-thread blocks (four packs
-/// a thread for rows up to 4096, as the lean forward: Note [Lean half rows]); off until
-/// timed on a GPU.
-bool lean_norm_backward_enabled();
-void set_lean_norm_backward_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

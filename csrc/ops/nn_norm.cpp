@@ -48,6 +48,14 @@ void check_devices(const Tensor& input, std::initializer_list<const std::optiona
 Tensor kernel_vector(const std::optional<Tensor>& t, DType dt) {
   return t ? contiguous(_to_dtype(*t, dt)) : Tensor();
 }
+
+/// A layer / RMS norm weight or bias for the CUDA kernels, which take it in the input's dtype
+/// dt or the accumulation dtype adt (Note [Layer-norm weights in their dtype] in
+/// cuda/norm_kernels.cu): as it is when of either, else converted to adt.
+Tensor norm_weight(const std::optional<Tensor>& t, DType dt, DType adt) {
+  if (t && (t->dtype() == dt || t->dtype() == adt)) return contiguous(*t);
+  return kernel_vector(t, adt);
+}
 #endif
 
 template <class F>
@@ -384,13 +392,13 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
     check_devices(input, {&weight, &bias});
     const DType dt = input.dtype(), adt = compute_dtype(dt);
     visit_floating(adt, "LayerNormKernelImpl", [](auto) {});
-    Tensor x = contiguous(input), w = kernel_vector(weight, adt), b = kernel_vector(bias, adt);
+    Tensor x = contiguous(input), w = norm_weight(weight, dt, adt), b = norm_weight(bias, dt, adt);
     Tensor y = empty_tensor(input.sizes(), dt, input.device());
     DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
     Tensor mean = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
     Tensor rstd = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
     cuda::layer_norm_forward(x, w, b, eps, rows, len, y, mean, rstd);
-    return {y, _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+    return {y, mean, rstd};  // the statistics in the accumulation dtype, as PyTorch's CUDA kernel
   }
 #endif
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
@@ -422,15 +430,18 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
     const DType dt = input.dtype(), adt = compute_dtype(dt);
     visit_floating(adt, "layer_norm_backward", [](auto) {});
     Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
-    Tensor m = contiguous(_to_dtype(mean, adt)), rs = contiguous(_to_dtype(rstd, adt)), w = kernel_vector(weight, adt);
+    Tensor m = contiguous(_to_dtype(mean, adt)), rs = contiguous(_to_dtype(rstd, adt)), w = norm_weight(weight, dt, adt);
     Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
+    // the weight and bias gradients in the weight's dtype (PyTorch's), written so by the kernels
+    // when that is the input's or the accumulation dtype
+    const DType wdt = weight ? weight->dtype() : dt, gdt = wdt == dt ? dt : adt;
     auto column_grad = [&](bool wanted) {  // the kernel writes every column unless nothing is summed
-      return !wanted ? Tensor() : rows && len ? empty_tensor(normalized_shape, adt, input.device())
-                                              : zeros(normalized_shape, adt, input.device());
+      return !wanted ? Tensor() : rows && len ? empty_tensor(normalized_shape, gdt, input.device())
+                                              : zeros(normalized_shape, gdt, input.device());
     };
     Tensor gw = column_grad(weight_grad), gb = column_grad(bias_grad);
     cuda::layer_norm_backward(g, x, m, rs, w, rows, len, gx, gw, gb);
-    auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, dt) : t; };
+    auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, wdt) : t; };
     return {gx, back(gw), back(gb)};
   }
 #endif
@@ -1093,7 +1104,7 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef
 #ifdef TP_USE_CUDA
   check_devices(input, {&weight});
   if (input.device().is_cuda()) {
-    Tensor x = contiguous(input), w = kernel_vector(weight, adt);
+    Tensor x = contiguous(input), w = norm_weight(weight, dt, adt);
     Tensor y = empty_tensor(input.sizes(), dt, input.device());
     Tensor rstd = len ? empty_tensor(ss, adt, input.device()) : full(ss, Scalar(NAN), adt, input.device());
     cuda::layer_norm_forward(x, w, Tensor(), e, rows, len, y, Tensor(), rstd);
@@ -1130,10 +1141,11 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_backward_impl(const Tensor& grad_out,
   check_devices(input, {&weight, &others[0], &others[1]});
   if (input.device().is_cuda()) {
     Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
-    Tensor rs = contiguous(_to_dtype(rstd, adt)), w = kernel_vector(weight, adt);
+    Tensor rs = contiguous(_to_dtype(rstd, adt)), w = norm_weight(weight, dt, adt);
     Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
-    Tensor gw = !weight_grad ? Tensor() : rows && len ? empty_tensor(normalized_shape, adt, input.device())
-                                                      : zeros(normalized_shape, adt, input.device());
+    const DType gdt = wdt == dt ? dt : adt;  // the kernel writes the input's or the accumulation dtype
+    Tensor gw = !weight_grad ? Tensor() : rows && len ? empty_tensor(normalized_shape, gdt, input.device())
+                                                      : zeros(normalized_shape, gdt, input.device());
     cuda::layer_norm_backward(g, x, Tensor(), rs, w, rows, len, gx, gw, Tensor());
     return {gx, gw.defined() ? _to_dtype(gw, wdt) : gw};
   }

@@ -59,7 +59,7 @@ void bind_cuda(nb::module_& m) {
   m.def("_cudnn_set_backend_api", [](bool on) { backend_api.store(on); });
   m.def("_cudnn_backend_api", [] { return backend_api.load(); });
   m.def("_cudnn_plan_cache_size", [] { return int64_t(0); });
-  static std::atomic<bool> sdpa{false};
+  static std::atomic<bool> sdpa{true};
   m.def("_cudnn_set_sdpa", [](bool on) { sdpa.store(on); });
   m.def("_cudnn_sdpa", [] { return sdpa.load(); });
   m.def("_cudnn_sdpa_available", [] { return false; });
@@ -150,12 +150,6 @@ void bind_cuda(nb::module_& m) {
   // Note [Lean half rows] (cuda/row_pipeline.cuh): on by default, off to time the old kernels
   m.def("_cuda_set_lean_half_rows", [](bool on) { cuda::set_lean_half_rows_enabled(on); });
   m.def("_cuda_lean_half_rows", [] { return cuda::lean_half_rows_enabled(); });
-  // Note [Affine in registers] (cuda/norm_kernels.cu): off unless switched on (not yet timed)
-  m.def("_cuda_set_norm_affine_registers", [](bool on) { cuda::set_norm_affine_registers_enabled(on); });
-  m.def("_cuda_norm_affine_registers", [] { return cuda::norm_affine_registers_enabled(); });
-  // the layer-norm backward on 128-thread half-type blocks (Note [Lean half rows]): off until timed
-  m.def("_cuda_set_lean_norm_backward", [](bool on) { cuda::set_lean_norm_backward_enabled(on); });
-  m.def("_cuda_lean_norm_backward", [] { return cuda::lean_norm_backward_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

@@ -225,12 +225,12 @@ def flash_kernel(request):
 
 
 def test_cudnn_sdpa_switch():
-    assert tp._C._cudnn_sdpa() is False  # off by default (Note [cuDNN attention])
-    tp._C._cudnn_set_sdpa(True)
+    assert tp._C._cudnn_sdpa() is True  # on by default (Note [cuDNN attention])
+    tp._C._cudnn_set_sdpa(False)
     try:
-        assert tp._C._cudnn_sdpa() is True
+        assert tp._C._cudnn_sdpa() is False
     finally:
-        tp._C._cudnn_set_sdpa(False)
+        tp._C._cudnn_set_sdpa(True)
     assert isinstance(tp._C._cudnn_sdpa_available(), bool) and isinstance(tp._C._cudnn_sdpa_graphs(), int)
 
 
@@ -241,6 +241,7 @@ def test_cudnn_sdpa_runs_and_matches_torch(d, causal):
     # Note [cuDNN attention]: a plain shape builds a forward and a backward graph, reused after
     if not tp._C._cudnn_sdpa_available():
         pytest.skip("this build has no cuDNN frontend")
+    prev = tp._C._cudnn_sdpa()
     tp._C._cudnn_set_sdpa(True)
     try:
         before = tp._C._cudnn_sdpa_graphs()
@@ -257,7 +258,7 @@ def test_cudnn_sdpa_runs_and_matches_torch(d, causal):
                 _close_rel(ours.grad, theirs.grad, GPU_TOL["bfloat16"])
             assert tp._C._cudnn_sdpa_graphs() == before + 2  # built once, then reused
     finally:
-        tp._C._cudnn_set_sdpa(False)
+        tp._C._cudnn_set_sdpa(prev)
 
 
 @gpu

@@ -116,7 +116,8 @@ def test_layer_norm(n, dtype):
         close(y, yref, dtype, scale=10)
     ys, ms, rs = tp.native_layer_norm(x, [n], w, b, 1e-5)
     _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
-    assert ms.dtype == x.dtype and rs.dtype == x.dtype
+    # the statistics in float32 for the half types, as PyTorch's CUDA kernel gives them
+    assert ms.dtype == rs.dtype == (x.dtype if dtype == "float32" else tp.float32)
     close(ms, mref, dtype)
     close(rs, rref, dtype, scale=10)
 
@@ -145,8 +146,8 @@ def check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype):
 
 
 def check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype):
-    """Layer norm with and without affine, and its statistics (in the input's dtype), against
-    the CPU reference."""
+    """Layer norm with and without affine, and its statistics (float32 for the half types),
+    against the CPU reference."""
     for args in [(w, b, wref, bref), (None, None, None, None)]:
         close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
               scale=10)
@@ -226,21 +227,34 @@ def test_lean_half_rows(n, dtype, lean):
 
 
 @pytest.mark.parametrize("n", [8, 1000, 4096, 8192])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("switch", ["norm_affine_registers", "lean_norm_backward", "both"])
-def test_norm_row_variants(n, dtype, switch):
-    # the variants off by default: Note [Affine in registers] (the pipelined layer / RMS norms
-    # with their weight and bias packs loaded once a block) and the layer-norm backward on
-    # 128-thread half-type blocks
-    names = ["norm_affine_registers", "lean_norm_backward"] if switch == "both" else [switch]
-    for name in names:
-        assert getattr(tp._C, f"_cuda_{name}")() is False
-        getattr(tp._C, f"_cuda_set_{name}")(True)
-    try:
-        check_rows_and_grads(n, dtype, seed=70)
-    finally:
-        for name in names:
-            getattr(tp._C, f"_cuda_set_{name}")(False)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("wdtype", ["same", "float32"])
+def test_layer_norm_weight_dtypes(n, dtype, wdtype):
+    # Note [Layer-norm weights in their dtype]: half-type rows with a weight and bias of their
+    # own dtype (read as they are) or float32 (PyTorch's mixed case, converted); the statistics
+    # in float32 and the weight / bias gradients in the weight's dtype, as PyTorch's CUDA
+    # kernels give them; RMS norm the same way
+    wd = dtype if wdtype == "same" else "float32"
+    x, ref = rand((3000, n), dtype, seed=n + 80)
+    w, wref = rand((n,), wd, seed=81)
+    b, bref = rand((n,), wd, seed=82)
+    g, gref = rand((3000, n), dtype, seed=83)
+    y, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
+    _, mref, rref = tp.native_layer_norm(ref, [n], wref, bref, 1e-5)
+    assert y.dtype == x.dtype and m.dtype == tp.float32 and r.dtype == tp.float32
+    close(y, F.layer_norm(ref, (n,), wref, bref), dtype, scale=10)
+    close(m, mref, "float32", scale=10)
+    np.testing.assert_allclose(r.cpu().numpy(), rref.numpy(), rtol=1e-4)
+    gx, gw, gb = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+    assert gx.dtype == x.dtype and gw.dtype == w.dtype and gb.dtype == w.dtype
+    xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
+    (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
+    close(gx, xr.grad, dtype, scale=100)
+    for ours, expect in ((gw, wr.grad), (gb, br.grad)):
+        close(ours, expect, wd if wd == dtype else "float32", scale=100 if wd == dtype else 3000)
+    ys, rs = tp._fused_rms_norm(x, [n], w, 1e-5)
+    assert ys.dtype == x.dtype and rs.dtype == tp.float32
+    close(ys, F.rms_norm(ref, (n,), wref, 1e-5), dtype, scale=10)
 
 
 @pytest.mark.parametrize("n", [7, 1000, 4096, 8193, 50257])
