@@ -183,13 +183,6 @@ def main():
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(lean, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                # float32 weights (PyTorch's mixed case): converted for the kernel, Note [Layer-norm
-                # weights in their dtype]
-                wf, bf, wft, bft = w.float(), b.float(), wt.float(), bt.float()
-                check("layer_norm (float32 weights)", F.layer_norm(x, (n,), wf, bf),
-                      torch.nn.functional.layer_norm(xt, (n,), wft, bft), rtol=tol, atol=tol)
-                add_bw(f"layer_norm fwd {tag} float32 weights", lambda: F.layer_norm(x, (n,), wf, bf),
-                       lambda: torch.nn.functional.layer_norm(xt, (n,), wft, bft), 2 * x.numel() * size)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
         _, mt, rt = torch.ops.aten.native_layer_norm(xt, [n], wt, bt, 1e-5)
