@@ -21,8 +21,9 @@
 #endif
 
 // Note [cuDNN attention]
-// With tp._C._cudnn_set_sdpa(True) (off until timed on a GPU) the fused attention ops
-// (_flash_attention_forward / _backward, ops/attention.cpp) first offer their call to
+// By default (tp._C._cudnn_set_sdpa; on since its H200 run: 4.04 ms forward + backward for
+// b8 h16 s4096 d128 causal bf16 against torch's 4.06, our mma.sync kernels 10.1) the fused
+// attention ops (_flash_attention_forward / _backward, ops/attention.cpp) offer their call to
 // cuDNN's scaled-dot-product-attention graphs, the kernels PyTorch's cuDNN SDPA backend runs
 // (wgmma flash kernels on sm_90), built through the cuDNN frontend's graph API (a header-only
 // library; CMake looks for `include/cudnn_frontend.h` on the Python path, where the

@@ -32,13 +32,16 @@ bool cross_entropy_backward(const Tensor& g, const Tensor& x, const Tensor& t, i
                             const Tensor& lse, const Tensor& gx);
 
 /// Layer norm of `rows` rows of `len` elements: y = (x - mean) * rstd * w + b (w, b may
-/// be undefined); mean and rstd get `rows` values. With mean undefined, RMS norm: no
-/// centring (Note [RMS norm as an uncentred layer norm], csrc/ops/nn_norm.cpp).
+/// be undefined, else contiguous in x's dtype or the accumulation dtype: Note [Layer-norm
+/// weights in their dtype]); mean and rstd (accumulation dtype) get `rows` values. With mean
+/// undefined, RMS norm: no centring (Note [RMS norm as an uncentred layer norm],
+/// csrc/ops/nn_norm.cpp).
 void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, double eps, int64_t rows,
                         int64_t len, const Tensor& y, const Tensor& mean, const Tensor& rstd);
 
 /// layer_norm's gradients; any of gx, gw, gb may be undefined (not asked for). gw and gb
-/// are column sums over the rows formed in a fixed order (bitwise reproducible). With mean
+/// (x's dtype or the accumulation dtype; w as layer_norm_forward's) are column sums over the
+/// rows formed in a fixed order (bitwise reproducible). With mean
 /// undefined, RMS norm's (as layer_norm_forward).
 void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& w, int64_t rows, int64_t len, const Tensor& gx, const Tensor& gw,

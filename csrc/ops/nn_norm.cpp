@@ -295,6 +295,21 @@ std::pair<int64_t, int64_t> layer_norm_rows(const Tensor& input, IntArrayRef sha
   return {rows, len};
 }
 
+/// native_layer_norm's weight and bias dtypes, PyTorch's rules: on CUDA the input's; on the
+/// CPU the input's or, for a float16 / bfloat16 input, float32 for both (the mixed case,
+/// whose statistics are float32). Returns whether the call is that mixed case.
+bool layer_norm_mixed(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias) {
+  const DType dt = input.dtype();
+  const bool differ = (weight && weight->dtype() != dt) || (bias && bias->dtype() != dt);
+  if (!differ) return false;
+  const Tensor& other = weight && weight->dtype() != dt ? *weight : *bias;
+  TP_CHECK(!input.device().is_cuda(), "expected scalar type ", dtype_scalar_name(dt), " but found ",
+           dtype_scalar_name(other.dtype()));
+  const bool is_float = (!weight || weight->dtype() == DType::Float32) && (!bias || bias->dtype() == DType::Float32);
+  TP_CHECK(is_float16_or_bfloat16(dt) && is_float, "mixed dtype (CPU): expect parameter to have scalar type of Float");
+  return true;
+}
+
 /// Normalises each row: y = (x - mean) * rstd * w + b (w, b may be null). Without `mean`
 /// it is an RMS norm: nothing is centred (the mean taken as 0), rstd = 1 / sqrt(mean(x^2) + eps).
 template <class T>
@@ -387,6 +402,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
                                                           const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, double eps, OutArg) {
   auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, bias);
+  const bool mixed = layer_norm_mixed(input, weight, bias);
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {
     check_devices(input, {&weight, &bias});
@@ -415,8 +431,8 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
     else if (rows)
       for (int64_t r = 0; r < rows; ++r) mean.data<T>()[r] = T(NAN), rstd.data<T>()[r] = T(NAN);
   });
-  const DType dt = input.dtype();
-  return {_to_dtype(y, dt), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
+  const DType dt = input.dtype(), sdt = mixed ? DType::Float32 : dt;  // the statistics' dtype
+  return {_to_dtype(y, dt), _to_dtype(mean, sdt), _to_dtype(rstd, sdt)};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(

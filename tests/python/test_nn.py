@@ -1320,6 +1320,26 @@ def test_rms_norm_result_has_the_input_dtype(x_dtype, w_dtype):
     np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("x_dtype", ["bfloat16", "float16"])
+def test_layer_norm_mixed_dtypes_on_cpu(x_dtype):
+    # PyTorch's CPU rule: a half-type input takes float32 weight and bias (statistics in
+    # float32), nothing else of another dtype
+    g = np.random.default_rng(1)
+    xv, wv, bv = g.standard_normal((3, 8)), g.standard_normal(8), g.standard_normal(8)
+    xt = torch.tensor(xv).to(getattr(torch, x_dtype))
+    x = tp.tensor(xt.double().numpy()).to(getattr(tp, x_dtype))
+    y, m, r = tp.native_layer_norm(x, [8], tp.tensor(wv, dtype=tp.float32), tp.tensor(bv, dtype=tp.float32), 1e-5)
+    yt, mt, rt = torch.ops.aten.native_layer_norm(xt, [8], torch.tensor(wv, dtype=torch.float32),
+                                                  torch.tensor(bv, dtype=torch.float32), 1e-5)
+    assert [str(t.dtype).split(".")[-1] for t in (y, m, r)] == [str(t.dtype).split(".")[-1] for t in (yt, mt, rt)]
+    np.testing.assert_allclose(y.double().numpy(), yt.double().numpy(), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(m.numpy(), mt.numpy(), rtol=1e-5, atol=1e-6)
+    for w, b in [(tp.tensor(wv, dtype=tp.float64), None), (tp.tensor(wv, dtype=tp.float32), x[0]),
+                 (x[0].to(tp.float16 if x_dtype == "bfloat16" else tp.bfloat16), None)]:
+        with pytest.raises(RuntimeError, match=r"mixed dtype \(CPU\): expect parameter to have scalar type of Float"):
+            tp.nn.functional.layer_norm(x, (8,), w, b)
+
+
 def test_fused_backward_gradients_not_asked_for_are_none():
     # an undefined gradient in a tuple result comes back as None (it crashed on access)
     x, w, b, g = tp.randn(3, 8), tp.randn(8), tp.randn(8), tp.randn(3, 8)
