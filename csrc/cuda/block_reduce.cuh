@@ -98,6 +98,25 @@ __device__ __forceinline__ A group_reduce(A v, int tpr, A* smem, Op op) {
   return r;
 }
 
+/// group_reduce of two values at once: the same results (combined in the same order) with
+/// one exchange through shared memory, two block barriers instead of four, and the two
+/// shuffle chains interleaved; smem holds 2 * blockDim.x / 32 values.
+template <class A, class Op>
+__device__ __forceinline__ void group_reduce2(A& a, A& b, int tpr, A* smem, Op op) {
+  for (int o = 16; o > 0; o >>= 1) {
+    a = op(a, __shfl_xor_sync(0xffffffffu, a, o));
+    b = op(b, __shfl_xor_sync(0xffffffffu, b, o));
+  }
+  if (tpr <= 32) return;
+  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
+  __syncthreads();  // the previous call's readers are done with smem
+  if ((threadIdx.x & 31) == 0) smem[warp] = a, smem[nw + warp] = b;
+  __syncthreads();
+  A ra = smem[first], rb = smem[nw + first];
+  for (int i = 1; i < wpr; ++i) ra = op(ra, smem[first + i]), rb = op(rb, smem[nw + first + i]);
+  a = ra, b = rb;
+}
+
 /// The pack of V elements of T at p (16-byte aligned).
 template <class T>
 __device__ __forceinline__ Pack<T, kPackOf<T>> load_pack(const T* p) {

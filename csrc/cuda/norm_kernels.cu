@@ -81,13 +81,68 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
+// Note [One exchange a row]: a pipelined block pays two block barriers for each reduction
+// of a row (group_reduce) on top of the ring's two, and the layer norm reduces twice a row:
+// the forward the mean, then the centred sum of squares; the backward its two row sums.
+// With tp._C._cuda_set_norm_paired_reduce(True) (off until timed; instantiated for the
+// benchmarked shapes, bfloat16 / float16 rows of 4096: the forward's 128-thread blocks with
+// four packs a thread, the backward's two) both happen in one exchange: the backward's sums
+// through group_reduce2 (with the backward's copies unrolled and its two divisions by n as
+// products with 1 / n: the row loop's fixed per-thread cost, SASS: address arithmetic is a
+// third of it), and the forward's moments as each thread's count, mean and centred sum of
+// squares over its own values (two passes in registers), merged across the block with Chan
+// et al.'s pairwise update (stable as the two-pass form; both lanes of a shuffle merge the
+// lower lane's part first, so every thread ends with the same moments).
+
+/// a / b for the moments' counts (whole numbers, b >= 1): the fast division for float.
+template <class A>
+__device__ __forceinline__ A count_ratio(A a, A b) {
+  if constexpr (std::is_same_v<A, float>) return __fdividef(a, b);
+  else return a / b;
+}
+
+/// Merges the moments (count cb, mean mb, centred sum of squares m2b) of a second part into
+/// (c, m, m2), the first part's.
+template <class A>
+__device__ __forceinline__ void merge_moments(A& c, A& m, A& m2, A cb, A mb, A m2b) {
+  const A tot = c + cb, f = count_ratio(cb, tot > A(1) ? tot : A(1)), d = mb - m;  // (tot 0: cb 0, f 0)
+  m += d * f;
+  m2 += m2b + d * d * c * f;
+  c = tot;
+}
+
+/// The moments (count, mean, centred sum of squares) of groups of tpr threads (as
+/// group_reduce), merged in the same order on every thread; smem holds 3 * blockDim.x / 32.
+template <class A>
+__device__ __forceinline__ void group_moments(A& c, A& m, A& m2, int tpr, A* smem) {
+  const int lane = int(threadIdx.x & 31);
+  for (int o = 16; o > 0; o >>= 1) {
+    A oc = __shfl_xor_sync(0xffffffffu, c, o), om = __shfl_xor_sync(0xffffffffu, m, o),
+      om2 = __shfl_xor_sync(0xffffffffu, m2, o);
+    if (lane & o) {  // the lower lane's part first, in both lanes
+      const A tc = c, tm = m, tm2 = m2;
+      c = oc, m = om, m2 = om2, oc = tc, om = tm, om2 = tm2;
+    }
+    merge_moments(c, m, m2, oc, om, om2);
+  }
+  if (tpr <= 32) return;
+  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
+  __syncthreads();  // the previous call's readers are done with smem
+  if (lane == 0) smem[warp] = c, smem[nw + warp] = m, smem[2 * nw + warp] = m2;
+  __syncthreads();
+  c = smem[first], m = smem[nw + first], m2 = smem[2 * nw + first];
+  for (int i = 1; i < wpr; ++i)
+    merge_moments(c, m, m2, smem[first + i], smem[nw + first + i], smem[2 * nw + first + i]);
+}
+
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
 /// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
 /// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
-template <class T, int K, bool kLean = false>
+/// kOnePass (Note [One exchange a row]): the moments in one exchange (red: 3 * nt / 32 values).
+template <class T, int K, bool kLean = false, bool kOnePass = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, acc_t<T>* red,
@@ -105,14 +160,30 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
-  A ss = 0;
+  A m, sq;  // the row's mean and its centred sum of squares
+  if (kOnePass && mean) {
+    A c = 0;
 #pragma unroll
-  for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * nt < npk)
+    for (int k = 0; k < K; ++k)
+      if (t + int64_t(k) * nt < npk) c += A(V);
+    m = count_ratio(s, c > A(1) ? c : A(1)), sq = A(0);  // (c 0: s 0)
 #pragma unroll
-      for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
+    for (int k = 0; k < K; ++k)
+      if (t + int64_t(k) * nt < npk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) sq += (v[k][e] - m) * (v[k][e] - m);
+    group_moments(c, m, sq, nt, red);
+  } else {
+    m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
+    A ss = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (t + int64_t(k) * nt < npk)
+#pragma unroll
+        for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
+    sq = group_reduce(ss, nt, red, SumFn{});
+  }
+  const A rs = inv_std(sq / A(n), eps);
   if (npk && t == 0) {
     if (mean) *mean = m;
     *rstd = rs;
@@ -166,18 +237,18 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
 /// NT threads a block (with_pipe_threads); the weight and bias in registers (Note [Affine in
 /// registers]), of type W (Note [Layer-norm weights in their dtype]).
-template <class T, int K, int NT, class W>
+template <class T, int K, int NT, class W, bool kOnePass = false>
 __global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const W* w, const W* b, T* y,
                                                              acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
                                                              double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> red[NT / 32];
+  __shared__ acc_t<T> red[3 * NT / 32];
   const T* const src[1] = {x};
   RowAffine<acc_t<T>, K, kPackOf<T>> aff;
   load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, NT == 128>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
-                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
+    layer_norm_row<T, K, NT == 128, kOnePass>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr,
+                                              rstd + row, int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
   });
 }
 
@@ -309,8 +380,10 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
-/// sums a thread.)
-template <class T, int K, class W>
+/// sums a thread.) kAhead: Note [Row statistics ahead]; kPaired: both row sums in one
+/// group_reduce2 (Note [One exchange a row]), the row's copies unrolled (pipe_fetch's KMAX)
+/// and the divisions by n as products with 1 / n.
+template <class T, int K, class W, bool kAhead = false, bool kPaired = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
@@ -318,7 +391,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   constexpr int V = kPackOf<T>;
   constexpr int NT = kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[NT / 32];
+  __shared__ A red[2 * NT / 32];
   const int t = int(threadIdx.x), npk = int(n / V);
   A dw[K][V], db[K][V];
 #pragma unroll
@@ -326,8 +399,25 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    const A m = mean ? mean[row] : A(0), rs = rstd[row];
+  // Note [Row statistics ahead]: the pipelined backward reads a row's mean and rstd from
+  // global memory right after the barrier that starts the row, so every thread of the block
+  // waits out that load (DRAM: the streamed rows evict the statistics from L2) before its
+  // first FMA. With kAhead (tp._C._cuda_set_norm_stats_ahead, off until timed; instantiated
+  // for half-type rows of two packs a thread, the benchmarked shape) each row's body issues
+  // the loads of the block's next row, a row's worth of work before their use.
+  [[maybe_unused]] A m_next = A(0), rs_next = A(0);
+  if constexpr (kAhead)
+    if (int64_t(blockIdx.x) < rows) m_next = mean ? mean[blockIdx.x] : A(0), rs_next = rstd[blockIdx.x];
+  [[maybe_unused]] const A inv_n = A(1) / A(n);
+  pipe_rows<NT, (kPaired ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    A m, rs;
+    if constexpr (kAhead) {
+      m = m_next, rs = rs_next;
+      const int64_t next = row + gridDim.x;
+      if (next < rows) m_next = mean ? mean[next] : A(0), rs_next = rstd[next];
+    } else {
+      m = mean ? mean[row] : A(0), rs = rstd[row];
+    }
     // xhat and g * w of this thread's pack j, from the shared rows (x at buf, g at buf + n)
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
@@ -357,8 +447,14 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
       }
     }
     if (!gx) return;
-    const A a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
-    const A c = group_reduce(sc, NT, red, SumFn{}) / A(n);
+    A a, c;
+    if constexpr (kPaired) {
+      group_reduce2(sa, sc, NT, red, SumFn{});
+      a = mean ? sa * inv_n : A(0), c = sc * inv_n;
+    } else {
+      a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
+      c = group_reduce(sc, NT, red, SumFn{}) / A(n);
+    }
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -801,7 +897,10 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
           with_pipe_threads<T>(len, lean_half_rows_enabled(), [&](auto nt) {
             constexpr int NT = decltype(nt)::value;
             with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
-              auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, NT, W>;
+              constexpr int K = decltype(k)::value;
+              auto kernel = layer_norm_pipe_kernel<T, K, NT, W>;
+              if constexpr (NT == 128 && K == 4)  // Note [One exchange a row]: the benchmarked shape
+                if (norm_paired_reduce_enabled() && mp) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                              rows, len, eps);
             });
@@ -862,7 +961,14 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
       auto go = [&](auto* wv) {  // Note [Layer-norm weights in their dtype]
         using W = std::remove_const_t<std::remove_pointer_t<decltype(wv)>>;
         with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
-          auto kernel = layer_norm_backward_pipe_kernel<T, decltype(k)::value, W>;
+          constexpr int K = decltype(k)::value;
+          auto kernel = layer_norm_backward_pipe_kernel<T, K, W>;
+          if constexpr (sizeof(T) == 2 && K == 2) {  // the variants, for the benchmarked shape
+            const bool ahead = norm_stats_ahead_enabled(), paired = norm_paired_reduce_enabled();
+            if (ahead && paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
+            else if (ahead) kernel = layer_norm_backward_pipe_kernel<T, K, W, true>;
+            else if (paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, false, true>;
+          }
           const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);

@@ -226,6 +226,24 @@ def test_lean_half_rows(n, dtype, lean):
     assert tp._C._cuda_lean_half_rows() is prev
 
 
+@pytest.mark.parametrize("n", [1000, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("switch", ["norm_stats_ahead", "norm_paired_reduce", "both"])
+def test_norm_row_variants(n, dtype, switch):
+    # the variants off until timed (instantiated for half-type rows of 4096; other rows keep
+    # the default kernels): Note [Row statistics ahead] (the backward loads a row's mean and
+    # rstd a row early) and Note [One exchange a row] (a row's two reductions in one exchange)
+    names = ["norm_stats_ahead", "norm_paired_reduce"] if switch == "both" else [switch]
+    for name in names:
+        assert getattr(tp._C, f"_cuda_{name}")() is False
+        getattr(tp._C, f"_cuda_set_{name}")(True)
+    try:
+        check_rows_and_grads(n, dtype, seed=70)
+    finally:
+        for name in names:
+            getattr(tp._C, f"_cuda_set_{name}")(False)
+
+
 @pytest.mark.parametrize("n", [8, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_layer_norm_weight_dtypes(n, dtype):
