@@ -37,6 +37,11 @@ build_s=$(( $(date +%s) - start ))
 if [ -f build/gpu/.ninja_log ]; then
   echo "slowest build steps (s):"
   awk -F'\t' 'NR > 1 { printf "%7.1f %s\n", ($2 - $1) / 1000, $4 }' build/gpu/.ninja_log | sort -rn | head -n 6
+  # the compile work against ninja's span: work / span near MAX_JOBS means the cores were the
+  # limit (fewer, lighter files help), near 1 that one file was (split it)
+  awk -F'\t' 'NR > 1 { w += $2 - $1; if ($2 > e) e = $2; if (s == "" || $1 < s) s = $1 }
+    END { printf "compile work %.0f s over a %.0f s span (%d steps)\n", w / 1000, (e - s) / 1000, NR - 1 }' \
+    build/gpu/.ninja_log
 fi
 grep -E "tensorplay: |error:|FAILED" "$log" | head -n 20
 tail -n 5 "$log"
