@@ -155,12 +155,12 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    # off until timed: Note [Row statistics ahead], Note [One exchange a row], and both
-    ahead, paired = tp._C._cuda_set_norm_stats_ahead, tp._C._cuda_set_norm_paired_reduce
+    # off until timed: Note [Row statistics ahead], Note [Lean norm rows], and both
+    ahead, lean_rows = tp._C._cuda_set_norm_stats_ahead, tp._C._cuda_set_lean_norm_rows
 
     def both(on):
         ahead(on)
-        paired(on)
+        lean_rows(on)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -181,7 +181,7 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(paired, True, f"layer_norm fwd {tag} one exchange", lambda: F.layer_norm(x, (n,), w, b),
+                switched_bw(lean_rows, True, f"layer_norm fwd {tag} lean rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
@@ -216,7 +216,7 @@ def main():
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":  # the backward variants, off by default
-                for switch, variant in ((ahead, "statistics ahead"), (paired, "one exchange"), (both, "both")):
+                for switch, variant in ((ahead, "statistics ahead"), (lean_rows, "lean rows"), (both, "both")):
                     switched_bw(switch, True, f"layer_norm bwd {tag} {variant}",
                                 lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
                                 lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt,

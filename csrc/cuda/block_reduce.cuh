@@ -30,6 +30,24 @@ __device__ __forceinline__ acc_t<T> to_acc(T v) {
   else return acc_t<T>(v);
 }
 
+/// out[0..V) = the pack's values as acc_t<T>. bfloat16 pairs as bit operations on their
+/// 32-bit word (the low value shifted up, the high one masked: one instruction each, where
+/// converting the values one by one extracts each half first); exact, as to_acc.
+template <class T, int V>
+__device__ __forceinline__ void unpack_acc(const Pack<T, V>& q, acc_t<T> (&out)[V]) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && V % 2 == 0) {
+    const uint32_t* u = reinterpret_cast<const uint32_t*>(q.v);
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      out[2 * i] = __uint_as_float(u[i] << 16);
+      out[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out[e] = to_acc(q.v[e]);
+  }
+}
+
 /// v rounded to T (to nearest even for the half types).
 template <class T, class A>
 __device__ __forceinline__ T from_acc(A v) {

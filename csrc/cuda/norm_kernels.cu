@@ -81,18 +81,25 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
-// Note [One exchange a row]: a pipelined block pays two block barriers for each reduction
-// of a row (group_reduce) on top of the ring's two, and the layer norm reduces twice a row:
-// the forward the mean, then the centred sum of squares; the backward its two row sums.
-// With tp._C._cuda_set_norm_paired_reduce(True) (off until timed; instantiated for the
+// Note [Lean norm rows]: a pipelined block pays two block barriers for each reduction of a
+// row (group_reduce) on top of the ring's two, and the layer norm reduces twice a row: the
+// forward the mean, then the centred sum of squares; the backward its two row sums. And the
+// bfloat16 backward's row loop is instruction-heavy (SASS, 256 threads, two packs a thread:
+// 865 instructions for 16 values, a third of them address arithmetic, a sixth unpacking).
+// With tp._C._cuda_set_lean_norm_rows(True) (off until timed; instantiated for the
 // benchmarked shapes, bfloat16 / float16 rows of 4096: the forward's 128-thread blocks with
-// four packs a thread, the backward's two) both happen in one exchange: the backward's sums
-// through group_reduce2 (with the backward's copies unrolled and its two divisions by n as
-// products with 1 / n: the row loop's fixed per-thread cost, SASS: address arithmetic is a
-// third of it), and the forward's moments as each thread's count, mean and centred sum of
-// squares over its own values (two passes in registers), merged across the block with Chan
-// et al.'s pairwise update (stable as the two-pass form; both lanes of a shuffle merge the
-// lower lane's part first, so every thread ends with the same moments).
+// four packs a thread, the backward's two):
+// - the forward's moments in one exchange: each thread's count, mean and centred sum of
+//   squares over its own values (two passes in registers), merged across the block with Chan
+//   et al.'s pairwise update (stable as the two-pass form; both lanes of a shuffle merge the
+//   lower lane's part first, so every thread ends with the same moments), bfloat16 words
+//   unpacked whole (unpack_acc);
+// - the backward's two row sums in one exchange (group_reduce2), its copies unrolled
+//   (pipe_fetch's KMAX), bfloat16 words unpacked whole (unpack_acc), xhat as one FMA, the
+//   input gradient as two, and the divisions by n as products with 1 / n.
+// SASS row loops (bfloat16 weights): backward 865 -> 655 instructions; forward 619 -> 745
+// (the merges cost more instructions than the barriers they save: the run decides). The
+// 128-thread lean backward measured slower for its occupancy; this keeps 256 threads.
 
 /// a / b for the moments' counts (whole numbers, b >= 1): the fast division for float.
 template <class A>
@@ -141,7 +148,7 @@ __device__ __forceinline__ void group_moments(A& c, A& m, A& m2, int tpr, A* sme
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
 /// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
 /// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
-/// kOnePass (Note [One exchange a row]): the moments in one exchange (red: 3 * nt / 32 values).
+/// kOnePass (Note [Lean norm rows]): the moments in one exchange (red: 3 * nt / 32 values).
 template <class T, int K, bool kLean = false, bool kOnePass = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
@@ -156,8 +163,14 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
+      if constexpr (kOnePass) {  // Note [Lean norm rows]: bfloat16 words unpacked whole
+        unpack_acc(q, v[k]);
 #pragma unroll
-      for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
+        for (int e = 0; e < V; ++e) s += v[k][e];
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
+      }
     }
   }
   A m, sq;  // the row's mean and its centred sum of squares
@@ -380,10 +393,11 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
-/// sums a thread.) kAhead: Note [Row statistics ahead]; kPaired: both row sums in one
-/// group_reduce2 (Note [One exchange a row]), the row's copies unrolled (pipe_fetch's KMAX)
-/// and the divisions by n as products with 1 / n.
-template <class T, int K, class W, bool kAhead = false, bool kPaired = false>
+/// sums a thread.) kAhead: Note [Row statistics ahead]; kLeanRow: Note [Lean norm rows]
+/// (the two together: 90 registers for bfloat16 rows of 4096, two blocks an SM against the
+/// default's three; asking for three with __launch_bounds__ spilled, and its minimum-blocks
+/// form raised the default kernel's registers too).
+template <class T, int K, class W, bool kAhead = false, bool kLeanRow = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
@@ -409,7 +423,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   if constexpr (kAhead)
     if (int64_t(blockIdx.x) < rows) m_next = mean ? mean[blockIdx.x] : A(0), rs_next = rstd[blockIdx.x];
   [[maybe_unused]] const A inv_n = A(1) / A(n);
-  pipe_rows<NT, (kPaired ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<NT, (kLeanRow ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A m, rs;
     if constexpr (kAhead) {
       m = m_next, rs = rs_next;
@@ -418,15 +432,25 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     } else {
       m = mean ? mean[row] : A(0), rs = rstd[row];
     }
-    // xhat and g * w of this thread's pack j, from the shared rows (x at buf, g at buf + n)
+    [[maybe_unused]] const A nmrs = -m * rs;
+    // xhat and g * w of this thread's pack j, from the shared rows (x at buf, g at buf + n);
+    // kLeanRow (Note [Lean norm rows]): unpacked as words, xhat as one FMA
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
       if (w) load_accs(w + j * V, wv);
+      if constexpr (kLeanRow) {
+        unpack_acc(qx, xh);
+        unpack_acc(qg, gg);
+      }
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        xh[e] = (to_acc(qx.v[e]) - m) * rs;
-        gg[e] = to_acc(qg.v[e]);
+        if constexpr (kLeanRow) {
+          xh[e] = fma(xh[e], rs, nmrs);
+        } else {
+          xh[e] = (to_acc(qx.v[e]) - m) * rs;
+          gg[e] = to_acc(qg.v[e]);
+        }
         gv[e] = w ? gg[e] * wv[e] : gg[e];
       }
     };
@@ -448,13 +472,14 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     }
     if (!gx) return;
     A a, c;
-    if constexpr (kPaired) {
+    if constexpr (kLeanRow) {
       group_reduce2(sa, sc, NT, red, SumFn{});
       a = mean ? sa * inv_n : A(0), c = sc * inv_n;
     } else {
       a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
       c = group_reduce(sc, NT, red, SumFn{}) / A(n);
     }
+    [[maybe_unused]] const A nrc = -rs * c, nra = -rs * a;  // kLeanRow: gx = gv rs - a rs - xhat c rs
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -464,7 +489,10 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
         load(j, xh, gg, gv);
         A r[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) r[e] = rs * (gv[e] - a - xh[e] * c);
+        for (int e = 0; e < V; ++e) {
+          if constexpr (kLeanRow) r[e] = fma(xh[e], nrc, fma(gv[e], rs, nra));
+          else r[e] = rs * (gv[e] - a - xh[e] * c);
+        }
         store_rounded(out + j * V, r);
       }
     }
@@ -899,8 +927,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
               constexpr int K = decltype(k)::value;
               auto kernel = layer_norm_pipe_kernel<T, K, NT, W>;
-              if constexpr (NT == 128 && K == 4)  // Note [One exchange a row]: the benchmarked shape
-                if (norm_paired_reduce_enabled() && mp) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
+              if constexpr (NT == 128 && K == 4)  // Note [Lean norm rows]: the benchmarked shape
+                if (lean_norm_rows_enabled() && mp) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                              rows, len, eps);
             });
@@ -964,7 +992,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
           constexpr int K = decltype(k)::value;
           auto kernel = layer_norm_backward_pipe_kernel<T, K, W>;
           if constexpr (sizeof(T) == 2 && K == 2) {  // the variants, for the benchmarked shape
-            const bool ahead = norm_stats_ahead_enabled(), paired = norm_paired_reduce_enabled();
+            const bool ahead = norm_stats_ahead_enabled(), paired = lean_norm_rows_enabled();
             if (ahead && paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
             else if (ahead) kernel = layer_norm_backward_pipe_kernel<T, K, W, true>;
             else if (paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, false, true>;

@@ -67,10 +67,10 @@ void set_lean_half_rows_enabled(bool on);
 bool norm_stats_ahead_enabled();
 void set_norm_stats_ahead_enabled(bool on);
 
-/// Whether the pipelined layer norm forms a row's two reductions in one exchange (Note [One
-/// exchange a row] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool norm_paired_reduce_enabled();
-void set_norm_paired_reduce_enabled(bool on);
+/// Whether the pipelined layer norms run their lean row variants (Note [Lean norm rows] in
+/// cuda/norm_kernels.cu); off until timed on a GPU.
+bool lean_norm_rows_enabled();
+void set_lean_norm_rows_enabled(bool on);
 
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x

@@ -228,12 +228,13 @@ def test_lean_half_rows(n, dtype, lean):
 
 @pytest.mark.parametrize("n", [1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("switch", ["norm_stats_ahead", "norm_paired_reduce", "both"])
+@pytest.mark.parametrize("switch", ["norm_stats_ahead", "lean_norm_rows", "both"])
 def test_norm_row_variants(n, dtype, switch):
     # the variants off until timed (instantiated for half-type rows of 4096; other rows keep
     # the default kernels): Note [Row statistics ahead] (the backward loads a row's mean and
-    # rstd a row early) and Note [One exchange a row] (a row's two reductions in one exchange)
-    names = ["norm_stats_ahead", "norm_paired_reduce"] if switch == "both" else [switch]
+    # rstd a row early) and Note [Lean norm rows] (a row's two reductions in one exchange, and
+    # the backward in fewer instructions)
+    names = ["norm_stats_ahead", "lean_norm_rows"] if switch == "both" else [switch]
     for name in names:
         assert getattr(tp._C, f"_cuda_{name}")() is False
         getattr(tp._C, f"_cuda_set_{name}")(True)
