@@ -922,7 +922,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
         const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
-          with_pipe_threads<T>(len, lean_half_rows_enabled(), [&](auto nt) {
+          with_pipe_threads<T>(len, [&](auto nt) {
             constexpr int NT = decltype(nt)::value;
             with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
               constexpr int K = decltype(k)::value;
@@ -1032,13 +1032,12 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         if (columns) {
           const int64_t col_blocks = (len + kColsX - 1) / kColsX;
           const int64_t want = std::max<int64_t>(1, int64_t(multiprocessors(dev)) * 8 / col_blocks);
-          parts = std::min<int64_t>({want, (rows + 63) / 64, 65535});
-          const int64_t chunk = (rows + parts - 1) / parts;
-          parts = (rows + chunk - 1) / chunk;
-          part = scratch(sums * parts * len, adt, x.device());
-          A* pw = part.device_data<A>();
+          const int64_t most = std::min<int64_t>({want, (rows + 63) / 64, 65535});
+          const int64_t chunk = (rows + most - 1) / most;
+          A *pw = nullptr, *pb = nullptr;
+          partials((rows + chunk - 1) / chunk, pw, pb);
           layer_norm_columns_kernel<T><<<dim3(unsigned(col_blocks), unsigned(parts)), dim3(kColsX, kColsY), 0, s>>>(
-              gp, xp, mp, rp, pw, gb.defined() ? pw + parts * len : nullptr, rows, len, chunk);
+              gp, xp, mp, rp, pw, pb, rows, len, chunk);
         }
       }
     }

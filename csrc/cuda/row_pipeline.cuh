@@ -75,14 +75,13 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // GB/s), and 128-thread blocks with four packs a thread (2076 against 2649: the backward's
 // per-thread column sums double, and occupancy halves).
 
-/// Calls go(std::integral_constant<int, NT>) with the threads per block of a softmax / norm
-/// pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a thread
-/// when `narrow` (the forwards': lean_half_rows_enabled(), Note [Lean half rows]), else
-/// kPipeThreads.
+/// Calls go(std::integral_constant<int, NT>) with the threads per block of a forward softmax /
+/// norm pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a
+/// thread under Note [Lean half rows] (lean_half_rows_enabled()), else kPipeThreads.
 template <class T, class F>
-void with_pipe_threads(int64_t n, bool narrow, F&& go) {
+void with_pipe_threads(int64_t n, F&& go) {
   if constexpr (sizeof(T) == 2)
-    if (narrow && n / kPackOf<T> <= 4 * 128) return go(std::integral_constant<int, 128>{});
+    if (lean_half_rows_enabled() && n / kPackOf<T> <= 4 * 128) return go(std::integral_constant<int, 128>{});
   go(std::integral_constant<int, kPipeThreads>{});
 }
 

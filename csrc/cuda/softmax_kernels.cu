@@ -171,7 +171,7 @@ template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
   if (!row_pipeline_enabled() || !pipe_rows_fit<T>(n, {x, y})) return false;
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
-  with_pipe_threads<T>(n, lean_half_rows_enabled(), [&](auto nt) {
+  with_pipe_threads<T>(n, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
     auto go = [&](auto kernel) {
       kernel<<<pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s>>>(x, y, rows, n, log);
