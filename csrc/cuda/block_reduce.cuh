@@ -100,39 +100,71 @@ __device__ __forceinline__ A warp_reduce(A v, Op op) {
   return v;
 }
 
+/// Block-shared scratch for a run of group_reduce / group_reduce2 calls that every thread of
+/// the block joins (Note [Barrier-free rows]): two areas of `per` values taken in turn, so a
+/// call needs one block barrier, not two. Call i + 2 writes call i's area only after every
+/// thread has passed call i + 1's barrier, which each reaches after reading call i's result.
+template <class A>
+struct ReduceRing {
+  A* smem;  // 2 * per values
+  int per;
+  int half = 0;
+  __device__ __forceinline__ A* next() {
+    A* p = smem + half * per;
+    half ^= 1;
+    return p;
+  }
+};
+
+/// The block-level step of group_reduce2 / group_reduce over warp results: lane 0 of each
+/// warp writes its C values (smem[c * nw + warp]), every thread combines its group's.
+/// fence: a barrier first, for scratch an earlier call's readers may still be reading.
+template <int C, class A, class Op>
+__device__ __forceinline__ void group_exchange(A (&v)[C], int tpr, A* smem, bool fence, Op op) {
+  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
+  if (fence) __syncthreads();  // the previous call's readers are done with smem
+  if ((threadIdx.x & 31) == 0)
+#pragma unroll
+    for (int c = 0; c < C; ++c) smem[c * nw + warp] = v[c];
+  __syncthreads();
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    A r = smem[c * nw + first];
+    for (int i = 1; i < wpr; ++i) r = op(r, smem[c * nw + first + i]);
+    v[c] = r;
+  }
+}
+
 /// Reduces v over groups of `tpr` consecutive threads (tpr a multiple of 32 dividing
 /// blockDim.x); every thread gets its group's result. Every thread of the block calls it
-/// (it synchronises the block when tpr > 32); smem holds blockDim.x / 32 values.
+/// (it synchronises the block when tpr > 32); smem holds blockDim.x / 32 values, or a
+/// ReduceRing of them (one barrier a call instead of two).
 template <class A, class Op>
 __device__ __forceinline__ A group_reduce(A v, int tpr, A* smem, Op op) {
-  v = warp_reduce(v, op);
-  if (tpr <= 32) return v;
-  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr;
-  __syncthreads();  // the previous call's readers are done with smem
-  if ((threadIdx.x & 31) == 0) smem[warp] = v;
-  __syncthreads();
-  A r = smem[first];
-  for (int i = 1; i < wpr; ++i) r = op(r, smem[first + i]);
-  return r;
+  A r[1] = {warp_reduce(v, op)};
+  if (tpr > 32) group_exchange(r, tpr, smem, true, op);
+  return r[0];
+}
+template <class A, class Op>
+__device__ __forceinline__ A group_reduce(A v, int tpr, ReduceRing<A>& ring, Op op) {
+  A r[1] = {warp_reduce(v, op)};
+  if (tpr > 32) group_exchange(r, tpr, ring.next(), false, op);
+  return r[0];
 }
 
 /// group_reduce of two values at once: the same results (combined in the same order) with
-/// one exchange through shared memory, two block barriers instead of four, and the two
-/// shuffle chains interleaved; smem holds 2 * blockDim.x / 32 values.
+/// one exchange through shared memory and the two shuffle chains interleaved; the ring's
+/// areas hold 2 * blockDim.x / 32 values.
 template <class A, class Op>
-__device__ __forceinline__ void group_reduce2(A& a, A& b, int tpr, A* smem, Op op) {
+__device__ __forceinline__ void group_reduce2(A& a, A& b, int tpr, ReduceRing<A>& ring, Op op) {
   for (int o = 16; o > 0; o >>= 1) {
     a = op(a, __shfl_xor_sync(0xffffffffu, a, o));
     b = op(b, __shfl_xor_sync(0xffffffffu, b, o));
   }
   if (tpr <= 32) return;
-  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
-  __syncthreads();  // the previous call's readers are done with smem
-  if ((threadIdx.x & 31) == 0) smem[warp] = a, smem[nw + warp] = b;
-  __syncthreads();
-  A ra = smem[first], rb = smem[nw + first];
-  for (int i = 1; i < wpr; ++i) ra = op(ra, smem[first + i]), rb = op(rb, smem[nw + first + i]);
-  a = ra, b = rb;
+  A r[2] = {a, b};
+  group_exchange(r, tpr, ring.next(), false, op);
+  a = r[0], b = r[1];
 }
 
 /// The pack of V elements of T at p (16-byte aligned).

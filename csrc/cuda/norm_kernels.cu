@@ -81,66 +81,15 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
-// Note [Lean norm rows]: a pipelined block pays two block barriers for each reduction of a
-// row (group_reduce) on top of the ring's two, and the layer norm reduces twice a row: the
-// forward the mean, then the centred sum of squares; the backward its two row sums. And the
-// bfloat16 backward's row loop is instruction-heavy (SASS, 256 threads, two packs a thread:
-// 865 instructions for 16 values, a third of them address arithmetic, a sixth unpacking).
-// With tp._C._cuda_set_lean_norm_rows(True) (off until timed; instantiated for the
-// benchmarked shapes, bfloat16 / float16 rows of 4096: the forward's 128-thread blocks with
-// four packs a thread, the backward's two):
-// - the forward's moments in one exchange: each thread's count, mean and centred sum of
-//   squares over its own values (two passes in registers), merged across the block with Chan
-//   et al.'s pairwise update (stable as the two-pass form; both lanes of a shuffle merge the
-//   lower lane's part first, so every thread ends with the same moments), bfloat16 words
-//   unpacked whole (unpack_acc);
-// - the backward's two row sums in one exchange (group_reduce2), its copies unrolled
-//   (pipe_fetch's KMAX), bfloat16 words unpacked whole (unpack_acc), xhat as one FMA, the
-//   input gradient as two, and the divisions by n as products with 1 / n.
-// SASS row loops (bfloat16 weights): backward 865 -> 655 instructions; forward 619 -> 745
-// (the merges cost more instructions than the barriers they save: the run decides). The
-// 128-thread lean backward measured slower for its occupancy; this keeps 256 threads.
-
-/// a / b for the moments' counts (whole numbers, b >= 1): the fast division for float.
-template <class A>
-__device__ __forceinline__ A count_ratio(A a, A b) {
-  if constexpr (std::is_same_v<A, float>) return __fdividef(a, b);
-  else return a / b;
-}
-
-/// Merges the moments (count cb, mean mb, centred sum of squares m2b) of a second part into
-/// (c, m, m2), the first part's.
-template <class A>
-__device__ __forceinline__ void merge_moments(A& c, A& m, A& m2, A cb, A mb, A m2b) {
-  const A tot = c + cb, f = count_ratio(cb, tot > A(1) ? tot : A(1)), d = mb - m;  // (tot 0: cb 0, f 0)
-  m += d * f;
-  m2 += m2b + d * d * c * f;
-  c = tot;
-}
-
-/// The moments (count, mean, centred sum of squares) of groups of tpr threads (as
-/// group_reduce), merged in the same order on every thread; smem holds 3 * blockDim.x / 32.
-template <class A>
-__device__ __forceinline__ void group_moments(A& c, A& m, A& m2, int tpr, A* smem) {
-  const int lane = int(threadIdx.x & 31);
-  for (int o = 16; o > 0; o >>= 1) {
-    A oc = __shfl_xor_sync(0xffffffffu, c, o), om = __shfl_xor_sync(0xffffffffu, m, o),
-      om2 = __shfl_xor_sync(0xffffffffu, m2, o);
-    if (lane & o) {  // the lower lane's part first, in both lanes
-      const A tc = c, tm = m, tm2 = m2;
-      c = oc, m = om, m2 = om2, oc = tc, om = tm, om2 = tm2;
-    }
-    merge_moments(c, m, m2, oc, om, om2);
-  }
-  if (tpr <= 32) return;
-  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
-  __syncthreads();  // the previous call's readers are done with smem
-  if (lane == 0) smem[warp] = c, smem[nw + warp] = m, smem[2 * nw + warp] = m2;
-  __syncthreads();
-  c = smem[first], m = smem[nw + first], m2 = smem[2 * nw + first];
-  for (int i = 1; i < wpr; ++i)
-    merge_moments(c, m, m2, smem[first + i], smem[nw + first + i], smem[2 * nw + first + i]);
-}
+// Note [Lean norm rows]: the bfloat16 backward's row loop is instruction-heavy (SASS, 256
+// threads, two packs a thread: 865 instructions for 16 values, a third of them address
+// arithmetic, a sixth unpacking). With tp._C._cuda_set_lean_norm_rows(True) (off until
+// timed; instantiated for the benchmarked shape, bfloat16 / float16 rows of 4096, two packs
+// a thread) its two row sums go in one exchange (group_reduce2), its copies are unrolled
+// (pipe_fetch's KMAX), bfloat16 words unpacked whole (unpack_acc), xhat formed as one FMA,
+// the input gradient as two, and the divisions by n as products with 1 / n: 655 SASS
+// instructions. (The forward's moments in one exchange, per-thread moments merged with Chan
+// et al.'s update, measured slower on the H200: 3196 against 3319 GB/s, and were dropped.)
 
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
@@ -148,11 +97,10 @@ __device__ __forceinline__ void group_moments(A& c, A& m, A& m2, int tpr, A* sme
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
 /// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
 /// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
-/// kOnePass (Note [Lean norm rows]): the moments in one exchange (red: 3 * nt / 32 values).
-template <class T, int K, bool kLean = false, bool kOnePass = false>
+template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
-                                               int64_t n, double eps, acc_t<T>* red,
+                                               int64_t n, double eps, ReduceRing<acc_t<T>>& red,
                                                const RowAffine<acc_t<T>, K, kPackOf<T>>* aff = nullptr) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
@@ -163,40 +111,18 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
-      if constexpr (kOnePass) {  // Note [Lean norm rows]: bfloat16 words unpacked whole
-        unpack_acc(q, v[k]);
 #pragma unroll
-        for (int e = 0; e < V; ++e) s += v[k][e];
-      } else {
-#pragma unroll
-        for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
-      }
+      for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  A m, sq;  // the row's mean and its centred sum of squares
-  if (kOnePass && mean) {
-    A c = 0;
+  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
+  A ss = 0;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (t + int64_t(k) * nt < npk) c += A(V);
-    m = count_ratio(s, c > A(1) ? c : A(1)), sq = A(0);  // (c 0: s 0)
+  for (int k = 0; k < K; ++k)
+    if (t + int64_t(k) * nt < npk)
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (t + int64_t(k) * nt < npk)
-#pragma unroll
-        for (int e = 0; e < V; ++e) sq += (v[k][e] - m) * (v[k][e] - m);
-    group_moments(c, m, sq, nt, red);
-  } else {
-    m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
-    A ss = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (t + int64_t(k) * nt < npk)
-#pragma unroll
-        for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-    sq = group_reduce(ss, nt, red, SumFn{});
-  }
-  const A rs = inv_std(sq / A(n), eps);
+      for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
+  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
   if (npk && t == 0) {
     if (mean) *mean = m;
     *rstd = rs;
@@ -240,28 +166,31 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
                                                                         const acc_t<T>* b, T* y, acc_t<T>* mean,
                                                                         acc_t<T>* rstd, int64_t rows, int64_t n,
                                                                         int tpr, double eps) {
-  __shared__ acc_t<T> smem[kMaxRowThreads / 32];
+  __shared__ acc_t<T> smem[2 * kMaxRowThreads / 32];
+  ReduceRing<acc_t<T>> red{smem, kMaxRowThreads / 32};
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
   const int64_t r = row < rows ? row : 0;
   layer_norm_row<T, K>(x + r * n, y + r * n, w, b, mean ? mean + r : nullptr, rstd + r, int(threadIdx.x) % tpr,
-                       tpr, row < rows ? n / kPackOf<T> : 0, n, eps, smem);
+                       tpr, row < rows ? n / kPackOf<T> : 0, n, eps, red);
 }
 
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
 /// NT threads a block (with_pipe_threads); the weight and bias in registers (Note [Affine in
-/// registers]), of type W (Note [Layer-norm weights in their dtype]).
-template <class T, int K, int NT, class W, bool kOnePass = false>
-__global__ __launch_bounds__(NT) void layer_norm_pipe_kernel(const T* x, const W* w, const W* b, T* y,
-                                                             acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
-                                                             double eps) {
+/// registers]), of type W (Note [Layer-norm weights in their dtype]). Three blocks an SM
+/// asked for up to 512 values a block (bfloat16 rows of 4096 on 256 threads: 77 registers
+/// instead of 90, which fit only two).
+template <class T, int K, int NT, class W>
+__global__ __launch_bounds__(NT, NT * K <= 512 ? 3 : 1) void layer_norm_pipe_kernel(
+    const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> red[3 * NT / 32];
+  __shared__ acc_t<T> smem[2 * NT / 32];
+  ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   RowAffine<acc_t<T>, K, kPackOf<T>> aff;
   load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, NT == 128, kOnePass>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr,
-                                              rstd + row, int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
+    layer_norm_row<T, K, NT == 128>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
+                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
   });
 }
 
@@ -273,9 +202,10 @@ __global__ __launch_bounds__(kWarpPipeThreads) void layer_norm_warp_kernel(const
                                                                            double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   const T* const src[1] = {x};
+  ReduceRing<acc_t<T>> none{nullptr, 0};  // (a warp a row: its reductions are shuffles)
   pipe_rows_warp(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     layer_norm_row<T, K>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, int(threadIdx.x & 31), 32,
-                         n / kPackOf<T>, n, eps, nullptr);
+                         n / kPackOf<T>, n, eps, none);
   });
 }
 
@@ -323,7 +253,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
     acc_t<T>* pb, int64_t rows, int64_t n, int tpr) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
-  __shared__ A smem[kMaxRowThreads / 32];
+  __shared__ A smem[2 * kMaxRowThreads / 32];
+  ReduceRing<A> red{smem, kMaxRowThreads / 32};
   const int rpb = int(blockDim.x) / tpr, sub = int(threadIdx.x) / tpr, t = int(threadIdx.x) % tpr;
   const int64_t npk_all = n / V;
   A dw[K][V], db[K][V];
@@ -358,8 +289,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
       }
     }
     if (!gx) continue;
-    const A a = mean ? group_reduce(sa, tpr, smem, SumFn{}) / A(n) : A(0);
-    const A c = group_reduce(sc, tpr, smem, SumFn{}) / A(n);
+    const A a = mean ? group_reduce(sa, tpr, red, SumFn{}) / A(n) : A(0);
+    const A c = group_reduce(sc, tpr, red, SumFn{}) / A(n);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int64_t j = t + int64_t(k) * tpr;
@@ -405,7 +336,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   constexpr int V = kPackOf<T>;
   constexpr int NT = kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ A red[2 * NT / 32];
+  __shared__ A smem[2 * 2 * NT / 32];
+  ReduceRing<A> red{smem, 2 * NT / 32};  // Note [Barrier-free rows] (group_reduce2: two values a warp)
   const int t = int(threadIdx.x), npk = int(n / V);
   A dw[K][V], db[K][V];
 #pragma unroll
@@ -927,8 +859,6 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
               constexpr int K = decltype(k)::value;
               auto kernel = layer_norm_pipe_kernel<T, K, NT, W>;
-              if constexpr (NT == 128 && K == 4)  // Note [Lean norm rows]: the benchmarked shape
-                if (lean_norm_rows_enabled() && mp) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                              rows, len, eps);
             });

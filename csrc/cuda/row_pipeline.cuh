@@ -102,11 +102,20 @@ __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
   }
 }
 
+// Note [Barrier-free rows]: each thread of a pipelined block copies packs t, t + NT, ... of
+// every row into the ring (pipe_fetch) and the row bodies read exactly those packs, so a
+// thread's own cp.async wait is all a row needs before its body: no block barrier for the
+// ring. (The copies into a buffer come after the same thread's reads of it, which the body
+// has used by then.) And the bodies' reductions take a ReduceRing (block_reduce.cuh): one
+// barrier a reduction instead of two. A layer-norm or softmax row went from six block
+// barriers to two.
+
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
 /// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
-/// may synchronise the block (it is called by all threads for the same row) and must not
-/// write buf. NT: the block's threads; KMAX: as pipe_fetch's.
+/// may synchronise the block (it is called by all threads for the same row), must not
+/// write buf, and reads only the packs its thread fetched, t + k * NT (Note [Barrier-free
+/// rows]). NT: the block's threads; KMAX: as pipe_fetch's.
 template <int NT = kPipeThreads, int KMAX = 0, int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
@@ -127,9 +136,7 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
     if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);  // the buffer read last round
     __pipeline_commit();
     __pipeline_wait_prior(kPipeStages - 1);  // this thread's copies of `row` have landed
-    __syncthreads();                         // ... and every other thread's
     body(row, static_cast<const T*>(ring + int64_t(stage) * NIN * n));
-    __syncthreads();  // buf is refilled next round
     stage = stage + 1 == kPipeStages ? 0 : stage + 1;
   }
 }
@@ -173,8 +180,8 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int 
   return unsigned(wanted < fill ? wanted : fill);
 }
 
-// Note [Warp rows]: the block pipeline above pays four block barriers per row (the ring's
-// two and one per reduction). For half-type rows of 4096 that is what bounds it (bfloat16
+// Note [Warp rows]: the block pipeline above paid six block barriers per row (the ring's
+// two and two per reduction; two since Note [Barrier-free rows]). For half-type rows of 4096 that is what bounds it (bfloat16
 // softmax at 3070 GB/s against float32's 3637 on the H200: half the bytes per barrier). Here
 // each warp of a kWarpPipeWarps-warp block streams its own rows (grid warp w takes rows w,
 // w + warps in the grid, ...) through its own ring of kPipeStages buffers, lane l fetching

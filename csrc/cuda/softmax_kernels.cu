@@ -57,7 +57,7 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 /// special-function unit and the one-instruction NaN-propagating max.
 template <class T, int K, bool kLean = false>
 __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, int64_t npk, bool log,
-                                            acc_t<T>* red) {
+                                            ReduceRing<acc_t<T>>& red) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   A v[K][V];
@@ -114,10 +114,11 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
 template <class T, int K>
 __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x, T* y, int64_t rows, int64_t n,
                                                                      int tpr, bool log) {
-  __shared__ acc_t<T> smem[kMaxRowThreads / 32];
+  __shared__ acc_t<T> smem[2 * kMaxRowThreads / 32];
+  ReduceRing<acc_t<T>> red{smem, kMaxRowThreads / 32};
   const int64_t row = int64_t(blockIdx.x) * (blockDim.x / tpr) + threadIdx.x / tpr;
   const int64_t off = (row < rows ? row : 0) * n;
-  softmax_row<T, K>(x + off, y + off, int(threadIdx.x) % tpr, tpr, row < rows ? n / kPackOf<T> : 0, log, smem);
+  softmax_row<T, K>(x + off, y + off, int(threadIdx.x) % tpr, tpr, row < rows ? n / kPackOf<T> : 0, log, red);
 }
 
 /// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread,
@@ -125,7 +126,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
 template <class T, int K, int NT>
 __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> red[NT / 32];
+  __shared__ acc_t<T> smem[2 * NT / 32];
+  ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     softmax_row<T, K, NT == 128>(buf, y + row * n, int(threadIdx.x), NT, n / kPackOf<T>, log, red);
@@ -138,8 +140,9 @@ __global__ __launch_bounds__(kWarpPipeThreads) void softmax_warp_kernel(const T*
                                                                         bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   const T* const src[1] = {x};
+  ReduceRing<acc_t<T>> none{nullptr, 0};  // (a warp a row: its reductions are shuffles)
   pipe_rows_warp(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x & 31), 32, n / kPackOf<T>, log, nullptr);
+    softmax_row<T, K>(buf, y + row * n, int(threadIdx.x & 31), 32, n / kPackOf<T>, log, none);
   });
 }
 
