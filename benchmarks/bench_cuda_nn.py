@@ -161,6 +161,10 @@ def main():
     def both(on):
         ahead(on)
         lean_rows(on)
+
+    def wide_lean(on):  # the forward's lean rows on 256-thread blocks
+        lean(not on)
+        lean_rows(on)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -181,6 +185,11 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
+                switched_bw(lean_rows, True, f"layer_norm fwd {tag} lean rows", lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(wide_lean, True, f"layer_norm fwd {tag} 256 threads lean rows",
+                            lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),

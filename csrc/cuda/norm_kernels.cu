@@ -51,26 +51,32 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // cost as much as 5% of the 32768x4096 forward's time). The others (register rows, warp
 // rows, rows of any length) take A; the launchers cast for them (acc_vector).
 
-/// This thread's packs k of a layer norm's weight and bias.
-template <class A, int K, int V>
+/// This thread's packs k of a layer norm's weight and bias, held as S: the accumulation type,
+/// or the weight's half type (Note [Lean norm rows]: half the registers, widened at each use).
+template <class S, int K, int V>
 struct RowAffine {
-  A w[K][V], b[K][V];
+  S w[K][V], b[K][V];
 };
 
-/// Loads the packs j = t + k * nt < npk of w and b; an absent w is ones and an absent b
-/// negative zeros, so fma(r, w, b) is exactly r, r * w or r + b where they are absent (-0
-/// keeps a -0 result's sign).
-template <class A, int K, int V, class W>
-__device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const W* w, const W* b, int t, int nt,
+/// Loads the packs j = t + k * nt < npk of w and b (of type W: S itself, or a half type
+/// widened to S); an absent w is ones and an absent b negative zeros, so fma(r, w, b) is
+/// exactly r, r * w or r + b where they are absent (-0 keeps a -0 result's sign).
+template <class S, int K, int V, class W>
+__device__ __forceinline__ void load_row_affine(RowAffine<S, K, V>& aff, const W* w, const W* b, int t, int nt,
                                                 int64_t npk) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
 #pragma unroll
-    for (int e = 0; e < V; ++e) aff.w[k][e] = A(1), aff.b[k][e] = -A(0);
+    for (int e = 0; e < V; ++e) aff.w[k][e] = from_acc<S>(1.0f), aff.b[k][e] = from_acc<S>(-0.0f);
     if (j < npk) {
-      if (w) load_accs(w + j * V, aff.w[k]);
-      if (b) load_accs(b + j * V, aff.b[k]);
+      if constexpr (sizeof(S) == 2) {  // (S is W)
+        if (w) *reinterpret_cast<Pack<W, V>*>(aff.w[k]) = load_pack(w + j * V);
+        if (b) *reinterpret_cast<Pack<W, V>*>(aff.b[k]) = load_pack(b + j * V);
+      } else {
+        if (w) load_accs(w + j * V, aff.w[k]);
+        if (b) load_accs(b + j * V, aff.b[k]);
+      }
     }
   }
 }
@@ -90,6 +96,11 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // the input gradient as two, and the divisions by n as products with 1 / n: 655 SASS
 // instructions. (The forward's moments in one exchange, per-thread moments merged with Chan
 // et al.'s update, measured slower on the H200: 3196 against 3319 GB/s, and were dropped.)
+// The forward under the switch holds its affine (Note [Affine in registers]) in the weight's
+// half type: K * 4 registers each for w and b instead of K * 8, a widening per use, with the
+// occupancy asked of ptxas (bfloat16 rows of 4096: 128 threads, five blocks an SM instead of
+// four, 102 registers with 112 bytes spilled; 256 threads, four instead of three, 64
+// registers with 12 bytes spilled); instantiated for rows of 4096.
 
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
@@ -97,11 +108,11 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
 /// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
 /// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
-template <class T, int K, bool kLean = false>
+template <class T, int K, bool kLean = false, class S = acc_t<T>>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
-                                               const RowAffine<acc_t<T>, K, kPackOf<T>>* aff = nullptr) {
+                                               const RowAffine<S, K, kPackOf<T>>* aff = nullptr) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   A v[K][V];
@@ -142,7 +153,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
       // there and an absent bias -0, the same bits as the loads' path
       if (aff) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) r[e] = fma(r[e], aff->w[k][e], aff->b[k][e]);
+        for (int e = 0; e < V; ++e) r[e] = fma(r[e], A(to_acc(aff->w[k][e])), A(to_acc(aff->b[k][e])));
       } else if (w && b) {
         A wv[V], bv[V];
         load_accs(w + j * V, wv);
@@ -178,15 +189,17 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
 /// NT threads a block (with_pipe_threads); the weight and bias in registers (Note [Affine in
 /// registers]), of type W (Note [Layer-norm weights in their dtype]). Three blocks an SM
 /// asked for up to 512 values a block (bfloat16 rows of 4096 on 256 threads: 77 registers
-/// instead of 90, which fit only two).
-template <class T, int K, int NT, class W>
-__global__ __launch_bounds__(NT, NT * K <= 512 ? 3 : 1) void layer_norm_pipe_kernel(
+/// instead of 90, which fit only two). kHalfAffine: the affine held in W, a half type (Note
+/// [Lean norm rows]).
+template <class T, int K, int NT, class W, bool kHalfAffine = false>
+__global__ __launch_bounds__(NT, kHalfAffine ? (NT == 128 ? 5 : 4) : NT * K <= 512 ? 3 : 1) void
+layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
-  RowAffine<acc_t<T>, K, kPackOf<T>> aff;
+  RowAffine<std::conditional_t<kHalfAffine, W, acc_t<T>>, K, kPackOf<T>> aff;
   load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
   pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     layer_norm_row<T, K, NT == 128>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
@@ -325,11 +338,11 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
 /// sums a thread.) kAhead: Note [Row statistics ahead]; kLeanRow: Note [Lean norm rows]
-/// (the two together: 90 registers for bfloat16 rows of 4096, two blocks an SM against the
-/// default's three; asking for three with __launch_bounds__ spilled, and its minimum-blocks
-/// form raised the default kernel's registers too).
+/// (the two together: 90 registers for bfloat16 rows of 4096, two blocks an SM; asked for three
+/// with __launch_bounds__: 80 registers, 24 bytes spilled. The others take no minimum: one
+/// raised the default kernel's registers 73 -> 88).
 template <class T, int K, class W, bool kAhead = false, bool kLeanRow = false>
-__global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
+__global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
@@ -859,6 +872,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
               constexpr int K = decltype(k)::value;
               auto kernel = layer_norm_pipe_kernel<T, K, NT, W>;
+              if constexpr (sizeof(W) == 2 && NT * K == 512)  // Note [Lean norm rows]: rows of 4096
+                if (lean_norm_rows_enabled()) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                              rows, len, eps);
             });
