@@ -53,7 +53,7 @@ cuda_log=${OUT:-/tmp}/test_cuda.log
 # GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul", plus
 # "host": scripts/profile_cuda_host.py, "kernels": scripts/profile_cuda_kernels.py, whose
 # cases GPU_KERNEL_CASES names, "ncu": scripts/ncu_kernels.sh) narrow or widen a run to what
-# a change touched; GPU_TESTS=none runs no tests.
+# a change touched; GPU_TESTS=none runs no tests, GPU_TEST_SELECT narrows them (pytest -k).
 cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_cudnn.py tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
 benches=" ${GPU_BENCHES:-cuda nn train matmul} "
 [ "$cuda_tests" = none ] && cuda_tests=""  # GPU_TESTS=none: build and benchmarks only
@@ -61,9 +61,10 @@ benches=" ${GPU_BENCHES:-cuda nn train matmul} "
 cuda_rc=0
 : >"$cuda_log"
 for f in $cuda_tests; do
-  select=""; case "$f" in *test_examples.py) select="-k cuda";; esac
+  select=(); [ -n "${GPU_TEST_SELECT:-}" ] && select=(-k "$GPU_TEST_SELECT")  # a pytest -k expression
+  case "$f" in *test_examples.py) select=(-k cuda);; esac
   # a hung kernel (a new one that deadlocks) costs one file, not the whole call
-  timeout "${GPU_TEST_TIMEOUT:-240}" python3 -m pytest "$f" $select -q -rfEx --tb=short -p no:cacheprovider \
+  timeout "${GPU_TEST_TIMEOUT:-240}" python3 -m pytest "$f" "${select[@]}" -q -rfEx --tb=short -p no:cacheprovider \
     -W ignore::UserWarning --rootdir=. >"$cuda_log.one" 2>&1 || cuda_rc=1
   cat "$cuda_log.one" >>"$cuda_log"
   echo "$(basename "$f"): $(tail -n 1 "$cuda_log.one")"
