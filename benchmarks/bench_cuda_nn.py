@@ -143,7 +143,7 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; the layer-norm variants, off): switch(on) for the row, checked against torch
+        rows]): switch(on) for the row, checked against torch
         first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
@@ -155,16 +155,6 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    # off until timed: Note [Row statistics ahead], Note [Lean norm rows], and both
-    ahead, lean_rows = tp._C._cuda_set_norm_stats_ahead, tp._C._cuda_set_lean_norm_rows
-
-    def both(on):
-        ahead(on)
-        lean_rows(on)
-
-    def wide_lean(on):  # the forward's lean rows on 256-thread blocks
-        lean(not on)
-        lean_rows(on)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -185,18 +175,9 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(lean_rows, True, f"layer_norm fwd {tag} lean rows", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(wide_lean, True, f"layer_norm fwd {tag} 256 threads lean rows",
-                            lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(lean, False, f"layer_norm fwd {tag} 256 threads", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(lean, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
@@ -222,13 +203,6 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            if dtype == "bfloat16":  # the backward variants, off by default
-                for switch, variant in ((ahead, "statistics ahead"), (lean_rows, "lean rows"), (both, "both")):
-                    switched_bw(switch, True, f"layer_norm bwd {tag} {variant}",
-                                lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt,
-                                                                                  mask)[0],
-                                3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),

@@ -51,32 +51,26 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // cost as much as 5% of the 32768x4096 forward's time). The others (register rows, warp
 // rows, rows of any length) take A; the launchers cast for them (acc_vector).
 
-/// This thread's packs k of a layer norm's weight and bias, held as S: the accumulation type,
-/// or the weight's half type (Note [Lean norm rows]: half the registers, widened at each use).
-template <class S, int K, int V>
+/// This thread's packs k of a layer norm's weight and bias.
+template <class A, int K, int V>
 struct RowAffine {
-  S w[K][V], b[K][V];
+  A w[K][V], b[K][V];
 };
 
-/// Loads the packs j = t + k * nt < npk of w and b (of type W: S itself, or a half type
-/// widened to S); an absent w is ones and an absent b negative zeros, so fma(r, w, b) is
-/// exactly r, r * w or r + b where they are absent (-0 keeps a -0 result's sign).
-template <class S, int K, int V, class W>
-__device__ __forceinline__ void load_row_affine(RowAffine<S, K, V>& aff, const W* w, const W* b, int t, int nt,
+/// Loads the packs j = t + k * nt < npk of w and b; an absent w is ones and an absent b
+/// negative zeros, so fma(r, w, b) is exactly r, r * w or r + b where they are absent (-0
+/// keeps a -0 result's sign).
+template <class A, int K, int V, class W>
+__device__ __forceinline__ void load_row_affine(RowAffine<A, K, V>& aff, const W* w, const W* b, int t, int nt,
                                                 int64_t npk) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
 #pragma unroll
-    for (int e = 0; e < V; ++e) aff.w[k][e] = from_acc<S>(1.0f), aff.b[k][e] = from_acc<S>(-0.0f);
+    for (int e = 0; e < V; ++e) aff.w[k][e] = A(1), aff.b[k][e] = -A(0);
     if (j < npk) {
-      if constexpr (sizeof(S) == 2) {  // (S is W)
-        if (w) *reinterpret_cast<Pack<W, V>*>(aff.w[k]) = load_pack(w + j * V);
-        if (b) *reinterpret_cast<Pack<W, V>*>(aff.b[k]) = load_pack(b + j * V);
-      } else {
-        if (w) load_accs(w + j * V, aff.w[k]);
-        if (b) load_accs(b + j * V, aff.b[k]);
-      }
+      if (w) load_accs(w + j * V, aff.w[k]);
+      if (b) load_accs(b + j * V, aff.b[k]);
     }
   }
 }
@@ -87,32 +81,32 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
-// Note [Lean norm rows]: the bfloat16 backward's row loop is instruction-heavy (SASS, 256
-// threads, two packs a thread: 865 instructions for 16 values, a third of them address
-// arithmetic, a sixth unpacking). With tp._C._cuda_set_lean_norm_rows(True) (off until
-// timed; instantiated for the benchmarked shape, bfloat16 / float16 rows of 4096, two packs
-// a thread) its two row sums go in one exchange (group_reduce2), its copies are unrolled
-// (pipe_fetch's KMAX), bfloat16 words unpacked whole (unpack_acc), xhat formed as one FMA,
-// the input gradient as two, and the divisions by n as products with 1 / n: 655 SASS
-// instructions. (The forward's moments in one exchange, per-thread moments merged with Chan
-// et al.'s update, measured slower on the H200: 3196 against 3319 GB/s, and were dropped.)
-// The forward under the switch holds its affine (Note [Affine in registers]) in the weight's
-// half type: K * 4 registers each for w and b instead of K * 8, a widening per use, with the
-// occupancy asked of ptxas (bfloat16 rows of 4096: 128 threads, five blocks an SM instead of
-// four, 102 registers with 112 bytes spilled; 256 threads, four instead of three, 64
-// registers with 12 bytes spilled); instantiated for rows of 4096.
+// Note [Lean norm rows]: the half-type layer-norm backward (pipelined, up to two packs a
+// thread) runs lean rows. Its row loop was instruction-heavy (SASS, bfloat16 rows of 4096:
+// 865 instructions for 16 values, a third of them address arithmetic, a sixth unpacking),
+// and every row waited out its mean / rstd loads right after its first barrier (DRAM: the
+// streamed rows evict the statistics from L2). A lean row takes its two row sums in one
+// exchange (group_reduce2), unrolls its copies (pipe_fetch's KMAX), unpacks bfloat16 words
+// whole (unpack_acc), forms xhat as one FMA and the input gradient as two, multiplies by
+// 1 / n (655 SASS instructions), and loads the block's next row's statistics a row early.
+// 90 registers: two blocks an SM instead of three. On the H200 (2026-12-01, bfloat16
+// 32768x4096, GB/s, after Note [Barrier-free rows]): 2801 -> 3164 (the statistics ahead
+// alone 2777, the lean row alone 2931; asked for three blocks an SM with __launch_bounds__,
+// 3126 with 24 bytes spilled). float32 keeps the plain rows (3722). Dropped after timing:
+// the forward's moments in one exchange (Chan et al.'s pairwise update; 3196 against 3319),
+// and the forward's affine held in the weight's half type at a higher occupancy (3017 / 3308
+// against 3457 / 3499 on 128 / 256 threads: the spills).
 
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
-/// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. kLean (half types on
-/// the 128-thread blocks): the output as one FMA, x * rstd - mean * rstd, before the affine.
-/// aff (Note [Affine in registers]): this thread's packs of w and b, loaded before the rows.
-template <class T, int K, bool kLean = false, class S = acc_t<T>>
+/// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
+/// registers]): this thread's packs of w and b, loaded before the rows.
+template <class T, int K>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
-                                               const RowAffine<S, K, kPackOf<T>>* aff = nullptr) {
+                                               const RowAffine<acc_t<T>, K, kPackOf<T>>* aff = nullptr) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   A v[K][V];
@@ -138,22 +132,18 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<
     if (mean) *mean = m;
     *rstd = rs;
   }
-  [[maybe_unused]] const A mrs = m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
     if (j < npk) {
       A r[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if constexpr (kLean) r[e] = v[k][e] * rs - mrs;
-        else r[e] = (v[k][e] - m) * rs;
-      }
+      for (int e = 0; e < V; ++e) r[e] = (v[k][e] - m) * rs;
       // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
       // there and an absent bias -0, the same bits as the loads' path
       if (aff) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) r[e] = fma(r[e], A(to_acc(aff->w[k][e])), A(to_acc(aff->b[k][e])));
+        for (int e = 0; e < V; ++e) r[e] = fma(r[e], aff->w[k][e], aff->b[k][e]);
       } else if (w && b) {
         A wv[V], bv[V];
         load_accs(w + j * V, wv);
@@ -185,25 +175,25 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
                        tpr, row < rows ? n / kPackOf<T> : 0, n, eps, red);
 }
 
-/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread,
-/// NT threads a block (with_pipe_threads); the weight and bias in registers (Note [Affine in
-/// registers]), of type W (Note [Layer-norm weights in their dtype]). Three blocks an SM
-/// asked for up to 512 values a block (bfloat16 rows of 4096 on 256 threads: 77 registers
-/// instead of 90, which fit only two). kHalfAffine: the affine held in W, a half type (Note
-/// [Lean norm rows]).
-template <class T, int K, int NT, class W, bool kHalfAffine = false>
-__global__ __launch_bounds__(NT, kHalfAffine ? (NT == 128 ? 5 : 4) : NT * K <= 512 ? 3 : 1) void
-layer_norm_pipe_kernel(
+/// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread
+/// of a kPipeThreads block; the weight and bias in registers (Note [Affine in registers]), of
+/// type W (Note [Layer-norm weights in their dtype]). Three blocks an SM asked for up to two
+/// packs a thread (bfloat16 rows of 4096: 77 registers instead of 90, which fit only two).
+/// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
+/// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
+template <class T, int K, class W>
+__global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
+  constexpr int NT = kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
-  RowAffine<std::conditional_t<kHalfAffine, W, acc_t<T>>, K, kPackOf<T>> aff;
+  RowAffine<acc_t<T>, K, kPackOf<T>> aff;
   load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
-  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, NT == 128>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
-                                    int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
+  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
+                         int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
   });
 }
 
@@ -337,12 +327,10 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
-/// sums a thread.) kAhead: Note [Row statistics ahead]; kLeanRow: Note [Lean norm rows]
-/// (the two together: 90 registers for bfloat16 rows of 4096, two blocks an SM; asked for three
-/// with __launch_bounds__: 80 registers, 24 bytes spilled. The others take no minimum: one
-/// raised the default kernel's registers 73 -> 88).
-template <class T, int K, class W, bool kAhead = false, bool kLeanRow = false>
-__global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void layer_norm_backward_pipe_kernel(
+/// sums a thread.) kLean: Note [Lean norm rows]. (A minimum of blocks an SM in
+/// __launch_bounds__, even one, raised the plain kernel's registers 73 -> 88.)
+template <class T, int K, class W, bool kLean = false>
+__global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
   using A = acc_t<T>;
@@ -358,19 +346,14 @@ __global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void la
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  // Note [Row statistics ahead]: the pipelined backward reads a row's mean and rstd from
-  // global memory right after the barrier that starts the row, so every thread of the block
-  // waits out that load (DRAM: the streamed rows evict the statistics from L2) before its
-  // first FMA. With kAhead (tp._C._cuda_set_norm_stats_ahead, off until timed; instantiated
-  // for half-type rows of two packs a thread, the benchmarked shape) each row's body issues
-  // the loads of the block's next row, a row's worth of work before their use.
+  // kLean: each row's body issues the loads of the block's next row's statistics
   [[maybe_unused]] A m_next = A(0), rs_next = A(0);
-  if constexpr (kAhead)
+  if constexpr (kLean)
     if (int64_t(blockIdx.x) < rows) m_next = mean ? mean[blockIdx.x] : A(0), rs_next = rstd[blockIdx.x];
   [[maybe_unused]] const A inv_n = A(1) / A(n);
-  pipe_rows<NT, (kLeanRow ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<NT, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A m, rs;
-    if constexpr (kAhead) {
+    if constexpr (kLean) {
       m = m_next, rs = rs_next;
       const int64_t next = row + gridDim.x;
       if (next < rows) m_next = mean ? mean[next] : A(0), rs_next = rstd[next];
@@ -379,18 +362,18 @@ __global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void la
     }
     [[maybe_unused]] const A nmrs = -m * rs;
     // xhat and g * w of this thread's pack j, from the shared rows (x at buf, g at buf + n);
-    // kLeanRow (Note [Lean norm rows]): unpacked as words, xhat as one FMA
+    // kLean (Note [Lean norm rows]): unpacked as words, xhat as one FMA
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
       if (w) load_accs(w + j * V, wv);
-      if constexpr (kLeanRow) {
+      if constexpr (kLean) {
         unpack_acc(qx, xh);
         unpack_acc(qg, gg);
       }
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        if constexpr (kLeanRow) {
+        if constexpr (kLean) {
           xh[e] = fma(xh[e], rs, nmrs);
         } else {
           xh[e] = (to_acc(qx.v[e]) - m) * rs;
@@ -417,14 +400,14 @@ __global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void la
     }
     if (!gx) return;
     A a, c;
-    if constexpr (kLeanRow) {
+    if constexpr (kLean) {
       group_reduce2(sa, sc, NT, red, SumFn{});
       a = mean ? sa * inv_n : A(0), c = sc * inv_n;
     } else {
       a = mean ? group_reduce(sa, NT, red, SumFn{}) / A(n) : A(0);
       c = group_reduce(sc, NT, red, SumFn{}) / A(n);
     }
-    [[maybe_unused]] const A nrc = -rs * c, nra = -rs * a;  // kLeanRow: gx = gv rs - a rs - xhat c rs
+    [[maybe_unused]] const A nrc = -rs * c, nra = -rs * a;  // kLean: gx = gv rs - a rs - xhat c rs
     T* out = gx + row * n;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -435,7 +418,7 @@ __global__ __launch_bounds__(kPipeThreads, (kAhead && kLeanRow) ? 3 : 0) void la
         A r[V];
 #pragma unroll
         for (int e = 0; e < V; ++e) {
-          if constexpr (kLeanRow) r[e] = fma(xh[e], nrc, fma(gv[e], rs, nra));
+          if constexpr (kLean) r[e] = fma(xh[e], nrc, fma(gv[e], rs, nra));
           else r[e] = rs * (gv[e] - a - xh[e] * c);
         }
         store_rounded(out + j * V, r);
@@ -867,16 +850,10 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
         const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
-          with_pipe_threads<T>(len, [&](auto nt) {
-            constexpr int NT = decltype(nt)::value;
-            with_k<4>(pipe_packs_per_thread<T>(len, NT), [&](auto k) {
-              constexpr int K = decltype(k)::value;
-              auto kernel = layer_norm_pipe_kernel<T, K, NT, W>;
-              if constexpr (sizeof(W) == 2 && NT * K == 512)  // Note [Lean norm rows]: rows of 4096
-                if (lean_norm_rows_enabled()) kernel = layer_norm_pipe_kernel<T, K, NT, W, true>;
-              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
-                                                                                             rows, len, eps);
-            });
+          with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
+            auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W>;
+            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp,
+                                                                                               rp, rows, len, eps);
           });
         };
         if (in_dtype(w, x) && in_dtype(b, x)) {  // Note [Layer-norm weights in their dtype]
@@ -935,13 +912,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         using W = std::remove_const_t<std::remove_pointer_t<decltype(wv)>>;
         with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
           constexpr int K = decltype(k)::value;
-          auto kernel = layer_norm_backward_pipe_kernel<T, K, W>;
-          if constexpr (sizeof(T) == 2 && K == 2) {  // the variants, for the benchmarked shape
-            const bool ahead = norm_stats_ahead_enabled(), paired = lean_norm_rows_enabled();
-            if (ahead && paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
-            else if (ahead) kernel = layer_norm_backward_pipe_kernel<T, K, W, true>;
-            else if (paired) kernel = layer_norm_backward_pipe_kernel<T, K, W, false, true>;
-          }
+          auto kernel = layer_norm_backward_pipe_kernel<T, K, W, sizeof(T) == 2 && K <= 2>;  // Note [Lean norm rows]
           const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);

@@ -67,16 +67,20 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // and layer / RMS norm on 128-thread blocks, four packs a thread for rows up to 4096
 // (with_pipe_threads), their copies unrolled (pipe_fetch's KMAX); softmax's exp on
 // the special-function unit and its max as one max.NaN (softmax_row's kLean), layer norm's
-// output as one FMA (layer_norm_row's kLean): 699 PTX instructions for 32 elements a thread
+// output as one FMA (since dropped with its 128-thread blocks): 699 PTX instructions for 32 elements a thread
 // against the 256-thread bfloat16 softmax's 1057 for 16. On the H200 (2026-12-01, bfloat16
 // 32768x4096): softmax 3584 against 3063 GB/s, layer norm forward 3043 against 2792, RMS
 // norm forward 3339 against 3362. Two layer-norm backward variants measured slower and were
 // dropped: both row sums in one paired reduction with unrolled copies (2599 against 2664
 // GB/s), and 128-thread blocks with four packs a thread (2076 against 2649: the backward's
-// per-thread column sums double, and occupancy halves).
+// per-thread column sums double, and occupancy halves). After Note [Barrier-free rows] the
+// layer / RMS norm forward measured faster on 256-thread blocks again (bfloat16 layer norm
+// 3528 / 3472 / 3499 GB/s in three H200 runs against 3319 / 3397 / 3457; RMS norm 3504 /
+// 3489 / 3477 against 3313 / 3401 / 3441) and went back to them, and the paired reduction
+// came back as part of Note [Lean norm rows] (cuda/norm_kernels.cu); softmax keeps 128.
 
-/// Calls go(std::integral_constant<int, NT>) with the threads per block of a forward softmax /
-/// norm pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a
+/// Calls go(std::integral_constant<int, NT>) with the threads per block of a forward softmax
+/// pipeline over rows of n elements of T: 128 for half-type rows of up to 4 packs a
 /// thread under Note [Lean half rows] (lean_half_rows_enabled()), else kPipeThreads.
 template <class T, class F>
 void with_pipe_threads(int64_t n, F&& go) {

@@ -62,16 +62,6 @@ void set_warp_rows_enabled(bool on);
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
 
-/// Whether the pipelined layer / RMS-norm backward loads each row's statistics a row ahead
-/// (Note [Row statistics ahead] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool norm_stats_ahead_enabled();
-void set_norm_stats_ahead_enabled(bool on);
-
-/// Whether the pipelined layer norms run their lean row variants (Note [Lean norm rows] in
-/// cuda/norm_kernels.cu); off until timed on a GPU.
-bool lean_norm_rows_enabled();
-void set_lean_norm_rows_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

@@ -226,29 +226,6 @@ def test_lean_half_rows(n, dtype, lean):
     assert tp._C._cuda_lean_half_rows() is prev
 
 
-@pytest.mark.parametrize("n", [1000, 4096, 8192])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("switch", ["norm_stats_ahead", "lean_norm_rows", "both", "wide"])
-def test_norm_row_variants(n, dtype, switch):
-    # the variants off until timed (instantiated for half-type rows of 4096; other rows keep
-    # the default kernels): Note [Row statistics ahead] (the backward loads a row's mean and
-    # rstd a row early) and Note [Lean norm rows] (the backward's two reductions in one
-    # exchange and fewer instructions; the forward's affine held in the weight's half type),
-    # "wide": the lean forward on 256-thread blocks
-    names = {"both": ["norm_stats_ahead", "lean_norm_rows"], "wide": ["lean_norm_rows"]}.get(switch, [switch])
-    for name in names:
-        assert getattr(tp._C, f"_cuda_{name}")() is False
-        getattr(tp._C, f"_cuda_set_{name}")(True)
-    if switch == "wide":
-        tp._C._cuda_set_lean_half_rows(False)
-    try:
-        check_rows_and_grads(n, dtype, seed=70)
-    finally:
-        for name in names:
-            getattr(tp._C, f"_cuda_set_{name}")(False)
-        tp._C._cuda_set_lean_half_rows(True)
-
-
 @pytest.mark.parametrize("n", [8, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_layer_norm_weight_dtypes(n, dtype):
