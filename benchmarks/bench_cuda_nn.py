@@ -143,7 +143,7 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]): switch(on) for the row, checked against torch
+        rows]; tp._C._cuda_set_norm_staging, off): switch(on) for the row, checked against torch
         first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
@@ -203,6 +203,11 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
+            if dtype == "bfloat16":  # Note [Staged norm operands], off until timed
+                switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm bwd {tag} staged",
+                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
+                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
+                            3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),

@@ -319,6 +319,16 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
   }
 }
 
+// Note [Staged norm operands]: the lean backward (Note [Lean norm rows]) still reads per row
+// its weight packs from global memory (twice: L1 if the streamed rows left them there, else
+// L2, right after the row's copies land and again after its exchange) and keeps the next
+// row's statistics in flight in registers (90 registers: two blocks an SM). With
+// tp._C._cuda_set_norm_staging(True) (off until timed on a GPU) each thread copies its packs
+// of w into shared memory once (only it reads them, so no barrier), and the block loads the
+// statistics of its next kPipeThreads rows into shared memory at once (two barriers per
+// kPipeThreads rows; the first chunk's loads overlap the ring's first copies). Shared memory
+// a block: the ring's 48 KB and 10 KB for bfloat16 rows of 4096.
+
 /// The layer-norm backward over rows of x and g streamed through shared memory (Note [Row
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
 /// twice; each thread keeps its columns' sums of g * xhat and g over the block's rows, and
@@ -327,9 +337,10 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
-/// sums a thread.) kLean: Note [Lean norm rows]. (A minimum of blocks an SM in
-/// __launch_bounds__, even one, raised the plain kernel's registers 73 -> 88.)
-template <class T, int K, class W, bool kLean = false>
+/// sums a thread.) kLean: Note [Lean norm rows]; kStaged (with kLean): Note [Staged norm
+/// operands]. (A minimum of blocks an SM in __launch_bounds__, even one, raised the plain
+/// kernel's registers 73 -> 88.)
+template <class T, int K, class W, bool kLean = false, bool kStaged = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
@@ -346,14 +357,43 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  // kLean: each row's body issues the loads of the block's next row's statistics
+  // kLean without kStaged: each row's body issues the loads of the block's next row's statistics
+  constexpr bool kAhead = kLean && !kStaged;
   [[maybe_unused]] A m_next = A(0), rs_next = A(0);
-  if constexpr (kLean)
+  if constexpr (kAhead)
     if (int64_t(blockIdx.x) < rows) m_next = mean ? mean[blockIdx.x] : A(0), rs_next = rstd[blockIdx.x];
+  // kStaged (Note [Staged norm operands]): after the ring, the statistics of NT of the block's
+  // rows (mean, then rstd) and this thread's packs of w, which only it reads
+  [[maybe_unused]] A* st = reinterpret_cast<A*>(pipe_smem + size_t(2 * kPipeStages) * size_t(n) * sizeof(T));
+  [[maybe_unused]] int64_t local = 0;  // kStaged: the block's rows done
+  const W* wr = w;
+  if constexpr (kStaged) {
+    if (w) {
+      W* ws = reinterpret_cast<W*>(st + 2 * NT);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int j = t + k * NT;
+        if (j < npk)
+#pragma unroll
+          for (int i = 0; i < V; i += kPackOf<W>) *reinterpret_cast<Pack<W, kPackOf<W>>*>(ws + j * V + i) =
+              load_pack(w + j * V + i);
+      }
+      wr = ws;
+    }
+  }
   [[maybe_unused]] const A inv_n = A(1) / A(n);
   pipe_rows<NT, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A m, rs;
-    if constexpr (kLean) {
+    if constexpr (kStaged) {
+      const int slot = int(local++ % NT);
+      if (slot == 0) {  // the next NT rows' statistics, every thread one row's
+        __syncthreads();  // the last chunk's readers are done
+        const int64_t r = row + int64_t(t) * gridDim.x;
+        if (r < rows) st[t] = mean ? mean[r] : A(0), st[NT + t] = rstd[r];
+        __syncthreads();
+      }
+      m = st[slot], rs = st[NT + slot];
+    } else if constexpr (kAhead) {
       m = m_next, rs = rs_next;
       const int64_t next = row + gridDim.x;
       if (next < rows) m_next = mean ? mean[next] : A(0), rs_next = rstd[next];
@@ -366,7 +406,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     auto load = [&](int j, A (&xh)[V], A (&gg)[V], A (&gv)[V]) {
       const Pack<T, V> qx = load_pack(buf + j * V), qg = load_pack(buf + n + j * V);
       A wv[V];
-      if (w) load_accs(w + j * V, wv);
+      if (w) load_accs(wr + j * V, wv);
       if constexpr (kLean) {
         unpack_acc(qx, xh);
         unpack_acc(qg, gg);
@@ -912,11 +952,18 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         using W = std::remove_const_t<std::remove_pointer_t<decltype(wv)>>;
         with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
           constexpr int K = decltype(k)::value;
-          auto kernel = layer_norm_backward_pipe_kernel<T, K, W, sizeof(T) == 2 && K <= 2>;  // Note [Lean norm rows]
-          const unsigned blocks = pipe_blocks(kernel, smem, rows, dev);
+          constexpr bool kLean = sizeof(T) == 2 && K <= 2;  // Note [Lean norm rows]
+          auto kernel = layer_norm_backward_pipe_kernel<T, K, W, kLean>;
+          size_t bytes = smem;
+          if constexpr (kLean)
+            if (norm_staging_enabled()) {  // Note [Staged norm operands]
+              kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
+              bytes += 2 * kPipeThreads * sizeof(A) + (wv ? size_t(len) * sizeof(W) : 0);
+            }
+          const unsigned blocks = pipe_blocks(kernel, bytes, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);
-          kernel<<<blocks, kPipeThreads, smem, s>>>(gp, xp, mp, rp, wv, gxp, pw, pb, rows, len);
+          kernel<<<blocks, kPipeThreads, bytes, s>>>(gp, xp, mp, rp, wv, gxp, pw, pb, rows, len);
         });
       };
       if (in_dtype(w, x)) {

@@ -193,15 +193,15 @@ def check_layer_norm_backward(x, ref, g, gref, w, wref, b, bref, n, dtype):
         close(ours, expect, dtype, scale=100)
 
 
-def check_rows_and_grads(n, dtype, seed):
+def check_rows_and_grads(n, dtype, seed, rows=3000):
     """check_half_row_forwards, RMS norm, and the layer-norm and RMS-norm backward (input,
-    weight and bias gradients) over 3000 rows of n, against the CPU reference."""
-    x, ref = rand((3000, n), dtype, seed=n + seed)
+    weight and bias gradients) over `rows` rows of n, against the CPU reference."""
+    x, ref = rand((rows, n), dtype, seed=n + seed)
     w, wref = rand((n,), dtype, seed=seed + 1)
     b, bref = rand((n,), dtype, seed=seed + 2)
     check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
     close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
-    g, gref = rand((3000, n), dtype, seed=n + seed + 3)
+    g, gref = rand((rows, n), dtype, seed=n + seed + 3)
     check_layer_norm_backward(x, ref, g, gref, w, wref, b, bref, n, dtype)
     xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
     (F.rms_norm(xg, (n,), wg) * g).sum().backward()
@@ -209,6 +209,20 @@ def check_rows_and_grads(n, dtype, seed):
     (F.rms_norm(xr, (n,), wr) * gref).sum().backward()
     close(xg.grad, xr.grad, dtype, scale=100)
     close(wg.grad, wr.grad, dtype, scale=100)
+
+
+@pytest.mark.parametrize("n", [64, 1000, 4096])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_norm_staging(n, dtype):
+    # Note [Staged norm operands] (off until timed): the lean backward with its weight packs and
+    # its rows' statistics in shared memory; 300000 rows of 64 take a block past its first
+    # chunk of 256 rows' statistics
+    assert tp._C._cuda_norm_staging() is False
+    tp._C._cuda_set_norm_staging(True)
+    try:
+        check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 else 3000)
+    finally:
+        tp._C._cuda_set_norm_staging(False)
 
 
 @pytest.mark.parametrize("lean", [True, False])
