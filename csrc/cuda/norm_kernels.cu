@@ -101,9 +101,10 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
-/// registers]): this thread's packs of w and b, loaded before the rows.
-template <class T, int K>
-__device__ __forceinline__ void layer_norm_row(const T* in, T* out, const acc_t<T>* w, const acc_t<T>* b,
+/// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
+/// W: Note [Layer-norm weights in their dtype]) are read per row.
+template <class T, int K, class W = acc_t<T>>
+__device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
                                                const RowAffine<acc_t<T>, K, kPackOf<T>>* aff = nullptr) {
@@ -175,26 +176,53 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T*
                        tpr, row < rows ? n / kPackOf<T> : 0, n, eps, red);
 }
 
+/// Copies this thread's packs j = t + k * NT < npk of the n values of W at src to dst (shared
+/// memory; Note [Staged norm operands]: only this thread reads them back).
+template <int K, int NT, int V, class W>
+__device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = t + k * NT;
+    if (j < npk)
+#pragma unroll
+      for (int i = 0; i < V; i += kPackOf<W>)
+        *reinterpret_cast<Pack<W, kPackOf<W>>*>(dst + j * V + i) = load_pack(src + j * V + i);
+  }
+}
+
 /// Layer norm of rows streamed through shared memory (Note [Row pipeline]); K packs a thread
 /// of a kPipeThreads block; the weight and bias in registers (Note [Affine in registers]), of
 /// type W (Note [Layer-norm weights in their dtype]). Three blocks an SM asked for up to two
 /// packs a thread (bfloat16 rows of 4096: 77 registers instead of 90, which fit only two).
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
-template <class T, int K, class W>
-__global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
+/// kStaged: the weight and bias in shared memory instead, after the ring (Note [Staged norm
+/// operands]), five blocks an SM asked for.
+template <class T, int K, class W, bool kStaged = false>
+__global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
-  constexpr int NT = kPipeThreads;
+  constexpr int NT = kPipeThreads, V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
-  RowAffine<acc_t<T>, K, kPackOf<T>> aff;
-  load_row_affine(aff, w, b, int(threadIdx.x), NT, n / kPackOf<T>);
-  pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
-                         int(threadIdx.x), NT, n / kPackOf<T>, n, eps, red, &aff);
-  });
+  const int t = int(threadIdx.x), npk = int(n / V);
+  if constexpr (kStaged) {
+    W* staged = reinterpret_cast<W*>(pipe_smem + size_t(kPipeStages) * size_t(n) * sizeof(T));
+    if (w) stage_packs<K, NT, V>(staged, w, t, npk), w = staged, staged += n;
+    if (b) stage_packs<K, NT, V>(staged, b, t, npk), b = staged;
+    pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+      layer_norm_row<T, K, W>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n, eps,
+                              red);
+    });
+  } else {
+    RowAffine<acc_t<T>, K, V> aff;
+    load_row_affine(aff, w, b, t, NT, npk);
+    pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+      layer_norm_row<T, K, acc_t<T>>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
+                                     t, NT, npk, n, eps, red, &aff);
+    });
+  }
 }
 
 /// Layer norm of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
@@ -327,7 +355,11 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 // of w into shared memory once (only it reads them, so no barrier), and the block loads the
 // statistics of its next kPipeThreads rows into shared memory at once (two barriers per
 // kPipeThreads rows; the first chunk's loads overlap the ring's first copies). Shared memory
-// a block: the ring's 48 KB and 10 KB for bfloat16 rows of 4096.
+// a block: the ring's 48 KB and 10 KB for bfloat16 rows of 4096. The forward under the same
+// switch stages its weight and bias the same way instead of holding them in registers (Note
+// [Affine in registers] measured 2915 -> 3247 GB/s when each row still paid six barriers;
+// since Note [Barrier-free rows] the 77 registers, three blocks an SM, may cost more than a
+// row's shared loads): 24 + 16 KB a block, five blocks an SM asked for.
 
 /// The layer-norm backward over rows of x and g streamed through shared memory (Note [Row
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
@@ -370,14 +402,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   if constexpr (kStaged) {
     if (w) {
       W* ws = reinterpret_cast<W*>(st + 2 * NT);
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        const int j = t + k * NT;
-        if (j < npk)
-#pragma unroll
-          for (int i = 0; i < V; i += kPackOf<W>) *reinterpret_cast<Pack<W, kPackOf<W>>*>(ws + j * V + i) =
-              load_pack(w + j * V + i);
-      }
+      stage_packs<K, NT, V>(ws, w, t, npk);
       wr = ws;
     }
   }
@@ -892,8 +917,13 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W>;
-            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp,
-                                                                                               rp, rows, len, eps);
+            size_t bytes = smem;
+            if (norm_staging_enabled()) {  // Note [Staged norm operands]
+              kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W, true>;
+              bytes += ((wp ? 1 : 0) + (bp ? 1 : 0)) * size_t(len) * sizeof(W);
+            }
+            kernel<<<pipe_blocks(kernel, bytes, rows, x.device().index), kPipeThreads, bytes, s>>>(xp, wp, bp, yp, mp,
+                                                                                                 rp, rows, len, eps);
           });
         };
         if (in_dtype(w, x) && in_dtype(b, x)) {  // Note [Layer-norm weights in their dtype]
