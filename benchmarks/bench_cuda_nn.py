@@ -175,6 +175,12 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
+                switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm fwd {tag} staged",
+                            lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(tp._C._cuda_set_norm_staging, True, f"rms_norm fwd {tag} staged",
+                            lambda: F.rms_norm(x, (n,), w),
+                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
