@@ -211,12 +211,12 @@ def check_rows_and_grads(n, dtype, seed, rows=3000):
     close(wg.grad, wr.grad, dtype, scale=100)
 
 
-@pytest.mark.parametrize("n", [64, 1000, 4096])
+@pytest.mark.parametrize("n", [64, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_norm_staging(n, dtype):
-    # Note [Staged norm operands] (off until timed): the lean backward with its weight packs and
-    # its rows' statistics in shared memory; 300000 rows of 64 take a block past its first
-    # chunk of 256 rows' statistics
+    # Note [Staged norm operands] (off until timed): the forward's weight and bias, the lean
+    # backward's weight packs and its rows' statistics in shared memory (rows of 8192: the
+    # forward only); 300000 rows of 64 take a block past its first chunk of 256 rows' statistics
     assert tp._C._cuda_norm_staging() is False
     tp._C._cuda_set_norm_staging(True)
     try:
