@@ -397,7 +397,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   // kStaged (Note [Staged norm operands]): after the ring, the statistics of NT of the block's
   // rows (mean, then rstd) and this thread's packs of w, which only it reads
   [[maybe_unused]] A* st = reinterpret_cast<A*>(pipe_smem + size_t(2 * kPipeStages) * size_t(n) * sizeof(T));
-  [[maybe_unused]] int64_t local = 0;  // kStaged: the block's rows done
+  [[maybe_unused]] int local = 0;  // kStaged: the block's rows done, modulo NT (a power of two)
+  static_assert((NT & (NT - 1)) == 0, "kPipeThreads is a power of two");
   const W* wr = w;
   if constexpr (kStaged) {
     if (w) {
@@ -410,7 +411,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   pipe_rows<NT, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     A m, rs;
     if constexpr (kStaged) {
-      const int slot = int(local++ % NT);
+      const int slot = local;
+      local = (local + 1) & (NT - 1);
       if (slot == 0) {  // the next NT rows' statistics, every thread one row's
         __syncthreads();  // the last chunk's readers are done
         const int64_t r = row + int64_t(t) * gridDim.x;
