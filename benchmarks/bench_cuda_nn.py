@@ -143,7 +143,7 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_norm_staging, off): switch(on) for the row, checked against torch
+        rows]; tp._C._cuda_set_norm_staging and _cuda_set_full_rows, off): switch(on) for the row, checked against torch
         first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
@@ -155,6 +155,7 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
+    full = tp._C._cuda_set_full_rows  # Note [Full rows], off until timed
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -175,6 +176,8 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
+                switched_bw(full, True, f"layer_norm fwd {tag} full rows", lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm fwd {tag} staged",
                             lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
@@ -209,6 +212,10 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
+            switched_bw(full, True, f"layer_norm bwd {tag} full rows",
+                        lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
+                        lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
+                        3 * x.numel() * size, tol)
             if dtype == "bfloat16":  # Note [Staged norm operands], off until timed
                 switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm bwd {tag} staged",
                             lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
@@ -236,6 +243,8 @@ def main():
             add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
+            switched_bw(full, True, f"softmax fwd {tag} full rows", lambda: tp.softmax(x, -1),
+                        lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
             if dtype == "bfloat16":
                 switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)

@@ -102,8 +102,9 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
 /// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
-/// W: Note [Layer-norm weights in their dtype]) are read per row.
-template <class T, int K, class W = acc_t<T>>
+/// W: Note [Layer-norm weights in their dtype]) are read per row. kFull (Note [Full rows]):
+/// every thread has K packs (no bounds checks), and the output is x * rstd - mean * rstd.
+template <class T, int K, class W = acc_t<T>, bool kFull = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
@@ -115,7 +116,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
@@ -125,7 +126,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * nt < npk)
+    if (kFull || t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
   const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
@@ -133,13 +134,17 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
     if (mean) *mean = m;
     *rstd = rs;
   }
+  [[maybe_unused]] const A nmrs = -m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       A r[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) r[e] = (v[k][e] - m) * rs;
+      for (int e = 0; e < V; ++e) {
+        if constexpr (kFull) r[e] = fma(v[k][e], rs, nmrs);
+        else r[e] = (v[k][e] - m) * rs;
+      }
       // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
       // there and an absent bias -0, the same bits as the loads' path
       if (aff) {
@@ -197,8 +202,8 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
 /// kStaged: the weight and bias in shared memory instead, after the ring (Note [Staged norm
-/// operands]), five blocks an SM asked for.
-template <class T, int K, class W, bool kStaged = false>
+/// operands]), five blocks an SM asked for. kFull: Note [Full rows] (not with kStaged).
+template <class T, int K, class W, bool kStaged = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   constexpr int NT = kPipeThreads, V = kPackOf<T>;
@@ -218,10 +223,11 @@ __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ?
   } else {
     RowAffine<acc_t<T>, K, V> aff;
     load_row_affine(aff, w, b, t, NT, npk);
-    pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-      layer_norm_row<T, K, acc_t<T>>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr, rstd + row,
-                                     t, NT, npk, n, eps, red, &aff);
-    });
+    auto body = [&](int64_t row, const T* buf) {
+      layer_norm_row<T, K, acc_t<T>, kFull>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr,
+                                            rstd + row, t, NT, npk, n, eps, red, &aff);
+    };
+    pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
   }
 }
 
@@ -370,9 +376,9 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
 /// sums a thread.) kLean: Note [Lean norm rows]; kStaged (with kLean): Note [Staged norm
-/// operands]. (A minimum of blocks an SM in __launch_bounds__, even one, raised the plain
-/// kernel's registers 73 -> 88.)
-template <class T, int K, class W, bool kLean = false, bool kStaged = false>
+/// operands]; kFull: Note [Full rows]. (A minimum of blocks an SM in __launch_bounds__, even
+/// one, raised the plain kernel's registers 73 -> 88.)
+template <class T, int K, class W, bool kLean = false, bool kStaged = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
@@ -408,7 +414,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     }
   }
   [[maybe_unused]] const A inv_n = A(1) / A(n);
-  pipe_rows<NT, (kLean ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<NT, (kLean || kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row,
+                                                                                                   const T* buf) {
     A m, rs;
     if constexpr (kStaged) {
       const int slot = local;
@@ -453,7 +460,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int j = t + k * NT;
-      if (j < npk) {
+      if (kFull || j < npk) {
         A xh[V], gg[V], gv[V];
         load(j, xh, gg, gv);
 #pragma unroll
@@ -479,7 +486,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int j = t + k * NT;
-      if (j < npk) {
+      if (kFull || j < npk) {
         A xh[V], gg[V], gv[V];
         load(j, xh, gg, gv);
         A r[V];
@@ -496,7 +503,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int j = t + k * NT;
-    if (j < npk)
+    if (kFull || j < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         pw[int64_t(blockIdx.x) * n + j * V + e] = dw[k][e];
@@ -923,6 +930,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             if (norm_staging_enabled()) {  // Note [Staged norm operands]
               kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W, true>;
               bytes += ((wp ? 1 : 0) + (bp ? 1 : 0)) * size_t(len) * sizeof(W);
+            } else if (pipe_rows_full<T>(len, kPipeThreads, decltype(k)::value)) {  // Note [Full rows]
+              kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W, false, true>;
             }
             kernel<<<pipe_blocks(kernel, bytes, rows, x.device().index), kPipeThreads, bytes, s>>>(xp, wp, bp, yp, mp,
                                                                                                  rp, rows, len, eps);
@@ -992,6 +1001,8 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
               kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
               bytes += 2 * kPipeThreads * sizeof(A) + (wv ? size_t(len) * sizeof(W) : 0);
             }
+          if (bytes == smem && pipe_rows_full<T>(len, kPipeThreads, K))  // Note [Full rows]
+            kernel = layer_norm_backward_pipe_kernel<T, K, W, kLean, false, true>;
           const unsigned blocks = pipe_blocks(kernel, bytes, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);

@@ -91,16 +91,18 @@ void with_pipe_threads(int64_t n, F&& go) {
 
 /// Issues this thread's cp.async copies of one row of `packs` 16-byte packs from src into
 /// the shared buffer dst, NT threads a block (the caller commits the group). KMAX > 0: at
-/// most KMAX packs a thread (packs <= KMAX * NT), unrolled with the addresses' offsets fixed.
-template <int NT, int KMAX, class T>
+/// most KMAX packs a thread (packs <= KMAX * NT), unrolled with the addresses' offsets fixed;
+/// kFull: exactly KMAX (packs == KMAX * NT, Note [Full rows]), without bounds checks.
+template <int NT, int KMAX, bool kFull = false, class T>
 __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
+  static_assert(!kFull || KMAX > 0, "full rows take a fixed number of packs a thread");
   constexpr int V = kPackOf<T>;
   if constexpr (KMAX > 0) {
     dst += int(threadIdx.x) * V;
     src += int(threadIdx.x) * V;
 #pragma unroll
     for (int k = 0; k < KMAX; ++k)
-      if (int(threadIdx.x) + k * NT < packs) __pipeline_memcpy_async(dst + k * NT * V, src + k * NT * V, 16);
+      if (kFull || int(threadIdx.x) + k * NT < packs) __pipeline_memcpy_async(dst + k * NT * V, src + k * NT * V, 16);
   } else {
     for (int j = int(threadIdx.x); j < packs; j += NT) __pipeline_memcpy_async(dst + j * V, src + j * V, 16);
   }
@@ -114,19 +116,36 @@ __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
 // barrier a reduction instead of two. A layer-norm or softmax row went from six block
 // barriers to two.
 
+// Note [Full rows]: rows whose packs fill every thread of a pipelined block exactly (n = K *
+// NT * pack; bfloat16 rows of 4096 on 256 threads, two packs each) need none of the per-pack
+// bounds checks (each a compare, a branch and its reconvergence), and their copies unroll
+// with fixed offsets. With tp._C._cuda_set_full_rows(True) (off until timed on a GPU) such
+// rows take kernels instantiated for them (kFull): the layer / RMS norm forward and backward
+// and softmax; the layer norm forward also unrolls its copies and forms its output as one FMA,
+// x * rstd - mean * rstd, before the affine. SASS row loop, bfloat16 rows of 4096, layer norm
+// forward: 484 -> 337 instructions.
+
+/// Whether rows of n elements of T fill `packs_each` packs of each of nt threads exactly
+/// (Note [Full rows]) and full-row kernels are on.
+template <class T>
+bool pipe_rows_full(int64_t n, int nt, int packs_each) {
+  return full_rows_enabled() && n == int64_t(nt) * packs_each * kPackOf<T>;
+}
+
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
 /// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
 /// may synchronise the block (it is called by all threads for the same row), must not
 /// write buf, and reads only the packs its thread fetched, t + k * NT (Note [Barrier-free
-/// rows]). NT: the block's threads; KMAX: as pipe_fetch's.
-template <int NT = kPipeThreads, int KMAX = 0, int NIN, class T, class Body>
+/// rows]). NT: the block's threads; KMAX, kFull: as pipe_fetch's.
+template <int NT = kPipeThreads, int KMAX = 0, bool kFull = false, int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
   const int64_t step = gridDim.x;
   auto fetch = [&](int stage, int64_t r) {
 #pragma unroll
-    for (int i = 0; i < NIN; ++i) pipe_fetch<NT, KMAX>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
+    for (int i = 0; i < NIN; ++i)
+      pipe_fetch<NT, KMAX, kFull>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
   };
 #pragma unroll
   for (int s = 0; s < kPipeStages - 1; ++s) {
@@ -184,9 +203,10 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int 
   return unsigned(wanted < fill ? wanted : fill);
 }
 
-// Note [Warp rows]: the block pipeline above paid six block barriers per row (the ring's
-// two and two per reduction; two since Note [Barrier-free rows]). For half-type rows of 4096 that is what bounds it (bfloat16
-// softmax at 3070 GB/s against float32's 3637 on the H200: half the bytes per barrier). Here
+// Note [Warp rows]: the block pipeline above paid six block barriers per row then (the
+// ring's two and two per reduction; two since Note [Barrier-free rows]). For half-type rows
+// of 4096 that was what bounded it (bfloat16 softmax at 3070 GB/s against float32's 3637 on
+// the H200: half the bytes per barrier). Here
 // each warp of a kWarpPipeWarps-warp block streams its own rows (grid warp w takes rows w,
 // w + warps in the grid, ...) through its own ring of kPipeStages buffers, lane l fetching
 // packs l, l + 32, ...; the row body runs with 32 threads, so its reductions are shuffles and

@@ -67,6 +67,11 @@ void set_lean_half_rows_enabled(bool on);
 bool norm_staging_enabled();
 void set_norm_staging_enabled(bool on);
 
+/// Whether rows that fill a pipelined block's threads exactly take the kernels without bounds
+/// checks (Note [Full rows] in cuda/row_pipeline.cuh); off until timed on a GPU.
+bool full_rows_enabled();
+void set_full_rows_enabled(bool on);
+
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

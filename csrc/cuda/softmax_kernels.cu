@@ -54,8 +54,9 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 /// (a group as group_reduce takes it) reads packs t, t + nt, ... (K of them, npk in all;
 /// npk 0 for a thread without a row, which still joins the reductions) from `in` and
 /// writes them to `out`. kLean (half types on the 128-thread blocks): exp on the
-/// special-function unit and the one-instruction NaN-propagating max.
-template <class T, int K, bool kLean = false>
+/// special-function unit and the one-instruction NaN-propagating max. kFull (Note [Full
+/// rows]): every thread has K packs, no bounds checks.
+template <class T, int K, bool kLean = false, bool kFull = false>
 __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, int64_t npk, bool log,
                                             ReduceRing<acc_t<T>>& red) {
   using A = acc_t<T>;
@@ -65,7 +66,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -86,7 +87,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
   [[maybe_unused]] const float ml2 = float(m) * kLog2E;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * nt < npk)
+    if (kFull || t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         A ex;
@@ -100,7 +101,7 @@ __device__ __forceinline__ void softmax_row(const T* in, T* out, int t, int nt, 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       A r[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) r[e] = log ? v[k][e] - shift : v[k][e] * inv;
@@ -122,16 +123,25 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
 }
 
 /// softmax of rows streamed through shared memory (Note [Row pipeline]): K packs a thread,
-/// NT threads a block (with_pipe_threads).
-template <class T, int K, int NT>
+/// NT threads a block (with_pipe_threads); kFull: Note [Full rows].
+template <class T, int K, int NT, bool kFull = false>
 __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
-  pipe_rows<NT, (NT == 128 ? K : 0)>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    softmax_row<T, K, NT == 128>(buf, y + row * n, int(threadIdx.x), NT, n / kPackOf<T>, log, red);
-  });
+  auto run = [&](auto lg) {  // lg: log as a constant (kFull), or the argument
+    pipe_rows<NT, (NT == 128 || kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem),
+                                                      [&](int64_t row, const T* buf) {
+      softmax_row<T, K, NT == 128, kFull>(buf, y + row * n, int(threadIdx.x), NT, n / kPackOf<T>, bool(lg), red);
+    });
+  };
+  if constexpr (kFull) {  // one loop per mode, the selects folded
+    if (log) run(std::true_type{});
+    else run(std::false_type{});
+  } else {
+    run(log);
+  }
 }
 
 /// softmax of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
@@ -176,13 +186,16 @@ bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, in
   const size_t smem = size_t(kPipeStages) * size_t(n) * sizeof(T);
   with_pipe_threads<T>(n, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
-    auto go = [&](auto kernel) {
+    const int k = pipe_packs_per_thread<T>(n, NT);
+    const bool full = pipe_rows_full<T>(n, NT, k);  // Note [Full rows]
+    auto go = [&](auto kernel, auto full_kernel) {
+      if (full) kernel = full_kernel;
       kernel<<<pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s>>>(x, y, rows, n, log);
     };
-    switch (pipe_packs_per_thread<T>(n, NT)) {
-      case 1: go(softmax_pipe_kernel<T, 1, NT>); break;
-      case 2: go(softmax_pipe_kernel<T, 2, NT>); break;
-      default: go(softmax_pipe_kernel<T, 4, NT>); break;
+    switch (k) {
+      case 1: go(softmax_pipe_kernel<T, 1, NT>, softmax_pipe_kernel<T, 1, NT, true>); break;
+      case 2: go(softmax_pipe_kernel<T, 2, NT>, softmax_pipe_kernel<T, 2, NT, true>); break;
+      default: go(softmax_pipe_kernel<T, 4, NT>, softmax_pipe_kernel<T, 4, NT, true>); break;
     }
   });
   return true;

@@ -153,6 +153,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Staged norm operands] (cuda/norm_kernels.cu): off until timed on a GPU
   m.def("_cuda_set_norm_staging", [](bool on) { cuda::set_norm_staging_enabled(on); });
   m.def("_cuda_norm_staging", [] { return cuda::norm_staging_enabled(); });
+  // Note [Full rows] (cuda/row_pipeline.cuh): off until timed on a GPU
+  m.def("_cuda_set_full_rows", [](bool on) { cuda::set_full_rows_enabled(on); });
+  m.def("_cuda_full_rows", [] { return cuda::full_rows_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

@@ -211,6 +211,19 @@ def check_rows_and_grads(n, dtype, seed, rows=3000):
     close(wg.grad, wr.grad, dtype, scale=100)
 
 
+@pytest.mark.parametrize("n", [1000, 2048, 4096, 8192])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_full_rows(n, dtype):
+    # Note [Full rows] (off until timed): rows that fill every thread's packs exactly (all but
+    # 1000 here, for some kernel) take kernels without bounds checks
+    assert tp._C._cuda_full_rows() is False
+    tp._C._cuda_set_full_rows(True)
+    try:
+        check_rows_and_grads(n, dtype, seed=90)
+    finally:
+        tp._C._cuda_set_full_rows(False)
+
+
 @pytest.mark.parametrize("n", [64, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_norm_staging(n, dtype):
