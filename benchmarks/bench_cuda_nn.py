@@ -156,6 +156,10 @@ def main():
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
     full = tp._C._cuda_set_full_rows  # Note [Full rows], off until timed
+
+    def staged_full(on):  # Note [Staged norm operands] and Note [Full rows] together
+        tp._C._cuda_set_norm_staging(on)
+        full(on)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -179,6 +183,9 @@ def main():
                 switched_bw(full, True, f"layer_norm fwd {tag} full rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm fwd {tag} staged",
+                            lambda: F.layer_norm(x, (n,), w, b),
+                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                switched_bw(staged_full, True, f"layer_norm fwd {tag} staged full rows",
                             lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(tp._C._cuda_set_norm_staging, True, f"rms_norm fwd {tag} staged",
@@ -218,6 +225,10 @@ def main():
                         3 * x.numel() * size, tol)
             if dtype == "bfloat16":  # Note [Staged norm operands], off until timed
                 switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm bwd {tag} staged",
+                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
+                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
+                            3 * x.numel() * size, tol)
+                switched_bw(staged_full, True, f"layer_norm bwd {tag} staged full rows",
                             lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
                             lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
                             3 * x.numel() * size, tol)

@@ -202,7 +202,7 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
 /// kStaged: the weight and bias in shared memory instead, after the ring (Note [Staged norm
-/// operands]), five blocks an SM asked for. kFull: Note [Full rows] (not with kStaged).
+/// operands]), five blocks an SM asked for. kFull: Note [Full rows].
 template <class T, int K, class W, bool kStaged = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
@@ -216,10 +216,11 @@ __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ?
     W* staged = reinterpret_cast<W*>(pipe_smem + size_t(kPipeStages) * size_t(n) * sizeof(T));
     if (w) stage_packs<K, NT, V>(staged, w, t, npk), w = staged, staged += n;
     if (b) stage_packs<K, NT, V>(staged, b, t, npk), b = staged;
-    pipe_rows<NT>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-      layer_norm_row<T, K, W>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n, eps,
-                              red);
-    });
+    auto body = [&](int64_t row, const T* buf) {
+      layer_norm_row<T, K, W, kFull>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n,
+                                     eps, red);
+    };
+    pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
   } else {
     RowAffine<acc_t<T>, K, V> aff;
     load_row_affine(aff, w, b, t, NT, npk);
@@ -925,14 +926,14 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
-            auto kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W>;
-            size_t bytes = smem;
-            if (norm_staging_enabled()) {  // Note [Staged norm operands]
-              kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W, true>;
-              bytes += ((wp ? 1 : 0) + (bp ? 1 : 0)) * size_t(len) * sizeof(W);
-            } else if (pipe_rows_full<T>(len, kPipeThreads, decltype(k)::value)) {  // Note [Full rows]
-              kernel = layer_norm_pipe_kernel<T, decltype(k)::value, W, false, true>;
-            }
+            constexpr int K = decltype(k)::value;
+            const bool staged = norm_staging_enabled(), full = pipe_rows_full<T>(len, kPipeThreads, K);
+            auto kernel = layer_norm_pipe_kernel<T, K, W>;  // Note [Staged norm operands], Note [Full rows]
+            if (staged)
+              kernel = full ? layer_norm_pipe_kernel<T, K, W, true, true> : layer_norm_pipe_kernel<T, K, W, true>;
+            else if (full)
+              kernel = layer_norm_pipe_kernel<T, K, W, false, true>;
+            const size_t bytes = smem + (staged ? ((wp ? 1 : 0) + (bp ? 1 : 0)) * size_t(len) * sizeof(W) : 0);
             kernel<<<pipe_blocks(kernel, bytes, rows, x.device().index), kPipeThreads, bytes, s>>>(xp, wp, bp, yp, mp,
                                                                                                  rp, rows, len, eps);
           });
@@ -994,15 +995,16 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
         with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
           constexpr int K = decltype(k)::value;
           constexpr bool kLean = sizeof(T) == 2 && K <= 2;  // Note [Lean norm rows]
-          auto kernel = layer_norm_backward_pipe_kernel<T, K, W, kLean>;
+          const bool full = pipe_rows_full<T>(len, kPipeThreads, K);  // Note [Full rows]
+          auto kernel = full ? layer_norm_backward_pipe_kernel<T, K, W, kLean, false, true>
+                             : layer_norm_backward_pipe_kernel<T, K, W, kLean>;
           size_t bytes = smem;
           if constexpr (kLean)
             if (norm_staging_enabled()) {  // Note [Staged norm operands]
-              kernel = layer_norm_backward_pipe_kernel<T, K, W, true, true>;
+              kernel = full ? layer_norm_backward_pipe_kernel<T, K, W, true, true, true>
+                            : layer_norm_backward_pipe_kernel<T, K, W, true, true>;
               bytes += 2 * kPipeThreads * sizeof(A) + (wv ? size_t(len) * sizeof(W) : 0);
             }
-          if (bytes == smem && pipe_rows_full<T>(len, kPipeThreads, K))  // Note [Full rows]
-            kernel = layer_norm_backward_pipe_kernel<T, K, W, kLean, false, true>;
           const unsigned blocks = pipe_blocks(kernel, bytes, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);

@@ -224,18 +224,22 @@ def test_full_rows(n, dtype):
         tp._C._cuda_set_full_rows(False)
 
 
+@pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("n", [64, 1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_norm_staging(n, dtype):
+def test_norm_staging(n, dtype, full):
     # Note [Staged norm operands] (off until timed): the forward's weight and bias, the lean
     # backward's weight packs and its rows' statistics in shared memory (rows of 8192: the
-    # forward only); 300000 rows of 64 take a block past its first chunk of 256 rows' statistics
-    assert tp._C._cuda_norm_staging() is False
+    # forward only); 300000 rows of 64 take a block past its first chunk of 256 rows'
+    # statistics; with Note [Full rows] too (rows of 4096 and 8192 fill their blocks)
+    assert tp._C._cuda_norm_staging() is False and tp._C._cuda_full_rows() is False
     tp._C._cuda_set_norm_staging(True)
+    tp._C._cuda_set_full_rows(full)
     try:
         check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 else 3000)
     finally:
         tp._C._cuda_set_norm_staging(False)
+        tp._C._cuda_set_full_rows(False)
 
 
 @pytest.mark.parametrize("lean", [True, False])
