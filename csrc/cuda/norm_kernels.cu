@@ -212,24 +212,21 @@ __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ?
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   const int t = int(threadIdx.x), npk = int(n / V);
+  // the rows read w and b from shared memory (kStaged) or take aff, the registers' copy
+  RowAffine<acc_t<T>, K, V> aff;
+  const W *ws = nullptr, *bs = nullptr;
   if constexpr (kStaged) {
     W* staged = reinterpret_cast<W*>(pipe_smem + size_t(kPipeStages) * size_t(n) * sizeof(T));
-    if (w) stage_packs<K, NT, V>(staged, w, t, npk), w = staged, staged += n;
-    if (b) stage_packs<K, NT, V>(staged, b, t, npk), b = staged;
-    auto body = [&](int64_t row, const T* buf) {
-      layer_norm_row<T, K, W, kFull>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n,
-                                     eps, red);
-    };
-    pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
+    if (w) stage_packs<K, NT, V>(staged, w, t, npk), ws = staged, staged += n;
+    if (b) stage_packs<K, NT, V>(staged, b, t, npk), bs = staged;
   } else {
-    RowAffine<acc_t<T>, K, V> aff;
     load_row_affine(aff, w, b, t, NT, npk);
-    auto body = [&](int64_t row, const T* buf) {
-      layer_norm_row<T, K, acc_t<T>, kFull>(buf, y + row * n, nullptr, nullptr, mean ? mean + row : nullptr,
-                                            rstd + row, t, NT, npk, n, eps, red, &aff);
-    };
-    pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
   }
+  auto body = [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K, W, kFull>(buf, y + row * n, ws, bs, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n,
+                                   eps, red, kStaged ? nullptr : &aff);
+  };
+  pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
 }
 
 /// Layer norm of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
@@ -415,8 +412,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     }
   }
   [[maybe_unused]] const A inv_n = A(1) / A(n);
-  pipe_rows<NT, (kLean || kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row,
-                                                                                                   const T* buf) {
+  auto body = [&](int64_t row, const T* buf) {
     A m, rs;
     if constexpr (kStaged) {
       const int slot = local;
@@ -499,7 +495,8 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
         store_rounded(out + j * V, r);
       }
     }
-  });
+  };
+  pipe_rows<NT, (kLean || kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
   if (!pw) return;
 #pragma unroll
   for (int k = 0; k < K; ++k) {

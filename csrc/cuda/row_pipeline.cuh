@@ -67,8 +67,8 @@ int pipe_packs_per_thread(int64_t n, int threads = kPipeThreads) {
 // and layer / RMS norm on 128-thread blocks, four packs a thread for rows up to 4096
 // (with_pipe_threads), their copies unrolled (pipe_fetch's KMAX); softmax's exp on
 // the special-function unit and its max as one max.NaN (softmax_row's kLean), layer norm's
-// output as one FMA (since dropped with its 128-thread blocks): 699 PTX instructions for 32 elements a thread
-// against the 256-thread bfloat16 softmax's 1057 for 16. On the H200 (2026-12-01, bfloat16
+// output as one FMA (since dropped with its 128-thread blocks): 699 PTX instructions for 32
+// elements a thread against the 256-thread bfloat16 softmax's 1057 for 16. On the H200 (2026-12-01, bfloat16
 // 32768x4096): softmax 3584 against 3063 GB/s, layer norm forward 3043 against 2792, RMS
 // norm forward 3339 against 3362. Two layer-norm backward variants measured slower and were
 // dropped: both row sums in one paired reduction with unrolled copies (2599 against 2664
@@ -206,13 +206,13 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int 
 // Note [Warp rows]: the block pipeline above paid six block barriers per row then (the
 // ring's two and two per reduction; two since Note [Barrier-free rows]). For half-type rows
 // of 4096 that was what bounded it (bfloat16 softmax at 3070 GB/s against float32's 3637 on
-// the H200: half the bytes per barrier). Here
-// each warp of a kWarpPipeWarps-warp block streams its own rows (grid warp w takes rows w,
-// w + warps in the grid, ...) through its own ring of kPipeStages buffers, lane l fetching
-// packs l, l + 32, ...; the row body runs with 32 threads, so its reductions are shuffles and
-// the only synchronisation is __syncwarp. Rows of half types up to kWarpMaxRowBytes (up to
-// 16 packs a lane in registers). Off until measured (`tp._C._cuda_set_warp_rows`,
-// bench_cuda_nn.py --row-pipeline times it beside the block pipeline).
+// the H200: half the bytes per barrier). Here each warp of a kWarpPipeWarps-warp block
+// streams its own rows (grid warp w takes rows w, w + warps in the grid, ...) through its own
+// ring of kPipeStages buffers, lane l fetching packs l, l + 32, ...; the row body runs with 32
+// threads, so its reductions are shuffles and the only synchronisation is __syncwarp. Rows
+// of half types up to kWarpMaxRowBytes (up to 16 packs a lane in registers). Off until
+// measured (`tp._C._cuda_set_warp_rows`, bench_cuda_nn.py --row-pipeline times it beside the
+// block pipeline).
 constexpr int kWarpPipeWarps = 4;
 constexpr int kWarpPipeThreads = 32 * kWarpPipeWarps;
 constexpr int64_t kWarpMaxRowBytes = 8192;
