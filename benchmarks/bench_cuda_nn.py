@@ -143,7 +143,7 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_norm_staging and _cuda_set_full_rows, off): switch(on) for the row, checked against torch
+        rows]; tp._C._cuda_set_fast_norm_stats, off): switch(on) for the row, checked against torch
         first; a failed check or a CUDA error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
@@ -155,11 +155,7 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    full = tp._C._cuda_set_full_rows  # Note [Full rows], off until timed
-
-    def staged_full(on):  # Note [Staged norm operands] and Note [Full rows] together
-        tp._C._cuda_set_norm_staging(on)
-        full(on)
+    fast = tp._C._cuda_set_fast_norm_stats  # Note [Fast norm statistics], off until timed
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -180,16 +176,9 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(full, True, f"layer_norm fwd {tag} full rows", lambda: F.layer_norm(x, (n,), w, b),
+                switched_bw(fast, True, f"layer_norm fwd {tag} fast stats", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm fwd {tag} staged",
-                            lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(staged_full, True, f"layer_norm fwd {tag} staged full rows",
-                            lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(tp._C._cuda_set_norm_staging, True, f"rms_norm fwd {tag} staged",
-                            lambda: F.rms_norm(x, (n,), w),
+                switched_bw(fast, True, f"rms_norm fwd {tag} fast stats", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
@@ -219,19 +208,6 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            switched_bw(full, True, f"layer_norm bwd {tag} full rows",
-                        lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                        lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                        3 * x.numel() * size, tol)
-            if dtype == "bfloat16":  # Note [Staged norm operands], off until timed
-                switched_bw(tp._C._cuda_set_norm_staging, True, f"layer_norm bwd {tag} staged",
-                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                            3 * x.numel() * size, tol)
-                switched_bw(staged_full, True, f"layer_norm bwd {tag} staged full rows",
-                            lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                            lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                            3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -254,8 +230,6 @@ def main():
             add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            switched_bw(full, True, f"softmax fwd {tag} full rows", lambda: tp.softmax(x, -1),
-                        lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
             if dtype == "bfloat16":
                 switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)

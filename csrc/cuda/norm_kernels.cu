@@ -81,6 +81,20 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
+// Note [Fast norm statistics]: inv_std's double square root and division (an SFU seed and
+// Newton steps in DFMA, with a slow-path branch) and the two float divisions by n sit on every
+// row's critical path, between its last exchange and its output. With
+// tp._C._cuda_set_fast_norm_stats(True) (off until timed on a GPU) the half-type pipelined
+// forward takes the mean and variance as sums times 1 / n and rstd as rsqrtf(var + eps) in
+// float, as PyTorch's CUDA kernel does (within 2 ulp of the double form).
+
+/// 1 / sqrt(var + eps) in A's precision: rsqrt for float (Note [Fast norm statistics]).
+template <class A>
+__device__ __forceinline__ A fast_inv_std(A var, double eps) {
+  if constexpr (std::is_same_v<A, float>) return rsqrtf((var > 0.f ? var : 0.f) + float(eps));
+  else return inv_std(var, eps);
+}
+
 // Note [Lean norm rows]: the half-type layer-norm backward (pipelined, up to two packs a
 // thread) runs lean rows. Its row loop was instruction-heavy (SASS, bfloat16 rows of 4096:
 // 865 instructions for 16 values, a third of them address arithmetic, a sixth unpacking),
@@ -88,8 +102,8 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // streamed rows evict the statistics from L2). A lean row takes its two row sums in one
 // exchange (group_reduce2), unrolls its copies (pipe_fetch's KMAX), unpacks bfloat16 words
 // whole (unpack_acc), forms xhat as one FMA and the input gradient as two, multiplies by
-// 1 / n (655 SASS instructions), and loads the block's next row's statistics a row early.
-// 90 registers: two blocks an SM instead of three. On the H200 (2026-12-01, bfloat16
+// 1 / n (655 SASS instructions), and loaded the block's next row's statistics a row early
+// (since staged: Note [Staged norm operands]). 90 registers: two blocks an SM instead of three. On the H200 (2026-12-01, bfloat16
 // 32768x4096, GB/s, after Note [Barrier-free rows]): 2801 -> 3164 (the statistics ahead
 // alone 2777, the lean row alone 2931; asked for three blocks an SM with __launch_bounds__,
 // 3126 with 24 bytes spilled). float32 keeps the plain rows (3722). Dropped after timing:
@@ -102,9 +116,9 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
 /// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
-/// W: Note [Layer-norm weights in their dtype]) are read per row. kFull (Note [Full rows]):
-/// every thread has K packs (no bounds checks), and the output is x * rstd - mean * rstd.
-template <class T, int K, class W = acc_t<T>, bool kFull = false>
+/// W: Note [Layer-norm weights in their dtype]) are read per row. kFastStats: Note [Fast norm
+/// statistics].
+template <class T, int K, class W = acc_t<T>, bool kFastStats = false>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
@@ -116,35 +130,34 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (kFull || j < npk) {
+    if (j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
+  [[maybe_unused]] const A inv_n = A(1) / A(n);
+  auto row_mean = [&](A sum) { return kFastStats ? sum * inv_n : sum / A(n); };
+  const A m = mean ? row_mean(group_reduce(s, nt, red, SumFn{})) : A(0);
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (kFull || t + int64_t(k) * nt < npk)
+    if (t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
+  const A var = row_mean(group_reduce(ss, nt, red, SumFn{}));
+  const A rs = kFastStats ? fast_inv_std(var, eps) : inv_std(var, eps);
   if (npk && t == 0) {
     if (mean) *mean = m;
     *rstd = rs;
   }
-  [[maybe_unused]] const A nmrs = -m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (kFull || j < npk) {
+    if (j < npk) {
       A r[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if constexpr (kFull) r[e] = fma(v[k][e], rs, nmrs);
-        else r[e] = (v[k][e] - m) * rs;
-      }
+      for (int e = 0; e < V; ++e) r[e] = (v[k][e] - m) * rs;
       // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
       // there and an absent bias -0, the same bits as the loads' path
       if (aff) {
@@ -201,10 +214,9 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// packs a thread (bfloat16 rows of 4096: 77 registers instead of 90, which fit only two).
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
-/// kStaged: the weight and bias in shared memory instead, after the ring (Note [Staged norm
-/// operands]), five blocks an SM asked for. kFull: Note [Full rows].
-template <class T, int K, class W, bool kStaged = false, bool kFull = false>
-__global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
+/// kFastStats: Note [Fast norm statistics].
+template <class T, int K, class W, bool kFastStats = false>
+__global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   constexpr int NT = kPipeThreads, V = kPackOf<T>;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
@@ -212,21 +224,12 @@ __global__ __launch_bounds__(kPipeThreads, kStaged ? (K <= 2 ? 5 : 2) : K <= 2 ?
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   const int t = int(threadIdx.x), npk = int(n / V);
-  // the rows read w and b from shared memory (kStaged) or take aff, the registers' copy
   RowAffine<acc_t<T>, K, V> aff;
-  const W *ws = nullptr, *bs = nullptr;
-  if constexpr (kStaged) {
-    W* staged = reinterpret_cast<W*>(pipe_smem + size_t(kPipeStages) * size_t(n) * sizeof(T));
-    if (w) stage_packs<K, NT, V>(staged, w, t, npk), ws = staged, staged += n;
-    if (b) stage_packs<K, NT, V>(staged, b, t, npk), bs = staged;
-  } else {
-    load_row_affine(aff, w, b, t, NT, npk);
-  }
-  auto body = [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, W, kFull>(buf, y + row * n, ws, bs, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n,
-                                   eps, red, kStaged ? nullptr : &aff);
-  };
-  pipe_rows<NT, (kFull ? K : 0), kFull>(src, rows, n, reinterpret_cast<T*>(pipe_smem), body);
+  load_row_affine(aff, w, b, t, NT, npk);
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K, W, kFastStats>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk,
+                                        n, eps, red, &aff);
+  });
 }
 
 /// Layer norm of half-type rows, one warp a row (Note [Warp rows]); K packs a lane.
@@ -351,19 +354,19 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
   }
 }
 
-// Note [Staged norm operands]: the lean backward (Note [Lean norm rows]) still reads per row
-// its weight packs from global memory (twice: L1 if the streamed rows left them there, else
-// L2, right after the row's copies land and again after its exchange) and keeps the next
-// row's statistics in flight in registers (90 registers: two blocks an SM). With
-// tp._C._cuda_set_norm_staging(True) (off until timed on a GPU) each thread copies its packs
-// of w into shared memory once (only it reads them, so no barrier), and the block loads the
-// statistics of its next kPipeThreads rows into shared memory at once (two barriers per
-// kPipeThreads rows; the first chunk's loads overlap the ring's first copies). Shared memory
-// a block: the ring's 48 KB and 10 KB for bfloat16 rows of 4096. The forward under the same
-// switch stages its weight and bias the same way instead of holding them in registers (Note
-// [Affine in registers] measured 2915 -> 3247 GB/s when each row still paid six barriers;
-// since Note [Barrier-free rows] the 77 registers, three blocks an SM, may cost more than a
-// row's shared loads): 24 + 16 KB a block, five blocks an SM asked for.
+// Note [Staged norm operands]: the lean backward (Note [Lean norm rows]) read per row its
+// weight packs from global memory (twice: L1 if the streamed rows left them there, else L2,
+// right after the row's copies land and again after its exchange) and kept the next row's
+// statistics in flight in registers (90 registers: two blocks an SM). Instead each thread
+// copies its packs of w into shared memory once (only it reads them, so no barrier), and the
+// block loads the statistics of its next kPipeThreads rows into shared memory at once (two
+// barriers per kPipeThreads rows; the first chunk's loads overlap the ring's first copies).
+// Shared memory a block: the ring's 48 KB and 10 KB for bfloat16 rows of 4096; 78 registers,
+// three blocks an SM. On the H200 (2026-12-01, bfloat16 32768x4096, GB/s, one run): 3150 ->
+// 3316, and 3378 with Note [Full rows]. The forward staged the same way (its weight and bias
+// in shared memory instead of registers: 48 registers, four blocks an SM) measured slower
+// (3383 against 3491; RMS norm 3434 against 3514) and was dropped, as was the forward's full
+// rows (3416; 3369 with both).
 
 /// The layer-norm backward over rows of x and g streamed through shared memory (Note [Row
 /// pipeline]): gx as layer_norm_backward_reg_kernel, reading the rows from shared memory
@@ -373,10 +376,10 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// xhat and g * w in registers between the passes took 101 registers for two packs a thread,
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
-/// sums a thread.) kLean: Note [Lean norm rows]; kStaged (with kLean): Note [Staged norm
-/// operands]; kFull: Note [Full rows]. (A minimum of blocks an SM in __launch_bounds__, even
+/// sums a thread.) kLean: Note [Lean norm rows] and Note [Staged norm operands]; kFull: Note
+/// [Full rows]. (A minimum of blocks an SM in __launch_bounds__, even
 /// one, raised the plain kernel's registers 73 -> 88.)
-template <class T, int K, class W, bool kLean = false, bool kStaged = false, bool kFull = false>
+template <class T, int K, class W, bool kLean = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
@@ -393,18 +396,13 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
 #pragma unroll
     for (int e = 0; e < V; ++e) dw[k][e] = db[k][e] = A(0);
   const T* const src[2] = {x, g};
-  // kLean without kStaged: each row's body issues the loads of the block's next row's statistics
-  constexpr bool kAhead = kLean && !kStaged;
-  [[maybe_unused]] A m_next = A(0), rs_next = A(0);
-  if constexpr (kAhead)
-    if (int64_t(blockIdx.x) < rows) m_next = mean ? mean[blockIdx.x] : A(0), rs_next = rstd[blockIdx.x];
-  // kStaged (Note [Staged norm operands]): after the ring, the statistics of NT of the block's
+  // kLean (Note [Staged norm operands]): after the ring, the statistics of NT of the block's
   // rows (mean, then rstd) and this thread's packs of w, which only it reads
   [[maybe_unused]] A* st = reinterpret_cast<A*>(pipe_smem + size_t(2 * kPipeStages) * size_t(n) * sizeof(T));
-  [[maybe_unused]] int local = 0;  // kStaged: the block's rows done, modulo NT (a power of two)
+  [[maybe_unused]] int local = 0;  // kLean: the block's rows done, modulo NT (a power of two)
   static_assert((NT & (NT - 1)) == 0, "kPipeThreads is a power of two");
   const W* wr = w;
-  if constexpr (kStaged) {
+  if constexpr (kLean) {
     if (w) {
       W* ws = reinterpret_cast<W*>(st + 2 * NT);
       stage_packs<K, NT, V>(ws, w, t, npk);
@@ -414,7 +412,7 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
   [[maybe_unused]] const A inv_n = A(1) / A(n);
   auto body = [&](int64_t row, const T* buf) {
     A m, rs;
-    if constexpr (kStaged) {
+    if constexpr (kLean) {
       const int slot = local;
       local = (local + 1) & (NT - 1);
       if (slot == 0) {  // the next NT rows' statistics, every thread one row's
@@ -424,10 +422,6 @@ __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
         __syncthreads();
       }
       m = st[slot], rs = st[NT + slot];
-    } else if constexpr (kAhead) {
-      m = m_next, rs = rs_next;
-      const int64_t next = row + gridDim.x;
-      if (next < rows) m_next = mean ? mean[next] : A(0), rs_next = rstd[next];
     } else {
       m = mean ? mean[row] : A(0), rs = rstd[row];
     }
@@ -924,15 +918,10 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             constexpr int K = decltype(k)::value;
-            const bool staged = norm_staging_enabled(), full = pipe_rows_full<T>(len, kPipeThreads, K);
-            auto kernel = layer_norm_pipe_kernel<T, K, W>;  // Note [Staged norm operands], Note [Full rows]
-            if (staged)
-              kernel = full ? layer_norm_pipe_kernel<T, K, W, true, true> : layer_norm_pipe_kernel<T, K, W, true>;
-            else if (full)
-              kernel = layer_norm_pipe_kernel<T, K, W, false, true>;
-            const size_t bytes = smem + (staged ? ((wp ? 1 : 0) + (bp ? 1 : 0)) * size_t(len) * sizeof(W) : 0);
-            kernel<<<pipe_blocks(kernel, bytes, rows, x.device().index), kPipeThreads, bytes, s>>>(xp, wp, bp, yp, mp,
-                                                                                                 rp, rows, len, eps);
+            // Note [Fast norm statistics]
+            auto kernel = fast_norm_stats_enabled() ? layer_norm_pipe_kernel<T, K, W, true> : layer_norm_pipe_kernel<T, K, W>;
+            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                              rows, len, eps);
           });
         };
         if (in_dtype(w, x) && in_dtype(b, x)) {  // Note [Layer-norm weights in their dtype]
@@ -993,15 +982,10 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
           constexpr int K = decltype(k)::value;
           constexpr bool kLean = sizeof(T) == 2 && K <= 2;  // Note [Lean norm rows]
           const bool full = pipe_rows_full<T>(len, kPipeThreads, K);  // Note [Full rows]
-          auto kernel = full ? layer_norm_backward_pipe_kernel<T, K, W, kLean, false, true>
+          auto kernel = full ? layer_norm_backward_pipe_kernel<T, K, W, kLean, true>
                              : layer_norm_backward_pipe_kernel<T, K, W, kLean>;
-          size_t bytes = smem;
-          if constexpr (kLean)
-            if (norm_staging_enabled()) {  // Note [Staged norm operands]
-              kernel = full ? layer_norm_backward_pipe_kernel<T, K, W, true, true, true>
-                            : layer_norm_backward_pipe_kernel<T, K, W, true, true>;
-              bytes += 2 * kPipeThreads * sizeof(A) + (wv ? size_t(len) * sizeof(W) : 0);
-            }
+          size_t bytes = smem;  // Note [Staged norm operands]: the lean rows' statistics and weight
+          if constexpr (kLean) bytes += 2 * kPipeThreads * sizeof(A) + (wv ? size_t(len) * sizeof(W) : 0);
           const unsigned blocks = pipe_blocks(kernel, bytes, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);

@@ -119,17 +119,19 @@ __device__ __forceinline__ void pipe_fetch(T* dst, const T* src, int packs) {
 // Note [Full rows]: rows whose packs fill every thread of a pipelined block exactly (n = K *
 // NT * pack; bfloat16 rows of 4096 on 256 threads, two packs each) need none of the per-pack
 // bounds checks (each a compare, a branch and its reconvergence), and their copies unroll
-// with fixed offsets. With tp._C._cuda_set_full_rows(True) (off until timed on a GPU) such
-// rows take kernels instantiated for them (kFull): the layer / RMS norm forward and backward
-// and softmax; the layer norm forward also unrolls its copies and forms its output as one FMA,
-// x * rstd - mean * rstd, before the affine. SASS row loop, bfloat16 rows of 4096, layer norm
-// forward: 484 -> 337 instructions.
+// with fixed offsets: the layer / RMS norm backward and softmax take kernels instantiated for
+// them (kFull). SASS row loops, bfloat16 rows of 4096: layer-norm backward 655 -> 567
+// instructions at 79 registers instead of 90, softmax 372 a mode. On the H200 (2026-12-01,
+// 32768x4096, GB/s, one run): layer-norm backward float32 3712 -> 3936, bfloat16 3316 -> 3378
+// (with Note [Staged norm operands]); softmax float32 3649 -> 3664, bfloat16 3605 -> 3610. The
+// layer-norm forward's full rows (its output as one FMA too; row loop 484 -> 337) measured
+// slower, 3416 against 3491, and were dropped.
 
 /// Whether rows of n elements of T fill `packs_each` packs of each of nt threads exactly
-/// (Note [Full rows]) and full-row kernels are on.
+/// (Note [Full rows]).
 template <class T>
 bool pipe_rows_full(int64_t n, int nt, int packs_each) {
-  return full_rows_enabled() && n == int64_t(nt) * packs_each * kPackOf<T>;
+  return n == int64_t(nt) * packs_each * kPackOf<T>;
 }
 
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN

@@ -62,15 +62,10 @@ void set_warp_rows_enabled(bool on);
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
 
-/// Whether the lean layer-norm backward stages its weight and row statistics in shared memory
-/// (Note [Staged norm operands] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool norm_staging_enabled();
-void set_norm_staging_enabled(bool on);
-
-/// Whether rows that fill a pipelined block's threads exactly take the kernels without bounds
-/// checks (Note [Full rows] in cuda/row_pipeline.cuh); off until timed on a GPU.
-bool full_rows_enabled();
-void set_full_rows_enabled(bool on);
+/// Whether the half-type layer-norm forward forms its statistics in float with rsqrt (Note
+/// [Fast norm statistics] in cuda/norm_kernels.cu); off until timed on a GPU.
+bool fast_norm_stats_enabled();
+void set_fast_norm_stats_enabled(bool on);
 
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x

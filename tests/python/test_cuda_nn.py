@@ -211,35 +211,31 @@ def check_rows_and_grads(n, dtype, seed, rows=3000):
     close(wg.grad, wr.grad, dtype, scale=100)
 
 
-@pytest.mark.parametrize("n", [1000, 2048, 4096, 8192])
+@pytest.mark.parametrize("n", [64, 1000, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
-def test_full_rows(n, dtype):
-    # Note [Full rows] (off until timed): rows that fill every thread's packs exactly (all but
-    # 1000 here, for some kernel) take kernels without bounds checks
-    assert tp._C._cuda_full_rows() is False
-    tp._C._cuda_set_full_rows(True)
-    try:
-        check_rows_and_grads(n, dtype, seed=90)
-    finally:
-        tp._C._cuda_set_full_rows(False)
+def test_full_and_staged_rows(n, dtype):
+    # Note [Full rows]: rows that fill every thread's packs exactly (all but 64 and 1000 here,
+    # for some kernel) take kernels without bounds checks; Note [Staged norm operands]: the
+    # half-type backward's weight packs and rows' statistics in shared memory, 300000 rows of
+    # 64 taking a block past its first chunk of 256 rows' statistics
+    check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 else 3000)
 
 
-@pytest.mark.parametrize("full", [False, True])
-@pytest.mark.parametrize("n", [64, 1000, 4096, 8192])
+@pytest.mark.parametrize("n", [1000, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_norm_staging(n, dtype, full):
-    # Note [Staged norm operands] (off until timed): the forward's weight and bias, the lean
-    # backward's weight packs and its rows' statistics in shared memory (rows of 8192: the
-    # forward only); 300000 rows of 64 take a block past its first chunk of 256 rows'
-    # statistics; with Note [Full rows] too (rows of 4096 and 8192 fill their blocks)
-    assert tp._C._cuda_norm_staging() is False and tp._C._cuda_full_rows() is False
-    tp._C._cuda_set_norm_staging(True)
-    tp._C._cuda_set_full_rows(full)
+def test_fast_norm_stats(n, dtype):
+    # Note [Fast norm statistics] (off until timed): the half-type forward's mean, variance and
+    # rstd in float with rsqrt; forwards and statistics against the CPU reference
+    assert tp._C._cuda_fast_norm_stats() is False
+    tp._C._cuda_set_fast_norm_stats(True)
     try:
-        check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 else 3000)
+        x, ref = rand((3000, n), dtype, seed=n + 70)
+        w, wref = rand((n,), dtype, seed=71)
+        b, bref = rand((n,), dtype, seed=72)
+        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
+        close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
     finally:
-        tp._C._cuda_set_norm_staging(False)
-        tp._C._cuda_set_full_rows(False)
+        tp._C._cuda_set_fast_norm_stats(False)
 
 
 @pytest.mark.parametrize("lean", [True, False])
