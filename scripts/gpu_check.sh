@@ -98,8 +98,9 @@ if python3 -c "import tensorplay as tp; raise SystemExit(not tp._C._cudnn_sdpa_a
 fi
 for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8; do
   IFS=: read -r name script lines <<<"$b"
-  # GPU_NN_EXTRA (set, even empty) replaces the nn bench's --row-pipeline (its variant rows)
-  extra=""; [ "$name" = nn ] && extra="${GPU_NN_EXTRA---row-pipeline}"
+  # GPU_NN_EXTRA (set, even empty) replaces the nn bench's --row-pipeline (its variant rows);
+  # GPU_BENCH_ARGS go to every bench, GPU_NN_ARGS (e.g. --rows-only) to the nn bench alone
+  extra=""; [ "$name" = nn ] && extra="${GPU_NN_EXTRA---row-pipeline} ${GPU_NN_ARGS:-}"
   case "$benches" in *" $name "*)
     timeout "${GPU_BENCH_TIMEOUT:-300}" python3 "benchmarks/$script.py" ${GPU_BENCH_ARGS:-} $extra 2>&1 |
       tee -a "$log" | tail -n "$lines"

@@ -88,6 +88,15 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // forward takes the mean and variance as sums times 1 / n and rstd as rsqrtf(var + eps) in
 // float, as PyTorch's CUDA kernel does (within 2 ulp of the double form).
 
+// Note [Deeper norm rings]: under Nsight Compute (base clocks) the bfloat16 layer-norm forward
+// over rows of 4096 is the one row kernel short of DRAM (55% of peak, 73% issue-slot use, 194
+// us against softmax's 142 with the same bytes): three 256-thread blocks an SM (76 registers)
+// keep 2 rows of 8 KB each in flight, 48 KB an SM, where bfloat16 softmax's nine 128-thread
+// blocks keep 144 KB. With tp._C._cuda_set_deep_norm_rings(True) (off until timed on a GPU)
+// the half-type forward rows of up to two packs a thread take a ring of kDeepNormStages
+// buffers: four rows in flight a block, 96 KB an SM (40 KB of shared memory a block).
+constexpr int kDeepNormStages = 5;
+
 /// 1 / sqrt(var + eps) in A's precision: rsqrt for float (Note [Fast norm statistics]).
 template <class A>
 __device__ __forceinline__ A fast_inv_std(A var, double eps) {
@@ -214,8 +223,8 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// packs a thread (bfloat16 rows of 4096: 77 registers instead of 90, which fit only two).
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
-/// kFastStats: Note [Fast norm statistics].
-template <class T, int K, class W, bool kFastStats = false>
+/// kFastStats: Note [Fast norm statistics]; S: the ring's stages (Note [Deeper norm rings]).
+template <class T, int K, class W, bool kFastStats = false, int S = kPipeStages>
 __global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   constexpr int NT = kPipeThreads, V = kPackOf<T>;
@@ -226,7 +235,7 @@ __global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_
   const int t = int(threadIdx.x), npk = int(n / V);
   RowAffine<acc_t<T>, K, V> aff;
   load_row_affine(aff, w, b, t, NT, npk);
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+  pipe_rows<NT, 0, false, S>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
     layer_norm_row<T, K, W, kFastStats>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk,
                                         n, eps, red, &aff);
   });
@@ -913,13 +922,18 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     if (sizeof(T) < 4 && row_pipeline_enabled() && !warp_rows_fit<T>(len, {xp, yp}) &&
         pipe_rows_fit<T>(len, {xp, yp, wraw, braw})) {
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
-        const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             constexpr int K = decltype(k)::value;
-            // Note [Fast norm statistics]
-            auto kernel = fast_norm_stats_enabled() ? layer_norm_pipe_kernel<T, K, W, true> : layer_norm_pipe_kernel<T, K, W>;
+            // Note [Fast norm statistics], Note [Deeper norm rings] (up to two packs a thread)
+            const bool fast = fast_norm_stats_enabled(), deep = K <= 2 && deep_norm_rings_enabled();
+            auto kernel = fast ? layer_norm_pipe_kernel<T, K, W, true> : layer_norm_pipe_kernel<T, K, W>;
+            if constexpr (K <= 2)
+              if (deep)
+                kernel = fast ? layer_norm_pipe_kernel<T, K, W, true, kDeepNormStages>
+                              : layer_norm_pipe_kernel<T, K, W, false, kDeepNormStages>;
+            const size_t smem = size_t(deep ? kDeepNormStages : kPipeStages) * size_t(len) * sizeof(T);
             kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                               rows, len, eps);
           });

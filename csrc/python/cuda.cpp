@@ -153,6 +153,9 @@ void bind_cuda(nb::module_& m) {
   // Note [Fast norm statistics] (cuda/norm_kernels.cu): off until timed on a GPU
   m.def("_cuda_set_fast_norm_stats", [](bool on) { cuda::set_fast_norm_stats_enabled(on); });
   m.def("_cuda_fast_norm_stats", [] { return cuda::fast_norm_stats_enabled(); });
+  // Note [Deeper norm rings] (cuda/norm_kernels.cu): off until timed on a GPU
+  m.def("_cuda_set_deep_norm_rings", [](bool on) { cuda::set_deep_norm_rings_enabled(on); });
+  m.def("_cuda_deep_norm_rings", [] { return cuda::deep_norm_rings_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });
