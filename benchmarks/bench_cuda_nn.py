@@ -143,9 +143,8 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_fast_norm_stats and _cuda_set_deep_norm_rings, off): switch(on)
-        for the row, checked against torch first; a failed check or a CUDA error becomes the
-        row's note; switch(not on) after."""
+        rows]): switch(on) for the row, checked against torch first; a failed check or a CUDA
+        error becomes the row's note; switch(not on) after."""
         switch(on)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
@@ -156,12 +155,6 @@ def main():
             switch(not on)
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    fast = tp._C._cuda_set_fast_norm_stats  # Note [Fast norm statistics], off until timed
-    deep = tp._C._cuda_set_deep_norm_rings  # Note [Deeper norm rings], off until timed
-
-    def deep_fast(on):
-        fast(on)
-        deep(on)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -182,17 +175,6 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(fast, True, f"layer_norm fwd {tag} fast stats", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(fast, True, f"rms_norm fwd {tag} fast stats", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(deep, True, f"layer_norm fwd {tag} deep ring", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(deep_fast, True, f"layer_norm fwd {tag} deep ring fast stats",
-                            lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(deep, True, f"rms_norm fwd {tag} deep ring", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),

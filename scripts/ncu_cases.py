@@ -9,6 +9,8 @@ import sys
 
 SHORT = {  # metric -> column title
     "gpu__time_duration.sum": "us",
+    "gpc__cycles_elapsed.avg.per_second": "MHz",
+    "smsp__inst_executed.sum": "Minst",
     "dram__bytes_read.sum": "MB_rd",
     "dram__bytes_write.sum": "MB_wr",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
@@ -40,10 +42,6 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
-        if dtype is tp.bfloat16:  # Note [Fast norm statistics], beside the default
-            tp._C._cuda_set_fast_norm_stats(True)
-            F.layer_norm(x, (4096,), w, b)
-            tp._C._cuda_set_fast_norm_stats(False)
         _, m, r = tp.native_layer_norm(x, [4096], w, b, 1e-5)
         tp.native_layer_norm_backward(x, x, [4096], m, r, w, True, True, True)
     tp.cuda.synchronize()
@@ -67,7 +65,7 @@ def table():
     data = list(csv.reader(lines[start:]))
     head, body = data[0], [r for r in data[2:] if len(r) == len(data[0])]
     cols = [c for c in SHORT if c in head]
-    print(f"{'kernel':<72}" + "".join(f"{SHORT[c]:>9}" for c in cols))
+    print(f"{'kernel':<72}" + " ".join(f"{SHORT[c]:>9}" for c in cols))
     for r in body:
         name = r[head.index("Kernel Name")]
         name = re.sub(r"\(anonymous namespace\)::", "", name).split("(")[0].split("::")[-1][:72]
@@ -77,11 +75,11 @@ def table():
             try:
                 f = float(v)
                 v = f"{f / 1e3:.1f}" if c == "gpu__time_duration.sum" else f"{f / 1e6:.0f}" if c.startswith(
-                    "dram__bytes") else f"{f:.4g}"
+                    ("dram__bytes", "gpc__cycles", "smsp__inst")) else f"{f:.4g}"
             except ValueError:
                 pass
             vals.append(f"{v:>9}")
-        print(f"{name:<72}" + "".join(vals))
+        print(f"{name:<72}" + " ".join(vals))
 
 
 if __name__ == "__main__":

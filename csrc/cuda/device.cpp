@@ -98,8 +98,6 @@ std::atomic<bool> g_row_pipeline{true};
 std::atomic<bool> g_flash_mma{true};
 std::atomic<bool> g_warp_rows{false};
 std::atomic<bool> g_lean_half_rows{true};
-std::atomic<bool> g_fast_norm_stats{false};
-std::atomic<bool> g_deep_norm_rings{false};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
@@ -109,10 +107,6 @@ bool warp_rows_enabled() { return g_warp_rows.load(std::memory_order_relaxed); }
 void set_warp_rows_enabled(bool on) { g_warp_rows.store(on, std::memory_order_relaxed); }
 bool lean_half_rows_enabled() { return g_lean_half_rows.load(std::memory_order_relaxed); }
 void set_lean_half_rows_enabled(bool on) { g_lean_half_rows.store(on, std::memory_order_relaxed); }
-bool fast_norm_stats_enabled() { return g_fast_norm_stats.load(std::memory_order_relaxed); }
-void set_fast_norm_stats_enabled(bool on) { g_fast_norm_stats.store(on, std::memory_order_relaxed); }
-bool deep_norm_rings_enabled() { return g_deep_norm_rings.load(std::memory_order_relaxed); }
-void set_deep_norm_rings_enabled(bool on) { g_deep_norm_rings.store(on, std::memory_order_relaxed); }
 bool flash_mma_enabled() { return g_flash_mma.load(std::memory_order_relaxed); }
 void set_flash_mma_enabled(bool on) { g_flash_mma.store(on, std::memory_order_relaxed); }
 

@@ -81,29 +81,6 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
   return A(1.0 / sqrt(double(var > A(0) ? var : A(0)) + eps));
 }
 
-// Note [Fast norm statistics]: inv_std's double square root and division (an SFU seed and
-// Newton steps in DFMA, with a slow-path branch) and the two float divisions by n sit on every
-// row's critical path, between its last exchange and its output. With
-// tp._C._cuda_set_fast_norm_stats(True) (off until timed on a GPU) the half-type pipelined
-// forward takes the mean and variance as sums times 1 / n and rstd as rsqrtf(var + eps) in
-// float, as PyTorch's CUDA kernel does (within 2 ulp of the double form).
-
-// Note [Deeper norm rings]: under Nsight Compute (base clocks) the bfloat16 layer-norm forward
-// over rows of 4096 is the one row kernel short of DRAM (55% of peak, 73% issue-slot use, 194
-// us against softmax's 142 with the same bytes): three 256-thread blocks an SM (76 registers)
-// keep 2 rows of 8 KB each in flight, 48 KB an SM, where bfloat16 softmax's nine 128-thread
-// blocks keep 144 KB. With tp._C._cuda_set_deep_norm_rings(True) (off until timed on a GPU)
-// the half-type forward rows of up to two packs a thread take a ring of kDeepNormStages
-// buffers: four rows in flight a block, 96 KB an SM (40 KB of shared memory a block).
-constexpr int kDeepNormStages = 5;
-
-/// 1 / sqrt(var + eps) in A's precision: rsqrt for float (Note [Fast norm statistics]).
-template <class A>
-__device__ __forceinline__ A fast_inv_std(A var, double eps) {
-  if constexpr (std::is_same_v<A, float>) return rsqrtf((var > 0.f ? var : 0.f) + float(eps));
-  else return inv_std(var, eps);
-}
-
 // Note [Lean norm rows]: the half-type layer-norm backward (pipelined, up to two packs a
 // thread) runs lean rows. Its row loop was instruction-heavy (SASS, bfloat16 rows of 4096:
 // 865 instructions for 16 values, a third of them address arithmetic, a sixth unpacking),
@@ -125,9 +102,8 @@ __device__ __forceinline__ A fast_inv_std(A var, double eps) {
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
 /// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
-/// W: Note [Layer-norm weights in their dtype]) are read per row. kFastStats: Note [Fast norm
-/// statistics].
-template <class T, int K, class W = acc_t<T>, bool kFastStats = false>
+/// W: Note [Layer-norm weights in their dtype]) are read per row.
+template <class T, int K, class W = acc_t<T>>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
@@ -145,17 +121,14 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  [[maybe_unused]] const A inv_n = A(1) / A(n);
-  auto row_mean = [&](A sum) { return kFastStats ? sum * inv_n : sum / A(n); };
-  const A m = mean ? row_mean(group_reduce(s, nt, red, SumFn{})) : A(0);
+  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
     if (t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-  const A var = row_mean(group_reduce(ss, nt, red, SumFn{}));
-  const A rs = kFastStats ? fast_inv_std(var, eps) : inv_std(var, eps);
+  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
   if (npk && t == 0) {
     if (mean) *mean = m;
     *rstd = rs;
@@ -223,8 +196,14 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// packs a thread (bfloat16 rows of 4096: 77 registers instead of 90, which fit only two).
 /// (The 128-thread blocks of Note [Lean half rows] measured slower here: bfloat16 rows of
 /// 4096 on the H200, 3319 / 3397 / 3457 GB/s in three runs against 3528 / 3472 / 3499.)
-/// kFastStats: Note [Fast norm statistics]; S: the ring's stages (Note [Deeper norm rings]).
-template <class T, int K, class W, bool kFastStats = false, int S = kPipeStages>
+/// Two variants measured no faster on the H200 (2026-12-01, bfloat16 32768x4096, one run,
+/// GB/s: default 3458, RMS norm 3491) and were dropped: the mean and variance as sums times
+/// 1 / n with rstd as rsqrtf in float, as PyTorch's kernel forms them (row loop 484 -> 412 SASS
+/// instructions; 3433, RMS norm 3479; under Nsight Compute's base clocks 168 against 194 us),
+/// and a five-stage ring, four rows in flight a block (3414, RMS norm 3484; with the float
+/// statistics 3453). Nor did staging the weight and bias in shared memory (Note [Staged norm
+/// operands]) or full rows (Note [Full rows]).
+template <class T, int K, class W>
 __global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   constexpr int NT = kPipeThreads, V = kPackOf<T>;
@@ -235,9 +214,9 @@ __global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_
   const int t = int(threadIdx.x), npk = int(n / V);
   RowAffine<acc_t<T>, K, V> aff;
   load_row_affine(aff, w, b, t, NT, npk);
-  pipe_rows<NT, 0, false, S>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, W, kFastStats>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk,
-                                        n, eps, red, &aff);
+  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K, W>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n, eps, red,
+                            &aff);
   });
 }
 
@@ -926,14 +905,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             constexpr int K = decltype(k)::value;
-            // Note [Fast norm statistics], Note [Deeper norm rings] (up to two packs a thread)
-            const bool fast = fast_norm_stats_enabled(), deep = K <= 2 && deep_norm_rings_enabled();
-            auto kernel = fast ? layer_norm_pipe_kernel<T, K, W, true> : layer_norm_pipe_kernel<T, K, W>;
-            if constexpr (K <= 2)
-              if (deep)
-                kernel = fast ? layer_norm_pipe_kernel<T, K, W, true, kDeepNormStages>
-                              : layer_norm_pipe_kernel<T, K, W, false, kDeepNormStages>;
-            const size_t smem = size_t(deep ? kDeepNormStages : kPipeStages) * size_t(len) * sizeof(T);
+            auto kernel = layer_norm_pipe_kernel<T, K, W>;
+            const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
             kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                               rows, len, eps);
           });

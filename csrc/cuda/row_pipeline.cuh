@@ -136,12 +136,11 @@ bool pipe_rows_full(int64_t n, int nt, int packs_each) {
 
 /// Runs body(row, buf) for rows blockIdx.x, blockIdx.x + gridDim.x, ... < rows of the NIN
 /// (rows, n) inputs src[0..NIN), where buf + i * n is input i's row in shared memory (ring:
-/// S * NIN * n elements of T at ring). Every thread of the block calls it; body
+/// kPipeStages * NIN * n elements of T at ring). Every thread of the block calls it; body
 /// may synchronise the block (it is called by all threads for the same row), must not
 /// write buf, and reads only the packs its thread fetched, t + k * NT (Note [Barrier-free
-/// rows]). NT: the block's threads; KMAX, kFull: as pipe_fetch's; S: the ring's stages (its
-/// rows in flight are S - 1).
-template <int NT = kPipeThreads, int KMAX = 0, bool kFull = false, int S = kPipeStages, int NIN, class T, class Body>
+/// rows]). NT: the block's threads; KMAX, kFull: as pipe_fetch's.
+template <int NT = kPipeThreads, int KMAX = 0, bool kFull = false, int NIN, class T, class Body>
 __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t rows, int64_t n, T* ring, Body body) {
   const int packs = int(n / kPackOf<T>);
   const int64_t step = gridDim.x;
@@ -151,19 +150,19 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
       pipe_fetch<NT, KMAX, kFull>(ring + (int64_t(stage) * NIN + i) * n, src[i] + r * n, packs);
   };
 #pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
+  for (int s = 0; s < kPipeStages - 1; ++s) {
     const int64_t r = int64_t(blockIdx.x) + s * step;
     if (r < rows) fetch(s, r);
     __pipeline_commit();
   }
   int stage = 0;
   for (int64_t row = blockIdx.x; row < rows; row += step) {
-    const int64_t ahead = row + (S - 1) * step;
-    if (ahead < rows) fetch(stage == 0 ? S - 1 : stage - 1, ahead);  // the buffer read last round
+    const int64_t ahead = row + (kPipeStages - 1) * step;
+    if (ahead < rows) fetch(stage == 0 ? kPipeStages - 1 : stage - 1, ahead);  // the buffer read last round
     __pipeline_commit();
-    __pipeline_wait_prior(S - 1);  // this thread's copies of `row` have landed
+    __pipeline_wait_prior(kPipeStages - 1);  // this thread's copies of `row` have landed
     body(row, static_cast<const T*>(ring + int64_t(stage) * NIN * n));
-    stage = stage + 1 == S ? 0 : stage + 1;
+    stage = stage + 1 == kPipeStages ? 0 : stage + 1;
   }
 }
 

@@ -62,16 +62,6 @@ void set_warp_rows_enabled(bool on);
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
 
-/// Whether the half-type layer-norm forward forms its statistics in float with rsqrt (Note
-/// [Fast norm statistics] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool fast_norm_stats_enabled();
-void set_fast_norm_stats_enabled(bool on);
-
-/// Whether the half-type layer-norm forward streams its rows through a deeper ring (Note
-/// [Deeper norm rings] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool deep_norm_rings_enabled();
-void set_deep_norm_rings_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

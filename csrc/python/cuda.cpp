@@ -150,12 +150,6 @@ void bind_cuda(nb::module_& m) {
   // Note [Lean half rows] (cuda/row_pipeline.cuh): on by default, off to time the old kernels
   m.def("_cuda_set_lean_half_rows", [](bool on) { cuda::set_lean_half_rows_enabled(on); });
   m.def("_cuda_lean_half_rows", [] { return cuda::lean_half_rows_enabled(); });
-  // Note [Fast norm statistics] (cuda/norm_kernels.cu): off until timed on a GPU
-  m.def("_cuda_set_fast_norm_stats", [](bool on) { cuda::set_fast_norm_stats_enabled(on); });
-  m.def("_cuda_fast_norm_stats", [] { return cuda::fast_norm_stats_enabled(); });
-  // Note [Deeper norm rings] (cuda/norm_kernels.cu): off until timed on a GPU
-  m.def("_cuda_set_deep_norm_rings", [](bool on) { cuda::set_deep_norm_rings_enabled(on); });
-  m.def("_cuda_deep_norm_rings", [] { return cuda::deep_norm_rings_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

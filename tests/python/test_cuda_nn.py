@@ -223,28 +223,6 @@ def test_full_and_staged_rows(n, dtype):
     check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 and dtype != "float32" else 3000)
 
 
-@pytest.mark.parametrize("variant", ["fast", "deep", "fast+deep"])
-@pytest.mark.parametrize("n", [1000, 4096, 8192])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_norm_forward_variants(n, dtype, variant):
-    # Note [Fast norm statistics] and Note [Deeper norm rings] (off until timed): the half-type
-    # forward's mean, variance and rstd in float with rsqrt, its rows through a five-stage ring
-    # (rows of up to 4096); forwards and statistics against the CPU reference, more rows than
-    # blocks
-    assert tp._C._cuda_fast_norm_stats() is False and tp._C._cuda_deep_norm_rings() is False
-    tp._C._cuda_set_fast_norm_stats("fast" in variant)
-    tp._C._cuda_set_deep_norm_rings("deep" in variant)
-    try:
-        x, ref = rand((3000, n), dtype, seed=n + 70)
-        w, wref = rand((n,), dtype, seed=71)
-        b, bref = rand((n,), dtype, seed=72)
-        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
-        close(F.rms_norm(x, (n,), w), F.rms_norm(ref, (n,), wref), dtype, scale=10)
-    finally:
-        tp._C._cuda_set_fast_norm_stats(False)
-        tp._C._cuda_set_deep_norm_rings(False)
-
-
 @pytest.mark.parametrize("lean", [True, False])
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
