@@ -89,13 +89,14 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // exchange (group_reduce2), unrolls its copies (pipe_fetch's KMAX), unpacks bfloat16 words
 // whole (unpack_acc), forms xhat as one FMA and the input gradient as two, multiplies by
 // 1 / n (655 SASS instructions), and loaded the block's next row's statistics a row early
-// (since staged: Note [Staged norm operands]). 90 registers: two blocks an SM instead of three. On the H200 (2026-12-01, bfloat16
-// 32768x4096, GB/s, after Note [Barrier-free rows]): 2801 -> 3164 (the statistics ahead
-// alone 2777, the lean row alone 2931; asked for three blocks an SM with __launch_bounds__,
-// 3126 with 24 bytes spilled). float32 keeps the plain rows (3722). Dropped after timing:
-// the forward's moments in one exchange (Chan et al.'s pairwise update; 3196 against 3319),
-// and the forward's affine held in the weight's half type at a higher occupancy (3017 / 3308
-// against 3457 / 3499 on 128 / 256 threads: the spills).
+// (since staged: Note [Staged norm operands]). 90 registers: two blocks an SM instead of
+// three. On the H200 (2026-12-01, bfloat16 32768x4096, GB/s, after Note [Barrier-free rows]):
+// 2801 -> 3164 (the statistics ahead alone 2777, the lean row alone 2931; asked for three
+// blocks an SM with __launch_bounds__, 3126 with 24 bytes spilled). float32 keeps the plain
+// rows (3722). Dropped after timing: the forward's moments in one exchange (Chan et al.'s
+// pairwise update; 3196 against 3319), and the forward's affine held in the weight's half
+// type at a higher occupancy (3017 / 3308 against 3457 / 3499 on 128 / 256 threads: the
+// spills).
 
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
@@ -365,8 +366,8 @@ __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_backward_reg_kernel
 /// 170 for four; 128-thread blocks with four packs a thread and xhat / gx in fewer FMAs
 /// measured 2076 against 2649 GB/s for bfloat16 rows of 4096 on the H200: twice the column
 /// sums a thread.) kLean: Note [Lean norm rows] and Note [Staged norm operands]; kFull: Note
-/// [Full rows]. (A minimum of blocks an SM in __launch_bounds__, even
-/// one, raised the plain kernel's registers 73 -> 88.)
+/// [Full rows]. (A minimum of blocks an SM in __launch_bounds__, even one, raised the plain
+/// kernel's registers 73 -> 88.)
 template <class T, int K, class W, bool kLean = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
