@@ -42,6 +42,10 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
+        if dtype is tp.bfloat16:  # Note [Narrow norm rows], beside the default
+            tp._C._cuda_set_narrow_norm_rows(True)
+            F.layer_norm(x, (4096,), w, b)
+            tp._C._cuda_set_narrow_norm_rows(False)
         _, m, r = tp.native_layer_norm(x, [4096], w, b, 1e-5)
         tp.native_layer_norm_backward(x, x, [4096], m, r, w, True, True, True)
     tp.cuda.synchronize()

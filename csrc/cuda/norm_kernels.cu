@@ -51,6 +51,22 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // cost as much as 5% of the 32768x4096 forward's time). The others (register rows, warp
 // rows, rows of any length) take A; the launchers cast for them (acc_vector).
 
+// Note [Narrow norm rows]: Nsight Compute at the bench's clocks (H200, 2026-12-01) counts
+// 3200 warp instructions a bfloat16 layer-norm forward row of 4096 on 256-thread blocks
+// (eight warps of 400; 72% issue-slot use; three blocks an SM) against 1430 for softmax's
+// 128-thread blocks (four warps of 360; nine blocks an SM). Layer norm on 128-thread blocks
+// measured slower while it held its weight and bias in registers (64 floats a thread: Note
+// [Lean half rows]). With tp._C._cuda_set_narrow_norm_rows(True) (off; untimed) half-type
+// rows of exactly 4 * 128 packs (4096 elements) take kNarrowNormThreads-thread blocks, four
+// packs a thread, as full rows (Note [Full rows]: no bounds checks, unrolled copies, the
+// output as x * rstd - mean * rstd), reading w and b per row (L1 holds their 16 KB) with
+// which of them are present fixed at compile time; kNarrowNormBlocks blocks an SM asked for
+// (56-62 registers, no spills). SASS row loop with bfloat16 weight and bias: 561 instructions
+// a warp for 32 values a thread, 2244 a row's four warps, against 484 a warp and 3872 a row
+// for the default kernel (static counts; the executed 3200 above).
+constexpr int kNarrowNormThreads = 128;
+constexpr int kNarrowNormBlocks = 8;
+
 /// This thread's packs k of a layer norm's weight and bias.
 template <class A, int K, int V>
 struct RowAffine {
@@ -103,8 +119,10 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
 /// norm], csrc/ops/nn_norm.cpp), as in all the layer-norm kernels here. aff (Note [Affine in
 /// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
-/// W: Note [Layer-norm weights in their dtype]) are read per row.
-template <class T, int K, class W = acc_t<T>>
+/// W: Note [Layer-norm weights in their dtype]) are read per row. kFull, kAffine: Note
+/// [Narrow norm rows]: every thread has K packs; w and b read per row, present as kAffine =
+/// 0: neither, 1: w, 2: both, 3: b (-1: read at run time, or aff).
+template <class T, int K, class W = acc_t<T>, bool kFull = false, int kAffine = -1>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
@@ -116,7 +134,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       const Pack<T, V> q = load_pack(in + j * V);
 #pragma unroll
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
@@ -126,7 +144,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
   A ss = 0;
 #pragma unroll
   for (int k = 0; k < K; ++k)
-    if (t + int64_t(k) * nt < npk)
+    if (kFull || t + int64_t(k) * nt < npk)
 #pragma unroll
       for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
   const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
@@ -134,16 +152,27 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
     if (mean) *mean = m;
     *rstd = rs;
   }
+  [[maybe_unused]] const A nmrs = -m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     const int64_t j = t + int64_t(k) * nt;
-    if (j < npk) {
+    if (kFull || j < npk) {
       A r[V];
 #pragma unroll
-      for (int e = 0; e < V; ++e) r[e] = (v[k][e] - m) * rs;
+      for (int e = 0; e < V; ++e) r[e] = kFull ? fma(v[k][e], rs, nmrs) : (v[k][e] - m) * rs;
       // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
       // there and an absent bias -0, the same bits as the loads' path
-      if (aff) {
+      if constexpr (kAffine >= 0) {  // 0: none, 1: w, 2: w and b, 3: b
+        A wv[V], bv[V];
+        if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
+        if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
+          else if constexpr (kAffine == 1) r[e] *= wv[e];
+          else if constexpr (kAffine == 3) r[e] += bv[e];
+        }
+      } else if (aff) {
 #pragma unroll
         for (int e = 0; e < V; ++e) r[e] = fma(r[e], aff->w[k][e], aff->b[k][e]);
       } else if (w && b) {
@@ -203,21 +232,24 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// instructions; 3433, RMS norm 3479; under Nsight Compute's base clocks 168 against 194 us),
 /// and a five-stage ring, four rows in flight a block (3414, RMS norm 3484; with the float
 /// statistics 3453). Nor did staging the weight and bias in shared memory (Note [Staged norm
-/// operands]) or full rows (Note [Full rows]).
-template <class T, int K, class W>
-__global__ __launch_bounds__(kPipeThreads, K <= 2 ? 3 : 1) void layer_norm_pipe_kernel(
+/// operands]) or full rows (Note [Full rows]). NT = kNarrowNormThreads: Note [Narrow norm
+/// rows] (full rows of K packs a thread, the affine kAffine as layer_norm_row's).
+template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1>
+__global__ __launch_bounds__(NT, NT == kPipeThreads ? (K <= 2 ? 3 : 1) : kNarrowNormBlocks) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
-  constexpr int NT = kPipeThreads, V = kPackOf<T>;
+  constexpr int V = kPackOf<T>;
+  constexpr bool kNarrow = NT != kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   const int t = int(threadIdx.x), npk = int(n / V);
   RowAffine<acc_t<T>, K, V> aff;
-  load_row_affine(aff, w, b, t, NT, npk);
-  pipe_rows(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, W>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT, npk, n, eps, red,
-                            &aff);
+  if constexpr (!kNarrow) load_row_affine(aff, w, b, t, NT, npk);
+  pipe_rows<NT, (kNarrow ? K : 0), kNarrow>(src, rows, n, reinterpret_cast<T*>(pipe_smem),
+                                             [&](int64_t row, const T* buf) {
+    layer_norm_row<T, K, W, kNarrow, kAffine>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT,
+                                              npk, n, eps, red, kNarrow ? nullptr : &aff);
   });
 }
 
@@ -904,6 +936,19 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
+          if (narrow_norm_rows_enabled() && pipe_rows_full<T>(len, kNarrowNormThreads, 4)) {  // Note [Narrow norm rows]
+            const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
+            auto narrow = [&](auto kernel) {
+              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads), kNarrowNormThreads, smem,
+                       s>>>(xp, wp, bp, yp, mp, rp, rows, len, eps);
+            };
+            constexpr int NT = kNarrowNormThreads;
+            if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2>);
+            else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1>);
+            else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3>);
+            else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0>);
+            return;
+          }
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             constexpr int K = decltype(k)::value;
             auto kernel = layer_norm_pipe_kernel<T, K, W>;

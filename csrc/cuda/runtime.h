@@ -62,6 +62,11 @@ void set_warp_rows_enabled(bool on);
 bool lean_half_rows_enabled();
 void set_lean_half_rows_enabled(bool on);
 
+/// Whether half-type layer-norm forward rows of 4096 take 128-thread blocks (Note [Narrow
+/// norm rows] in cuda/norm_kernels.cu); off until timed on a GPU.
+bool narrow_norm_rows_enabled();
+void set_narrow_norm_rows_enabled(bool on);
+
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

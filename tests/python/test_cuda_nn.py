@@ -223,6 +223,31 @@ def test_full_and_staged_rows(n, dtype):
     check_rows_and_grads(n, dtype, seed=80, rows=300_000 if n == 64 and dtype != "float32" else 3000)
 
 
+@pytest.mark.parametrize("n", [4000, 4096])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_norm_rows(n, dtype):
+    # Note [Narrow norm rows] (off until timed): half-type rows of 4096 on 128-thread blocks,
+    # the affine read per row with which operands are present fixed at compile time (all four
+    # cases), RMS norm; rows of 4000 keep the default kernel; forwards and statistics against
+    # the CPU reference, more rows than blocks
+    assert tp._C._cuda_narrow_norm_rows() is False
+    x, ref = rand((3000, n), dtype, seed=n + 60)
+    w, wref = rand((n,), dtype, seed=61)
+    b, bref = rand((n,), dtype, seed=62)
+    tp._C._cuda_set_narrow_norm_rows(True)
+    try:
+        check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype)
+        for args in [(w, None, wref, None), (None, b, None, bref)]:
+            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+                  scale=10)
+        y, rs = tp._fused_rms_norm(x, [n], w, None)
+        yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
+        close(y, yref, dtype, scale=10)
+        close(rs, rref, rstd_dtype(dtype), scale=10)
+    finally:
+        tp._C._cuda_set_narrow_norm_rows(False)
+
+
 @pytest.mark.parametrize("lean", [True, False])
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
