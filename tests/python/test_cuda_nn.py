@@ -157,6 +157,14 @@ def check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype):
     close(rs, rref, dtype, scale=10)
 
 
+def check_fused_rms_norm(x, ref, w, wref, n, dtype):
+    """_fused_rms_norm's output and rstd against the CPU reference."""
+    y, rs = tp._fused_rms_norm(x, [n], w, None)
+    yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
+    close(y, yref, dtype, scale=10)
+    close(rs, rref, rstd_dtype(dtype), scale=10)
+
+
 @pytest.mark.parametrize("n", [8, 1000, 1024, 2048, 4096, 8192])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_warp_rows(n, dtype):
@@ -169,10 +177,7 @@ def test_warp_rows(n, dtype):
     tp._C._cuda_set_warp_rows(True)
     try:
         check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
-        y, rs = tp._fused_rms_norm(x, [n], w, None)
-        yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
-        close(y, yref, dtype, scale=10)
-        close(rs, rref, rstd_dtype(dtype), scale=10)
+        check_fused_rms_norm(x, ref, w, wref, n, dtype)
     finally:
         tp._C._cuda_set_warp_rows(prev)
     assert tp._C._cuda_warp_rows() is prev
@@ -240,10 +245,7 @@ def test_narrow_norm_rows(n, dtype):
         for args in [(w, None, wref, None), (None, b, None, bref)]:
             close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
                   scale=10)
-        y, rs = tp._fused_rms_norm(x, [n], w, None)
-        yref, rref = tp._fused_rms_norm(ref, [n], wref, None)
-        close(y, yref, dtype, scale=10)
-        close(rs, rref, rstd_dtype(dtype), scale=10)
+        check_fused_rms_norm(x, ref, w, wref, n, dtype)
     finally:
         tp._C._cuda_set_narrow_norm_rows(False)
 
