@@ -11,6 +11,7 @@ SHORT = {  # metric -> column title
     "gpu__time_duration.sum": "us",
     "gpc__cycles_elapsed.avg.per_second": "MHz",
     "smsp__inst_executed.sum": "Minst",
+    "l1tex__t_sector_hit_rate.pct": "l1hit%",
     "dram__bytes_read.sum": "MB_rd",
     "dram__bytes_write.sum": "MB_wr",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
@@ -42,10 +43,11 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
-        if dtype is tp.bfloat16:  # Note [Narrow norm rows], beside the default
-            tp._C._cuda_set_narrow_norm_rows(True)
-            F.layer_norm(x, (4096,), w, b)
-            tp._C._cuda_set_narrow_norm_rows(False)
+        if dtype is tp.bfloat16:  # beside the default: its 256-thread kernel, Note [Paired moments]
+            for switch, on in [(tp._C._cuda_set_narrow_norm_rows, False), (tp._C._cuda_set_paired_moments, True)]:
+                switch(on)
+                F.layer_norm(x, (4096,), w, b)
+                switch(not on)
         _, m, r = tp.native_layer_norm(x, [4096], w, b, 1e-5)
         tp.native_layer_norm_backward(x, x, [4096], m, r, w, True, True, True)
     tp.cuda.synchronize()
