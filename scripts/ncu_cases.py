@@ -43,11 +43,10 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
-        if dtype is tp.bfloat16:  # beside the default: its 256-thread kernel, Note [Paired moments]
-            for switch, on in [(tp._C._cuda_set_narrow_norm_rows, False), (tp._C._cuda_set_paired_moments, True)]:
-                switch(on)
-                F.layer_norm(x, (4096,), w, b)
-                switch(not on)
+        if dtype is tp.bfloat16:  # Note [Narrow norm rows]: the 256-thread kernel beside the default
+            tp._C._cuda_set_narrow_norm_rows(False)
+            F.layer_norm(x, (4096,), w, b)
+            tp._C._cuda_set_narrow_norm_rows(True)
         _, m, r = tp.native_layer_norm(x, [4096], w, b, 1e-5)
         tp.native_layer_norm_backward(x, x, [4096], m, r, w, True, True, True)
     tp.cuda.synchronize()

@@ -64,10 +64,16 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // (56-62 registers, no spills). SASS row loop with bfloat16 weight and bias: 561 instructions
 // a warp for 32 values a thread, 2244 a row's four warps, against 484 a warp and 3872 a row
 // for the 256-thread kernel (static counts; the executed 3200 above). On the H200 (2026-12-01,
-// 32768x4096 bfloat16, GB/s, one run): layer norm 3580 against 3536, RMS norm 3715 against
-// 3460; Nsight Compute at the bench's clocks: 148 against 150 us, 70 M warp instructions
-// against 105 M, 51% issue-slot use against 72%, DRAM 72% for both (the barrier stalls twice
-// the 256-thread kernel's, the long-scoreboard ones fifty times: the affine's loads).
+// 32768x4096 bfloat16, GB/s, two runs): layer norm 3580 / 3545 against 3536 / 3520, RMS norm
+// 3715 / 3656 against 3460 / 3469; Nsight Compute at the bench's clocks: 145-148 against
+// 149-150 us, 70 M warp instructions against 105 M, 50% issue-slot use against 72%, DRAM 72%
+// for both (barrier stalls twice the 256-thread kernel's; long-scoreboard ones, the affine's
+// loads at a 41% L1 hit rate, fifty times). Two variants measured no faster and were dropped
+// (run 2): a row's mean and variance in one exchange, each thread's moments merged pairwise
+// (Chan, Golub and LeVeque; 3529, ncu 147.6 us), and grids of the fewest blocks that run the
+// same number of rows each (1024 blocks of 32 rows instead of 1056 of 31.03: layer norm 3508,
+// softmax bfloat16 3537 against 3598, float32 3629 against 3653, layer-norm backward 3354
+// against 3373).
 constexpr int kNarrowNormThreads = 128;
 constexpr int kNarrowNormBlocks = 8;
 
@@ -118,40 +124,6 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // type at a higher occupancy (3017 / 3308 against 3457 / 3499 on 128 / 256 threads: the
 // spills).
 
-// Note [Paired moments]: the layer-norm row forms its mean and its centred sum of squares in
-// two reductions, each a block barrier (Note [Barrier-free rows]); Nsight Compute at the
-// bench's clocks counts the narrow kernel's barrier stalls at twice the 256-thread kernel's
-// (H200, 2026-12-01). With tp._C._cuda_set_paired_moments(True) (off; untimed) the narrow
-// kernel's full rows (every thread K * V values) take one: each thread's mean and sum of
-// squared deviations from it, merged pairwise (Chan, Golub and LeVeque's update), equal counts
-// at every shuffle step, in one exchange of two values a warp.
-
-/// Merges the mean and sum of squared deviations (m2) of a part of nb values into those of a
-/// part of na: the same bits on every lane that merges the same two parts in either order
-/// when na == nb.
-template <class A>
-__device__ __forceinline__ void merge_moments(A& m, A& m2, A om, A om2, A na, A nb) {
-  const A d = om - m, f = nb / (na + nb);
-  m = na == nb ? (m + om) * A(0.5) : fma(d, f, m);
-  m2 = fma(d * d, na * f, m2 + om2);
-}
-
-/// The mean and m2 of groups of tpr threads (a multiple of 32 dividing blockDim.x) of c values
-/// each, from each thread's own (Note [Paired moments]); every thread gets its group's. The
-/// ring's areas hold 2 * blockDim.x / 32 values.
-template <class A>
-__device__ __forceinline__ void group_moments(A& m, A& m2, A c, int tpr, ReduceRing<A>& ring) {
-  for (int o = 16; o > 0; o >>= 1, c += c)
-    merge_moments(m, m2, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, m2, o), c, c);
-  if (tpr <= 32) return;
-  A* smem = ring.next();
-  const int warp = int(threadIdx.x >> 5), wpr = tpr >> 5, first = warp / wpr * wpr, nw = int(blockDim.x >> 5);
-  if ((threadIdx.x & 31) == 0) smem[warp] = m, smem[nw + warp] = m2;
-  __syncthreads();
-  m = smem[first], m2 = smem[nw + first];
-  for (int i = 1; i < wpr; ++i) merge_moments(m, m2, smem[first + i], smem[nw + first + i], A(i) * c, c);
-}
-
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
@@ -159,9 +131,8 @@ __device__ __forceinline__ void group_moments(A& m, A& m2, A c, int tpr, ReduceR
 /// registers]): this thread's packs of w and b, loaded before the rows; else w and b (of type
 /// W: Note [Layer-norm weights in their dtype]) are read per row. kFull, kAffine: Note
 /// [Narrow norm rows]: every thread has K packs; w and b read per row, present as kAffine =
-/// 0: neither, 1: w, 2: both, 3: b (-1: read at run time, or aff). kPaired: Note [Paired
-/// moments] (full rows only; red's areas hold two values a warp).
-template <class T, int K, class W = acc_t<T>, bool kFull = false, int kAffine = -1, bool kPaired = false>
+/// 0: neither, 1: w, 2: both, 3: b (-1: read at run time, or aff).
+template <class T, int K, class W = acc_t<T>, bool kFull = false, int kAffine = -1>
 __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, const W* b,
                                                acc_t<T>* mean, acc_t<T>* rstd, int t, int nt, int64_t npk,
                                                int64_t n, double eps, ReduceRing<acc_t<T>>& red,
@@ -179,27 +150,14 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
       for (int e = 0; e < V; ++e) s += (v[k][e] = to_acc(q.v[e]));
     }
   }
-  static_assert(!kPaired || kFull, "paired moments need every thread's K packs");
-  A m, rs;
-  if (kPaired && mean) {  // Note [Paired moments]
-    m = s * A(1.0 / (K * V));
-    A m2 = 0;
+  const A m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
+  A ss = 0;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
+  for (int k = 0; k < K; ++k)
+    if (kFull || t + int64_t(k) * nt < npk)
 #pragma unroll
-      for (int e = 0; e < V; ++e) m2 += (v[k][e] - m) * (v[k][e] - m);
-    group_moments(m, m2, A(K * V), nt, red);
-    rs = inv_std(m2 / A(n), eps);
-  } else {
-    m = mean ? group_reduce(s, nt, red, SumFn{}) / A(n) : A(0);
-    A ss = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (kFull || t + int64_t(k) * nt < npk)
-#pragma unroll
-        for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
-    rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
-  }
+      for (int e = 0; e < V; ++e) ss += (v[k][e] - m) * (v[k][e] - m);
+  const A rs = inv_std(group_reduce(ss, nt, red, SumFn{}) / A(n), eps);
   if (npk && t == 0) {
     if (mean) *mean = m;
     *rstd = rs;
@@ -286,22 +244,22 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// statistics 3453). Nor did staging the weight and bias in shared memory (Note [Staged norm
 /// operands]) or full rows (Note [Full rows]). NT = kNarrowNormThreads: Note [Narrow norm
 /// rows] (full rows of K packs a thread, the affine kAffine as layer_norm_row's).
-template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1, bool kPaired = false>
+template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1>
 __global__ __launch_bounds__(NT, NT == kPipeThreads ? (K <= 2 ? 3 : 1) : kNarrowNormBlocks) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
-  constexpr int V = kPackOf<T>, kPer = (kPaired ? 2 : 1) * NT / 32;
+  constexpr int V = kPackOf<T>;
   constexpr bool kNarrow = NT != kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
-  __shared__ acc_t<T> smem[2 * kPer];
-  ReduceRing<acc_t<T>> red{smem, kPer};  // Note [Barrier-free rows]
+  __shared__ acc_t<T> smem[2 * NT / 32];
+  ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   const int t = int(threadIdx.x), npk = int(n / V);
   RowAffine<acc_t<T>, K, V> aff;
   if constexpr (!kNarrow) load_row_affine(aff, w, b, t, NT, npk);
   pipe_rows<NT, (kNarrow ? K : 0), kNarrow>(src, rows, n, reinterpret_cast<T*>(pipe_smem),
                                              [&](int64_t row, const T* buf) {
-    layer_norm_row<T, K, W, kNarrow, kAffine, kPaired>(buf, y + row * n, w, b, mean ? mean + row : nullptr,
-                                                       rstd + row, t, NT, npk, n, eps, red, kNarrow ? nullptr : &aff);
+    layer_norm_row<T, K, W, kNarrow, kAffine>(buf, y + row * n, w, b, mean ? mean + row : nullptr, rstd + row, t, NT,
+                                              npk, n, eps, red, kNarrow ? nullptr : &aff);
   });
 }
 
@@ -994,16 +952,11 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads), kNarrowNormThreads, smem,
                        s>>>(xp, wp, bp, yp, mp, rp, rows, len, eps);
             };
-            auto affine = [&](auto paired) {  // Note [Paired moments]
-              constexpr int NT = kNarrowNormThreads;
-              constexpr bool P = decltype(paired)::value;
-              if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2, P>);
-              else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1, P>);
-              else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3, P>);
-              else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0, P>);
-            };
-            if (paired_moments_enabled()) affine(std::true_type{});
-            else affine(std::false_type{});
+            constexpr int NT = kNarrowNormThreads;
+            if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2>);
+            else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1>);
+            else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3>);
+            else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0>);
             return;
           }
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {

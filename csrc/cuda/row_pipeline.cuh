@@ -166,20 +166,12 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
   }
 }
 
-// Note [Balanced row grids]: a grid that fills the device once leaves its last round of rows
-// to only some blocks: bfloat16 rows of 4096 on 1056 narrow layer-norm blocks (Note [Narrow
-// norm rows]) run 31.03 rows a block, so 32 blocks run a 32nd row while the rest of the
-// device has finished. With tp._C._cuda_set_balanced_rows(True) (off; untimed) the grid is
-// the fewest blocks that run the same ceil(rows / fill) rows each (1024 blocks of 32 there),
-// leaving some SMs a block short for the whole kernel instead of most SMs idle at its end.
-
 /// The blocks of a pipelined launch on `device`: enough to fill every SM once at the
-/// kernel's occupancy (or fewer: Note [Balanced row grids]), at most one per row. The first
-/// launch of a (kernel, smem_bytes, device) asks for the occupancy, which later ones read
-/// from a cache, after raising the kernel's dynamic shared-memory limit to smem_bytes if it
-/// is below: always (the kernel's static shared memory counts against the 48 KB default too,
-/// so a ring of exactly 48 KB needs it), never lowering it (an earlier, larger launch of the
-/// kernel still needs it).
+/// kernel's occupancy, at most one per row. The first launch of a (kernel, smem_bytes,
+/// device) asks for the occupancy, which later ones read from a cache, after raising the
+/// kernel's dynamic shared-memory limit to smem_bytes if it is below: always (the kernel's
+/// static shared memory counts against the 48 KB default too, so a ring of exactly 48 KB
+/// needs it), never lowering it (an earlier, larger launch of the kernel still needs it).
 template <class K>
 unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int threads = kPipeThreads,
                      int rows_per_block = 1) {
@@ -210,10 +202,7 @@ unsigned pipe_blocks(K kernel, size_t smem_bytes, int64_t rows, int device, int 
     known.emplace_back(key, fill);
   }
   const int64_t wanted = (rows + rows_per_block - 1) / rows_per_block;
-  if (wanted <= fill) return unsigned(wanted);
-  if (!balanced_rows_enabled()) return unsigned(fill);
-  const int64_t each = (wanted + fill - 1) / fill;  // Note [Balanced row grids]
-  return unsigned((wanted + each - 1) / each);
+  return unsigned(wanted < fill ? wanted : fill);
 }
 
 // Note [Warp rows]: the block pipeline above paid six block barriers per row then (the

@@ -68,16 +68,6 @@ void set_lean_half_rows_enabled(bool on);
 bool narrow_norm_rows_enabled();
 void set_narrow_norm_rows_enabled(bool on);
 
-/// Whether pipelined row launches size their grid so every block runs the same number of
-/// rows (Note [Balanced row grids] in cuda/row_pipeline.cuh); off until timed on a GPU.
-bool balanced_rows_enabled();
-void set_balanced_rows_enabled(bool on);
-
-/// Whether the narrow layer-norm forward forms a row's mean and variance in one exchange
-/// (Note [Paired moments] in cuda/norm_kernels.cu); off until timed on a GPU.
-bool paired_moments_enabled();
-void set_paired_moments_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

@@ -153,11 +153,6 @@ void bind_cuda(nb::module_& m) {
   // Note [Narrow norm rows] (cuda/norm_kernels.cu): on by default, off to time the 256-thread kernel
   m.def("_cuda_set_narrow_norm_rows", [](bool on) { cuda::set_narrow_norm_rows_enabled(on); });
   m.def("_cuda_narrow_norm_rows", [] { return cuda::narrow_norm_rows_enabled(); });
-  // Note [Balanced row grids] (cuda/row_pipeline.cuh), Note [Paired moments]: off until timed
-  m.def("_cuda_set_balanced_rows", [](bool on) { cuda::set_balanced_rows_enabled(on); });
-  m.def("_cuda_balanced_rows", [] { return cuda::balanced_rows_enabled(); });
-  m.def("_cuda_set_paired_moments", [](bool on) { cuda::set_paired_moments_enabled(on); });
-  m.def("_cuda_paired_moments", [] { return cuda::paired_moments_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });
