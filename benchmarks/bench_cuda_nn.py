@@ -143,10 +143,9 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_narrow_norm_rows, on, Note [Narrow norm rows];
-        tp._C._cuda_set_overlap_launches, off, Note [Overlapped launches]): switch(on) for the
-        row, checked against torch first; a failed check or a CUDA error becomes the row's note;
-        switch(not on) after."""
+        rows]; tp._C._cuda_set_narrow_norm_rows, on, Note [Narrow norm rows]): switch(on) for
+        the row, checked against torch first; a failed check or a CUDA error becomes the row's
+        note; switch(not on) after."""
         switch(on)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
@@ -158,7 +157,6 @@ def main():
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
     narrow = tp._C._cuda_set_narrow_norm_rows  # Note [Narrow norm rows], on
-    overlap = tp._C._cuda_set_overlap_launches  # Note [Overlapped launches], off until timed
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -179,12 +177,8 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
-                switched_bw(overlap, True, f"layer_norm fwd {tag} overlapped", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(narrow, False, f"layer_norm fwd {tag} 256 threads", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(overlap, True, f"rms_norm fwd {tag} overlapped", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(narrow, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
@@ -215,10 +209,6 @@ def main():
                    lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                    3 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            switched_bw(overlap, True, f"layer_norm bwd {tag} overlapped",
-                        lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)[0],
-                        lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask)[0],
-                        3 * x.numel() * size, tol)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -241,8 +231,6 @@ def main():
             add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
-            switched_bw(overlap, True, f"softmax fwd {tag} overlapped", lambda: tp.softmax(x, -1),
-                        lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
             if dtype == "bfloat16":
                 switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)

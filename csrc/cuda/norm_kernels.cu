@@ -247,7 +247,6 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1>
 __global__ __launch_bounds__(NT, NT == kPipeThreads ? (K <= 2 ? 3 : 1) : kNarrowNormBlocks) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
-  await_prior_grid();  // Note [Overlapped launches]
   constexpr int V = kPackOf<T>;
   constexpr bool kNarrow = NT != kPipeThreads;
   extern __shared__ __align__(16) unsigned char pipe_smem[];
@@ -415,7 +414,6 @@ template <class T, int K, class W, bool kLean = false, bool kFull = false>
 __global__ __launch_bounds__(kPipeThreads) void layer_norm_backward_pipe_kernel(
     const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd, const W* w, T* gx, acc_t<T>* pw,
     acc_t<T>* pb, int64_t rows, int64_t n) {
-  await_prior_grid();  // Note [Overlapped launches]
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>;
   constexpr int NT = kPipeThreads;
@@ -951,8 +949,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
           if (narrow_norm_rows_enabled() && pipe_rows_full<T>(len, kNarrowNormThreads, 4)) {  // Note [Narrow norm rows]
             const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
             auto narrow = [&](auto kernel) {
-              pipe_launch(kernel, pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads),
-                          kNarrowNormThreads, smem, s, xp, wp, bp, yp, mp, rp, rows, len, eps);
+              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads), kNarrowNormThreads, smem,
+                       s>>>(xp, wp, bp, yp, mp, rp, rows, len, eps);
             };
             constexpr int NT = kNarrowNormThreads;
             if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2>);
@@ -965,8 +963,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
             constexpr int K = decltype(k)::value;
             auto kernel = layer_norm_pipe_kernel<T, K, W>;
             const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-            pipe_launch(kernel, pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s, xp, wp, bp,
-                        yp, mp, rp, rows, len, eps);
+            kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                              rows, len, eps);
           });
         };
         if (in_dtype(w, x) && in_dtype(b, x)) {  // Note [Layer-norm weights in their dtype]
@@ -1034,7 +1032,7 @@ void layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, c
           const unsigned blocks = pipe_blocks(kernel, bytes, rows, dev);
           A *pw = nullptr, *pb = nullptr;
           if (columns) partials(int64_t(blocks), pw, pb);
-          pipe_launch(kernel, blocks, kPipeThreads, bytes, s, gp, xp, mp, rp, wv, gxp, pw, pb, rows, len);
+          kernel<<<blocks, kPipeThreads, bytes, s>>>(gp, xp, mp, rp, wv, gxp, pw, pb, rows, len);
         });
       };
       if (in_dtype(w, x)) {

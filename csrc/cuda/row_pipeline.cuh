@@ -166,52 +166,6 @@ __device__ __forceinline__ void pipe_rows(const T* const (&src)[NIN], int64_t ro
   }
 }
 
-// Note [Overlapped launches]: between two kernels in a stream the device drains the first
-// (its last blocks run on a few SMs), then launches and schedules the second's blocks, a few
-// microseconds a kernel: 1-3% of a bfloat16 32768x4096 row kernel's 150 us (the bench's time
-// a call exceeds Nsight Compute's kernel time by 5-7 us there, 2-3 us for float32's 280).
-// With tp._C._cuda_set_overlap_launches(True) (off; untimed) the pipelined row kernels launch
-// with programmatic stream serialization (sm_90): their blocks may be scheduled while the
-// kernel before them still runs, as its blocks retire, and each waits first for that kernel
-// to finish and its writes to be visible (griddepcontrol.wait), before touching global
-// memory, so the stream's order holds for every read and write (the caching allocator's
-// reuse of a block freed in stream order included). Each then lets the next such kernel be
-// scheduled (griddepcontrol.launch_dependents): a pipelined grid is one wave, resident from
-// its start, so later blocks take only the slots its own blocks leave.
-
-/// Waits for the kernel before this one in its stream when launched by pipe_launch with
-/// overlap (Note [Overlapped launches]; immediately otherwise), then lets the next one be
-/// scheduled. First in a pipelined kernel, before any access to global memory.
-__device__ __forceinline__ void await_prior_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-/// kernel<<<blocks, threads, smem, s>>>(args...), overlapping the kernel before it in s when
-/// overlap_launches_enabled() (Note [Overlapped launches]: the kernel starts with
-/// await_prior_grid()).
-template <class... P, class... A>
-void pipe_launch(void (*kernel)(P...), unsigned blocks, unsigned threads, size_t smem, cudaStream_t s,
-                 A&&... args) {
-  if (!overlap_launches_enabled()) {
-    kernel<<<blocks, threads, smem, s>>>(std::forward<A>(args)...);
-    return;
-  }
-  cudaLaunchAttribute overlap{};
-  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  overlap.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = smem;
-  config.stream = s;
-  config.attrs = &overlap;
-  config.numAttrs = 1;
-  TP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
-}
-
 /// The blocks of a pipelined launch on `device`: enough to fill every SM once at the
 /// kernel's occupancy, at most one per row. The first launch of a (kernel, smem_bytes,
 /// device) asks for the occupancy, which later ones read from a cache, after raising the

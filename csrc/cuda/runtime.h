@@ -68,11 +68,6 @@ void set_lean_half_rows_enabled(bool on);
 bool narrow_norm_rows_enabled();
 void set_narrow_norm_rows_enabled(bool on);
 
-/// Whether the pipelined row kernels launch overlapping the kernel before them (Note
-/// [Overlapped launches] in cuda/row_pipeline.cuh); off until timed on a GPU.
-bool overlap_launches_enabled();
-void set_overlap_launches_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

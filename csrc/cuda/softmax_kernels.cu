@@ -126,7 +126,6 @@ __global__ __launch_bounds__(kMaxRowThreads) void softmax_reg_kernel(const T* x,
 /// NT threads a block (with_pipe_threads); kFull: Note [Full rows].
 template <class T, int K, int NT, bool kFull = false>
 __global__ __launch_bounds__(NT) void softmax_pipe_kernel(const T* x, T* y, int64_t rows, int64_t n, bool log) {
-  await_prior_grid();  // Note [Overlapped launches]
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
@@ -191,7 +190,7 @@ bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, in
     const bool full = pipe_rows_full<T>(n, NT, k);  // Note [Full rows]
     auto go = [&](auto kernel, auto full_kernel) {
       if (full) kernel = full_kernel;
-      pipe_launch(kernel, pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s, x, y, rows, n, log);
+      kernel<<<pipe_blocks(kernel, smem, rows, dev, NT), NT, smem, s>>>(x, y, rows, n, log);
     };
     switch (k) {
       case 1: go(softmax_pipe_kernel<T, 1, NT>, softmax_pipe_kernel<T, 1, NT, true>); break;

@@ -153,9 +153,6 @@ void bind_cuda(nb::module_& m) {
   // Note [Narrow norm rows] (cuda/norm_kernels.cu): on by default, off to time the 256-thread kernel
   m.def("_cuda_set_narrow_norm_rows", [](bool on) { cuda::set_narrow_norm_rows_enabled(on); });
   m.def("_cuda_narrow_norm_rows", [] { return cuda::narrow_norm_rows_enabled(); });
-  // Note [Overlapped launches] (cuda/row_pipeline.cuh): off until timed on a GPU
-  m.def("_cuda_set_overlap_launches", [](bool on) { cuda::set_overlap_launches_enabled(on); });
-  m.def("_cuda_overlap_launches", [] { return cuda::overlap_launches_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

@@ -230,7 +230,6 @@ def test_full_and_staged_rows(n, dtype):
 
 def test_narrow_norm_rows_default():
     assert tp._C._cuda_narrow_norm_rows() is True  # Note [Narrow norm rows]: on by default
-    assert tp._C._cuda_overlap_launches() is False  # Note [Overlapped launches]: off until timed
 
 
 def with_switch(switch, on, check):
@@ -281,31 +280,6 @@ def test_norm_rows_far_from_zero(narrow):
         close(rs, rref, "float32", scale=10)
 
     with_switch("narrow_norm_rows", narrow, check)
-
-
-@pytest.mark.parametrize("n", [1000, 4096])
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_overlapped_launches(n, dtype):
-    # Note [Overlapped launches] (off until timed): the pipelined softmax and layer / RMS norm
-    # forward and backward against the CPU reference; then a chain in which each kernel reads
-    # the one before's output, in fresh blocks the caching allocator hands back in stream
-    # order, bit for bit as without overlap
-    with_switch("overlap_launches", True, lambda: check_rows_and_grads(n, dtype, seed=95))
-    x = rand((3000, n), dtype, seed=96)[0]
-    w = rand((n,), dtype, seed=97)[0]
-
-    def chain():
-        y = x
-        for _ in range(6):
-            y = tp.softmax(F.layer_norm(y, (n,), w, None) * 3, -1) * n
-            y = tp.native_layer_norm_backward(y, x, [n], *tp.native_layer_norm(x, [n], w, None, 1e-5)[1:], w, True,
-                                              False, False)[0]
-        return y.cpu().to(tp.float64).numpy()
-
-    plain = chain()
-    out = []
-    with_switch("overlap_launches", True, lambda: out.append(chain()))
-    np.testing.assert_array_equal(out[0], plain)
 
 
 @pytest.mark.parametrize("lean", [True, False])
