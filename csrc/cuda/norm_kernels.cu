@@ -73,7 +73,13 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // (Chan, Golub and LeVeque; 3529, ncu 147.6 us), and grids of the fewest blocks that run the
 // same number of rows each (1024 blocks of 32 rows instead of 1056 of 31.03: layer norm 3508,
 // softmax bfloat16 3537 against 3598, float32 3629 against 3653, layer-norm backward 3354
-// against 3373).
+// against 3373). Nor did launching the pipelined row kernels with programmatic stream
+// serialization, each waiting first for the kernel before it (griddepcontrol.wait), so its
+// blocks are scheduled while that kernel drains (run 3: layer norm 3567 against 3580, RMS norm
+// 3731 against 3710, softmax bfloat16 3621 against 3626, float32 3707 against 3694, layer-norm
+// backward bfloat16 3382 against 3367): launch gaps are not what the bench's time a call
+// holds beyond the kernel's (Nsight Compute counts 242 of the 268 MB written: the rest leaves
+// L2 during the next call).
 constexpr int kNarrowNormThreads = 128;
 constexpr int kNarrowNormBlocks = 8;
 
