@@ -99,7 +99,6 @@ std::atomic<bool> g_flash_mma{true};
 std::atomic<bool> g_warp_rows{false};
 std::atomic<bool> g_lean_half_rows{true};
 std::atomic<bool> g_narrow_norm_rows{true};
-std::atomic<bool> g_reread_norm_rows{false};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
@@ -111,8 +110,6 @@ bool lean_half_rows_enabled() { return g_lean_half_rows.load(std::memory_order_r
 void set_lean_half_rows_enabled(bool on) { g_lean_half_rows.store(on, std::memory_order_relaxed); }
 bool narrow_norm_rows_enabled() { return g_narrow_norm_rows.load(std::memory_order_relaxed); }
 void set_narrow_norm_rows_enabled(bool on) { g_narrow_norm_rows.store(on, std::memory_order_relaxed); }
-bool reread_norm_rows_enabled() { return g_reread_norm_rows.load(std::memory_order_relaxed); }
-void set_reread_norm_rows_enabled(bool on) { g_reread_norm_rows.store(on, std::memory_order_relaxed); }
 bool flash_mma_enabled() { return g_flash_mma.load(std::memory_order_relaxed); }
 void set_flash_mma_enabled(bool on) { g_flash_mma.store(on, std::memory_order_relaxed); }
 

@@ -208,79 +208,6 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
   }
 }
 
-// Note [Re-read norm rows]: the narrow layer-norm forward (Note [Narrow norm rows]) stalls
-// most on its per-row loads of the weight and bias (Nsight Compute's long-scoreboard stalls,
-// fifty times the 256-thread kernel's, which holds them in registers as floats, 64 of them a
-// thread at four packs: too many for eight blocks an SM). With
-// tp._C._cuda_set_reread_norm_rows(True) (off; untimed) a narrow row's values are not kept in
-// registers: each of its three passes (sum, centred squares, output) reads the thread's packs
-// back from the ring in shared memory, which frees 32 registers for the weight's and bias's
-// packs in their half type, loaded once before the rows and unpacked per row (opaque() keeps
-// the compiler from hoisting the unpacking out of the row loop as 64 floats). Weights of the
-// input's dtype only (a float32 weight takes the narrow kernel). With both a weight and a bias
-// seven blocks an SM (72 registers; bfloat16 spills 8 bytes), else eight (64). SASS row loop,
-// bfloat16 with both: 588 instructions a warp against the narrow kernel's 561, no global loads.
-
-/// p, which the compiler may not take for the value it had before: its unpacked values stay
-/// per row, not hoisted out of the row loop as 64 floats (Note [Re-read norm rows]).
-template <class T, int V>
-__device__ __forceinline__ Pack<T, V> opaque(Pack<T, V> p) {
-  static_assert(sizeof(p) == 16, "a 16-byte pack");
-  uint32_t* u = reinterpret_cast<uint32_t*>(p.v);
-  asm volatile("" : "+r"(u[0]), "+r"(u[1]), "+r"(u[2]), "+r"(u[3]));
-  return p;
-}
-
-/// layer_norm_row's narrow rows (Note [Re-read norm rows]): the row of K * NT packs at buf
-/// (shared memory) read in each pass; wk and bk this thread's packs of the weight and bias,
-/// present as kAffine says (layer_norm_row's); the same results bit for bit.
-template <class T, int K, int NT, int kAffine>
-__device__ __forceinline__ void layer_norm_row_reread(const T* buf, T* out, const Pack<T, kPackOf<T>> (&wk)[K],
-                                                      const Pack<T, kPackOf<T>> (&bk)[K], acc_t<T>* mean,
-                                                      acc_t<T>* rstd, int t, int64_t n, double eps,
-                                                      ReduceRing<acc_t<T>>& red) {
-  using A = acc_t<T>;
-  constexpr int V = kPackOf<T>;
-  A s = 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A v[V];
-    unpack_acc(load_pack(buf + (t + k * NT) * V), v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) s += v[e];
-  }
-  const A m = mean ? group_reduce(s, NT, red, SumFn{}) / A(n) : A(0);
-  A ss = 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A v[V];
-    unpack_acc(load_pack(buf + (t + k * NT) * V), v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) ss += (v[e] - m) * (v[e] - m);
-  }
-  const A rs = inv_std(group_reduce(ss, NT, red, SumFn{}) / A(n), eps);
-  if (t == 0) {
-    if (mean) *mean = m;
-    *rstd = rs;
-  }
-  const A nmrs = -m * rs;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A r[V], wv[V], bv[V];
-    unpack_acc(load_pack(buf + (t + k * NT) * V), r);
-    if constexpr (kAffine == 1 || kAffine == 2) unpack_acc(opaque(wk[k]), wv);
-    if constexpr (kAffine >= 2) unpack_acc(opaque(bk[k]), bv);
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      r[e] = fma(r[e], rs, nmrs);
-      if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
-      else if constexpr (kAffine == 1) r[e] *= wv[e];
-      else if constexpr (kAffine == 3) r[e] += bv[e];
-    }
-    store_rounded(out + (t + k * NT) * V, r);
-  }
-}
-
 /// Layer norm of rows held in registers (shape as softmax_reg_kernel).
 template <class T, int K>
 __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T* x, const acc_t<T>* w,
@@ -323,32 +250,16 @@ __device__ __forceinline__ void stage_packs(W* dst, const W* src, int t, int npk
 /// statistics 3453). Nor did staging the weight and bias in shared memory (Note [Staged norm
 /// operands]) or full rows (Note [Full rows]). NT = kNarrowNormThreads: Note [Narrow norm
 /// rows] (full rows of K packs a thread, the affine kAffine as layer_norm_row's).
-template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1, bool kReread = false>
-__global__ __launch_bounds__(NT, NT == kPipeThreads ? (K <= 2 ? 3 : 1)
-                                 : kReread && kAffine == 2 && sizeof(T) == 2 ? kNarrowNormBlocks - 1
-                                                                             : kNarrowNormBlocks) void layer_norm_pipe_kernel(
+template <class T, int K, class W, int NT = kPipeThreads, int kAffine = -1>
+__global__ __launch_bounds__(NT, NT == kPipeThreads ? (K <= 2 ? 3 : 1) : kNarrowNormBlocks) void layer_norm_pipe_kernel(
     const T* x, const W* w, const W* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n, double eps) {
   constexpr int V = kPackOf<T>;
   constexpr bool kNarrow = NT != kPipeThreads;
-  static_assert(!kReread || (kNarrow && std::is_same_v<W, T>), "re-read rows: narrow rows, weights of T");
   extern __shared__ __align__(16) unsigned char pipe_smem[];
   __shared__ acc_t<T> smem[2 * NT / 32];
   ReduceRing<acc_t<T>> red{smem, NT / 32};  // Note [Barrier-free rows]
   const T* const src[1] = {x};
   const int t = int(threadIdx.x), npk = int(n / V);
-  if constexpr (kReread) {  // Note [Re-read norm rows]
-    Pack<T, V> wk[K], bk[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if constexpr (kAffine == 1 || kAffine == 2) wk[k] = load_pack(reinterpret_cast<const T*>(w) + (t + k * NT) * V);
-      if constexpr (kAffine >= 2) bk[k] = load_pack(reinterpret_cast<const T*>(b) + (t + k * NT) * V);
-    }
-    pipe_rows<NT, K, true>(src, rows, n, reinterpret_cast<T*>(pipe_smem), [&](int64_t row, const T* buf) {
-      layer_norm_row_reread<T, K, NT, kAffine>(buf, y + row * n, wk, bk, mean ? mean + row : nullptr, rstd + row, t,
-                                               n, eps, red);
-    });
-    return;
-  }
   RowAffine<acc_t<T>, K, V> aff;
   if constexpr (!kNarrow) load_row_affine(aff, w, b, t, NT, npk);
   pipe_rows<NT, (kNarrow ? K : 0), kNarrow>(src, rows, n, reinterpret_cast<T*>(pipe_smem),
@@ -1047,17 +958,11 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
               kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads), kNarrowNormThreads, smem,
                        s>>>(xp, wp, bp, yp, mp, rp, rows, len, eps);
             };
-            auto affine = [&](auto reread) {  // Note [Re-read norm rows]: weights of T only
-              constexpr int NT = kNarrowNormThreads;
-              constexpr bool R = decltype(reread)::value;
-              if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2, R>);
-              else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1, R>);
-              else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3, R>);
-              else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0, R>);
-            };
-            if constexpr (std::is_same_v<W, T>)
-              if (reread_norm_rows_enabled()) return affine(std::true_type{});
-            affine(std::false_type{});
+            constexpr int NT = kNarrowNormThreads;
+            if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2>);
+            else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1>);
+            else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3>);
+            else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0>);
             return;
           }
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {

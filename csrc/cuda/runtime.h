@@ -68,12 +68,6 @@ void set_lean_half_rows_enabled(bool on);
 bool narrow_norm_rows_enabled();
 void set_narrow_norm_rows_enabled(bool on);
 
-/// Whether the narrow layer-norm forward reads its rows back from shared memory in each pass,
-/// its weight and bias held in registers (Note [Re-read norm rows] in cuda/norm_kernels.cu);
-/// off until timed on a GPU.
-bool reread_norm_rows_enabled();
-void set_reread_norm_rows_enabled(bool on);
-
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

@@ -153,9 +153,6 @@ void bind_cuda(nb::module_& m) {
   // Note [Narrow norm rows] (cuda/norm_kernels.cu): on by default, off to time the 256-thread kernel
   m.def("_cuda_set_narrow_norm_rows", [](bool on) { cuda::set_narrow_norm_rows_enabled(on); });
   m.def("_cuda_narrow_norm_rows", [] { return cuda::narrow_norm_rows_enabled(); });
-  // Note [Re-read norm rows] (cuda/norm_kernels.cu): off until timed on a GPU
-  m.def("_cuda_set_reread_norm_rows", [](bool on) { cuda::set_reread_norm_rows_enabled(on); });
-  m.def("_cuda_reread_norm_rows", [] { return cuda::reread_norm_rows_enabled(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones
   m.def("_cuda_set_flash_mma", [](bool on) { cuda::set_flash_mma_enabled(on); });
   m.def("_cuda_flash_mma", [] { return cuda::flash_mma_enabled(); });

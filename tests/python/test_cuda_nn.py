@@ -230,7 +230,6 @@ def test_full_and_staged_rows(n, dtype):
 
 def test_narrow_norm_rows_default():
     assert tp._C._cuda_narrow_norm_rows() is True  # Note [Narrow norm rows]: on by default
-    assert tp._C._cuda_reread_norm_rows() is False  # Note [Re-read norm rows]: off until timed
 
 
 def with_switch(switch, on, check):
@@ -243,16 +242,15 @@ def with_switch(switch, on, check):
         getattr(tp._C, f"_cuda_set_{switch}")(prev)
 
 
-@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False),
-                                     ("reread_norm_rows", True)], ids=["narrow", "256_threads", "reread"])
+@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False)],
+                         ids=["narrow", "256_threads"])
 @pytest.mark.parametrize("n", [4000, 4096])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_narrow_norm_rows(n, dtype, variant):
     # Note [Narrow norm rows]: half-type rows of 4096 on 128-thread blocks, the affine read per
     # row with which operands are present fixed at compile time (all four cases), RMS norm;
     # rows of 4000 keep the 256-thread kernel; forwards and statistics against the CPU
-    # reference, more rows than blocks; with the 256-thread kernel, and with Note [Re-read norm
-    # rows] (off until timed)
+    # reference, more rows than blocks; and with the 256-thread kernel
     x, ref = rand((3000, n), dtype, seed=n + 60)
     w, wref = rand((n,), dtype, seed=61)
     b, bref = rand((n,), dtype, seed=62)
