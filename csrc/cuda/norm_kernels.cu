@@ -51,35 +51,35 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // cost as much as 5% of the 32768x4096 forward's time). The others (register rows, warp
 // rows, rows of any length) take A; the launchers cast for them (acc_vector).
 
-// Note [Narrow norm rows]: Nsight Compute at the bench's clocks (H200, 2026-12-01) counts
-// 3200 warp instructions a bfloat16 layer-norm forward row of 4096 on 256-thread blocks
-// (eight warps of 400; 72% issue-slot use; three blocks an SM) against 1430 for softmax's
-// 128-thread blocks (four warps of 360; nine blocks an SM). Layer norm on 128-thread blocks
-// measured slower while it held its weight and bias in registers (64 floats a thread: Note
-// [Lean half rows]). Now (tp._C._cuda_set_narrow_norm_rows, on by default) half-type
-// rows of exactly 4 * 128 packs (4096 elements) take kNarrowNormThreads-thread blocks, four
-// packs a thread, as full rows (Note [Full rows]: no bounds checks, unrolled copies, the
-// output as x * rstd - mean * rstd), reading w and b per row (L1 holds their 16 KB) with
-// which of them are present fixed at compile time; kNarrowNormBlocks blocks an SM asked for
-// (56-62 registers, no spills). SASS row loop with bfloat16 weight and bias: 561 instructions
-// a warp for 32 values a thread, 2244 a row's four warps, against 484 a warp and 3872 a row
-// for the 256-thread kernel (static counts; the executed 3200 above). On the H200 (2026-12-01,
-// 32768x4096 bfloat16, GB/s, two runs): layer norm 3580 / 3545 against 3536 / 3520, RMS norm
-// 3715 / 3656 against 3460 / 3469; Nsight Compute at the bench's clocks: 145-148 against
-// 149-150 us, 70 M warp instructions against 105 M, 50% issue-slot use against 72%, DRAM 72%
-// for both (barrier stalls twice the 256-thread kernel's; long-scoreboard ones, the affine's
-// loads at a 41% L1 hit rate, fifty times). Two variants measured no faster and were dropped
-// (run 2): a row's mean and variance in one exchange, each thread's moments merged pairwise
-// (Chan, Golub and LeVeque; 3529, ncu 147.6 us), and grids of the fewest blocks that run the
-// same number of rows each (1024 blocks of 32 rows instead of 1056 of 31.03: layer norm 3508,
-// softmax bfloat16 3537 against 3598, float32 3629 against 3653, layer-norm backward 3354
+// Note [Narrow norm rows]: Nsight Compute at the bench's clocks (H200, 2026-12-01) counts 3200
+// warp instructions a bfloat16 layer-norm forward row of 4096 on 256-thread blocks (eight warps
+// of 400; 72% issue-slot use; three blocks an SM) against 1430 for softmax's 128-thread blocks
+// (four warps of 360; nine blocks an SM). Layer norm on 128-thread blocks measured slower while
+// it held its weight and bias in registers (64 floats a thread: Note [Lean half rows]). Now
+// (tp._C._cuda_set_narrow_norm_rows, on by default) half-type rows of exactly 4 * 128 packs
+// (4096 elements) take kNarrowNormThreads-thread blocks, four packs a thread, as full rows
+// (Note [Full rows]: no bounds checks, unrolled copies, the output as x * rstd - mean * rstd),
+// reading w and b per row (L1 holds their 16 KB) with which of them are present fixed at
+// compile time; kNarrowNormBlocks blocks an SM asked for (56-62 registers, no spills). SASS row
+// loop with bfloat16 weight and bias: 561 instructions a warp for 32 values a thread, 2244 a
+// row's four warps, against 484 a warp and 3872 a row for the 256-thread kernel (static counts;
+// the executed 3200 above). On the H200 (2026-12-01, 32768x4096 bfloat16, GB/s, four runs):
+// layer norm 3580 / 3545 / 3580 / 3526 against 3536 / 3520 / 3504 / 3517, RMS norm 3715 / 3656
+// / 3710 / 3688 against 3460 / 3469 / 3504 / 3492; Nsight Compute at the bench's clocks:
+// 145-148 against 149-150 us, 70 M warp instructions against 105 M, 50% issue-slot use against
+// 72%, DRAM 72% for both (barrier stalls twice the 256-thread kernel's; long-scoreboard ones,
+// the affine's loads at a 41% L1 hit rate, fifty times). Two variants measured no faster and
+// were dropped (run 2): a row's mean and variance in one exchange, each thread's moments merged
+// pairwise (Chan, Golub and LeVeque; 3529, ncu 147.6 us), and grids of the fewest blocks that
+// run the same number of rows each (1024 blocks of 32 rows instead of 1056 of 31.03: layer norm
+// 3508, softmax bfloat16 3537 against 3598, float32 3629 against 3653, layer-norm backward 3354
 // against 3373). Nor did launching the pipelined row kernels with programmatic stream
 // serialization, each waiting first for the kernel before it (griddepcontrol.wait), so its
 // blocks are scheduled while that kernel drains (run 3: layer norm 3567 against 3580, RMS norm
 // 3731 against 3710, softmax bfloat16 3621 against 3626, float32 3707 against 3694, layer-norm
-// backward bfloat16 3382 against 3367): launch gaps are not what the bench's time a call
-// holds beyond the kernel's (Nsight Compute counts 242 of the 268 MB written: the rest leaves
-// L2 during the next call). Nor did re-reading a narrow row from the ring in each of its three
+// backward bfloat16 3382 against 3367): launch gaps are not what the bench's time a call holds
+// beyond the kernel's (Nsight Compute counts 242 of the 268 MB written: the rest leaves L2
+// during the next call). Nor did re-reading a narrow row from the ring in each of its three
 // passes to hold the weight and bias in registers in their half type instead of loading them
 // per row (run 4: 72 registers and seven blocks an SM with both; layer norm 3467 against 3526,
 // RMS norm 3582 against 3688).
