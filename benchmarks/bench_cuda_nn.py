@@ -143,9 +143,10 @@ def main():
     def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
         """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
         default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_narrow_norm_rows, on, Note [Narrow norm rows]): switch(on) for
-        the row, checked against torch first; a failed check or a CUDA error becomes the row's
-        note; switch(not on) after."""
+        rows]; tp._C._cuda_set_narrow_norm_rows, on, Note [Narrow norm rows];
+        tp._C._cuda_set_packed_half_rows, 0, Note [Packed half rows]): switch(on) for the row,
+        checked against torch first; a failed check or a CUDA error becomes the row's note;
+        switch(not on) after."""
         switch(on)
         try:
             check(name, f_tp(), f_th(), rtol=tol, atol=tol)
@@ -157,6 +158,9 @@ def main():
 
     warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
     narrow = tp._C._cuda_set_narrow_norm_rows  # Note [Narrow norm rows], on
+
+    def packed(threads):  # Note [Packed half rows], off until timed: switched_bw's switch
+        return lambda on: tp._C._cuda_set_packed_half_rows(threads if on else 0)
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -177,6 +181,12 @@ def main():
                    lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
+                for nt in (128, 256):
+                    switched_bw(packed(nt), True, f"layer_norm fwd {tag} packed {nt}",
+                                lambda: F.layer_norm(x, (n,), w, b),
+                                lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+                    switched_bw(packed(nt), True, f"rms_norm fwd {tag} packed {nt}", lambda: F.rms_norm(x, (n,), w),
+                                lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
                 switched_bw(narrow, False, f"layer_norm fwd {tag} 256 threads", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
                 switched_bw(narrow, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
@@ -232,6 +242,9 @@ def main():
                    2 * x.numel() * size)
             tp._C._cuda_set_row_pipeline(True)
             if dtype == "bfloat16":
+                for nt in (128, 256):
+                    switched_bw(packed(nt), True, f"softmax fwd {tag} packed {nt}", lambda: tp.softmax(x, -1),
+                                lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
                 switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
                 switched_bw(lean, False, f"softmax fwd {tag} 256 threads", lambda: tp.softmax(x, -1),

@@ -43,7 +43,11 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
-        if dtype is tp.bfloat16:  # Note [Narrow norm rows]: the 256-thread kernel beside the default
+        if dtype is tp.bfloat16:  # beside the defaults: Note [Packed half rows], the 256-thread kernel
+            tp._C._cuda_set_packed_half_rows(128)
+            tp.softmax(x, -1)
+            F.layer_norm(x, (4096,), w, b)
+            tp._C._cuda_set_packed_half_rows(0)
             tp._C._cuda_set_narrow_norm_rows(False)
             F.layer_norm(x, (4096,), w, b)
             tp._C._cuda_set_narrow_norm_rows(True)

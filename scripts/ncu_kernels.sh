@@ -12,7 +12,7 @@ metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__
 extra=gpc__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,l1tex__t_sector_hit_rate.pct
 for case in ${NCU_CASES:-rows attention}; do
   for m in "$metrics,$extra" "$metrics"; do  # without the extra metrics if ncu refuses them
-    timeout 150 "$NCU" --clock-control "${NCU_CLOCKS:-base}" --kernel-name regex:"pipe_kernel|reg_kernel|mma_kernel" \
+    timeout 150 "$NCU" --clock-control "${NCU_CLOCKS:-base}" --kernel-name regex:"pipe_kernel|reg_kernel|packed_kernel|mma_kernel" \
       --metrics "$m" --csv --page raw --print-units base python3 scripts/ncu_cases.py "$case" >/tmp/ncu_case.txt 2>&1
     grep -q '^"ID"' /tmp/ncu_case.txt && break
   done

@@ -99,6 +99,7 @@ std::atomic<bool> g_flash_mma{true};
 std::atomic<bool> g_warp_rows{false};
 std::atomic<bool> g_lean_half_rows{true};
 std::atomic<bool> g_narrow_norm_rows{true};
+std::atomic<int> g_packed_half_rows{0};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }
@@ -110,6 +111,12 @@ bool lean_half_rows_enabled() { return g_lean_half_rows.load(std::memory_order_r
 void set_lean_half_rows_enabled(bool on) { g_lean_half_rows.store(on, std::memory_order_relaxed); }
 bool narrow_norm_rows_enabled() { return g_narrow_norm_rows.load(std::memory_order_relaxed); }
 void set_narrow_norm_rows_enabled(bool on) { g_narrow_norm_rows.store(on, std::memory_order_relaxed); }
+int packed_half_rows() { return g_packed_half_rows.load(std::memory_order_relaxed); }
+void set_packed_half_rows(int threads) {
+  TP_CHECK_VALUE(threads == 0 || threads == 128 || threads == 256,
+                 "_cuda_set_packed_half_rows: threads must be 0, 128 or 256, got ", threads);
+  g_packed_half_rows.store(threads, std::memory_order_relaxed);
+}
 bool flash_mma_enabled() { return g_flash_mma.load(std::memory_order_relaxed); }
 void set_flash_mma_enabled(bool on) { g_flash_mma.store(on, std::memory_order_relaxed); }
 

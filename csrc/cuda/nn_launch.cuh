@@ -2,11 +2,13 @@
 // norm_kernels.cu): rows held in registers, streamed rows, exp / log of the accumulation type.
 #pragma once
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <initializer_list>
 #include <type_traits>
 
 #include "cuda/block_reduce.cuh"
+#include "cuda/runtime.h"
 
 namespace tp::cuda {
 
@@ -25,6 +27,55 @@ template <class A>
 __device__ __forceinline__ A dev_log(A v) {
   if constexpr (std::is_same_v<A, float>) return logf(v);
   else return log(v);
+}
+
+// Note [Packed half rows]: a plain Triton layer-norm forward, one bfloat16 row of 4096 a
+// program (32768 short-lived programs, the weight and bias loaded per row), reached 3926 /
+// 3964 GB/s on the H200 at 4 / 8 warps (benchmarks/probe_bf16_rows.py, 2026-12-01), where the
+// pipelined kernels stop at 3.53-3.63 TB/s and the bfloat16 register-row kernel at 2.0 (one
+// row of 128 threads a block, its registers sized for kMaxRowThreads: about six blocks an
+// SM, 48 KB of loads in flight; its float32 twin moves 16 KB a row and reaches 3.9). With
+// tp._C._cuda_set_packed_half_rows(NT) (0: off, the default; untimed) half-type rows of 4096
+// take one block of NT = 128 or 256 threads each, a thread's K = 4096 / (NT * 8) packs held
+// as loaded (two values a register) and unpacked in each of the row's passes, so a thread
+// holds 16 (NT 128) or 8 registers of values and kPackedRowSlots threads an SM are asked
+// for: twelve 128-thread blocks, twelve rows and 96 KB of loads in flight an SM. Layer / RMS
+// norm forward (weight and bias of the input's dtype, read per row, which of them present
+// fixed at compile time, the output as in Note [Narrow norm rows]) and softmax /
+// log_softmax forward (as the lean pipelined rows: exp on the special-function unit, here
+// formed twice instead of held). 37-40 registers (the no-affine layer norm and log_softmax
+// on 128 threads spill 8 / 12 bytes); SASS a warp's row, bfloat16 layer norm with weight and
+// bias: 624 instructions on 128 threads (2496 a row), 432 on 256 (3456).
+constexpr int kPackedRowSlots = 1536;
+constexpr int64_t kPackedRowLength = 4096;
+
+/// The threads a block of the packed half-type row kernels takes for `rows` rows of n
+/// elements of T at these pointers (Note [Packed half rows]), or 0 where they do not apply.
+template <class T>
+int packed_row_threads(int64_t n, int64_t rows, std::initializer_list<const void*> ptrs) {
+  const int nt = packed_half_rows();
+  if (sizeof(T) != 2 || nt == 0 || n != kPackedRowLength || rows > INT32_MAX) return 0;
+  for (const void* p : ptrs)
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return 0;
+  return nt;
+}
+
+/// Calls go(std::integral_constant<int, NT>) for nt, 128 or 256.
+template <class F>
+void with_packed_threads(int nt, F&& go) {
+  if (nt == 128) go(std::integral_constant<int, 128>{});
+  else go(std::integral_constant<int, 256>{});
+}
+
+/// The pack p, which the compiler may not take for the value it had before: its values are
+/// unpacked again where it is used, not held unpacked across the row (Note [Packed half
+/// rows]).
+template <class T, int V>
+__device__ __forceinline__ Pack<T, V> opaque(Pack<T, V> p) {
+  static_assert(sizeof(p) == 16, "a 16-byte pack");
+  uint32_t* u = reinterpret_cast<uint32_t*>(p.v);
+  asm volatile("" : "+r"(u[0]), "+r"(u[1]), "+r"(u[2]), "+r"(u[3]));
+  return p;
 }
 
 /// tpr threads (a power of two, 32 ... kMaxRowThreads) per row, each holding k packs

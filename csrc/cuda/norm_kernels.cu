@@ -211,6 +211,64 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
   }
 }
 
+/// Layer norm of half-type rows of kPackedRowLength, one a block of NT threads (Note [Packed
+/// half rows]): a thread's K packs held as loaded and unpacked in each pass; the weight and
+/// bias (of T) read per row, present as kAffine says (layer_norm_row's); no mean: RMS norm.
+/// The output as the narrow rows form it (Note [Narrow norm rows]), bit for bit.
+template <class T, int NT, int kAffine>
+__global__ __launch_bounds__(NT, kPackedRowSlots / NT) void layer_norm_packed_kernel(
+    const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, double eps) {
+  using A = acc_t<T>;
+  constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
+  constexpr int64_t n = kPackedRowLength;
+  __shared__ A smem[2 * NT / 32];
+  ReduceRing<A> red{smem, NT / 32};  // Note [Barrier-free rows]
+  const int t = int(threadIdx.x);
+  const int64_t row = blockIdx.x;
+  Pack<T, V> q[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) q[k] = load_pack(x + row * n + (t + k * NT) * V);
+  A s = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    A v[V];
+    unpack_acc(q[k], v);
+#pragma unroll
+    for (int e = 0; e < V; ++e) s += v[e];
+  }
+  const A m = mean ? group_reduce(s, NT, red, SumFn{}) / A(n) : A(0);
+  A ss = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    A v[V];
+    unpack_acc(opaque(q[k]), v);
+#pragma unroll
+    for (int e = 0; e < V; ++e) ss += (v[e] - m) * (v[e] - m);
+  }
+  const A rs = inv_std(group_reduce(ss, NT, red, SumFn{}) / A(n), eps);
+  if (t == 0) {
+    if (mean) mean[row] = m;
+    rstd[row] = rs;
+  }
+  const A nmrs = -m * rs;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int j = t + k * NT;
+    A r[V], wv[V], bv[V];
+    if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
+    if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
+    unpack_acc(opaque(q[k]), r);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      r[e] = fma(r[e], rs, nmrs);
+      if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
+      else if constexpr (kAffine == 1) r[e] *= wv[e];
+      else if constexpr (kAffine == 3) r[e] += bv[e];
+    }
+    store_rounded(y + row * n + j * V, r);
+  }
+}
+
 /// Layer norm of rows held in registers (shape as softmax_reg_kernel).
 template <class T, int K>
 __global__ __launch_bounds__(kMaxRowThreads) void layer_norm_reg_kernel(const T* x, const acc_t<T>* w,
@@ -950,6 +1008,21 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     const void *wraw = w.defined() ? w.data_ptr() : nullptr, *braw = b.defined() ? b.data_ptr() : nullptr;
     // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
     // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
+    if constexpr (sizeof(T) == 2) {  // Note [Packed half rows]
+      const int nt = in_dtype(w, x) && in_dtype(b, x) ? packed_row_threads<T>(len, rows, {xp, yp, wraw, braw}) : 0;
+      if (nt) {
+        const T *wp = ptr_or_null<T>(w), *bp = ptr_or_null<T>(b);
+        with_packed_threads(nt, [&](auto threads) {
+          constexpr int NT = decltype(threads)::value;
+          auto kernel = wp && bp ? layer_norm_packed_kernel<T, NT, 2>
+                        : wp     ? layer_norm_packed_kernel<T, NT, 1>
+                        : bp     ? layer_norm_packed_kernel<T, NT, 3>
+                                 : layer_norm_packed_kernel<T, NT, 0>;
+          kernel<<<unsigned(rows), NT, 0, s>>>(xp, wp, bp, yp, mp, rp, eps);
+        });
+        return;
+      }
+    }
     if (sizeof(T) < 4 && row_pipeline_enabled() && !warp_rows_fit<T>(len, {xp, yp}) &&
         pipe_rows_fit<T>(len, {xp, yp, wraw, braw})) {
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)

@@ -68,6 +68,11 @@ void set_lean_half_rows_enabled(bool on);
 bool narrow_norm_rows_enabled();
 void set_narrow_norm_rows_enabled(bool on);
 
+/// The threads a block of the packed half-type row kernels (Note [Packed half rows] in
+/// cuda/nn_launch.cuh), 128 or 256; 0 (the default until timed on a GPU): off.
+int packed_half_rows();
+void set_packed_half_rows(int threads);
+
 /// Whether the fused attention entry points run the mma.sync kernels (Note [Flash attention
 /// on mma.sync] in cuda/attention_mma.cu) instead of the WMMA ones; on by default (4.6x
 /// faster on the H200), off to time or test the WMMA kernels.

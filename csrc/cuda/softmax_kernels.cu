@@ -179,6 +179,68 @@ bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, in
   }
 }
 
+/// softmax (kLog: log_softmax) of half-type rows of kPackedRowLength, one a block of NT
+/// threads (Note [Packed half rows]): a thread's K packs held as loaded and unpacked in each
+/// pass; the same results as the lean pipelined rows (softmax_row's kLean), exp formed again
+/// for the output instead of held.
+template <class T, int NT, bool kLog>
+__global__ __launch_bounds__(NT, kPackedRowSlots / NT) void softmax_packed_kernel(const T* x, T* y) {
+  constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
+  constexpr int64_t n = kPackedRowLength;
+  __shared__ float smem[2 * NT / 32];
+  ReduceRing<float> red{smem, NT / 32};  // Note [Barrier-free rows]
+  const int t = int(threadIdx.x);
+  const int64_t row = blockIdx.x;
+  Pack<T, V> q[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) q[k] = load_pack(x + row * n + (t + k * NT) * V);
+  float m = kNegInf<float>;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float v[V];
+    unpack_acc(q[k], v);
+#pragma unroll
+    for (int e = 0; e < V; ++e) m = MaxNanFn{}(m, v[e]);
+  }
+  m = group_reduce(m, NT, red, MaxNanFn{});
+  const float ml2 = m * kLog2E;
+  float s = 0;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float v[V];
+    unpack_acc(opaque(q[k]), v);
+#pragma unroll
+    for (int e = 0; e < V; ++e) s += exp2_ftz(fmaf(v[e], kLog2E, -ml2));
+  }
+  s = group_reduce(s, NT, red, SumFn{});
+  const float shift = m + dev_log(s), inv = 1.0f / s;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float r[V];
+    unpack_acc(opaque(q[k]), r);
+#pragma unroll
+    for (int e = 0; e < V; ++e) r[e] = kLog ? r[e] - shift : exp2_ftz(fmaf(r[e], kLog2E, -ml2)) * inv;
+    store_rounded(y + row * n + (t + k * NT) * V, r);
+  }
+}
+
+/// Launches softmax_packed_kernel where Note [Packed half rows] applies.
+template <class T>
+bool launch_softmax_packed(const T* x, T* y, int64_t rows, int64_t n, bool log, cudaStream_t s) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    const int nt = packed_row_threads<T>(n, rows, {x, y});
+    if (nt == 0) return false;
+    with_packed_threads(nt, [&](auto threads) {
+      constexpr int NT = decltype(threads)::value;
+      auto kernel = log ? softmax_packed_kernel<T, NT, true> : softmax_packed_kernel<T, NT, false>;
+      kernel<<<unsigned(rows), NT, 0, s>>>(x, y);
+    });
+    return true;
+  }
+}
+
 /// Launches softmax_pipe_kernel when the pipeline is on and the rows fit it.
 template <class T>
 bool launch_softmax_pipe(const T* x, T* y, int64_t rows, int64_t n, bool log, int dev, cudaStream_t s) {
@@ -373,7 +435,8 @@ void softmax_forward(const Tensor& x, const Tensor& y, int64_t outer, int64_t n,
     T* yp = y.device_data<T>();
     if (inner > 1) {
       softmax_cols_kernel<T><<<loop_blocks(outer * inner), kLoopThreads, 0, s>>>(xp, yp, outer, n, inner, log);
-    } else if (!launch_softmax_warp(xp, yp, outer, n, log, x.device().index, s) &&
+    } else if (!launch_softmax_packed(xp, yp, outer, n, log, s) &&
+               !launch_softmax_warp(xp, yp, outer, n, log, x.device().index, s) &&
                !launch_softmax_pipe(xp, yp, outer, n, log, x.device().index, s) &&
                !launch_softmax_reg(xp, yp, outer, n, log, s)) {
       const StreamRowConfig c = stream_row_config(outer, n);

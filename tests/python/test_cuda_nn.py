@@ -230,6 +230,7 @@ def test_full_and_staged_rows(n, dtype):
 
 def test_narrow_norm_rows_default():
     assert tp._C._cuda_narrow_norm_rows() is True  # Note [Narrow norm rows]: on by default
+    assert tp._C._cuda_packed_half_rows() == 0  # Note [Packed half rows]: off until timed
 
 
 def with_switch(switch, on, check):
@@ -265,8 +266,37 @@ def test_narrow_norm_rows(n, dtype, variant):
     with_switch(*variant, check)
 
 
-@pytest.mark.parametrize("narrow", [True, False])
-def test_norm_rows_far_from_zero(narrow):
+@pytest.mark.parametrize("threads", [128, 256])
+@pytest.mark.parametrize("n", [4000, 4096])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_packed_half_rows(n, dtype, threads):
+    # Note [Packed half rows] (off until timed): half-type rows of 4096, one a block of 128 or
+    # 256 threads (rows of 4000 keep the other kernels): softmax, log_softmax, layer norm with
+    # each of weight and bias present or not and its statistics, RMS norm, against the CPU
+    # reference
+    x, ref = rand((3000, n), dtype, seed=n + 100)
+    w, wref = rand((n,), dtype, seed=101)
+    b, bref = rand((n,), dtype, seed=102)
+
+    def check():
+        check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
+        for args in [(w, None, wref, None), (None, b, None, bref)]:
+            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
+                  scale=10)
+        check_fused_rms_norm(x, ref, w, wref, n, dtype)
+
+    with_switch("packed_half_rows", threads, check)
+
+
+def test_packed_half_rows_bad_threads():
+    with pytest.raises(ValueError, match="_cuda_set_packed_half_rows: threads must be 0, 128 or 256"):
+        tp._C._cuda_set_packed_half_rows(64)
+    assert tp._C._cuda_packed_half_rows() == 0
+
+
+@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False),
+                                     ("packed_half_rows", 128)], ids=["narrow", "256_threads", "packed"])
+def test_norm_rows_far_from_zero(variant):
     # rows whose mean is far from their spread, mean 100 and standard deviation 0.5 in float16
     # rows of 4096: the statistics against the CPU's (a variance from the sum of squares, not
     # the centred one, misses rstd by 0.4%)
@@ -279,7 +309,7 @@ def test_norm_rows_far_from_zero(narrow):
         close(ms, mref, "float32")
         close(rs, rref, "float32", scale=10)
 
-    with_switch("narrow_norm_rows", narrow, check)
+    with_switch(*variant, check)
 
 
 @pytest.mark.parametrize("lean", [True, False])
