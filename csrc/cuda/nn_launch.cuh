@@ -38,15 +38,17 @@ __device__ __forceinline__ A dev_log(A v) {
 // tp._C._cuda_set_packed_half_rows(NT) (0: off, the default; untimed) half-type rows of 4096
 // take one block of NT = 128 or 256 threads each, a thread's K = 4096 / (NT * 8) packs held
 // as loaded (two values a register) and unpacked in each of the row's passes, so a thread
-// holds 16 (NT 128) or 8 registers of values and kPackedRowSlots threads an SM are asked
-// for: twelve 128-thread blocks, twelve rows and 96 KB of loads in flight an SM. Layer / RMS
+// holds 16 (NT 128) or 8 registers of values, and packed_row_blocks(NT) blocks an SM are
+// asked for: twelve of 128 threads (40 registers; sixteen spill), eight of 256 (32: every
+// thread slot), twelve or eight rows and 96 or 64 KB of loads in flight an SM. Layer / RMS
 // norm forward (weight and bias of the input's dtype, read per row, which of them present
 // fixed at compile time, the output as in Note [Narrow norm rows]) and softmax /
 // log_softmax forward (as the lean pipelined rows: exp on the special-function unit, here
-// formed twice instead of held). 37-40 registers (the no-affine layer norm and log_softmax
-// on 128 threads spill 8 / 12 bytes); SASS a warp's row, bfloat16 layer norm with weight and
-// bias: 624 instructions on 128 threads (2496 a row), 432 on 256 (3456).
-constexpr int kPackedRowSlots = 1536;
+// formed twice instead of held). (The no-affine layer norm and log_softmax on 128 threads
+// spill 8 / 12 bytes.)
+
+/// Blocks an SM the packed row kernels of NT threads ask for (Note [Packed half rows]).
+constexpr int packed_row_blocks(int nt) { return nt == 128 ? 12 : 8; }
 constexpr int64_t kPackedRowLength = 4096;
 
 /// The threads a block of the packed half-type row kernels takes for `rows` rows of n

@@ -216,7 +216,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
 /// bias (of T) read per row, present as kAffine says (layer_norm_row's); no mean: RMS norm.
 /// The output as the narrow rows form it (Note [Narrow norm rows]), bit for bit.
 template <class T, int NT, int kAffine>
-__global__ __launch_bounds__(NT, kPackedRowSlots / NT) void layer_norm_packed_kernel(
+__global__ __launch_bounds__(NT, packed_row_blocks(NT)) void layer_norm_packed_kernel(
     const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, double eps) {
   using A = acc_t<T>;
   constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);

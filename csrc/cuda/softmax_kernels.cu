@@ -184,7 +184,7 @@ bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, in
 /// pass; the same results as the lean pipelined rows (softmax_row's kLean), exp formed again
 /// for the output instead of held.
 template <class T, int NT, bool kLog>
-__global__ __launch_bounds__(NT, kPackedRowSlots / NT) void softmax_packed_kernel(const T* x, T* y) {
+__global__ __launch_bounds__(NT, packed_row_blocks(NT)) void softmax_packed_kernel(const T* x, T* y) {
   constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
   constexpr int64_t n = kPackedRowLength;
   __shared__ float smem[2 * NT / 32];
