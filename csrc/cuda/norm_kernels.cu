@@ -214,7 +214,7 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
 /// Layer norm of half-type rows of kPackedRowLength, one a block of NT threads (Note [Packed
 /// half rows]): a thread's K packs held as loaded and unpacked in each pass; the weight and
 /// bias (of T) read per row, present as kAffine says (layer_norm_row's); no mean: RMS norm.
-/// The output as the narrow rows form it (Note [Narrow norm rows]), bit for bit.
+/// The output as the narrow rows form it (Note [Narrow norm rows]; on 128 threads bit for bit).
 template <class T, int NT, int kAffine>
 __global__ __launch_bounds__(NT, packed_row_blocks(NT)) void layer_norm_packed_kernel(
     const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, double eps) {
@@ -1006,8 +1006,6 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
     T* yp = y.device_data<T>();
     A *mp = mut_ptr_or_null<A>(mean), *rp = rstd.device_data<A>();
     const void *wraw = w.defined() ? w.data_ptr() : nullptr, *braw = b.defined() ? b.data_ptr() : nullptr;
-    // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
-    // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if constexpr (sizeof(T) == 2) {  // Note [Packed half rows]
       const int nt = in_dtype(w, x) && in_dtype(b, x) ? packed_row_threads<T>(len, rows, {xp, yp, wraw, braw}) : 0;
       if (nt) {
@@ -1023,6 +1021,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
         return;
       }
     }
+    // the pipelined forward only for the half types: float32 rows of 4096 ran at 3931 GB/s in
+    // registers and 3340 pipelined on the H200 (bfloat16: 2092 and 2785; Note [Row pipeline])
     if (sizeof(T) < 4 && row_pipeline_enabled() && !warp_rows_fit<T>(len, {xp, yp}) &&
         pipe_rows_fit<T>(len, {xp, yp, wraw, braw})) {
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
