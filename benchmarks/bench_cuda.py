@@ -17,22 +17,7 @@ import time
 import torch
 
 import tensorplay as tp
-
-
-def gpu_time(lib, fn, reps, rounds):
-    """Median milliseconds per call, timed with the library's CUDA events."""
-    fn()
-    lib.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return statistics.median(times)
+from common import gpu_time
 
 
 def host_time(lib, fn, reps, rounds):

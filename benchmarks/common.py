@@ -11,6 +11,23 @@ def timeit(fn, number):
     return (time.perf_counter() - t0) / number
 
 
+def gpu_time(lib, fn, reps, rounds):
+    """Median milliseconds per call, timed with the library's CUDA events (lib: tensorplay or
+    torch)."""
+    fn()
+    lib.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start, end = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / reps)
+    return statistics.median(times)
+
+
 def compare(tp_fn, torch_fn, number, rounds):
     """Median seconds per call for each library, rounds interleaved after a warm-up call."""
     tp_fn(), torch_fn()

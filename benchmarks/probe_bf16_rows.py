@@ -5,11 +5,15 @@ Triton kernel is checked against torch first; GB/s counts the bytes read and wri
 
     python benchmarks/probe_bf16_rows.py
 """
-import statistics
+import os
+import sys
 
 import torch
 import triton
 import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import gpu_time  # noqa: E402
 
 ROWS, N = 32768, 4096
 
@@ -36,18 +40,7 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, eps, n: tl.constexpr):
 
 def gbps(fn, nbytes, reps=50, rounds=5):
     """GB/s of fn at the median of `rounds` timings of `reps` calls (CUDA events)."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return nbytes / 1e9 / (statistics.median(times) / 1e3)
+    return nbytes / 1e9 / (gpu_time(torch, fn, reps, rounds) / 1e3)
 
 
 def main():

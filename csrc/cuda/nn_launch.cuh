@@ -44,8 +44,8 @@ __device__ __forceinline__ A dev_log(A v) {
 // Layer / RMS norm forward (weight and bias of the input's dtype, read per row, which of them
 // present fixed at compile time, the output as in Note [Narrow norm rows]) and softmax /
 // log_softmax forward (as the lean pipelined rows: exp on the special-function unit, here
-// formed twice instead of held). (The no-affine layer norm and log_softmax on 128 threads spill
-// 8 / 12 bytes.)
+// formed twice instead of held). (Spilled: 8 bytes in the no-affine layer norm and 12 in
+// log_softmax on 128 threads, 12 in float16 layer norm with weight and bias on 256.)
 
 /// Blocks an SM the packed row kernels of NT threads ask for (Note [Packed half rows]).
 constexpr int packed_row_blocks(int nt) { return nt == 128 ? 12 : 8; }
@@ -79,6 +79,36 @@ __device__ __forceinline__ Pack<T, V> opaque(Pack<T, V> p) {
   asm volatile("" : "+r"(u[0]), "+r"(u[1]), "+r"(u[2]), "+r"(u[3]));
   return p;
 }
+
+/// Row blockIdx.x of rows of kPackedRowLength at x as the packed row kernels hold it (Note
+/// [Packed half rows]): this thread's K packs, t, t + NT, ..., as loaded.
+template <class T, int NT>
+struct PackedRow {
+  static constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
+  static constexpr int64_t n = kPackedRowLength;
+  const int t = int(threadIdx.x);
+  const int64_t row = blockIdx.x;
+  Pack<T, V> q[K];
+  __device__ __forceinline__ explicit PackedRow(const T* x) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) q[k] = load_pack(x + row * n + (t + k * NT) * V);
+  }
+  /// Where pack k of this thread goes in the rows at y.
+  __device__ __forceinline__ T* at(T* y, int k) const { return y + row * n + (t + k * NT) * V; }
+  /// f(v) for each of this thread's values in order; kAnew: unpacked anew (opaque), not
+  /// from values an earlier pass unpacked (the row's first pass takes false).
+  template <bool kAnew = true, class F>
+  __device__ __forceinline__ void each(F&& f) const {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      acc_t<T> v[V];
+      unpack_acc(kAnew ? opaque(q[k]) : q[k], v);
+#pragma unroll
+      for (int e = 0; e < V; ++e) f(v[e]);
+    }
+  }
+};
+
 
 /// tpr threads (a power of two, 32 ... kMaxRowThreads) per row, each holding k packs
 /// (k a power of two); `threads` per block (several rows when tpr < 128), `blocks` blocks.

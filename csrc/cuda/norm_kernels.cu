@@ -219,45 +219,29 @@ template <class T, int NT, int kAffine>
 __global__ __launch_bounds__(NT, packed_row_blocks(NT)) void layer_norm_packed_kernel(
     const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, double eps) {
   using A = acc_t<T>;
-  constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
-  constexpr int64_t n = kPackedRowLength;
+  using Row = PackedRow<T, NT>;
+  constexpr int V = Row::V, K = Row::K;
   __shared__ A smem[2 * NT / 32];
   ReduceRing<A> red{smem, NT / 32};  // Note [Barrier-free rows]
-  const int t = int(threadIdx.x);
-  const int64_t row = blockIdx.x;
-  Pack<T, V> q[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) q[k] = load_pack(x + row * n + (t + k * NT) * V);
+  const Row p(x);
   A s = 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A v[V];
-    unpack_acc(q[k], v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) s += v[e];
-  }
-  const A m = mean ? group_reduce(s, NT, red, SumFn{}) / A(n) : A(0);
+  p.each<false>([&](A v) { s += v; });
+  const A m = mean ? group_reduce(s, NT, red, SumFn{}) / A(Row::n) : A(0);
   A ss = 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    A v[V];
-    unpack_acc(opaque(q[k]), v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) ss += (v[e] - m) * (v[e] - m);
-  }
-  const A rs = inv_std(group_reduce(ss, NT, red, SumFn{}) / A(n), eps);
-  if (t == 0) {
-    if (mean) mean[row] = m;
-    rstd[row] = rs;
+  p.each([&](A v) { ss += (v - m) * (v - m); });
+  const A rs = inv_std(group_reduce(ss, NT, red, SumFn{}) / A(Row::n), eps);
+  if (p.t == 0) {
+    if (mean) mean[p.row] = m;
+    rstd[p.row] = rs;
   }
   const A nmrs = -m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int j = t + k * NT;
+    const int j = p.t + k * NT;
     A r[V], wv[V], bv[V];
     if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
     if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
-    unpack_acc(opaque(q[k]), r);
+    unpack_acc(opaque(p.q[k]), r);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       r[e] = fma(r[e], rs, nmrs);
@@ -265,7 +249,7 @@ __global__ __launch_bounds__(NT, packed_row_blocks(NT)) void layer_norm_packed_k
       else if constexpr (kAffine == 1) r[e] *= wv[e];
       else if constexpr (kAffine == 3) r[e] += bv[e];
     }
-    store_rounded(y + row * n + j * V, r);
+    store_rounded(p.at(y, k), r);
   }
 }
 

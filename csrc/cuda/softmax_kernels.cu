@@ -185,42 +185,26 @@ bool launch_softmax_warp(const T* x, T* y, int64_t rows, int64_t n, bool log, in
 /// for the output instead of held.
 template <class T, int NT, bool kLog>
 __global__ __launch_bounds__(NT, packed_row_blocks(NT)) void softmax_packed_kernel(const T* x, T* y) {
-  constexpr int V = kPackOf<T>, K = int(kPackedRowLength) / (NT * V);
-  constexpr int64_t n = kPackedRowLength;
+  using Row = PackedRow<T, NT>;
+  constexpr int V = Row::V, K = Row::K;
   __shared__ float smem[2 * NT / 32];
   ReduceRing<float> red{smem, NT / 32};  // Note [Barrier-free rows]
-  const int t = int(threadIdx.x);
-  const int64_t row = blockIdx.x;
-  Pack<T, V> q[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) q[k] = load_pack(x + row * n + (t + k * NT) * V);
+  const Row p(x);
   float m = kNegInf<float>;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    float v[V];
-    unpack_acc(q[k], v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) m = MaxNanFn{}(m, v[e]);
-  }
+  p.each<false>([&](float v) { m = MaxNanFn{}(m, v); });
   m = group_reduce(m, NT, red, MaxNanFn{});
   const float ml2 = m * kLog2E;
   float s = 0;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    float v[V];
-    unpack_acc(opaque(q[k]), v);
-#pragma unroll
-    for (int e = 0; e < V; ++e) s += exp2_ftz(fmaf(v[e], kLog2E, -ml2));
-  }
+  p.each([&](float v) { s += exp2_ftz(fmaf(v, kLog2E, -ml2)); });
   s = group_reduce(s, NT, red, SumFn{});
   const float shift = m + dev_log(s), inv = 1.0f / s;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     float r[V];
-    unpack_acc(opaque(q[k]), r);
+    unpack_acc(opaque(p.q[k]), r);
 #pragma unroll
     for (int e = 0; e < V; ++e) r[e] = kLog ? r[e] - shift : exp2_ftz(fmaf(r[e], kLog2E, -ml2)) * inv;
-    store_rounded(y + row * n + (t + k * NT) * V, r);
+    store_rounded(p.at(y, k), r);
   }
 }
 

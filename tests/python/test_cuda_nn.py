@@ -243,40 +243,20 @@ def with_switch(switch, on, check):
         getattr(tp._C, f"_cuda_set_{switch}")(prev)
 
 
-@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False)],
-                         ids=["narrow", "256_threads"])
+@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False), ("packed_half_rows", 128),
+                                     ("packed_half_rows", 256)], ids=["narrow", "256_threads", "packed128", "packed256"])
 @pytest.mark.parametrize("n", [4000, 4096])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_narrow_norm_rows(n, dtype, variant):
+def test_half_row_variants(n, dtype, variant):
     # Note [Narrow norm rows]: half-type rows of 4096 on 128-thread blocks, the affine read per
-    # row with which operands are present fixed at compile time (all four cases), RMS norm;
-    # rows of 4000 keep the 256-thread kernel; forwards and statistics against the CPU
-    # reference, more rows than blocks; and with the 256-thread kernel
+    # row with which operands are present fixed at compile time, and with the 256-thread
+    # kernel; Note [Packed half rows] (off until timed): rows of 4096 one a block of 128 or 256
+    # threads; rows of 4000 keep the other kernels. softmax, log_softmax, layer norm with each
+    # of weight and bias present or not and its statistics, RMS norm, more rows than blocks,
+    # against the CPU reference
     x, ref = rand((3000, n), dtype, seed=n + 60)
     w, wref = rand((n,), dtype, seed=61)
     b, bref = rand((n,), dtype, seed=62)
-
-    def check():
-        check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype)
-        for args in [(w, None, wref, None), (None, b, None, bref)]:
-            close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
-                  scale=10)
-        check_fused_rms_norm(x, ref, w, wref, n, dtype)
-
-    with_switch(*variant, check)
-
-
-@pytest.mark.parametrize("threads", [128, 256])
-@pytest.mark.parametrize("n", [4000, 4096])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_packed_half_rows(n, dtype, threads):
-    # Note [Packed half rows] (off until timed): half-type rows of 4096, one a block of 128 or
-    # 256 threads (rows of 4000 keep the other kernels): softmax, log_softmax, layer norm with
-    # each of weight and bias present or not and its statistics, RMS norm, against the CPU
-    # reference
-    x, ref = rand((3000, n), dtype, seed=n + 100)
-    w, wref = rand((n,), dtype, seed=101)
-    b, bref = rand((n,), dtype, seed=102)
 
     def check():
         check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
@@ -285,7 +265,7 @@ def test_packed_half_rows(n, dtype, threads):
                   scale=10)
         check_fused_rms_norm(x, ref, w, wref, n, dtype)
 
-    with_switch("packed_half_rows", threads, check)
+    with_switch(*variant, check)
 
 
 def test_packed_half_rows_bad_threads():
