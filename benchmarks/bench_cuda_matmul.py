@@ -14,6 +14,7 @@ import statistics
 import torch
 
 import tensorplay as tp
+from common import event_time
 
 CASES = [  # (name, dtype name, float32 matmul precision)
     ("bf16", "bfloat16", "highest"),
@@ -50,17 +51,6 @@ def check(a, b, ta, tb, name, dtype_name, precision):
     return err
 
 
-def time_per_call(fn, number):
-    """Milliseconds per call over `number` back-to-back calls, by CUDA events."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(number):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / number
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
@@ -86,8 +76,8 @@ def main():
             torch.cuda.synchronize()
             ours, theirs = [], []
             for _ in range(rounds):
-                ours.append(time_per_call(tp_fn, number))
-                theirs.append(time_per_call(torch_fn, number))
+                ours.append(event_time(torch, tp_fn, number))
+                theirs.append(event_time(torch, torch_fn, number))
             t_tp, t_torch = statistics.median(ours), statistics.median(theirs)
             rows.append((f"matmul {n}^3 {name}", t_tp, t_torch, flops / t_tp / 1e9,
                          flops / t_torch / 1e9, err))

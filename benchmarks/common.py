@@ -11,21 +11,23 @@ def timeit(fn, number):
     return (time.perf_counter() - t0) / number
 
 
+def event_time(lib, fn, reps):
+    """Milliseconds per call over `reps` back-to-back calls, by the library's CUDA events (lib:
+    tensorplay or torch)."""
+    start, end = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
 def gpu_time(lib, fn, reps, rounds):
-    """Median milliseconds per call, timed with the library's CUDA events (lib: tensorplay or
-    torch)."""
+    """Median milliseconds per call over `rounds` event_time rounds, after a warm-up call."""
     fn()
     lib.cuda.synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / reps)
-    return statistics.median(times)
+    return statistics.median(event_time(lib, fn, reps) for _ in range(rounds))
 
 
 def compare(tp_fn, torch_fn, number, rounds):
