@@ -45,7 +45,7 @@ __device__ __forceinline__ A dev_log(A v) {
 // present fixed at compile time, the output as in Note [Narrow norm rows]) and softmax /
 // log_softmax forward (as the lean pipelined rows: exp on the special-function unit, here
 // formed twice instead of held). (Spilled: 8 bytes in the no-affine layer norm and 12 in
-// log_softmax on 128 threads, 12 in float16 layer norm with weight and bias on 256.)
+// log_softmax on 128 threads, 4 in float16 layer norm with weight and bias on 256.)
 
 /// Blocks an SM the packed row kernels of NT threads ask for (Note [Packed half rows]).
 constexpr int packed_row_blocks(int nt) { return nt == 128 ? 12 : 8; }

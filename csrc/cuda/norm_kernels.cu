@@ -133,6 +133,31 @@ __device__ __forceinline__ A inv_std(A var, double eps) {
 // type at a higher occupancy (3017 / 3308 against 3457 / 3499 on 128 / 256 threads: the
 // spills).
 
+/// r = r * w + b (one FMA) for pack j of w and b (of type W), with which of them are present
+/// fixed at compile time: kAffine 0 neither, 1 w, 2 both, 3 b (Note [Narrow norm rows]).
+template <int kAffine, class A, int V, class W>
+__device__ __forceinline__ void apply_affine(A (&r)[V], const W* w, const W* b, int64_t j) {
+  A wv[V], bv[V];
+  if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
+  if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
+    else if constexpr (kAffine == 1) r[e] *= wv[e];
+    else if constexpr (kAffine == 3) r[e] += bv[e];
+  }
+}
+
+/// Calls go(std::integral_constant<int, kAffine>) for the affine case of apply_affine that the
+/// present operands w and b make.
+template <class F>
+void with_affine(const void* w, const void* b, F&& go) {
+  if (w && b) go(std::integral_constant<int, 2>{});
+  else if (w) go(std::integral_constant<int, 1>{});
+  else if (b) go(std::integral_constant<int, 3>{});
+  else go(std::integral_constant<int, 0>{});
+}
+
 /// Layer norm of one row held in registers (threads as softmax_row): two passes over the
 /// registers, the mean, then the centred sum of squares; thread 0 of the row writes *mean
 /// and *rstd (when npk > 0). No `mean`: RMS norm (Note [RMS norm as an uncentred layer
@@ -181,16 +206,8 @@ __device__ __forceinline__ void layer_norm_row(const T* in, T* out, const W* w, 
       for (int e = 0; e < V; ++e) r[e] = kFull ? fma(v[k][e], rs, nmrs) : (v[k][e] - m) * rs;
       // the affine as one FMA (one rounding); with aff without a branch: an absent weight is 1
       // there and an absent bias -0, the same bits as the loads' path
-      if constexpr (kAffine >= 0) {  // 0: none, 1: w, 2: w and b, 3: b
-        A wv[V], bv[V];
-        if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
-        if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
-          else if constexpr (kAffine == 1) r[e] *= wv[e];
-          else if constexpr (kAffine == 3) r[e] += bv[e];
-        }
+      if constexpr (kAffine >= 0) {
+        apply_affine<kAffine>(r, w, b, j);
       } else if (aff) {
 #pragma unroll
         for (int e = 0; e < V; ++e) r[e] = fma(r[e], aff->w[k][e], aff->b[k][e]);
@@ -237,18 +254,11 @@ __global__ __launch_bounds__(NT, packed_row_blocks(NT)) void layer_norm_packed_k
   const A nmrs = -m * rs;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    const int j = p.t + k * NT;
-    A r[V], wv[V], bv[V];
-    if constexpr (kAffine == 1 || kAffine == 2) load_accs(w + j * V, wv);
-    if constexpr (kAffine >= 2) load_accs(b + j * V, bv);
+    A r[V];
     unpack_acc(opaque(p.q[k]), r);
 #pragma unroll
-    for (int e = 0; e < V; ++e) {
-      r[e] = fma(r[e], rs, nmrs);
-      if constexpr (kAffine == 2) r[e] = fma(r[e], wv[e], bv[e]);
-      else if constexpr (kAffine == 1) r[e] *= wv[e];
-      else if constexpr (kAffine == 3) r[e] += bv[e];
-    }
+    for (int e = 0; e < V; ++e) r[e] = fma(r[e], rs, nmrs);
+    apply_affine<kAffine>(r, w, b, p.t + k * NT);
     store_rounded(p.at(y, k), r);
   }
 }
@@ -995,12 +1005,11 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
       if (nt) {
         const T *wp = ptr_or_null<T>(w), *bp = ptr_or_null<T>(b);
         with_packed_threads(nt, [&](auto threads) {
-          constexpr int NT = decltype(threads)::value;
-          auto kernel = wp && bp ? layer_norm_packed_kernel<T, NT, 2>
-                        : wp     ? layer_norm_packed_kernel<T, NT, 1>
-                        : bp     ? layer_norm_packed_kernel<T, NT, 3>
-                                 : layer_norm_packed_kernel<T, NT, 0>;
-          kernel<<<unsigned(rows), NT, 0, s>>>(xp, wp, bp, yp, mp, rp, eps);
+          with_affine(wp, bp, [&](auto affine) {
+            constexpr int NT = decltype(threads)::value;
+            layer_norm_packed_kernel<T, NT, decltype(affine)::value>
+                <<<unsigned(rows), NT, 0, s>>>(xp, wp, bp, yp, mp, rp, eps);
+          });
         });
         return;
       }
@@ -1012,23 +1021,19 @@ void layer_norm_forward(const Tensor& x, const Tensor& w, const Tensor& b, doubl
       if constexpr (sizeof(T) < 4) {  // (no float / double instances of the pipelined kernel)
         auto go = [&](auto* wp, auto* bp) {
           using W = std::remove_const_t<std::remove_pointer_t<decltype(wp)>>;
+          const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
           if (narrow_norm_rows_enabled() && pipe_rows_full<T>(len, kNarrowNormThreads, 4)) {  // Note [Narrow norm rows]
-            const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
-            auto narrow = [&](auto kernel) {
-              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, kNarrowNormThreads), kNarrowNormThreads, smem,
-                       s>>>(xp, wp, bp, yp, mp, rp, rows, len, eps);
-            };
-            constexpr int NT = kNarrowNormThreads;
-            if (wp && bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 2>);
-            else if (wp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 1>);
-            else if (bp) narrow(layer_norm_pipe_kernel<T, 4, W, NT, 3>);
-            else narrow(layer_norm_pipe_kernel<T, 4, W, NT, 0>);
+            with_affine(wp, bp, [&](auto affine) {
+              constexpr int NT = kNarrowNormThreads;
+              auto kernel = layer_norm_pipe_kernel<T, 4, W, NT, decltype(affine)::value>;
+              kernel<<<pipe_blocks(kernel, smem, rows, x.device().index, NT), NT, smem, s>>>(xp, wp, bp, yp, mp, rp,
+                                                                                          rows, len, eps);
+            });
             return;
           }
           with_k<4>(pipe_packs_per_thread<T>(len), [&](auto k) {
             constexpr int K = decltype(k)::value;
             auto kernel = layer_norm_pipe_kernel<T, K, W>;
-            const size_t smem = size_t(kPipeStages) * size_t(len) * sizeof(T);
             kernel<<<pipe_blocks(kernel, smem, rows, x.device().index), kPipeThreads, smem, s>>>(xp, wp, bp, yp, mp, rp,
                                                                                               rows, len, eps);
           });
