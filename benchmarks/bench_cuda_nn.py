@@ -140,27 +140,27 @@ def main():
         bw_a, bw_b = nbytes / 1e9 / (a / 1e3), nbytes / 1e9 / (b / 1e3)
         rows.append((name, bw_a, bw_b, "GB/s", f"{bw_a / copy_bw:.2f} of copy"))
 
-    def switched_bw(switch, on, name, f_tp, f_th, nbytes, tol):
-        """A row of the kernels the default does not run (tp._C._cuda_set_warp_rows, off by
-        default, Note [Warp rows]; tp._C._cuda_set_lean_half_rows, on by default, Note [Lean half
-        rows]; tp._C._cuda_set_narrow_norm_rows, on, Note [Narrow norm rows];
-        tp._C._cuda_set_packed_half_rows, 0, Note [Packed half rows]): switch(on) for the row,
-        checked against torch first; a failed check or a CUDA error becomes the row's note;
-        switch(not on) after."""
-        switch(on)
-        try:
-            check(name, f_tp(), f_th(), rtol=tol, atol=tol)
-            add_bw(name, f_tp, f_th, nbytes)
-        except (SystemExit, RuntimeError) as e:
-            rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
-        finally:
-            switch(not on)
+    def switched_bw(settings, name, f_tp, f_th, nbytes, tol):
+        """A row of the kernels the defaults do not run, under tp.cuda._kernel_switches(**settings)
+        (Note [Packed half rows]: packed_half_rows, 256 by default; Note [Narrow norm rows]:
+        narrow_norm_rows, on; Note [Warp rows]: warp_rows, off; Note [Lean half rows]:
+        lean_half_rows, on), checked against torch first; a failed check or a CUDA error becomes
+        the row's note."""
+        with tp.cuda._kernel_switches(**settings):
+            try:
+                check(name, f_tp(), f_th(), rtol=tol, atol=tol)
+                add_bw(name, f_tp, f_th, nbytes)
+            except (SystemExit, RuntimeError) as e:
+                rows.append((name, float("nan"), float("nan"), "GB/s", f"not timed: {str(e)[:90]}"))
 
-    warp, lean = tp._C._cuda_set_warp_rows, tp._C._cuda_set_lean_half_rows
-    narrow = tp._C._cuda_set_narrow_norm_rows  # Note [Narrow norm rows], on
-
-    def packed(threads):  # Note [Packed half rows], off until timed: switched_bw's switch
-        return lambda on: tp._C._cuda_set_packed_half_rows(threads if on else 0)
+    # beside the defaults for bfloat16 rows of 4096 (Note [Packed half rows], 256 threads): the
+    # packed kernels on 128 threads, and without them the pipelined rows (norms: narrow, on 128
+    # threads; softmax: lean), the pipelined rows on 256 threads, the warp rows, the register rows
+    register_rows = {"row_pipeline": False, "packed_half_rows": 0}
+    norm_variants = {"packed 128": {"packed_half_rows": 128}, "pipelined": {"packed_half_rows": 0},
+                     "256 threads": {"packed_half_rows": 0, "narrow_norm_rows": False},
+                     "warp rows": {"packed_half_rows": 0, "warp_rows": True}}
+    softmax_variants = {**norm_variants, "256 threads": {"packed_half_rows": 0, "lean_half_rows": False}}
     for dtype, tol in [] if args.attention_only else [("float32", 1e-4), ("bfloat16", 2e-2)]:
         size = torch.tensor([], dtype=getattr(torch, dtype)).element_size()
         x, xt = same_input((rows_n, n), dtype, seed=1)
@@ -174,26 +174,12 @@ def main():
         add_bw(f"layer_norm fwd {tag}", lambda: F.layer_norm(x, (n,), w, b),
                lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
         if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
-            tp._C._cuda_set_row_pipeline(False)
-            check("layer_norm (register rows)", F.layer_norm(x, (n,), w, b),
-                  torch.nn.functional.layer_norm(xt, (n,), wt, bt), rtol=tol, atol=tol)
-            add_bw(f"layer_norm fwd {tag} register rows", lambda: F.layer_norm(x, (n,), w, b),
-                   lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size)
-            tp._C._cuda_set_row_pipeline(True)
-            if dtype == "bfloat16":
-                for nt in (128, 256):
-                    switched_bw(packed(nt), True, f"layer_norm fwd {tag} packed {nt}",
-                                lambda: F.layer_norm(x, (n,), w, b),
-                                lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                    switched_bw(packed(nt), True, f"rms_norm fwd {tag} packed {nt}", lambda: F.rms_norm(x, (n,), w),
-                                lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(narrow, False, f"layer_norm fwd {tag} 256 threads", lambda: F.layer_norm(x, (n,), w, b),
+            switched_bw(register_rows, f"layer_norm fwd {tag} register rows", lambda: F.layer_norm(x, (n,), w, b),
+                        lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
+            for variant, settings in norm_variants.items() if dtype == "bfloat16" else ():
+                switched_bw(settings, f"layer_norm fwd {tag} {variant}", lambda: F.layer_norm(x, (n,), w, b),
                             lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(narrow, False, f"rms_norm fwd {tag} 256 threads", lambda: F.rms_norm(x, (n,), w),
-                            lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
-                switched_bw(warp, True, f"layer_norm fwd {tag} warp rows", lambda: F.layer_norm(x, (n,), w, b),
-                            lambda: torch.nn.functional.layer_norm(xt, (n,), wt, bt), 2 * x.numel() * size, tol)
-                switched_bw(warp, True, f"rms_norm fwd {tag} warp rows", lambda: F.rms_norm(x, (n,), w),
+                switched_bw(settings, f"rms_norm fwd {tag} {variant}", lambda: F.rms_norm(x, (n,), w),
                             lambda: torch.nn.functional.rms_norm(xt, (n,), wt), 2 * x.numel() * size, tol)
 
         _, m, r = tp.native_layer_norm(x, [n], w, b, 1e-5)
@@ -209,16 +195,15 @@ def main():
                lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
                3 * x.numel() * size)
         if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
-            tp._C._cuda_set_row_pipeline(False)
-            ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
-            check("layer_norm_backward grad_input (register rows)", ours[0], ref[0], rtol=tol, atol=tol)
-            check("layer_norm_backward grad_weight (register rows)", ours[1], ref[1], rtol=5 * tol,
-                  atol=5 * tol * rows_n ** 0.5)
-            add_bw(f"layer_norm bwd {tag} register rows",
-                   lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
-                   lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
-                   3 * x.numel() * size)
-            tp._C._cuda_set_row_pipeline(True)
+            with tp.cuda._kernel_switches(row_pipeline=False):
+                ours = tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True)
+                check("layer_norm_backward grad_input (register rows)", ours[0], ref[0], rtol=tol, atol=tol)
+                check("layer_norm_backward grad_weight (register rows)", ours[1], ref[1], rtol=5 * tol,
+                      atol=5 * tol * rows_n ** 0.5)
+                add_bw(f"layer_norm bwd {tag} register rows",
+                       lambda: tp.native_layer_norm_backward(g, x, [n], m, r, w, True, True, True),
+                       lambda: torch.ops.aten.native_layer_norm_backward(gt, xt, [n], mt, rt, wt, bt, mask),
+                       3 * x.numel() * size)
 
         check("rms_norm", F.rms_norm(x, (n,), w), torch.nn.functional.rms_norm(xt, (n,), wt), rtol=tol, atol=tol)
         add_bw(f"rms_norm fwd {tag}", lambda: F.rms_norm(x, (n,), w),
@@ -236,18 +221,10 @@ def main():
         check("softmax", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
         add_bw(f"softmax fwd {tag}", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1), 2 * x.numel() * size)
         if args.row_pipeline:  # Note [Row pipeline]: the register-row kernel, measured beside
-            tp._C._cuda_set_row_pipeline(False)
-            check("softmax (register rows)", tp.softmax(x, -1), torch.softmax(xt, -1), rtol=tol, atol=tol)
-            add_bw(f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1), lambda: torch.softmax(xt, -1),
-                   2 * x.numel() * size)
-            tp._C._cuda_set_row_pipeline(True)
-            if dtype == "bfloat16":
-                for nt in (128, 256):
-                    switched_bw(packed(nt), True, f"softmax fwd {tag} packed {nt}", lambda: tp.softmax(x, -1),
-                                lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
-                switched_bw(warp, True, f"softmax fwd {tag} warp rows", lambda: tp.softmax(x, -1),
-                            lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
-                switched_bw(lean, False, f"softmax fwd {tag} 256 threads", lambda: tp.softmax(x, -1),
+            switched_bw(register_rows, f"softmax fwd {tag} register rows", lambda: tp.softmax(x, -1),
+                        lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
+            for variant, settings in softmax_variants.items() if dtype == "bfloat16" else ():
+                switched_bw(settings, f"softmax fwd {tag} {variant}", lambda: tp.softmax(x, -1),
                             lambda: torch.softmax(xt, -1), 2 * x.numel() * size, tol)
         x = xt = g = gt = None  # frees the device memory
     if args.rows_only:

@@ -43,14 +43,10 @@ def rows_case():
         b = tp.randn(4096, device="cuda").to(dtype)
         tp.softmax(x, -1)
         F.layer_norm(x, (4096,), w, b)
-        if dtype is tp.bfloat16:  # beside the defaults: Note [Packed half rows], the 256-thread kernel
-            tp._C._cuda_set_packed_half_rows(128)
-            tp.softmax(x, -1)
-            F.layer_norm(x, (4096,), w, b)
-            tp._C._cuda_set_packed_half_rows(0)
-            tp._C._cuda_set_narrow_norm_rows(False)
-            F.layer_norm(x, (4096,), w, b)
-            tp._C._cuda_set_narrow_norm_rows(True)
+        if dtype is tp.bfloat16:  # beside the defaults (Note [Packed half rows]): the pipelined rows
+            with tp.cuda._kernel_switches(packed_half_rows=0):
+                tp.softmax(x, -1)
+                F.layer_norm(x, (4096,), w, b)
         _, m, r = tp.native_layer_norm(x, [4096], w, b, 1e-5)
         tp.native_layer_norm_backward(x, x, [4096], m, r, w, True, True, True)
     tp.cuda.synchronize()

@@ -99,7 +99,7 @@ std::atomic<bool> g_flash_mma{true};
 std::atomic<bool> g_warp_rows{false};
 std::atomic<bool> g_lean_half_rows{true};
 std::atomic<bool> g_narrow_norm_rows{true};
-std::atomic<int> g_packed_half_rows{0};
+std::atomic<int> g_packed_half_rows{256};
 }  // namespace
 
 bool row_pipeline_enabled() { return g_row_pipeline.load(std::memory_order_relaxed); }

@@ -32,20 +32,23 @@ __device__ __forceinline__ A dev_log(A v) {
 // Note [Packed half rows]: a plain Triton layer-norm forward, one bfloat16 row of 4096 a
 // program (32768 short-lived programs, the weight and bias loaded per row), reached 3926 / 3964
 // GB/s on the H200 at 4 / 8 warps (benchmarks/probe_bf16_rows.py, 2026-12-01), where the
-// pipelined kernels stop at 3.53-3.63 TB/s and the bfloat16 register-row kernel at 2.0 (one row
-// of 128 threads a block, its registers sized for kMaxRowThreads: about six blocks an SM, 48 KB
-// of loads in flight; its float32 twin moves 16 KB a row and reaches 3.9). With
-// tp._C._cuda_set_packed_half_rows(NT) (0: off, the default; untimed) half-type rows of 4096
-// take one block of NT = 128 or 256 threads each, a thread's K = 4096 / (NT * 8) packs held as
-// loaded (two values a register) and unpacked in each of the row's passes, so a thread holds 16
-// (NT 128) or 8 registers of values, and packed_row_blocks(NT) blocks an SM are asked for:
-// twelve of 128 threads (40 registers; at sixteen, 32 registers, they spill), eight of 256 (32
-// registers: every thread slot), twelve or eight rows and 96 or 64 KB of loads in flight an SM.
-// Layer / RMS norm forward (weight and bias of the input's dtype, read per row, which of them
-// present fixed at compile time, the output as in Note [Narrow norm rows]) and softmax /
-// log_softmax forward (as the lean pipelined rows: exp on the special-function unit, here
-// formed twice instead of held). (Spilled: 8 bytes in the no-affine layer norm and 12 in
-// log_softmax on 128 threads, 4 in float16 layer norm with weight and bias on 256.)
+// pipelined kernels stopped at 3.53-3.63 TB/s and the bfloat16 register-row kernel at 2.0 (one
+// row of 128 threads a block, its registers sized for kMaxRowThreads: about six blocks an SM, 48
+// KB of loads in flight; its float32 twin moves 16 KB a row and reaches 3.9). So half-type rows
+// of 4096 take one block of NT = 256 threads each (tp._C._cuda_set_packed_half_rows: 256, the
+// default, 128, or 0 for the kernels below), a thread's K = 4096 / (NT * 8) packs held as loaded
+// (two values a register) and unpacked in each of the row's passes, so a thread holds 8 (NT 256)
+// or 16 registers (128) of values, and packed_row_blocks(NT) blocks an SM are asked for: eight of
+// 256 threads (32 registers: every thread slot) or twelve of 128 (40 registers; at sixteen, 32
+// registers, they spill), 64 or 96 KB of loads in flight an SM. Layer / RMS norm forward (weight
+// and bias of the input's dtype, read per row, which of them present fixed at compile time, the
+// output as in Note [Narrow norm rows]) and softmax / log_softmax forward (as the lean pipelined
+// rows: exp on the special-function unit, here formed twice instead of held). bfloat16 32768x4096
+// on the H200, one run beside the pipelined defaults of Note [Narrow norm rows] (2026-12-01, GB/s,
+// 256 / 128 threads / pipelined): layer norm 3938 / 3932 / 3483, RMS norm 4008 / 3950 / 3645,
+// softmax 3992 / 3998 / 3579; Nsight Compute 128-130 us a call against 144-145, DRAM 82% of peak
+// against 73-74%. (Spilled: 4 bytes in float16 layer norm with weight and bias on 256 threads;
+// 8 in the no-affine layer norm and 12 in log_softmax on 128.)
 
 /// Blocks an SM the packed row kernels of NT threads ask for (Note [Packed half rows]).
 constexpr int packed_row_blocks(int nt) { return nt == 128 ? 12 : 8; }

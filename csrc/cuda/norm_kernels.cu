@@ -82,7 +82,9 @@ __device__ __forceinline__ void load_accs(const W* p, A (&out)[V]) {
 // during the next call). Nor did re-reading a narrow row from the ring in each of its three
 // passes to hold the weight and bias in registers in their half type instead of loading them
 // per row (run 4: 72 registers and seven blocks an SM with both; layer norm 3467 against 3526,
-// RMS norm 3582 against 3688).
+// RMS norm 3582 against 3688). Half-type rows of exactly 4096 now take the packed kernels
+// first (Note [Packed half rows], 3938 GB/s); the narrow rows serve them with
+// tp._C._cuda_set_packed_half_rows(0) or a weight or bias of another dtype (float32).
 constexpr int kNarrowNormThreads = 128;
 constexpr int kNarrowNormBlocks = 8;
 

@@ -69,7 +69,7 @@ bool narrow_norm_rows_enabled();
 void set_narrow_norm_rows_enabled(bool on);
 
 /// The threads a block of the packed half-type row kernels (Note [Packed half rows] in
-/// cuda/nn_launch.cuh), 128 or 256; 0 (the default until timed on a GPU): off.
+/// cuda/nn_launch.cuh): 256 (the default) or 128; 0: off (the pipelined kernels).
 int packed_half_rows();
 void set_packed_half_rows(int threads);
 

@@ -153,7 +153,7 @@ void bind_cuda(nb::module_& m) {
   // Note [Narrow norm rows] (cuda/norm_kernels.cu): on by default, off to time the 256-thread kernel
   m.def("_cuda_set_narrow_norm_rows", [](bool on) { cuda::set_narrow_norm_rows_enabled(on); });
   m.def("_cuda_narrow_norm_rows", [] { return cuda::narrow_norm_rows_enabled(); });
-  // Note [Packed half rows] (cuda/nn_launch.cuh): 0 (off) until timed on a GPU, else 128 or 256
+  // Note [Packed half rows] (cuda/nn_launch.cuh): 256 threads by default, 128, or 0 (off) to time the others
   m.def("_cuda_set_packed_half_rows", [](int threads) { cuda::set_packed_half_rows(threads); });
   m.def("_cuda_packed_half_rows", [] { return cuda::packed_half_rows(); });
   // Note [Flash attention on mma.sync]: the mma kernels (the default), off to use the WMMA ones

@@ -11,6 +11,7 @@ import tensorplay as tp
 import tensorplay.nn.functional as F
 
 HAS_GPU = tp.cuda.is_available()
+switches = tp.cuda._kernel_switches
 DEV = "cuda"
 pytestmark = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
 
@@ -51,15 +52,11 @@ def test_softmax_rows(n, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 def test_softmax_row_pipeline(n, dtype, pipeline):
     # Note [Row pipeline]: rows streamed through shared memory (the default) or in registers,
-    # more rows than blocks
+    # more rows than blocks (half-type rows of 4096 without Note [Packed half rows])
     x, ref = rand((3000, n), dtype, seed=n + 5)
-    prev = tp._C._cuda_row_pipeline()
-    tp._C._cuda_set_row_pipeline(pipeline)
-    try:
+    with switches(row_pipeline=pipeline, packed_half_rows=0):
         close(tp.softmax(x, -1), tp.softmax(ref, -1), dtype)
         close(tp.log_softmax(x, -1), tp.log_softmax(ref, -1), dtype, scale=10)
-    finally:
-        tp._C._cuda_set_row_pipeline(prev)
 
 
 @pytest.mark.parametrize("n", [7, 4096])
@@ -126,16 +123,13 @@ def test_layer_norm(n, dtype):
 @pytest.mark.parametrize("n", [8, 1000, 2048, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 def test_layer_norm_row_pipeline(n, dtype, pipeline):
-    # Note [Row pipeline]: more rows than blocks, with and without weight and bias
+    # Note [Row pipeline]: more rows than blocks, with and without weight and bias (without
+    # Note [Packed half rows])
     x, ref = rand((3000, n), dtype, seed=n + 11)
     w, wref = rand((n,), dtype, seed=12)
     b, bref = rand((n,), dtype, seed=13)
-    prev = tp._C._cuda_row_pipeline()
-    tp._C._cuda_set_row_pipeline(pipeline)
-    try:
+    with switches(row_pipeline=pipeline, packed_half_rows=0):
         check_layer_norm_rows(x, ref, w, wref, b, bref, n, dtype)
-    finally:
-        tp._C._cuda_set_row_pipeline(prev)
 
 
 def check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype):
@@ -170,17 +164,15 @@ def check_fused_rms_norm(x, ref, w, wref, n, dtype):
 def test_warp_rows(n, dtype):
     # Note [Warp rows]: one warp a half-type row (8192 is past them: the block pipeline),
     # more rows than warps; softmax, log_softmax, layer norm with and without affine, RMS norm
+    # (without Note [Packed half rows])
     x, ref = rand((3000, n), dtype, seed=n + 40)
     w, wref = rand((n,), dtype, seed=41)
     b, bref = rand((n,), dtype, seed=42)
     prev = tp._C._cuda_warp_rows()
-    tp._C._cuda_set_warp_rows(True)
-    try:
+    with switches(warp_rows=True, packed_half_rows=0):
         check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
         check_fused_rms_norm(x, ref, w, wref, n, dtype)
-    finally:
-        tp._C._cuda_set_warp_rows(prev)
-    assert tp._C._cuda_warp_rows() is prev
+    assert tp._C._cuda_warp_rows() is prev and tp._C._cuda_packed_half_rows() == 256
 
 
 def test_lean_half_rows_default():
@@ -230,52 +222,41 @@ def test_full_and_staged_rows(n, dtype):
 
 def test_narrow_norm_rows_default():
     assert tp._C._cuda_narrow_norm_rows() is True  # Note [Narrow norm rows]: on by default
-    assert tp._C._cuda_packed_half_rows() == 0  # Note [Packed half rows]: off until timed
+    assert tp._C._cuda_packed_half_rows() == 256  # Note [Packed half rows]: 256 threads by default
 
 
-def with_switch(switch, on, check):
-    """check() with tp._C._cuda_set_<switch>(on), the switch restored after."""
-    prev = getattr(tp._C, f"_cuda_{switch}")()
-    getattr(tp._C, f"_cuda_set_{switch}")(on)
-    try:
-        check()
-    finally:
-        getattr(tp._C, f"_cuda_set_{switch}")(prev)
+# the kernels of half-type rows of 4096: Note [Packed half rows] on 256 threads (the default) and
+# 128, and without them the pipelined rows of Note [Narrow norm rows] on 128 threads and 256
+HALF_ROW_VARIANTS = {"packed256": {}, "packed128": {"packed_half_rows": 128},
+                     "narrow": {"packed_half_rows": 0},
+                     "256_threads": {"packed_half_rows": 0, "narrow_norm_rows": False}}
 
 
-@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False), ("packed_half_rows", 128),
-                                     ("packed_half_rows", 256)], ids=["narrow", "256_threads", "packed128", "packed256"])
+@pytest.mark.parametrize("variant", HALF_ROW_VARIANTS)
 @pytest.mark.parametrize("n", [4000, 4096])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_row_variants(n, dtype, variant):
-    # Note [Narrow norm rows]: half-type rows of 4096 on 128-thread blocks, the affine read per
-    # row with which operands are present fixed at compile time, and with the 256-thread
-    # kernel; Note [Packed half rows] (off until timed): rows of 4096 one a block of 128 or 256
-    # threads; rows of 4000 keep the other kernels. softmax, log_softmax, layer norm with each
-    # of weight and bias present or not and its statistics, RMS norm, more rows than blocks,
-    # against the CPU reference
+    # HALF_ROW_VARIANTS (rows of 4000 keep the other kernels): softmax, log_softmax, layer norm
+    # with each of weight and bias present or not and its statistics, RMS norm, more rows than
+    # blocks, against the CPU reference
     x, ref = rand((3000, n), dtype, seed=n + 60)
     w, wref = rand((n,), dtype, seed=61)
     b, bref = rand((n,), dtype, seed=62)
-
-    def check():
+    with switches(**HALF_ROW_VARIANTS[variant]):
         check_half_row_forwards(x, ref, w, wref, b, bref, n, dtype)
         for args in [(w, None, wref, None), (None, b, None, bref)]:
             close(F.layer_norm(x, (n,), args[0], args[1]), F.layer_norm(ref, (n,), args[2], args[3]), dtype,
                   scale=10)
         check_fused_rms_norm(x, ref, w, wref, n, dtype)
 
-    with_switch(*variant, check)
-
 
 def test_packed_half_rows_bad_threads():
     with pytest.raises(ValueError, match="_cuda_set_packed_half_rows: threads must be 0, 128 or 256"):
         tp._C._cuda_set_packed_half_rows(64)
-    assert tp._C._cuda_packed_half_rows() == 0
+    assert tp._C._cuda_packed_half_rows() == 256
 
 
-@pytest.mark.parametrize("variant", [("narrow_norm_rows", True), ("narrow_norm_rows", False),
-                                     ("packed_half_rows", 128)], ids=["narrow", "256_threads", "packed"])
+@pytest.mark.parametrize("variant", HALF_ROW_VARIANTS)
 def test_norm_rows_far_from_zero(variant):
     # rows whose mean is far from their spread, mean 100 and standard deviation 0.5 in float16
     # rows of 4096: the statistics against the CPU's (a variance from the sum of squares, not
@@ -289,7 +270,8 @@ def test_norm_rows_far_from_zero(variant):
         close(ms, mref, "float32")
         close(rs, rref, "float32", scale=10)
 
-    with_switch(*variant, check)
+    with switches(**HALF_ROW_VARIANTS[variant]):
+        check()
 
 
 @pytest.mark.parametrize("lean", [True, False])
@@ -297,13 +279,10 @@ def test_norm_rows_far_from_zero(variant):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_lean_half_rows(n, dtype, lean):
     # the half-type rows with the lean forward (128-thread blocks up to 4096; 8192 stays on
-    # 256) and without it, more rows than blocks
+    # 256) and without it, more rows than blocks (without Note [Packed half rows])
     prev = tp._C._cuda_lean_half_rows()
-    tp._C._cuda_set_lean_half_rows(lean)
-    try:
+    with switches(lean_half_rows=lean, packed_half_rows=0):
         check_rows_and_grads(n, dtype, seed=60)
-    finally:
-        tp._C._cuda_set_lean_half_rows(prev)
     assert tp._C._cuda_lean_half_rows() is prev
 
 
@@ -359,15 +338,11 @@ def test_layer_norm_backward_row_pipeline(n, dtype, pipeline):
     g, gref = rand((3000, n), dtype, seed=22)
     w, wref = rand((n,), dtype, seed=23)
     b, bref = rand((n,), dtype, seed=24)
-    prev = tp._C._cuda_row_pipeline()
-    tp._C._cuda_set_row_pipeline(pipeline)
-    try:
+    with switches(row_pipeline=pipeline):
         stats = tp.native_layer_norm(x, [n], w, b, 1e-5)[1:]
         grads = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
         again = tp.native_layer_norm_backward(g, x, [n], *stats, w, True, True, True)
         only_w = tp.native_layer_norm_backward(g, x, [n], *stats, w, False, True, True)
-    finally:
-        tp._C._cuda_set_row_pipeline(prev)
     xr, wr, br = (t.clone().requires_grad_() for t in (ref, wref, bref))
     (F.layer_norm(xr, (n,), wr, br) * gref).sum().backward()
     for ours, expect in zip(grads, (xr.grad, wr.grad, br.grad)):
@@ -424,19 +399,15 @@ def test_rms_norm(n, dtype):
 @pytest.mark.parametrize("n", [8, 1000, 4096])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_rms_norm_row_pipeline(n, dtype, pipeline):
-    # Note [Row pipeline]: more rows than blocks
+    # Note [Row pipeline]: more rows than blocks (without Note [Packed half rows])
     x, ref = rand((3000, n), dtype, seed=n + 32)
     w, wref = rand((n,), dtype, seed=33)
-    prev = tp._C._cuda_row_pipeline()
-    tp._C._cuda_set_row_pipeline(pipeline)
-    try:
+    with switches(row_pipeline=pipeline, packed_half_rows=0):
         for wa, wr in [(w, wref), (None, None)]:
             y, rs = tp._fused_rms_norm(x, [n], wa, None)
             yref, rref = tp._fused_rms_norm(ref, [n], wr, None)
             close(y, yref, dtype, scale=10)
             close(rs, rref, "float32", scale=10)
-    finally:
-        tp._C._cuda_set_row_pipeline(prev)
 
 
 @pytest.mark.parametrize("n", RMS_LENGTHS)

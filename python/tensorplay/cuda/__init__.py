@@ -4,6 +4,8 @@ In a build without CUDA, or on a machine without a GPU, ``is_available()`` is Fa
 ``device_count()`` is 0; calls that need a GPU raise as PyTorch's do (AssertionError
 "Torch not compiled with CUDA enabled" without CUDA support in the build)."""
 
+import contextlib
+
 from tensorplay import _C
 from tensorplay.cuda import memory, random  # noqa: F401
 from tensorplay.cuda._utils import _compiled, _get_device_index, _is_initialized, _lazy_init
@@ -181,6 +183,21 @@ def stream(stream):
 def priority_range():
     _lazy_init()
     return tuple(_C._cuda_streamPriorityRange())
+
+
+@contextlib.contextmanager
+def _kernel_switches(**settings):
+    """Inside the block, _C._cuda_set_<name>(value) for each setting (the nn kernel switches:
+    row_pipeline, packed_half_rows, narrow_norm_rows, lean_half_rows, warp_rows, ...); each
+    restored after. For the tests and benchmarks of the kernels the defaults do not run."""
+    prev = {name: getattr(_C, f"_cuda_{name}")() for name in settings}
+    try:
+        for name, value in settings.items():
+            getattr(_C, f"_cuda_set_{name}")(value)
+        yield
+    finally:
+        for name, value in prev.items():
+            getattr(_C, f"_cuda_set_{name}")(value)
 
 
 _default_generators = None
