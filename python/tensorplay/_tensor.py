@@ -170,6 +170,9 @@ class memory_format:
     def __repr__(self):
         return f"tensorplay.{self._name}"
 
+    def __reduce__(self):  # pickle and copy: the module's own object (its global name)
+        return self._name
+
 
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
@@ -431,6 +434,19 @@ def __deepcopy__(self, memo):
     for k, v in getattr(self, "__dict__", {}).items():
         setattr(new, k, copy.deepcopy(v, memo))
     return new
+
+
+@_method
+def __reduce_ex__(self, proto):
+    """pickle and copy.copy, as PyTorch's: the tensor by value, as ``tp.save`` writes it
+    (dtype, shape, strides, storage offset, device, requires_grad, subclass; its whole
+    storage), so views pickled together come back as separate storages. A non-leaf comes
+    back as a leaf."""
+    import io
+    from tensorplay import serialization
+    buf = io.BytesIO()
+    serialization.save(self, buf)
+    return serialization._load_from_bytes, (buf.getvalue(),)
 
 
 def _reversed_dims(self):

@@ -283,6 +283,11 @@ def _load_legacy(fh, restore, unpickler_cls, weights_only, pickle_load_args):
     return result
 
 
+def _load_from_bytes(data):
+    """A tensor pickled by Tensor.__reduce_ex__ (``save``'s bytes)."""
+    return load(io.BytesIO(data), weights_only=False)
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None,
          **pickle_load_args):
     """Loads what ``save`` (or ``torch.save``) wrote to ``f`` (a path or a seekable binary

@@ -3,6 +3,7 @@ sharing a storage, strided / 0-dim / empty tensors, Parameters, containers, the 
 weights-only refusals (a malicious checkpoint), safe globals, map_location, mmap, the legacy
 format, nn state_dicts, and corrupt files (clear errors, never a crash)."""
 import collections
+import copy
 import inspect
 import io
 import json
@@ -506,3 +507,25 @@ def test_legacy_format():
         tp.load(io.BytesIO(data), mmap=True)
     with pytest.raises(RuntimeError, match="storage key|does not match|inside a storage"):
         tp.load(io.BytesIO(data[:-3]))
+
+
+def test_plain_pickle_matches_torch():
+    """pickle.dumps / loads (and copy.copy) of tensors, Parameters, views, dtypes, Size and
+    devices: what torch gives back (each tensor by value with its whole storage, so views come
+    back apart; a non-leaf as a leaf), also of a module and an optimizer holding them."""
+    ours, ref = (pickle.loads(pickle.dumps(_sample(lib))) for lib in (tp, torch))
+    assert _describe(ours) == _describe(ref)
+    assert type(ours["param"]) is tp.nn.Parameter and type(ours["frozen"]) is tp.nn.Parameter
+    ours["base"][1, 0] = 100.0
+    assert ours["row"][0].item() == 6.0  # no longer a view of base
+    for lib in (tp, torch):
+        y = pickle.loads(pickle.dumps(lib.ones(2, requires_grad=True) * 2))
+        assert y.is_leaf and y.requires_grad and y.grad_fn is None
+        c = copy.copy(lib.arange(6.0).reshape(2, 3).t())
+        assert c.stride() == (1, 3) and c.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    for lib in (tp, torch):
+        assert pickle.loads(pickle.dumps(lib.device("cuda", 1))) == lib.device("cuda:1")
+        assert pickle.loads(pickle.dumps(lib.channels_last)) is lib.channels_last
+    model = pickle.loads(pickle.dumps(tp.nn.Sequential(tp.nn.Linear(3, 2), tp.nn.LayerNorm(2))))
+    assert type(model[0].weight) is tp.nn.Parameter and model[1].bias.tolist() == [0.0, 0.0]
+

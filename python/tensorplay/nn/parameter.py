@@ -21,13 +21,6 @@ class Parameter(Tensor):
 
     __str__ = __repr__
 
-    def __reduce_ex__(self, proto):
-        return (_rebuild_parameter, (self.detach().clone(), self.requires_grad))
-
-
-def _rebuild_parameter(data, requires_grad):
-    return Parameter(data, requires_grad)
-
 
 class UninitializedTensorMixin:
     """Shape-less placeholders of lazy modules, materialised on their first forward."""
