@@ -2,6 +2,7 @@
 LBFGS, hooks, the multi-tensor kernels' edge cases, swa_utils and bad input."""
 import copy
 import importlib
+import pickle
 import warnings
 
 import numpy as np
@@ -195,6 +196,47 @@ def test_load_state_dict_casts_like_torch():
         assert state["exp_avg"].dtype == tp.float32 and state["exp_avg_sq"].dtype == tp.float32
         assert state["step"].dtype == (tp.float32 if fused else tp.float64)
     assert opt.param_groups[0]["params"] == [p]
+
+
+# the group options each optimizer gained over PyTorch's releases, and its scalar state entries
+NEWER_OPTIONS = ("foreach", "maximize", "differentiable", "capturable", "fused", "decoupled_weight_decay",
+                 "amsgrad", "nesterov", "momentum", "centered")
+SCALAR_STATE = ("step", "eta", "mu", "mu_product")
+
+
+@pytest.mark.parametrize("name, kw", CONFIGS[::2], ids=CONFIG_IDS[::2])
+def test_load_older_checkpoint_matches_torch(name, kw):
+    """A state_dict from an older release: groups without the newer options, scalar state as
+    Python numbers. Loading fills the options with their defaults and makes the numbers
+    scalar tensors, as torch does; so does unpickling the optimizer (its __setstate__)."""
+    def older(sd, lib):
+        sd = convert_state_dict(sd, lib)
+        for g in sd["param_groups"]:
+            for key in NEWER_OPTIONS:
+                g.pop(key, None)
+        for st in sd["state"].values():
+            for key in SCALAR_STATE:
+                if key in st:
+                    st[key] = float(st[key].item())
+        return sd
+
+    _, opt = train(tp, name, kw, "float64", 3)
+    loaded = []
+    for lib in (tp, torch):
+        fresh = getattr(lib.optim, name)(params_of(lib, "float64"), **kw)
+        fresh.load_state_dict(older(opt.state_dict(), lib))
+        loaded.append(fresh)
+    ours, ref = loaded
+    groups = [[{k: v for k, v in g.items() if k != "params"} for g in o.param_groups] for o in (ours, ref)]
+    assert groups[0] == groups[1]
+    for (_, sa), (_, sb) in zip(ours.state.items(), ref.state.items()):
+        assert sorted(sa) == sorted(sb)
+        for key in SCALAR_STATE:
+            if key in sb:
+                assert isinstance(sa[key], tp.Tensor) == isinstance(sb[key], torch.Tensor)
+                assert float(sa[key]) == float(sb[key])
+    again = pickle.loads(pickle.dumps(ours))
+    assert [{k: v for k, v in g.items() if k != "params"} for g in again.param_groups] == groups[0]
 
 
 def test_state_dict_is_independent_of_later_changes():

@@ -1,7 +1,7 @@
 """Adadelta: step sizes from running averages of squared gradients and squared updates."""
 import tensorplay as tp
 from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _restore_tensor_state, _to_scalar,
+                                        _get_scalar_dtype, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["Adadelta", "adadelta"]
@@ -13,6 +13,9 @@ class Adadelta(Optimizer):
 
     >>> opt = tp.optim.Adadelta(model.parameters(), lr=1.0, rho=0.9)
     """
+
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_state = ("step",)
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
@@ -26,15 +29,6 @@ class Adadelta(Optimizer):
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_tensor_state(self)
 
     @staticmethod
     def _init_state(state, p, group):

@@ -3,7 +3,7 @@ import tensorplay as tp
 from tensorplay import _C
 from tensorplay.optim.optimizer import (Optimizer, _check_fused_flags, _device_dtype_check_for_fused,
                                         _eval_closure, _get_scalar_dtype, _get_value,
-                                        _restore_tensor_state, _to_scalar, _use_fused_kernel,
+                                        _to_scalar, _use_fused_kernel,
                                         _use_grad_for_differentiable)
 
 __all__ = ["Adagrad", "adagrad"]
@@ -15,6 +15,9 @@ class Adagrad(Optimizer):
 
     >>> opt = tp.optim.Adagrad(model.parameters(), lr=1e-2)
     """
+
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
+    _tensor_state = ("step",)
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
@@ -45,15 +48,6 @@ class Adagrad(Optimizer):
                          if group["fused"]
                          else tp.tensor(0.0, dtype=_get_scalar_dtype()))
         state["sum"] = tp.full_like(p, initial_accumulator_value, memory_format=tp.preserve_format)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-        _restore_tensor_state(self)
 
     def _init_group(self, group, params, grads, state_sums, state_steps):
         for p in group["params"]:

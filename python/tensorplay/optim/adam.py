@@ -1,9 +1,9 @@
 """Adam (with AMSGrad, maximize, L2 or decoupled weight decay); AdamW builds on it."""
 import tensorplay as tp
 from tensorplay import _C
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_fused_flags,
+from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_moment_args,
                                         _device_dtype_check_for_fused, _eval_closure, _get_scalar_dtype,
-                                        _get_value, _restore_tensor_state, _to_scalar, _use_fused_kernel,
+                                        _get_value, _to_scalar, _use_fused_kernel,
                                         _use_grad_for_differentiable)
 
 __all__ = ["Adam", "adam"]
@@ -18,14 +18,7 @@ def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
             raise ValueError("Tensor lr must be 1-element")
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_moment_args(eps, betas, weight_decay)
     if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
             or (isinstance(betas[0], tp.Tensor) and isinstance(betas[1], tp.Tensor))):
         raise ValueError("betas must be either both floats or both Tensors")
@@ -45,6 +38,10 @@ class Adam(Optimizer):
     >>> opt = tp.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))
     """
 
+    _group_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                       "differentiable": False, "decoupled_weight_decay": False, "fused": None}
+    _tensor_state = ("step",)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -56,18 +53,6 @@ class Adam(Optimizer):
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
         _check_fused_flags(self, fused, foreach, differentiable)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-        _restore_tensor_state(self)
 
     def _init_group(self, group, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
         amsgrad, fused = group["amsgrad"], group["fused"]

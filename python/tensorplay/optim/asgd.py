@@ -1,7 +1,7 @@
 """ASGD: averaged stochastic gradient descent (Polyak-Ruppert averaging after t0 steps)."""
 import tensorplay as tp
 from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _get_value, _restore_tensor_state, _to_scalar,
+                                        _get_scalar_dtype, _get_value, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["ASGD", "asgd"]
@@ -14,6 +14,9 @@ class ASGD(Optimizer):
     >>> opt = tp.optim.ASGD(model.parameters(), lr=1e-2, t0=100)
     """
 
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_state = ("step", "eta", "mu")
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
         _check_lr(lr)
@@ -23,15 +26,6 @@ class ASGD(Optimizer):
                     "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
                     "capturable": capturable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_tensor_state(self, ("step", "eta", "mu"))
 
     @staticmethod
     def _init_state(state, p, group):

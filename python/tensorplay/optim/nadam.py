@@ -1,7 +1,7 @@
 """NAdam: Adam with Nesterov momentum (momentum_decay schedule, optional decoupled decay)."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _get_value, _restore_tensor_state, _to_scalar,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _check_moment_args,
+                                        _eval_closure, _get_scalar_dtype, _get_value, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["NAdam", "nadam"]
@@ -14,18 +14,15 @@ class NAdam(Optimizer):
     >>> opt = tp.optim.NAdam(model.parameters(), lr=2e-3)
     """
 
+    _group_defaults = {"maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+                       "decoupled_weight_decay": False}
+    _tensor_state = ("step", "mu_product")
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_moment_args(eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
@@ -33,16 +30,6 @@ class NAdam(Optimizer):
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
                     "differentiable": differentiable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-        _restore_tensor_state(self, ("step", "mu_product"))
 
     @staticmethod
     def _init_state(state, p, group):

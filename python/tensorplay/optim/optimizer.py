@@ -62,6 +62,17 @@ def _check_lr(lr):
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
+def _check_moment_args(eps, betas, weight_decay):
+    """The Adam family's checks of eps, betas and weight_decay, in PyTorch's order and words."""
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _check_fused_flags(optimizer, fused, foreach, differentiable):
     """PyTorch's construction-time checks of fused=True."""
     if fused:
@@ -114,9 +125,9 @@ def _eval_closure(closure):
         return closure()
 
 
-def _restore_tensor_state(optimizer, keys=("step",)):
+def _restore_tensor_state(optimizer, keys):
     """Turns number-valued state entries of old checkpoints (``step`` ...) into the scalar
-    tensors this version keeps (an optimizer's ``__setstate__``)."""
+    tensors this version keeps (Optimizer.__setstate__, from ``_tensor_state``)."""
     for group in optimizer.param_groups:
         for p in group["params"]:
             p_state = optimizer.state.get(p, [])
@@ -213,6 +224,12 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # What __setstate__ (unpickling, load_state_dict) gives the param groups of older
+    # checkpoints that lack an option, and the per-parameter state entries it turns from
+    # numbers into the scalar tensors this version keeps (each optimizer sets its own).
+    _group_defaults: dict = {}
+    _tensor_state: tuple = ()
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
@@ -222,6 +239,11 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for key, value in self._group_defaults.items():
+                group.setdefault(key, value)
+        if self._tensor_state:
+            _restore_tensor_state(self, self._tensor_state)
 
     def __repr__(self):
         text = self.__class__.__name__ + " ("

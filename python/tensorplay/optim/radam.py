@@ -1,7 +1,7 @@
 """RAdam: Adam with the variance of the adaptive step size rectified in early steps."""
 import tensorplay as tp
-from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _get_value, _restore_tensor_state, _to_scalar,
+from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _check_moment_args,
+                                        _eval_closure, _get_scalar_dtype, _get_value, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["RAdam", "radam"]
@@ -14,32 +14,19 @@ class RAdam(Optimizer):
     >>> opt = tp.optim.RAdam(model.parameters(), lr=1e-3)
     """
 
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                       "decoupled_weight_decay": False, "capturable": False}
+    _tensor_state = ("step",)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_moment_args(eps, betas, weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "foreach": foreach, "capturable": capturable,
                     "decoupled_weight_decay": decoupled_weight_decay, "differentiable": differentiable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
-        _restore_tensor_state(self)
 
     @staticmethod
     def _init_state(state, p, group):

@@ -1,7 +1,7 @@
 """RMSprop (optionally centered, with momentum)."""
 import tensorplay as tp
 from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _restore_tensor_state, _to_scalar,
+                                        _get_scalar_dtype, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["RMSprop", "rmsprop"]
@@ -14,6 +14,10 @@ class RMSprop(Optimizer):
 
     >>> opt = tp.optim.RMSprop(model.parameters(), lr=1e-2, alpha=0.99)
     """
+
+    _group_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                       "differentiable": False, "capturable": False}
+    _tensor_state = ("step",)
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
@@ -30,17 +34,6 @@ class RMSprop(Optimizer):
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_tensor_state(self)
 
     def _init_group(self, group, params, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps):
         for p in group["params"]:

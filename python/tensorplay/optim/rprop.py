@@ -1,7 +1,7 @@
 """Rprop: per-element step sizes grown or shrunk by the sign agreement of gradients."""
 import tensorplay as tp
 from tensorplay.optim.optimizer import (Optimizer, _gather_group, _check_capturable, _check_lr, _eval_closure,
-                                        _get_scalar_dtype, _restore_tensor_state, _to_scalar,
+                                        _get_scalar_dtype, _to_scalar,
                                         _use_grad_for_differentiable)
 
 __all__ = ["Rprop", "rprop"]
@@ -15,6 +15,9 @@ class Rprop(Optimizer):
     >>> opt = tp.optim.Rprop(model.parameters(), lr=1e-2)
     """
 
+    _group_defaults = {"foreach": None, "maximize": False, "differentiable": False, "capturable": False}
+    _tensor_state = ("step",)
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
         _check_lr(lr)
@@ -23,15 +26,6 @@ class Rprop(Optimizer):
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-        _restore_tensor_state(self)
 
     @staticmethod
     def _init_state(state, p, group):

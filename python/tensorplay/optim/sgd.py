@@ -16,6 +16,9 @@ class SGD(Optimizer):
     >>> opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()
     """
 
+    _group_defaults = {"nesterov": False, "maximize": False, "foreach": None, "differentiable": False,
+                       "fused": False}
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if isinstance(lr, tp.Tensor) and lr.numel() != 1:
@@ -33,15 +36,6 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         _check_fused_flags(self, fused, foreach, differentiable)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
