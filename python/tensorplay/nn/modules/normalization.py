@@ -9,6 +9,28 @@ from tensorplay.nn.modules.module import Module
 from tensorplay.nn.parameter import Parameter
 
 
+def _affine_parameters(module, affine, shape, bias, kw):
+    """module.weight and, with bias, module.bias: Parameters of `shape` (kw: dtype, device;
+    filled by _reset_affine) where affine, else registered as None."""
+    if affine:
+        module.weight = Parameter(tp.empty(shape, **kw))
+        if bias:
+            module.bias = Parameter(tp.empty(shape, **kw))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    """Ones in module.weight and zeros in module.bias (where present), as PyTorch's norms."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     _version = 2
 
@@ -18,15 +40,7 @@ class _NormBase(Module):
         kw = dict(dtype=dtype, device=device)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(tp.empty((num_features,), **kw))
-            if bias:
-                self.bias = Parameter(tp.empty((num_features,), **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, (num_features,), bias, kw)
         if track_running_stats:
             self.register_buffer("running_mean", tp.zeros((num_features,), **kw))
             self.register_buffer("running_var", tp.ones((num_features,), **kw))
@@ -45,10 +59,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -153,23 +164,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        kw = dict(dtype=dtype, device=device)
-        if elementwise_affine:
-            self.weight = Parameter(tp.empty(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(tp.empty(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, self.normalized_shape, bias, dict(dtype=dtype, device=device))
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -187,23 +186,11 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
-        kw = dict(dtype=dtype, device=device)
-        if affine:
-            self.weight = Parameter(tp.empty((num_channels,), **kw))
-            if bias:
-                self.bias = Parameter(tp.empty((num_channels,), **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, (num_channels,), bias, dict(dtype=dtype, device=device))
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
