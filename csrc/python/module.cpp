@@ -320,7 +320,7 @@ NB_MODULE(_C, m) {
   nb::implicitly_convertible<std::string, Device>();
 
   // ---- tensors
-  nb::class_<Tensor> cls(m, "Tensor");
+  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable());  // weakref.ref(t), as PyTorch's
   bind_generator(m);
   bind_philox_reference(m);
   bind_generated_ops(m, cls);

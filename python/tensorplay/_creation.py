@@ -1,5 +1,6 @@
 """Tensor creation from Python data, NumPy and DLPack, and the *_like factories."""
 import builtins
+import warnings
 
 import numpy as np
 
@@ -15,6 +16,8 @@ _FROM_NUMPY = {"bool": _dtype.bool, "uint8": _dtype.uint8, "int8": _dtype.int8,
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False,
            _op="tensor"):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors)."""
+    if isinstance(data, Tensor) and _op == "tensor":  # (new_tensor warns in its own words)
+        _warn_copy_construct("tensorplay.tensor(sourceTensor)")
     if isinstance(data, np.ndarray):
         t = from_numpy(data) if data.dtype.name in _FROM_NUMPY else None
         if t is None:
@@ -25,6 +28,25 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         out.requires_grad = requires_grad
         return out
     return _C._tensor(data, dtype, device, requires_grad, _op)
+
+
+def _warn_copy_construct(call):
+    """PyTorch's UserWarning for a tensor built from a tensor by ``call``."""
+    warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                  f"sourceTensor.detach().clone().requires_grad_(True), rather than {call}.", UserWarning,
+                  stacklevel=3)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """A new tensor holding a copy of ``data``, of this tensor's dtype and device unless told
+    otherwise (whatever the data's own type)."""
+    if isinstance(data, Tensor):
+        _warn_copy_construct("tensor.new_tensor(sourceTensor)")
+    return tensor(data, dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device,
+                  requires_grad=requires_grad, _op="new_tensor")
+
+
+Tensor.new_tensor = new_tensor
 
 
 def from_numpy(ndarray):

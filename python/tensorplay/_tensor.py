@@ -29,6 +29,30 @@ class Size(tuple):
         r = tuple.__getitem__(self, item)
         return Size(r) if isinstance(item, slice) else r
 
+    # concatenation and repetition give a Size, as PyTorch's (whose items must be ints)
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _checked_size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _checked_size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        r = tuple.__mul__(self, n)
+        return r if r is NotImplemented else Size(r)
+
+    __rmul__ = __mul__
+
+
+def _checked_size(items):
+    for i, s in enumerate(items):
+        if not isinstance(s, int) and not (hasattr(s, "__index__") and not isinstance(s, float)):
+            raise TypeError(f"tensorplay.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
+    return Size(items)
+
 
 _C._set_size_type(Size)
 

@@ -2,6 +2,7 @@
 chunk, unbind, tensor_split, ...). Each returns views sharing the input's storage."""
 import builtins
 import operator
+import warnings
 
 from tensorplay import _C
 from tensorplay._tensor import Size
@@ -179,7 +180,37 @@ def _mT(self):
 
 
 Tensor._mT = _mT
-Tensor.mH = Tensor.mT  # no complex dtypes yet: the adjoint is the transpose
+
+
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a view; no complex dtypes yet, so the
+    transpose)."""
+    if input.dim() < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. "
+                           f"Got {input.dim()}-D tensor.")
+    return input.transpose(-2, -1)
+
+
+def _mH(self):
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+def _H(self):
+    if self.dim() == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        return self
+    if self.dim() != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
+    return self.transpose(0, 1)
+
+
+Tensor.adjoint = adjoint
+Tensor.mH = property(_mH, doc="The conjugate transpose of the last two dims (batched).")
+Tensor.H = property(_H, doc="The conjugate transpose of a matrix.")
 
 
 def nonzero(input, *, out=None, as_tuple=False):

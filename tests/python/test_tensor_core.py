@@ -9,6 +9,8 @@ same Python types), or the same exception type."""
 import operator
 import os
 import re
+import warnings
+import weakref
 
 import pytest
 import torch
@@ -317,6 +319,51 @@ PROTOCOL_CASES = {
 @pytest.mark.parametrize('case', PROTOCOL_CASES)
 def test_python_protocols(case):
     assert_like_torch(PROTOCOL_CASES[case])
+
+
+ATTRIBUTE_CASES = {
+    'H': lambda lib: lib.arange(6.0).reshape(2, 3).H.tolist(),
+    'H_1d': lambda lib: lib.ones(3).H, 'H_3d': lambda lib: lib.ones(2, 3, 4).H,
+    'H_is_view': lambda lib: (lambda x: x.H.data_ptr() == x.data_ptr())(lib.ones(2, 3)),
+    'mH': lambda lib: lib.arange(12.0).reshape(2, 2, 3).mH.tolist(), 'mH_1d': lambda lib: lib.ones(3).mH,
+    'adjoint': lambda lib: lib.adjoint(lib.arange(6.0).reshape(3, 2)).tolist(),
+    'adjoint_method': lambda lib: lib.ones(4, 2, 3).adjoint().shape, 'adjoint_1d': lambda lib: lib.ones(3).adjoint(),
+    'new_tensor': lambda lib: (lambda y: (y.dtype, y.tolist(), y.requires_grad))(
+        lib.ones(2, dtype=lib.float16).new_tensor([1, 2])),
+    'new_tensor_bool_data': lambda lib: lib.ones(1, dtype=lib.int32).new_tensor([True, 2.7]).tolist(),
+    'new_tensor_dtype': lambda lib: lib.ones(1).new_tensor(3, dtype=lib.int64, requires_grad=False).dtype,
+    'new_tensor_grad': lambda lib: lib.ones(1, dtype=lib.float64).new_tensor([1.0], requires_grad=True).is_leaf,
+    'new_tensor_int_grad': lambda lib: lib.ones(1, dtype=lib.int64).new_tensor([1], requires_grad=True),
+    'weakref': lambda lib: (lambda t: weakref.ref(t)() is t)(lib.ones(1)),
+    'weakref_dict': lambda lib: len(weakref.WeakKeyDictionary({lib.ones(1): 1})),
+    'size_add': lambda lib: (type(lib.Size([2]) + (3,)).__name__, lib.Size([2]) + (3,)),
+    'size_radd': lambda lib: (type((1,) + lib.Size([2])).__name__, (1,) + lib.Size([2])),
+    'size_add_size': lambda lib: type(lib.Size([2]) + lib.Size([3])).__name__,
+    'size_add_list': lambda lib: lib.Size([2]) + [1], 'size_add_float': lambda lib: lib.Size([2]) + (1.5,),
+    'size_mul': lambda lib: (type(lib.Size([2]) * 2).__name__, 3 * lib.Size([1]), lib.Size([2]) * 0),
+    'size_mul_float': lambda lib: lib.Size([2]) * 1.5,
+}
+
+
+@pytest.mark.parametrize('case', ATTRIBUTE_CASES)
+def test_tensor_attributes_like_torch(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # neither library warns in these cases
+        assert_like_torch(ATTRIBUTE_CASES[case])
+
+
+def test_copy_construct_warnings():
+    # PyTorch's UserWarning for a tensor built from a tensor, and the 0-D H deprecation
+    for lib in (tp, torch):
+        x = lib.ones(2)
+        with pytest.warns(UserWarning, match="rather than .*tensor\\(sourceTensor\\)"):
+            assert lib.tensor(x).tolist() == [1.0, 1.0]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            assert x.new_tensor(x, dtype=lib.int64).tolist() == [1, 1]
+        assert len(caught) == 1 and "rather than tensor.new_tensor(sourceTensor)" in str(caught[0].message)
+        with pytest.warns(UserWarning, match="Tensor.H is deprecated on 0-D tensors"):
+            assert lib.tensor(2.0).H.item() == 2.0
 
 
 # ---------------------------------------------------------------- requires_grad
