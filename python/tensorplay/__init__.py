@@ -10,8 +10,8 @@ from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, double, dty
                                float16, float32, float64, get_default_dtype, half, iinfo, int,
                                int8, int16, int32, int64, long, promote_types, result_type,
                                set_default_dtype, short, uint8)
-from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, channels_last_3d,
-                                contiguous_format, memory_format, preserve_format)
+from tensorplay._tensor import (Size, Tensor, UntypedStorage, channels_last, channels_last_3d, clamp_max,
+                                clamp_min, contiguous_format, memory_format, preserve_format)
 from tensorplay import _indexing  # noqa: F401  (installs Tensor.__getitem__/__setitem__)
 from tensorplay._indexing import index_put_
 from tensorplay._creation import (arange, as_tensor, asarray, empty_like, from_dlpack,
@@ -23,7 +23,7 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
                                     vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
 from tensorplay._views import (adjoint, allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
-                               hsplit, nonzero, split, squeeze, tensor_split, unbind, vsplit, where)
+                               hsplit, nonzero, ravel, split, squeeze, tensor_split, unbind, vsplit, where)
 from tensorplay import linalg, return_types, version
 from tensorplay._reductions import norm, unique, unique_consecutive
 from tensorplay import autograd, _tensor_autograd  # noqa: F401  (Tensor.backward, hooks)

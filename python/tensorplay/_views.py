@@ -166,6 +166,13 @@ def broadcast_tensors(*tensors):
 
 for _fn in (squeeze, split, chunk, unbind, tensor_split, hsplit, vsplit, dsplit):
     _method(_fn)
+def ravel(input):
+    """The elements as a 1-D tensor: reshape(-1) (a view when the layout allows)."""
+    _check_tensor(input, "ravel")
+    return input.reshape(-1)
+
+
+_method(ravel)
 _method(lambda self, other: self.view(other.shape), "view_as")
 _method(lambda self, other: self.reshape(other.shape), "reshape_as")
 _method(lambda self, other: self.expand(other.shape), "expand_as")

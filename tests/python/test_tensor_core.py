@@ -342,6 +342,13 @@ ATTRIBUTE_CASES = {
     'size_add_list': lambda lib: lib.Size([2]) + [1], 'size_add_float': lambda lib: lib.Size([2]) + (1.5,),
     'size_mul': lambda lib: (type(lib.Size([2]) * 2).__name__, 3 * lib.Size([1]), lib.Size([2]) * 0),
     'size_mul_float': lambda lib: lib.Size([2]) * 1.5,
+    'ravel': lambda lib: lib.ravel(lib.arange(6.0).reshape(2, 3).t()).tolist(),
+    'ravel_view': lambda lib: (lambda x: x.ravel().data_ptr() == x.data_ptr())(lib.ones(2, 3)),
+    'ravel_0d': lambda lib: lib.tensor(3.0).ravel().shape, 'ravel_list': lambda lib: lib.ravel([1, 2]),
+    'ravel_grad': lambda lib: (lambda x: (x.ravel() * lib.arange(6.0)).sum().backward() or x.grad.tolist())(
+        lib.ones(2, 3, requires_grad=True)),
+    'clamp_min': lambda lib: lib.clamp_min(lib.tensor([-1.0, 2.0]), 0.5).tolist(),
+    'clamp_max': lambda lib: lib.clamp_max(lib.tensor([-1.0, 2.0]), 0.5).tolist(),
 }
 
 

@@ -436,8 +436,10 @@ for _name, _dom, _extras in [
         ('log10', (0.1, 10), (-1, 100)), ('log1p', (-0.9, 10), (-1, -2, 1e-5)),
         ('sin', (-5, 5), ()), ('cos', (-5, 5), ()), ('tan', (-1.5, 1.5), ()),
         ('asin', (-1, 1), (1, -1, 1.5)), ('acos', (-1, 1), (1, -1, 1.5)), ('atan', (-5, 5), ()),
+        ('arcsin', (-1, 1), (1, -1, 1.5)), ('arccos', (-1, 1), (1, -1, 1.5)), ('arctan', (-5, 5), ()),
         ('sinh', (-5, 5), ()), ('cosh', (-5, 5), ()), ('tanh', (-5, 5), (20,)),
         ('asinh', (-5, 5), ()), ('acosh', (1, 10), (1, 0.5)), ('atanh', (-0.99, 0.99), (1, -1, 2)),
+        ('arcsinh', (-5, 5), ()), ('arccosh', (1, 10), (1, 0.5)), ('arctanh', (-0.99, 0.99), (1, -1, 2)),
         ('sigmoid', (-5, 5), (20, -20)), ('erf', (-3, 3), ()), ('erfc', (-3, 3), (10,)),
         ('erfinv', (-0.99, 0.99), (1, -1, 1.5, 0.999)), ('reciprocal', (-5, 5), (1, 0.1))]:
     unary(_name, domain=_dom, extras=_extras)
@@ -448,6 +450,8 @@ unary('neg', NO_BOOL, operator=operator.neg,
       errors=_errors(_err(_t([True, False], 'bool')),
                      _err(_t([True, False], 'bool'), form='operator')))
 unary('abs', NO_BOOL, operator=abs)
+unary('negative', NO_BOOL, errors=_err(_t([True, False], 'bool')))  # aliases of neg and abs
+unary('absolute', NO_BOOL)
 unary('relu', NO_BOOL, inplace=True, out=False)
 unary('sign', extras=(-2.5,))
 unary('sgn', extras=(-2.5,))
@@ -456,6 +460,7 @@ unary('frac', FLOATS, extras=(2.5, -2.5))
 unary('floor', NO_BOOL, extras=(2.5, -2.5))
 unary('ceil', NO_BOOL, extras=(2.5, -2.5))
 unary('trunc', NO_BOOL, extras=(2.5, -2.5))
+unary('fix', NO_BOOL, extras=(2.5, -2.5))  # alias of trunc
 unary('round', NO_BOOL, extras=(0.5, 1.5, 2.5, -0.5, -2.5, 1234.5),
       variants=lambda dt: ({}, {'decimals': 2}, {'decimals': -1}) if dt in FLOATS else ({},),
       errors=_err(_t([1, 2], 'int64'), decimals=2, exc=NotImplementedError))
@@ -537,6 +542,16 @@ binary('sub', NO_BOOL, variants=_alpha, scalars=(3, 2.5), scalar_self=(2, 2.5), 
        errors=_errors(_err(_t([True], 'bool'), _t([False], 'bool')),
                       _err(_I64, True), _err(True, _I64)))
 binary('mul', scalar_self=(2, 2.5), operator=operator.mul)
+binary('multiply', scalar_self=(2, 2.5))  # alias of mul
+binary('subtract', NO_BOOL, variants=_alpha, scalars=(3, 2.5), scalar_self=(2, 2.5),  # alias of sub
+       errors=_errors(_err(_t([True], 'bool'), _t([False], 'bool')), _err(_I64, True)))
+# alias of div. No 'trunc' for the half types: torch's own result differs by path there (its
+# vectorised loop rounds a bfloat16 quotient such as 2 / -0.4004 = -4.995 to -5 before
+# truncating, its broadcast loop gives -4, as ours does); div's samples cover 'trunc'
+binary('divide', rhs=_NONZERO, scalar_self=(2, 2.5),
+       variants=lambda dt: ({}, {'rounding_mode': 'floor'}) + (() if dt in ('bfloat16', 'float16') else
+                                                              ({'rounding_mode': 'trunc'},)) if dt != 'bool' else ({},),
+       errors=_errors(_zero_division(rounding_mode='trunc'), _err(_t([1.0]), _t([1.0]), rounding_mode='round')))
 binary('div', rhs=_NONZERO, scalar_self=(2, 2.5), operator=operator.truediv,
        variants=lambda dt: ({}, {'rounding_mode': 'trunc'}, {'rounding_mode': 'floor'},
                             {'rounding_mode': None}) if dt != 'bool' else ({},),
@@ -556,6 +571,7 @@ binary('pow', NO_BOOL, lhs=dict(int_domain=(-4, 4), domain=(-3, 3)),
        scalar_self=(2, 2.5), operator=operator.pow,
        errors=_errors(_err(_I64, -1, match='negative'), _err(_I64, -1, form='operator')))
 binary('atan2', scalars=())
+binary('arctan2', scalars=())  # alias of atan2
 binary('copysign', scalars=(3, -2.5, True))
 binary('xlogy', scalar_self=(2, 0.5))
 binary('hypot', FLOATS, scalars=(), partner=_same_kind_float_partner)
@@ -564,6 +580,8 @@ for _name in ('maximum', 'minimum', 'fmax', 'fmin'):
 for _name, _op in [('eq', operator.eq), ('ne', operator.ne), ('lt', operator.lt),
                    ('le', operator.le), ('gt', operator.gt), ('ge', operator.ge)]:
     binary(_name, operator=_op)
+for _name in ('not_equal', 'less', 'less_equal', 'greater', 'greater_equal'):  # aliases of ne, lt, le, gt, ge
+    binary(_name)
 for _name in ('logical_and', 'logical_or', 'logical_xor'):
     binary(_name, scalars=())
 for _name, _op in [('bitwise_and', operator.and_), ('bitwise_or', operator.or_),
