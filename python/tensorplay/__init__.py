@@ -22,6 +22,7 @@ from tensorplay._shape_ops import (atleast_1d, atleast_2d, atleast_3d, block_dia
                                     column_stack, dstack, hstack, meshgrid, repeat_interleave,
                                     vstack)
 from tensorplay._tensor_str import get_printoptions, printoptions, set_printoptions
+from tensorplay._elementwise import deg2rad, isin, logaddexp, logaddexp2, rad2deg
 from tensorplay._views import (adjoint, allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, ravel, split, squeeze, tensor_split, unbind, vsplit, where)
 from tensorplay import linalg, return_types, version

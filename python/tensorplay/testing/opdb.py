@@ -335,14 +335,6 @@ class OpInfo:
 op_db: list[OpInfo] = []
 
 
-def resolve(lib, name: str):
-    """lib.<name>, following dots ('linalg.det' -> lib.linalg.det); None if missing."""
-    obj = lib
-    for part in name.split('.'):
-        obj = getattr(obj, part, None)
-    return obj
-
-
 def lib_exception(exc_type: type, lib) -> type:
     """The exception type lib raises where torch raises exc_type: the builtin types are
     shared; torch.linalg.LinAlgError is lib.linalg.LinAlgError."""
@@ -461,6 +453,8 @@ unary('floor', NO_BOOL, extras=(2.5, -2.5))
 unary('ceil', NO_BOOL, extras=(2.5, -2.5))
 unary('trunc', NO_BOOL, extras=(2.5, -2.5))
 unary('fix', NO_BOOL, extras=(2.5, -2.5))  # alias of trunc
+for _name in ('deg2rad', 'rad2deg'):  # composites in Python (tensorplay/_elementwise.py)
+    unary(_name, inplace=False, out=False)
 unary('round', NO_BOOL, extras=(0.5, 1.5, 2.5, -0.5, -2.5, 1234.5),
       variants=lambda dt: ({}, {'decimals': 2}, {'decimals': -1}) if dt in FLOATS else ({},),
       errors=_err(_t([1, 2], 'int64'), decimals=2, exc=NotImplementedError))
@@ -572,6 +566,29 @@ binary('pow', NO_BOOL, lhs=dict(int_domain=(-4, 4), domain=(-3, 3)),
        errors=_errors(_err(_I64, -1, match='negative'), _err(_I64, -1, form='operator')))
 binary('atan2', scalars=())
 binary('arctan2', scalars=())  # alias of atan2
+# composites in Python (tensorplay/_elementwise.py): no in-place or out= forms yet
+for _name in ('logaddexp', 'logaddexp2'):
+    binary(_name, FLOATS, scalars=(), inplace=False, out=False,
+           extra=lambda mk: [Sample((mk.values([1.0, -3.0, 0.5]), mk.values([1.0, 40.0, -40.0])))])
+
+
+def _isin_samples(op, mk):
+    values = mk.values([[1, 2, 3, 4], [5, 6, 7, 2]])
+    yield Sample((values, mk.values([2, 5, 9])))
+    yield Sample((values, mk.values([[7], [1]])), {'invert': True})
+    yield Sample((values, mk.values([3, 3, 4])), {'assume_unique': False})
+    yield Sample((values, mk.values([8, 4])), layout='transposed')
+    yield Sample((mk.values(6), values))  # 0-dim elements
+    yield Sample((values, 5))             # a number to look for
+    yield Sample((4, mk.values([4, 1])))  # a number to look up
+    yield Sample((mk.values([]), values))  # empty
+    yield Sample((values, mk.values([])))
+    if mk.is_float:
+        yield Sample((mk.values([float('nan'), 1.5, -0.0]), mk.values([float('nan'), 0.0, 1.5])))
+
+
+register(OpInfo('isin', _isin_samples, NO_BOOL, method=False, coverage=('0-dim', 'empty', 'noncontig', 'scalar'),
+                errors=_errors(_err(_t([True, False], 'bool'), _t([True], 'bool')), _err(1, 2, exc=TypeError))))
 binary('copysign', scalars=(3, -2.5, True))
 binary('xlogy', scalar_self=(2, 0.5))
 binary('hypot', FLOATS, scalars=(), partner=_same_kind_float_partner)
