@@ -215,6 +215,26 @@ def _H(self):
     return self.transpose(0, 1)
 
 
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fills the main diagonal with fill_value in place (beyond 2-D all dims must be equal);
+    ``wrap``: a tall matrix's diagonal starts again after every cols + 1 rows, as PyTorch's."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.dim() == 2 and wrap:
+        rows, cols = self.shape
+        for start in range(0, rows, cols + 1):
+            self[start:start + cols].diagonal().fill_(fill_value)
+        return self
+    view = self
+    while view.dim() > 1:  # (i, i, ..., i): the last dim of each diagonal is the diagonal
+        view = view.diagonal(0, 0, 1)
+    view.fill_(fill_value)
+    return self
+
+
+Tensor.fill_diagonal_ = fill_diagonal_
 Tensor.adjoint = adjoint
 Tensor.mH = property(_mH, doc="The conjugate transpose of the last two dims (batched).")
 Tensor.H = property(_H, doc="The conjugate transpose of a matrix.")

@@ -349,6 +349,21 @@ ATTRIBUTE_CASES = {
         lib.ones(2, 3, requires_grad=True)),
     'clamp_min': lambda lib: lib.clamp_min(lib.tensor([-1.0, 2.0]), 0.5).tolist(),
     'clamp_max': lambda lib: lib.clamp_max(lib.tensor([-1.0, 2.0]), 0.5).tolist(),
+    'fill_diagonal': lambda lib: lib.zeros(3, 5).fill_diagonal_(2).tolist(),
+    'fill_diagonal_tall': lambda lib: lib.zeros(7, 3).fill_diagonal_(1).tolist(),
+    'fill_diagonal_wrap': lambda lib: lib.zeros(7, 3).fill_diagonal_(1, wrap=True).tolist(),
+    'fill_diagonal_wrap_wide': lambda lib: lib.zeros(3, 5).fill_diagonal_(1, wrap=True).tolist(),
+    'fill_diagonal_wrap_strided': lambda lib: lib.zeros(4, 6).t().fill_diagonal_(1, wrap=True).tolist(),
+    'fill_diagonal_3d': lambda lib: lib.zeros(2, 2, 2).fill_diagonal_(3).tolist(),
+    'fill_diagonal_returns_self': lambda lib: (lambda x: x.fill_diagonal_(1) is x)(lib.zeros(2, 2)),
+    'fill_diagonal_int': lambda lib: lib.zeros(3, 3, dtype=lib.int64).fill_diagonal_(2.7).tolist(),
+    'fill_diagonal_tensor_value': lambda lib: lib.zeros(2, 2).fill_diagonal_(lib.tensor(2.0)).tolist(),
+    'fill_diagonal_empty': lambda lib: lib.zeros(0, 3).fill_diagonal_(1).shape,
+    'fill_diagonal_uneven_3d': lambda lib: lib.zeros(2, 3, 2).fill_diagonal_(3),
+    'fill_diagonal_1d': lambda lib: lib.zeros(3).fill_diagonal_(3),
+    'fill_diagonal_leaf': lambda lib: lib.ones(2, 2, requires_grad=True).fill_diagonal_(0),
+    'fill_diagonal_grad': lambda lib: (lambda x: ((x * 2).fill_diagonal_(0, wrap=True).sum().backward(),
+                                                 x.grad.tolist())[1])(lib.ones(5, 2, requires_grad=True)),
 }
 
 
