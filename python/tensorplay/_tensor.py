@@ -49,7 +49,7 @@ class Size(tuple):
 
 def _checked_size(items):
     for i, s in enumerate(items):
-        if not isinstance(s, int) and not (hasattr(s, "__index__") and not isinstance(s, float)):
+        if not hasattr(s, "__index__"):  # ints and int-likes (not float)
             raise TypeError(f"tensorplay.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')")
     return Size(items)
 

@@ -164,45 +164,35 @@ def broadcast_tensors(*tensors):
     return tuple(t.expand(*shape) for t in tensors)
 
 
-for _fn in (squeeze, split, chunk, unbind, tensor_split, hsplit, vsplit, dsplit):
-    _method(_fn)
 def ravel(input):
     """The elements as a 1-D tensor: reshape(-1) (a view when the layout allows)."""
     _check_tensor(input, "ravel")
     return input.reshape(-1)
 
 
-_method(ravel)
+for _fn in (squeeze, split, chunk, unbind, tensor_split, hsplit, vsplit, dsplit, ravel):
+    _method(_fn)
 _method(lambda self, other: self.view(other.shape), "view_as")
 _method(lambda self, other: self.reshape(other.shape), "reshape_as")
 _method(lambda self, other: self.expand(other.shape), "expand_as")
-Tensor.mT = property(lambda self: self._mT(), doc="The last two dims transposed (batched).")
 
 
-def _mT(self):
-    if self.dim() < 2:
-        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
-                           f"Got {self.dim()}-D tensor.")
-    return self.transpose(-2, -1)
-
-
-Tensor._mT = _mT
+def _matrix_transpose(x, what):
+    """x with its last two dims swapped (mT, mH, adjoint: no complex dtypes yet, so the
+    conjugate transpose is the transpose); `what` names the caller in the error."""
+    if x.dim() < 2:
+        raise RuntimeError(f"{what} is only supported on matrices or batches of matrices. Got {x.dim()}-D tensor.")
+    return x.transpose(-2, -1)
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims (a view; no complex dtypes yet, so the
-    transpose)."""
-    if input.dim() < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. "
-                           f"Got {input.dim()}-D tensor.")
-    return input.transpose(-2, -1)
+    """The conjugate transpose of the last two dims (a view)."""
+    return _matrix_transpose(input, "tensor.adjoint()")
 
 
-def _mH(self):
-    if self.dim() < 2:
-        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
-                           f"Got {self.dim()}-D tensor.")
-    return self.transpose(-2, -1)
+Tensor.mT = property(lambda self: _matrix_transpose(self, "tensor.mT"), doc="The last two dims transposed (batched).")
+Tensor.mH = property(lambda self: _matrix_transpose(self, "tensor.mH"),
+                     doc="The conjugate transpose of the last two dims (batched).")
 
 
 def _H(self):
@@ -236,7 +226,6 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 Tensor.fill_diagonal_ = fill_diagonal_
 Tensor.adjoint = adjoint
-Tensor.mH = property(_mH, doc="The conjugate transpose of the last two dims (batched).")
 Tensor.H = property(_H, doc="The conjugate transpose of a matrix.")
 
 
