@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/cpu_stubs.h"
 #ifdef TP_USE_CUDA
 #include "cuda/copy.h"
 #endif
@@ -48,6 +49,15 @@ DType state_result(const ResultTypeState& st) {
 }
 
 }  // namespace
+
+void cast_strided(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
+                  int64_t n) {
+  if (sdt == ddt && ss == ds && ss == int64_t(element_size(sdt))) {
+    std::memcpy(dst, src, size_t(n) * element_size(sdt));
+    return;
+  }
+  cpu::cast_stub(src, ss, sdt, dst, ds, ddt, n);
+}
 
 std::string shape_str(IntArrayRef sizes) {
   std::string r = "[";

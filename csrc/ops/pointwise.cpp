@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "kernels/cpu_stubs.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
 #include "cuda/pointwise.h"
@@ -13,18 +14,10 @@
 
 namespace tp {
 
-namespace cpu {
-void register_cpu_kernels_0(Loop1d (*table)[kNumDTypes]);
-void register_cpu_kernels_1(Loop1d (*table)[kNumDTypes]);
-void register_cpu_kernels_2(Loop1d (*table)[kNumDTypes]);
-}  // namespace cpu
-
 PwLoopTable& pointwise_loops(DeviceType device) {
   static PwLoopTable tables[kNumDeviceTypes] = {};
-  static bool cpu_ready = [] {
-    cpu::register_cpu_kernels_0(tables[0]);
-    cpu::register_cpu_kernels_1(tables[0]);
-    cpu::register_cpu_kernels_2(tables[0]);
+  static bool cpu_ready = [] {  // the chosen capability level's loops
+    for (const auto& shard : cpu::pointwise_shard_stubs) shard(tables[0]);
     return true;
   }();
   (void)cpu_ready;

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "kernels/cpu/reduce_kernels.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -17,7 +17,7 @@ namespace tp {
 
 namespace {
 
-enum class Kind { Sum, Prod, Max, Min, All, Any };  // the order of cuda::ReduceKind
+using Kind = cpu::ReduceKind;
 
 struct Plan {
   std::vector<bool> reduced;  // per input dim
@@ -99,28 +99,6 @@ Block3 as_block(const Tensor& x, const Plan& p, int64_t results) {
   return {contiguous(permute(x, order)), K, R, 1};
 }
 
-template <template <class> class Op, class T>
-void run_kernel(const Tensor& x, const Plan& p, const Tensor& res) {
-  using Out = std::conditional_t<std::is_same_v<Op<T>, cpu::AllOp<T>> || std::is_same_v<Op<T>, cpu::AnyOp<T>>,
-                                 bool, typename Op<T>::total_t>;
-  using Store = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op<T>, cpu::ProdOp<T>>,
-                                   std::conditional_t<std::is_same_v<Out, bool>, bool, T>, Out>;
-  int64_t K = res.numel();
-  Store* out = res.data<Store>();
-  if (p.count == 0) {  // an empty reduction: the identity everywhere
-    for (int64_t k = 0; k < K; ++k) out[k] = Store(Op<T>::identity());
-    return;
-  }
-  Block3 b = as_block(x, p, K);
-  const T* data = b.src.data<T>();
-  if (b.K == 1) {
-    cpu::reduce_inner<Op<T>>(data, out, b.B, b.R);
-    return;
-  }
-  for (int64_t i = 0; i < b.B; ++i)
-    cpu::reduce_outer<Op<T>>(data + i * b.R * b.K, out + i * b.K, b.R, b.K);
-}
-
 /// Result dtype of the kernel for `kind` on compute dtype `dt`.
 DType kernel_dtype(Kind kind, DType dt) {
   switch (kind) {
@@ -146,30 +124,19 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
   Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
   DType kdt = kernel_dtype(kind, compute_dtype);
   Tensor res = empty_tensor(p.out_shape, kdt, self.device());
-  if (self.device().is_cuda()) {
+  if (p.count == 0) {  // the identity everywhere (amax and amin of nothing raised above)
+    fill_(res, Scalar(int64_t(kind == Kind::Prod || kind == Kind::All ? 1 : 0)));
+  } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
-    if (p.count == 0) {
-      fill_(res, Scalar(int64_t(kind == Kind::Prod || kind == Kind::All ? 1 : 0)));
-    } else {
-      Block3 b = as_block(x, p, res.numel());
-      cuda::reduce(cuda::ReduceKind(int(kind)), b.src, b.B, b.R, b.K, res);
-    }
+    Block3 b = as_block(x, p, res.numel());
+    cuda::reduce(cuda::ReduceKind(int(kind)), b.src, b.B, b.R, b.K, res);
 #endif
-  } else visit_dtype(compute_dtype, [&](auto v) {
-    using T = decltype(v);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      TP_FAIL(op, ": half types reach the kernel only through float32");
-    } else {
-      switch (kind) {
-        case Kind::Sum: run_kernel<cpu::SumOp, T>(x, p, res); break;
-        case Kind::Prod: run_kernel<cpu::ProdOp, T>(x, p, res); break;
-        case Kind::Max: run_kernel<cpu::MaxOp, T>(x, p, res); break;
-        case Kind::Min: run_kernel<cpu::MinOp, T>(x, p, res); break;
-        case Kind::All: run_kernel<cpu::AllOp, T>(x, p, res); break;
-        case Kind::Any: run_kernel<cpu::AnyOp, T>(x, p, res); break;
-      }
-    }
-  });
+  } else {
+    TP_CHECK(compute_dtype != DType::Float16 && compute_dtype != DType::BFloat16, op,
+             ": half types reach the kernel only through float32");
+    Block3 b = as_block(x, p, res.numel());
+    cpu::reduce_stub(kind, compute_dtype, b.src.data_ptr(), res.data_ptr(), b.B, b.R, b.K);
+  }
   if (mean) res = div(res, wrapped_scalar(Scalar(int64_t(p.count))));
   if (out.tensor) {
     const Tensor& o = *out.tensor;

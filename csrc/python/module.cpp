@@ -2,6 +2,7 @@
 // casters, and registration of every binding file.
 #include <nanobind/stl/pair.h>
 
+#include "core/cpu_capability.h"
 #include "core/deterministic.h"
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
@@ -281,6 +282,9 @@ NB_MODULE(_C, m) {
   m.def("_result_type", [](TensorArg a, TensorArg b) { return result_type({&a.t, &b.t}); });
   m.def("get_num_threads", [] { return get_num_threads(); });
   m.def("set_num_threads", [](int n) { set_num_threads(n); });
+  m.def("_get_cpu_capability", [] { return std::string(cpu::capability_name(cpu::capability())); });
+  m.def("_supported_cpu_capability",
+        [] { return std::string(cpu::capability_name(cpu::supported_capability())); });
   m.def("_get_deterministic_algorithms", [] { return deterministic_algorithms(); });
   m.def("_get_deterministic_algorithms_warn_only", [] { return deterministic_algorithms_warn_only(); });
   m.def("_set_deterministic_algorithms", [](bool enabled, bool warn_only) {

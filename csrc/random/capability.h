@@ -7,7 +7,9 @@
 // transforms (uniform_'s scaling, normal's `x * std + mean`, cauchy_), and float normal
 // fills of 16 or more elements use a vectorised Box-Muller (random/vec_avx2.cpp). The
 // baseline build rounds each product and uses the scalar Box-Muller. We follow the same
-// choice, from the same inputs, so a seed gives PyTorch's numbers on this machine.
+// choice, from the same inputs, so a seed gives PyTorch's numbers on this machine: the
+// vector rounding at our AVX2 and AVX-512 levels, the baseline's at our DEFAULT level
+// (Note [CPU capability]; TP_CPU_CAPABILITY or ATEN_CPU_CAPABILITY=default selects it).
 #pragma once
 
 namespace tp::random {

@@ -11,6 +11,14 @@ If tensorplay fails to import, every test using the ``lib`` fixture FAILS
 sample layouts that run, e.g. ``contiguous,transposed`` while the library
 under test cannot slice with steps yet.
 
+PyTorch, the reference, runs at its AVX2 level (``ATEN_CPU_CAPABILITY=avx2``, oneDNN capped
+at AVX2) whatever the machine: its AVX-512 kernels and oneDNN's AVX-512 code give other
+results at a few special values (NaN and -0.0 gradients of elu / celu / selu / hardswish /
+logit, gelu(inf), the layout of a bfloat16 channels-last conv3d), so an unpinned reference
+would make the suite's outcome depend on the CPU (docs/architecture.md, "CPU capability
+levels"). TensorPlay's own level is ``TP_CPU_CAPABILITY`` (default: the highest the CPU has);
+test_cpu_capability.py reruns the op database at the lower levels.
+
 The op database lives in ``python/tensorplay/testing/opdb.py``.  It depends
 only on numpy and torch, so it is loaded from the source tree by path (as the
 module ``tensorplay_opdb``) and works before the C++ core is built; test
@@ -22,6 +30,12 @@ import pathlib
 import sys
 
 import pytest
+
+# Before torch is imported (by the op database, below): see the docstring. TensorPlay also
+# reads ATEN_CPU_CAPABILITY when TP_CPU_CAPABILITY is unset, so that one is pinned first.
+os.environ.setdefault('TP_CPU_CAPABILITY', os.environ.get('ATEN_CPU_CAPABILITY') or 'avx512')
+os.environ['ATEN_CPU_CAPABILITY'] = 'avx2'
+os.environ['ONEDNN_MAX_CPU_ISA'] = 'AVX2'
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 AGAINST_TORCH = os.environ.get('TP_OPDB_AGAINST_TORCH', '') not in ('', '0')
@@ -90,5 +104,14 @@ def layouts():
 
 def pytest_report_header(config):
     name = 'torch (TP_OPDB_AGAINST_TORCH=1)' if AGAINST_TORCH else 'tensorplay'
-    return f"opdb library under test: {name}; layouts: {','.join(LAYOUTS)}"
+    import torch
+    level = 'unknown'
+    if not AGAINST_TORCH:
+        try:
+            import tensorplay
+            level = tensorplay.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - the tests report the import failure
+            pass
+    return (f"opdb library under test: {name}; layouts: {','.join(LAYOUTS)}; CPU levels: "
+            f"tensorplay {level}, torch {torch.backends.cpu.get_cpu_capability()}")
 

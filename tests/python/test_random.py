@@ -484,10 +484,12 @@ print("ok")
 
 def test_baseline_cpu_capability_matches_too():
     # PyTorch's baseline build (no FMA, scalar Box-Muller) rounds differently from its AVX2
-    # build; ATEN_CPU_CAPABILITY=default selects it in both libraries
+    # build; ATEN_CPU_CAPABILITY=default selects it in both libraries (TensorPlay reads it
+    # when TP_CPU_CAPABILITY, which conftest.py sets, is unset)
     import os
     import subprocess
     import sys
     env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+    env.pop("TP_CPU_CAPABILITY", None)
     r = subprocess.run([sys.executable, "-c", BASELINE], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -36,7 +36,7 @@ CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int1
             "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double"}
 PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
            "bool_out": "Promote::BoolOut"}
-CPU_SHARDS = 3
+CPU_SHARDS = 3  # also cpu_stubs.h's kPointwiseShards
 CUDA_SHARDS = 16
 
 
@@ -435,12 +435,16 @@ def gen_api_source(ops, autocast):
 
 
 def gen_cpu_kernels(kernels, shard):
+    """One shard of the CPU loop table, compiled once per CPU capability level (Note [CPU
+    capability]): each level's copy registers its filler in pointwise_shard_stubs[shard]."""
     names = [n for i, n in enumerate(kernels) if i % CPU_SHARDS == shard]
-    out = ["// Generated from ops.yaml. Do not edit.",
+    out = ["// Generated from ops.yaml. Do not edit. Compiled once per CPU capability level.",
+           '#include "kernels/cpu_stubs.h"',
            '#include "kernels/cpu/loops.h"',
            '#include "tensorplay/pointwise_kernels.h"',
-           "namespace tp::cpu {",
-           f"void register_cpu_kernels_{shard}(Loop1d (*table)[kNumDTypes]) {{",
+           "namespace tp::cpu::TP_CPU_NS {",
+           "namespace {",
+           "void fill(Loop1d (*table)[kNumDTypes]) {",
            "  using namespace functors;"]
     loops = {0: "nullary_loop", 1: "unary_loop", 2: "binary_loop", 3: "ternary_loop"}
     for n in names:
@@ -449,7 +453,9 @@ def gen_cpu_kernels(kernels, shard):
         for dt in DTYPE_SETS[spec["dtypes"]]:
             tmpl = f"{n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
             out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &{loop}<{tmpl}>;")
-    out += ["}", "}  // namespace tp::cpu"]
+    out += ["}", "}  // namespace",
+            f"TP_REGISTER_CPU_KERNEL(pointwise_shard_stubs[{shard}], &fill);",
+            "}  // namespace tp::cpu::TP_CPU_NS"]
     return "\n".join(out) + "\n"
 
 

@@ -1,13 +1,13 @@
 // Dtype conversion between strided buffers: the core of copy_/to() and of the
-// TensorIterator's operand casting.
+// TensorIterator's operand casting (cast_strided). Compiled once per CPU capability level.
 #include <immintrin.h>
 
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/tensor_iterator.h"
+#include "kernels/cpu_stubs.h"
 
-namespace tp {
+namespace tp::cpu::TP_CPU_NS {
 
 namespace {
 
@@ -62,14 +62,8 @@ void cast_loop(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
     *reinterpret_cast<To*>(dst + i * ds) = convert<To>(*reinterpret_cast<const From*>(src + i * ss));
 }
 
-}  // namespace
-
-void cast_strided(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
-                  int64_t n) {
-  if (sdt == ddt && ss == ds && ss == int64_t(element_size(sdt))) {
-    std::memcpy(dst, src, size_t(n) * element_size(sdt));
-    return;
-  }
+void cast_kernel(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
+                 int64_t n) {
   visit_dtype(sdt, [&](auto from) {
     visit_dtype(ddt, [&](auto to) {
       cast_loop<decltype(to), decltype(from)>(src, ss, dst, ds, n);
@@ -77,4 +71,8 @@ void cast_strided(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds,
   });
 }
 
-}  // namespace tp
+}  // namespace
+
+TP_REGISTER_CPU_KERNEL(cast_stub, &cast_kernel);
+
+}  // namespace tp::cpu::TP_CPU_NS

@@ -1,11 +1,12 @@
 // CPU inner loops for pointwise functors: contiguous fast paths the compiler vectorises
 // (plus libmvec for float32 transcendentals), scalar-broadcast paths, and strided paths.
+// For the per-level kernel files only: its templates live in TP_CPU_NS (Note [CPU capability]).
 #pragma once
 #include <type_traits>
 
 #include "kernels/functors/pointwise.h"
 
-namespace tp::cpu {
+namespace tp::cpu::TP_CPU_NS {
 
 #ifdef TP_VEC_LANES
 // A functor with a float32 vector body: `vec(v)` (unary) or `vec(a, b)` (binary).
@@ -107,4 +108,4 @@ void ternary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) 
   }
 }
 
-}  // namespace tp::cpu
+}  // namespace tp::cpu::TP_CPU_NS

@@ -12,8 +12,10 @@
 
 // Note [libmvec vectors]
 // Contiguous float32 exp/log/sin/cos/tanh/sigmoid call glibc's vector math (libmvec) at
-// the widest width the build targets: 16 lanes with AVX-512, else 8 with AVX2. vec_f is
-// that vector type, TP_MVEC(expf) the matching libmvec entry point.
+// the widest width the TU is compiled for (Note [CPU capability]): 16 lanes with AVX-512,
+// 8 with AVX2, else 4 with the baseline's SSE2. vec_f is that vector type, TP_MVEC(expf) the
+// matching libmvec entry point. Every level negates by flipping the sign bit, as the scalar
+// code does (-(+0) is -0).
 #if defined(TP_HAVE_LIBMVEC) && defined(__AVX512F__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define TP_VEC_LANES 16
@@ -25,7 +27,7 @@ inline void vec_store(float* p, vec_f v) { _mm512_storeu_ps(p, v); }
 inline vec_f vec_set1(float x) { return _mm512_set1_ps(x); }
 inline vec_f vec_add(vec_f a, vec_f b) { return _mm512_add_ps(a, b); }
 inline vec_f vec_div(vec_f a, vec_f b) { return _mm512_div_ps(a, b); }
-inline vec_f vec_neg(vec_f a) { return _mm512_sub_ps(_mm512_setzero_ps(), a); }
+inline vec_f vec_neg(vec_f a) { return _mm512_xor_ps(a, _mm512_set1_ps(-0.f)); }
 inline vec_f vec_sub(vec_f a, vec_f b) { return _mm512_sub_ps(a, b); }
 inline vec_f vec_mul(vec_f a, vec_f b) { return _mm512_mul_ps(a, b); }
 /// a > b ? x : y per lane (false for NaN, as the scalar comparison)
@@ -59,6 +61,28 @@ inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) {
 inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LE_OQ));
 }
+}  // namespace tp::functors
+#elif defined(TP_HAVE_LIBMVEC) && defined(__SSE2__) && !defined(__CUDACC__)
+#include <emmintrin.h>
+#define TP_VEC_LANES 4
+#define TP_MVEC(fn) _ZGVbN4v_##fn
+namespace tp::functors {
+using vec_f = __m128;
+inline vec_f vec_load(const float* p) { return _mm_loadu_ps(p); }
+inline void vec_store(float* p, vec_f v) { _mm_storeu_ps(p, v); }
+inline vec_f vec_set1(float x) { return _mm_set1_ps(x); }
+inline vec_f vec_add(vec_f a, vec_f b) { return _mm_add_ps(a, b); }
+inline vec_f vec_div(vec_f a, vec_f b) { return _mm_div_ps(a, b); }
+inline vec_f vec_neg(vec_f a) { return _mm_xor_ps(a, _mm_set1_ps(-0.f)); }
+inline vec_f vec_sub(vec_f a, vec_f b) { return _mm_sub_ps(a, b); }
+inline vec_f vec_mul(vec_f a, vec_f b) { return _mm_mul_ps(a, b); }
+inline vec_f vec_blend(vec_f mask, vec_f x, vec_f y) {
+  return _mm_or_ps(_mm_and_ps(mask, x), _mm_andnot_ps(mask, y));
+}
+/// a > b ? x : y per lane (false for NaN, as the scalar comparison)
+inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) { return vec_blend(_mm_cmpgt_ps(a, b), x, y); }
+/// a <= b ? x : y per lane (false for NaN)
+inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) { return vec_blend(_mm_cmple_ps(a, b), x, y); }
 }  // namespace tp::functors
 #endif
 #ifdef TP_VEC_LANES

@@ -1,5 +1,6 @@
-"""tp.backends: switches of the compute backends, as torch.backends (``cuda.matmul`` for
-cuBLAS's precision flags, ``cudnn``), and the float32 matmul precision they share."""
+"""tp.backends: switches of the compute backends, as torch.backends (``cpu``'s capability level,
+``cuda.matmul`` for cuBLAS's precision flags, ``cudnn``), and the float32 matmul precision
+they share."""
 import warnings
 
 from tensorplay import _C
@@ -74,4 +75,4 @@ def _check_bool(value, setter):
     return value
 
 
-from tensorplay.backends import cuda, cudnn  # noqa: E402  (they use _check_bool)
+from tensorplay.backends import cpu, cuda, cudnn  # noqa: E402  (cuda, cudnn use _check_bool)

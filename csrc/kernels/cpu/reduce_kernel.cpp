@@ -1,6 +1,6 @@
 // CPU reduction loops: a contiguous run reduced to one value ("inner"), and rows of
 // a contiguous block reduced column-wise ("outer", vectorised across the kept dim).
-#pragma once
+// Compiled once per CPU capability level; reductions.cpp calls them through reduce_stub.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -10,9 +10,12 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/tensor_iterator.h"
+#include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 
-namespace tp::cpu {
+namespace tp::cpu::TP_CPU_NS {
+
+namespace {
 
 // Reduction ops: acc_t accumulates, identity() starts, combine() adds one element.
 // Float sums accumulate in float inside short blocks and in double across blocks (see
@@ -174,4 +177,40 @@ void reduce_outer(const T* x, Out* out, int64_t R, int64_t K) {
   }
 }
 
-}  // namespace tp::cpu
+template <template <class> class Op, class T>
+void run(const T* x, void* out_ptr, int64_t B, int64_t R, int64_t K) {
+  using Out = std::conditional_t<std::is_same_v<Op<T>, AllOp<T>> || std::is_same_v<Op<T>, AnyOp<T>>,
+                                 bool, typename Op<T>::total_t>;
+  using Store = std::conditional_t<std::is_floating_point_v<T> && !std::is_same_v<Op<T>, ProdOp<T>>,
+                                   std::conditional_t<std::is_same_v<Out, bool>, bool, T>, Out>;
+  Store* out = static_cast<Store*>(out_ptr);
+  if (K == 1) {
+    reduce_inner<Op<T>>(x, out, B, R);
+    return;
+  }
+  for (int64_t i = 0; i < B; ++i) reduce_outer<Op<T>>(x + i * R * K, out + i * K, R, K);
+}
+
+void reduce_kernel(ReduceKind kind, DType dt, const void* data, void* out, int64_t B, int64_t R,
+                   int64_t K) {
+  visit_dtype(dt, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (!std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>) {
+      const T* x = static_cast<const T*>(data);
+      switch (kind) {
+        case ReduceKind::Sum: return run<SumOp>(x, out, B, R, K);
+        case ReduceKind::Prod: return run<ProdOp>(x, out, B, R, K);
+        case ReduceKind::Max: return run<MaxOp>(x, out, B, R, K);
+        case ReduceKind::Min: return run<MinOp>(x, out, B, R, K);
+        case ReduceKind::All: return run<AllOp>(x, out, B, R, K);
+        case ReduceKind::Any: return run<AnyOp>(x, out, B, R, K);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+TP_REGISTER_CPU_KERNEL(reduce_stub, &reduce_kernel);
+
+}  // namespace tp::cpu::TP_CPU_NS
