@@ -1,5 +1,7 @@
 #include "dispatch/registry.h"
 
+#include <mutex>
+
 #include "core/error.h"
 
 namespace tp {
@@ -12,6 +14,18 @@ const char* dispatch_key_name(DispatchKey k) {
 std::vector<OpDef>& op_registry() {
   static std::vector<OpDef> ops;
   return ops;
+}
+
+const FunctionSchema& OpDef::form_schema(OpFormKind form) const {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = parsed_[int(form)];
+  if (!slot) {
+    const char* text = forms[int(form)].schema;
+    TP_CHECK(text, name, ": the op has no such form");
+    slot = std::make_shared<const FunctionSchema>(parse_schema(text));
+  }
+  return *slot;
 }
 
 void throw_no_kernel(int op, DispatchKey key) {

@@ -2,10 +2,13 @@
 // Built-in entries are generated from csrc/ops/ops.yaml; tp.library adds more at runtime.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "dispatch/ivalue.h"
+#include "dispatch/schema.h"
 
 namespace tp {
 
@@ -21,6 +24,26 @@ inline DispatchKey backend_key(DeviceType t) {
 inline DispatchKey dispatch_key_of(const Tensor& t) { return backend_key(t.device().type); }
 const char* dispatch_key_name(DispatchKey k);
 
+// Note [Boxed calls]
+// Besides its typed C++ API (tp::add, tp::add_, tp::add_out), every op has a boxed entry
+// per form: a function reading the arguments from a Stack of IValues, calling the C++ API
+// (so the whole dispatch, autograd included, runs as for a C++ caller) and leaving the
+// results on the stack. PyTorch counts the forms as separate operators (add.Tensor,
+// add_.Tensor, add.out), each with its own schema; so do op handles. The schemas are
+// generated from the entry's `func:` (tools/codegen/gen_boxed.py) and parsed on first use.
+// A tuple-returning op's out= form computes the functional result and writes it into the
+// out tensors, as its Python binding does.
+
+/// The forms of an op, each an operator of its own in PyTorch.
+enum class OpFormKind : uint8_t { Functional, InPlace, Out };
+constexpr int kNumOpForms = 3;
+using BoxedFn = void (*)(Stack&);
+
+struct OpForm {
+  const char* schema = nullptr;  // PyTorch's notation; nullptr when the op lacks the form
+  BoxedFn boxed = nullptr;
+};
+
 /// One registered op.
 struct OpDef {
   std::string name;    // "add", "pow.Scalar"
@@ -28,6 +51,12 @@ struct OpDef {
   std::string tags;    // comma separated
   std::string doc;
   void* kernels[kNumDispatchKeys] = {};
+  OpForm forms[kNumOpForms];
+  /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
+  const FunctionSchema& form_schema(OpFormKind form) const;
+
+ private:
+  mutable std::shared_ptr<const FunctionSchema> parsed_[kNumOpForms];
 };
 
 /// All ops; index = op id (built-in ids are the generated kOp_* constants).

@@ -55,6 +55,12 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);
 
+/// Sets the Python error for a C++ exception (tp::Error by its kind, python_error restored).
+void set_python_error(const std::exception_ptr& p);
+/// The translation of tp::Error (and CUDA's out-of-memory) registered with nanobind.
+void translate_error(const std::exception_ptr& p);
+
+void bind_dispatch(nb::module_& m);
 void bind_generator(nb::module_& m);
 void bind_philox_reference(nb::module_& m);
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);

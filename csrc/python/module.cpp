@@ -18,6 +18,51 @@ namespace tp::python {
 
 namespace {
 PyObject* g_dtype_objs[kNumDTypes] = {};
+// tensorplay._C._LinAlgError and tensorplay.OutOfMemoryError, created at import and alive
+// for the whole process.
+PyObject* g_linalg_error = nullptr;
+PyObject* g_oom_error_type = nullptr;
+}
+
+void translate_error(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+#ifdef TP_USE_CUDA
+  } catch (const cuda::OutOfMemoryError& e) {
+    PyErr_SetString(g_oom_error_type, e.what());
+#endif
+  } catch (const Error& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.kind()) {
+      case ErrorKind::LinAlg: type = g_linalg_error; break;
+      case ErrorKind::Type: type = PyExc_TypeError; break;
+      case ErrorKind::Value: type = PyExc_ValueError; break;
+      case ErrorKind::Index: type = PyExc_IndexError; break;
+      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+      default: break;
+    }
+    PyErr_SetString(type, e.what());
+  }
+}
+
+void set_python_error(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (...) {
+    translate_error(std::current_exception());
+    if (PyErr_Occurred()) return;
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+    }
+  }
 }
 
 PyObject* dtype_object(DType dt) { return g_dtype_objs[int(dt)]; }
@@ -124,8 +169,6 @@ namespace {
 // whole process: a C++ global holding a Python object would be released after the
 // interpreter has finalised.
 PyObject* g_return_types = nullptr;
-// tensorplay._C._LinAlgError, created at import and alive for the whole process.
-PyObject* g_linalg_error = nullptr;
 }
 
 nb::object named_tuple(const char* op, nb::tuple fields) {
@@ -227,6 +270,7 @@ NB_MODULE(_C, m) {
   using namespace tp::python;
   nb::set_leak_warnings(false);  // dtype singletons live for the whole process
   register_builtin_ops();
+  register_boxed_ops();
 
   // tp.linalg.LinAlgError (PyTorch's torch._C._LinAlgError): a RuntimeError subclass.
   g_linalg_error = PyErr_NewExceptionWithDoc(
@@ -240,26 +284,8 @@ NB_MODULE(_C, m) {
       "tensorplay.OutOfMemoryError", "Raised when device memory runs out.", PyExc_RuntimeError,
       nullptr);
   m.attr("OutOfMemoryError") = nb::handle(g_oom_error);
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-#ifdef TP_USE_CUDA
-    } catch (const cuda::OutOfMemoryError& e) {
-      PyErr_SetString(g_oom_error, e.what());
-#endif
-    } catch (const Error& e) {
-      PyObject* type = PyExc_RuntimeError;
-      switch (e.kind()) {
-        case ErrorKind::LinAlg: type = g_linalg_error; break;
-        case ErrorKind::Type: type = PyExc_TypeError; break;
-        case ErrorKind::Value: type = PyExc_ValueError; break;
-        case ErrorKind::Index: type = PyExc_IndexError; break;
-        case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
-        default: break;
-      }
-      PyErr_SetString(type, e.what());
-    }
-  });
+  g_oom_error_type = g_oom_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) { translate_error(p); });
 
   // ---- dtypes
   nb::class_<DTypeObj>(m, "dtype")
@@ -335,6 +361,7 @@ NB_MODULE(_C, m) {
   bind_function(m);
   bind_cuda(m);
   bind_autocast(m);
+  bind_dispatch(m);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();

@@ -50,6 +50,7 @@ def _export_generated_ops():
 
 
 _export_generated_ops()
+_C.parse_schema = _C._parse_schema  # torch._C.parse_schema (not a top-level function)
 # private ops PyTorch also exposes by name (torch._fused_rms_norm)
 _fused_rms_norm = _C._fused_rms_norm
 _fused_rms_norm_backward = _C._fused_rms_norm_backward
@@ -76,6 +77,7 @@ def numel(input):
     return input.numel()
 
 
+from tensorplay._ops import Tag, ops  # noqa: E402
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402

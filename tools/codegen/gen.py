@@ -12,6 +12,7 @@ Usage: gen.py OPS_YAML OUT_DIR. Writes, under OUT_DIR:
   cpu_kernels_N.cpp           CPU loop instantiations per functor and dtype
   cuda_kernels_N.cu           CUDA launch instantiations (compiled in CUDA builds only)
   python_ops.cpp              nanobind bindings (functions, methods, in-place methods)
+  boxed_ops.cpp               each form's schema and boxed entry (gen_boxed.py)
 csrc/ops/autocast.yaml (per-device autocast policies, not ops) adds the autocast prologue of
 each listed op's API function and the policy table autocast::find_policy reads.
 Files are rewritten only when their text changes, so rebuilds stay incremental.
@@ -24,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from gen_autograd import gen_autograd, records, mode
+from gen_boxed import gen_boxed
 
 DTYPE_SETS = {
     "all": ["Bool", "UInt8", "Int8", "Int16", "Int32", "Int64", "Float32", "Float64"],
@@ -88,7 +90,17 @@ class Op:
         return [a for a in self.args if a.base == "Tensor" and not a.optional]
 
 
+def plain_type(t):
+    """A schema type without what the C++ API does not distinguish: alias annotations
+    (`Tensor(a!)`), SymInt (an int here), list sizes (`int[2]`)."""
+    t = re.sub(r"(?<=\w)\([^)]*\)", "", t)
+    t = t.replace("SymInt", "int")
+    return re.sub(r"\[\d+\]", "[]", t)
+
+
 def parse_schema(text):
+    """PyTorch's schema notation -> (name, overload, args, return names). Types are kept
+    plain (plain_type); the registry keeps the full text (csrc/dispatch/schema.cpp)."""
     m = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*->\s*(.+)", text)
     if not m:
         raise ValueError(f"bad schema: {text}")
@@ -101,9 +113,9 @@ def parse_schema(text):
             kwonly = True
             continue
         decl, _, default = part.partition("=")
-        typ, argname = decl.split()
-        args.append(Arg(typ, argname, default.strip() or None, kwonly))
-    ret = ret.strip()
+        typ, argname = decl.rsplit(None, 1)
+        args.append(Arg(plain_type(typ.replace(" ", "")), argname, default.strip() or None, kwonly))
+    ret = plain_type(ret.strip())
     returns = ["Tensor"] if ret == "Tensor" else [] if ret == "()" else \
         [r.split()[1] for r in ret.strip("()").split(",")]  # "(Tensor values, Tensor indices)"
     return name, overload, args, returns
@@ -329,6 +341,8 @@ def gen_api_header(ops):
         f"constexpr int kNumBuiltinOps = {len(ops)};",
         "/// Adds the built-in ops to the registry (called once at import).",
         "void register_builtin_ops();",
+        "/// Adds their forms' schemas and boxed entries (boxed_ops.cpp; after register_builtin_ops).",
+        "void register_boxed_ops();",
         "// ---- C++ API",
         *decls,
         "// ---- hand-written kernels (csrc/ops/*.cpp)",
@@ -662,6 +676,7 @@ def main():
     for shard in range(CUDA_SHARDS):
         write_if_changed(out / f"cuda_kernels_{shard}.cu", gen_cuda_kernels(kernels, shard))
     write_if_changed(out / "python_ops.cpp", gen_python(ops))
+    write_if_changed(out / "boxed_ops.cpp", gen_boxed(ops))
     header, source = gen_autograd(ops, params, call_args, kernel_expr)
     write_if_changed(out / "tensorplay/autograd_ops.h", header)
     write_if_changed(out / "autograd_ops.cpp", source)

@@ -1,0 +1,12 @@
+#include "dispatch/ivalue.h"
+
+namespace tp {
+
+const char* IValue::tag_name() const {
+  static constexpr const char* names[] = {"None", "Tensor", "int", "float", "bool", "str",
+                                          "int[]", "float[]", "Tensor[]", "Tensor?[]",
+                                          "ScalarType", "Device", "Generator"};
+  return names[v_.index()];
+}
+
+}  // namespace tp

@@ -1,0 +1,143 @@
+"""The boxed side of each op (Note [Boxed calls] in csrc/dispatch/registry.h): the schema of
+each of its forms (functional, in-place, out=) in PyTorch's notation, and a boxed entry per
+form that reads its arguments from a Stack, calls the op's C++ API and pushes the results.
+
+Written to boxed_ops.cpp by gen.py; the forms' schemas follow PyTorch's rules: the in-place
+form is `name_` with `Tensor(a!) self` returning `Tensor(a!)`, the out= form adds keyword-only
+`Tensor(a!) out` (or one written tensor per named result) and takes the overload name
+`out`, `<overload>_out`, or the entry's `out_overload:` (and `inplace_overload:`
+where the in-place form's overload name differs from the functional one's).
+"""
+import re
+
+FUNCTIONAL, INPLACE, OUT = 0, 1, 2
+WRITE_SETS = "abcdefgh"
+
+
+def split_schema(text):
+    """'add.Tensor(Tensor self, ...) -> Tensor' -> ('add', 'Tensor', 'Tensor self, ...', 'Tensor')."""
+    m = re.fullmatch(r"\s*([\w]+)(?:\.(\w+))?\((.*)\)\s*->\s*(.+?)\s*", text)
+    return m.group(1), m.group(2) or "", m.group(3), m.group(4)
+
+
+def return_names(ret):
+    """'(Tensor values, Tensor indices)' -> ['values', 'indices']; 'Tensor' -> []."""
+    if not ret.startswith("("):
+        return []
+    return [r.split()[-1] for r in ret.strip("()").split(",") if r.strip()]
+
+
+def forms(op):
+    """{form: schema text} of the forms an op has (PyTorch's names and annotations)."""
+    name, overload, args, ret = split_schema(op.entry["func"])
+    out = {}
+    if {"function", "method"} & set(op.variants):
+        out[FUNCTIONAL] = op.entry["func"]
+    if "inplace" in op.variants:
+        ip_args = re.sub(r"^\s*Tensor(\([a-z]\))? self", "Tensor(a!) self", args, count=1)
+        ip_overload = op.entry.get("inplace_overload", overload)
+        out[INPLACE] = f"{name}_{'.' + ip_overload if ip_overload else ''}({ip_args}) -> Tensor(a!)"
+    if "out" in op.variants:
+        names = return_names(ret)
+        out_overload = op.entry.get("out_overload") or (f"{overload}_out" if overload else "out")
+        star = "" if re.search(r"(^|,)\s*\*\s*(,|$)", args) else "*, "
+        if names:  # one written tensor per named result
+            written = ", ".join(f"Tensor({WRITE_SETS[i]}!) {n}" for i, n in enumerate(names))
+            rets = "(" + ", ".join(f"Tensor({WRITE_SETS[i]}!) {n}" for i, n in enumerate(names)) + ")"
+        else:
+            written, rets = "Tensor(a!) out", "Tensor(a!)"
+        sep = ", " if args.strip() else ""
+        out[OUT] = f"{name}.{out_overload}({args}{sep}{star}{written}) -> {rets}"
+    return out
+
+
+def unbox(a, i):
+    """The C++ expression reading argument `a` from stack slot i."""
+    s = f"s[{i}]"
+    b = a.base
+    if b == "Tensor":
+        return f"{s}.to_optional_tensor()" if a.optional else f"{s}.to_tensor()"
+    if b == "Tensor[]":
+        return f"{s}.to_tensor_list()"
+    plain = {"Scalar": "to_scalar", "int": "to_int", "float": "to_double", "bool": "to_bool",
+             "str": "to_str", "ScalarType": "to_dtype", "Device": "to_device"}
+    if b == "Generator":
+        return f"{s}.is_none() ? std::optional<Generator>() : std::optional<Generator>({s}.to_generator())"
+    if b == "int[]":
+        return f"({s}.is_none() ? OptionalIntArrayRef() : OptionalIntArrayRef({s}.to_int_list()))" \
+            if a.optional else f"{s}.to_int_list()"
+    fn = plain[b]
+    if a.optional:
+        t = {"Scalar": "Scalar", "int": "int64_t", "float": "double", "bool": "bool",
+             "str": "std::string", "ScalarType": "DType", "Device": "Device"}[b]
+        return f"{s}.is_none() ? std::optional<{t}>() : std::optional<{t}>({s}.{fn}())"
+    return f"{s}.{fn}()"
+
+
+def boxed_entries(op):
+    """C++ definitions of the op's boxed entries: {form: (function name, code)}."""
+    args = ", ".join(unbox(a, i) for i, a in enumerate(op.args))
+    n = len(op.args)
+    fs = forms(op)
+    out = {}
+    if FUNCTIONAL in fs:
+        fn = f"boxed_{op.ident}"
+        if op.returns:
+            body = f"  auto r = tp::{op.name}({args});\n  s.clear();\n  push_result(s, std::move(r));"
+        else:
+            body = f"  tp::{op.name}({args});\n  s.clear();"
+        out[FUNCTIONAL] = (fn, f"void {fn}(Stack& s) {{\n{body}\n}}")
+    if INPLACE in fs:
+        fn = f"boxed_{op.ident}_inplace"
+        ip = ", ".join(["self"] + [unbox(a, i) for i, a in enumerate(op.args)][1:])
+        out[INPLACE] = (fn, f"void {fn}(Stack& s) {{\n  Tensor self = s[0].to_tensor();\n"
+                            f"  tp::{op.name}_({ip});\n  s.clear();\n  s.emplace_back(std::move(self));\n}}")
+    if OUT in fs:
+        fn = f"boxed_{op.ident}_out"
+        if len(op.returns) == 1:
+            body = (f"  Tensor out = s[{n}].to_tensor();\n  tp::{op.name}_out(out, {args});\n"
+                    f"  s.clear();\n  s.emplace_back(std::move(out));")
+        else:  # the functional result copied into the written tensors (Note [Boxed calls])
+            k = len(op.returns)
+            outs = ", ".join(f"s[{n + j}].to_tensor()" for j in range(k))
+            body = (f"  std::vector<Tensor> outs{{{outs}}};\n  auto r = tp::{op.name}({args});\n"
+                    f"  s.clear();\n  push_result(s, std::move(r));\n"
+                    f'  copy_results_to_out("{op.name}", s, outs);')
+        out[OUT] = (fn, f"void {fn}(Stack& s) {{\n{body}\n}}")
+    return out
+
+
+def cpp_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def gen_boxed(ops):
+    """boxed_ops.cpp: every op's boxed entries and its forms' schemas, registered by
+    register_boxed_ops() (called after register_builtin_ops)."""
+    out = ["// Generated from csrc/ops/*.yaml by tools/codegen/gen_boxed.py. Do not edit.",
+           '#include "dispatch/ivalue.h"',
+           '#include "ops/reduce_utils.h"',
+           '#include "tensorplay/ops_api.h"',
+           "namespace tp {", "namespace {",
+           "/// out= of a tuple-returning op: each result written into its out tensor (resized",
+           "/// when the shape differs, as the Python binding does), which then stands in the stack.",
+           "void copy_results_to_out(const char* op, Stack& s, const std::vector<Tensor>& outs) {",
+           "  for (size_t i = 0; i < outs.size(); ++i) {",
+           "    write_out(op, s[i].to_tensor(), OutArg{const_cast<Tensor*>(&outs[i]), false});",
+           "    s[i] = IValue(outs[i]);",
+           "  }",
+           "}"]
+    regs = []
+    for i, op in enumerate(ops):
+        fs = forms(op)
+        entries = boxed_entries(op)
+        for form, (fn, code) in sorted(entries.items()):
+            out.append(code)
+            regs.append(f"  reg[{i}].forms[{form}] = {{{cpp_string(fs[form])}, &{fn}}};")
+    out.append("}  // namespace")
+    out.append("void register_boxed_ops() {")
+    out.append("  auto& reg = op_registry();")
+    out += regs
+    out.append("}")
+    out.append("}  // namespace tp")
+    return "\n".join(out) + "\n"
