@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "dispatch/dispatch_key.h"
 
 namespace tp::autocast {
 
@@ -38,8 +39,9 @@ namespace detail {
 extern constinit thread_local bool t_armed;
 }  // namespace detail
 
-/// Whether a listed op must consult the autocast state (see detail::t_armed).
-inline bool armed() { return detail::t_armed; }
+/// Whether a listed op must consult the autocast state (see detail::t_armed): the Autocast
+/// dispatch key may be excluded on this thread (Note [Dispatch keys]).
+inline bool armed() { return detail::t_armed && !dispatch::is_excluded(DispatchKey::Autocast); }
 
 /// Whether autocast is enabled for `type` (CPU or CUDA) on this thread.
 bool is_enabled(DeviceType type);

@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/variable.h"
 #include "core/error.h"
+#include "dispatch/dispatch_key.h"
 
 namespace tp::autograd {
 
@@ -40,8 +41,10 @@ bool any_requires_grad(std::span<const Tensor> ts, const Rest&... rest) {
 /// allocated.
 template <class... Args>
 bool needs_grad(const Args&... args) {
-  return (grad_enabled() && any_requires_grad(args...)) ||
-         (fw_grad_enabled() && any_fw_grad(args...));
+  // the tensors first: a call on tensors that need no grad reads no thread-local state
+  return ((any_requires_grad(args...) && grad_enabled()) ||
+          (fw_grad_enabled() && any_fw_grad(args...))) &&
+         !dispatch::is_excluded(DispatchKey::Autograd);
 }
 
 /// out= forms never record history; PyTorch refuses them when an input requires grad.

@@ -5,6 +5,7 @@
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "tensorplay/ops_api.h"
 
 namespace tp::autograd {
 
@@ -84,6 +85,8 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
 }
 
 Tensor detached(const Tensor& t) {
+  // a tensor subclass (the Python key) makes its own alias in __torch_dispatch__
+  if (t.impl()->has_python_key()) return tp::detach(t);
   return make_view(t, DimVector(t.sizes().data(), t.sizes().size()),
                    DimVector(t.strides().data(), t.strides().size()), t.storage_offset());
 }

@@ -96,6 +96,12 @@ thread_local bool t_inference_mode = false;
 bool inference_mode_enabled() { return t_inference_mode; }
 void set_inference_mode_enabled(bool enabled) { t_inference_mode = enabled; }
 
+void (*release_python_state)(void* state) = nullptr;
+
+TensorImpl::~TensorImpl() {
+  if (python_state_) release_python_state(python_state_);
+}
+
 TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, DType dtype, DimVector sizes,
                        DimVector strides, int64_t offset)
     : storage_(std::move(storage)), sizes_(std::move(sizes)), strides_(std::move(strides)),

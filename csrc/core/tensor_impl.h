@@ -63,11 +63,15 @@ struct AutogradMetaBase {
   virtual ~AutogradMetaBase() = default;
 };
 
+/// Releases a tensor's Python state (set by the Python bindings; see TensorImpl::python_state).
+extern void (*release_python_state)(void* state);
+
 /// The state behind a tensor. Views share `storage_`.
 class TensorImpl : public RefCounted {
  public:
   TensorImpl(intrusive_ptr<StorageImpl> storage, DType dtype, DimVector sizes,
              DimVector strides, int64_t offset);
+  ~TensorImpl() override;
 
   IntArrayRef sizes() const { return {sizes_.data(), sizes_.size()}; }
   IntArrayRef strides() const { return {strides_.data(), strides_.size()}; }
@@ -112,6 +116,15 @@ class TensorImpl : public RefCounted {
   /// Python numbers turned into 0-dim tensors promote as "wrapped numbers".
   bool is_wrapped_number() const { return wrapped_number_; }
   void set_wrapped_number(bool w) { wrapped_number_ = w; }
+  /// Calls with this tensor go to the Python dispatch key (a tensor subclass with
+  /// __torch_dispatch__, a fake tensor): Note [Dispatch keys] in dispatch/dispatch_key.h.
+  uint8_t has_python_key() const { return python_key_; }
+  void set_python_key(bool p) { python_key_ = p; }
+  /// What the Python bindings keep with a tensor of a Python subclass (its type and
+  /// attributes), so the tensor comes back to Python as that subclass; owned by the tensor
+  /// and released with it through release_python_state.
+  void* python_state() const { return python_state_; }
+  void set_python_state(void* state) { python_state_ = state; }
 
  private:
   void refresh();
@@ -127,6 +140,8 @@ class TensorImpl : public RefCounted {
   bool requires_grad_ = false;
   bool wrapped_number_ = false;
   bool inference_ = false;
+  uint8_t python_key_ = 0;
+  void* python_state_ = nullptr;
 };
 
 /// A handle to a TensorImpl; copying shares the tensor (as in Python).

@@ -7,9 +7,48 @@
 namespace tp {
 
 const char* dispatch_key_name(DispatchKey k) {
-  static constexpr const char* names[] = {"CPU", "CUDA", "Meta", "Composite"};
+  static constexpr const char* names[] = {"CPU", "CUDA", "Meta", "Composite", "Python",
+                                          "Batched", "Autocast", "Autograd"};
   return names[int(k)];
 }
+
+namespace dispatch {
+
+constinit thread_local LocalKeys t_local_keys;
+
+namespace {
+void refresh_python_state() {
+  LocalKeys& l = t_local_keys;
+  l.python_state = uint8_t(l.modes > 0 || (l.included | l.excluded).has(DispatchKey::Python));
+}
+}  // namespace
+
+void set_local_keys(DispatchKeySet included, DispatchKeySet excluded) {
+  t_local_keys.included = included;
+  t_local_keys.excluded = excluded;
+  refresh_python_state();
+}
+
+void set_mode_count(int32_t n) {
+  t_local_keys.modes = n;
+  refresh_python_state();
+}
+
+PythonKeyHandler python_key_handler = nullptr;
+
+void call_python_key(int op, OpFormKind form, Stack& stack) {
+  TP_CHECK(python_key_handler, op_registry()[size_t(op)].name,
+           ": the Python dispatch key is active but no handler is installed");
+  python_key_handler(op, form, stack);
+}
+
+bool python_key_slow(uint8_t tensor_bits) {
+  const LocalKeys& l = t_local_keys;
+  if (l.excluded.has(DispatchKey::Python)) return false;
+  return tensor_bits || l.modes > 0 || l.included.has(DispatchKey::Python);
+}
+
+}  // namespace dispatch
 
 std::vector<OpDef>& op_registry() {
   static std::vector<OpDef> ops;

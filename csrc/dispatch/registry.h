@@ -7,22 +7,17 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "dispatch/dispatch_key.h"
 #include "dispatch/ivalue.h"
 #include "dispatch/schema.h"
 
 namespace tp {
-
-/// Dispatch keys, highest priority last-resort order: backends, then the composite
-/// fallback. Autograd, autocast and tracing keys slot in above the backends later.
-enum class DispatchKey : uint8_t { CPU, CUDA, Meta, Composite, kCount };
-constexpr int kNumDispatchKeys = int(DispatchKey::kCount);
 
 inline DispatchKey backend_key(DeviceType t) {
   return t == DeviceType::CPU ? DispatchKey::CPU
          : t == DeviceType::CUDA ? DispatchKey::CUDA : DispatchKey::Meta;
 }
 inline DispatchKey dispatch_key_of(const Tensor& t) { return backend_key(t.device().type); }
-const char* dispatch_key_name(DispatchKey k);
 
 // Note [Boxed calls]
 // Besides its typed C++ API (tp::add, tp::add_, tp::add_out), every op has a boxed entry
@@ -50,7 +45,7 @@ struct OpDef {
   std::string schema;  // PyTorch notation
   std::string tags;    // comma separated
   std::string doc;
-  void* kernels[kNumDispatchKeys] = {};
+  void* kernels[kNumBackendKeys] = {};
   OpForm forms[kNumOpForms];
   /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
   const FunctionSchema& form_schema(OpFormKind form) const;
@@ -63,6 +58,16 @@ struct OpDef {
 std::vector<OpDef>& op_registry();
 
 [[noreturn]] void throw_no_kernel(int op, DispatchKey key);
+
+namespace dispatch {
+/// The Python key's handler (installed by the Python bindings): runs form `form` of op `op`
+/// on the boxed arguments in `stack` through a dispatch mode or a tensor subclass, leaving
+/// the results there.
+using PythonKeyHandler = void (*)(int op, OpFormKind form, Stack& stack);
+extern PythonKeyHandler python_key_handler;
+/// Calls the handler (raises if none is installed).
+void call_python_key(int op, OpFormKind form, Stack& stack);
+}  // namespace dispatch
 
 /// The kernel for `key`, else the composite one; raises NotImplementedError if neither.
 inline void* lookup_kernel(int op, DispatchKey key) {

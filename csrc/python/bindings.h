@@ -55,12 +55,31 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);
 
+/// Note [Tensor subclasses in C++]: what a tensor of a Python subclass keeps (its
+/// TensorImpl::python_state), so it reaches Python again as an instance of that subclass
+/// with the same attributes (the instance itself is not kept: that would be a reference
+/// cycle through C++, invisible to Python's collector).
+struct SubclassState {
+  PyObject* type;  // strong
+  PyObject* dict;  // strong: the instances' shared __dict__ (null if the type has none)
+};
+/// Gives `obj` (a fresh instance of a Tensor subclass) a SubclassState, and the Python
+/// dispatch key when its type overrides __torch_dispatch__.
+void attach_subclass_state(nb::handle obj);
+/// An instance of the tensor's subclass sharing its attributes (a new reference).
+PyObject* subclass_instance(const Tensor& t);
+/// The Python type a tensor reaches Python as (its subclass, else tp.Tensor).
+nb::handle python_type_of(const Tensor& t);
+/// Whether a Tensor subclass overrides __torch_dispatch__ (so its tensors take the Python key).
+bool overrides_torch_dispatch(nb::handle type);
+
 /// Sets the Python error for a C++ exception (tp::Error by its kind, python_error restored).
 void set_python_error(const std::exception_ptr& p);
 /// The translation of tp::Error (and CUDA's out-of-memory) registered with nanobind.
 void translate_error(const std::exception_ptr& p);
 
 void bind_dispatch(nb::module_& m);
+void bind_python_dispatch(nb::module_& m);
 void bind_generator(nb::module_& m);
 void bind_philox_reference(nb::module_& m);
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);
@@ -118,6 +137,19 @@ template <> struct type_caster<tp::python::DeviceArg> {
   bool from_python(handle src, uint8_t flags, cleanup_list* cl) noexcept;
   static handle from_cpp(const tp::python::DeviceArg&, rv_policy, cleanup_list*) noexcept {
     return nullptr;
+  }
+};
+
+// Tensors of a Python subclass (those with a SubclassState) come back as that subclass.
+template <> struct type_caster<tp::Tensor> : type_caster_base<tp::Tensor> {
+  template <typename T>
+  NB_INLINE static handle from_cpp(T&& value, rv_policy policy, cleanup_list* cleanup) noexcept {
+    const tp::Tensor* t;
+    if constexpr (is_pointer_v<T>) t = value;
+    else t = &value;
+    if (t && t->defined() && t->impl()->python_state()) [[unlikely]]
+      return tp::python::subclass_instance(*t);
+    return type_caster_base<tp::Tensor>::from_cpp(std::forward<T>(value), policy, cleanup);
   }
 };
 

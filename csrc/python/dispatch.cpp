@@ -70,11 +70,17 @@ bool int_from_python(PyObject* o, int64_t& out) {
   return false;
 }
 
+/// Whether `o` is a tp.Tensor (or subclass instance): an exact type test first.
+bool is_tensor(PyObject* o) {
+  static PyTypeObject* type = reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr());
+  return Py_TYPE(o) == type || PyType_IsSubtype(Py_TYPE(o), type);
+}
+
 /// One element of a (non-list) type; false when `o` is not one.
 bool element_from_python(const SchemaType& t, PyObject* o, IValue& out) {
   switch (t.kind) {
     case TypeKind::Tensor: {
-      if (nb::isinstance<Tensor>(o)) {
+      if (is_tensor(o)) {
         out = IValue(*nb::inst_ptr<Tensor>(o));
         return true;
       }
@@ -227,7 +233,14 @@ Stack bind_arguments(const FunctionSchema& s, PyObject* const* args, size_t narg
   if (nargs > positional)
     TP_FAIL(bind_error_prefix(s), "takes ", positional, " positional argument(s) but ", nargs,
             " was/were given.  ", declaration());
-  std::vector<PyObject*> given(n, nullptr);
+  PyObject* inline_given[16];
+  std::vector<PyObject*> heap_given;
+  PyObject** given = inline_given;
+  if (n > 16) {
+    heap_given.resize(n);
+    given = heap_given.data();
+  }
+  std::fill_n(given, n, nullptr);
   for (size_t i = 0; i < nargs; ++i) given[i] = args[i];
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t k = 0; k < nkw; ++k) {
@@ -264,7 +277,13 @@ Stack bind_arguments(const FunctionSchema& s, PyObject* const* args, size_t narg
 nb::object ivalue_to_python(const IValue& v) {
   switch (v.tag()) {
     case IValue::Tag::None: return nb::none();
-    case IValue::Tag::Tensor: return nb::cast(v.to_tensor());
+    case IValue::Tag::Tensor: {
+      const Tensor& t = v.to_tensor();
+      // a Python number the binding wrapped goes back as the number (as PyTorch hands
+      // `x * 2` to __torch_dispatch__: mul.Tensor(x, 2))
+      if (t.impl()->is_wrapped_number()) return tensor_item(t);
+      return nb::cast(t);
+    }
     case IValue::Tag::Int: return nb::int_(v.to_int());
     case IValue::Tag::Double: return nb::float_(v.to_double());
     case IValue::Tag::Bool: return nb::bool_(v.to_bool());
@@ -298,6 +317,8 @@ nb::object ivalue_to_python(const IValue& v) {
 
 nb::object results_to_python(const FunctionSchema& s, Stack& stack) {
   if (s.returns.empty()) return nb::none();
+  if (s.returns.size() == 1 && stack.at(0).is_tensor())
+    return nb::cast(std::move(stack[0].mutable_tensor()), nb::rv_policy::move);
   if (s.returns.size() == 1) return ivalue_to_python(stack.at(0));
   nb::list l;
   for (const IValue& v : stack) l.append(ivalue_to_python(v));

@@ -362,6 +362,7 @@ NB_MODULE(_C, m) {
   bind_cuda(m);
   bind_autocast(m);
   bind_dispatch(m);
+  bind_python_dispatch(m);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();
@@ -373,7 +374,7 @@ NB_MODULE(_C, m) {
     nb::list out;
     for (const OpDef& d : op_registry()) {
       nb::list keys;
-      for (int k = 0; k < kNumDispatchKeys; ++k)
+      for (int k = 0; k < kNumBackendKeys; ++k)
         if (d.kernels[k]) keys.append(dispatch_key_name(DispatchKey(k)));
       out.append(nb::make_tuple(d.name, d.schema, d.tags, d.doc, keys));
     }

@@ -43,10 +43,65 @@ void check_single(const Tensor& t, const char* what) {
   TP_CHECK(t.numel() == 1, what);
 }
 
+void release_subclass_state(void* p) {
+  auto* st = static_cast<SubclassState*>(p);
+  if (Py_IsInitialized()) {  // at interpreter exit the objects are gone already
+    nb::gil_scoped_acquire gil;
+    Py_XDECREF(st->dict);
+    Py_XDECREF(st->type);
+  }
+  delete st;
+}
+
+PyObject* g_disabled_torch_dispatch = nullptr;  // Tensor.__torch_dispatch__, set from Python
+
 }  // namespace
+
+// Note [Tensor subclasses in C++]
+// A Python tensor object owns its C++ Tensor; the TensorImpl does not point back to it. A
+// plain tensor needs nothing more: any Python object for it will do. A subclass instance
+// made by _make_subclass (with __torch_dispatch__), _make_wrapper_subclass or as_subclass
+// gets a SubclassState on its TensorImpl: its type and its __dict__, shared by every
+// instance later made for the same TensorImpl (type_caster<Tensor> makes one whenever C++
+// hands the tensor back, e.g. as an argument of __torch_dispatch__). Attributes set on one
+// instance are seen on all; `a is b` may be false for two instances of one tensor (PyTorch
+// keeps one object per tensor). A type that overrides __torch_dispatch__ also sets the
+// tensor's Python key bit, so every op on it reaches the Python dispatch key.
+void attach_subclass_state(nb::handle obj) {
+  const Tensor& t = *nb::inst_ptr<Tensor>(obj);
+  nb::handle type = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())));
+  PyObject* dict = PyObject_GenericGetDict(obj.ptr(), nullptr);  // made now, shared later
+  if (!dict) PyErr_Clear();
+  if (auto* old = static_cast<SubclassState*>(t.impl()->python_state())) release_subclass_state(old);
+  t.impl()->set_python_state(new SubclassState{type.inc_ref().ptr(), dict});
+  t.impl()->set_python_key(overrides_torch_dispatch(type));
+}
+
+bool overrides_torch_dispatch(nb::handle type) {
+  static PyObject* name = PyUnicode_InternFromString("__torch_dispatch__");
+  PyObject* d = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(type.ptr()), name);  // borrowed
+  if (d && Py_IS_TYPE(d, &PyClassMethod_Type)) d = PyObject_GetAttrString(d, "__func__"), Py_XDECREF(d);
+  return d && d != g_disabled_torch_dispatch;
+}
+
+PyObject* subclass_instance(const Tensor& t) {
+  auto* st = static_cast<SubclassState*>(t.impl()->python_state());
+  nb::object obj = nb::inst_alloc(nb::handle(st->type));
+  new (nb::inst_ptr<Tensor>(obj)) Tensor(t);
+  nb::inst_mark_ready(obj);
+  if (st->dict && PyObject_GenericSetDict(obj.ptr(), st->dict, nullptr) < 0) return nullptr;
+  return obj.release().ptr();
+}
+
+nb::handle python_type_of(const Tensor& t) {
+  if (auto* st = static_cast<SubclassState*>(t.impl()->python_state())) return st->type;
+  return nb::type<Tensor>();
+}
 
 void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_size_type", [](nb::handle t) { g_size_type = t.inc_ref().ptr(); });
+  release_python_state = &release_subclass_state;
+  m.def("_set_disabled_torch_dispatch", [](nb::handle f) { g_disabled_torch_dispatch = f.inc_ref().ptr(); });
   m.def("_preserving_strides", [](const Tensor& t) {
     nb::list out;
     for (int64_t s : preserving_strides(t.sizes(), t.strides())) out.append(s);
@@ -68,8 +123,80 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::object obj = nb::inst_alloc(cls);
     new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(alias));
     nb::inst_mark_ready(obj);
+    if (overrides_torch_dispatch(cls)) attach_subclass_state(obj);
     return obj;
   }, nb::arg("cls"), nb::arg("data"), nb::arg("requires_grad") = false);
+  // Tensor._make_wrapper_subclass: an instance of `cls` with the given geometry and no data
+  // of its own (a wrapper such as a logging or quantized-weight tensor keeps its data in
+  // attributes and computes in __torch_dispatch__).
+  m.def("_make_wrapper_subclass", [](nb::handle cls, IntList size, std::optional<IntList> strides,
+                                     std::optional<int64_t> storage_offset, std::optional<DType> dtype,
+                                     std::optional<DeviceArg> device, bool requires_grad) {
+    TP_CHECK_TYPE(PyType_Check(cls.ptr()) &&
+                  PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                   reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+                  "_make_wrapper_subclass: cls must be a subclass of Tensor");
+    DType dt = dtype.value_or(default_dtype());
+    Device dev = device ? device->d : Device(DeviceType::CPU);
+    DimVector st = strides ? strides->v : contiguous_strides(size.v);
+    TP_CHECK(st.size() == size.v.size(), "_make_wrapper_subclass: ", size.v.size(),
+             " sizes but ", st.size(), " strides");
+    auto storage = make_intrusive<StorageImpl>(nullptr, 0, dev, nullptr, nullptr);
+    Tensor t(make_intrusive<TensorImpl>(std::move(storage), dt, size.v, std::move(st),
+                                        storage_offset.value_or(0)));
+    if (requires_grad) {
+      TP_CHECK(is_floating(dt), "Only Tensors of floating point and complex dtype can require gradients");
+      t.impl()->set_requires_grad(true);
+    }
+    nb::object obj = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(t));
+    nb::inst_mark_ready(obj);
+    attach_subclass_state(obj);
+    return obj;
+  }, nb::arg("cls"), nb::arg("size"), nb::arg("strides") = nb::none(),
+     nb::arg("storage_offset") = nb::none(), nb::arg("dtype") = nb::none(),
+     nb::arg("device") = nb::none(), nb::arg("requires_grad") = false);
+  // Tensor.__init__: builds tp.Tensor(2, 3) / tp.Tensor(data) (via _tensor_new); an instance
+  // a subclass's __new__ made (_make_subclass, _make_wrapper_subclass) is complete already.
+  cls.def("__init__", [](nb::handle self, nb::args args, nb::kwargs) {
+    if (nb::inst_ready(self)) return;
+    nb::object made = nb::module_::import_("tensorplay._C").attr("_tensor_new")(nb::type<Tensor>(), *args);
+    new (nb::inst_ptr<Tensor>(self)) Tensor(nb::cast<Tensor>(made));
+    nb::inst_mark_ready(self);
+  });
+  // Tensor.__new__: tp.Tensor(2, 3) is PyTorch's legacy constructor (an uninitialised tensor
+  // of the default dtype), tp.Tensor(data) a copy of `data` in it; `cls` may be a subclass.
+  m.def("_tensor_new", [](nb::handle cls, nb::args args) {
+    Tensor t;
+    bool sizes = true;
+    for (nb::handle a : args) sizes &= PyLong_Check(a.ptr()) && !PyBool_Check(a.ptr());
+    if (sizes) {
+      DimVector v;
+      for (nb::handle a : args) v.push_back(nb::cast<int64_t>(a));
+      t = empty_tensor(v, default_dtype());
+    } else {
+      TP_CHECK_TYPE(args.size() == 1, "Tensor(): expected sizes or one sequence of data");
+      nb::object made = nb::module_::import_("tensorplay").attr("tensor")(
+          args[0], nb::arg("dtype") = nb::borrow(dtype_object(default_dtype())));
+      t = nb::cast<Tensor>(made);
+    }
+    nb::object obj = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(t));
+    nb::inst_mark_ready(obj);
+    return obj;
+  });
+  // Tensor.as_subclass: an instance of `cls` sharing the tensor (and its autograd history).
+  cls.def("as_subclass", [](const Tensor& self, nb::handle cls) {
+    TP_CHECK_TYPE(PyType_Check(cls.ptr()) &&
+                  PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                   reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+                  "as_subclass(): argument 'cls' must be a subclass of Tensor");
+    nb::object obj = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(obj)) Tensor(tp::view(self, self.sizes()));  // keeps the history
+    nb::inst_mark_ready(obj);
+    attach_subclass_state(obj);
+    return obj;
+  }, nb::arg("cls"));
   cls.def_prop_rw("data", [](const Tensor& t) { return detach(t); },
                   [](Tensor& t, const Tensor& src) { autograd::set_data(t, src); },
                   "The tensor's values without autograd history; assigning swaps them.");

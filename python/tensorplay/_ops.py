@@ -15,7 +15,6 @@ namespace; ``tp.ops.<namespace>`` resolves any other namespace registered later
     aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 """
 import enum
-import types
 
 from tensorplay import _C
 
@@ -148,13 +147,15 @@ class OpOverloadPacket:
         handle.overloadpacket = self
         handle.__name__ = f'{self._opname}.{overload_name}'
         self._overloads[overload_name] = handle
+        setattr(self, overload_name, handle)  # plain attribute lookups from now on
 
 
-class _OpNamespace(types.ModuleType):
-    """``tp.ops.<namespace>``: the op packets of one namespace, by name."""
+class _OpNamespace:
+    """``tp.ops.<namespace>``: the op packets of one namespace, by name (plain attributes:
+    ``tp.ops.aten.add`` is two dictionary lookups)."""
 
     def __init__(self, name):
-        super().__init__(f'tensorplay.ops.{name}')
+        self.__name__ = f'tensorplay.ops.{name}'
         self.name = name
         self._packets = {}
 
@@ -177,14 +178,15 @@ class _OpNamespace(types.ModuleType):
         p = self._packets.get(op_name)
         if p is None:
             p = self._packets[op_name] = OpOverloadPacket(self.name, op_name)
+            setattr(self, op_name, p)
         return p
 
 
-class _Ops(types.ModuleType):
+class _Ops:
     """``tp.ops``: namespaces of op handles (``aten`` for the built-in ops)."""
 
     def __init__(self):
-        super().__init__('tensorplay.ops')
+        self.__name__ = 'tensorplay.ops'
         self._namespaces = {}
 
     def __getattr__(self, name):
@@ -193,6 +195,7 @@ class _Ops(types.ModuleType):
         ns = self._namespaces.get(name)
         if ns is None:  # any namespace resolves; tp.library fills it
             ns = self._namespaces[name] = _OpNamespace(name)
+            setattr(self, name, ns)
         return ns
 
     def __dir__(self):
@@ -209,6 +212,7 @@ class _Ops(types.ModuleType):
                 tag_list.append(Tag.out)
             handle.tags = sorted(set(tag_list))
             getattr(self, namespace)._packet(name)._add(overload or 'default', handle)
+            _C._set_op_handle(op_id, form, handle)  # what the Python dispatch key hands out
 
 
 def _resolve_namespace(namespace):

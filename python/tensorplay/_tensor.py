@@ -460,6 +460,21 @@ def __deepcopy__(self, memo):
     return new
 
 
+def _disabled_torch_dispatch_impl(func, types, args=(), kwargs=None):
+    """Tensor's own __torch_dispatch__: runs the op below the Python key (subclasses that do
+    not override __torch_dispatch__ never reach it)."""
+    with _C._DisablePythonDispatch():
+        return func(*args, **(kwargs or {}))
+
+
+
+Tensor.__torch_dispatch__ = _disabled_torch_dispatch_impl
+_C._set_disabled_torch_dispatch(_disabled_torch_dispatch_impl)
+_C._disabled_torch_dispatch_impl = _disabled_torch_dispatch_impl
+Tensor._make_subclass = staticmethod(_C._make_subclass)
+Tensor._make_wrapper_subclass = staticmethod(_C._make_wrapper_subclass)
+
+
 @_method
 def __reduce_ex__(self, proto):
     """pickle and copy.copy, as PyTorch's: the tensor by value, as ``tp.save`` writes it

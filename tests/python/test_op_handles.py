@@ -194,4 +194,4 @@ def test_handles_are_named_unique_hashable_picklable():
         tp.ops.aten.add.nosuch
     with pytest.raises(AttributeError, match="object has no attribute 'nosuchop'"):
         tp.ops.aten.nosuchop
-    assert isinstance(tp.ops.mylib, type(tp.ops.aten))  # any namespace resolves (tp.library)
+    assert type(tp.ops.mylib) is type(tp.ops.aten)  # any namespace resolves (tp.library)

@@ -316,6 +316,10 @@ def gen_api_header(ops):
             decls.append(f"Tensor& {op.name}_({ip});")
         if "out" in op.variants and len(op.returns) == 1:
             decls.append(f"Tensor& {op.name}_out(Tensor& out, {p});")
+        if has_python_key(op):
+            sep = ", " if p else ""
+            decls.append(f"{op.ret} kernel_call_{op.ident}({params(op, False)}{sep}OutArg out);")
+            decls.append(f"{op.ret} python_{op.ident}({params(op, False)}{sep}OutArg out);")
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
             impls.append(f"{op.ret} {fn}({params(op, False)}, OutArg out);")
@@ -351,8 +355,39 @@ def gen_api_header(ops):
         "}  // namespace tp", ""])
 
 
-def kernel_expr(op):
+def has_python_key(op):
+    """Whether calls of the op can reach the Python key: every op but a composite whose
+    gradient flows through its decomposition (`derivatives: decomposed`, PyTorch's
+    CompositeImplicitAutograd): that one runs its decomposition, whose ops can (Note
+    [Dispatch keys]). A composite with its own formulas (views, cat, logsumexp) is one op to
+    a mode, as PyTorch's CompositeExplicitAutograd kernels are."""
+    return not ("composite" in op.entry and mode(op) == "decomposed")
+
+
+def raw_kernel_expr(op):
     return f"reinterpret_cast<{kernel_sig(op)}>(lookup_kernel(kOp_{op.ident}, {key_expr(op)}))"
+
+
+def kernel_expr(op):
+    """The callee below Autocast and Autograd: kernel_call_<op> (the Python key, then the
+    backend kernel) or, for a composite-only op, its kernel."""
+    return f"kernel_call_{op.ident}" if has_python_key(op) else raw_kernel_expr(op)
+
+
+def gen_kernel_calls(ops):
+    """kernel_call_<op>: a call below Autograd goes to the Python key when a mode or a tensor
+    subclass asks for it (python_<op>, boxed_ops.cpp), else to the backend kernel."""
+    out = []
+    for op in ops:
+        if not has_python_key(op):
+            continue
+        p, a = params(op, False), call_args(op)
+        tensors = ", ".join(x.name for x in op.args if x.base in ("Tensor", "Tensor[]")) or ""
+        out.append(f"{op.ret} kernel_call_{op.ident}({p}{', ' if p else ''}OutArg out) {{\n"
+                   f"  if (dispatch::python_key({tensors})) [[unlikely]] "
+                   f"return python_{op.ident}({a}{', ' if a else ''}out);\n"
+                   f"  return {raw_kernel_expr(op)}({a}{', ' if a else ''}out);\n}}")
+    return out
 
 
 def grad_tensor_args(op):
@@ -389,6 +424,7 @@ def gen_api_source(ops, autocast):
                    f"out, {{{ins}}}, p);")
         out.append("}")
     out.append("}  // namespace")
+    out += gen_kernel_calls(ops)
     for op in ops:
         k = kernel_expr(op)
         p, a = params(op, False), call_args(op)
@@ -676,7 +712,7 @@ def main():
     for shard in range(CUDA_SHARDS):
         write_if_changed(out / f"cuda_kernels_{shard}.cu", gen_cuda_kernels(kernels, shard))
     write_if_changed(out / "python_ops.cpp", gen_python(ops))
-    write_if_changed(out / "boxed_ops.cpp", gen_boxed(ops))
+    write_if_changed(out / "boxed_ops.cpp", gen_boxed(ops, params, has_python_key))
     header, source = gen_autograd(ops, params, call_args, kernel_expr)
     write_if_changed(out / "tensorplay/autograd_ops.h", header)
     write_if_changed(out / "autograd_ops.cpp", source)

@@ -1,0 +1,268 @@
+// The Python dispatch key's handler (Note [Dispatch keys]): a call that reaches it is
+// handed, as its op handle and its arguments, to the innermost TorchDispatchMode of this
+// thread or else to the __torch_dispatch__ of the tensor subclasses among its arguments.
+// Also the thread's mode stack and the dispatch-key guards of tp._C.
+#include <nanobind/stl/vector.h>
+
+#include "dispatch/registry.h"
+#include "python/bindings.h"
+#include "python/dispatch.h"
+
+namespace tp::python {
+
+namespace {
+
+// This thread's dispatch modes, innermost last (strong references).
+thread_local std::vector<PyObject*> t_modes;
+
+void push_mode(nb::handle mode) {
+  t_modes.push_back(nb::handle(mode).inc_ref().ptr());
+  dispatch::set_mode_count(int32_t(t_modes.size()));
+}
+
+nb::object pop_mode() {
+  if (t_modes.empty()) throw nb::index_error("pop from empty torch dispatch mode stack");
+  nb::object mode = nb::steal(t_modes.back());
+  t_modes.pop_back();
+  dispatch::set_mode_count(int32_t(t_modes.size()));
+  return mode;
+}
+
+/// Takes the innermost mode off the stack while it handles a call (PyTorch's
+/// _pop_mode_temporarily): its own calls go to the next mode, or below the Python key.
+class PoppedMode {
+ public:
+  PoppedMode() : mode_(pop_mode()) {}
+  ~PoppedMode() { push_mode(mode_); }
+  const nb::object& mode() const { return mode_; }
+
+ private:
+  nb::object mode_;
+};
+
+// The op handle (tp.ops...) of each form of each op, registered by tensorplay._ops.
+std::vector<PyObject*>& handles() {
+  static std::vector<PyObject*> h;
+  return h;
+}
+
+nb::handle handle_of(int op, OpFormKind form) {
+  size_t i = size_t(op) * kNumOpForms + size_t(form);
+  TP_CHECK(i < handles().size() && handles()[i], op_registry()[size_t(op)].name,
+           ": no op handle registered for the Python key");
+  return handles()[i];
+}
+
+bool equals_default(const IValue& v, const Argument& a) {
+  if (!a.default_value) return false;
+  const DefaultValue& d = *a.default_value;
+  using K = DefaultValue::Kind;
+  switch (d.kind) {
+    case K::None: return v.is_none();
+    case K::Bool: return v.tag() == IValue::Tag::Bool && v.to_bool() == d.b;
+    case K::Int:
+      if (v.tag() == IValue::Tag::IntList) {
+        for (int64_t x : v.to_int_list())
+          if (x != d.i) return false;
+        return true;
+      }
+      if (v.tag() == IValue::Tag::Double) return v.to_double() == double(d.i);
+      return v.tag() == IValue::Tag::Int && v.to_int() == d.i;
+    case K::Float:
+      return (v.tag() == IValue::Tag::Double || v.tag() == IValue::Tag::Int) && v.to_double() == d.f;
+    case K::Str: return v.tag() == IValue::Tag::Str && v.to_str() == d.s;
+    case K::IntList: {
+      if (v.tag() != IValue::Tag::IntList) return false;
+      IntArrayRef l = v.to_int_list();
+      return std::equal(l.begin(), l.end(), d.ints.begin(), d.ints.end());
+    }
+    default: return false;
+  }
+}
+
+/// (args, kwargs) as PyTorch hands them to __torch_dispatch__: positional arguments up to
+/// the last one that differs from its default, keyword-only ones that differ.
+std::pair<nb::tuple, nb::dict> python_arguments(const FunctionSchema& s, const Stack& stack) {
+  size_t positional = 0;
+  while (positional < s.arguments.size() && !s.arguments[positional].kwarg_only) ++positional;
+  size_t last = 0;
+  for (size_t i = 0; i < positional; ++i)
+    if (!equals_default(stack[i], s.arguments[i])) last = i + 1;
+  nb::list args;
+  for (size_t i = 0; i < last; ++i) args.append(ivalue_to_python(stack[i]));
+  nb::dict kwargs;
+  for (size_t i = positional; i < s.arguments.size(); ++i)
+    if (!equals_default(stack[i], s.arguments[i]))
+      kwargs[s.arguments[i].name.c_str()] = ivalue_to_python(stack[i]);
+  return {nb::tuple(args), kwargs};
+}
+
+/// The subclass types among the tensors of a call, subclasses before their bases (as
+/// PyTorch orders overloaded arguments), each once.
+std::vector<nb::handle> overloaded_types(const Stack& stack) {
+  std::vector<nb::handle> types;
+  auto add = [&](const Tensor& t) {
+    if (!t.defined() || !t.impl()->has_python_key()) return;
+    nb::handle type = python_type_of(t);
+    for (nb::handle seen : types)
+      if (seen.is(type)) return;
+    auto pos = types.end();
+    for (auto it = types.begin(); it != types.end(); ++it)
+      if (PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                           reinterpret_cast<PyTypeObject*>(it->ptr()))) {
+        pos = it;
+        break;
+      }
+    types.insert(pos, type);
+  };
+  for (const IValue& v : stack) {
+    switch (v.tag()) {
+      case IValue::Tag::Tensor: add(v.to_tensor()); break;
+      case IValue::Tag::TensorList:
+        for (const Tensor& t : v.to_tensor_list()) add(t);
+        break;
+      case IValue::Tag::OptionalTensorList:
+        for (const auto& t : v.to_optional_tensor_list())
+          if (t) add(*t);
+        break;
+      default: break;
+    }
+  }
+  return types;
+}
+
+void result_to_stack(const FunctionSchema& s, OpFormKind form, nb::handle result, Stack& stack,
+                     nb::handle func) {
+  stack.clear();
+  if (form != OpFormKind::Functional || s.returns.empty()) return;  // the written tensors
+  auto tensor_of = [&](nb::handle r) -> IValue {
+    if (r.is_none()) return IValue();
+    if (!nb::isinstance<Tensor>(r))
+      ::tp::fail(::tp::ErrorKind::Type, nb::str(func).c_str(), ": __torch_dispatch__ returned a ",
+                   Py_TYPE(r.ptr())->tp_name, " where a Tensor was expected");
+    return IValue(*nb::inst_ptr<Tensor>(r));
+  };
+  if (s.returns.size() == 1) {
+    stack.push_back(tensor_of(result));
+    return;
+  }
+  nb::sequence seq = nb::borrow<nb::sequence>(result);
+  TP_CHECK(nb::len(seq) == s.returns.size(), nb::str(func).c_str(), ": __torch_dispatch__ returned ",
+           nb::len(seq), " values, the schema has ", s.returns.size());
+  for (nb::handle r : seq) stack.push_back(tensor_of(r));
+}
+
+/// The Python key's handler (dispatch::PythonKeyHandler).
+void handle_python_key(int op, OpFormKind form, Stack& stack) {
+  nb::gil_scoped_acquire gil;
+  const FunctionSchema& s = op_registry()[size_t(op)].form_schema(form);
+  nb::handle func = handle_of(op, form);
+  auto [args, kwargs] = python_arguments(s, stack);
+  std::vector<nb::handle> types = overloaded_types(stack);
+  nb::list type_list;
+  for (nb::handle t : types) type_list.append(t);
+  nb::tuple type_tuple = nb::tuple(type_list);
+  // a handler's own calls run below Autograd and Autocast (PyTorch's
+  // AutoDispatchBelowADInplaceOrView), whatever the handler does
+  dispatch::ExcludeGuard below(DispatchKeySet(DispatchKey::Autograd) | DispatchKeySet(DispatchKey::Autocast));
+  if (!t_modes.empty() && !dispatch::is_excluded(DispatchKey::Python)) {
+    PoppedMode popped;
+    nb::object r = popped.mode().attr("__torch_dispatch__")(func, type_tuple, args, kwargs);
+    result_to_stack(s, form, r, stack, func);
+    return;
+  }
+  for (nb::handle type : types) {
+    nb::object r = type.attr("__torch_dispatch__")(func, type_tuple, args, kwargs);
+    if (r.is(nb::handle(Py_NotImplemented))) continue;
+    result_to_stack(s, form, r, stack, func);
+    return;
+  }
+  std::string msg = "Multiple dispatch failed for '" + std::string(nb::str(func).c_str()) +
+                    "'; all __torch_dispatch__ handlers returned NotImplemented:\n";
+  for (nb::handle t : types) msg += "\n  - tensor subclass " + std::string(nb::repr(t).c_str());
+  ::tp::fail(::tp::ErrorKind::Type, msg);
+}
+
+}  // namespace
+
+void bind_python_dispatch(nb::module_& m) {
+  dispatch::python_key_handler = &handle_python_key;
+  m.def("_set_op_handle", [](int op, int form, nb::handle h) {
+    size_t i = size_t(op) * kNumOpForms + size_t(form);
+    if (handles().size() <= i) handles().resize(op_registry().size() * kNumOpForms, nullptr);
+    handles()[i] = h.inc_ref().ptr();  // op handles live for the whole process
+  });
+  m.def("_push_on_torch_dispatch_stack", &push_mode, nb::arg("mode"));
+  m.def("_pop_torch_dispatch_stack", &pop_mode);
+  m.def("_len_torch_dispatch_stack", [] { return t_modes.size(); });
+  m.def("_get_dispatch_stack_at", [](size_t i) -> nb::object {
+    if (i >= t_modes.size()) throw nb::index_error("torch dispatch mode stack index out of range");
+    return nb::borrow(t_modes[i]);
+  });
+
+  nb::enum_<DispatchKey>(m, "DispatchKey")
+      .value("CPU", DispatchKey::CPU)
+      .value("CUDA", DispatchKey::CUDA)
+      .value("Meta", DispatchKey::Meta)
+      .value("CompositeImplicitAutograd", DispatchKey::Composite)
+      .value("Python", DispatchKey::Python)
+      .value("Batched", DispatchKey::Batched)
+      .value("Autocast", DispatchKey::Autocast)
+      .value("Autograd", DispatchKey::Autograd);
+
+  // _ExcludeDispatchKeyGuard / _IncludeDispatchKeyGuard: context managers over a key set
+  // (tp._C.DispatchKeySet(key) | ...), as torch._C's.
+  nb::class_<DispatchKeySet>(m, "DispatchKeySet")
+      .def(nb::init<DispatchKey>())
+      .def("__or__", [](const DispatchKeySet& a, const DispatchKeySet& b) { return a | b; })
+      .def("has", &DispatchKeySet::has)
+      .def("__repr__", [](const DispatchKeySet& s) {
+        std::string r = "DispatchKeySet(";
+        bool first = true;
+        for (int k = 0; k < kNumDispatchKeys; ++k)
+          if (s.has(DispatchKey(k))) {
+            r += std::string(first ? "" : ", ") + dispatch_key_name(DispatchKey(k));
+            first = false;
+          }
+        return r + ")";
+      });
+  // with _C._ExcludeDispatchKeyGuard(keys): / _IncludeDispatchKeyGuard(keys): / _DisablePythonDispatch():
+  struct KeyGuard {
+    DispatchKeySet keys;
+    bool exclude;
+    DispatchKeySet saved_included, saved_excluded;
+  };
+  nb::class_<KeyGuard>(m, "_DispatchKeyGuard")
+      .def("__enter__", [](KeyGuard& g) {
+        const auto& l = dispatch::local_keys();
+        g.saved_included = l.included;
+        g.saved_excluded = l.excluded;
+        if (g.exclude) dispatch::set_local_keys(l.included, l.excluded | g.keys);
+        else dispatch::set_local_keys(l.included | g.keys, l.excluded);
+      })
+      .def("__exit__", [](KeyGuard& g, nb::args) {
+        dispatch::set_local_keys(g.saved_included, g.saved_excluded);
+      });
+  m.def("_ExcludeDispatchKeyGuard", [](DispatchKeySet keys) { return KeyGuard{keys, true, {}, {}}; });
+  m.def("_IncludeDispatchKeyGuard", [](DispatchKeySet keys) { return KeyGuard{keys, false, {}, {}}; });
+  m.def("_DisablePythonDispatch",
+        [] { return KeyGuard{DispatchKeySet(DispatchKey::Python), true, {}, {}}; });
+  m.def("_dispatch_tls_local_exclude_set", [] { return dispatch::local_keys().excluded; });
+  m.def("_dispatch_tls_local_include_set", [] { return dispatch::local_keys().included; });
+  m.def("_dispatch_tls_set_dispatch_key_excluded", [](DispatchKey k, bool on) {
+    const auto& l = dispatch::local_keys();
+    DispatchKeySet one(k);
+    dispatch::set_local_keys(l.included, on ? l.excluded | one : l.excluded - one);
+  });
+  m.def("_dispatch_tls_set_dispatch_key_included", [](DispatchKey k, bool on) {
+    const auto& l = dispatch::local_keys();
+    DispatchKeySet one(k);
+    dispatch::set_local_keys(on ? l.included | one : l.included - one, l.excluded);
+  });
+  m.def("_dispatch_tls_is_dispatch_key_excluded",
+        [](DispatchKey k) { return dispatch::local_keys().excluded.has(k); });
+  m.def("_dispatch_tls_is_dispatch_key_included",
+        [](DispatchKey k) { return dispatch::local_keys().included.has(k); });
+}
+
+}  // namespace tp::python
