@@ -7,6 +7,7 @@ constinit KernelStub<CastFn> cast_stub;
 constinit KernelStub<ReduceFn> reduce_stub;
 constinit KernelStub<SoftmaxFn> softmax_stub;
 constinit KernelStub<SoftmaxBackwardFn> softmax_backward_stub;
+constinit KernelStub<CrossEntropyBackwardFn> cross_entropy_backward_stub;
 constinit KernelStub<LayerNormFn> layer_norm_stub;
 constinit KernelStub<LayerNormBackwardFn> layer_norm_backward_stub;
 constinit KernelStub<BatchNormFn> batch_norm_stub;

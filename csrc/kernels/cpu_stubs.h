@@ -29,7 +29,7 @@ using ReduceFn = void (*)(ReduceKind kind, DType dt, const void* x, void* out, i
                           int64_t R, int64_t K);
 extern KernelStub<ReduceFn> reduce_stub;
 
-// ---- softmax_kernel.cpp: softmax and log_softmax (float32 / float64)
+// ---- softmax_kernel.cpp: softmax, log_softmax and cross entropy's gradient (float32 / float64)
 
 /// softmax (log: log_softmax) of a contiguous (outer, n, inner) block x along n into y.
 using SoftmaxFn = void (*)(DType dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log);
@@ -40,6 +40,13 @@ extern KernelStub<SoftmaxFn> softmax_stub;
 using SoftmaxBackwardFn = void (*)(DType dt, const void* g, const void* y, void* gx, int64_t outer, int64_t n,
                                    int64_t inner, bool log);
 extern KernelStub<SoftmaxBackwardFn> softmax_backward_stub;
+
+/// Turns the softmax rows dx (n, c) of cross entropy's logits into their gradient: row i
+/// scaled by g[i], less g[i] at class t[i] (every t[i] ignore_index or in [0, c)); rows whose
+/// target is ignore_index become zeros.
+using CrossEntropyBackwardFn = void (*)(DType dt, void* dx, const void* g, const int64_t* t, int64_t n, int64_t c,
+                                        int64_t ignore_index);
+extern KernelStub<CrossEntropyBackwardFn> cross_entropy_backward_stub;
 
 // ---- norm_kernel.cpp: layer_norm / rms_norm, batch_norm, group_norm (float32 / float64)
 

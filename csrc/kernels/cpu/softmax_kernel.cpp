@@ -1,6 +1,7 @@
-// softmax / log_softmax forward and backward over a contiguous (outer, n, inner) block.
-// Compiled once per CPU capability level; nn_norm.cpp calls them through softmax_stub and
-// softmax_backward_stub.
+// softmax / log_softmax forward and backward over a contiguous (outer, n, inner) block, and
+// cross entropy's gradient rows. Compiled once per CPU capability level; nn_norm.cpp and
+// nn_loss.cpp call them through softmax_stub, softmax_backward_stub and
+// cross_entropy_backward_stub.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -126,6 +127,20 @@ void softmax_backward_loop(const T* g, const T* y, T* gx, int64_t outer, int64_t
   });
 }
 
+/// Per row i of the (n, c) softmax dx: scaled by g[i], less g[i] at the target t[i]; a row
+/// whose target is ignore_index becomes zeros.
+template <class T>
+void cross_entropy_backward_loop(T* dx, const T* g, const int64_t* t, int64_t n, int64_t c, int64_t ignore_index) {
+  parallel_for(0, n, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      T* drow = dx + i * c;
+      const T gi = t[i] == ignore_index ? T(0) : g[i];
+      for (int64_t j = 0; j < c; ++j) drow[j] *= gi;
+      if (t[i] != ignore_index) drow[t[i]] -= gi;
+    }
+  });
+}
+
 void softmax_kernel(DType dt, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, bool log) {
   visit_dtype(dt, [&](auto v) {
     using T = decltype(v);
@@ -144,9 +159,19 @@ void softmax_backward_kernel(DType dt, const void* g, const void* y, void* gx, i
   });
 }
 
+void cross_entropy_backward_kernel(DType dt, void* dx, const void* g, const int64_t* t, int64_t n, int64_t c,
+                                   int64_t ignore_index) {
+  visit_dtype(dt, [&](auto v) {
+    using T = decltype(v);
+    if constexpr (std::is_floating_point_v<T>)
+      cross_entropy_backward_loop(static_cast<T*>(dx), static_cast<const T*>(g), t, n, c, ignore_index);
+  });
+}
+
 }  // namespace
 
 TP_REGISTER_CPU_KERNEL(softmax_stub, &softmax_kernel);
 TP_REGISTER_CPU_KERNEL(softmax_backward_stub, &softmax_backward_kernel);
+TP_REGISTER_CPU_KERNEL(cross_entropy_backward_stub, &cross_entropy_backward_kernel);
 
 }  // namespace tp::cpu::TP_CPU_NS
