@@ -5,5 +5,14 @@ namespace tp::cpu {
 constinit KernelStub<FillLoops> pointwise_shard_stubs[kPointwiseShards];
 constinit KernelStub<CastFn> cast_stub;
 constinit KernelStub<ReduceFn> reduce_stub;
+constinit KernelStub<SoftmaxFn> softmax_stub;
+constinit KernelStub<SoftmaxBackwardFn> softmax_backward_stub;
+constinit KernelStub<CrossEntropyBackwardFn> cross_entropy_backward_stub;
+constinit KernelStub<LayerNormFn> layer_norm_stub;
+constinit KernelStub<LayerNormBackwardFn> layer_norm_backward_stub;
+constinit KernelStub<BatchNormFn> batch_norm_stub;
+constinit KernelStub<BatchNormBackwardFn> batch_norm_backward_stub;
+constinit KernelStub<GroupNormFn> group_norm_stub;
+constinit KernelStub<GroupNormBackwardFn> group_norm_backward_stub;
 
 }  // namespace tp::cpu

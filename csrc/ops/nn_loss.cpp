@@ -5,7 +5,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
-#include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -43,12 +43,11 @@ void check_targets(const int64_t* t, int64_t n, int64_t c, int64_t ignore_index)
 }
 #endif
 
-/// Calls f(T{}) with the compute type of a floating dtype (half types compute in float).
-template <class F>
-void visit_compute(DType dt, F&& f) {
-  if (dt == DType::Float64) return f(double{});
-  if (dt == DType::Float32 || dt == DType::Float16 || dt == DType::BFloat16) return f(float{});
-  fail(ErrorKind::NotImplemented, "\"cross_entropy\" not implemented for '", dtype_scalar_name(dt), "'");
+/// The dtype cross entropy computes in: float64 or float32 (for the half types too).
+DType compute_dtype(DType dt) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(dt), "\"cross_entropy\" not implemented for '",
+                dtype_scalar_name(dt), "'");
+  return dt == DType::Float64 ? DType::Float64 : DType::Float32;
 }
 
 /// Targets with ignore_index replaced by 0 (a valid index for the gather).
@@ -94,10 +93,9 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {
-    visit_compute(self.dtype(), [](auto) {});
+    const DType cdt = compute_dtype(self.dtype());
     TP_CHECK(grad_rows.device() == self.device(), "Expected all tensors to be on the same device, but found at "
              "least two devices, ", self.device().str(), " and ", grad_rows.device().str(), "!");
-    const DType cdt = self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
     Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false)), x = contiguous(self);
     TP_CHECK(lse.dim() == 1 && lse.size(0) == n && lse.dtype() == cdt && lse.device() == self.device(),
              "cross_entropy_backward: lse must be the forward's (", n, ",) ", dtype_scalar_name(cdt),
@@ -112,25 +110,11 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
   check_targets(t, n, c, ignore_index);  // an index past the row would write out of bounds
   // softmax (the fused, vectorised kernel; the CPU recomputes it rather than reading lse),
   // then per row: scale by grad, subtract at target
-  Tensor out;
-  visit_compute(self.dtype(), [&](auto v) {
-    using T = decltype(v);
-    const DType cdt = std::is_same_v<T, double> ? DType::Float64 : DType::Float32;
-    Tensor dx = contiguous(softmax(_to_dtype(self, cdt, false), 1, std::nullopt));
-    Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false));
-    const T* gp = g.data<T>();
-    T* dp = dx.data<T>();
-    parallel_for(0, n, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t i = r0; i < r1; ++i) {
-        T* drow = dp + i * c;
-        const T gi = t[i] == ignore_index ? T(0) : gp[i];
-        for (int64_t j = 0; j < c; ++j) drow[j] *= gi;
-        if (t[i] != ignore_index) drow[t[i]] -= gi;
-      }
-    });
-    out = _to_dtype(dx, self.dtype(), false);
-  });
-  return out;
+  const DType cdt = compute_dtype(self.dtype());
+  Tensor dx = contiguous(softmax(_to_dtype(self, cdt, false), 1, std::nullopt));
+  Tensor g = contiguous(_to_dtype(expand(grad_rows, {&n, 1}), cdt, false));
+  cpu::cross_entropy_backward_stub(cdt, dx.data<char>(), g.data<char>(), t, n, c, ignore_index);
+  return _to_dtype(dx, self.dtype(), false);
 }
 
 Tensor cross_entropy_rows_backward(const Tensor& grad, const Tensor& self, const Tensor& target,

@@ -1,26 +1,21 @@
-// Fused softmax / log_softmax, layer_norm, rms_norm and batch_norm (forward and backward
-// kernels), plus group_norm composed from them and from reductions.
+// softmax / log_softmax, layer_norm, rms_norm, batch_norm and group_norm, forward and backward:
+// checks, dtypes, layouts and autograd formulas around the fused CPU kernels (kernels/cpu/
+// softmax_kernel.cpp, norm_kernel.cpp) and CUDA kernels.
 //
 // Note [Fused backward and create_graph]: a fused backward kernel (_softmax_backward_data,
 // native_layer_norm_backward, native_batch_norm_backward) is one pass over the data but has
 // no derivative of its own. The formula helpers below call it when grad mode is off (a
 // plain backward) and the same math written with differentiable ops when it is on
 // (create_graph=True), so double backward works at the cost of a slower first backward.
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <vector>
 
 #include "autograd/formula_helpers.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
-#include "core/parallel.h"
-#include "kernels/functors/pointwise.h"
-#include "kernels/tensor_iterator.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/nn.h"
-#include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 
@@ -58,121 +53,14 @@ Tensor norm_weight(const std::optional<Tensor>& t, DType dt, DType adt) {
 }
 #endif
 
-template <class F>
-void visit_floating(DType dt, const char* op, F&& f) {
-  if (dt == DType::Float32) return f(float{});
-  if (dt == DType::Float64) return f(double{});
-  fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
+/// NotImplementedError unless dt is float32 or float64, the dtypes the kernels compute in.
+void check_floating(DType dt, const char* op) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, dt == DType::Float32 || dt == DType::Float64, "\"", op,
+                "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
-/// y[i] = exp(x[i] - shift), returning the sum of the y[i].
-template <class T>
-T exp_shifted(const T* x, T* y, int64_t n, T shift) {
-  int64_t i = 0;
-  T sum = 0;
-#ifdef TP_VEC_LANES
-  if constexpr (std::is_same_v<T, float>) {
-    using namespace functors;
-    alignas(64) float lanes[TP_VEC_LANES] = {};
-    vec_f acc = vec_set1(0.f), sh = vec_set1(shift);
-    for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) {
-      vec_f e = TP_MVEC(expf)(vec_add(vec_load(x + i), vec_neg(sh)));
-      vec_store(y + i, e);
-      acc = vec_add(acc, e);
-    }
-    vec_store(lanes, acc);
-    for (float v : lanes) sum += v;
-  }
-#endif
-  for (; i < n; ++i) sum += (y[i] = std::exp(x[i] - shift));
-  return sum;
-}
-
-/// softmax / log_softmax of a contiguous (outer, n, inner) tensor along n.
-template <class T>
-void softmax_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool log) {
-  if (inner == 1) {
-    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T* xr = x + r * n;
-        T* yr = y + r * n;
-        const T m = rows::max(xr, n);
-        // A NaN in the row makes the sum NaN, hence every output NaN, as in PyTorch.
-        T sum = exp_shifted(xr, yr, n, m);
-        if (log) {
-          const T shift = m + std::log(sum);
-          for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] - shift;
-        } else {
-          const T inv = T(1) / sum;
-          for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
-        }
-      }
-    });
-    return;
-  }
-  parallel_for(0, outer, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> m(inner), s(inner);
-    for (int64_t o = b; o < e; ++o) {
-      const T* xo = x + o * n * inner;
-      T* yo = y + o * n * inner;
-      std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
-      std::fill(s.begin(), s.end(), T(0));
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) {
-          const T v = xo[j * inner + i];
-          m[i] = (v > m[i] || v != v) ? v : m[i];
-        }
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) s[i] += (yo[j * inner + i] = std::exp(xo[j * inner + i] - m[i]));
-      for (int64_t i = 0; i < inner; ++i) s[i] = log ? m[i] + std::log(s[i]) : T(1) / s[i];
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) {
-          T& v = yo[j * inner + i];
-          v = log ? xo[j * inner + i] - s[i] : v * s[i];
-        }
-    }
-  });
-}
-
-/// softmax: gx = y * (g - sum(g * y)); log_softmax: gx = g - exp(y) * sum(g).
-template <class T>
-void softmax_backward_kernel(const T* g, const T* y, T* gx, int64_t outer, int64_t n, int64_t inner, bool log) {
-  if (inner == 1) {
-    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const T* gr = g + r * n;
-        const T* yr = y + r * n;
-        T* o = gx + r * n;
-        if (log) {
-          const T s = rows::sum<T>(n, [&](auto at) { return at(gr); });
-          exp_shifted(yr, o, n, T(0));
-          for (int64_t i = 0; i < n; ++i) o[i] = gr[i] - o[i] * s;
-        } else {
-          const T s = rows::sum<T>(n, [&](auto at) { return at(gr) * at(yr); });
-          for (int64_t i = 0; i < n; ++i) o[i] = yr[i] * (gr[i] - s);
-        }
-      }
-    });
-    return;
-  }
-  parallel_for(0, outer, 1, [&](int64_t b, int64_t e) {
-    std::vector<T> s(inner);
-    for (int64_t o = b; o < e; ++o) {
-      const int64_t base = o * n * inner;
-      std::fill(s.begin(), s.end(), T(0));
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t k = base + j * inner + i;
-          s[i] += log ? g[k] : g[k] * y[k];
-        }
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t k = base + j * inner + i;
-          gx[k] = log ? g[k] - std::exp(y[k]) * s[i] : y[k] * (g[k] - s[i]);
-        }
-    }
-  });
-}
+/// t's data for a CPU kernel, null when t is undefined (a CUDA tensor raises, as Tensor::data).
+void* cpu_data(const Tensor& t) { return t.defined() ? t.data<char>() : nullptr; }
 
 void outer_n_inner(IntArrayRef sizes, int64_t dim, int64_t& outer, int64_t& n, int64_t& inner) {
   outer = inner = 1;
@@ -203,11 +91,7 @@ Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& 
   Tensor y = empty_tensor(self.sizes(), x.dtype());
   int64_t outer, n, inner;
   outer_n_inner(self.sizes(), dim, outer, n, inner);
-  if (y.numel())
-    visit_floating(x.dtype(), op, [&](auto t) {
-      using T = decltype(t);
-      softmax_kernel(x.data<T>(), y.data<T>(), outer, n, inner, log);
-    });
+  if (y.numel()) cpu::softmax_stub(x.dtype(), cpu_data(x), cpu_data(y), outer, n, inner, log);
   return _to_dtype(y, out_dt);
 }
 
@@ -229,7 +113,7 @@ Tensor _softmax_backward_data_impl(const Tensor& grad_output, const Tensor& outp
   if (output.device().is_cuda()) {
     TP_CHECK(grad_output.device() == output.device(), "Expected all tensors to be on the same device, but found at "
              "least two devices, ", output.device().str(), " and ", grad_output.device().str(), "!");
-    visit_floating(compute_dtype(output.dtype()), "softmax_backward", [](auto) {});
+    check_floating(compute_dtype(output.dtype()), "softmax_backward");
     Tensor g = contiguous(_to_dtype(grad_output, output.dtype())), y = contiguous(output);
     Tensor gx = empty_tensor(output.sizes(), output.dtype(), output.device());
     int64_t outer, n, inner;
@@ -242,11 +126,10 @@ Tensor _softmax_backward_data_impl(const Tensor& grad_output, const Tensor& outp
   Tensor gx = empty_tensor(output.sizes(), y.dtype());
   int64_t outer, n, inner;
   outer_n_inner(output.sizes(), dim, outer, n, inner);
-  if (gx.numel())
-    visit_floating(y.dtype(), "softmax_backward", [&](auto t) {
-      using T = decltype(t);
-      softmax_backward_kernel(g.data<T>(), y.data<T>(), gx.data<T>(), outer, n, inner, log);
-    });
+  if (gx.numel()) {
+    check_floating(y.dtype(), "softmax_backward");
+    cpu::softmax_backward_stub(y.dtype(), cpu_data(g), cpu_data(y), cpu_data(gx), outer, n, inner, log);
+  }
   return _to_dtype(gx, output.dtype());
 }
 
@@ -310,86 +193,6 @@ bool layer_norm_mixed(const Tensor& input, const std::optional<Tensor>& weight, 
   return true;
 }
 
-/// Normalises each row: y = (x - mean) * rstd * w + b (w, b may be null). Without `mean`
-/// it is an RMS norm: nothing is centred (the mean taken as 0), rstd = 1 / sqrt(mean(x^2) + eps).
-template <class T>
-void layer_norm_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t len,
-                       double eps) {
-  parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      const T* xr = x + r * len;
-      T* yr = y + r * len;
-      const T m = mean ? T(double(rows::sum<T>(len, [&](auto at) { return at(xr); })) / double(len)) : T(0);
-      const double ss = double(rows::sum<T>(len, [&](auto at) { return (at(xr) - m) * (at(xr) - m); })) / double(len);
-      const T rs = T(1.0 / std::sqrt(std::max(ss, 0.0) + eps));
-      if (mean) mean[r] = m;
-      rstd[r] = rs;
-      if (w && b) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
-      else if (w) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs * w[i];
-      else if (b) for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs + b[i];
-      else for (int64_t i = 0; i < len; ++i) yr[i] = (xr[i] - m) * rs;
-    }
-  });
-}
-
-/// The gradients of a row-wise normalisation y = (x - mean) * rstd * w + b, in one pass:
-/// dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) with gw = g * w; the weight and bias
-/// gradients sum g * xhat and g over the rows (each thread into its own partial row).
-/// Without `mean`, the RMS norm's: xhat = x * rstd and no mean(gw) term.
-template <class T>
-void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb,
-                                int64_t rows, int64_t len) {
-  const int threads = get_num_threads();
-  const bool columns = gw || gb;
-  std::vector<T> part(columns ? size_t(2 * len * threads) : 0, T(0));
-  parallel_for(0, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t lo, int64_t hi) {
-    T* pw = columns ? part.data() + 2 * len * std::min(omp_get_thread_num(), threads - 1) : nullptr;
-    T* pb = columns ? pw + len : nullptr;
-    for (int64_t r = lo; r < hi; ++r) {
-      const T* gr = g + r * len;
-      const T* xr = x + r * len;
-      const T m = mean ? mean[r] : T(0), rs = rstd[r];
-      if (gx) {
-        T a = 0, c;
-        if (w) {
-          if (mean) a = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w); });
-          c = rows::sum<T>(len, [&](auto at) { return at(gr) * at(w) * (at(xr) - m); });
-        } else {
-          if (mean) a = rows::sum<T>(len, [&](auto at) { return at(gr); });
-          c = rows::sum<T>(len, [&](auto at) { return at(gr) * (at(xr) - m); });
-        }
-        a /= T(len);
-        c = c * rs * rs / T(len);
-        T* out = gx + r * len;
-        if (w) {
-#pragma omp simd
-          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] * w[i] - a - (xr[i] - m) * c);
-        } else {
-#pragma omp simd
-          for (int64_t i = 0; i < len; ++i) out[i] = rs * (gr[i] - a - (xr[i] - m) * c);
-        }
-      }
-      if (columns) {
-#pragma omp simd
-        for (int64_t i = 0; i < len; ++i) {
-          pw[i] += gr[i] * (xr[i] - m) * rs;
-          pb[i] += gr[i];
-        }
-      }
-    }
-  });
-  if (!columns) return;
-  for (int64_t i = 0; i < len; ++i) {
-    T aw = 0, ab = 0;
-    for (int t = 0; t < threads; ++t) {
-      aw += part[size_t(2 * len * t + i)];
-      ab += part[size_t(2 * len * t + len + i)];
-    }
-    if (gw) gw[i] = aw;
-    if (gb) gb[i] = ab;
-  }
-}
-
 DimVector stat_sizes(const Tensor& input, int64_t nd) {
   DimVector r(input.sizes().data(), input.dim());
   for (int64_t i = input.dim() - nd; i < input.dim(); ++i) r[i] = 1;
@@ -407,7 +210,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
   if (input.device().is_cuda()) {
     check_devices(input, {&weight, &bias});
     const DType dt = input.dtype(), adt = compute_dtype(dt);
-    visit_floating(adt, "LayerNormKernelImpl", [](auto) {});
+    check_floating(adt, "LayerNormKernelImpl");
     Tensor x = contiguous(input), w = norm_weight(weight, dt, adt), b = norm_weight(bias, dt, adt);
     Tensor y = empty_tensor(input.sizes(), dt, input.device());
     DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
@@ -423,14 +226,10 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
   Tensor y = empty_tensor(input.sizes(), x.dtype());
   DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
   Tensor mean = empty_tensor(ss, x.dtype()), rstd = empty_tensor(ss, x.dtype());
-  visit_floating(x.dtype(), "LayerNormKernelImpl", [&](auto t) {
-    using T = decltype(t);
-    if (rows && len)
-      layer_norm_kernel(x.data<T>(), w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr,
-                        y.data<T>(), mean.data<T>(), rstd.data<T>(), rows, len, eps);
-    else if (rows)
-      for (int64_t r = 0; r < rows; ++r) mean.data<T>()[r] = T(NAN), rstd.data<T>()[r] = T(NAN);
-  });
+  check_floating(x.dtype(), "LayerNormKernelImpl");
+  if (rows)
+    cpu::layer_norm_stub(x.dtype(), cpu_data(x), cpu_data(w), cpu_data(b), cpu_data(y), cpu_data(mean),
+                         cpu_data(rstd), rows, len, eps);
   const DType dt = input.dtype(), sdt = mixed ? DType::Float32 : dt;  // the statistics' dtype
   return {_to_dtype(y, dt), _to_dtype(mean, sdt), _to_dtype(rstd, sdt)};
 }
@@ -444,7 +243,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
     const std::optional<Tensor> others[3] = {grad_out, mean, rstd};
     check_devices(input, {&weight, &others[0], &others[1], &others[2]});
     const DType dt = input.dtype(), adt = compute_dtype(dt);
-    visit_floating(adt, "layer_norm_backward", [](auto) {});
+    check_floating(adt, "layer_norm_backward");
     Tensor g = contiguous(_to_dtype(grad_out, dt)), x = contiguous(input);
     Tensor m = contiguous(_to_dtype(mean, adt)), rs = contiguous(_to_dtype(rstd, adt)), w = norm_weight(weight, dt, adt);
     Tensor gx = input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor();
@@ -466,13 +265,10 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
   Tensor gx = input_grad ? empty_tensor(input.sizes(), x.dtype()) : Tensor();
   Tensor gw = weight_grad ? zeros(normalized_shape, x.dtype()) : Tensor();
   Tensor gb = bias_grad ? zeros(normalized_shape, x.dtype()) : Tensor();
-  visit_floating(x.dtype(), "layer_norm_backward", [&](auto t) {
-    using T = decltype(t);
-    if (rows && len)
-      layer_norm_backward_kernel(g.data<T>(), x.data<T>(), m.data<T>(), rs.data<T>(), w.defined() ? w.data<T>() : nullptr,
-                                 gx.defined() ? gx.data<T>() : nullptr, gw.defined() ? gw.data<T>() : nullptr,
-                                 gb.defined() ? gb.data<T>() : nullptr, rows, len);
-  });
+  check_floating(x.dtype(), "layer_norm_backward");
+  if (rows && len)
+    cpu::layer_norm_backward_stub(x.dtype(), cpu_data(g), cpu_data(x), cpu_data(m), cpu_data(rs), cpu_data(w),
+                                  cpu_data(gx), cpu_data(gw), cpu_data(gb), rows, len);
   auto back = [&](const Tensor& t) { return t.defined() ? _to_dtype(t, input.dtype()) : t; };
   return {back(gx), back(gw), back(gb)};
 }
@@ -537,97 +333,6 @@ DimVector reduce_dims_of(int64_t ndim) {
   return d;
 }
 
-/// A channel's training statistics from its mean m and the sum ss of its squared deviations
-/// over `count` values: returns 1/std and updates the running statistics when given (unbiased
-/// running variance, as PyTorch).
-template <class T>
-T train_stats(T m, T ss, int64_t count, double momentum, double eps, T* rm, T* rv) {
-  if (rm) *rm = T((1 - momentum) * *rm + momentum * m);
-  if (rv) *rv = T((1 - momentum) * *rv + momentum * (count > 1 ? ss / T(count - 1) : T(NAN)));
-  return T(1) / std::sqrt((count ? ss / T(count) : T(NAN)) + T(eps));
-}
-
-/// gx = a * (g - mg - (x - mean) * k) for a channel: the coefficients from its sums of g (sg)
-/// and of g * (x - mean) (sgx), 1/std s and weight wv.
-template <class T>
-struct InputGradCoef {
-  T a, mg, k;
-  InputGradCoef(T sg, T sgx, T s, T wv, bool training, int64_t count)
-      : a(wv * s), mg(training && count ? sg / T(count) : T(0)), k(training && count ? sgx * s * s / T(count) : T(0)) {}
-};
-
-/// Rows of (rows x C) channels-last data, in pieces on the thread budget: f(r).
-template <class F>
-void for_each_row_nhwc(int64_t rows, int64_t C, F f) {
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) f(r);
-  });
-}
-
-/// batch_norm's forward on channels-last data x (rows = N * spatial, C channels innermost).
-template <class T>
-void batch_norm_nhwc(const T* x, T* y, int64_t rows, int64_t C, bool training, double momentum, double eps,
-                     const T* w, const T* b, T* rm, T* rv, T* mean, T* invstd) {
-  if (training) {
-    std::vector<T> ss(static_cast<size_t>(C));
-    rows::column_sums(rows, C, 1, mean, [&](int64_t r, T* acc) {
-      const T* xr = x + r * C;
-      for (int64_t ch = 0; ch < C; ++ch) acc[ch] += xr[ch];
-    });
-    for (int64_t ch = 0; ch < C; ++ch) mean[ch] = rows ? mean[ch] / T(rows) : T(NAN);
-    rows::column_sums(rows, C, 1, ss.data(), [&](int64_t r, T* acc) {
-      const T* xr = x + r * C;
-      for (int64_t ch = 0; ch < C; ++ch) acc[ch] += (xr[ch] - mean[ch]) * (xr[ch] - mean[ch]);
-    });
-    for (int64_t ch = 0; ch < C; ++ch)
-      invstd[ch] = train_stats(mean[ch], ss[size_t(ch)], rows, momentum, eps, rm ? rm + ch : nullptr,
-                               rv ? rv + ch : nullptr);
-  } else {
-    for (int64_t ch = 0; ch < C; ++ch) {
-      mean[ch] = rm[ch];
-      invstd[ch] = T(1) / std::sqrt(rv[ch] + T(eps));
-    }
-  }
-  std::vector<T> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
-  for (int64_t ch = 0; ch < C; ++ch) {
-    scale[size_t(ch)] = w ? invstd[ch] * w[ch] : invstd[ch];
-    shift[size_t(ch)] = (b ? b[ch] : T(0)) - mean[ch] * scale[size_t(ch)];
-  }
-  for_each_row_nhwc(rows, C, [&](int64_t r) {
-    for (int64_t ch = 0; ch < C; ++ch) y[r * C + ch] = x[r * C + ch] * scale[size_t(ch)] + shift[size_t(ch)];
-  });
-}
-
-/// batch_norm's backward on channels-last data (see batch_norm_nhwc); gx, gw, gb may be null.
-template <class T>
-void batch_norm_backward_nhwc(const T* g, const T* x, int64_t rows, int64_t C, const T* mean, const T* invstd,
-                              const T* w, bool training, T* gx, T* gw, T* gb) {
-  std::vector<T> sums(static_cast<size_t>(2 * C));  // sum g, sum g * (x - mean)
-  rows::column_sums(rows, C, 2, sums.data(), [&](int64_t r, T* acc) {
-    const T *gr = g + r * C, *xr = x + r * C;
-    for (int64_t ch = 0; ch < C; ++ch) {
-      acc[ch] += gr[ch];
-      acc[C + ch] += gr[ch] * (xr[ch] - mean[ch]);
-    }
-  });
-  std::vector<T> a(static_cast<size_t>(C)), mg(static_cast<size_t>(C)), k(static_cast<size_t>(C));
-  for (int64_t ch = 0; ch < C; ++ch) {
-    const T sg = sums[size_t(ch)], sgx = sums[size_t(C + ch)];
-    if (gw) gw[ch] = sgx * invstd[ch];
-    if (gb) gb[ch] = sg;
-    const InputGradCoef<T> coef(sg, sgx, invstd[ch], w ? w[ch] : T(1), training, rows);
-    a[size_t(ch)] = coef.a;
-    mg[size_t(ch)] = coef.mg;
-    k[size_t(ch)] = coef.k;
-  }
-  if (!gx) return;
-  for_each_row_nhwc(rows, C, [&](int64_t r) {
-    const T *gr = g + r * C, *xr = x + r * C;
-    for (int64_t ch = 0; ch < C; ++ch)
-      gx[r * C + ch] = a[size_t(ch)] * (gr[ch] - mg[size_t(ch)] - (xr[ch] - mean[ch]) * k[size_t(ch)]);
-  });
-}
-
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
@@ -647,7 +352,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
     check_devices(input, {&weight, &bias, &running_mean, &running_var});
     const bool cl = channels_last(input);  // Note [Channels-last results]
     const DType adt = compute_dtype(input.dtype());
-    visit_floating(adt, "batch_norm", [](auto) {});
+    check_floating(adt, "batch_norm");
     Tensor x = with_layout(input, cl), w = kernel_vector(weight, adt), b = kernel_vector(bias, adt);
     Tensor rm = kernel_vector(running_mean, adt), rv = kernel_vector(running_var, adt);
     Tensor y = cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
@@ -673,48 +378,9 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   Tensor mean = empty_tensor(IntArrayRef(&c, 1), dt), invstd = empty_tensor(IntArrayRef(&c, 1), dt);
   Tensor rm = running_mean ? compute_input(*running_mean) : Tensor();
   Tensor rv = running_var ? compute_input(*running_var) : Tensor();
-  visit_floating(dt, "batch_norm", [&](auto t) {
-    using T = decltype(t);
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
-    if (cl)
-      return batch_norm_nhwc(xp, yp, n * l, c, training, momentum, eps, ptr(w), ptr(b), ptr(rm), ptr(rv),
-                             mean.data<T>(), invstd.data<T>());
-    const int64_t count = n * l;
-    parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t ch = lo; ch < hi; ++ch) {
-        T m, is;
-        if (training) {
-          T s = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            const T* row = xp + (i * c + ch) * l;
-            s += rows::sum<T>(l, [&](auto at) { return at(row); });
-          }
-          m = count ? s / T(count) : T(NAN);
-          T v = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            const T* row = xp + (i * c + ch) * l;
-            v += rows::sum<T>(l, [&](auto at) { return (at(row) - m) * (at(row) - m); });
-          }
-          is = train_stats(m, v, count, momentum, eps, rm.defined() ? rm.data<T>() + ch : nullptr,
-                           rv.defined() ? rv.data<T>() + ch : nullptr);
-        } else {
-          m = rm.data<T>()[ch];
-          is = T(1) / std::sqrt(rv.data<T>()[ch] + T(eps));
-        }
-        mean.data<T>()[ch] = m;
-        invstd.data<T>()[ch] = is;
-        const T scale = w.defined() ? is * w.data<T>()[ch] : is;
-        const T shift = (b.defined() ? b.data<T>()[ch] : T(0)) - m * scale;
-        for (int64_t i = 0; i < n; ++i) {
-          const T* row = xp + (i * c + ch) * l;
-          T* out = yp + (i * c + ch) * l;
-          for (int64_t j = 0; j < l; ++j) out[j] = row[j] * scale + shift;
-        }
-      }
-    });
-  });
+  check_floating(dt, "batch_norm");
+  cpu::batch_norm_stub(dt, cl, cpu_data(x), cpu_data(y), n, c, l, training, momentum, eps, cpu_data(w), cpu_data(b),
+                       cpu_data(rm), cpu_data(rv), cpu_data(mean), cpu_data(invstd));
   if (training) {  // running statistics are updated in place, as in PyTorch
     if (running_mean && !rm.is_same(*running_mean)) copy_(const_cast<Tensor&>(*running_mean), rm);
     if (running_var && !rv.is_same(*running_var)) copy_(const_cast<Tensor&>(*running_var), rv);
@@ -734,7 +400,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
   if (input.device().is_cuda()) {
     const std::optional<Tensor> others[3] = {grad_out, save_mean, save_invstd};
     check_devices(input, {&weight, &others[0], &others[1], &others[2]});
-    visit_floating(dt, "batch_norm_backward", [](auto) {});
+    check_floating(dt, "batch_norm_backward");
     Tensor g = with_layout(_to_dtype(grad_out, input.dtype()), cl), x = with_layout(input, cl);
     Tensor m = contiguous(_to_dtype(save_mean, dt)), is = contiguous(_to_dtype(save_invstd, dt));
     Tensor w = kernel_vector(weight, dt);
@@ -758,37 +424,9 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
                           : empty_tensor(input.sizes(), dt);
   Tensor gw = weight_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
   Tensor gb = bias_grad ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
-  visit_floating(dt, "batch_norm_backward", [&](auto t) {
-    using T = decltype(t);
-    const T *gp = g.data<T>(), *xp = x.data<T>();
-    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
-    if (cl)
-      return batch_norm_backward_nhwc(gp, xp, n * l, c, m.data<T>(), is.data<T>(), ptr(w), training, ptr(gx),
-                                      ptr(gw), ptr(gb));
-    const int64_t count = n * l;
-    parallel_for(0, c, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t ch = lo; ch < hi; ++ch) {
-        const T mu = m.data<T>()[ch], s = is.data<T>()[ch];
-        T sg = 0, sgx = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          const T* gr = gp + (i * c + ch) * l;
-          const T* xr = xp + (i * c + ch) * l;
-          sg += rows::sum<T>(l, [&](auto at) { return at(gr); });
-          sgx += rows::sum<T>(l, [&](auto at) { return at(gr) * (at(xr) - mu); });
-        }
-        if (gw.defined()) gw.data<T>()[ch] = sgx * s;
-        if (gb.defined()) gb.data<T>()[ch] = sg;
-        if (!gx.defined()) continue;
-        const InputGradCoef<T> coef(sg, sgx, s, w.defined() ? w.data<T>()[ch] : T(1), training, count);
-        for (int64_t i = 0; i < n; ++i) {
-          const T* gr = gp + (i * c + ch) * l;
-          const T* xr = xp + (i * c + ch) * l;
-          T* out = gx.data<T>() + (i * c + ch) * l;
-          for (int64_t j = 0; j < l; ++j) out[j] = coef.a * (gr[j] - coef.mg - (xr[j] - mu) * coef.k);
-        }
-      }
-    });
-  });
+  check_floating(dt, "batch_norm_backward");
+  cpu::batch_norm_backward_stub(dt, cl, cpu_data(g), cpu_data(x), n, c, l, cpu_data(m), cpu_data(is), cpu_data(w),
+                                training, cpu_data(gx), cpu_data(gw), cpu_data(gb));
   auto back = [&](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
   const DType wdt = weight ? weight->dtype() : input.dtype();
   return {back(gx, input.dtype()), back(gw, wdt), back(gb, wdt)};
@@ -825,114 +463,6 @@ Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
 // ------------------------------------------------------------------ group_norm, rms_norm
 
 namespace {
-
-/// One sample of a group-norm input: C channels of L positions, row-major (channel c's
-/// positions adjacent) or channels last (position l's channels adjacent).
-template <class T>
-struct SamplePlanes {
-  bool cl;
-  int64_t L, C;
-  int64_t at(int64_t c, int64_t l) const { return cl ? l * C + c : c * L + l; }
-  /// out[c] = sum over the positions of term(a, b) (`at`-style loaders, as rows::sum's) for a
-  /// and b of this sample: row-major, one vector reduction per channel; channels last,
-  /// vector code over the channels.
-  template <class F>
-  void channel_sums(const T* a, const T* b, T* out, F term) const {
-    if (!cl) {
-      for (int64_t c = 0; c < C; ++c) {
-        const T *ar = a + c * L, *br = b + c * L;
-        out[c] = rows::sum<T>(L, [&](auto ld) { return term(ld(ar), ld(br), c); });
-      }
-      return;
-    }
-    std::fill_n(out, C, T(0));
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t c = 0; c < C; ++c) out[c] += term(a[l * C + c], b[l * C + c], c);
-  }
-  /// out = p[c] * a + q[c] * b + r[c] elementwise.
-  void combine(T* out, const T* p, const T* a, const T* q, const T* b, const T* r) const {
-    if (!cl) {
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t l = 0; l < L; ++l) out[c * L + l] = p[c] * a[c * L + l] + q[c] * b[c * L + l] + r[c];
-      return;
-    }
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t c = 0; c < C; ++c) out[l * C + c] = p[c] * a[l * C + c] + q[c] * b[l * C + c] + r[c];
-  }
-};
-
-/// group_norm: N samples of C channels of L positions (layout as SamplePlanes), G groups of
-/// C/G channels; mean and rstd are (N, G); the affine (w, b may be null) included.
-template <class T>
-void group_norm_kernel(bool cl, const T* x, T* y, int64_t N, int64_t L, int64_t C, int64_t G, double eps,
-                       const T* w, const T* b, T* mean, T* rstd) {
-  const int64_t cpg = C / G;
-  const T count = T(L * cpg);
-  const SamplePlanes<T> sp{cl, L, C};
-  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
-    std::vector<T> acc(static_cast<size_t>(C)), mc(acc), scale(acc), shift(acc), zero(acc);
-    auto group_total = [&](int64_t g) { return std::accumulate(&acc[size_t(g * cpg)], &acc[size_t(g * cpg)] + cpg, T(0)); };
-    for (int64_t n = nb; n < ne; ++n) {
-      const T* xn = x + n * L * C;
-      sp.channel_sums(xn, xn, acc.data(), [](auto v, auto, int64_t) { return v; });
-      for (int64_t g = 0; g < G; ++g) {
-        mean[n * G + g] = L ? group_total(g) / count : T(NAN);
-        std::fill_n(&mc[size_t(g * cpg)], cpg, mean[n * G + g]);
-      }
-      sp.channel_sums(xn, xn, acc.data(), [&](auto v, auto, int64_t c) { return (v - mc[size_t(c)]) * (v - mc[size_t(c)]); });
-      for (int64_t g = 0; g < G; ++g) rstd[n * G + g] = T(1) / std::sqrt((L ? group_total(g) / count : T(NAN)) + T(eps));
-      for (int64_t c = 0; c < C; ++c) {
-        scale[size_t(c)] = rstd[n * G + c / cpg] * (w ? w[c] : T(1));
-        shift[size_t(c)] = (b ? b[c] : T(0)) - mc[size_t(c)] * scale[size_t(c)];
-      }
-      sp.combine(y + n * L * C, scale.data(), xn, zero.data(), xn, shift.data());
-    }
-  });
-}
-
-/// group_norm's backward (see group_norm_kernel); gx, gw, gb may be null. Per sample the sums
-/// of gy * x and of gy per channel give gx = p[c] gy + q[c] x + r[c].
-template <class T>
-void group_norm_backward_kernel(bool cl, const T* gy, const T* x, int64_t N, int64_t L, int64_t C, int64_t G,
-                                const T* mean, const T* rstd, const T* w, T* gx, T* gw, T* gb) {
-  const int64_t cpg = C / G;
-  const T count = T(L * cpg);
-  const SamplePlanes<T> sp{cl, L, C};
-  std::vector<T> ds(static_cast<size_t>(N * C)), db(ds);  // per (sample, channel): sum gy * x, sum gy
-  parallel_for(0, N, 1, [&](int64_t nb, int64_t ne) {
-    std::vector<T> p(static_cast<size_t>(C)), q(p), r(p);
-    for (int64_t n = nb; n < ne; ++n) {
-      const T *gn = gy + n * L * C, *xn = x + n * L * C;
-      T *dsn = &ds[size_t(n * C)], *dbn = &db[size_t(n * C)];
-      sp.channel_sums(gn, xn, dsn, [](auto g, auto v, int64_t) { return g * v; });
-      sp.channel_sums(gn, xn, dbn, [](auto g, auto, int64_t) { return g; });
-      if (!gx) continue;
-      for (int64_t g = 0; g < G; ++g) {
-        const T m = mean[n * G + g], rs = rstd[n * G + g];
-        T a = 0, bsum = 0;  // sums over the group of w db and of w (ds - m db)
-        for (int64_t c = g * cpg; c < (g + 1) * cpg; ++c) {
-          const T wc = w ? w[c] : T(1);
-          a += wc * dbn[c];
-          bsum += wc * (dsn[c] - m * dbn[c]);
-          p[size_t(c)] = rs * wc;
-        }
-        const T qg = -rs * rs * rs * bsum / count, rg = -rs * a / count - m * qg;
-        std::fill_n(&q[size_t(g * cpg)], cpg, qg);
-        std::fill_n(&r[size_t(g * cpg)], cpg, rg);
-      }
-      sp.combine(gx + n * L * C, p.data(), gn, q.data(), xn, r.data());
-    }
-  });
-  for (int64_t c = 0; c < C; ++c) {
-    T sw = 0, sb = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      sw += (ds[size_t(n * C + c)] - mean[n * G + c / cpg] * db[size_t(n * C + c)]) * rstd[n * G + c / cpg];
-      sb += db[size_t(n * C + c)];
-    }
-    if (gw) gw[c] = sw;
-    if (gb) gb[c] = sb;
-  }
-}
 
 /// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
 bool any_nonzero(const Tensor& t) {
@@ -997,7 +527,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {  // the kernel reads row-major (N, C, HxW) data
     check_devices(input, {&weight, &bias});
-    visit_floating(cdt, "group_norm", [](auto) {});
+    check_floating(cdt, "group_norm");
     Tensor x = contiguous(input), w = kernel_vector(weight, cdt), b = kernel_vector(bias, cdt);
     Tensor y = empty_tensor(input.sizes(), dt, input.device());
     Tensor mean = empty_tensor(IntArrayRef(stats, 2), cdt, input.device());
@@ -1011,12 +541,9 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
   Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), cdt, input.device())
                     : empty_tensor(input.sizes(), cdt);
   Tensor mean = empty_tensor(IntArrayRef(stats, 2), cdt), rstd = empty_tensor(IntArrayRef(stats, 2), cdt);
-  visit_floating(cdt, "group_norm", [&](auto t) {
-    using T = decltype(t);
-    auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
-    group_norm_kernel(blk.cl, x.data<T>(), y.data<T>(), N, HxW, C, group, eps, ptr(w), ptr(b), mean.data<T>(),
-                      rstd.data<T>());
-  });
+  check_floating(cdt, "group_norm");
+  cpu::group_norm_stub(cdt, blk.cl, cpu_data(x), cpu_data(y), N, HxW, C, group, eps, cpu_data(w), cpu_data(b),
+                       cpu_data(mean), cpu_data(rstd));
   return {_to_dtype(y, dt), _to_dtype(mean, dt), _to_dtype(rstd, dt)};
 }
 
@@ -1042,12 +569,10 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
                          : empty_tensor(input.sizes(), dt);
     Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
     Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
-    visit_floating(dt, "group_norm_backward", [&](auto t) {
-      using T = decltype(t);
-      auto ptr = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };
-      group_norm_backward_kernel(blk.cl, gy.data<T>(), xc.data<T>(), n, n * c != 0 ? input.numel() / (n * c) : 0, c,
-                                 group, m.data<T>(), rs.data<T>(), ptr(w), ptr(gx), ptr(gw), ptr(gb));
-    });
+    check_floating(dt, "group_norm_backward");
+    cpu::group_norm_backward_stub(dt, blk.cl, cpu_data(gy), cpu_data(xc), n, n * c != 0 ? input.numel() / (n * c) : 0,
+                                  c, group, cpu_data(m), cpu_data(rs), cpu_data(w), cpu_data(gx), cpu_data(gw),
+                                  cpu_data(gb));
     auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
     return {back(gx, input.dtype()), back(gw, weight ? weight->dtype() : dt), back(gb, grad.dtype())};
   }
@@ -1092,8 +617,9 @@ Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optio
 // Note [RMS norm as an uncentred layer norm]: y = x * rstd * w with rstd = 1 / sqrt(mean(x^2)
 // + eps) is a layer norm whose mean is taken as 0, and its input gradient
 // rstd * (g*w - x * rstd^2 * mean(g*w*x)) is layer norm's without the mean(g*w) term. So the
-// layer-norm kernels (CPU here, CUDA in norm_kernels.cu) serve both: given no mean buffer
-// they neither centre nor store a mean, and the weight gradient keeps their fixed-order sums.
+// layer-norm kernels (CPU in kernels/cpu/norm_kernel.cpp, CUDA in norm_kernels.cu) serve
+// both: given no mean buffer they neither centre nor store a mean, and the weight gradient
+// keeps their fixed-order sums.
 
 namespace {
 
@@ -1131,14 +657,9 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef
   Tensor x = compute_input(input);
   Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();  // scaled in the input's opmath type
   Tensor y = empty_tensor(input.sizes(), adt), rstd = empty_tensor(ss, adt);
-  visit_floating(adt, "rms_norm", [&](auto t) {
-    using T = decltype(t);
-    if (rows && len)
-      layer_norm_kernel<T>(x.data<T>(), w.defined() ? w.data<T>() : nullptr, nullptr, y.data<T>(), nullptr,
-                           rstd.data<T>(), rows, len, e);
-    else
-      for (int64_t r = 0; r < rows; ++r) rstd.data<T>()[r] = T(NAN);
-  });
+  check_floating(adt, "rms_norm");
+  if (rows)
+    cpu::layer_norm_stub(adt, cpu_data(x), cpu_data(w), nullptr, cpu_data(y), nullptr, cpu_data(rstd), rows, len, e);
   return {_to_dtype(y, dt), rstd};
 }
 
@@ -1171,13 +692,10 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_backward_impl(const Tensor& grad_out,
   Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();
   Tensor gx = input_grad ? empty_tensor(input.sizes(), adt) : Tensor();
   Tensor gw = weight_grad ? zeros(normalized_shape, adt) : Tensor();
-  visit_floating(adt, "rms_norm", [&](auto t) {
-    using T = decltype(t);
-    if (rows && len)
-      layer_norm_backward_kernel<T>(g.data<T>(), x.data<T>(), nullptr, rs.data<T>(),
-                                    w.defined() ? w.data<T>() : nullptr, gx.defined() ? gx.data<T>() : nullptr,
-                                    gw.defined() ? gw.data<T>() : nullptr, nullptr, rows, len);
-  });
+  check_floating(adt, "rms_norm");
+  if (rows && len)
+    cpu::layer_norm_backward_stub(adt, cpu_data(g), cpu_data(x), nullptr, cpu_data(rs), cpu_data(w), cpu_data(gx),
+                                  cpu_data(gw), nullptr, rows, len);
   return {gx.defined() ? _to_dtype(gx, dt) : gx, gw.defined() ? _to_dtype(gw, wdt) : gw};
 }
 

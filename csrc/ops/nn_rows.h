@@ -2,7 +2,8 @@
 // Row reductions of the nn kernels, written with GCC/Clang vector types (32-byte vectors,
 // two accumulators) so they are vector code whatever the auto-vectoriser decides: it left
 // `#pragma omp simd reduction` loops, and on some compilers lane-array loops, scalar. Also
-// short row copies and column sums (per-channel sums of channels-last data).
+// short row copies and column sums (per-channel sums of channels-last data). Included by
+// baseline files and by the per-level kernel files, each getting its own copy (TP_CPU_NS).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -10,9 +11,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/cpu_capability.h"
 #include "core/parallel.h"
 
+// A kernel file's copies are its level's (Note [CPU capability]: one-definition rule).
+#ifdef TP_CPU_CAPABILITY
+namespace tp::cpu::TP_CPU_NS::rows {
+#else
 namespace tp::rows {
+#endif
 
 template <class T>
 struct VecOf;
@@ -126,4 +133,4 @@ void column_sums(int64_t rows, int64_t C, int64_t k, T* out, F add_row) {
     for (int64_t i = 0; i < k * C; ++i) out[i] += part[size_t(p * k * C + i)];
 }
 
-}  // namespace tp::rows
+}  // namespace tp::rows (or tp::cpu::TP_CPU_NS::rows)
