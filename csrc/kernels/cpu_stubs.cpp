@@ -5,5 +5,8 @@ namespace tp::cpu {
 constinit KernelStub<FillLoops> pointwise_shard_stubs[kPointwiseShards];
 constinit KernelStub<CastFn> cast_stub;
 constinit KernelStub<ReduceFn> reduce_stub;
+constinit KernelStub<FusedSgdFn> fused_sgd_stub;
+constinit KernelStub<FusedAdamFn> fused_adam_stub;
+constinit KernelStub<FusedAdagradFn> fused_adagrad_stub;
 
 }  // namespace tp::cpu

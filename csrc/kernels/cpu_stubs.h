@@ -2,6 +2,7 @@
 // shards), which are compiled once per capability level (Note [CPU capability]): the
 // library calls a stub, the stub runs the chosen level's kernel.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "core/cpu_capability.h"
@@ -28,5 +29,28 @@ enum class ReduceKind { Sum, Prod, Max, Min, All, Any };
 using ReduceFn = void (*)(ReduceKind kind, DType dt, const void* x, void* out, int64_t B,
                           int64_t R, int64_t K);
 extern KernelStub<ReduceFn> reduce_stub;
+
+/// The fused optimizer steps (Note [Fused optimizer kernels] in csrc/ops/optim.cpp). A row
+/// is one parameter's dense arrays: params, grads, then the optimizer's state lists, all
+/// `numel` elements of one floating `dtype` in one memory order.
+struct OptimizerRow {
+  std::array<char*, 5> data{};
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+};
+/// _fused_sgd_ over `num_rows` rows (params, grads[, momentum_buffers]).
+using FusedSgdFn = void (*)(const OptimizerRow* rows, int64_t num_rows, double weight_decay, double momentum,
+                            double lr, double dampening, bool nesterov, bool maximize, bool is_first_step);
+extern KernelStub<FusedSgdFn> fused_sgd_stub;
+/// _fused_adam_ (AdamW with decoupled_weight_decay) over rows (params, grads, exp_avgs,
+/// exp_avg_sqs[, max_exp_avg_sqs]); steps[i]: row i's step count, already incremented.
+using FusedAdamFn = void (*)(const OptimizerRow* rows, int64_t num_rows, const double* steps, double lr,
+                             double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                             bool maximize, bool decoupled_weight_decay);
+extern KernelStub<FusedAdamFn> fused_adam_stub;
+/// _fused_adagrad_ over rows (params, grads, state_sums); steps as for fused_adam_stub.
+using FusedAdagradFn = void (*)(const OptimizerRow* rows, int64_t num_rows, const double* steps, double lr,
+                                double lr_decay, double weight_decay, double eps, bool maximize);
+extern KernelStub<FusedAdagradFn> fused_adagrad_stub;
 
 }  // namespace tp::cpu
