@@ -8,5 +8,9 @@ constinit KernelStub<ReduceFn> reduce_stub;
 constinit KernelStub<FusedSgdFn> fused_sgd_stub;
 constinit KernelStub<FusedAdamFn> fused_adam_stub;
 constinit KernelStub<FusedAdagradFn> fused_adagrad_stub;
+constinit KernelStub<EmbeddingBagFn> embedding_bag_stub;
+constinit KernelStub<EmbeddingBagBackwardFn> embedding_bag_backward_stub;
+constinit KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
+constinit KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
 
 }  // namespace tp::cpu

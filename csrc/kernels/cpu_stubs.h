@@ -53,4 +53,31 @@ using FusedAdagradFn = void (*)(const OptimizerRow* rows, int64_t num_rows, cons
                                 double lr_decay, double weight_decay, double eps, bool maximize);
 extern KernelStub<FusedAdagradFn> fused_adagrad_stub;
 
+/// Embedding bags (Note [Embedding bags] in csrc/ops/nn_embedding.cpp). `dt` is the weight's
+/// floating dtype, whose rows are added in float32 for float16 / bfloat16 (the accumulation
+/// dtype); bag b is the indices [begin[b], begin[b + 1]), D the weight's row length.
+/// The forward, mode 0 / 1 / 2 (sum / mean / max, PyTorch's numbering): out[b] (num_bags x D),
+/// and for mean and max bag_size[b], for max max_indices[b, d]; per_sample_weights or null.
+using EmbeddingBagFn = void (*)(DType dt, const int64_t* index, const int64_t* begin, int64_t num_bags,
+                                const void* weight, int64_t D, const void* per_sample_weights, int64_t mode,
+                                int64_t padding_idx, void* out, int64_t* bag_size, int64_t* max_indices);
+extern KernelStub<EmbeddingBagFn> embedding_bag_stub;
+/// The weight gradient of sum and mean: grad_weight[rows[j]] += grad[bag_of[j]] * scale[j]
+/// for j < m, in the accumulation dtype (scale and grad_weight).
+using EmbeddingBagBackwardFn = void (*)(DType dt, const void* grad, int64_t D, const int64_t* rows,
+                                        const int64_t* bag_of, const void* scale, int64_t m, void* grad_weight);
+extern KernelStub<EmbeddingBagBackwardFn> embedding_bag_backward_stub;
+/// The weight gradient of max: grad_weight[max_indices[b, d], d] += grad[b, d] for the bags
+/// with bag_size[b] > 0, in the accumulation dtype.
+using EmbeddingBagMaxBackwardFn = void (*)(DType dt, const void* grad, int64_t num_bags, int64_t D,
+                                           const int64_t* bag_size, const int64_t* max_indices, void* grad_weight);
+extern KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
+/// The per_sample_weights gradient: out[i] = grad[b] . weight[index[i]] for each index i of
+/// bag b, 0 for padding_idx.
+using EmbeddingBagPerSampleWeightsBackwardFn = void (*)(DType dt, const void* grad, const void* weight,
+                                                        const int64_t* index, const int64_t* begin,
+                                                        int64_t num_bags, int64_t D, int64_t padding_idx,
+                                                        void* out);
+extern KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
+
 }  // namespace tp::cpu
