@@ -12,5 +12,7 @@ constinit KernelStub<EmbeddingBagFn> embedding_bag_stub;
 constinit KernelStub<EmbeddingBagBackwardFn> embedding_bag_backward_stub;
 constinit KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
 constinit KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
+constinit KernelStub<LstmCellFn> lstm_cell_stub;
+constinit KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
 
 }  // namespace tp::cpu

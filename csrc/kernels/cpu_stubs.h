@@ -80,4 +80,16 @@ using EmbeddingBagPerSampleWeightsBackwardFn = void (*)(DType dt, const void* gr
                                                         void* out);
 extern KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
 
+/// The LSTM cell update of one time step of _lstm_layer (csrc/ops/nn_rnn.cpp), float32 or
+/// float64, B rows: activates gates (B x 4H: i, f, g, o) in place, then c = f * c_prev + i * g
+/// and h = o * tanh(c) (B x H each).
+using LstmCellFn = void (*)(DType dt, void* gates, const void* c_prev, void* c, void* h, int64_t B, int64_t H);
+extern KernelStub<LstmCellFn> lstm_cell_stub;
+/// Its backward: from the step's activated gates, c and c_prev, adds grad_output (B x H, or
+/// null) to dh, writes d_gates (B x 4H, of the pre-activations) and moves dc (B x H) to c_prev.
+using LstmCellBackwardFn = void (*)(DType dt, const void* gates, const void* c, const void* c_prev,
+                                    const void* grad_output, void* dh, void* dc, void* d_gates, int64_t B,
+                                    int64_t H);
+extern KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
+
 }  // namespace tp::cpu
