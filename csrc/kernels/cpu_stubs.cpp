@@ -14,5 +14,6 @@ constinit KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
 constinit KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
 constinit KernelStub<LstmCellFn> lstm_cell_stub;
 constinit KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
+constinit KernelStub<SortFn> sort_stub;
 
 }  // namespace tp::cpu

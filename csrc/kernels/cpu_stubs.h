@@ -92,4 +92,12 @@ using LstmCellBackwardFn = void (*)(DType dt, const void* gates, const void* c, 
                                     int64_t H);
 extern KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
 
+/// sort / argsort / msort / topk (csrc/ops/sorting.cpp): sorts each of `rows` contiguous rows
+/// of `len` elements of dtype dt (not a half type), stably, ascending or descending, NaN
+/// above every number; writes the first k values of each row (rows x k, dtype dt) and their
+/// positions in the row (int64). k < len: only those k are ordered (ties in input order).
+using SortFn = void (*)(DType dt, const void* in, int64_t rows, int64_t len, int64_t k, bool descending,
+                        void* values, int64_t* indices);
+extern KernelStub<SortFn> sort_stub;
+
 }  // namespace tp::cpu
