@@ -15,5 +15,6 @@ constinit KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_s
 constinit KernelStub<LstmCellFn> lstm_cell_stub;
 constinit KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
 constinit KernelStub<SortFn> sort_stub;
+constinit KernelStub<IndexRangeFn> index_range_stub;
 
 }  // namespace tp::cpu

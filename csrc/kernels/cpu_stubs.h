@@ -100,4 +100,9 @@ using SortFn = void (*)(DType dt, const void* in, int64_t rows, int64_t len, int
                         void* values, int64_t* indices);
 extern KernelStub<SortFn> sort_stub;
 
+/// The smallest (*min) and largest (*max) of n > 0 int64 indices, for the bounds checks of
+/// the indexing writes (csrc/ops/indexing_writes.cpp).
+using IndexRangeFn = void (*)(const int64_t* index, int64_t n, int64_t* min, int64_t* max);
+extern KernelStub<IndexRangeFn> index_range_stub;
+
 }  // namespace tp::cpu
