@@ -47,17 +47,21 @@ auto order_key(T v) {
 }
 
 /// Stable LSD radix sort of `idx` by `keys` (8-bit digits, passes with one digit skipped).
+/// Every digit's histogram comes from one read of the keys (a pass does not change them).
 template <class K>
 void radix_sort(Vector<K>& keys, Vector<int64_t>& idx) {
+  constexpr int kDigits = int(sizeof(K));
   size_t n = keys.size();
+  size_t count[kDigits][256] = {};
+  for (K k : keys)
+    for (int d = 0; d < kDigits; ++d) ++count[d][(k >> (8 * d)) & 0xff];
   Vector<K> k2(n);
   Vector<int64_t> i2(n);
-  for (int shift = 0; shift < int(sizeof(K) * 8); shift += 8) {
-    size_t count[256] = {};
-    for (K k : keys) ++count[(k >> shift) & 0xff];
-    if (count[(keys[0] >> shift) & 0xff] == n) continue;  // every key shares this digit
+  for (int d = 0; d < kDigits; ++d) {
+    const int shift = 8 * d;
+    if (count[d][(keys[0] >> shift) & 0xff] == n) continue;  // every key shares this digit
     size_t pos[256], acc = 0;
-    for (int b = 0; b < 256; ++b) { pos[b] = acc; acc += count[b]; }
+    for (int b = 0; b < 256; ++b) { pos[b] = acc; acc += count[d][b]; }
     for (size_t j = 0; j < n; ++j) {
       size_t p = pos[(keys[j] >> shift) & 0xff]++;
       k2[p] = keys[j];
