@@ -16,5 +16,7 @@ constinit KernelStub<LstmCellFn> lstm_cell_stub;
 constinit KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
 constinit KernelStub<SortFn> sort_stub;
 constinit KernelStub<IndexRangeFn> index_range_stub;
+constinit KernelStub<GridSampleFn> grid_sample_stub;
+constinit KernelStub<GridSampleBackwardFn> grid_sample_backward_stub;
 
 }  // namespace tp::cpu

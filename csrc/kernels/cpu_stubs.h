@@ -8,6 +8,10 @@
 #include "core/cpu_capability.h"
 #include "kernels/tensor_iterator.h"
 
+namespace tp::sampling {
+struct Geometry;
+}  // namespace tp::sampling
+
 namespace tp::cpu {
 
 /// Shards of the generated pointwise loop table (tools/codegen/gen.py's CPU_SHARDS): each
@@ -104,5 +108,18 @@ extern KernelStub<SortFn> sort_stub;
 /// the indexing writes (csrc/ops/indexing_writes.cpp).
 using IndexRangeFn = void (*)(const int64_t* index, int64_t n, int64_t* min, int64_t* max);
 extern KernelStub<IndexRangeFn> index_range_stub;
+
+/// grid_sampler_2d / 3d (csrc/ops/nn_grid_sample.cpp, Note [Grid sampler edges]) on contiguous
+/// float32 / float64 (dt) arrays: y (N, C, out...) sampled from x (N, C, in...) at grid
+/// (N, out..., nsp), with interpolation `mode` and `padding` as numbered in grid_sample.h.
+using GridSampleFn = void (*)(DType dt, const sampling::Geometry& geo, int64_t mode, int64_t padding,
+                              bool align_corners, const void* x, const void* grid, void* y);
+extern KernelStub<GridSampleFn> grid_sample_stub;
+/// Its backward from gy (y's shape, at least one element): adds d(loss)/d(x) into gx (zeroed)
+/// and writes d(loss)/d(grid) into gg, each only where not null.
+using GridSampleBackwardFn = void (*)(DType dt, const sampling::Geometry& geo, int64_t mode, int64_t padding,
+                                      bool align_corners, const void* gy, const void* x, const void* grid, void* gx,
+                                      void* gg);
+extern KernelStub<GridSampleBackwardFn> grid_sample_backward_stub;
 
 }  // namespace tp::cpu
