@@ -126,7 +126,8 @@ struct Sampler {
 
 template <class T>
 void forward(const Geometry& g, int64_t mode, int64_t padding, bool align, const void* x, const void* grid, void* y) {
-  Sampler<T>(g, mode, padding, align).forward(static_cast<const T*>(x), static_cast<const T*>(grid), static_cast<T*>(y));
+  Sampler<T>(g, mode, padding, align)
+      .forward(static_cast<const T*>(x), static_cast<const T*>(grid), static_cast<T*>(y));
 }
 
 void grid_sample_kernel(DType dt, const Geometry& g, int64_t mode, int64_t padding, bool align, const void* x,
