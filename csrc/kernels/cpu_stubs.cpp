@@ -15,4 +15,18 @@ constinit KernelStub<BatchNormBackwardFn> batch_norm_backward_stub;
 constinit KernelStub<GroupNormFn> group_norm_stub;
 constinit KernelStub<GroupNormBackwardFn> group_norm_backward_stub;
 
+constinit KernelStub<FusedSgdFn> fused_sgd_stub;
+constinit KernelStub<FusedAdamFn> fused_adam_stub;
+constinit KernelStub<FusedAdagradFn> fused_adagrad_stub;
+constinit KernelStub<EmbeddingBagFn> embedding_bag_stub;
+constinit KernelStub<EmbeddingBagBackwardFn> embedding_bag_backward_stub;
+constinit KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
+constinit KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
+constinit KernelStub<LstmCellFn> lstm_cell_stub;
+constinit KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
+constinit KernelStub<SortFn> sort_stub;
+constinit KernelStub<IndexRangeFn> index_range_stub;
+constinit KernelStub<GridSampleFn> grid_sample_stub;
+constinit KernelStub<GridSampleBackwardFn> grid_sample_backward_stub;
+
 }  // namespace tp::cpu

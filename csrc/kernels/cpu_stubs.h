@@ -2,10 +2,15 @@
 // shards), which are compiled once per capability level (Note [CPU capability]): the
 // library calls a stub, the stub runs the chosen level's kernel.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "core/cpu_capability.h"
 #include "kernels/tensor_iterator.h"
+
+namespace tp::sampling {
+struct Geometry;
+}  // namespace tp::sampling
 
 namespace tp::cpu {
 
@@ -90,5 +95,108 @@ using GroupNormBackwardFn = void (*)(DType dt, bool channels_last, const void* g
                                      int64_t L, int64_t C, int64_t G, const void* mean, const void* rstd,
                                      const void* w, void* gx, void* gw, void* gb);
 extern KernelStub<GroupNormBackwardFn> group_norm_backward_stub;
+
+// ---- optimizer_kernel.cpp: the fused optimizer steps (Note [Fused optimizer kernels])
+
+/// One parameter's dense arrays: params, grads, then the optimizer's state lists, all
+/// `numel` elements of one floating `dtype` in one memory order.
+struct OptimizerRow {
+  std::array<char*, 5> data{};
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+};
+/// _fused_sgd_ over `num_rows` rows (params, grads[, momentum_buffers]).
+using FusedSgdFn = void (*)(const OptimizerRow* rows, int64_t num_rows, double weight_decay, double momentum,
+                            double lr, double dampening, bool nesterov, bool maximize, bool is_first_step);
+extern KernelStub<FusedSgdFn> fused_sgd_stub;
+
+/// _fused_adam_ (AdamW with decoupled_weight_decay) over rows (params, grads, exp_avgs,
+/// exp_avg_sqs[, max_exp_avg_sqs]); steps[i]: row i's step count, already incremented.
+using FusedAdamFn = void (*)(const OptimizerRow* rows, int64_t num_rows, const double* steps, double lr,
+                             double beta1, double beta2, double weight_decay, double eps, bool amsgrad,
+                             bool maximize, bool decoupled_weight_decay);
+extern KernelStub<FusedAdamFn> fused_adam_stub;
+
+/// _fused_adagrad_ over rows (params, grads, state_sums); steps as for fused_adam_stub.
+using FusedAdagradFn = void (*)(const OptimizerRow* rows, int64_t num_rows, const double* steps, double lr,
+                                double lr_decay, double weight_decay, double eps, bool maximize);
+extern KernelStub<FusedAdagradFn> fused_adagrad_stub;
+
+// ---- embedding_bag_kernel.cpp: embedding bags (Note [Embedding bags]). dt is the weight's
+// floating dtype, whose rows are added in float32 for float16 / bfloat16 (the accumulation
+// dtype); bag b is the indices [begin[b], begin[b + 1]), D the weight's row length.
+
+/// The forward, mode 0 / 1 / 2 (sum / mean / max, PyTorch's numbering): out[b] (num_bags x D),
+/// and for mean and max bag_size[b], for max max_indices[b, d]; per_sample_weights or null.
+using EmbeddingBagFn = void (*)(DType dt, const int64_t* index, const int64_t* begin, int64_t num_bags,
+                                const void* weight, int64_t D, const void* per_sample_weights, int64_t mode,
+                                int64_t padding_idx, void* out, int64_t* bag_size, int64_t* max_indices);
+extern KernelStub<EmbeddingBagFn> embedding_bag_stub;
+
+/// The weight gradient of sum and mean: grad_weight[rows[j]] += grad[bag_of[j]] * scale[j]
+/// for j < m, in the accumulation dtype (scale and grad_weight).
+using EmbeddingBagBackwardFn = void (*)(DType dt, const void* grad, int64_t D, const int64_t* rows,
+                                        const int64_t* bag_of, const void* scale, int64_t m, void* grad_weight);
+extern KernelStub<EmbeddingBagBackwardFn> embedding_bag_backward_stub;
+
+/// The weight gradient of max: grad_weight[max_indices[b, d], d] += grad[b, d] for the bags
+/// with bag_size[b] > 0, in the accumulation dtype.
+using EmbeddingBagMaxBackwardFn = void (*)(DType dt, const void* grad, int64_t num_bags, int64_t D,
+                                           const int64_t* bag_size, const int64_t* max_indices, void* grad_weight);
+extern KernelStub<EmbeddingBagMaxBackwardFn> embedding_bag_max_backward_stub;
+
+/// The per_sample_weights gradient: out[i] = grad[b] . weight[index[i]] for each index i of
+/// bag b, 0 for padding_idx.
+using EmbeddingBagPerSampleWeightsBackwardFn = void (*)(DType dt, const void* grad, const void* weight,
+                                                        const int64_t* index, const int64_t* begin,
+                                                        int64_t num_bags, int64_t D, int64_t padding_idx,
+                                                        void* out);
+extern KernelStub<EmbeddingBagPerSampleWeightsBackwardFn> embedding_bag_per_sample_weights_backward_stub;
+
+// ---- lstm_kernel.cpp: the cell updates of _lstm_layer (csrc/ops/nn_rnn.cpp), float32 / float64
+
+/// The LSTM cell update of one time step for B rows: activates gates (B x 4H: i, f, g, o)
+/// in place, then c = f * c_prev + i * g and h = o * tanh(c) (B x H each).
+using LstmCellFn = void (*)(DType dt, void* gates, const void* c_prev, void* c, void* h, int64_t B, int64_t H);
+extern KernelStub<LstmCellFn> lstm_cell_stub;
+
+/// Its backward: from the step's activated gates, c and c_prev, adds grad_output (B x H, or
+/// null) to dh, writes d_gates (B x 4H, of the pre-activations) and moves dc (B x H) to c_prev.
+using LstmCellBackwardFn = void (*)(DType dt, const void* gates, const void* c, const void* c_prev,
+                                    const void* grad_output, void* dh, void* dc, void* d_gates, int64_t B,
+                                    int64_t H);
+extern KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
+
+// ---- sort_kernel.cpp: sort / argsort / msort / topk (csrc/ops/sorting.cpp)
+
+/// Sorts each of `rows` contiguous rows of `len` elements of dtype dt (not a half type),
+/// stably, ascending or descending, NaN above every number; writes the first k values of
+/// each row (rows x k, dtype dt) and their positions in the row (int64). k < len: only
+/// those k are ordered (ties in input order).
+using SortFn = void (*)(DType dt, const void* in, int64_t rows, int64_t len, int64_t k, bool descending,
+                        void* values, int64_t* indices);
+extern KernelStub<SortFn> sort_stub;
+
+// ---- index_range_kernel.cpp: the bounds checks of the indexing writes (indexing_writes.cpp)
+
+/// The smallest (*min) and largest (*max) of n > 0 int64 indices.
+using IndexRangeFn = void (*)(const int64_t* index, int64_t n, int64_t* min, int64_t* max);
+extern KernelStub<IndexRangeFn> index_range_stub;
+
+// ---- grid_sample_kernel.cpp: grid_sampler_2d / 3d (csrc/ops/nn_grid_sample.cpp, Note [Grid
+// sampler edges]) on contiguous float32 / float64 (dt) arrays
+
+/// y (N, C, out...) sampled from x (N, C, in...) at grid (N, out..., nsp), with
+/// interpolation `mode` and `padding` as numbered in grid_sample.h.
+using GridSampleFn = void (*)(DType dt, const sampling::Geometry& geo, int64_t mode, int64_t padding,
+                              bool align_corners, const void* x, const void* grid, void* y);
+extern KernelStub<GridSampleFn> grid_sample_stub;
+
+/// Its backward from gy (y's shape, at least one element): adds d(loss)/d(x) into gx (zeroed)
+/// and writes d(loss)/d(grid) into gg, each only where not null.
+using GridSampleBackwardFn = void (*)(DType dt, const sampling::Geometry& geo, int64_t mode, int64_t padding,
+                                      bool align_corners, const void* gy, const void* x, const void* grid, void* gx,
+                                      void* gg);
+extern KernelStub<GridSampleBackwardFn> grid_sample_backward_stub;
 
 }  // namespace tp::cpu

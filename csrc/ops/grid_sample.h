@@ -1,5 +1,6 @@
-// The sampling rules of grid_sampler_2d/3d shared by the CPU kernels (nn_grid_sample.cpp)
-// and the CUDA ones (cuda/sampling_kernels.cu): grid coordinates to input taps and weights.
+// The sampling rules of grid_sampler_2d/3d shared by the CPU kernels (kernels/cpu/
+// grid_sample_kernel.cpp; nn_grid_sample.cpp's create_graph backward) and the CUDA ones
+// (cuda/sampling_kernels.cu): grid coordinates to input taps and weights.
 //
 // Note [Grid sampler edges]: PyTorch samples 4-D inputs with its vectorised CPU kernel and
 // 5-D inputs with a scalar one, and the two differ away from the regular path; each kernel
@@ -18,12 +19,25 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/cpu_capability.h"
 #include "core/macros.h"
 
 namespace tp::sampling {
 
 constexpr int64_t kBilinear = 0, kNearest = 1, kBicubic = 2;
 constexpr int64_t kZeros = 0, kBorder = 1, kReflection = 2;
+
+/// Shapes of one sampling: spatial sizes padded in front to three (D, H, W).
+struct Geometry {
+  int64_t nsp = 2, n = 0, c = 0, in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  TP_HD int64_t plane() const { return in[0] * in[1] * in[2]; }
+  TP_HD int64_t points() const { return out[0] * out[1] * out[2]; }
+};
+
+// The rules below: each CPU capability level's copy has its own names (Note [CPU capability]).
+#ifdef TP_CPU_CAPABILITY
+inline namespace TP_CPU_NS {
+#endif
 
 /// float -> int as x86 converts (INT_MIN when out of range or NaN), without the undefined behaviour.
 template <class T>
@@ -135,13 +149,6 @@ TP_HD void cubic_weights(T t, T w[4], T dw[4]) {
     dw[3] = -dfar(2 - t);
   }
 }
-
-/// Shapes of one sampling: spatial sizes padded in front to three (D, H, W).
-struct Geometry {
-  int64_t nsp = 2, n = 0, c = 0, in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
-  TP_HD int64_t plane() const { return in[0] * in[1] * in[2]; }
-  TP_HD int64_t points() const { return out[0] * out[1] * out[2]; }
-};
 
 /// The input positions one grid point reads, with their weights (and weight derivatives).
 template <class T>
@@ -279,4 +286,7 @@ TP_HD void make_taps(const Geometry& geo, int64_t interp, const Axis<T>* axis, c
   t.compact();
 }
 
+#ifdef TP_CPU_CAPABILITY
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::sampling

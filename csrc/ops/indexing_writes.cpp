@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include "core/error.h"
+#include "kernels/cpu_stubs.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
@@ -103,12 +104,7 @@ void check_bounds(const Tensor& idx, int64_t size, bool negative, ErrorKind kind
   const int64_t* p = idx.data<int64_t>();
   int64_t n = idx.numel(), lo = 0, hi = 0;
   if (n == 0) return;
-  lo = hi = p[0];
-#pragma omp parallel for num_threads(get_num_threads()) if (n >= 65536) reduction(min : lo) reduction(max : hi)
-  for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, p[i]);
-    hi = std::max(hi, p[i]);
-  }
+  cpu::index_range_stub(p, n, &lo, &hi);
   int64_t floor = negative ? -size : 0;
   if (lo >= floor && hi < size) return;
   for (int64_t i = 0; i < n; ++i) {

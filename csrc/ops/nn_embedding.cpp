@@ -10,6 +10,7 @@
 // in float32 for float16/bfloat16 weights, in the weight's dtype otherwise. The weight's
 // gradient is spread over column blocks (no two threads write the same element), so it
 // needs no sort; scale_grad_by_freq divides by each index's count over the whole input.
+// The CPU loops are csrc/kernels/cpu/embedding_bag_kernel.cpp.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -18,7 +19,7 @@
 #include "autograd/forward_ad.h"
 #include "core/error.h"
 #include "core/half.h"
-#include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -107,66 +108,22 @@ DType index_result_dtype(const Tensor& indices, const Tensor& offsets) {
   return indices.dtype() == DType::Int32 && offsets.dtype() == DType::Int32 ? DType::Int32 : DType::Int64;
 }
 
+/// Raises PyTorch's error for a weight dtype the kernels do not take (not floating).
+void check_weight_dtype(DType dt) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(dt), "\"embedding_bag\" not implemented for '",
+                dtype_scalar_name(dt), "'");
+}
+
 /// Calls f(T{}, A{}) with the weight's element type T and its accumulation type A.
 template <class F>
 void visit_weight(DType dt, F&& f) {
+  check_weight_dtype(dt);
   switch (dt) {
     case DType::Float64: return f(double{}, double{});
-    case DType::Float32: return f(float{}, float{});
     case DType::Float16: return f(Half{}, float{});
     case DType::BFloat16: return f(BFloat16{}, float{});
-    default: fail(ErrorKind::NotImplemented, "\"embedding_bag\" not implemented for '", dtype_scalar_name(dt), "'");
+    default: return f(float{}, float{});
   }
-}
-
-/// Splits [0, n) into blocks for the threads (at least `min_block` long each).
-int64_t blocks_for(int64_t n, int64_t min_block) {
-  return std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), n / std::max<int64_t>(min_block, 1)));
-}
-
-template <class T, class A>
-void bag_forward(const Bags& bags, const T* w, int64_t D, const T* psw, int64_t mode, int64_t pad, T* out,
-                 int64_t* bag_size, int64_t* max_idx) {
-  const int64_t* ix = bags.index.data<int64_t>();
-  const int64_t nb = bags.count();
-  const int64_t per_bag = nb ? (bags.begin[size_t(nb)] / nb + 1) * D : 1;
-  parallel_for(0, nb, std::max<int64_t>(1, 16384 / per_bag), [&](int64_t b0, int64_t b1) {
-    std::vector<A> acc(static_cast<size_t>(D));
-    std::vector<int64_t> arg(static_cast<size_t>(D));
-    for (int64_t b = b0; b < b1; ++b) {
-      std::fill(acc.begin(), acc.end(), A(0));
-      std::fill(arg.begin(), arg.end(), int64_t(0));
-      int64_t count = 0;
-      for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) {
-        const int64_t r = ix[i];
-        if (r == pad) continue;
-        const T* row = w + r * D;
-        if (mode == kMax) {
-          for (int64_t d = 0; d < D; ++d) {
-            const A v = A(row[d]);
-            if (count == 0 || v > acc[size_t(d)]) {
-              acc[size_t(d)] = v;
-              arg[size_t(d)] = r;
-            }
-          }
-        } else if (psw) {
-          const A s = A(psw[i]);
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += A(row[d]) * s;
-        } else {
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += A(row[d]);
-        }
-        ++count;
-      }
-      T* o = out + b * D;
-      if (mode == kMean && count > 0) {
-        for (int64_t d = 0; d < D; ++d) o[d] = T(acc[size_t(d)] / A(count));
-      } else {
-        for (int64_t d = 0; d < D; ++d) o[d] = T(acc[size_t(d)]);
-      }
-      if (mode != kSum) bag_size[b] = count;
-      if (mode == kMax) std::copy(arg.begin(), arg.end(), max_idx + b * D);
-    }
-  });
 }
 
 /// _embedding_bag and _embedding_bag_forward_only, which differ (as in PyTorch) only in the
@@ -205,12 +162,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
     cuda::embedding_bag_forward(w, on_device(bags.index, dev), vector_on(bags.begin, DType::Int64, dev), psw, mode,
                                 padding_idx, out, bag_size, max_idx);
 #endif
-  } else visit_weight(weight.dtype(), [&](auto t, auto a) {
-    using T = decltype(t);
-    using A = decltype(a);
-    bag_forward<T, A>(bags, w.data<T>(), D, psw.defined() ? psw.data<T>() : nullptr, mode, padding_idx, out.data<T>(),
-                      bag_size.data<int64_t>(), mode == kMax ? max_idx.data<int64_t>() : nullptr);
-  });
+  } else {
+    cpu::embedding_bag_stub(weight.dtype(), bags.index.data<int64_t>(), bags.begin.data(), nb, w.data_ptr(), D,
+                            psw.defined() ? psw.data_ptr() : nullptr, mode, padding_idx, out.data_ptr(),
+                            bag_size.data<int64_t>(), mode == kMax ? max_idx.data<int64_t>() : nullptr);
+  }
   Tensor offset2bag;
   if (mode == kSum && padding_idx < 0 && weight.dtype() != DType::Float64 && weight.is_contiguous()) {
     // unused by the backward: empty where PyTorch leaves it empty (its float32 fast path)
@@ -337,16 +293,8 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
 #endif
         return;
       }
-      const T* gp = g.data<T>();
-      A* out = gw.data<A>();
-      const int64_t *bs = sizes.data<int64_t>(), *win = winners.data<int64_t>();
-      const int64_t blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
-      parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
-        const int64_t c0 = k0 * per, c1 = std::min(D, k1 * per);
-        for (int64_t b = 0; b < nb; ++b)
-          if (bs[b] > 0)
-            for (int64_t d = c0; d < c1; ++d) out[win[b * D + d] * D + d] += A(gp[b * D + d]);
-      });
+      cpu::embedding_bag_max_backward_stub(dt, g.data_ptr(), nb, D, sizes.data<int64_t>(), winners.data<int64_t>(),
+                                           gw.data_ptr());
       return;
     }
     // each index's (bag, scale); padding indices get no entry
@@ -379,18 +327,8 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
 #endif
       return;
     }
-    const T* gp = g.data<T>();
-    A* out = gw.data<A>();
-    const int64_t m = int64_t(rows.size()), blocks = blocks_for(D, 16), per = (D + blocks - 1) / blocks;
-    parallel_for(0, blocks, 1, [&](int64_t k0, int64_t k1) {
-      const int64_t c0 = k0 * per, c1 = std::min(D, k1 * per);
-      for (int64_t j = 0; j < m; ++j) {
-        A* dst = out + rows[size_t(j)] * D;
-        const T* src = gp + bag_of[size_t(j)] * D;
-        const A s = scale[size_t(j)];
-        for (int64_t d = c0; d < c1; ++d) dst[d] += A(src[d]) * s;
-      }
-    });
+    cpu::embedding_bag_backward_stub(dt, g.data_ptr(), D, rows.data(), bag_of.data(), scale.data(),
+                                     int64_t(rows.size()), gw.data_ptr());
   });
   return _to_dtype(gw, dt);
 }
@@ -422,24 +360,9 @@ Tensor embedding_bag_per_sample_weights_backward_impl(const Tensor& grad_output,
 #endif
     return out;
   }
-  visit_weight(weight.dtype(), [&](auto t, auto a) {
-    using T = decltype(t);
-    using A = decltype(a);
-    const T *gp = g.data<T>(), *wp = w.data<T>();
-    T* o = out.data<T>();
-    parallel_for(0, nb, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * (n / std::max<int64_t>(nb, 1) + 1), 1)),
-                 [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        for (int64_t i = bags.begin[size_t(b)]; i < bags.begin[size_t(b) + 1]; ++i) {
-          A acc = 0;
-          if (ix[i] != padding_idx) {
-            const T *gr = gp + b * D, *wr = wp + ix[i] * D;
-            for (int64_t d = 0; d < D; ++d) acc += A(gr[d]) * A(wr[d]);
-          }
-          o[i] = T(acc);
-        }
-    });
-  });
+  check_weight_dtype(weight.dtype());
+  cpu::embedding_bag_per_sample_weights_backward_stub(weight.dtype(), g.data_ptr(), w.data_ptr(), ix,
+                                                      bags.begin.data(), nb, D, padding_idx, out.data_ptr());
   return out;
 }
 

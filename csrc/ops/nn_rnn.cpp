@@ -1,31 +1,16 @@
 // Fused LSTM layer: the time loop in C++ with one GEMM per step (hidden projection) and a
-// vectorised cell update; the backward runs the loop in reverse and forms w_hh's gradient
-// with one GEMM over every step.
+// vectorised cell update (csrc/kernels/cpu/lstm_kernel.cpp); the backward runs the loop in
+// reverse and forms w_hh's gradient with one GEMM over every step.
 #include <vector>
 
 #include "core/error.h"
-#include "core/parallel.h"
-#include "kernels/functors/pointwise.h"
+#include "kernels/cpu_stubs.h"
 #include "linalg/blas.h"
 #include "tensorplay/ops_api.h"
 
 namespace tp {
 
 namespace {
-
-/// p[i] = F(p[i]) over n contiguous values (libmvec vectors for float32 where built).
-template <template <class> class F, class T>
-void map_inplace(T* p, int64_t n) {
-  int64_t i = 0;
-#ifdef TP_VEC_LANES
-  if constexpr (std::is_same_v<T, float>)
-    for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES)
-      functors::vec_store(p + i, F<float>::vec(functors::vec_load(p + i)));
-#endif
-  const KernelParams params;
-  const F<T> f(params);
-  for (; i < n; ++i) p[i] = f(p[i]);
-}
 
 void check_layer(const Tensor& gi, const Tensor& h0, const Tensor& c0, const Tensor& w_hh) {
   const char* op = "_lstm_layer";
@@ -49,81 +34,37 @@ void check_layer(const Tensor& gi, const Tensor& h0, const Tensor& c0, const Ten
 blas::MatrixRef transposed(const Tensor& w) { return {w.data_ptr(), 1, w.size(1)}; }
 blas::MatrixRef plain(const void* p, int64_t cols) { return {p, cols, 1}; }
 
-template <class T>
+/// The element `offset` elements into t's data.
+char* at(const Tensor& t, int64_t offset) {
+  return static_cast<char*>(t.data_ptr()) + offset * int64_t(element_size(t.dtype()));
+}
+
 void lstm_forward(const Tensor& gates, const Tensor& cells, const Tensor& output, const Tensor& h0,
                   const Tensor& c0, const Tensor& w_hh, bool reverse) {
   const int64_t T_ = gates.size(0), B = gates.size(1), H = gates.size(2) / 4;
-  T* g = gates.data<T>();
-  T* cs = cells.data<T>();
-  T* hs = output.data<T>();
   for (int64_t s = 0; s < T_; ++s) {
     const int64_t t = reverse ? T_ - 1 - s : s, prev = reverse ? t + 1 : t - 1;
-    const T* h = s == 0 ? h0.data<T>() : hs + prev * B * H;
-    const T* c = s == 0 ? c0.data<T>() : cs + prev * B * H;
-    T* gt = g + t * B * 4 * H;
+    const void* h = s == 0 ? h0.data_ptr() : at(output, prev * B * H);
+    const void* c = s == 0 ? c0.data_ptr() : at(cells, prev * B * H);
+    char* gt = at(gates, t * B * 4 * H);
     blas::gemm(gates.dtype(), B, 4 * H, H, 1.0, plain(h, H), transposed(w_hh), 1.0, gt, 4 * H);
-    parallel_for(0, B, std::max<int64_t>(1, 4096 / H), [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        T* row = gt + b * 4 * H;  // i, f, g, o
-        map_inplace<functors::Sigmoid>(row, 2 * H);
-        map_inplace<functors::Tanh>(row + 2 * H, H);
-        map_inplace<functors::Sigmoid>(row + 3 * H, H);
-        T* c_new = cs + (t * B + b) * H;
-        T* h_new = hs + (t * B + b) * H;
-        const T* c_old = c + b * H;
-        for (int64_t j = 0; j < H; ++j) c_new[j] = row[H + j] * c_old[j] + row[j] * row[2 * H + j];
-        for (int64_t j = 0; j < H; ++j) h_new[j] = c_new[j];
-        map_inplace<functors::Tanh>(h_new, H);
-        for (int64_t j = 0; j < H; ++j) h_new[j] *= row[3 * H + j];
-      }
-    });
+    cpu::lstm_cell_stub(gates.dtype(), gt, c, at(cells, t * B * H), at(output, t * B * H), B, H);
   }
 }
 
-template <class T>
 void lstm_backward(const Tensor& d_gates, const Tensor& dh, const Tensor& dc, const Tensor& grad_output,
-                   const Tensor& gates, const Tensor& cells, const Tensor& c0, const Tensor& w_hh,
-                   bool reverse) {
+                   const Tensor& gates, const Tensor& cells, const Tensor& c0, const Tensor& w_hh, bool reverse) {
   const int64_t T_ = gates.size(0), B = gates.size(1), H = gates.size(2) / 4;
-  const T* g = gates.data<T>();
-  const T* cs = cells.data<T>();
-  const T* go = grad_output.defined() ? grad_output.data<T>() : nullptr;
-  T* dg = d_gates.data<T>();
-  T* dh_ = dh.data<T>();  // running gradient of the hidden state entering step t
-  T* dc_ = dc.data<T>();
   for (int64_t s = T_ - 1; s >= 0; --s) {
     const int64_t t = reverse ? T_ - 1 - s : s, prev = reverse ? t + 1 : t - 1;
-    const T* c_old = s == 0 ? c0.data<T>() : cs + prev * B * H;
-    parallel_for(0, B, std::max<int64_t>(1, 4096 / H), [&](int64_t b0, int64_t b1) {
-      std::vector<T> tc(static_cast<size_t>(H));
-      for (int64_t b = b0; b < b1; ++b) {
-        const T* row = g + (t * B + b) * 4 * H;
-        const T* c_new = cs + (t * B + b) * H;
-        T* out = dg + (t * B + b) * 4 * H;
-        T* dhb = dh_ + b * H;
-        T* dcb = dc_ + b * H;
-        if (go) {
-          const T* gob = go + (t * B + b) * H;
-          for (int64_t j = 0; j < H; ++j) dhb[j] += gob[j];
-        }
-        for (int64_t j = 0; j < H; ++j) tc[j] = c_new[j];
-        map_inplace<functors::Tanh>(tc.data(), H);
-        const T* cb = c_old + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          const T i = row[j], f = row[H + j], gg = row[2 * H + j], o = row[3 * H + j];
-          const T d_o = dhb[j] * tc[j];
-          const T d_c = dcb[j] + dhb[j] * o * (T(1) - tc[j] * tc[j]);
-          out[j] = d_c * gg * i * (T(1) - i);
-          out[H + j] = d_c * cb[j] * f * (T(1) - f);
-          out[2 * H + j] = d_c * i * (T(1) - gg * gg);
-          out[3 * H + j] = d_o * o * (T(1) - o);
-          dcb[j] = d_c * f;
-        }
-      }
-    });
+    const void* c_old = s == 0 ? c0.data_ptr() : at(cells, prev * B * H);
+    char* dg = at(d_gates, t * B * 4 * H);
+    // dh: the running gradient of the hidden state entering step t
+    cpu::lstm_cell_backward_stub(gates.dtype(), at(gates, t * B * 4 * H), at(cells, t * B * H), c_old,
+                                 grad_output.defined() ? at(grad_output, t * B * H) : nullptr, dh.data_ptr(),
+                                 dc.data_ptr(), dg, B, H);
     // the hidden state entering this step: dh = d_gates[t] @ w_hh
-    blas::gemm(gates.dtype(), B, H, 4 * H, 1.0, plain(dg + t * B * 4 * H, 4 * H),
-               plain(w_hh.data_ptr(), H), 0.0, dh_, H);
+    blas::gemm(gates.dtype(), B, H, 4 * H, 1.0, plain(dg, 4 * H), plain(w_hh.data_ptr(), H), 0.0, dh.data_ptr(), H);
   }
 }
 
@@ -140,10 +81,7 @@ std::tuple<Tensor, Tensor, Tensor> lstm_layer_impl(const Tensor& gi, const Tenso
   Tensor cells = empty(state_shape, gi.dtype(), gi.device());
   Tensor output = empty(state_shape, gi.dtype(), gi.device());
   Tensor h0 = contiguous(h0_), c0 = contiguous(c0_), w_hh = contiguous(w_hh_);
-  if (T_ > 0 && B > 0) {
-    if (gi.dtype() == DType::Float64) lstm_forward<double>(gates, cells, output, h0, c0, w_hh, reverse);
-    else lstm_forward<float>(gates, cells, output, h0, c0, w_hh, reverse);
-  }
+  if (T_ > 0 && B > 0) lstm_forward(gates, cells, output, h0, c0, w_hh, reverse);
   return {output, gates, cells};
 }
 
@@ -163,8 +101,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lstm_layer_backward_impl(
   Tensor d_gates = empty(gates_shape, dt, gates.device());
   Tensor c0 = contiguous(c0_), w_hh = contiguous(w_hh_);
   if (T_ == 0 || B == 0) return {d_gates, dh, dc, zeros(w_shape, dt, gates.device())};
-  if (dt == DType::Float64) lstm_backward<double>(d_gates, dh, dc, go, gates, cells, c0, w_hh, reverse);
-  else lstm_backward<float>(d_gates, dh, dc, go, gates, cells, c0, w_hh, reverse);
+  lstm_backward(d_gates, dh, dc, go, gates, cells, c0, w_hh, reverse);
   // every step's hidden input in step order, then one GEMM for w_hh's gradient
   Tensor first = unsqueeze(h0_, 0);
   Tensor rest = narrow(output, 0, reverse ? 1 : 0, T_ - 1);

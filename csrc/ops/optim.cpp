@@ -1,16 +1,12 @@
 // Optimizer update kernels: _fused_sgd_, _fused_adam_ (and AdamW), _fused_adagrad_. One
-// call updates every tensor of a parameter group (Note [Fused optimizer kernels]).
-#include <array>
-#include <cmath>
+// call updates every tensor of a parameter group (Note [Fused optimizer kernels]); the CPU
+// loops are csrc/kernels/cpu/optimizer_kernel.cpp.
 #include <initializer_list>
-#include <type_traits>
 #include <vector>
 
 #include "autograd/grad_mode.h"
 #include "core/error.h"
-#include "core/half.h"
-#include "core/parallel.h"
-#include "ops/optim_math.h"
+#include "kernels/cpu_stubs.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
 #include "cuda/optim.h"
@@ -24,12 +20,13 @@ namespace tp {
 // about ten tensor ops per parameter. The element arithmetic is that path's, op by op and
 // in its order, rounded to the tensor's dtype after each op as its kernels round: where
 // PyTorch's CPU kernels fuse a multiply-add (add with alpha, lerp, addcmul) we call
-// std::fma, and this file is compiled with -ffp-contract=off so the compiler fuses nothing
-// else. Scalars are computed in double as the Python code computes them, then cast once to
-// the compute type (PyTorch's rule for a Python number in a float32/float64 tensor op). One
-// difference stays: PyTorch's vectorised sqrt is not correctly rounded (about one float32
-// element in five, one float64 element in a hundred, is 1 ulp off); ours is, so results
-// agree to a few ulps rather than bit for bit.
+// std::fma, and the CPU loops (csrc/kernels/cpu/optimizer_kernel.cpp) are compiled with
+// -ffp-contract=off at every capability level so the compiler fuses nothing else: every
+// level rounds alike. Scalars are computed in double as the Python code computes them, then
+// cast once to the compute type (PyTorch's rule for a Python number in a float32/float64
+// tensor op). One difference stays: PyTorch's vectorised sqrt is not correctly rounded
+// (about one float32 element in five, one float64 element in a hundred, is 1 ulp off);
+// ours is, so results agree to a few ulps rather than bit for bit.
 // float16/bfloat16 compute in float and round once per stored value, as PyTorch's own fused
 // kernels do; their for-loop path rounds after every op (and alpha to the tensor's dtype),
 // so tp.optim sends them here only with fused=True.
@@ -43,17 +40,9 @@ namespace tp {
 
 namespace {
 
-constexpr int64_t kChunk = int64_t(1) << 15;        // elements per parallel work item
-constexpr int64_t kParallelMin = int64_t(1) << 16;  // fewer elements in all: one thread
-constexpr int kMaxLists = 5;
-
 /// The tensors of one row (params[i] and the same slot of the other lists) as flat arrays
 /// in one memory order.
-struct Row {
-  std::array<char*, kMaxLists> data{};
-  int64_t numel = 0;
-  DType dtype = DType::Float32;
-};
+using Row = cpu::OptimizerRow;
 
 bool same_sizes(const Tensor& a, const Tensor& b) {
   if (a.dim() != b.dim()) return false;
@@ -93,7 +82,7 @@ class Group {
   std::vector<cuda::OptimRow> cuda_rows() const {
     std::vector<cuda::OptimRow> out(rows_.size());
     for (size_t i = 0; i < rows_.size(); ++i) {
-      for (size_t j = 0; j < kMaxLists; ++j) out[i].data[j] = rows_[i].data[j];
+      for (size_t j = 0; j < rows_[i].data.size(); ++j) out[i].data[j] = rows_[i].data[j];
       out[i].numel = rows_[i].numel;
       out[i].dtype = rows_[i].dtype;
     }
@@ -219,91 +208,6 @@ bool run_on_cuda(const Group& group) {
 #endif
 }
 
-/// Runs f(row index, begin, end) over every row, in chunks spread over the threads when
-/// the group is large. f must not throw.
-template <class F>
-void for_each_chunk(const std::vector<Row>& rows, const F& f) {
-  int64_t total = 0;
-  for (const Row& r : rows) total += r.numel;
-  if (total < kParallelMin || get_num_threads() <= 1) {
-    for (size_t i = 0; i < rows.size(); ++i) f(i, int64_t(0), rows[i].numel);
-    return;
-  }
-  struct Piece { size_t row; int64_t begin, end; };
-  std::vector<Piece> pieces;
-  pieces.reserve(size_t(total / kChunk) + rows.size());
-  for (size_t i = 0; i < rows.size(); ++i)
-    for (int64_t b = 0; b < rows[i].numel; b += kChunk)
-      pieces.push_back({i, b, std::min(rows[i].numel, b + kChunk)});
-  parallel_for(0, int64_t(pieces.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) f(pieces[size_t(k)].row, pieces[size_t(k)].begin, pieces[size_t(k)].end);
-  });
-}
-
-/// Calls f(S{}) with the storage type of a floating dtype.
-template <class F>
-void visit_floating(DType dt, const F& f) {
-  switch (dt) {
-    case DType::Float64: return f(double{});
-    case DType::Float16: return f(Half{});
-    case DType::BFloat16: return f(BFloat16{});
-    default: return f(float{});
-  }
-}
-
-/// The compute type of storage type S: double for double, float otherwise.
-template <class S>
-using Opmath = std::conditional_t<std::is_same_v<S, double>, double, float>;
-
-using optim::AdagradScalars;
-using optim::AdamScalars;
-using optim::Lerp;
-using optim::SgdScalars;
-
-template <class S, bool kWeightDecay, bool kMomentum>
-void sgd_loop(const SgdScalars<Opmath<S>>& k, S* __restrict p, const S* __restrict g,
-              S* __restrict buf, int64_t n) {
-  using C = Opmath<S>;
-  for (int64_t j = 0; j < n; ++j) {
-    C pj = C(p[j]), b = kMomentum ? C(buf[j]) : C(0);
-    optim::sgd_element<C, kWeightDecay, kMomentum>(k, pj, C(g[j]), b);
-    if constexpr (kMomentum) buf[j] = S(b);
-    p[j] = S(pj);
-  }
-}
-
-template <class S, bool kWeightDecay, bool kAmsgrad>
-void adam_loop(const AdamScalars<Opmath<S>>& k, Opmath<S> bc2_sqrt, Opmath<S> neg_step_size,
-               S* __restrict p, const S* __restrict g, S* __restrict m, S* __restrict v,
-               S* __restrict vmax, int64_t n) {
-  using C = Opmath<S>;
-  for (int64_t j = 0; j < n; ++j) {
-    C pj = C(p[j]), mj = C(m[j]), vj = C(v[j]), wj = kAmsgrad ? C(vmax[j]) : C(0);
-    optim::adam_element<C, kWeightDecay, kAmsgrad>(k, bc2_sqrt, neg_step_size, pj, C(g[j]), mj, vj, wj);
-    m[j] = S(mj);
-    v[j] = S(vj);
-    if constexpr (kAmsgrad) vmax[j] = S(wj);
-    p[j] = S(pj);
-  }
-}
-
-template <class S, bool kWeightDecay>
-void adagrad_loop(const AdagradScalars<Opmath<S>>& k, Opmath<S> neg_clr, S* __restrict p,
-                  const S* __restrict g, S* __restrict sum, int64_t n) {
-  using C = Opmath<S>;
-  for (int64_t j = 0; j < n; ++j) {
-    C pj = C(p[j]), sj = C(sum[j]);
-    optim::adagrad_element<C, kWeightDecay>(k, neg_clr, pj, C(g[j]), sj);
-    sum[j] = S(sj);
-    p[j] = S(pj);
-  }
-}
-
-template <class S>
-S* at(const Row& r, int j, int64_t begin) {
-  return reinterpret_cast<S*>(r.data[size_t(j)]) + begin;
-}
-
 }  // namespace
 
 void fused_sgd_impl(TensorList params, TensorList grads, TensorList momentum_buffers, double weight_decay,
@@ -323,23 +227,8 @@ void fused_sgd_impl(TensorList params, TensorList grads, TensorList momentum_buf
     return;
   }
   const auto& rows = group.rows();
-  for_each_chunk(rows, [&](size_t i, int64_t b, int64_t e) {
-    visit_floating(rows[i].dtype, [&](auto s) {
-      using S = decltype(s);
-      using C = Opmath<S>;
-      const SgdScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(momentum), C(1 - dampening), C(-lr),
-                            nesterov, is_first_step};
-      S* p = at<S>(rows[i], 0, b);
-      const S* g = at<S>(rows[i], 1, b);
-      S* buf = use_momentum ? at<S>(rows[i], 2, b) : nullptr;
-      const int64_t n = e - b;
-      if (weight_decay != 0) {
-        use_momentum ? sgd_loop<S, true, true>(k, p, g, buf, n) : sgd_loop<S, true, false>(k, p, g, buf, n);
-      } else {
-        use_momentum ? sgd_loop<S, false, true>(k, p, g, buf, n) : sgd_loop<S, false, false>(k, p, g, buf, n);
-      }
-    });
-  });
+  cpu::fused_sgd_stub(rows.data(), int64_t(rows.size()), weight_decay, momentum, lr, dampening, nesterov, maximize,
+                      is_first_step);
   group.finish();
 }
 
@@ -362,33 +251,9 @@ void fused_adam_impl(TensorList params, TensorList grads, TensorList exp_avgs, T
 #endif
     return;
   }
-  const bool coupled = weight_decay != 0 && !decoupled_weight_decay;
-  const double param_scale = weight_decay != 0 && decoupled_weight_decay ? 1 - lr * weight_decay : 1.0;
   const auto& rows = group.rows();
-  for_each_chunk(rows, [&](size_t i, int64_t b, int64_t e) {
-    visit_floating(rows[i].dtype, [&](auto s) {
-      using S = decltype(s);
-      using C = Opmath<S>;
-      double bc2_sqrt, neg_step_size;
-      optim::adam_step_scalars(steps.host[i], lr, beta1, beta2, &bc2_sqrt, &neg_step_size);
-      const AdamScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(param_scale), C(beta2), C(1 - beta2),
-                             C(eps), Lerp<C>(1 - beta1)};
-      S* p = at<S>(rows[i], 0, b);
-      const S* g = at<S>(rows[i], 1, b);
-      S* m = at<S>(rows[i], 2, b);
-      S* v = at<S>(rows[i], 3, b);
-      S* vmax = amsgrad ? at<S>(rows[i], 4, b) : nullptr;
-      const int64_t n = e - b;
-      const C bc = C(bc2_sqrt), ns = C(neg_step_size);
-      if (coupled) {
-        amsgrad ? adam_loop<S, true, true>(k, bc, ns, p, g, m, v, vmax, n)
-                : adam_loop<S, true, false>(k, bc, ns, p, g, m, v, vmax, n);
-      } else {
-        amsgrad ? adam_loop<S, false, true>(k, bc, ns, p, g, m, v, vmax, n)
-                : adam_loop<S, false, false>(k, bc, ns, p, g, m, v, vmax, n);
-      }
-    });
-  });
+  cpu::fused_adam_stub(rows.data(), int64_t(rows.size()), steps.host.data(), lr, beta1, beta2, weight_decay, eps,
+                       amsgrad, maximize, decoupled_weight_decay);
   group.finish();
 }
 
@@ -406,19 +271,8 @@ void fused_adagrad_impl(TensorList params, TensorList grads, TensorList state_su
     return;
   }
   const auto& rows = group.rows();
-  for_each_chunk(rows, [&](size_t i, int64_t b, int64_t e) {
-    visit_floating(rows[i].dtype, [&](auto s) {
-      using S = decltype(s);
-      using C = Opmath<S>;
-      const AdagradScalars<C> k{C(maximize ? -1 : 1), C(weight_decay), C(eps)};
-      const C neg_clr = C(optim::adagrad_neg_clr(steps.host[i], lr, lr_decay));
-      S* p = at<S>(rows[i], 0, b);
-      const S* g = at<S>(rows[i], 1, b);
-      S* sum = at<S>(rows[i], 2, b);
-      weight_decay != 0 ? adagrad_loop<S, true>(k, neg_clr, p, g, sum, e - b)
-                        : adagrad_loop<S, false>(k, neg_clr, p, g, sum, e - b);
-    });
-  });
+  cpu::fused_adagrad_stub(rows.data(), int64_t(rows.size()), steps.host.data(), lr, lr_decay, weight_decay, eps,
+                          maximize);
   group.finish();
 }
 

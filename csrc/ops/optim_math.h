@@ -1,12 +1,17 @@
 // The element arithmetic of the fused optimizer kernels, shared by the CPU loops
-// (csrc/ops/optim.cpp) and the CUDA kernels (csrc/cuda/optim_kernels.cu): Note [Fused
-// optimizer kernels]. C is the compute type (float, or double for float64 tensors).
+// (csrc/kernels/cpu/optimizer_kernel.cpp) and the CUDA kernels (csrc/cuda/optim_kernels.cu):
+// Note [Fused optimizer kernels]. C is the compute type (float, or double for float64 tensors).
 #pragma once
 #include <cmath>
 
+#include "core/cpu_capability.h"
 #include "core/macros.h"
 
 namespace tp::optim {
+// Each CPU capability level's copy has its own names (Note [CPU capability]).
+#ifdef TP_CPU_CAPABILITY
+inline namespace TP_CPU_NS {
+#endif
 
 /// PyTorch's CPU lerp with a scalar weight: from the nearer end, one fused multiply-add.
 template <class C>
@@ -94,4 +99,7 @@ TP_HD inline double adagrad_neg_clr(double step, double lr, double lr_decay) {
   return -(lr / (1 + (step - 1) * lr_decay));
 }
 
+#ifdef TP_CPU_CAPABILITY
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::optim

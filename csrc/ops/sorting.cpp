@@ -1,14 +1,12 @@
 // Scans and orderings along one dim: cumsum, cumprod, sort, argsort, msort, topk.
 // Each moves `dim` last, makes the rows contiguous, works row by row (rows in parallel),
-// and moves the dim back.
+// and moves the dim back. The sorting loop is csrc/kernels/cpu/sort_kernel.cpp.
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
-#include <numeric>
-#include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -75,47 +73,6 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
   return _to_dtype(contiguous(back_from_rows(out, order)), result);
 }
 
-/// An unsigned key with the same order as `v` (NaN above +inf, all NaNs equal, -0 == +0).
-template <class T>
-auto order_key(T v) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    using U = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
-    if (v != v) return ~U(0);
-    if (v == T(0)) v = T(0);  // -0 sorts equal to +0, as comparisons say
-    U u;
-    std::memcpy(&u, &v, sizeof(U));
-    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
-    return (u & sign) ? U(~u) : U(u | sign);
-  } else if constexpr (sizeof(T) == 8) {
-    return uint64_t(v) ^ (std::is_signed_v<T> ? uint64_t(1) << 63 : 0);
-  } else {
-    int64_t w = int64_t(v);  // widen small types; the +2^31 shift keeps the order
-    return uint32_t(uint64_t(w + (std::is_signed_v<T> ? int64_t(1) << 31 : 0)));
-  }
-}
-
-/// Stable LSD radix sort of `idx` by `keys` (8-bit digits, passes with one digit skipped).
-template <class K>
-void radix_sort(std::vector<K>& keys, std::vector<int64_t>& idx) {
-  size_t n = keys.size();
-  std::vector<K> k2(n);
-  std::vector<int64_t> i2(n);
-  for (int shift = 0; shift < int(sizeof(K) * 8); shift += 8) {
-    size_t count[256] = {};
-    for (K k : keys) ++count[(k >> shift) & 0xff];
-    if (count[(keys[0] >> shift) & 0xff] == n) continue;  // every key shares this digit
-    size_t pos[256], acc = 0;
-    for (int b = 0; b < 256; ++b) { pos[b] = acc; acc += count[b]; }
-    for (size_t j = 0; j < n; ++j) {
-      size_t p = pos[(keys[j] >> shift) & 0xff]++;
-      k2[p] = keys[j];
-      i2[p] = idx[j];
-    }
-    keys.swap(k2);
-    idx.swap(i2);
-  }
-}
-
 /// Sorted (values, indices) of each row; NaN sorts above every number.
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k) {
@@ -144,44 +101,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
             contiguous(back_from_rows(indices, order))};
   }
   Tensor values = empty_tensor(out_sizes, compute), indices = empty_tensor(out_sizes, DType::Int64);
-  visit_dtype(compute, [&](auto v) {
-    using T = decltype(v);
-    if constexpr (!std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>) {
-      const T* in = x.data<T>();
-      T* ov = values.data<T>();
-      int64_t* oi = indices.data<int64_t>();
-      for_rows(rows, len, [&](int64_t r) {
-        const T* row = in + r * len;
-        std::vector<int64_t> idx(static_cast<size_t>(len));
-        std::iota(idx.begin(), idx.end(), int64_t(0));
-        auto less = [&](int64_t a, int64_t b) {
-          T x = row[a], y = row[b];
-          if constexpr (std::is_floating_point_v<T>) {
-            if (y != y) return x == x;  // NaN is the largest
-            if (x != x) return false;
-          }
-          return x < y;
-        };
-        auto cmp = [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); };
-        if (k < len) {
-          std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
-            return cmp(a, b) || (!cmp(b, a) && a < b);  // ties keep input order
-          });
-        } else if (len >= 256) {  // long rows: radix sort on order-preserving keys
-          using K = decltype(order_key(T{}));
-          std::vector<K> keys(static_cast<size_t>(len));
-          for (int64_t i = 0; i < len; ++i) keys[size_t(i)] = descending ? K(~order_key(row[i])) : order_key(row[i]);
-          radix_sort(keys, idx);
-        } else {
-          std::stable_sort(idx.begin(), idx.end(), cmp);
-        }
-        for (int64_t i = 0; i < k; ++i) {
-          ov[r * k + i] = row[idx[size_t(i)]];
-          oi[r * k + i] = idx[size_t(i)];
-        }
-      });
-    }
-  });
+  cpu::sort_stub(compute, x.data_ptr(), rows, len, k, descending, values.data_ptr(), indices.data<int64_t>());
   return {_to_dtype(contiguous(back_from_rows(values, order)), self.dtype()),
           contiguous(back_from_rows(indices, order))};
 }
