@@ -20,5 +20,8 @@ constinit KernelStub<Im2colFn> im2col_stub;
 constinit KernelStub<Col2imFn> col2im_stub;
 constinit KernelStub<ConvAddBiasFn> conv_add_bias_stub;
 constinit KernelStub<ConvBiasGradFn> conv_bias_grad_stub;
+constinit KernelStub<MaxPoolFn> max_pool_stub;
+constinit KernelStub<AvgPoolFn> avg_pool_stub, avg_pool_backward_stub;
+constinit KernelStub<MaxPoolBackwardFn> max_pool_backward_stub;
 
 }  // namespace tp::cpu

@@ -136,3 +136,32 @@ using ConvBiasGradFn = void (*)(DType dt, const void* grad, void* out, int64_t n
 extern KernelStub<ConvBiasGradFn> conv_bias_grad_stub;
 
 }  // namespace tp::cpu
+
+namespace tp::pool {
+struct PoolShape;  // ops/nn_pool.h
+}
+
+namespace tp::cpu {
+
+// ---- pool_kernel.cpp: pooling over g's windows (ops/nn_pool.h, Note [Pooling windows]) in
+// dtype dt (float32, float64 or an integer type but bool); channels_last: g.planes = samples
+// x C, dense channels last, else g.planes contiguous planes (C unused)
+
+/// Max pooling: y and idx, the flat spatial index of each window's winner (NaN wins).
+using MaxPoolFn = void (*)(const pool::PoolShape& g, DType dt, bool channels_last, int64_t C, const void* x,
+                           void* y, int64_t* idx);
+extern KernelStub<MaxPoolFn> max_pool_stub;
+
+/// Average pooling (a = x, b = y) and its gradient (a = gy, b = gx, overwritten): each window's
+/// sum over `divisor`, or where 0 over its size (Window::pad_count); integers divide as integers.
+using AvgPoolFn = void (*)(const pool::PoolShape& g, DType dt, bool channels_last, int64_t C, const void* a,
+                           void* b, int64_t divisor);
+extern KernelStub<AvgPoolFn> avg_pool_stub, avg_pool_backward_stub;
+
+/// Max pooling's gradient: gx (n x plane x C, overwritten) = the sum of gy (n x per x C) at
+/// idx's flat spatial indices; n planes with C = 1 (row-major), or n samples of C channels.
+using MaxPoolBackwardFn = void (*)(DType dt, int64_t n, int64_t C, int64_t plane, int64_t per, const void* gy,
+                                   const int64_t* idx, void* gx);
+extern KernelStub<MaxPoolBackwardFn> max_pool_backward_stub;
+
+}  // namespace tp::cpu
