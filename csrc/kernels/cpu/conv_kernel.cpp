@@ -115,10 +115,12 @@ struct Taps {
   const T* weights(int c) const { return w.data() + c * cap; }
 };
 
-/// out[r * os + o] += sum_m w[m] * in[r * is + off[m] + o * s] for r < rows, o < n.
+/// out[r * os + o] += sum_m w[m] * in[r * is + off[m] + o * s] for r < rows, o < n. Out of
+/// line, as dot_taps: inlined into the loops over units and planes, GCC's AVX-512 code kept
+/// the tap pointers in vector registers and moved one out for each multiply-add.
 template <class T, int M>
-void add_taps(T* out, int64_t os, const T* in, int64_t is, const int64_t* off, const T* w, int64_t rows, int64_t n,
-              int64_t s) {
+[[gnu::noinline]] void add_taps(T* out, int64_t os, const T* in, int64_t is, const int64_t* off, const T* w,
+                                int64_t rows, int64_t n, int64_t s) {
   int64_t done = 0;  // columns the vector loop covers
   if constexpr (std::is_floating_point_v<T>) {
     constexpr int W = rows::kLanes<T>;
@@ -212,10 +214,10 @@ void run_taps(T* const* out, int64_t os, const T* in, int64_t is, const Taps<T>&
 }
 
 /// acc[c][slot[m]] += sum over r < rows, o < n of g[c][r * gs + o] * in[r * is + off[m] + o * s]
-/// for C gradient planes; each slot holds kAccLanes<T> partial sums.
+/// for C gradient planes; each slot holds kAccLanes<T> partial sums. Out of line: see add_taps.
 template <class T, int C, int M>
-void dot_taps(T* const* acc, const int64_t* slot, const T* const* g, int64_t gs, const T* in, int64_t is,
-              const int64_t* off, int64_t rows, int64_t n, int64_t s) {
+[[gnu::noinline]] void dot_taps(T* const* acc, const int64_t* slot, const T* const* g, int64_t gs, const T* in,
+                                int64_t is, const int64_t* off, int64_t rows, int64_t n, int64_t s) {
   constexpr int W = kAccLanes<T>;
   int64_t done = 0;  // columns the vector loop covers
   if constexpr (std::is_floating_point_v<T>) {
