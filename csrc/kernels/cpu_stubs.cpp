@@ -14,6 +14,15 @@ constinit KernelStub<BatchNormFn> batch_norm_stub;
 constinit KernelStub<BatchNormBackwardFn> batch_norm_backward_stub;
 constinit KernelStub<GroupNormFn> group_norm_stub;
 constinit KernelStub<GroupNormBackwardFn> group_norm_backward_stub;
+constinit KernelStub<ConvForwardFn> conv_direct_forward_stub;
+constinit KernelStub<ConvBackwardFn> conv_direct_input_stub, conv_direct_weight_stub;
+constinit KernelStub<Im2colFn> im2col_stub;
+constinit KernelStub<Col2imFn> col2im_stub;
+constinit KernelStub<ConvAddBiasFn> conv_add_bias_stub;
+constinit KernelStub<ConvBiasGradFn> conv_bias_grad_stub;
+constinit KernelStub<MaxPoolFn> max_pool_stub;
+constinit KernelStub<AvgPoolFn> avg_pool_stub, avg_pool_backward_stub;
+constinit KernelStub<MaxPoolBackwardFn> max_pool_backward_stub;
 
 constinit KernelStub<FusedSgdFn> fused_sgd_stub;
 constinit KernelStub<FusedAdamFn> fused_adam_stub;

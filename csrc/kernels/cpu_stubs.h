@@ -200,3 +200,76 @@ using GridSampleBackwardFn = void (*)(DType dt, const sampling::Geometry& geo, i
 extern KernelStub<GridSampleBackwardFn> grid_sample_backward_stub;
 
 }  // namespace tp::cpu
+
+namespace tp::conv {
+struct ConvShape;  // ops/nn_conv.h
+}
+
+namespace tp::cpu {
+
+// ---- conv_kernel.cpp: the convolutions' loops, on tensors of g's geometry (ops/nn_conv.h) in
+// the compute dtype dt (float32, float64 or an integer type; im2col and col2im: bool too);
+// channels_last: dense channels last (Note [Channels-last results]), else contiguous
+
+/// A direct convolution's forward (Note [Direct convolution taps]): y = conv(x, w) + bias
+/// (null: none), w contiguous; channels last only for a depthwise one.
+using ConvForwardFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* x,
+                               const void* w, const void* bias, void* y);
+extern KernelStub<ConvForwardFn> conv_direct_forward_stub;
+
+/// A direct convolution's gradients from gy: the input's (b = w, out = gx) and the weight's
+/// (b = x, out = gw, contiguous); channels last only for a depthwise one.
+using ConvBackwardFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* gy,
+                                const void* b, void* out);
+extern KernelStub<ConvBackwardFn> conv_direct_input_stub, conv_direct_weight_stub;
+
+/// One sample's columns (Note [Convolution as GEMM]): row-major (Cin * K, L), padding read as
+/// zero; channels last (L, K * Cin), one input pixel per (output pixel, kernel position).
+using Im2colFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* x, void* col);
+extern KernelStub<Im2colFn> im2col_stub;
+
+/// im2col's adjoint: one sample x (overwritten) = the sum of col's entries at their pixels.
+using Col2imFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* col, void* x);
+extern KernelStub<Col2imFn> col2im_stub;
+
+/// Adds bias[ch] to channel ch of the (n, c, l) tensor y.
+using ConvAddBiasFn = void (*)(DType dt, void* y, const void* bias, int64_t n, int64_t c, int64_t l,
+                               bool channels_last);
+extern KernelStub<ConvAddBiasFn> conv_add_bias_stub;
+
+/// The bias gradient out[ch] = the sum of channel ch of the (n, c, l) tensor grad; float32 or
+/// float64.
+using ConvBiasGradFn = void (*)(DType dt, const void* grad, void* out, int64_t n, int64_t c, int64_t l,
+                                bool channels_last);
+extern KernelStub<ConvBiasGradFn> conv_bias_grad_stub;
+
+}  // namespace tp::cpu
+
+namespace tp::pool {
+struct PoolShape;  // ops/nn_pool.h
+}
+
+namespace tp::cpu {
+
+// ---- pool_kernel.cpp: pooling over g's windows (ops/nn_pool.h, Note [Pooling windows]) in
+// dtype dt (float32, float64 or an integer type but bool); channels_last: g.planes = samples
+// x C, dense channels last, else g.planes contiguous planes (C unused)
+
+/// Max pooling: y and idx, the flat spatial index of each window's winner (NaN wins).
+using MaxPoolFn = void (*)(const pool::PoolShape& g, DType dt, bool channels_last, int64_t C, const void* x,
+                           void* y, int64_t* idx);
+extern KernelStub<MaxPoolFn> max_pool_stub;
+
+/// Average pooling (a = x, b = y) and its gradient (a = gy, b = gx, overwritten): each window's
+/// sum over `divisor`, or where 0 over its size (Window::pad_count); integers divide as integers.
+using AvgPoolFn = void (*)(const pool::PoolShape& g, DType dt, bool channels_last, int64_t C, const void* a,
+                           void* b, int64_t divisor);
+extern KernelStub<AvgPoolFn> avg_pool_stub, avg_pool_backward_stub;
+
+/// Max pooling's gradient: gx (n x plane x C, overwritten) = the sum of gy (n x per x C) at
+/// idx's flat spatial indices; n planes with C = 1 (row-major), or n samples of C channels.
+using MaxPoolBackwardFn = void (*)(DType dt, int64_t n, int64_t C, int64_t plane, int64_t per, const void* gy,
+                                   const int64_t* idx, void* gx);
+extern KernelStub<MaxPoolBackwardFn> max_pool_backward_stub;
+
+}  // namespace tp::cpu

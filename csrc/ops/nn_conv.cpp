@@ -9,9 +9,10 @@
 //   input     x' = col2im(w^T @ y')               (the transposed convolution's forward)
 //   weight    w' = sum_n y'_n @ im2col(x_n)^T
 // A 1x1 kernel with stride 1 and no padding needs no im2col (the input is the matrix).
-// Depthwise convolutions (G == Cin == Cout) and small ones (conv::direct_conv) run direct
-// loops instead (nn_conv_direct.cpp, Note [Direct convolution taps]). Channels-last inputs
-// (Note [Channels-last results]) run the same products over rows of pixels.
+// Depthwise convolutions (G == Cin == Cout) and small ones (direct_conv) run direct loops
+// instead (Note [Direct convolution taps]). Channels-last inputs (Note [Channels-last
+// results]) run the same products over rows of pixels. The loops over the data (im2col,
+// col2im, the direct convolutions, the bias) are kernels/cpu/conv_kernel.cpp's.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
 #include <omp.h>
@@ -24,10 +25,10 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 #include "linalg/blas.h"
 #include "ops/nn.h"
 #include "ops/nn_conv.h"
-#include "ops/nn_rows.h"
 #include "ops/shape_utils.h"
 #include "ops/vol_cols.h"
 #include "kernels/tensor_iterator.h"
@@ -45,8 +46,6 @@ namespace tp {
 namespace {
 
 using conv::ConvShape;
-using conv::for_each_row;
-using conv::valid_range;
 
 /// `v` as `nsp` values (one value repeats), PyTorch's message otherwise.
 DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
@@ -56,66 +55,6 @@ DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
   DimVector r;
   for (int64_t i = 0; i < nsp; ++i) r.push_back(v.size() == 1 ? v[0] : v[i]);
   return r;
-}
-
-inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, int64_t& kw) {
-  kd = kk / (g.k[1] * g.k[2]);
-  kh = kk / g.k[2] % g.k[1];
-  kw = kk % g.k[2];
-}
-
-/// col (channels*K x L) from one sample's channels; padding reads as zero.
-template <class T>
-void im2col(const ConvShape& g, int64_t channels, const T* x, T* col) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
-  parallel_for(0, channels * K, 8, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      int64_t kd, kh, kw;
-      split_k(g, r % K, kd, kh, kw);
-      const T* xc = x + (r / K) * g.in_numel() + kw * g.d[2] - g.p[2];
-      T* dst = col + r * L;
-      int64_t lo, hi;
-      valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-      for (int64_t od = 0; od < g.out[0]; ++od) {
-        const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-        for (int64_t oh = 0; oh < g.out[1]; ++oh, dst += g.out[2]) {
-          const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-            std::fill_n(dst, g.out[2], T(0));
-            continue;
-          }
-          const T* src = xc + (id * g.in[1] + ih) * g.in[2];
-          std::fill_n(dst, lo, T(0));
-          if (s2 == 1) rows::copy_short(dst + lo, src + lo, hi - lo);
-          else for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * s2];
-          std::fill(dst + hi, dst + g.out[2], T(0));
-        }
-      }
-    }
-  });
-}
-
-/// Adds col (channels*K x L) back into one sample's (zeroed) channels: im2col's adjoint.
-template <class T>
-void col2im(const ConvShape& g, int64_t channels, const T* col, T* x) {
-  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
-  parallel_for(0, channels, 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) {
-      T* xc = x + c * g.in_numel();
-      std::fill(xc, xc + g.in_numel(), T(0));
-      for (int64_t kk = 0; kk < K; ++kk) {
-        int64_t kd, kh, kw, lo, hi;
-        split_k(g, kk, kd, kh, kw);
-        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
-        const T* src = col + (c * K + kk) * L;
-        for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
-          const T* row = src + orow;
-          if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow] += row[ow];
-          else for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow * s2] += row[ow];
-        });
-      }
-    }
-  });
 }
 
 // ------------------------------------------------------------------ GEMM paths
@@ -155,7 +94,7 @@ void gemm_forward(const ConvShape& g, DType dt, const T* x, const T* w, T* y, bo
     const T* xn = x + n * g.cin * g.in_numel();
     const T* col = xn;
     if (!direct) {
-      im2col(g, g.cin, xn, col_buf);
+      cpu::im2col_stub(g, dt, false, xn, col_buf);
       col = col_buf;
     }
     blas::gemm_batched(dt, g.groups, cog, L, cig * K, 1.0, {w, cig * K, 1}, cog * cig * K,
@@ -172,7 +111,7 @@ void gemm_input(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
     T* col = direct ? gxn : col_buf;
     blas::gemm_batched(dt, g.groups, cig * K, L, cog, 1.0, {w, 1, cig * K}, cog * cig * K,
                        {gy + n * g.cout * L, L, 1}, cog * L, 0.0, col, L, cig * K * L);
-    if (!direct) col2im(g, g.cin, col, gxn);
+    if (!direct) cpu::col2im_stub(g, dt, false, col, gxn);
   });
 }
 
@@ -188,7 +127,7 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
     const T* xn = x + n * g.cin * g.in_numel();
     const T* col = xn;
     if (col_elems) {
-      im2col(g, g.cin, xn, col_buf);
+      cpu::im2col_stub(g, dt, false, xn, col_buf);
       col = col_buf;
     }
     blas::gemm_batched(dt, g.groups, cog, cig * K, L, 1.0, {gy + n * g.cout * L, L, 1}, cog * L,
@@ -208,38 +147,11 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
 // input pixel, and the weight laid out channels last is the (Cout, K * Cin) matrix of the
 // same columns. groups == 1.
 
-/// Calls f(output pixel, kernel position, input pixel or -1 in the padding) for one sample.
-template <class F>
-void for_each_pixel_tap(const ConvShape& g, F f) {
-  int64_t l = 0;
-  for (int64_t od = 0; od < g.out[0]; ++od)
-    for (int64_t oh = 0; oh < g.out[1]; ++oh)
-      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++l) {
-        int64_t k = 0;
-        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
-          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
-            for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
-              const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
-              const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
-              f(l, k, inside ? (id * g.in[1] + ih) * g.in[2] + iw : int64_t(-1));
-            }
-          }
-        }
-      }
-}
-
 template <class T>
 void gemm_forward_nhwc(const ConvShape& g, DType dt, const T* x, const T* w, T* y) {
   const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
   for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
-    const T* xn = x + n * g.in_numel() * C;
-    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
-      T* dst = col + l * KC + k * C;
-      if (at < 0) std::fill_n(dst, C, T(0));
-      else rows::copy_short(dst, xn + at * C, C);
-    });
+    cpu::im2col_stub(g, dt, true, x + n * g.in_numel() * C, col);
     blas::gemm(dt, L, g.cout, KC, 1.0, {col, KC, 1}, {w, 1, KC}, 0.0, y + n * L * g.cout, g.cout);
   });
 }
@@ -250,14 +162,7 @@ void gemm_input_nhwc(const ConvShape& g, DType dt, const T* gy, const T* w, T* g
   const int64_t C = g.cin, KC = g.k_numel() * C, L = g.out_numel();
   for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int) {
     blas::gemm(dt, L, KC, g.cout, 1.0, {gy + n * L * g.cout, g.cout, 1}, {w, KC, 1}, 0.0, col, KC);
-    T* gxn = gx + n * g.in_numel() * C;
-    std::fill_n(gxn, g.in_numel() * C, T(0));
-    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
-      if (at < 0) return;
-      const T* src = col + l * KC + k * C;
-      T* dst = gxn + at * C;
-      for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
-    });
+    cpu::col2im_stub(g, dt, true, col, gx + n * g.in_numel() * C);
   });
 }
 
@@ -269,12 +174,7 @@ void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* 
   Tensor partial = flat_buffer(wn * threads, dt);  // a slice per thread, added up after
   std::fill_n(partial.data<T>(), wn * threads, T(0));
   for_each_sample<T>(g.n, L * KC, dt, [&](int64_t n, T* col, int thread) {
-    const T* xn = x + n * g.in_numel() * C;
-    for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
-      T* dst = col + l * KC + k * C;
-      if (at < 0) std::fill_n(dst, C, T(0));
-      else rows::copy_short(dst, xn + at * C, C);
-    });
+    cpu::im2col_stub(g, dt, true, x + n * g.in_numel() * C, col);
     blas::gemm(dt, g.cout, KC, L, 1.0, {gy + n * L * g.cout, 1, g.cout}, {col, KC, 1}, 1.0,
                partial.data<T>() + thread * wn, KC);
   });
@@ -284,6 +184,31 @@ void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* 
     for (int t = 1; t < threads; ++t) acc += p[t * wn + i];
     gw[i] = acc;
   }
+}
+
+// ------------------------------------------------------------------ direct convolutions
+
+/// The most multiply-adds per output position (output channels x input channels x kernel
+/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
+/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
+/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
+constexpr int64_t kDirectMaxMacs = 2400;
+/// The three products of a convolution (Note [Convolution as GEMM]).
+enum class Pass { forward, input, weight };
+
+/// Whether the direct loops (Note [Direct convolution taps]) run this pass of a convolution:
+/// depthwise ones, and small ones with stride 1 (for the input gradient, padded at least half
+/// the kernel's reach).
+bool direct_conv(const ConvShape& g, Pass pass) {
+  if (g.depthwise()) return true;
+  for (int i = 0; i < 3; ++i)
+    if (g.s[i] != 1) return false;
+  if (g.cout / g.groups * (g.cin / g.groups) * g.k_numel() > kDirectMaxMacs) return false;
+  // the input gradient reads gy padded by (k - 1) * d - p on either side: where that is more
+  // than half the kernel's reach, most reads are of zeros and im2col + GEMM is faster
+  for (int i = 0; pass == Pass::input && i < 3; ++i)
+    if (2 * ((g.k[i] - 1) * g.d[i] - g.p[i]) > (g.k[i] - 1) * g.d[i]) return false;
+  return true;
 }
 
 // ------------------------------------------------------------------ drivers
@@ -296,26 +221,6 @@ void visit_compute(DType dt, F&& f) {
     using T = decltype(t);
     if constexpr (!std::is_same_v<T, bool> && !std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
       f(T{});
-  });
-}
-
-/// Adds bias[c] to every element of channel c of the dense (N, C, L) tensor y, row-major or
-/// channels last.
-template <class T>
-void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l, bool channels_last) {
-  if (channels_last) {
-    parallel_for(0, n * l, std::max<int64_t>(1, 32768 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r)
-        for (int64_t ch = 0; ch < c; ++ch) y[r * c + ch] += bias[ch];
-    });
-    return;
-  }
-  parallel_for(0, n * c, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T v = bias[r % c];
-      T* row = y + r * l;
-      for (int64_t i = 0; i < l; ++i) row[i] += v;
-    }
   });
 }
 
@@ -461,11 +366,7 @@ Tensor pointwise_channels_last(const ConvShape& g, const Tensor& x, const Tensor
   else  // y[m, ci] = sum_co x[m, co] w[co, ci]
     blas::gemm_batched(dt, g.groups, M, cig, cog, 1.0, {x.data_ptr(), in_c, 1}, cog, {w.data_ptr(), cig, 1},
                        cog * cig, 0.0, y.data_ptr(), out_c, cig);
-  if (bias.defined())
-    visit_compute(dt, [&](auto t) {
-      using T = decltype(t);
-      add_bias(y.data<T>(), bias.data<T>(), g.n, out_c, g.out_numel(), true);
-    });
+  if (bias.defined()) cpu::conv_add_bias_stub(dt, y.data_ptr(), bias.data_ptr(), g.n, out_c, g.out_numel(), true);
   return y;
 }
 
@@ -731,12 +632,14 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       const bool nhwc_gemm = native_cl && !g.depthwise();
       if (!transposed && nhwc_gemm) gemm_forward_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       else if (transposed && nhwc_gemm) gemm_input_nhwc(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
-      else if (!transposed && conv::direct_conv(g, conv::Pass::forward))
-        return conv::direct_forward(g, x, w, b, y, native_cl);  // adds the bias
+      else if (!transposed && direct_conv(g, Pass::forward))  // adds the bias
+        return cpu::conv_direct_forward_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(),
+                                             b.defined() ? b.data_ptr() : nullptr, y.data_ptr());
       else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
-      else if (conv::direct_conv(g, conv::Pass::input)) conv::direct_input(g, x, w, y, native_cl);
+      else if (direct_conv(g, Pass::input))
+        cpu::conv_direct_input_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(), y.data_ptr());
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
-      if (b.defined()) add_bias(y.data<T>(), b.data<T>(), g.n, out_c, L, native_cl);
+      if (b.defined()) cpu::conv_add_bias_stub(dt, y.data_ptr(), b.data_ptr(), g.n, out_c, L, native_cl);
     });
     return cl && !native_cl ? with_layout(y, true) : y;
   });
@@ -768,7 +671,8 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
       else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
-      else if (conv::direct_conv(g, conv::Pass::weight)) conv::direct_weight(g, gy, x, gw, native_cl);
+      else if (direct_conv(g, Pass::weight))
+        cpu::conv_direct_weight_stub(g, dt, native_cl, gy.data_ptr(), x.data_ptr(), gw.data_ptr());
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return cl ? with_layout(gw, true) : gw;
@@ -878,42 +782,12 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
 
 Tensor channel_bias_backward(const Tensor& grad) {
   const DType dt = grad.dtype();
-  if (!autograd::grad_enabled() && grad.is_contiguous() && grad.dim() >= 2 && grad.device().is_cpu() &&
-      (dt == DType::Float32 || dt == DType::Float64)) {  // one pass over the planes
+  const bool row_major = grad.is_contiguous() && grad.dim() >= 2;
+  if (!autograd::grad_enabled() && grad.device().is_cpu() && (dt == DType::Float32 || dt == DType::Float64) &&
+      (row_major || is_channels_last_dense(grad))) {  // one pass over the planes, or column sums
     const int64_t n = grad.size(0), c = grad.size(1), l = n * c != 0 ? grad.numel() / (n * c) : 0;
     Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
-    auto run = [&](auto t) {
-      using T = decltype(t);
-      const T* g = grad.data<T>();
-      T* o = out.data<T>();
-      parallel_for(0, c, 1, [&](int64_t b, int64_t e) {
-        for (int64_t ch = b; ch < e; ++ch) {
-          T acc = 0;
-          for (int64_t i = 0; i < n; ++i) {
-            const T* plane = g + (i * c + ch) * l;
-            acc += rows::sum<T>(l, [&](auto at) { return at(plane); });
-          }
-          o[ch] = acc;
-        }
-      });
-    };
-    if (dt == DType::Float32) run(float{});
-    else run(double{});
-    return out;
-  }
-  if (!autograd::grad_enabled() && is_channels_last_dense(grad) && grad.device().is_cpu() &&
-      (dt == DType::Float32 || dt == DType::Float64)) {  // channels innermost: column sums
-    const int64_t c = grad.size(1), rows = c ? grad.numel() / c : 0;
-    Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);
-    auto run = [&](auto t) {
-      using T = decltype(t);
-      const T* g = grad.data<T>();
-      rows::column_sums(rows, c, 1, out.data<T>(), [&](int64_t r, T* acc) {
-        for (int64_t ch = 0; ch < c; ++ch) acc[ch] += g[r * c + ch];
-      });
-    };
-    if (dt == DType::Float32) run(float{});
-    else run(double{});
+    cpu::conv_bias_grad_stub(dt, grad.data_ptr(), out.data_ptr(), n, c, l, !row_major);
     return out;
   }
   DimVector dims{0};
@@ -1001,7 +875,7 @@ Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dila
         return;
       }
       for (int64_t n = 0; n < g.n; ++n)
-        im2col(g, g.cin, x.data<T>() + n * g.cin * g.in_numel(), col.data<T>() + n * g.cin * K * L);
+        cpu::im2col_stub(g, dt, false, x.data<T>() + n * g.cin * g.in_numel(), col.data<T>() + n * g.cin * K * L);
     });
     return col;
   });
@@ -1037,7 +911,7 @@ Tensor col2im_impl(const Tensor& self, IntArrayRef output_size, IntArrayRef kern
         return;
       }
       for (int64_t n = 0; n < g.n; ++n)
-        col2im(g, g.cin, col.data<T>() + n * g.cin * K * L, img.data<T>() + n * g.cin * g.in_numel());
+        cpu::col2im_stub(g, dt, false, col.data<T>() + n * g.cin * K * L, img.data<T>() + n * g.cin * g.in_numel());
     });
     return img;
   });

@@ -6,17 +6,16 @@
 // a table of windows per dim is built once, then each (batch, channel) plane is reduced
 // with no materialised windows (planes in parallel). Spatial dims are padded in front to
 // three, so one kernel serves 1-3d. Max pooling keeps the flat spatial index of the winner
-// (NaN wins, as in PyTorch); its backward adds the gradient at those indices.
+// (NaN wins, as in PyTorch); its backward adds the gradient at those indices. The windows
+// are ops/nn_pool.h's PoolShape; the loops over the planes are kernels/cpu/pool_kernel.cpp's.
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <string>
-#include <vector>
 
 #include "core/error.h"
-#include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/nn.h"
+#include "ops/nn_pool.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
 #include "cuda/nn_spatial.h"
@@ -26,19 +25,8 @@ namespace tp {
 
 namespace {
 
-struct Window {
-  std::vector<int64_t> begin, count;
-  std::vector<double> pad_count;  // avg pooling: the window's size including padding
-  int64_t step = 1;
-};
-
-struct PoolShape {
-  int64_t nsp = 0, planes = 0;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
-  Window w[3];
-  int64_t in_numel() const { return in[0] * in[1] * in[2]; }
-  int64_t out_numel() const { return out[0] * out[1] * out[2]; }
-};
+using pool::PoolShape;
+using pool::Window;
 
 /// `v` as nsp values (a single value repeats; empty gives `fallback`).
 DimVector expand(IntArrayRef v, int64_t nsp, IntArrayRef fallback, const char* op, const char* what) {
@@ -154,208 +142,11 @@ DimVector out_sizes(const Tensor& self, const PoolShape& g) {
   return r;
 }
 
-/// Calls f(T{}) for the dtypes the pooling kernels compute in (float16/bfloat16 are widened
-/// first; which integer dtypes an op takes is checked before).
-template <class F>
-void visit_pool_dtype(DType dt, const char* op, F&& f) {
-  if (dt == DType::Float64) return f(double{});
-  if (dt == DType::Float32) return f(float{});
-  if (dt == DType::Int64) return f(int64_t{});
-  if (dt == DType::Int32) return f(int32_t{});
-  if (dt == DType::Int16) return f(int16_t{});
-  if (dt == DType::Int8) return f(int8_t{});
-  if (dt == DType::UInt8) return f(uint8_t{});
-  fail(ErrorKind::NotImplemented, "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
-}
-
-/// Calls f(out_flat, in_flat_offsets...) over every output position of one plane.
-template <class F>
-inline void for_each_output(const PoolShape& g, F f) {
-  int64_t o = 0;
-  for (int64_t a = 0; a < g.out[0]; ++a)
-    for (int64_t b = 0; b < g.out[1]; ++b)
-      for (int64_t c = 0; c < g.out[2]; ++c, ++o) f(o, a, b, c);
-}
-
-template <class T>
-void max_pool_kernel(const PoolShape& g, const T* x, T* y, int64_t* idx) {
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                        : std::numeric_limits<T>::lowest();
-  const int64_t in1 = g.in[1], in2 = g.in[2], s0 = w0.step, s1 = w1.step, s2 = w2.step;
-  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
-    for (int64_t pl = pb; pl < pe; ++pl) {
-      const T* xp = x + pl * g.in_numel();
-      T* yp = y + pl * g.out_numel();
-      int64_t* ip = idx + pl * g.out_numel();
-      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
-        const int64_t n0 = w0.count[a], n1 = w1.count[b], n2 = w2.count[c];
-        const int64_t first = (w0.begin[a] * in1 + w1.begin[b]) * in2 + w2.begin[c];
-        int64_t best = first;
-        T bv = lowest;
-        // branch-free: which element wins is data-dependent, a branch would mispredict often
-        for (int64_t i = 0; i < n0; ++i)
-          for (int64_t j = 0; j < n1; ++j) {
-            const int64_t r = first + (i * s0 * in1 + j * s1) * in2;
-            for (int64_t l = 0; l < n2; ++l) {
-              const int64_t at = r + l * s2;
-              const T v = xp[at];
-              if (__builtin_expect(v != v, 0)) {  // a NaN wins; a later NaN takes the index
-                bv = v;
-                best = at;
-                continue;
-              }
-              const int64_t take = -int64_t(v > bv);  // all ones when v wins
-              best ^= (best ^ at) & take;
-              bv = std::max(bv, v);
-            }
-          }
-        yp[o] = bv;
-        ip[o] = best;
-      });
-    }
-  });
-}
-
-template <class T>
-void avg_pool_kernel(const PoolShape& g, const T* x, T* y, std::optional<int64_t> divisor) {
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
-    for (int64_t pl = pb; pl < pe; ++pl) {
-      const T* xp = x + pl * g.in_numel();
-      T* yp = y + pl * g.out_numel();
-      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
-        Acc acc = 0;
-        for (int64_t i = 0; i < w0.count[a]; ++i)
-          for (int64_t j = 0; j < w1.count[b]; ++j) {
-            const T* row = xp + ((w0.begin[a] + i) * g.in[1] + w1.begin[b] + j) * g.in[2] + w2.begin[c];
-            for (int64_t l = 0; l < w2.count[c]; ++l) acc += row[l];
-          }
-        const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
-        if constexpr (std::is_floating_point_v<T>) yp[o] = T(acc / T(div));
-        else yp[o] = T(acc / int64_t(div));  // integer division, as PyTorch's integer kernels
-      });
-    }
-  });
-}
-
-template <class T>
-void avg_pool_backward_kernel(const PoolShape& g, const T* gy, T* gx, std::optional<int64_t> divisor) {
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  parallel_for(0, g.planes, 1, [&](int64_t pb, int64_t pe) {
-    for (int64_t pl = pb; pl < pe; ++pl) {
-      T* xp = gx + pl * g.in_numel();
-      const T* yp = gy + pl * g.out_numel();
-      std::fill(xp, xp + g.in_numel(), T(0));
-      for_each_output(g, [&](int64_t o, int64_t a, int64_t b, int64_t c) {
-        const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
-        const T v = T(yp[o] / T(div));
-        for (int64_t i = 0; i < w0.count[a]; ++i)
-          for (int64_t j = 0; j < w1.count[b]; ++j) {
-            T* row = xp + ((w0.begin[a] + i) * g.in[1] + w1.begin[b] + j) * g.in[2] + w2.begin[c];
-            for (int64_t l = 0; l < w2.count[c]; ++l) row[l] += v;
-          }
-      });
-    }
-  });
-}
-
-// Channels-last kernels (Note [Channels-last results]): the planes of one sample are
-// interleaved, so each output position runs its window once with the channels innermost.
-
-/// Calls f(u, n, first input position, a, b, c) for each output position u = n * out + o of
-/// `batch` samples, o = (a, b, c), on the thread budget.
-template <class F>
-void for_each_output_nhwc(const PoolShape& g, int64_t batch, int64_t channels, F f) {
-  const int64_t out = g.out_numel();
-  parallel_for(0, batch * out, std::max<int64_t>(1, 2048 / std::max<int64_t>(channels, 1)),
-               [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      const int64_t o = u % out, a = o / (g.out[1] * g.out[2]), bb = o / g.out[2] % g.out[1], c = o % g.out[2];
-      f(u, u / out, (g.w[0].begin[a] * g.in[1] + g.w[1].begin[bb]) * g.in[2] + g.w[2].begin[c], a, bb, c);
-    }
-  });
-}
-
-/// Calls f(input position) for each position of output (a, b, c)'s window from `first`.
-template <class F>
-inline void for_each_in_window(const PoolShape& g, int64_t first, int64_t a, int64_t b, int64_t c, F f) {
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  for (int64_t i = 0; i < w0.count[a]; ++i)
-    for (int64_t j = 0; j < w1.count[b]; ++j) {
-      const int64_t r = first + (i * w0.step * g.in[1] + j * w1.step) * g.in[2];
-      for (int64_t l = 0; l < w2.count[c]; ++l) f(r + l * w2.step);
-    }
-}
-
-/// y[ch], idx[ch] = x[ch], at where x[ch] wins (is larger, or NaN: a later NaN takes the
-/// index), for the C channels of one input position; vector code over the channels.
-template <class T>
-inline void max_into(T* __restrict y, int64_t* __restrict idx, const T* __restrict x, int64_t at, int64_t C) {
-#pragma omp simd
-  for (int64_t ch = 0; ch < C; ++ch) {
-    const T v = x[ch];
-    const bool take = (v > y[ch]) | (v != v);
-    y[ch] = take ? v : y[ch];
-    idx[ch] = take ? at : idx[ch];
-  }
-}
-
-template <class T>
-void max_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* y, int64_t* idx) {
-  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                        : std::numeric_limits<T>::lowest();
-  for_each_output_nhwc(g, batch, C, [&](int64_t u, int64_t n, int64_t first, int64_t a, int64_t b, int64_t c) {
-    T* yr = y + u * C;
-    int64_t* ir = idx + u * C;
-    std::fill_n(yr, C, lowest);
-    std::fill_n(ir, C, first);
-    for_each_in_window(g, first, a, b, c,
-                       [&](int64_t at) { max_into(yr, ir, x + (n * g.in_numel() + at) * C, at, C); });
-  });
-}
-
-template <class T>
-void avg_pool_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* x, T* y, std::optional<int64_t> divisor) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  for_each_output_nhwc(g, batch, C, [&](int64_t u, int64_t n, int64_t first, int64_t a, int64_t b, int64_t c) {
-    thread_local std::vector<Acc> acc;
-    acc.assign(size_t(C), Acc(0));
-    for_each_in_window(g, first, a, b, c, [&](int64_t at) {
-      const T* xr = x + (n * g.in_numel() + at) * C;
-      for (int64_t ch = 0; ch < C; ++ch) acc[size_t(ch)] += xr[ch];
-    });
-    const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
-    T* yr = y + u * C;
-    for (int64_t ch = 0; ch < C; ++ch) {
-      if constexpr (std::is_floating_point_v<T>) yr[ch] = T(acc[size_t(ch)] / T(div));
-      else yr[ch] = T(acc[size_t(ch)] / int64_t(div));
-    }
-  });
-}
-
-/// gx (zeroed, channels last) += each gy element at its window's positions, divided by the
-/// window's divisor; samples in parallel (their gx rows are disjoint).
-template <class T>
-void avg_pool_backward_nhwc(const PoolShape& g, int64_t batch, int64_t C, const T* gy, T* gx,
-                            std::optional<int64_t> divisor) {
-  const Window &w0 = g.w[0], &w1 = g.w[1], &w2 = g.w[2];
-  const int64_t out = g.out_numel();
-  parallel_for(0, batch, 1, [&](int64_t nb, int64_t ne) {
-    for (int64_t u = nb * out; u < ne * out; ++u) {
-      const int64_t n = u / out, o = u % out, a = o / (g.out[1] * g.out[2]), b = o / g.out[2] % g.out[1],
-                    c = o % g.out[2];
-      const double div = divisor ? double(*divisor) : w0.pad_count[a] * w1.pad_count[b] * w2.pad_count[c];
-      const T* gr = gy + u * C;
-      const int64_t first = (w0.begin[a] * g.in[1] + w1.begin[b]) * g.in[2] + w2.begin[c];
-      for_each_in_window(g, first, a, b, c, [&](int64_t at) {
-        T* xr = gx + (n * g.in_numel() + at) * C;
-        for (int64_t ch = 0; ch < C; ++ch) xr[ch] += T(gr[ch] / T(div));
-      });
-    }
-  });
+/// PyTorch's error unless dt is a dtype the pooling kernels compute in (float16/bfloat16 are
+/// widened first; which integer dtypes an op takes is checked before).
+void check_pool_dtype(DType dt, const char* op) {
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_integral(dt, false) || dt == DType::Float32 || dt == DType::Float64,
+                "\"", op, "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
 /// An uninitialised `sizes` tensor on `dev` laid out channels last (`cl`) or row-major.
@@ -408,12 +199,10 @@ std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, bool cl
 #ifdef TP_USE_CUDA
     cuda::max_pool_forward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), x, y, idx);
 #endif
-  } else if (y.numel())
-    visit_pool_dtype(x.dtype(), op, [&](auto t) {
-      using T = decltype(t);
-      if (cl) max_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), idx.data<int64_t>());
-      else max_pool_kernel(g, x.data<T>(), y.data<T>(), idx.data<int64_t>());
-    });
+  } else if (y.numel()) {
+    check_pool_dtype(x.dtype(), op);
+    cpu::max_pool_stub(g, x.dtype(), cl, cl ? self.size(1) : 1, x.data_ptr(), y.data_ptr(), idx.data<int64_t>());
+  }
   return {is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y, idx};
 }
 
@@ -431,12 +220,10 @@ Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divi
 #ifdef TP_USE_CUDA
     cuda::avg_pool_forward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), x, y, divisor);
 #endif
-  } else if (y.numel())
-    visit_pool_dtype(x.dtype(), op, [&](auto t) {
-      using T = decltype(t);
-      if (cl) avg_pool_nhwc(g, self.size(0), self.size(1), x.data<T>(), y.data<T>(), divisor);
-      else avg_pool_kernel(g, x.data<T>(), y.data<T>(), divisor);
-    });
+  } else if (y.numel()) {
+    check_pool_dtype(x.dtype(), op);
+    cpu::avg_pool_stub(g, x.dtype(), cl, cl ? self.size(1) : 1, x.data_ptr(), y.data_ptr(), divisor.value_or(0));
+  }
   return is_float16_or_bfloat16(self.dtype()) ? _to_dtype(y, self.dtype()) : y;
 }
 
@@ -448,13 +235,11 @@ Tensor avg_backward_run(const PoolShape& g, const Tensor& self, const Tensor& gy
 #ifdef TP_USE_CUDA
     cuda::avg_pool_backward(cuda_dims(g), cuda_layout(self.sizes(), g.nsp, cl), gy, gx, divisor);
 #endif
-  } else if (gx.numel())
-    visit_pool_dtype(gy.dtype(), "avg_pool_backward", [&](auto t) {
-      using T = decltype(t);
-      if (!cl) return avg_pool_backward_kernel(g, gy.data<T>(), gx.data<T>(), divisor);
-      std::fill_n(gx.data<T>(), gx.numel(), T(0));
-      avg_pool_backward_nhwc(g, self.size(0), self.size(1), gy.data<T>(), gx.data<T>(), divisor);
-    });
+  } else if (gx.numel()) {
+    check_pool_dtype(gy.dtype(), "avg_pool_backward");
+    cpu::avg_pool_backward_stub(g, gy.dtype(), cl, cl ? self.size(1) : 1, gy.data_ptr(), gx.data_ptr(),
+                                divisor.value_or(0));
+  }
   return gx;
 }
 
@@ -519,7 +304,7 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl), idx = with_layout(indices, cl);
   if (grad_output.device().is_cuda()) {
 #ifdef TP_USE_CUDA
-    visit_pool_dtype(dt, "max_pool_backward", [](auto) {});  // the CPU's dtype error
+    check_pool_dtype(dt, "max_pool_backward");  // the CPU's dtype error
     // atomic adds: float32/float64 as on the CPU, the integer dtypes summed in int64
     const DType acc_dt = is_floating(dt) ? dt : DType::Int64;
     Tensor gx = empty_in_layout(self_size, acc_dt, cl, grad_output.device());
@@ -529,27 +314,11 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
 #endif
   }
   Tensor gx = empty_in_layout(self_size, dt, cl, Device(DeviceType::CPU));
+  check_pool_dtype(dt, "max_pool_backward");
   const int64_t per = planes ? gy.numel() / planes : 0;
-  visit_pool_dtype(dt, "max_pool_backward", [&](auto t) {
-    using T = decltype(t);
-    const T* g = gy.data<T>();
-    const int64_t* ix = idx.data<int64_t>();
-    T* x = gx.data<T>();
-    std::fill_n(x, gx.numel(), T(0));
-    if (cl) {  // (N, spatial, C): the channels of a sample's position are adjacent
-      const int64_t n = self_size[0], C = self_size[1];
-      parallel_for(0, n, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i)
-          for (int64_t o = i * per; o < (i + 1) * per; ++o)
-            for (int64_t ch = 0; ch < C; ++ch) x[(i * plane + ix[o * C + ch]) * C + ch] += g[o * C + ch];
-      });
-      return;
-    }
-    parallel_for(0, planes, 1, [&](int64_t b, int64_t e) {
-      for (int64_t pl = b; pl < e; ++pl)
-        for (int64_t o = 0; o < per; ++o) x[pl * plane + ix[pl * per + o]] += g[pl * per + o];
-    });
-  });
+  // (N, spatial, C) channels last: N samples of C channels; row-major: planes of one
+  cpu::max_pool_backward_stub(dt, cl ? self_size[0] : planes, cl ? self_size[1] : 1, plane, per, gy.data_ptr(),
+                              idx.data<int64_t>(), gx.data_ptr());
   return _to_dtype(gx, grad_output.dtype());
 }
 

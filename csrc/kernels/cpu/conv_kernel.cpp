@@ -1,5 +1,7 @@
-// Direct convolutions (no im2col, no BLAS): depthwise convolutions and small ones (few input
-// channels times kernel positions per output channel); forward, input and weight gradients.
+// The convolutions' CPU loops: the direct convolutions (depthwise and small ones, Note [Direct
+// convolution taps]), im2col / col2im of the GEMM paths (rows of pixels for channels-last
+// tensors), and the bias and its gradient. Compiled once per CPU capability level;
+// nn_conv.cpp calls them through the conv stubs.
 //
 // Note [Direct convolution taps]
 // An output plane of a convolution is a sum of taps: tap t adds w_t times the input read at
@@ -21,12 +23,41 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/nn_conv.h"
 #include "ops/nn_rows.h"
 
-namespace tp::conv {
+namespace tp::cpu::TP_CPU_NS {
 
 namespace {
+
+using conv::ConvShape;
+
+/// Output columns ow in [lo, hi) (within [0, out)) read input column ow * s + off inside [0, in).
+inline void valid_range(int64_t out, int64_t in, int64_t off, int64_t s, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  hi = in - off > 0 ? (in - off + s - 1) / s : 0;
+  lo = std::min(lo, out);
+  hi = std::max(lo, std::min(hi, out));
+}
+
+/// Calls f(orow, base): for each output row (od, oh) whose input row (id, ih) for kernel
+/// position (kd, kh, kw) exists, with the output row's offset and the input row's offset
+/// plus kw's column shift (kw * d - p along dim 2).
+template <class F>
+inline void for_each_row(const ConvShape& g, int64_t kd, int64_t kh, int64_t kw, F f) {
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+      if (ih < 0 || ih >= g.in[1]) continue;
+      f((od * g.out[1] + oh) * g.out[2], (id * g.in[1] + ih) * g.in[2] + kw * g.d[2] - g.p[2]);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ direct convolutions
 
 /// Partial sums per weight-gradient accumulator: a vector's lanes for float types.
 template <class T>
@@ -84,10 +115,12 @@ struct Taps {
   const T* weights(int c) const { return w.data() + c * cap; }
 };
 
-/// out[r * os + o] += sum_m w[m] * in[r * is + off[m] + o * s] for r < rows, o < n.
+/// out[r * os + o] += sum_m w[m] * in[r * is + off[m] + o * s] for r < rows, o < n. Out of
+/// line, as dot_taps: inlined into the loops over units and planes, GCC's AVX-512 code kept
+/// the tap pointers in vector registers and moved one out for each multiply-add.
 template <class T, int M>
-void add_taps(T* out, int64_t os, const T* in, int64_t is, const int64_t* off, const T* w, int64_t rows, int64_t n,
-              int64_t s) {
+[[gnu::noinline]] void add_taps(T* out, int64_t os, const T* in, int64_t is, const int64_t* off, const T* w,
+                                int64_t rows, int64_t n, int64_t s) {
   int64_t done = 0;  // columns the vector loop covers
   if constexpr (std::is_floating_point_v<T>) {
     constexpr int W = rows::kLanes<T>;
@@ -181,10 +214,10 @@ void run_taps(T* const* out, int64_t os, const T* in, int64_t is, const Taps<T>&
 }
 
 /// acc[c][slot[m]] += sum over r < rows, o < n of g[c][r * gs + o] * in[r * is + off[m] + o * s]
-/// for C gradient planes; each slot holds kAccLanes<T> partial sums.
+/// for C gradient planes; each slot holds kAccLanes<T> partial sums. Out of line: see add_taps.
 template <class T, int C, int M>
-void dot_taps(T* const* acc, const int64_t* slot, const T* const* g, int64_t gs, const T* in, int64_t is,
-              const int64_t* off, int64_t rows, int64_t n, int64_t s) {
+[[gnu::noinline]] void dot_taps(T* const* acc, const int64_t* slot, const T* const* g, int64_t gs, const T* in,
+                                int64_t is, const int64_t* off, int64_t rows, int64_t n, int64_t s) {
   constexpr int W = kAccLanes<T>;
   int64_t done = 0;  // columns the vector loop covers
   if constexpr (std::is_floating_point_v<T>) {
@@ -662,53 +695,241 @@ void depthwise_weight_nhwc(const ConvShape& g, const T* gy, const T* x, T* gw) {
     }
 }
 
-/// Calls f(T{}) for the dtypes the kernels compute in (not bool, float16, bfloat16).
+// ------------------------------------------------------------------ im2col / col2im (Note [Convolution as GEMM])
+
+inline void split_k(const ConvShape& g, int64_t kk, int64_t& kd, int64_t& kh, int64_t& kw) {
+  kd = kk / (g.k[1] * g.k[2]);
+  kh = kk / g.k[2] % g.k[1];
+  kw = kk % g.k[2];
+}
+
+/// col (Cin*K x L) from one sample's channels; padding reads as zero.
+template <class T>
+void im2col(const ConvShape& g, const T* x, T* col) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
+  parallel_for(0, g.cin * K, 8, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t kd, kh, kw;
+      split_k(g, r % K, kd, kh, kw);
+      const T* xc = x + (r / K) * g.in_numel() + kw * g.d[2] - g.p[2];
+      T* dst = col + r * L;
+      int64_t lo, hi;
+      valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh, dst += g.out[2]) {
+          const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill_n(dst, g.out[2], T(0));
+            continue;
+          }
+          const T* src = xc + (id * g.in[1] + ih) * g.in[2];
+          std::fill_n(dst, lo, T(0));
+          if (s2 == 1) rows::copy_short(dst + lo, src + lo, hi - lo);
+          else for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * s2];
+          std::fill(dst + hi, dst + g.out[2], T(0));
+        }
+      }
+    }
+  });
+}
+
+/// Adds col (Cin*K x L) back into one sample's (zeroed) channels: im2col's adjoint.
+template <class T>
+void col2im(const ConvShape& g, const T* col, T* x) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), s2 = g.s[2];
+  parallel_for(0, g.cin, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      T* xc = x + c * g.in_numel();
+      std::fill(xc, xc + g.in_numel(), T(0));
+      for (int64_t kk = 0; kk < K; ++kk) {
+        int64_t kd, kh, kw, lo, hi;
+        split_k(g, kk, kd, kh, kw);
+        valid_range(g.out[2], g.in[2], kw * g.d[2] - g.p[2], s2, lo, hi);
+        const T* src = col + (c * K + kk) * L;
+        for_each_row(g, kd, kh, kw, [&](int64_t orow, int64_t base) {
+          const T* row = src + orow;
+          if (s2 == 1) for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow] += row[ow];
+          else for (int64_t ow = lo; ow < hi; ++ow) xc[base + ow * s2] += row[ow];
+        });
+      }
+    }
+  });
+}
+
+// Channels last: the columns of nn_conv.cpp's channels-last GEMM paths, a row per output
+// pixel and a whole input pixel per kernel position.
+
+/// Calls f(output pixel, kernel position, input pixel or -1 in the padding) for one sample.
 template <class F>
+void for_each_pixel_tap(const ConvShape& g, F f) {
+  int64_t l = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++l) {
+        int64_t k = 0;
+        for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+          const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+            for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+              const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
+              const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+              f(l, k, inside ? (id * g.in[1] + ih) * g.in[2] + iw : int64_t(-1));
+            }
+          }
+        }
+      }
+}
+
+/// col (L x K * Cin) from one channels-last sample.
+template <class T>
+void im2col_nhwc(const ConvShape& g, const T* x, T* col) {
+  const int64_t C = g.cin, KC = g.k_numel() * C;
+  for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+    T* dst = col + l * KC + k * C;
+    if (at < 0) std::fill_n(dst, C, T(0));
+    else rows::copy_short(dst, x + at * C, C);
+  });
+}
+
+/// One channels-last sample x = the sum of col (L x K * Cin) at its pixels: im2col_nhwc's adjoint.
+template <class T>
+void col2im_nhwc(const ConvShape& g, const T* col, T* x) {
+  const int64_t C = g.cin, KC = g.k_numel() * C;
+  std::fill_n(x, g.in_numel() * C, T(0));
+  for_each_pixel_tap(g, [&](int64_t l, int64_t k, int64_t at) {
+    if (at < 0) return;
+    const T* src = col + l * KC + k * C;
+    T* dst = x + at * C;
+    for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+  });
+}
+
+// ------------------------------------------------------------------ bias
+
+/// Adds bias[c] to every element of channel c of the dense (N, C, L) tensor y, row-major or
+/// channels last.
+template <class T>
+void add_bias(T* y, const T* bias, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  if (channels_last) {
+    parallel_for(0, n * l, std::max<int64_t>(1, 32768 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        for (int64_t ch = 0; ch < c; ++ch) y[r * c + ch] += bias[ch];
+    });
+    return;
+  }
+  parallel_for(0, n * c, std::max<int64_t>(1, 32768 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T v = bias[r % c];
+      T* row = y + r * l;
+      for (int64_t i = 0; i < l; ++i) row[i] += v;
+    }
+  });
+}
+
+/// out[ch] = the sum of channel ch of the dense (N, C, L) tensor g: one pass over the planes
+/// (row-major), or column sums (channels last).
+template <class T>
+void bias_grad(const T* g, T* out, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  if (channels_last) {
+    rows::column_sums(n * l, c, 1, out, [&](int64_t r, T* acc) {
+      for (int64_t ch = 0; ch < c; ++ch) acc[ch] += g[r * c + ch];
+    });
+    return;
+  }
+  parallel_for(0, c, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch) {
+      T acc = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const T* plane = g + (i * c + ch) * l;
+        acc += rows::sum<T>(l, [&](auto at) { return at(plane); });
+      }
+      out[ch] = acc;
+    }
+  });
+}
+
+// ------------------------------------------------------------------ entry points
+
+/// Calls f(T{}) for dt's type unless it is float16 or bfloat16 (the ops compute those in
+/// float32), or bool unless `WithBool`.
+template <bool WithBool = false, class F>
 void visit_kernel_dtype(DType dt, F&& f) {
   visit_dtype(dt, [&](auto t) {
     using T = decltype(t);
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) f(t);
+    if constexpr (std::is_arithmetic_v<T> && (WithBool || !std::is_same_v<T, bool>)) f(t);
   });
+}
+
+void direct_forward(const ConvShape& g, DType dt, bool channels_last, const void* x, const void* w,
+                    const void* bias, void* y) {
+  visit_kernel_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    auto xs = static_cast<const T*>(x), ws = static_cast<const T*>(w), bs = static_cast<const T*>(bias);
+    if (channels_last) depthwise_forward_nhwc<T>(g, xs, ws, bs, static_cast<T*>(y));
+    else forward_planes<T>(g, xs, ws, bs, static_cast<T*>(y));
+  });
+}
+
+void direct_input(const ConvShape& g, DType dt, bool channels_last, const void* gy, const void* w, void* gx) {
+  visit_kernel_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    auto gys = static_cast<const T*>(gy), ws = static_cast<const T*>(w);
+    if (channels_last) depthwise_input_nhwc<T>(g, gys, ws, static_cast<T*>(gx));
+    else input_planes<T>(g, gys, ws, static_cast<T*>(gx));
+  });
+}
+
+void direct_weight(const ConvShape& g, DType dt, bool channels_last, const void* gy, const void* x, void* gw) {
+  visit_kernel_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    auto gys = static_cast<const T*>(gy), xs = static_cast<const T*>(x);
+    if (channels_last) depthwise_weight_nhwc<T>(g, gys, xs, static_cast<T*>(gw));
+    else weight_channels<T>(g, gys, xs, static_cast<T*>(gw));
+  });
+}
+
+void im2col_kernel(const ConvShape& g, DType dt, bool channels_last, const void* x, void* col) {
+  visit_kernel_dtype<true>(dt, [&](auto t) {
+    using T = decltype(t);
+    if (channels_last) im2col_nhwc(g, static_cast<const T*>(x), static_cast<T*>(col));
+    else im2col(g, static_cast<const T*>(x), static_cast<T*>(col));
+  });
+}
+
+void col2im_kernel(const ConvShape& g, DType dt, bool channels_last, const void* col, void* x) {
+  visit_kernel_dtype<true>(dt, [&](auto t) {
+    using T = decltype(t);
+    if (channels_last) col2im_nhwc(g, static_cast<const T*>(col), static_cast<T*>(x));
+    else col2im(g, static_cast<const T*>(col), static_cast<T*>(x));
+  });
+}
+
+void add_bias_kernel(DType dt, void* y, const void* bias, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  visit_kernel_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    add_bias(static_cast<T*>(y), static_cast<const T*>(bias), n, c, l, channels_last);
+  });
+}
+
+void bias_grad_kernel(DType dt, const void* grad, void* out, int64_t n, int64_t c, int64_t l, bool channels_last) {
+  auto run = [&](auto t) {
+    using T = decltype(t);
+    bias_grad(static_cast<const T*>(grad), static_cast<T*>(out), n, c, l, channels_last);
+  };
+  if (dt == DType::Float32) run(float{});
+  else run(double{});
 }
 
 }  // namespace
 
-bool direct_conv(const ConvShape& g, Pass pass) {
-  if (g.depthwise()) return true;
-  for (int i = 0; i < 3; ++i)
-    if (g.s[i] != 1) return false;
-  if (g.cout / g.groups * (g.cin / g.groups) * g.k_numel() > kDirectMaxMacs) return false;
-  // the input gradient reads gy padded by (k - 1) * d - p on either side: where that is more
-  // than half the kernel's reach, most reads are of zeros and im2col + GEMM is faster
-  for (int i = 0; pass == Pass::input && i < 3; ++i)
-    if (2 * ((g.k[i] - 1) * g.d[i] - g.p[i]) > (g.k[i] - 1) * g.d[i]) return false;
-  return true;
-}
+TP_REGISTER_CPU_KERNEL(conv_direct_forward_stub, &direct_forward);
+TP_REGISTER_CPU_KERNEL(conv_direct_input_stub, &direct_input);
+TP_REGISTER_CPU_KERNEL(conv_direct_weight_stub, &direct_weight);
+TP_REGISTER_CPU_KERNEL(im2col_stub, &im2col_kernel);
+TP_REGISTER_CPU_KERNEL(col2im_stub, &col2im_kernel);
+TP_REGISTER_CPU_KERNEL(conv_add_bias_stub, &add_bias_kernel);
+TP_REGISTER_CPU_KERNEL(conv_bias_grad_stub, &bias_grad_kernel);
 
-void direct_forward(const ConvShape& g, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
-                    bool channels_last) {
-  visit_kernel_dtype(x.dtype(), [&](auto t) {
-    using T = decltype(t);
-    const T* b = bias.defined() ? bias.data<T>() : nullptr;
-    if (channels_last) depthwise_forward_nhwc<T>(g, x.data<T>(), w.data<T>(), b, y.data<T>());
-    else forward_planes<T>(g, x.data<T>(), w.data<T>(), b, y.data<T>());
-  });
-}
-
-void direct_input(const ConvShape& g, const Tensor& gy, const Tensor& w, const Tensor& gx, bool channels_last) {
-  visit_kernel_dtype(gy.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (channels_last) depthwise_input_nhwc<T>(g, gy.data<T>(), w.data<T>(), gx.data<T>());
-    else input_planes<T>(g, gy.data<T>(), w.data<T>(), gx.data<T>());
-  });
-}
-
-void direct_weight(const ConvShape& g, const Tensor& gy, const Tensor& x, const Tensor& gw, bool channels_last) {
-  visit_kernel_dtype(x.dtype(), [&](auto t) {
-    using T = decltype(t);
-    if (channels_last) depthwise_weight_nhwc<T>(g, gy.data<T>(), x.data<T>(), gw.data<T>());
-    else weight_channels<T>(g, gy.data<T>(), x.data<T>(), gw.data<T>());
-  });
-}
-
-}  // namespace tp::conv
+}  // namespace tp::cpu::TP_CPU_NS
