@@ -166,7 +166,9 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
                                            contiguous_strides(sizes), 0));
 }
 
-void Tensor::no_cuda_kernel() {
+void Tensor::no_host_data() const {
+  if (device().type == DeviceType::Meta)
+    TP_FAIL_NOT_IMPLEMENTED("no Meta kernel (host code reached a meta tensor, which has no data)");
   TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel (host code reached a CUDA tensor)");
 }
 

@@ -165,10 +165,10 @@ class Tensor {
   Device device() const { return impl_->device(); }
   int64_t storage_offset() const { return impl_->storage_offset(); }
   char* data_ptr() const { return impl_->data_ptr(); }
-  /// Typed host access for CPU kernels. A CUDA tensor that reaches host code (an op with
-  /// no CUDA kernel yet) raises instead of being read from the host.
+  /// Typed host access for CPU kernels. A CUDA or meta tensor that reaches host code (an op
+  /// with no kernel for its device) raises NotImplementedError instead of being read.
   template <class T> T* data() const {
-    if (impl_->device().type == DeviceType::CUDA) [[unlikely]] no_cuda_kernel();
+    if (impl_->device().type != DeviceType::CPU) [[unlikely]] no_host_data();
     return reinterpret_cast<T*>(impl_->data_ptr());
   }
   /// A typed device pointer for CUDA kernels (no check).
@@ -176,7 +176,7 @@ class Tensor {
   bool is_contiguous() const { return impl_->is_contiguous(); }
   size_t itemsize() const { return element_size(dtype()); }
   bool requires_grad() const { return impl_->requires_grad(); }
-  [[noreturn]] static void no_cuda_kernel();
+  [[noreturn]] void no_host_data() const;
 
  private:
   intrusive_ptr<TensorImpl> impl_;

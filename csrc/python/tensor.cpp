@@ -102,6 +102,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_size_type", [](nb::handle t) { g_size_type = t.inc_ref().ptr(); });
   release_python_state = &release_subclass_state;
   m.def("_set_disabled_torch_dispatch", [](nb::handle f) { g_disabled_torch_dispatch = f.inc_ref().ptr(); });
+  // an id of the tensor's storage: equal for tensors that alias (tests of the meta device)
+  m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage().get()); });
   m.def("_preserving_strides", [](const Tensor& t) {
     nb::list out;
     for (int64_t s : preserving_strides(t.sizes(), t.strides())) out.append(s);
@@ -183,6 +185,20 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     nb::object obj = nb::inst_alloc(cls);
     new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(t));
     nb::inst_mark_ready(obj);
+    return obj;
+  });
+  // The tensor itself (no alias) as an instance of `cls` with attributes `attrs`: a result
+  // an op just made, turned into a tensor subclass (fake tensors; Note [Fake tensors]).
+  m.def("_as_subclass_inplace", [](const Tensor& t, nb::handle cls, nb::dict attrs) {
+    TP_CHECK_TYPE(PyType_Check(cls.ptr()) &&
+                  PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                   reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr())),
+                  "_as_subclass_inplace: cls must be a subclass of Tensor");
+    nb::object obj = nb::inst_alloc(cls);
+    new (nb::inst_ptr<Tensor>(obj)) Tensor(t);
+    nb::inst_mark_ready(obj);
+    if (PyObject_GenericSetDict(obj.ptr(), attrs.ptr(), nullptr) < 0) throw nb::python_error();
+    attach_subclass_state(obj);
     return obj;
   });
   // Tensor.as_subclass: an instance of `cls` sharing the tensor (and its autograd history).

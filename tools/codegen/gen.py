@@ -474,8 +474,12 @@ def gen_api_source(ops, autocast):
             # device's loops). Hand-written ones run on CPU memory unless the entry says
             # `cuda: true` (the kernel handles CUDA tensors itself); other ops on CUDA
             # tensors raise "<op>: no CUDA kernel".
+            # A hand-written kernel runs on meta tensors (shapes, dtypes and strides only; Note
+            # [Meta kernels]) when the entry says `meta: true`; otherwise a meta call raises
+            # "<op>: no Meta kernel".
             cuda = "pointwise" in e or e.get("cuda")
-            for key in ("CPU", "CUDA", "Meta") if cuda else ("CPU", "Meta"):
+            meta = "pointwise" in e or e.get("meta")
+            for key in ("CPU",) + (("CUDA",) if cuda else ()) + (("Meta",) if meta else ()):
                 out.append(f"  reg[{i}].kernels[int(DispatchKey::{key})] = reinterpret_cast<void*>(&{fn});")
         if "composite" in e:
             out.append(f"  reg[{i}].kernels[int(DispatchKey::Composite)] = reinterpret_cast<void*>(&{e['composite']});")

@@ -6,12 +6,25 @@ Tensor = _C.Tensor
 
 class Parameter(Tensor):
     """A tensor that, assigned as a Module attribute, becomes one of its parameters.
-    It aliases `data` (no copy) and requires grad unless told otherwise."""
+    It aliases `data` (no copy) and requires grad unless told otherwise. A tensor of another
+    subclass (a fake tensor, a wrapper) stays of its class, detached, and becomes an instance
+    of a class deriving from both (PyTorch marks it `_is_param` and lets its Parameter
+    metaclass answer isinstance; nanobind's metaclass cannot be subclassed)."""
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty((0,))
-        return _C._make_subclass(cls, data, requires_grad)
+        if type(data) is Tensor or type(data) is Parameter:
+            return _C._make_subclass(cls, data, requires_grad)
+        t = data.detach().requires_grad_(requires_grad)
+        if type(t) is not type(data):
+            raise RuntimeError(
+                f"Creating a Parameter from an instance of type {type(data).__name__} requires that "
+                f"detach() returns an instance of the same type, but return type {type(t).__name__} "
+                "was found instead. To use the type as a Parameter, please correct the detach() "
+                "semantics defined by its __torch_dispatch__() implementation.")
+        t._is_param = True
+        return _C._as_subclass_inplace(t, _parameter_class(type(t)), t.__dict__)
 
     def __init__(self, data=None, requires_grad=True):
         pass  # __new__ did the work; Tensor has no Python-callable constructor
@@ -20,6 +33,21 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
     __str__ = __repr__
+
+
+_PARAMETER_CLASSES = {}
+
+
+def _parameter_class(cls):
+    """`cls` and Parameter in one class (its name and behaviour are cls's)."""
+    if issubclass(cls, Parameter):
+        return cls
+    made = _PARAMETER_CLASSES.get(cls)
+    if made is None:
+        made = _PARAMETER_CLASSES[cls] = type(cls.__name__, (cls, Parameter),
+                                              {'__module__': cls.__module__,
+                                               '__qualname__': cls.__qualname__})
+    return made
 
 
 class UninitializedTensorMixin:
