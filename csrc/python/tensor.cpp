@@ -288,9 +288,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           copy_impl(h, t, false, {});
         }
         TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");
+        if (!h.data_ptr() && h.numel()) h.no_host_data();  // a wrapper subclass: no storage of its own
         return visit_dtype(h.dtype(), [&](auto v) {
           using T = decltype(v);
-          return nb::steal(to_list<T>(h.data_ptr(), h.sizes(), h.strides(), 0));
+          return nb::steal(to_list<T>(reinterpret_cast<const char*>(h.data<T>()), h.sizes(), h.strides(), 0));
         });
       })
       .def("__len__", [](const Tensor& t) {
