@@ -352,6 +352,13 @@ bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRe
          (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
 }
 
+/// The layout of convolution's gradients on meta (PyTorch's meta convolution_backward): channels
+/// last when the input's or the weight's strides say so, whatever the dtype and dims.
+bool conv_grad_channels_last_meta(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes,
+                                  IntArrayRef w_strides) {
+  return suggests_channels_last(in_sizes, in_strides) || suggests_channels_last(w_sizes, w_strides);
+}
+
 /// A 1x1 convolution (stride 1, unpadded) or its transpose on channels-last tensors: per
 /// group one GEMM over the (N*L, C) rows (Note [Channels-last results]). x is dense
 /// channels last, w contiguous, both in dtype dt; the result is channels last.
@@ -777,9 +784,10 @@ Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntA
   } else {
     gx = conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups, unfold);
   }
-  // on meta row-major, as PyTorch's meta convolution_backward
-  return with_layout(gx, !is_meta(weight) && conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(),
-                                                                weight.dtype(), weight.device().is_cuda()));
+  return with_layout(gx, is_meta(weight) ? conv_grad_channels_last_meta(in_sizes, in_strides, weight.sizes(),
+                                                                         weight.strides())
+                                          : conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(),
+                                                               weight.dtype(), weight.device().is_cuda()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
@@ -790,8 +798,10 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
                            : std::pair<Tensor, DimVector>(input, DimVector(padding.data(), padding.size()));
   Tensor gw = unfold ? _convolution_unfold_weight_backward(gy, x, w_sizes, stride, p, dilation, groups)
                      : _convolution_weight_backward(gy, x, w_sizes, stride, p, dilation, groups);
-  return with_layout(gw, !is_meta(input) && conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides,
-                                                               input.dtype(), input.device().is_cuda()));
+  const bool cl = is_meta(input) ? conv_grad_channels_last_meta(input.sizes(), input.strides(), w_sizes, w_strides)
+                                 : conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
+                                                      input.device().is_cuda());
+  return with_layout(gw, cl);
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {

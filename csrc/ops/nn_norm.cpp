@@ -603,22 +603,25 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
   const bool stats_used =
       mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
   // the fused kernel (CPU only; on CUDA the differentiable form below): every gradient in one go
-  if (!autograd::grad_enabled() && !stats_used && input.device().is_cpu()) {
+  // (on meta its results' layouts and dtypes, from the same allocations)
+  if (!autograd::grad_enabled() && !stats_used && (input.device().is_cpu() || is_meta(input))) {
+    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
     Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
     Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));
     Tensor w = weight ? compute_input(*weight) : Tensor();
     const int64_t n = input.size(0), c = input.size(1);
     Tensor gx = !mask[0] ? Tensor()
                 : blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
-                         : empty_tensor(input.sizes(), dt);
-    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
-    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+                         : empty_tensor(input.sizes(), dt, input.device());
+    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    const DType wdt = weight ? weight->dtype() : dt;
+    if (is_meta(input)) return {back(gx, input.dtype()), back(gw, wdt), back(gb, grad.dtype())};
     check_floating(dt, "group_norm_backward");
     cpu::group_norm_backward_stub(dt, blk.cl, cpu_data(gy), cpu_data(xc), n, n * c != 0 ? input.numel() / (n * c) : 0,
                                   c, group, cpu_data(m), cpu_data(rs), cpu_data(w), cpu_data(gx), cpu_data(gw),
                                   cpu_data(gb));
-    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
-    return {back(gx, input.dtype()), back(gw, weight ? weight->dtype() : dt), back(gb, grad.dtype())};
+    return {back(gx, input.dtype()), back(gw, wdt), back(gb, grad.dtype())};
   }
   // differentiable (Note [Fused backward and create_graph]); mean and 1/std again from the input
   Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
