@@ -14,6 +14,7 @@
 #include "autograd/forward_ad.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "dispatch/dispatch_key.h"
 #include "kernels/cpu_stubs.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/meta.h"
@@ -282,10 +283,11 @@ void floats_only(const Tensor& self, const char* op) {
 namespace {
 
 /// Whether max_pool1d runs as PyTorch's own 1-D CPU kernel, whose results are row-major: a CPU
-/// input that needs no gradient (else, and on other devices, max_pool1d_with_indices).
+/// input that needs no gradient and is no subclass, with no dispatch mode to see the call (else,
+/// and on other devices, max_pool1d_with_indices).
 bool max_pool1d_direct(const Tensor& self) {
   return self.device().is_cpu() && !(self.requires_grad() && autograd::grad_enabled()) &&
-         !(autograd::fw_grad_enabled() && autograd::fw_grad(self).defined());
+         !(autograd::fw_grad_enabled() && autograd::fw_grad(self).defined()) && !dispatch::python_key(self);
 }
 
 }  // namespace
