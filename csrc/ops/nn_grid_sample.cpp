@@ -218,9 +218,11 @@ std::tuple<Tensor, Tensor> differentiable_backward(const Tensor& grad, const Ten
   const int taps = mode == kBicubic ? 4 : mode == kNearest ? 1 : 2;
   const DType dt = grid.dtype();
   const Device dev = grid.device();
-  Tensor gdet = host_copy(detach(grid));  // the taps are found on the host, then moved to dev
+  // the taps are found on the host, then moved to dev; on meta they have no values to find
+  const bool meta = is_meta(grid);
+  Tensor gdet = meta ? Tensor() : host_copy(detach(grid));
   auto on_dev = [&](const Tensor& t) {
-    if (dev.is_cpu()) return t;
+    if (dev.is_cpu() || meta) return t;
     Tensor d = empty_tensor(t.sizes(), t.dtype(), dev);
     return copy_(d, t);
   };
@@ -228,13 +230,14 @@ std::tuple<Tensor, Tensor> differentiable_backward(const Tensor& grad, const Ten
   std::vector<AxisTaps> axes(static_cast<size_t>(nsp));
   for (int64_t a = 0; a < nsp; ++a) {
     AxisTaps& at = axes[size_t(a)];
-    Tensor frac = empty_tensor(np, dt), slope = empty_tensor(np, dt);
+    const Device host_or_meta = meta ? dev : Device(DeviceType::CPU);
+    Tensor frac = empty_tensor(np, dt, host_or_meta), slope = empty_tensor(np, dt, host_or_meta);
     std::vector<Tensor> idx, val;
     for (int k = 0; k < taps; ++k) {
-      idx.push_back(empty_tensor(np, DType::Int64));
-      val.push_back(empty_tensor(np, dt));
+      idx.push_back(empty_tensor(np, DType::Int64, host_or_meta));
+      val.push_back(empty_tensor(np, dt, host_or_meta));
     }
-    visit_float(dt, [&](auto t) {
+    if (!meta) visit_float(dt, [&](auto t) {
       using T = decltype(t);
       std::vector<int64_t*> ip;
       std::vector<T*> vp;
