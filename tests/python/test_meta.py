@@ -70,7 +70,7 @@ def test_meta_matches_torch(op, lib, lib_is_torch):
     checked = 0
     for dtype in op.dtypes:
         for sample in op.sample_inputs(dtype):
-            form = 'function' if op.applies('function', sample) else op.primary_form
+            form = 'function' if op.function and op.applies('function', sample) else 'method'
             if form not in ('function', 'method'):
                 continue
             targs, tkw = _to_meta(opdb.materialize(sample, torch), torch)
