@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -76,6 +77,13 @@ void check_scalar_fits(const Scalar& s, DType dt) {
 
 Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutArg) {
   if (self.is_same(src)) return self;
+  if (self.device() != src.device() && (is_meta(self) || is_meta(src))) {
+    // Into meta from any device: nothing to move (PyTorch's too); out of meta: no data.
+    TP_CHECK_KIND(ErrorKind::NotImplemented, is_meta(self), "Cannot copy out of meta tensor; no data!");
+    (void)expand(src, self.sizes());  // src must broadcast to self
+    self.impl()->bump_version();
+    return self;
+  }
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda() || src.device().is_cuda()) {
     if (self.device() == src.device()) check_partial_overlap(self, src, "copy_");

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
 
@@ -129,6 +130,7 @@ Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
   }
   int64_t sz[1] = {n};
   Tensor t = factory_result(sz, dt, device, requires_grad, out);
+  if (is_meta(t)) return t;
   if (is_integral(dt, false) && !floating) {
     int64_t a = start.to_int(), s = step.to_int();
     fill_indexed(t, n, [&](int64_t i) { return a + s * i; });
@@ -149,7 +151,7 @@ Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_
   if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), kernel);
   int64_t sz[1] = {steps};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
-  if (steps == 0) return t;
+  if (steps == 0 || is_meta(t)) return t;
   auto run = [&](auto zero) {
     using A = decltype(zero);
     A a = A(start.to_double()), b = A(end.to_double());
@@ -199,6 +201,7 @@ Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<
   int64_t sz[2] = {n, cols};
   Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
   fill_impl(t, Scalar(int64_t(0)), OutArg{&t, true, out.tensor != nullptr});
+  if (is_meta(t)) return t;
   int64_t k = std::min(n, cols);
   Tensor one = wrapped_scalar(Scalar(int64_t(1)));
   char* base = t.data_ptr();

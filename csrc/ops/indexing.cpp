@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -66,12 +67,13 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
     TP_CHECK_INDEX(ok, "index_select(): index out of range in self");
     return out;
   }
-  const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
-    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
   DimVector sizes(self.sizes().data(), self.sizes().size());
   if (self.dim()) sizes[d] = n;
   Tensor out = empty_tensor(sizes, self.dtype(), self.device());
+  if (is_meta(out)) return out;
+  const int64_t* ip = idx.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
   // Rows of `inner` contiguous elements: out[o, i, :] = x[o, index[i], :].
   Tensor x = contiguous(self);
   int64_t outer = 1, inner = 1;
@@ -114,7 +116,7 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
   Tensor idx = index_as_long(index, "gather");
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
   int64_t n = idx.numel(), isz = int64_t(self.itemsize());
-  if (n == 0) return out;
+  if (n == 0 || is_meta(out)) return out;
   if (self.device().is_cuda()) {
     int gd = int(std::max<int64_t>(idx.dim(), 1));
     DimVector shape(size_t(gd), 1), src_st(size_t(gd), 0), idx_st(size_t(gd), 0);
@@ -193,6 +195,7 @@ Tensor take_impl(const Tensor& self, const Tensor& index, OutArg) {
   Tensor flat = reshape(contiguous(self), std::vector<int64_t>{self.numel()});
   Tensor idx = index_as_long(index, "take");
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
+  if (is_meta(out)) return out;
   if (self.device().is_cuda()) {
     int64_t n = self.numel(), count = idx.numel(), one = 1;
     bool ok = true;
@@ -229,7 +232,11 @@ Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Tensor& va
     Tensor m = expand(mask, self.sizes());
     return where_impl(m, v, self, out);
   }
-  return where(mask, v, self);
+  // A new contiguous tensor of the broadcast shape, whatever self's layout (as PyTorch's
+  // clone(Contiguous) then masked_fill_).
+  DimVector bs = broadcast_shapes_of(self, mask, "masked_fill");
+  Tensor res = empty_tensor(bs, self.dtype(), self.device());
+  return where_impl(mask, v, self, OutArg{&res});
 }
 
 Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {

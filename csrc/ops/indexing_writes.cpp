@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
 #include "kernels/tensor_iterator.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -100,6 +101,7 @@ Tensor on_device(const Tensor& t, Device device) {
 /// index once in parallel; the message names the first bad value, like PyTorch's.
 void check_bounds(const Tensor& idx, int64_t size, bool negative, ErrorKind kind,
                   const char* what, int64_t dim) {
+  if (is_meta(idx)) return;  // no values to check (PyTorch's meta kernels check none either)
   if (idx.device().is_cuda()) return check_bounds(host_copy(idx), size, negative, kind, what, dim);
   const int64_t* p = idx.data<int64_t>();
   int64_t n = idx.numel(), lo = 0, hi = 0;
@@ -299,10 +301,16 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
 
 /// The tensor an op that updates a copy of self writes into: self (in place), `out`
 /// (dtype checked, resized to self's shape as PyTorch does, then filled with self) or a
-/// new copy.
-Tensor updated_copy(const Tensor& self, OutArg out) {
+/// new copy: contiguous (`contiguous_result`: PyTorch's structured kernels, scatter and
+/// index_add/copy/reduce) or in self's layout (clone: index_put, index_fill, put).
+Tensor updated_copy(const Tensor& self, OutArg out, bool contiguous_result) {
   if (out.tensor && out.inplace) return self;
-  if (!out.tensor) return clone(self);
+  if (!out.tensor && !contiguous_result) return clone(self);
+  if (!out.tensor) {
+    Tensor r = empty_tensor(self.sizes(), self.dtype(), self.device());
+    copy_(r, self);
+    return r;
+  }
   const Tensor& o = *out.tensor;
   TP_CHECK(o.dtype() == self.dtype(), "Expected out tensor to have dtype ",
            dtype_name(self.dtype()), ", but got ", dtype_name(o.dtype()), " instead");
@@ -342,11 +350,13 @@ Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& valu
   // Masks stand for one integer index per dim they cover.
   std::vector<Tensor> idx;
   bool none_selected = false;  // a 0-dim False mask selects nothing; a 0-dim True, everything
+  bool meta_mask = false;      // a mask on meta: which elements it picks is unknown
   for (const Tensor& t : indices) {
     DType dt = t.dtype();
+    if ((dt == DType::Bool || dt == DType::UInt8) && is_meta(t)) meta_mask = true;
     if ((dt == DType::Bool || dt == DType::UInt8) && t.dim() == 0) {
       TP_CHECK_INDEX(self.dim() > 0, "too many indices for tensor of dimension 0 (got 1)");
-      none_selected = none_selected || !*host_copy(_to_dtype(t, DType::Bool)).data<bool>();
+      if (!meta_mask) none_selected = none_selected || !*host_copy(_to_dtype(t, DType::Bool)).data<bool>();
     } else if (dt == DType::Bool || dt == DType::UInt8) {
       int64_t at = int64_t(idx.size());
       TP_CHECK_INDEX(at + std::max<int64_t>(t.dim(), 1) <= self.dim(), "too many indices for tensor of "
@@ -355,6 +365,7 @@ Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& valu
         TP_CHECK_INDEX(t.size(d) == self.size(at + d), "The shape of the mask ", shape_str(t.sizes()),
                        " at index ", d, " does not match the shape of the indexed tensor ",
                        shape_str(self.sizes()), " at index ", at + d);
+      if (meta_mask) continue;
       Tensor nz = _nonzero(t);
       for (int64_t d = 0; d < t.dim(); ++d) idx.push_back(select(nz, 1, d));
     } else {
@@ -363,8 +374,14 @@ Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& valu
       idx.push_back(t);
     }
   }
-  Tensor res = updated_copy(self, out);
+  Tensor res = updated_copy(self, out, false);
   if (none_selected) return res;
+  if (meta_mask) {
+    // On meta a mask's positions (so the shape values must broadcast to) are unknown: the
+    // result is self's shape and layout whatever they hold, as PyTorch's meta index_put.
+    if (out.tensor && out.inplace) res.impl()->bump_version();
+    return res;
+  }
   if (idx.empty()) {  // only 0-dim True masks: every element, through a leading unit dim
     int64_t one = 1;
     index_put_impl(unsqueeze(res, 0), std::array<Tensor, 1>{zeros(IntArrayRef(&one, 1), DType::Int64)},
@@ -406,7 +423,7 @@ Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& valu
     idx[m] = as_long(expand(idx[m], IntArrayRef(bshape.data(), bshape.size())));
     check_bounds(idx[m], self.size(int64_t(m)), true, ErrorKind::Index, nullptr, int64_t(m));
   }
-  if (idx[0].numel() == 0) return res;
+  if (idx[0].numel() == 0 || is_meta(res)) return res;
   write_rows(res, idx, expand(values, rs), accumulate ? Reduce::Sum : Reduce::Assign);
   res.impl()->bump_version();
   return res;
@@ -483,7 +500,8 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   IndexRules rule{"index_add_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Runtime, false};
   Tensor idx = checked_dim_index(rule, self, dim, index);
   check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
-  Tensor res = updated_copy(self, out);
+  Tensor res = updated_copy(self, out, true);
+  if (is_meta(res)) return res;
   with_opmath(res, [&](const Tensor& work) {
     Tensor src = _to_dtype(source, work.dtype());
     if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
@@ -504,7 +522,8 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",
            dtype_scalar_name(source.dtype()));
   check_source("index_copy_", self, dim, idx, source, ErrorKind::Index);
-  Tensor res = updated_copy(self, out);
+  Tensor res = updated_copy(self, out, true);
+  if (is_meta(res)) return res;
   write_slices(res, dim, idx, source, Reduce::Assign);
   res.impl()->bump_version();
   return res;
@@ -516,7 +535,8 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   TP_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
            "with ", value.dim(), " dimension(s).");
   Tensor idx = checked_dim_index(rule, self, dim, index);
-  Tensor res = updated_copy(self, out);
+  Tensor res = updated_copy(self, out, false);
+  if (is_meta(res)) return res;
   write_slices(res, dim, idx, slices_value(self, dim, idx.numel(), value), Reduce::Assign);
   res.impl()->bump_version();
   return res;
@@ -532,7 +552,8 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   if ((r == Reduce::Mean || !include_self || self.dim() <= 1) && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"", reduce, "\"", include_self ? "" : " without self",
                             " is not implemented for 'Bool'");
-  Tensor res = updated_copy(self, out);
+  Tensor res = updated_copy(self, out, true);
+  if (is_meta(res)) return res;
   if (!include_self)
     write_slices(res, dim, idx, slices_value(self, dim, idx.numel(), reduce_identity(r, self.dtype())),
                  Reduce::Assign);
@@ -566,8 +587,8 @@ Tensor put_impl(const Tensor& self, const Tensor& index, const Tensor& source, b
                  index.numel());
   Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
   check_bounds(idx, self.numel(), true, ErrorKind::Index, "put_(): out of range: tried to access index ", 0);
-  Tensor res = updated_copy(self, out);
-  if (idx.numel() == 0) return res;
+  Tensor res = updated_copy(self, out, false);
+  if (idx.numel() == 0 || is_meta(res)) return res;
   Tensor work = res.is_contiguous() ? res : contiguous(res);
   write_rows(reshape(work, std::vector<int64_t>{-1}), {idx}, reshape(source, std::vector<int64_t>{-1}),
              accumulate ? Reduce::Sum : Reduce::Assign);
@@ -655,8 +676,8 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   Tensor idx = scatter_checks(op, self, dim, index, src);
   if (r == Reduce::Mean && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED(op, "(): \"mean\" is not implemented for 'Bool'");
-  Tensor res = updated_copy(self, out);
-  if (!idx.defined()) return res;
+  Tensor res = updated_copy(self, out, true);
+  if (!idx.defined() || is_meta(res)) return res;
   Tensor dst = at_least_1d(res);
   Tensor from = src ? at_least_1d(*src) : expand(full({}, *value, self.dtype()), idx.sizes());
   if (from.impl()->storage().get() == res.impl()->storage().get()) from = clone(from);
@@ -754,6 +775,7 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
     res = empty_tensor(s, self.dtype(), self.device());
     copy_(res, expand(self, s));
   }
+  if (is_meta(res)) return res;
   Tensor work = res.is_contiguous() ? res : contiguous(res);
   Tensor src = contiguous(source);
   const char* too_few = "masked_scatter: Number of elements of source < number of ones in mask";
@@ -875,10 +897,12 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
              "tensor ", shape_str(bd.sizes()), "and got sorter tensor ", shape_str(sorter->sizes()));
     sort = contiguous(*sorter);
     int64_t len = bd.size(bd.dim() - 1);
-    Tensor hsort = host_copy(sort);
-    const int64_t* sp = hsort.data<int64_t>();
-    for (int64_t i = 0; i < sort.numel(); ++i)
-      TP_CHECK(sp[i] >= 0 && sp[i] < len, "torch.searchsorted(): sorter index out of range");
+    if (!is_meta(sort)) {
+      Tensor hsort = host_copy(sort);
+      const int64_t* sp = hsort.data<int64_t>();
+      for (int64_t i = 0; i < sort.numel(); ++i)
+        TP_CHECK(sp[i] >= 0 && sp[i] < len, "torch.searchsorted(): sorter index out of range");
+    }
   }
   DType ct = promote_types(bd.dtype(), self.dtype());
   if (ct == DType::Bool)
@@ -895,6 +919,7 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
   } else {
     res = empty_tensor(self.sizes(), rt, bd.device());
   }
+  if (is_meta(res)) return out.tensor ? *out.tensor : res;
   Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(vals, ct));
   int64_t len = bd.size(bd.dim() - 1), rows_per = bd.dim() == 1 ? 0 : (self.dim() ? self.size(self.dim() - 1) : 1);
   if (b.device().is_cuda()) {

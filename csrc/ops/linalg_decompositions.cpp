@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "linalg/lapack.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #ifdef TP_USE_CUDA
@@ -77,6 +78,7 @@ void check_matrix(const Tensor& A, const char* half_kernel, bool square) {
 }
 
 void check_solver_device(const Tensor& A) {
+  if (is_meta(A)) return;  // the kernels return their outputs before solving anything
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return;
 #endif
@@ -118,6 +120,7 @@ std::string batch_prefix(const Tensor& A, int64_t b) {
 }
 
 int64_t first_failure(const Tensor& info, int* value) {
+  if (is_meta(info)) return -1;  // no values: no failure to report (nor does PyTorch on meta)
   Tensor h = host_copy(info);
   const int32_t* p = h.data<int32_t>();
   for (int64_t b = 0; b < h.numel(); ++b)
@@ -199,6 +202,7 @@ Tensor lu_solve(const Tensor& A, const Tensor& B, IntArrayRef batch, std::vector
   int64_t n = rows(A), k = cols(B), nb = count(batch);
   Tensor lu = colmajor_copy(A, batch);
   Tensor x = colmajor_copy(B, batch);
+  if (is_meta(x)) return x;  // no info: nothing fails
   std::vector<int> piv;
   lu_factor<T>(lu, nb, n, piv, info);
   if (n == 0 || k == 0) return x;
@@ -241,7 +245,8 @@ Tensor linalg_det_impl(const Tensor& A, OutArg out) {
 #endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
-  Tensor det = empty_tensor(batch, A.dtype());
+  Tensor det = empty_tensor(batch, A.dtype(), A.device());
+  if (is_meta(det)) return finish_out(out, det);
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     Tensor lu = colmajor_copy(A, batch);
@@ -270,7 +275,9 @@ std::tuple<Tensor, Tensor> linalg_slogdet_impl(const Tensor& A, OutArg) {
 #endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
-  Tensor sign = empty_tensor(batch, A.dtype()), logabs = empty_tensor(batch, A.dtype());
+  Tensor sign = empty_tensor(batch, A.dtype(), A.device());
+  Tensor logabs = empty_tensor(batch, A.dtype(), A.device());
+  if (is_meta(sign)) return {sign, logabs};
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     Tensor lu = colmajor_copy(A, batch);
@@ -313,8 +320,8 @@ std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors
     inv = dispatch_float(A.dtype(), [&](auto zero) {
       return lu_solve<decltype(zero)>(A, eye_n, batch, info);
     });
-    info_t = empty_tensor(batch, DType::Int32);
-    std::copy(info.begin(), info.end(), info_t.data<int32_t>());
+    info_t = empty_tensor(batch, DType::Int32, A.device());
+    if (!is_meta(info_t)) std::copy(info.begin(), info.end(), info_t.data<int32_t>());
   }
   int bad = 0;
   if (check_errors) {
@@ -369,6 +376,13 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   }
   if (!left) x = transpose(x, -2, -1);
   if (vector_case) x = select(x, -1, 0);
+  if (vector_case && x.dim() >= 2) {
+    // PyTorch lays a batch of solution vectors out as column-major matrices over the last
+    // two dims (its result's layout is that of a matrix result of the same shape).
+    Tensor r = colmajor_empty(batch_of(x), rows(x), cols(x), x.dtype(), x.device());
+    copy_(r, x);
+    x = r;
+  }
   return finish_out(out, x);
 }
 
@@ -380,7 +394,8 @@ std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor L = colmajor_copy(A, batch);
-  Tensor info_t = empty_tensor(batch, DType::Int32);
+  Tensor info_t = empty_tensor(batch, DType::Int32, A.device());
+  if (is_meta(L)) return {L, info_t};
   int32_t* info = info_t.data<int32_t>();
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -409,7 +424,7 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, 
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) std::tie(L, info_t) = cuda::linalg::cholesky(A, upper);
 #endif
-  if (!L.defined()) std::tie(L, info_t) = cholesky_cpu(A, upper);
+  if (!L.defined()) std::tie(L, info_t) = cholesky_cpu(A, upper);  // CPU and meta
   int bad = 0;
   if (check_errors) {
     int64_t b = first_failure(info_t, &bad);
@@ -442,10 +457,11 @@ std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mo
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   bool complete = mode == "complete";
   int64_t rrows = complete ? m : k, qcols = complete ? m : k;
+  Tensor R = colmajor_empty(batch, rrows, n, A.dtype(), A.device());
+  Tensor Q = mode == "r" ? empty_tensor(std::array<int64_t, 1>{0}, A.dtype(), A.device())
+                         : colmajor_empty(batch, m, qcols, A.dtype(), A.device());
+  if (is_meta(R)) return {Q, R};
   Tensor a = colmajor_copy(A, batch);
-  Tensor R = colmajor_empty(batch, rrows, n, A.dtype());
-  Tensor Q = mode == "r" ? empty_tensor(std::array<int64_t, 1>{0}, A.dtype())
-                         : colmajor_empty(batch, m, qcols, A.dtype());
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int mi = lapack_int(m), ni = lapack_int(n), ki = int(k), qi = lapack_int(qcols), info = 0;
@@ -485,11 +501,15 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   SvdResult r;
-  r.S = empty_tensor(with_tail(batch, {k}), A.dtype());
+  r.S = empty_tensor(with_tail(batch, {k}), A.dtype(), A.device());
   if (compute_uv) {
-    r.U = colmajor_empty(batch, m, ucols, A.dtype());
-    r.Vh = colmajor_empty(batch, vrows, n, A.dtype());
+    r.U = colmajor_empty(batch, m, ucols, A.dtype(), A.device());
+    // PyTorch's meta svd gives Vh the layout of its CUDA one (row-major; its meta kernels
+    // take an unknown device for CUDA), not the CPU's column-major one.
+    r.Vh = is_meta(A) ? empty_tensor(with_tail(batch, {vrows, n}), A.dtype(), A.device())
+                      : colmajor_empty(batch, vrows, n, A.dtype());
   }
+  if (is_meta(A)) return r;
   if (k == 0) {  // nothing to factor: U and Vh are identities where they have columns
     if (compute_uv) {
       copy_(r.U, eye(m, ucols, A.dtype()));
@@ -533,9 +553,9 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   EighResult r;
-  r.eigenvalues = empty_tensor(with_tail(batch, {n}), dt);
+  r.eigenvalues = empty_tensor(with_tail(batch, {n}), dt, A.device());
   r.eigenvectors = colmajor_copy(A, batch);
-  if (n == 0) return r;
+  if (n == 0 || is_meta(A)) return r;
   dispatch_float(dt, [&](auto zero) {
     using T = decltype(zero);
     char jobz = compute_v ? 'V' : 'N';
@@ -588,8 +608,9 @@ std::tuple<Tensor, Tensor, Tensor> svd_composite(const Tensor& self, bool some, 
   Tensor S = linalg_svdvals(self);
   DimVector batch = batch_of(self);
   int64_t m = rows(self), n = cols(self);
+  // V is column-major, as PyTorch's (its zeros read the same either way)
   return {zeros(with_tail(batch, {m, m}), self.dtype(), self.device()), S,
-          zeros(with_tail(batch, {n, n}), self.dtype(), self.device())};
+          transpose(zeros(with_tail(batch, {n, n}), self.dtype(), self.device()), -2, -1)};
 }
 
 // ------------------------------------------------------------------ eigh

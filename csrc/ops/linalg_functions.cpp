@@ -11,6 +11,7 @@
 #include "linalg/blas.h"
 #include "linalg/lapack.h"
 #include "ops/linalg_common.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 
@@ -69,7 +70,7 @@ struct Tolerances {
 
  private:
   std::vector<double> values(const std::optional<Tensor>& t) const {
-    if (!t) return {};
+    if (!t || is_meta(*t)) return {};  // meta: no values (the kernels return before using them)
     Tensor v = empty_tensor(batch, DType::Float64);
     copy_(v, expand(*t, batch));
     return std::vector<double>(v.data<double>(), v.data<double>() + v.numel());
@@ -121,6 +122,7 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
   if (hermitian) check_matrix(A, nullptr, true);
   Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype(), A.device());
   if (res.numel() == 0) return finish_out(out, zero_(res));
+  if (is_meta(res)) return finish_out(out, res);
   if (!A.device().is_cpu()) {
     check_solver_device(A);
     return finish_out(out, pinv_by_ops(A, tols, hermitian));
@@ -180,6 +182,7 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
   if (m == 0 || n == 0) return finish_out(out, rank);
   Tensor values = hermitian ? linalg::eigh(A, false, "L").eigenvalues
                             : (check_matrix(A, "linalg_svd_cpu", false), linalg::svd(A, false, false).S);
+  if (is_meta(rank)) return finish_out(out, rank);
   if (!A.device().is_cpu()) {  // |values| above each matrix's cut-off
     std::array<int64_t, 1> last{-1};
     Tensor mags = abs(values);
@@ -215,7 +218,8 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
   // Written with tp::matmul / linalg_inv, which record their own gradients.
   Tensor base = n < 0 ? linalg_inv(A) : A;
   uint64_t p = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
-  if (p == 1) return finish_out(out, n < 0 ? base : clone(base));
+  // A^1 is a new contiguous copy whatever A's layout, as in PyTorch (A^-1 keeps inv's).
+  if (p == 1) return finish_out(out, n < 0 ? base : base.is_contiguous() ? clone(base) : contiguous(base));
   TP_CHECK_KIND(ErrorKind::NotImplemented, A.dtype() != DType::Bool,
                 "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   // z runs through base^(2^i); the result gathers the z of each set bit of p.
@@ -414,7 +418,7 @@ Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
   if (!A.device().is_cpu()) {
     check_solver_device(A);
     Tensor res = empty_tensor(A.sizes(), A.dtype(), A.device());
-    if (res.numel() == 0) return res;
+    if (res.numel() == 0 || is_meta(res)) return res;
     Tensor a64 = empty_tensor(A.sizes(), DType::Float64, A.device());
     copy_(a64, A);
     copy_(res, expm_by_ops(a64));

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "linalg/blas.h"
+#include "ops/meta.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -56,6 +57,9 @@ struct ProductDst {
     if (!direct) copy_(*out, dst);
     return *out;
   }
+
+  /// Whether the product is on the meta device: the caller returns finish() at once.
+  bool meta() const { return is_meta(dst); }
 };
 
 ProductDst product_dst(OutArg out, IntArrayRef sizes, DType dtype, Device device,
@@ -177,6 +181,7 @@ Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
   check_mm(self, mat2);
   int64_t sizes[2] = {self.size(0), mat2.size(1)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &mat2});
+  if (d.meta()) return d.finish();
   run_gemm(self, mat2, d.dst, 1.0, 0.0);
   return d.finish();
 }
@@ -186,6 +191,7 @@ Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
   check_bmm(self, mat2, "bmm");
   int64_t sizes[3] = {self.size(0), self.size(1), mat2.size(2)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &mat2});
+  if (d.meta()) return d.finish();
   run_gemm(self, mat2, d.dst, 1.0, 0.0);
   return d.finish();
 }
@@ -195,6 +201,7 @@ Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
   check_mv(nullptr, self, vec);
   int64_t sizes[1] = {self.size(0)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &vec});
+  if (d.meta()) return d.finish();
   run_mv(self, vec, d.dst, 1.0, 0.0);
   return d.finish();
 }
@@ -203,6 +210,7 @@ Tensor dot_impl(const Tensor& self, const Tensor& tensor, OutArg out) {
   check_same_device({&self, &tensor});
   check_dot(self, tensor);
   ProductDst d = product_dst(out, {}, self.dtype(), self.device(), {&self, &tensor});
+  if (d.meta()) return d.finish();
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {
     cuda::blas::dot(self, tensor, d.dst);
@@ -232,6 +240,7 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
     check_mm(unsqueeze(self, 0), other);
     int64_t sizes[1] = {other.size(1)};
     ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+    if (d.meta()) return d.finish();
     int64_t row[2] = {1, other.size(1)};
     run_gemm(unsqueeze(self, 0), other, reshape(d.dst, row), 1.0, 0.0);
     return d.finish();
@@ -248,6 +257,7 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
     check_mm(a, b);
     if (d2 == 2) sizes.push_back(other.size(1));
     ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+    if (d.meta()) return d.finish();
     int64_t c2[2] = {rows, b.size(1)};
     run_gemm(a, b, reshape(d.dst, c2), 1.0, 0.0);
     return d.finish();
@@ -278,6 +288,7 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
   if (d1 > 1) sizes.push_back(m);
   if (d2 > 1) sizes.push_back(n);
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+  if (d.meta()) return d.finish();
   int64_t c3[3] = {nprod, m, n};
   run_gemm(fold_batch(expand(a, ea)), fold_batch(expand(b, eb)), reshape(d.dst, c3), 1.0, 0.0);
   return d.finish();
@@ -322,6 +333,7 @@ Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
   DType dt = mat1.dtype();
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat1, &mat2, &self});
+  if (d.meta()) return d.finish();
 #ifdef TP_USE_CUDA
   // A bias row added to every row of the product (Linear's addmm): cuBLASLt's bias
   // epilogue, one kernel and no copy of self, where cuBLASLt takes the shape.
@@ -342,6 +354,7 @@ Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, cons
   DType dt = mat.dtype();
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat, &vec, &self});
+  if (d.meta()) return d.finish();
   seed_with_self(d, self, out, b);
   run_mv(mat, vec, d.dst, product_scalar(alpha, dt), b);
   return d.finish();
@@ -358,6 +371,7 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
   DType dt = batch1.dtype();
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
+  if (d.meta()) return d.finish();
   seed_with_self(d, self, out, b);
   run_gemm(batch1, batch2, d.dst, product_scalar(alpha, dt), b);
   return d.finish();
@@ -392,6 +406,7 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
   DType dt = batch1.dtype();
   double be = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
+  if (d.meta()) return d.finish();
   seed_with_self(d, self, out, be);
   run_gemm(a, b, d.dst, product_scalar(alpha, dt), be);
   return d.finish();
@@ -441,6 +456,7 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   Tensor a = reshape(permute(self, perm_a), a2), b = reshape(permute(other, perm_b), b2);
   check_mm(a, b);
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+  if (d.meta()) return d.finish();
   int64_t c2[2] = {m, n};
   run_gemm(a, b, reshape(d.dst, c2), 1.0, 0.0);
   return d.finish();
@@ -496,6 +512,7 @@ Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, O
                 "\"cross\" not implemented for 'Bool'");
   DimVector sizes = broadcast_shapes_of(self, other, "linalg.cross");
   ProductDst dst = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+  if (dst.meta()) return dst.finish();
   Tensor a = expand(self, sizes), b = expand(other, sizes);
   // (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0)
   for (int64_t i = 0; i < 3; ++i) {

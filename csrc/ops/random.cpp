@@ -118,9 +118,11 @@ bool on_cuda([[maybe_unused]] const Tensor& t) {
 #endif
 }
 
-/// The ops with CUDA kernels accept CPU and CUDA tensors.
+/// The ops with CUDA kernels accept CPU and CUDA tensors; every op takes meta tensors, on
+/// which it checks its arguments, makes its outputs and returns before drawing anything
+/// (PyTorch's meta samplers leave the generators alone too).
 void check_device(const Tensor& t) {
-  if (!on_cuda(t)) check_cpu(t);
+  if (!on_cuda(t) && !is_meta(t)) check_cpu(t);
 }
 
 [[noreturn]] void not_implemented(const char* kernel, DType dt) {
@@ -261,6 +263,7 @@ void uniform_fill(const Tensor& self, double from, double to, const std::optiona
   check_uniform_bounds(self, from, to);
   if (self.numel() == 0) return;
   check_no_internal_overlap(self);
+  if (is_meta(self)) return;
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) return cuda::uniform_(self, from, to, gen);
 #endif
@@ -348,7 +351,7 @@ void normal_fill(T* data, int64_t n, double mean, double std, CPUGenerator& g) {
 void normal_fill_tensor(const Tensor& self, double mean, double std,
                         const std::optional<Generator>& gen) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  if (self.numel() == 0) return;
+  if (self.numel() == 0 || is_meta(self)) return;
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) return cuda::normal_(self, mean, std, gen);
 #endif
@@ -488,7 +491,7 @@ void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_
       });
     }
     check_from_to_in_range(from, to - 1, dt);
-    if (self.numel() == 0) return;
+    if (self.numel() == 0 || is_meta(self)) return;
     range = uint64_t(to) - uint64_t(from);
   } else if (from != std::numeric_limits<int64_t>::lowest()) {
     int64_t to_inc = 0;
@@ -508,7 +511,7 @@ void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_
       });
     }
     check_from_to_in_range(from, to_inc, dt);
-    if (self.numel() == 0) return;
+    if (self.numel() == 0 || is_meta(self)) return;
     range = uint64_t(to_inc) - uint64_t(from) + 1;
   } else {
     // the full int64 range: the 64-bit draw itself
@@ -516,6 +519,7 @@ void random_from_to(const Tensor& self, int64_t from, std::optional<int64_t> to_
     if (dt != DType::Int64 && dt != DType::Float64 && dt != DType::Float32 && dt != DType::BFloat16)
       TP_FAIL("random_full_64_bits_range_kernel_cpu handles only int64, double, float and bfloat16");
     check_no_internal_overlap(self);
+    if (is_meta(self)) return;
 #ifdef TP_USE_CUDA
     if (on_cuda(self)) return cuda::random_(self, 0, 0, gen);  // range 0: all 2^64 values
 #endif
@@ -612,7 +616,7 @@ Tensor like_result(const Tensor& self, const std::optional<DType>& dtype,
 
 /// normal's check of a tensor std on any device: PyTorch's std.min() >= 0, so a NaN fails.
 void check_std_tensor(const Tensor& std) {
-  if (std.numel() == 0) return;
+  if (std.numel() == 0 || is_meta(std)) return;  // meta: no values to check
   const Tensor lo = _to_dtype(host_copy(tp::min(std)), DType::Float64, false);
   TP_CHECK(lo.data<double>()[0] >= 0, "normal expects all elements of std >= 0.0");
 }
@@ -643,6 +647,12 @@ void bump(const Tensor& self, OutArg out) {
   if (out.tensor && out.bump_version) self.impl()->bump_version();
 }
 
+/// An in-place sampler's return once its checks passed: self, counted as written.
+Tensor written(const Tensor& self, OutArg out) {
+  bump(self, out);
+  return self;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ ops
@@ -668,6 +678,7 @@ Tensor bernoulli_scalar_impl(const Tensor& self, double p, const std::optional<G
   TP_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     cuda::bernoulli_(self, p, gen);
@@ -689,6 +700,7 @@ Tensor bernoulli_tensor_impl(const Tensor& self, const Tensor& p, const std::opt
   check_device(self);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     if (!cuda::bernoulli_(self, p, gen)) fail_bernoulli_p();
@@ -750,6 +762,7 @@ Tensor exponential_impl(const Tensor& self, double lambd, const std::optional<Ge
            "distribution. dtype must be a floating point but you specified ",
            dtype_scalar_name(self.dtype()));
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     cuda::exponential_(self, lambd, gen);
@@ -770,6 +783,7 @@ Tensor geometric_impl(const Tensor& self, double p, const std::optional<Generato
   if (self.dtype() == DType::Bool)
     not_implemented(on_cuda(self) ? "geometric_cuda" : "geometric_cpu", self.dtype());
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     cuda::geometric_(self, p, gen);
@@ -791,6 +805,7 @@ Tensor log_normal_impl(const Tensor& self, double mean, double std,
   if (self.numel() == 0) return self;
   require_floating(self, on_cuda(self) ? "log_normal_cuda" : "log_normal_cpu");
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     cuda::log_normal_(self, mean, std, gen);
@@ -814,6 +829,7 @@ Tensor cauchy_impl(const Tensor& self, double median, double sigma,
            dtype_scalar_name(self.dtype()));
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     cuda::cauchy_(self, median, sigma, gen);
@@ -835,6 +851,7 @@ Tensor random_impl(const Tensor& self, const std::optional<Generator>& gen, OutA
   check_device(self);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(self);
+  if (is_meta(self)) return written(self, out);
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {  // [0, max] for integers, [0, 2^digits] for floats
     uint64_t range = 0;
@@ -991,6 +1008,7 @@ Tensor randperm_impl(int64_t n, const std::optional<Generator>& gen,
   const int64_t shape[1] = {n};
   Tensor t = new_result(shape, dt, device, requires_grad, out);
   check_device(t);
+  if (is_meta(t)) return t;
 #ifdef TP_USE_CUDA
   if (on_cuda(t)) {
     cuda::randperm(t, gen);
@@ -1117,7 +1135,7 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
   } else {
     result = empty_tensor(shape, DType::Int64, self.device());
   }
-  if (result.numel() == 0) return result;
+  if (result.numel() == 0 || is_meta(result)) return result;
   const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
@@ -1203,7 +1221,7 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
 Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, OutArg) {
   check_device(self);
   Tensor t = empty_tensor(self.sizes(), self.dtype(), self.device());
-  if (t.numel() == 0) return t;
+  if (t.numel() == 0 || is_meta(t)) return t;
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     TP_CHECK(cuda::poisson(self, t, gen), kBadPoissonRate);

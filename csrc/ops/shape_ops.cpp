@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/meta.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -44,7 +45,7 @@ Tensor gather_grid(const Tensor& src, const std::vector<Index>& idx, IntArrayRef
   DimVector sizes(nd);
   for (int64_t d = 0; d < nd; ++d) sizes[d] = int64_t(idx[d].size());
   Tensor out = empty_tensor(sizes, src.dtype(), src.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || is_meta(out)) return out;
   if (src.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     std::vector<std::vector<int64_t>> offs(static_cast<size_t>(nd));
@@ -351,6 +352,12 @@ Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const s
   }
   if (input.dim() == 0) input = reshape_impl(input, std::array<int64_t, 1>{1}, {});
   int64_t n = input.size(d);
+  if (is_meta(repeats)) {  // the repeats' values are unknown: only output_size gives the shape
+    TP_CHECK(output_size, "cannot repeat_interleave a meta tensor without output_size");
+    DimVector sizes = dims_of(input);
+    sizes[size_t(d)] = *output_size;
+    return empty_tensor(sizes, input.dtype(), input.device());
+  }
   // the repeats are read on the host (a CUDA tensor's too: the result's size depends on them)
   Tensor reps = to_dtype_impl(host_copy(repeats), DType::Int64, false, {});
   const int64_t* r = reps.data<int64_t>();
@@ -412,6 +419,7 @@ Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool low
     res = result_for(out, self.sizes(), out.tensor ? out.tensor->dtype() : self.dtype(), self.device());
     copy_impl(res, self, false, {});
   }
+  if (is_meta(res)) return res;
   if (res.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::zero_triangle(res, diagonal, lower);
@@ -441,8 +449,11 @@ Tensor tri_indices(int64_t row, int64_t col, int64_t offset, const std::optional
   DType dt = dtype.value_or(DType::Int64);
   TP_CHECK_KIND(ErrorKind::NotImplemented, dt == DType::Int64 || dt == DType::Int32, "\"",
                 lower ? "tril" : "triu", "_indices\" not implemented for '", dtype_scalar_name(dt), "'");
-  (void)device;
-  return to_dtype_impl(idx, dt, false, {});
+  Tensor res = to_dtype_impl(idx, dt, false, {});
+  if (!device || device->is_cpu()) return res;
+  Tensor on = empty_tensor(res.sizes(), res.dtype(), *device);  // meta: the shape only
+  copy_impl(on, res, false, {});
+  return on;
 }
 
 }  // namespace

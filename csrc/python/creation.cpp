@@ -145,18 +145,22 @@ void bind_creation(nb::module_& m) {
       e.name_op(op);
       throw;
     }
+    if (device && device->d.type == DeviceType::Meta) {
+      t = empty_tensor(t.sizes(), t.dtype(), device->d);  // the data's shape and dtype only
+    } else {
 #ifdef TP_USE_CUDA
-    if (device && device->d.is_cuda()) {  // built on the host, then copied over
-      Tensor d = empty_tensor(t.sizes(), t.dtype(), device->d);
-      copy_impl(d, t, false, {});
-      t = d;
-    }
-    TP_CHECK(!device || device->d.is_cpu() || device->d.is_cuda(), "tensor: device '",
-             device->d.str(), "' is not supported");
+      if (device && device->d.is_cuda()) {  // built on the host, then copied over
+        Tensor d = empty_tensor(t.sizes(), t.dtype(), device->d);
+        copy_impl(d, t, false, {});
+        t = d;
+      }
+      TP_CHECK(!device || device->d.is_cpu() || device->d.is_cuda(), "tensor: device '",
+               device->d.str(), "' is not supported");
 #else
-    TP_CHECK(!device || device->d.is_cpu(), "tensor: device '", device ? device->d.str() : "",
-             "' arrives with the CUDA backend");
+      TP_CHECK(!device || device->d.is_cpu(), "tensor: device '", device ? device->d.str() : "",
+               "' arrives with the CUDA backend");
 #endif
+    }
     if (requires_grad) {
       TP_CHECK(is_floating(t.dtype()),
                "Only Tensors of floating point and complex dtype can require gradients");

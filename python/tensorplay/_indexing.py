@@ -54,9 +54,11 @@ def _expand_ellipsis(items, ndim):
     return out
 
 
-def _basic_view(self, items):
+def _basic_view(self, items, meta_masks=None):
     """The view for the basic indices; advanced ones keep their dim (a full slice).
-    Returns (view, [(dim in view, index tensor), ...])."""
+    Returns (view, [(dim in view, index tensor), ...]). A mask on the meta device has no
+    positions to list: with a list for `meta_masks` its shape is checked and it goes there,
+    else nonzero raises (data-dependent, as in PyTorch)."""
     sizes, strides, offset, d = [], [], self.storage_offset(), 0
     shape, stride = self.shape, self.stride()
     advanced = []
@@ -76,6 +78,13 @@ def _basic_view(self, items):
                 if tuple(t.shape) != tuple(shape[d:d + t.dim()]):
                     raise IndexError(f"The shape of the mask {list(t.shape)} at index {d} does not "
                                      f"match the shape of the indexed tensor {list(shape)}")
+                if meta_masks is not None and t.is_meta:  # its dims stay whole in the view
+                    meta_masks.append(t)
+                    for _ in range(t.dim()):
+                        sizes.append(shape[d])
+                        strides.append(stride[d])
+                        d += 1
+                    continue
                 parts = _C._nonzero(t).unbind(1)
             elif t.is_floating_point():
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -131,7 +140,7 @@ def getitem(self, index):
     for d, t in zip(dims, idx):
         size = view.shape[d]
         t = t.long()
-        if t.numel():
+        if t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
             lo, hi = builtins.int(t.amin()), builtins.int(t.amax())
             if lo < -size or hi >= size:
                 bad = lo if lo < -size else hi
@@ -139,15 +148,18 @@ def getitem(self, index):
             if lo < 0:  # wrap negative indices only when there are some
                 t = _C.where(t < 0, t + size, t)
         flat = t if flat is None else flat * size + t
+    shape = list(view.shape)
+    first, k = dims[0], len(dims)
+    if dims == list(range(first, first + k)):
+        # adjacent advanced indices: their result dims replace them in place; one
+        # index_select along their (merged) dim gives PyTorch's contiguous result
+        src = view if k == 1 else view.reshape(shape[:first] + [-1] + shape[first + k:])
+        out = src.index_select(first, flat.reshape(-1))
+        return out.reshape(shape[:first] + list(bshape) + shape[first + k:])
+    # else the result dims go in front
     rest = [d for d in range(view.dim()) if d not in dims]
-    moved = view.permute(dims + rest).reshape([-1] + [view.shape[d] for d in rest])
-    out = moved.index_select(0, flat.reshape(-1)).reshape(list(bshape) + [view.shape[d] for d in rest])
-    if dims == list(range(dims[0], dims[0] + len(dims))) and dims[0] > 0:
-        # adjacent advanced indices: their result dims replace them in place
-        nb, first = len(bshape), dims[0]
-        order = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, out.dim()))
-        out = out.permute(order)
-    return out
+    moved = view.permute(dims + rest).reshape([-1] + [shape[d] for d in rest])
+    return moved.index_select(0, flat.reshape(-1)).reshape(list(bshape) + [shape[d] for d in rest])
 
 
 def _broadcast_shape(shapes):
@@ -169,7 +181,15 @@ def setitem(self, index, value):
     if builtins.any(_is_bool_scalar(i) and not builtins.bool(i) for i in items):
         return  # a False index selects nothing; PyTorch writes nothing and checks no shapes
     items = _expand_ellipsis(items, self.dim())
-    view, advanced = _basic_view(self, items)
+    meta_masks = []
+    view, advanced = _basic_view(self, items, meta_masks)
+    if meta_masks:
+        # Which elements a meta mask picks is unknown, so nothing more can be checked (nor
+        # does PyTorch): the write goes to index_put_ through a mask over the whole view.
+        if not isinstance(value, Tensor):
+            value = _C._tensor(value, self.dtype, None, False, "index_put_")
+        view.index_put_((_C.empty(list(view.shape), dtype=_dtype.bool, device=view.device),), value)
+        return
     if not advanced:
         if isinstance(value, Tensor):
             view.copy_(value)

@@ -100,7 +100,7 @@ def meshgrid(*tensors, indexing='ij'):
 
 
 def cartesian_prod(*tensors):
-    """Cartesian product of 1-D tensors, as rows (1-D input: a copy of it)."""
+    """Cartesian product of 1-D tensors, as rows (one tensor: that tensor itself, as PyTorch)."""
     ts = _tensors_arg(tensors, 'cartesian_prod', unpack=False)
     if len(ts) == 0:
         raise RuntimeError('cartesian_prod expects a non-empty TensorList')
@@ -108,7 +108,7 @@ def cartesian_prod(*tensors):
         if t.dim() != 1:
             raise RuntimeError(f'cartesian_prod: Expect a 1D vector, but got shape {list(t.shape)}')
     if len(ts) == 1:
-        return ts[0].clone()
+        return ts[0]
     grids = meshgrid(*ts, indexing='ij')
     return _C.stack([g.reshape(-1) for g in grids], 1)
 
