@@ -84,6 +84,13 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
     else if (right.size(d) == 1) lo.push_back(d);
     else ro.push_back(d);
   }
+  // The GEMM writes (batch, lo, ro); when the output lists the right operand's dims first,
+  // the operands trade places so the result comes out in the output's order (PyTorch's
+  // layout: 'bij,bjk->bki' is contiguous, not a transposed view).
+  if (!lo.empty() && !ro.empty() && ro[0] < lo[0]) {
+    std::swap(left, right);
+    std::swap(lo, ro);
+  }
   auto prod = [](const Tensor& t, const DimVector& dims) {
     int64_t p = 1;
     for (int64_t d : dims) p *= t.size(d);
