@@ -34,11 +34,14 @@ namespace {
 
 enum class TFState : uint8_t { Enabled, SubclassesDisabled, AllDisabled };
 
+// Modes non-empty or state not Enabled: the fast path's one test. A trivially destructible
+// constinit thread_local, read without a TLS-wrapper call (t_tf's vector needs one).
+constinit thread_local bool t_tf_slow = false;
+
 struct TFLocal {
   std::vector<PyObject*> modes;  // strong references, innermost last
   TFState state = TFState::Enabled;
-  bool slow = false;  // modes non-empty or state not Enabled: the fast path's one test
-  void refresh() { slow = !modes.empty() || state != TFState::Enabled; }
+  void refresh() { t_tf_slow = !modes.empty() || state != TFState::Enabled; }
 };
 thread_local TFLocal t_tf;
 
@@ -181,7 +184,13 @@ struct TFWrapper {
   PyObject* dict;
   PyObject* weakrefs;
   int modes_only;  // a conversion (tp.tensor, from_dlpack): its data argument never overloads
+  vectorcallfunc inner_call;  // the wrapped callable's vectorcall, called directly when it has one
 };
+
+inline PyObject* call_inner(TFWrapper* w, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  if (w->inner_call) return w->inner_call(w->inner, args, nargsf, kwnames);
+  return PyObject_Vectorcall(w->inner, args, nargsf, kwnames);
+}
 
 PyObject* tf_call_slow(TFWrapper* w, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -199,13 +208,13 @@ PyObject* tf_call_slow(TFWrapper* w, PyObject* const* args, size_t nargsf, PyObj
 
 PyObject* tf_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* w = reinterpret_cast<TFWrapper*>(self);
-  if (!t_tf.slow && !w->modes_only) {
+  if (!t_tf_slow && !w->modes_only) {
     Py_ssize_t total = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     Py_ssize_t i = 0;
     while (i < total && plain(args[i])) ++i;
-    if (i == total) return PyObject_Vectorcall(w->inner, args, nargsf, kwnames);
-  } else if (!t_tf.slow) {
-    return PyObject_Vectorcall(w->inner, args, nargsf, kwnames);
+    if (i == total) return call_inner(w, args, nargsf, kwnames);
+  } else if (!t_tf_slow) {
+    return call_inner(w, args, nargsf, kwnames);
   }
   try {
     return tf_call_slow(w, args, nargsf, kwnames);
@@ -226,6 +235,7 @@ int tf_init(PyObject* self, PyObject* args, PyObject* kwargs) {
     return -1;
   auto* w = reinterpret_cast<TFWrapper*>(self);
   w->modes_only = modes_only;
+  w->inner_call = PyVectorcall_Function(inner);
   Py_XSETREF(w->inner, Py_NewRef(inner));
   w->vectorcall = tf_vectorcall;
   return 0;
@@ -346,7 +356,7 @@ PyObject* api_of(PyObject* self, PyObject** slot, const char* name) {
 PyObject* tfp_get(PyObject* self, PyObject* obj, PyObject*) {
   auto* p = reinterpret_cast<TFProperty*>(self);
   if (!obj || obj == Py_None) return Py_NewRef(self);
-  if (!t_tf.slow && Py_TYPE(obj) == g_tensor_type) return inner_get(p, obj);
+  if (!t_tf_slow && Py_TYPE(obj) == g_tensor_type) return inner_get(p, obj);
   try {
     std::vector<PyObject*> overloaded;
     if (t_tf.state == TFState::Enabled) add_overloaded(obj, overloaded);
@@ -372,7 +382,7 @@ int inner_set(TFProperty* p, PyObject* obj, PyObject* value) {
 
 int tfp_set(PyObject* self, PyObject* obj, PyObject* value) {
   auto* p = reinterpret_cast<TFProperty*>(self);
-  if (!value || (!t_tf.slow && Py_TYPE(obj) == g_tensor_type)) return inner_set(p, obj, value);
+  if (!value || (!t_tf_slow && Py_TYPE(obj) == g_tensor_type)) return inner_set(p, obj, value);
   try {
     std::vector<PyObject*> overloaded;
     if (t_tf.state == TFState::Enabled) add_overloaded(obj, overloaded);
