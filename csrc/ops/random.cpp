@@ -350,7 +350,11 @@ void normal_fill(T* data, int64_t n, double mean, double std, CPUGenerator& g) {
 void normal_fill_tensor(const Tensor& self, double mean, double std,
                         const std::optional<Generator>& gen) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  if (self.numel() == 0 || is_meta(self)) return;
+  if (self.numel() == 0) return;
+  if (is_meta(self)) {  // the CPU kernel's dtype check, then no draws
+    if (!is_floating(self.dtype())) not_implemented("normal_kernel_cpu", self.dtype());
+    return;
+  }
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) return cuda::normal_(self, mean, std, gen);
 #endif
@@ -1220,7 +1224,11 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
 Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, OutArg) {
   check_device(self);
   Tensor t = empty_tensor(self.sizes(), self.dtype(), self.device());
-  if (t.numel() == 0 || is_meta(t)) return t;
+  if (t.numel() == 0) return t;
+  if (is_meta(t)) {  // the CPU kernel's dtype check, then no draws
+    if (!is_floating(self.dtype())) not_implemented("poisson_cpu", self.dtype());
+    return t;
+  }
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     TP_CHECK(cuda::poisson(self, t, gen), kBadPoissonRate);
@@ -1242,8 +1250,13 @@ Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, Out
 std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
                                                const std::optional<bool>& train, OutArg) {
   check_device(input);
-  if (input.numel() == 0)  // PyTorch's CPU kernel gives an empty mask of input's dtype, its CUDA one bool
-    return {clone(input), empty_like_preserving(input, on_cuda(input) ? DType::Bool : input.dtype(),
+  // PyTorch's meta native_dropout drops nothing unless training (train=None included) with
+  // p != 0, and then returns input itself with an all-True mask.
+  if (is_meta(input) && !(train.value_or(false) && p != 0))
+    return {input, full_like_preserving(input, DType::Bool, true)};
+  if (input.numel() == 0)  // PyTorch's CPU kernel gives an empty mask of input's dtype, its CUDA (and meta) one bool
+    return {clone(input), empty_like_preserving(input, on_cuda(input) || is_meta(input) ? DType::Bool
+                                                                                        : input.dtype(),
                                                 std::nullopt)};
   if (train.has_value() && !*train)
     return {clone(input), full_like_preserving(input, DType::Bool, true)};
@@ -1270,7 +1283,10 @@ Tensor native_dropout_backward_impl(const Tensor& grad_output, const Tensor& mas
 #ifdef TP_USE_CUDA
   if (on_cuda(grad_output)) return cuda::native_dropout_backward(grad_output, mask, scale);
 #endif
-  return mul(mul(grad_output, mask), wrapped_scalar(Scalar(scale)));
+  Tensor res = mul(mul(grad_output, mask), wrapped_scalar(Scalar(scale)));
+  // PyTorch's meta kernel gives a contiguous result (its CPU one, the iterator's layout)
+  if (is_meta(res) && !res.is_contiguous()) return empty_tensor(res.sizes(), res.dtype(), res.device());
+  return res;
 }
 
 namespace random {
