@@ -169,7 +169,10 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device) {
 void Tensor::no_host_data() const {
   if (device().type == DeviceType::Meta)
     TP_FAIL_NOT_IMPLEMENTED("no Meta kernel (host code reached a meta tensor, which has no data)");
-  TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel (host code reached a CUDA tensor)");
+  if (device().type == DeviceType::CUDA)
+    TP_FAIL_NOT_IMPLEMENTED("no CUDA kernel (host code reached a CUDA tensor)");
+  TP_FAIL("the tensor has no data of its own (a wrapper subclass made by _make_wrapper_subclass "
+          "keeps its data elsewhere: read it in __torch_dispatch__)");
 }
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {

@@ -31,7 +31,7 @@ void median_rows(const Tensor& x, const Tensor& sorted, const Tensor& sorted_idx
 /// order_math::sort_like_std then mode_of_sorted, one thread per row.
 void mode_rows(const Tensor& x, int64_t rows, int64_t len, const Tensor& values, const Tensor& indices);
 
-/// out[j, r] = the q[j]-quantile (q: float64 on the device, nq values) of sorted row r
+/// out[r, j] = the q[j]-quantile (q: float64 on the device, nq values) of sorted row r
 /// (NaN last): NaN for a row with NaN unless ignore_nan, which leaves NaNs out.
 void quantile_rows(const Tensor& sorted, int64_t rows, int64_t len, const Tensor& q,
                    order_math::Interp how, bool ignore_nan, const Tensor& out);

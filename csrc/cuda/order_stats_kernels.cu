@@ -79,7 +79,7 @@ __global__ void quantile_kernel(const T* sv, int64_t rows, int64_t len, const do
                                 order_math::Interp how, bool ignore_nan, T* out) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < rows * nq;
        e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t j = e / rows, r = e % rows;
+    int64_t r = e / nq, j = e % nq;
     const T* row = sv + r * len;
     int64_t m = count_numbers(row, len);
     out[e] = !ignore_nan && m < len ? T(NAN) : order_math::quantile_of_sorted(row, m, q[j], how);

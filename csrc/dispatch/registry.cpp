@@ -34,12 +34,26 @@ void set_mode_count(int32_t n) {
   refresh_python_state();
 }
 
-PythonKeyHandler python_key_handler = nullptr;
+namespace {
+BoxedFallback g_fallbacks[kNumDispatchKeys];
+}  // namespace
 
-void call_python_key(int op, OpFormKind form, Stack& stack) {
-  TP_CHECK(python_key_handler, op_registry()[size_t(op)].name,
-           ": the Python dispatch key is active but no handler is installed");
-  python_key_handler(op, form, stack);
+BoxedFallback set_fallback(DispatchKey key, BoxedFallback f) {
+  BoxedFallback old = g_fallbacks[int(key)];
+  g_fallbacks[int(key)] = f;
+  return old;
+}
+
+const BoxedFallback& fallback(DispatchKey key) { return g_fallbacks[int(key)]; }
+
+void call_fallback(DispatchKey key, int op, OpFormKind form, Stack& stack) {
+  const BoxedFallback& f = g_fallbacks[int(key)];
+  if (!f.fn) {
+    TP_CHECK(key != DispatchKey::Python, op_registry()[size_t(op)].name,
+             ": the Python dispatch key is active but no handler is installed");
+    throw_no_kernel(op, key);
+  }
+  f.fn(f.ctx, key, op, form, stack);
 }
 
 bool python_key_slow(uint8_t tensor_bits) {

@@ -60,20 +60,36 @@ std::vector<OpDef>& op_registry();
 [[noreturn]] void throw_no_kernel(int op, DispatchKey key);
 
 namespace dispatch {
-/// The Python key's handler (installed by the Python bindings): runs form `form` of op `op`
-/// on the boxed arguments in `stack` through a dispatch mode or a tensor subclass, leaving
-/// the results there.
-using PythonKeyHandler = void (*)(int op, OpFormKind form, Stack& stack);
-extern PythonKeyHandler python_key_handler;
-/// Calls the handler (raises if none is installed).
-void call_python_key(int op, OpFormKind form, Stack& stack);
+// Note [Boxed fallbacks]
+// A dispatch key can hold one boxed kernel serving every op: it receives the op's id, the
+// form called (functional, in-place, out=) and the arguments as a Stack, and leaves the
+// results there. The Python key's is the handler of dispatch modes and __torch_dispatch__
+// (installed by the Python bindings). A backend key's fallback runs the ops that have no
+// kernel for that backend (a Meta fallback computing shapes, a Python kernel registered
+// from tp._C._register_fallback); without one such a call raises NotImplementedError
+// "<op>: no <Key> kernel". The generated kernel_call_<op> boxes the call (fallback_<op>)
+// only when it takes a fallback: built-in kernels keep the unboxed path.
+struct BoxedFallback {
+  void (*fn)(void* ctx, DispatchKey key, int op, OpFormKind form, Stack& stack) = nullptr;
+  void* ctx = nullptr;
+};
+/// Installs (or, with fn == nullptr, removes) the fallback of `key`; returns the old one.
+BoxedFallback set_fallback(DispatchKey key, BoxedFallback f);
+const BoxedFallback& fallback(DispatchKey key);
+/// Runs `key`'s fallback on the stack; raises NotImplementedError (no kernel) if it has none.
+void call_fallback(DispatchKey key, int op, OpFormKind form, Stack& stack);
 }  // namespace dispatch
+
+/// The kernel for `key`, else the composite one, else nullptr.
+inline void* find_kernel(int op, DispatchKey key) {
+  const OpDef& def = op_registry()[op];
+  if (void* f = def.kernels[int(key)]) return f;
+  return def.kernels[int(DispatchKey::Composite)];
+}
 
 /// The kernel for `key`, else the composite one; raises NotImplementedError if neither.
 inline void* lookup_kernel(int op, DispatchKey key) {
-  const OpDef& def = op_registry()[op];
-  if (void* f = def.kernels[int(key)]) return f;
-  if (void* f = def.kernels[int(DispatchKey::Composite)]) return f;
+  if (void* f = find_kernel(op, key)) return f;
   throw_no_kernel(op, key);
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "ops/meta.h"
 #include "tensorplay/ops_api.h"
 
 #ifdef TP_USE_CUDA
@@ -35,7 +36,7 @@ std::string shape_str(const Tensor& t) {
 }
 
 AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const char* op) {
-  TP_CHECK(q.device().is_cpu() || q.device().is_cuda(), op, ": no ", q.device().str(), " kernel");
+  TP_CHECK(q.device().is_cpu() || q.device().is_cuda() || is_meta(q), op, ": no ", q.device().str(), " kernel");
   for (const Tensor* t : {&k, &v})
     TP_CHECK(t->device() == q.device(), "Expected all tensors to be on the same device, but found at least "
              "two devices, ", q.device().str(), " and ", t->device().str(), "!");
@@ -149,6 +150,9 @@ std::tuple<Tensor, Tensor> flash_attention_forward_impl(const Tensor& query, con
   }
 #endif
   const DType cdt = compute_dtype(query.dtype());
+  if (is_meta(query))  // the CPU reference's results: out row-major in the query's dtype, lse in cdt
+    return {empty_tensor(query.sizes(), query.dtype(), query.device()),
+            empty_tensor(IntArrayRef(lse_shape, 3), cdt, query.device())};
   Tensor q = dense(query, cdt), k = dense(key, cdt), v = dense(value, cdt);
   Tensor out = empty_tensor(q.sizes(), cdt, q.device());
   Tensor lse = empty_tensor(IntArrayRef(lse_shape, 3), cdt, q.device());
@@ -199,6 +203,10 @@ std::tuple<Tensor, Tensor, Tensor> flash_attention_backward_impl(const Tensor& g
     return {_to_dtype(dq, dt, false), dk, dv};
   }
 #endif
+  if (is_meta(query))  // row-major, in the query's dtype
+    return {empty_tensor(query.sizes(), query.dtype(), query.device()),
+            empty_tensor(key.sizes(), query.dtype(), query.device()),
+            empty_tensor(value.sizes(), query.dtype(), query.device())};
   const DType cdt = compute_dtype(query.dtype());
   Tensor q = dense(query, cdt), k = dense(key, cdt), v = dense(value, cdt), g = dense(grad_out, cdt),
          o = dense(output, cdt), lse = dense(logsumexp, cdt);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/meta.h"
 #include "ops/order_stats_math.h"
 #include "ops/reduce_utils.h"
 #include "ops/shape_utils.h"
@@ -20,7 +21,7 @@ namespace tp {
 namespace {
 
 void check_device(const char* op, const Tensor& self) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
 }
 
@@ -227,6 +228,10 @@ Tensor histc_impl(const Tensor& self, int64_t bins, const Scalar& min, const Sca
   TP_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
   double lo = min.to_double(), hi = max.to_double();
   TP_CHECK(!(lo > hi), "torch.histc: max must be larger than min");
+  if (is_meta(self)) {  // Note [Meta kernels]: no data, so no data range; PyTorch then checks
+    TP_CHECK(lo <= hi, "histc(): max must be larger than min");  // NaN bounds only
+    return write_out("histc", empty_tensor(std::vector<int64_t>{bins}, self.dtype(), self.device()), out);
+  }
   Tensor x = contiguous(_to_dtype(self, opmath_dtype(self.dtype())));
   if (lo == hi && x.numel() > 0) {  // the data's range (NaN if the data has one)
     lo = host_copy(_to_dtype(amin(x), DType::Float64)).data<double>()[0];

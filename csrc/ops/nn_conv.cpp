@@ -27,6 +27,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu_stubs.h"
 #include "linalg/blas.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/nn_conv.h"
 #include "ops/shape_utils.h"
@@ -248,7 +249,8 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
            " but found ", dtype_scalar_name(weight.dtype()));
   TP_CHECK(!bias || bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()),
            ") and bias type (", dtype_name(bias->dtype()), ") should be the same");
-  TP_CHECK(input.device().is_cpu() || input.device().is_cuda(), "no ", input.device().str(), " kernel");
+  TP_CHECK(input.device().is_cpu() || input.device().is_cuda() || is_meta(input), "no ", input.device().str(),
+           " kernel");
   TP_CHECK(weight.device() == input.device() && (!bias || bias->device() == input.device()),
            "Expected all tensors to be on the same device, but found at least two devices, ",
            input.device().str(), " and ", (weight.device() != input.device() ? weight : *bias).device().str(), "!");
@@ -348,6 +350,13 @@ bool conv_channels_last(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRe
   if (cuda && dt == DType::Float64) return false;  // PyTorch's cuDNN convolutions keep float64 row-major
   return suggests_channels_last(in_sizes, in_strides) ||
          (!w_sizes.empty() && suggests_channels_last(w_sizes, w_strides));
+}
+
+/// The layout of convolution's gradients on meta (PyTorch's meta convolution_backward): channels
+/// last when the input's or the weight's strides say so, whatever the dtype and dims.
+bool conv_grad_channels_last_meta(IntArrayRef in_sizes, IntArrayRef in_strides, IntArrayRef w_sizes,
+                                  IntArrayRef w_strides) {
+  return suggests_channels_last(in_sizes, in_strides) || suggests_channels_last(w_sizes, w_strides);
 }
 
 /// A 1x1 convolution (stride 1, unpadded) or its transpose on channels-last tensors: per
@@ -595,6 +604,10 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
                         IntArrayRef output_padding, int64_t groups, OutArg) {
   ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  const int64_t out_c = transposed ? g.cin : g.cout;
+  const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
+  // row-major whatever the layouts (PyTorch's meta convolution; no dtype checks: they are its kernels')
+  if (is_meta(input)) return empty_tensor(sizes, input.dtype(), input.device());
   if (input.device().is_cuda()) {
 #ifdef TP_USE_CUDNN
     if (Tensor y = cudnn_convolution(g, input, weight, bias, transposed); y.defined()) return y;
@@ -620,8 +633,6 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
     const bool native_cl = cl && (g.depthwise() || g.groups == 1);
     Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
     Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
-    const int64_t out_c = transposed ? g.cin : g.cout;
-    const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
                          : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
@@ -651,6 +662,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
   ConvShape g = weight_grad_shape(grad_output, input, weight_size, stride, padding, dilation, groups);
   TP_CHECK(grad_output.device() == input.device(), "Expected all tensors to be on the same device, but "
            "found at least two devices, ", input.device().str(), " and ", grad_output.device().str(), "!");
+  if (is_meta(input)) return empty_tensor(weight_size, input.dtype(), input.device());  // row-major, as PyTorch's
   if (input.device().is_cuda()) {
 #ifdef TP_USE_CUDNN
     if (Tensor gw = cudnn_weight_grad(g, grad_output, input, weight_size); gw.defined()) return gw;
@@ -683,6 +695,10 @@ Tensor convolution_unfold_impl(const Tensor& input, const Tensor& weight, const 
                                IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool transposed,
                                IntArrayRef output_padding, int64_t groups, OutArg) {
   ConvShape g = conv_shape(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
+  if (is_meta(input)) {
+    check_unfold(g, input.dtype(), false);
+    return empty_tensor(sizes_of(g.n, transposed ? g.cin : g.cout, g, transposed), input.dtype(), input.device());
+  }
   return unfold_convolution(g, input, weight, bias, transposed);
 }
 
@@ -690,6 +706,10 @@ Tensor convolution_unfold_weight_backward_impl(const Tensor& grad_output, const 
                                                IntArrayRef weight_size, IntArrayRef stride, IntArrayRef padding,
                                                IntArrayRef dilation, int64_t groups, OutArg) {
   ConvShape g = weight_grad_shape(grad_output, input, weight_size, stride, padding, dilation, groups);
+  if (is_meta(input)) {
+    check_unfold(g, input.dtype(), false);
+    return empty_tensor(weight_size, input.dtype(), input.device());
+  }
   return unfold_weight_grad(g, grad_output, input, weight_size);
 }
 
@@ -764,8 +784,10 @@ Tensor convolution_input_backward(const Tensor& grad, const Tensor& weight, IntA
   } else {
     gx = conv_input_grad(grad, weight, in_sizes, stride, padding, dilation, groups, unfold);
   }
-  return with_layout(gx, conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(), weight.dtype(),
-                                            weight.device().is_cuda()));
+  return with_layout(gx, is_meta(weight) ? conv_grad_channels_last_meta(in_sizes, in_strides, weight.sizes(),
+                                                                         weight.strides())
+                                          : conv_channels_last(in_sizes, in_strides, weight.sizes(), weight.strides(),
+                                                               weight.dtype(), weight.device().is_cuda()));
 }
 
 Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntArrayRef w_sizes,
@@ -776,8 +798,10 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
                            : std::pair<Tensor, DimVector>(input, DimVector(padding.data(), padding.size()));
   Tensor gw = unfold ? _convolution_unfold_weight_backward(gy, x, w_sizes, stride, p, dilation, groups)
                      : _convolution_weight_backward(gy, x, w_sizes, stride, p, dilation, groups);
-  return with_layout(gw, conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
-                                            input.device().is_cuda()));
+  const bool cl = is_meta(input) ? conv_grad_channels_last_meta(input.sizes(), input.strides(), w_sizes, w_strides)
+                                 : conv_channels_last(input.sizes(), input.strides(), w_sizes, w_strides, input.dtype(),
+                                                      input.device().is_cuda());
+  return with_layout(gw, cl);
 }
 
 Tensor channel_bias_backward(const Tensor& grad) {
@@ -862,10 +886,12 @@ Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dila
   g.n = batched ? self.size(0) : 1;
   g.cin = self.size(batched ? 1 : 0);
   const int64_t K = g.k_numel(), L = g.out_numel();
+  const DimVector col_sizes = batched ? DimVector{g.n, g.cin * K, L} : DimVector{g.cin * K, L};
+  // (PyTorch's meta function checks no dtype: that is its kernels')
+  if (is_meta(self)) return empty_tensor(col_sizes, self.dtype(), self.device());
   return widened(self.dtype(), [&](DType dt) {
     Tensor x = as_compute(self, dt);
-    Tensor col = batched ? empty_tensor(DimVector{g.n, g.cin * K, L}, dt, self.device())
-                         : empty_tensor(DimVector{g.cin * K, L}, dt, self.device());
+    Tensor col = empty_tensor(col_sizes, dt, self.device());
     visit_blocks(dt, "im2col", [&](auto t) {
       using T = decltype(t);
       if (x.device().is_cuda()) {
@@ -898,10 +924,11 @@ Tensor col2im_impl(const Tensor& self, IntArrayRef output_size, IntArrayRef kern
            g.out[1], " * ", g.out[2], " = ", L, ", but got input.size(2)=", self.size(self.dim() - 1), ".");
   g.n = batched ? self.size(0) : 1;
   g.cin = rows / K;
+  const DimVector img_sizes = batched ? DimVector{g.n, g.cin, out[0], out[1]} : DimVector{g.cin, out[0], out[1]};
+  if (is_meta(self)) return empty_tensor(img_sizes, self.dtype(), self.device());
   return widened(self.dtype(), [&](DType dt) {
     Tensor col = as_compute(self, dt);
-    Tensor img = batched ? empty_tensor(DimVector{g.n, g.cin, out[0], out[1]}, dt, self.device())
-                         : empty_tensor(DimVector{g.cin, out[0], out[1]}, dt, self.device());
+    Tensor img = empty_tensor(img_sizes, dt, self.device());
     visit_blocks(dt, "col2im", [&](auto t) {
       using T = decltype(t);
       if (col.device().is_cuda()) {
@@ -957,7 +984,9 @@ Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optiona
   TP_CHECK(weight.dim() == nsp + 2, "Expected ", nsp + 2, "-dimensional weight for ", op, ", but got weight of size ",
            shape_str(weight.sizes()));
   // Total padding d*(k-1) per dim; an odd total puts the extra element on the right, which
-  // equals padding one more on both sides and dropping the first output (stride is 1).
+  // equals padding one more on both sides and dropping the first output (stride is 1). The
+  // result is then copied dense in its layout (row-major or channels last), as PyTorch's
+  // (which pads a copy of the input instead), on every device, meta included.
   DimVector pad, trim;
   for (int64_t i = 0; i < nsp; ++i) {
     int64_t total = d[i] * (weight.size(2 + i) - 1);
@@ -967,9 +996,13 @@ Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optiona
   return with_batch(input, nsp, op, [&](const Tensor& x) {
     int64_t zero = 0;
     Tensor y = convolution(x, weight, bias, s, pad, d, false, IntArrayRef(&zero, 1), groups);
+    bool trimmed = false;
     for (int64_t i = 0; i < nsp; ++i)
-      if (trim[i]) y = narrow(y, 2 + i, 1, y.size(2 + i) - 1);
-    return y;
+      if (trim[i]) {
+        y = narrow(y, 2 + i, 1, y.size(2 + i) - 1);
+        trimmed = true;
+      }
+    return trimmed ? with_layout(y, channels_last(y)) : y;
   });
 }
 

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -48,10 +49,8 @@ struct Bags {
   int64_t count() const { return int64_t(begin.size()) - 1; }
 };
 
-/// `num_bags` bags over `indices` (the forward: offsets minus the last one with
-/// include_last_offset; the backward: as many as the gradient has rows).
-Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, bool include_last_offset,
-               int64_t num_weights, bool check_range, Device dev) {
+/// The checks of indices and offsets that read no values: dtypes, devices, dims.
+void check_bag_args(const Tensor& indices, const Tensor& offsets, Device dev) {
   check_index_dtype(indices, "indices", 1);
   check_index_dtype(offsets, "offsets", 1);
   for (const Tensor* t : {&indices, &offsets})
@@ -59,6 +58,13 @@ Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, b
              dev.str(), " and ", t->device().str(), "!");
   TP_CHECK(indices.dim() == 1, "input has to be a 1D or 2D Tensor, but got Tensor of dimension ", indices.dim());
   TP_CHECK(offsets.dim() == 1, "offsets has to be a 1D Tensor, but got Tensor of dimension ", offsets.dim());
+}
+
+/// `num_bags` bags over `indices` (the forward: offsets minus the last one with
+/// include_last_offset; the backward: as many as the gradient has rows).
+Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, bool include_last_offset,
+               int64_t num_weights, bool check_range, Device dev) {
+  check_bag_args(indices, offsets, dev);
   Bags b;
   b.index = host_copy(_to_dtype(indices, DType::Int64));  // the checks and the bags read them on the host
   Tensor off = host_copy(_to_dtype(offsets, DType::Int64));
@@ -137,7 +143,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
            "checking arguments for embedding_bag)");
   TP_CHECK(mode == kSum || mode == kMean || mode == kMax, "`mode` must be sum, mean, or max.");
   const Device dev = weight.device();
-  Bags bags = make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true, dev);
+  // on meta no values: the checks that read none, then PyTorch's meta results below
+  const bool meta = is_meta(weight);
+  Bags bags = meta ? Bags{} : make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true, dev);
+  if (meta) {
+    check_bag_args(indices, offsets, dev);
+    if (include_last_offset)
+      TP_CHECK(offsets.numel() >= 1, "include_last_offset: number of offset should be at least 1");
+  }
   if (per_sample_weights) {
     const Tensor& p = *per_sample_weights;
     TP_CHECK(p.dtype() == weight.dtype(), "Expected tensor for argument #1 'weight' to have the same type as tensor "
@@ -147,6 +160,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
     check_same_device(weight, p);
     TP_CHECK(p.dim() == 1 && p.numel() == indices.numel(), "embedding_bag: per_sample_weights has to be 1-D with as "
              "many elements as indices (", indices.numel(), "), but got shape ", shape_str(p.sizes()));
+  }
+  if (meta) {  // PyTorch's meta function (as its CUDA kernel): the index results in the indices' dtype, one
+    // offset2bag entry per index, one bag size per offset, max_indices empty but for mode max
+    const int64_t m = offsets.numel(), nb = include_last_offset ? m - 1 : m, n = indices.numel(), none = 0;
+    const int64_t nb_d[2] = {nb, weight.size(1)};
+    const DType idt = indices.dtype();
+    return {empty_tensor(nb_d, weight.dtype(), dev), empty_tensor(IntArrayRef(&n, 1), idt, dev),
+            empty_tensor(IntArrayRef(&m, 1), idt, dev),
+            mode == kMax ? empty_tensor(nb_d, idt, dev) : empty_tensor(IntArrayRef(&none, 1), idt, dev)};
   }
   const int64_t nb = bags.count(), D = weight.size(1), n = bags.index.numel();
   const DType idt = index_result_dtype(indices, offsets);
@@ -272,6 +294,11 @@ Tensor embedding_bag_backward_impl(const Tensor& grad_output, const Tensor& indi
            "mode='sum'");
   const int64_t nb = grad_output.size(0), D = grad_output.size(1);
   const Device dev = grad_output.device();
+  if (is_meta(grad_output)) {
+    check_bag_args(indices, offsets, dev);
+    const int64_t wd[2] = {num_weights, D};
+    return empty_tensor(wd, grad_output.dtype(), dev);
+  }
   Bags bags = make_bags(indices, offsets, nb, false, num_weights, false, dev);
   const int64_t* ix = bags.index.data<int64_t>();
   const int64_t n = bags.index.numel();
@@ -345,6 +372,11 @@ Tensor embedding_bag_per_sample_weights_backward_impl(const Tensor& grad_output,
   check_same_device(weight, grad_output);
   const int64_t nb = grad_output.size(0), D = weight.size(1);
   const Device dev = weight.device();
+  if (is_meta(weight)) {
+    check_bag_args(indices, offsets, dev);
+    const int64_t n = indices.numel();
+    return empty_tensor(IntArrayRef(&n, 1), weight.dtype(), dev);
+  }
   Bags bags = make_bags(indices, offsets, nb, false, weight.size(0), true, dev);
   const int64_t* ix = bags.index.data<int64_t>();
   const int64_t n = bags.index.numel();
@@ -393,6 +425,7 @@ Tensor embedding_renorm_impl(const Tensor& self, const Tensor& indices, double m
            "arguments for embedding_renorm_)");
   TP_CHECK(is_floating(self.dtype()), "norm(): input dtype should be either floating point or complex. Got ",
            dtype_scalar_name(self.dtype()), " instead.");
+  if (is_meta(self)) return self;  // no rows to renormalise
   Tensor ix = host_copy(_to_dtype(indices, DType::Int64));
   const int64_t rows = self.size(0), D = self.size(1), rs = self.stride(0), cs = self.stride(1);
   std::vector<int64_t> uniq(ix.data<int64_t>(), ix.data<int64_t>() + ix.numel());

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
 #include "ops/grid_sample.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -54,11 +55,13 @@ Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int
            "to be 0 (bilinear), 1 (nearest) or 2 (bicubic), but got ", mode);
   TP_CHECK(padding == kZeros || padding == kBorder || padding == kReflection,
            "grid_sampler(): expected padding_mode to be 0 (zeros), 1 (border) or 2 (reflection), but got ", padding);
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()), "\"", kernel, "\" not implemented for '",
-                dtype_scalar_name(input.dtype()), "'");
+  // (PyTorch's meta function checks no dtype: that is its kernels')
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()) || is_meta(input), "\"", kernel,
+                "\" not implemented for '", dtype_scalar_name(input.dtype()), "'");
   TP_CHECK(grid.dtype() == input.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()), " but found ",
            dtype_scalar_name(grid.dtype()));
-  TP_CHECK(input.device().is_cpu() || input.device().is_cuda(), kernel, ": no ", input.device().str(), " kernel");
+  TP_CHECK(input.device().is_cpu() || input.device().is_cuda() || is_meta(input), kernel, ": no ",
+           input.device().str(), " kernel");
   check_same_device(input, grid);
   Geometry g;
   g.nsp = nsp;
@@ -74,10 +77,11 @@ Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int
 Tensor sampler_forward(const Tensor& input, const Tensor& grid, int64_t nsp, int64_t mode, int64_t padding,
                        bool align, const char* kernel) {
   Geometry g = check_sampler(input, grid, nsp, mode, padding, kernel);
-  const DType dt = compute_dtype(input.dtype());
-  Tensor x = contiguous(_to_dtype(input, dt)), gr = contiguous(_to_dtype(grid, dt));
   DimVector sizes{g.n, g.c};
   for (int64_t i = 0; i < nsp; ++i) sizes.push_back(g.out[3 - nsp + i]);
+  if (is_meta(input)) return empty_tensor(sizes, input.dtype(), input.device());
+  const DType dt = compute_dtype(input.dtype());
+  Tensor x = contiguous(_to_dtype(input, dt)), gr = contiguous(_to_dtype(grid, dt));
   Tensor y = empty_tensor(sizes, dt, input.device());
   if (y.device().is_cuda()) {
 #ifdef TP_USE_CUDA
@@ -98,6 +102,9 @@ std::tuple<Tensor, Tensor> sampler_backward(const Tensor& grad_output, const Ten
   TP_CHECK(std::equal(expect.begin(), expect.end(), grad_output.sizes().begin(), grad_output.sizes().end()), kernel,
            ": expected grad_output of sizes ", shape_str(expect), ", but got ", shape_str(grad_output.sizes()));
   check_same_device(input, grad_output);
+  if (is_meta(input))  // row-major, in the input's dtype
+    return {input_grad ? empty_tensor(input.sizes(), input.dtype(), input.device()) : Tensor(),
+            grid_grad ? empty_tensor(grid.sizes(), input.dtype(), input.device()) : Tensor()};
   const DType dt = compute_dtype(input.dtype());
   Tensor x = contiguous(_to_dtype(input, dt)), gr = contiguous(_to_dtype(grid, dt));
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
@@ -211,9 +218,11 @@ std::tuple<Tensor, Tensor> differentiable_backward(const Tensor& grad, const Ten
   const int taps = mode == kBicubic ? 4 : mode == kNearest ? 1 : 2;
   const DType dt = grid.dtype();
   const Device dev = grid.device();
-  Tensor gdet = host_copy(detach(grid));  // the taps are found on the host, then moved to dev
+  // the taps are found on the host, then moved to dev; on meta they have no values to find
+  const bool meta = is_meta(grid);
+  Tensor gdet = meta ? Tensor() : host_copy(detach(grid));
   auto on_dev = [&](const Tensor& t) {
-    if (dev.is_cpu()) return t;
+    if (dev.is_cpu() || meta) return t;
     Tensor d = empty_tensor(t.sizes(), t.dtype(), dev);
     return copy_(d, t);
   };
@@ -221,13 +230,14 @@ std::tuple<Tensor, Tensor> differentiable_backward(const Tensor& grad, const Ten
   std::vector<AxisTaps> axes(static_cast<size_t>(nsp));
   for (int64_t a = 0; a < nsp; ++a) {
     AxisTaps& at = axes[size_t(a)];
-    Tensor frac = empty_tensor(np, dt), slope = empty_tensor(np, dt);
+    const Device host_or_meta = meta ? dev : Device(DeviceType::CPU);
+    Tensor frac = empty_tensor(np, dt, host_or_meta), slope = empty_tensor(np, dt, host_or_meta);
     std::vector<Tensor> idx, val;
     for (int k = 0; k < taps; ++k) {
-      idx.push_back(empty_tensor(np, DType::Int64));
-      val.push_back(empty_tensor(np, dt));
+      idx.push_back(empty_tensor(np, DType::Int64, host_or_meta));
+      val.push_back(empty_tensor(np, dt, host_or_meta));
     }
-    visit_float(dt, [&](auto t) {
+    if (!meta) visit_float(dt, [&](auto t) {
       using T = decltype(t);
       std::vector<int64_t*> ip;
       std::vector<T*> vp;

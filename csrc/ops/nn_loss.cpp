@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -19,7 +20,8 @@ namespace tp {
 namespace {
 
 void check_rows(const Tensor& self, const Tensor& target, const char* op) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel yet");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
+           " kernel yet");
   TP_CHECK(self.dim() == 2, op, ": expected 2-D logits, got ", self.dim(), "-D");
   TP_CHECK(target.dim() == 1 && target.size(0) == self.size(0), op,
            ": expected a target of shape [", self.size(0), "]");
@@ -61,6 +63,10 @@ std::tuple<Tensor, Tensor> cross_entropy_rows_impl(const Tensor& self, const Ten
                                                    int64_t ignore_index, OutArg) {
   check_rows(self, target, "cross_entropy");
   const int64_t n = self.size(0), c = self.size(1);
+  if (is_meta(self))  // the loss in self's dtype, lse in the accumulation dtype (no targets to check)
+    return {empty_tensor(IntArrayRef(&n, 1), self.dtype(), self.device()),
+            empty_tensor(IntArrayRef(&n, 1), self.dtype() == DType::Float64 ? DType::Float64 : DType::Float32,
+                         self.device())};
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {
@@ -90,6 +96,10 @@ Tensor cross_entropy_rows_backward_impl(const Tensor& grad_rows, const Tensor& s
                                         const Tensor& lse, OutArg) {
   check_rows(self, target, "cross_entropy_backward");
   const int64_t n = self.size(0), c = self.size(1);
+  if (is_meta(self)) {
+    compute_dtype(self.dtype());  // its dtype check
+    return empty_tensor(self.sizes(), self.dtype(), self.device());
+  }
   Tensor tgt = contiguous(_to_dtype(target, DType::Int64, false));
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {

@@ -15,6 +15,7 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -74,6 +75,8 @@ void outer_n_inner(IntArrayRef sizes, int64_t dim, int64_t& outer, int64_t& n, i
 Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& dtype, bool log, const char* op) {
   dim = wrap_dim(dim, self.dim());
   const DType out_dt = dtype ? *dtype : self.dtype();
+  // row-major in out_dt (PyTorch's meta function checks no dtype: that is its kernels')
+  if (is_meta(self)) return empty_tensor(self.sizes(), out_dt, self.device());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(out_dt), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
                 dtype_scalar_name(out_dt), "'");
 #ifdef TP_USE_CUDA
@@ -109,6 +112,7 @@ Tensor log_softmax_impl(const Tensor& self, int64_t dim, const std::optional<DTy
 
 Tensor _softmax_backward_data_impl(const Tensor& grad_output, const Tensor& output, int64_t dim, bool log, OutArg) {
   dim = wrap_dim(dim, output.dim());
+  if (is_meta(output)) return empty_tensor(output.sizes(), output.dtype(), output.device());
 #ifdef TP_USE_CUDA
   if (output.device().is_cuda()) {
     TP_CHECK(grad_output.device() == output.device(), "Expected all tensors to be on the same device, but found at "
@@ -205,6 +209,14 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_impl(const Tensor& input, I
                                                           const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, double eps, OutArg) {
   auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, bias);
+  if (is_meta(input)) {  // PyTorch's meta function: the statistics in the accumulation dtype, as on CUDA
+    TP_CHECK(is_floating(input.dtype()), "mean(): could not infer output dtype. Input dtype must be either a floating "
+             "point or complex dtype. Got: ", dtype_scalar_name(input.dtype()));
+    const DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
+    const DType adt = compute_dtype(input.dtype());
+    return {empty_tensor(input.sizes(), input.dtype(), input.device()), empty_tensor(ss, adt, input.device()),
+            empty_tensor(ss, adt, input.device())};
+  }
   const bool mixed = layer_norm_mixed(input, weight, bias);
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {
@@ -238,6 +250,12 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_impl(
     const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape, const Tensor& mean, const Tensor& rstd,
     const std::optional<Tensor>& weight, bool input_grad, bool weight_grad, bool bias_grad, OutArg) {
   auto [rows, len] = layer_norm_rows(input, normalized_shape, weight, std::nullopt);
+  if (is_meta(input)) {  // the gradients in the input's dtype, row-major
+    auto grad = [&](bool wanted, IntArrayRef sizes) {
+      return wanted ? empty_tensor(sizes, input.dtype(), input.device()) : Tensor();
+    };
+    return {grad(input_grad, input.sizes()), grad(weight_grad, normalized_shape), grad(bias_grad, normalized_shape)};
+  }
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {
     const std::optional<Tensor> others[3] = {grad_out, mean, rstd};
@@ -347,6 +365,14 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   check_channel_vector(running_mean, c, "running_mean");
   check_channel_vector(running_var, c, "running_var");
   TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
+  if (is_meta(input)) {  // PyTorch's meta function: the output in the input's layout, statistics in the accumulation dtype
+    TP_CHECK(is_floating(input.dtype()), "mean(): could not infer output dtype. Input dtype must be either a floating "
+             "point or complex dtype. Got: ", dtype_scalar_name(input.dtype()));
+    const DType adt = compute_dtype(input.dtype());
+    return {empty_strided_tensor(input.sizes(), preserving_strides(input.sizes(), input.strides()), input.dtype(),
+                                 input.device()),
+            empty_tensor(IntArrayRef(&c, 1), adt, input.device()), empty_tensor(IntArrayRef(&c, 1), adt, input.device())};
+  }
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {
     check_devices(input, {&weight, &bias, &running_mean, &running_var});
@@ -396,6 +422,16 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward_impl(
   batch_dims(input, n, c, l);
   const bool cl = channels_last(input);  // Note [Channels-last results]
   const DType dt = compute_dtype(input.dtype());
+  if (is_meta(input)) {  // the dtypes and layouts of the CPU kernel's results
+    const DType wdt = weight ? weight->dtype() : input.dtype();
+    Tensor gx = !input_grad ? Tensor()
+                : cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
+                                            input.device())
+                     : empty_tensor(input.sizes(), input.dtype(), input.device());
+    Tensor gw = weight_grad ? empty_tensor(IntArrayRef(&c, 1), wdt, input.device()) : Tensor();
+    Tensor gb = bias_grad ? empty_tensor(IntArrayRef(&c, 1), wdt, input.device()) : Tensor();
+    return {gx, gw, gb};
+  }
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {
     const std::optional<Tensor> others[3] = {grad_out, save_mean, save_invstd};
@@ -466,7 +502,7 @@ namespace {
 
 /// Whether `t` (small: per-(sample, group) statistics) has a nonzero element.
 bool any_nonzero(const Tensor& t) {
-  if (!t.defined()) return false;
+  if (!t.defined() || is_meta(t)) return false;  // on meta: no values (nor do the results' shapes depend on them)
   Tensor d = contiguous(_to_dtype(host_copy(t), DType::Float64));
   const double* p = d.data<double>();
   return std::any_of(p, p + d.numel(), [](double v) { return v != 0; });
@@ -520,10 +556,18 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
              v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
              shape_str(input.sizes()));
   const GroupBlocks blk(input, group);
-  TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
-           "Expected X.is_contiguous(memory_format) to be true, but got false.");
   const int64_t stats[2] = {N, group};
   const DType dt = input.dtype(), cdt = compute_dtype(dt);
+  if (is_meta(input)) {  // PyTorch's meta function: any layout in, the suggested one out; statistics in dt
+    TP_CHECK(is_floating(dt), "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+             "complex dtype. Got: ", dtype_scalar_name(dt));
+    Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
+                      : empty_tensor(input.sizes(), dt, input.device());
+    return {y, empty_tensor(IntArrayRef(stats, 2), dt, input.device()),
+            empty_tensor(IntArrayRef(stats, 2), dt, input.device())};
+  }
+  TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
+           "Expected X.is_contiguous(memory_format) to be true, but got false.");
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {  // the kernel reads row-major (N, C, HxW) data
     check_devices(input, {&weight, &bias});
@@ -559,22 +603,25 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
   const bool stats_used =
       mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
   // the fused kernel (CPU only; on CUDA the differentiable form below): every gradient in one go
-  if (!autograd::grad_enabled() && !stats_used && input.device().is_cpu()) {
+  // (on meta its results' layouts and dtypes, from the same allocations)
+  if (!autograd::grad_enabled() && !stats_used && (input.device().is_cpu() || is_meta(input))) {
+    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
     Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
     Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));
     Tensor w = weight ? compute_input(*weight) : Tensor();
     const int64_t n = input.size(0), c = input.size(1);
     Tensor gx = !mask[0] ? Tensor()
                 : blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
-                         : empty_tensor(input.sizes(), dt);
-    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
-    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt) : Tensor();
+                         : empty_tensor(input.sizes(), dt, input.device());
+    Tensor gw = mask[1] ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    Tensor gb = mask[2] ? empty_tensor(IntArrayRef(&c, 1), dt, input.device()) : Tensor();
+    const DType wdt = weight ? weight->dtype() : dt;
+    if (is_meta(input)) return {back(gx, input.dtype()), back(gw, wdt), back(gb, grad.dtype())};
     check_floating(dt, "group_norm_backward");
     cpu::group_norm_backward_stub(dt, blk.cl, cpu_data(gy), cpu_data(xc), n, n * c != 0 ? input.numel() / (n * c) : 0,
                                   c, group, cpu_data(m), cpu_data(rs), cpu_data(w), cpu_data(gx), cpu_data(gw),
                                   cpu_data(gb));
-    auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
-    return {back(gx, input.dtype()), back(gw, weight ? weight->dtype() : dt), back(gb, grad.dtype())};
+    return {back(gx, input.dtype()), back(gw, wdt), back(gb, grad.dtype())};
   }
   // differentiable (Note [Fused backward and create_graph]); mean and 1/std again from the input
   Tensor x = blk.of(_to_dtype(input, dt)), g = _to_dtype(weight ? grad * channel_view(*weight, nd) : grad, dt);
@@ -605,8 +652,9 @@ Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optio
            "num_groups, but got input of shape ", shape_str(input.sizes()), " and num_groups=", num_groups);
   check_channel_vector(weight, c, "weight");
   check_channel_vector(bias, c, "bias");
-  // dense in its own layout, as native_group_norm takes it (PyTorch's group_norm does the same)
-  const bool cl = channels_last(input);
+  // dense in its own layout, as native_group_norm takes it (PyTorch's group_norm does the same;
+  // on meta its math form gives row-major results)
+  const bool cl = channels_last(input) && !is_meta(input);
   Tensor x = !cl ? contiguous(input) : is_channels_last_dense(input) ? input : with_layout(input, true);
   return std::get<0>(
       native_group_norm(x, weight, bias, n, c, n * c != 0 ? input.numel() / (n * c) : 0, num_groups, eps));
@@ -653,6 +701,7 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef
     return {y, rstd};
   }
 #endif
+  if (is_meta(input)) return {empty_tensor(input.sizes(), dt, input.device()), empty_tensor(ss, adt, input.device())};
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
   Tensor x = compute_input(input);
   Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();  // scaled in the input's opmath type
@@ -687,6 +736,9 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_backward_impl(const Tensor& grad_out,
     return {gx, gw.defined() ? _to_dtype(gw, wdt) : gw};
   }
 #endif
+  if (is_meta(input))
+    return {input_grad ? empty_tensor(input.sizes(), dt, input.device()) : Tensor(),
+            weight_grad ? empty_tensor(normalized_shape, wdt, input.device()) : Tensor()};
   TP_CHECK(input.device().is_cpu(), "no ", input.device().str(), " kernel");
   Tensor g = compute_input(grad_out), x = compute_input(input), rs = contiguous(_to_dtype(rstd, adt));
   Tensor w = weight ? contiguous(_to_dtype(*weight, adt)) : Tensor();

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/tensor_iterator.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -153,10 +154,12 @@ void visit_bits(DType dt, F&& f) {
 
 Tensor pad_run(const Tensor& self, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   PadMap m = pad_map(self.sizes(), padding, nsp, reflect, op);
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
+           " kernel");
+  Tensor y = empty_tensor(padded_sizes(self.sizes(), m), self.dtype(), self.device());
+  if (is_meta(self)) return y;  // (PyTorch's meta function checks no dtype: that is its kernels')
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
   Tensor x = contiguous(self);
-  Tensor y = empty_tensor(padded_sizes(self.sizes(), m), self.dtype(), self.device());
   if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::pad_forward(x, y, m.in, m.map);
@@ -189,6 +192,7 @@ Tensor _pad_backward_impl(const Tensor& grad_output, IntArrayRef self_size, IntA
   DimVector expected = padded_sizes(self_size, m);
   TP_CHECK(std::equal(expected.begin(), expected.end(), grad_output.sizes().begin(), grad_output.sizes().end()),
            "pad_backward: grad_output of size ", shape_str(grad_output.sizes()), ", expected ", shape_str(expected));
+  if (is_meta(grad_output)) return empty_tensor(self_size, grad_output.dtype(), grad_output.device());
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
   Tensor gx = empty_tensor(self_size, dt, grad_output.device());
@@ -226,8 +230,8 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
   TP_CHECK(std::equal(self.sizes().begin(), self.sizes().end(), indices.sizes().begin(), indices.sizes().end()), op,
            ": Expected shape of indices to be same as that of the input tensor (", shape_str(self.sizes()),
            ") but got indices tensor with shape: ", shape_str(indices.sizes()));
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "\"", op, "\" not implemented for '",
-                dtype_scalar_name(self.dtype()), "'");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || is_meta(self), "\"", op,
+                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   DimVector out_sizes(self.sizes().data(), size_t(self.dim() - nsp));
   int64_t plane_out = 1;
   for (int64_t v : output_size) {
@@ -241,6 +245,8 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
   }();
   const int64_t plane_in = planes ? self.numel() / planes : 0;
   check_same_device(self, indices);
+  // on meta: no values to place, nor indices to check (PyTorch's meta function checks none)
+  if (is_meta(self)) return empty_tensor(out_sizes, self.dtype(), self.device());
   Tensor x = contiguous(self), idx = contiguous(indices);
   const Tensor host_idx = host_copy(idx);
   const int64_t* ix = host_idx.data<int64_t>();

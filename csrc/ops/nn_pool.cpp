@@ -11,9 +11,13 @@
 #include <algorithm>
 #include <string>
 
+#include "autograd/forward_ad.h"
+#include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "dispatch/dispatch_key.h"
 #include "kernels/cpu_stubs.h"
 #include "kernels/tensor_iterator.h"
+#include "ops/meta.h"
 #include "ops/nn.h"
 #include "ops/nn_pool.h"
 #include "tensorplay/ops_api.h"
@@ -44,7 +48,8 @@ void check_pool_input(const Tensor& self, int64_t nsp, const char* op) {
   for (int64_t i = 1; i < self.dim(); ++i)
     TP_CHECK(self.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
              "a shape of ", shape_str(self.sizes()), " and non-zero size for dim ", i);
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ", self.device().str(), " kernel");
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
+           " kernel");
 }
 
 void base_shape(PoolShape& g, const Tensor& self, int64_t nsp) {
@@ -183,14 +188,29 @@ cuda::PoolLayout cuda_layout(IntArrayRef self_size, int64_t nsp, bool cl) {
 /// float16/bfloat16 widened to float32 (the pooling kernels' compute dtype), any layout.
 Tensor widen(const Tensor& t) { return is_float16_or_bfloat16(t.dtype()) ? _to_dtype(t, DType::Float32) : t; }
 
-/// Whether a pooling over `nsp` dims of `t` runs and returns channels last: `t` batched (4-D
-/// or 5-D) with channels-last strides, for the ops whose PyTorch kernels have such a path.
+/// Whether a batched pooling input of (sizes, strides) over `nsp` dims reads as channels last.
+/// A 1-D pooling is PyTorch's 2-D one of the input unsqueezed to (N, C, 1, L): channels last
+/// (C innermost, results (N, C, L) with strides (C * L, 1, C)) when that view is.
+bool pool_layout_channels_last(IntArrayRef sizes, IntArrayRef strides, int64_t nsp) {
+  if (int64_t(sizes.size()) != nsp + 2) return false;
+  if (nsp != 1) return suggests_channels_last(sizes, strides);
+  const int64_t s4[4] = {sizes[0], sizes[1], 1, sizes[2]};
+  const int64_t st4[4] = {strides[0], strides[1], sizes[2] * strides[2], strides[2]};  // unsqueeze's strides
+  return suggests_channels_last(IntArrayRef(s4, 4), IntArrayRef(st4, 4));
+}
+
+/// Whether a pooling over `nsp` dims of `t` runs and returns channels last: `t` batched with
+/// channels-last strides (pool_layout_channels_last), for the ops whose PyTorch kernels have
+/// such a path.
 bool pool_channels_last(const Tensor& t, int64_t nsp, bool has_path) {
-  return has_path && t.dim() == nsp + 2 && channels_last(t);
+  return has_path && pool_layout_channels_last(t.sizes(), t.strides(), nsp);
 }
 
 std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, bool cl, const char* op) {
   fill_unit_windows(g);
+  if (is_meta(self))  // (PyTorch's meta functions check no dtype: that is its kernels')
+    return {empty_in_layout(out_sizes(self, g), self.dtype(), cl, self.device()),
+            empty_in_layout(out_sizes(self, g), DType::Int64, cl, self.device())};
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
   Tensor x = with_layout(widen(self), cl);
   Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl, self.device());
@@ -211,10 +231,11 @@ std::tuple<Tensor, Tensor> max_pool_run(const Tensor& self, PoolShape g, bool cl
 Tensor avg_pool_run(const Tensor& self, PoolShape g, std::optional<int64_t> divisor, bool cl, const char* op) {
   fill_unit_windows(g);
   TP_CHECK(!divisor || *divisor != 0, op, ": divisor must be not zero");
+  const bool single = g.out_numel() == 1 && self.dim() == g.nsp + 2 && channels_last(self);
+  if (is_meta(self)) return empty_in_layout(out_sizes(self, g), self.dtype(), cl || single, self.device());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || self.dtype() == DType::Int64, "\"", op,
                 "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   Tensor x = with_layout(widen(self), cl);
-  const bool single = g.out_numel() == 1 && self.dim() == g.nsp + 2 && channels_last(self);
   Tensor y = empty_in_layout(out_sizes(self, g), x.dtype(), cl || single, self.device());
   if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
@@ -243,7 +264,14 @@ Tensor avg_backward_run(const PoolShape& g, const Tensor& self, const Tensor& gy
   return gx;
 }
 
+/// On meta, the one dtype error of PyTorch's average-pooling meta functions (its kernels' are not raised).
+void check_avg_meta_dtype(const Tensor& self, const char* op) {
+  TP_CHECK(!is_meta(self) || self.dtype() != DType::UInt8, "\"", op, "\" not implemented for 'torch.uint8'");
+}
+
+/// NotImplementedError unless self is floating (the kernels' dtypes; on meta, PyTorch checks none).
 void floats_only(const Tensor& self, const char* op) {
+  if (is_meta(self)) return;
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "\"", op, "\" not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
 }
@@ -252,17 +280,33 @@ void floats_only(const Tensor& self, const char* op) {
 
 // ------------------------------------------------------------------ max pooling
 
+namespace {
+
+/// Whether max_pool1d runs as PyTorch's own 1-D CPU kernel, whose results are row-major: a CPU
+/// input that needs no gradient and is no subclass, with no dispatch mode to see the call (else,
+/// and on other devices, max_pool1d_with_indices).
+bool max_pool1d_direct(const Tensor& self) {
+  return self.device().is_cpu() && !(self.requires_grad() && autograd::grad_enabled()) &&
+         !(autograd::fw_grad_enabled() && autograd::fw_grad(self).defined()) && !dispatch::python_key(self);
+}
+
+}  // namespace
+
 #define TP_MAX_POOL(N)                                                                                          \
   std::tuple<Tensor, Tensor> max_pool##N##d_with_indices_impl(const Tensor& self, IntArrayRef kernel_size,      \
                                                               IntArrayRef stride, IntArrayRef padding,          \
                                                               IntArrayRef dilation, bool ceil_mode, OutArg) {   \
     return max_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, dilation, ceil_mode, true,   \
                                             true, "max_pool" #N "d"),                                           \
-                        pool_channels_last(self, N, N > 1), "max_pool" #N "d");                                 \
+                        pool_channels_last(self, N, true), "max_pool" #N "d");                                  \
   }                                                                                                             \
   Tensor max_pool##N##d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,                   \
                              IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, OutArg) {               \
     if (N == 1) floats_only(self, "max_pool1d");                                                                \
+    if (N == 1 && max_pool1d_direct(self))                                                                      \
+      return std::get<0>(max_pool_run(self, sliding_shape(self, 1, kernel_size, stride, padding, dilation,      \
+                                                          ceil_mode, true, true, "max_pool1d"),                 \
+                                      false, "max_pool1d"));                                                    \
     return std::get<0>(max_pool##N##d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));  \
   }
 TP_MAX_POOL(1)
@@ -272,8 +316,8 @@ TP_MAX_POOL(3)
 
 std::tuple<Tensor, Tensor> adaptive_max_pool1d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
   floats_only(self, "adaptive_max_pool1d");
-  return max_pool_run(self, adaptive_shape(self, 1, output_size, "adaptive_max_pool1d"), false,
-                      "adaptive_max_pool1d");
+  return max_pool_run(self, adaptive_shape(self, 1, output_size, "adaptive_max_pool1d"),
+                      pool_channels_last(self, 1, true), "adaptive_max_pool1d");
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {
   floats_only(self, "adaptive_max_pool2d");
@@ -300,7 +344,8 @@ Tensor _max_pool_backward_impl(const Tensor& grad_output, const Tensor& indices,
   auto [planes, plane] = planes_of(self_size, spatial_dims);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // the indices carry the forward's layout (Note [Channels-last results])
-  const bool cl = spatial_dims > 1 && int64_t(self_size.size()) == spatial_dims + 2 && channels_last(indices);
+  const bool cl = pool_layout_channels_last(indices.sizes(), indices.strides(), spatial_dims);
+  if (is_meta(grad_output)) return empty_in_layout(self_size, grad_output.dtype(), cl, grad_output.device());
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl), idx = with_layout(indices, cl);
   if (grad_output.device().is_cuda()) {
 #ifdef TP_USE_CUDA
@@ -333,8 +378,10 @@ Tensor max_pool_double_backward(const Tensor& grad, const Tensor& indices, int64
 Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                        bool ceil_mode, bool count_include_pad, OutArg) {
   const int64_t one = 1;
+  check_avg_meta_dtype(self, "avg_pool2d");  // PyTorch's avg_pool1d is a 2-D one
   return avg_pool_run(self, sliding_shape(self, 1, kernel_size, stride, padding, IntArrayRef(&one, 1), ceil_mode,
-                                          count_include_pad, false, "avg_pool1d"), std::nullopt, false, "avg_pool1d");
+                                          count_include_pad, false, "avg_pool1d"), std::nullopt,
+                      pool_channels_last(self, 1, true), "avg_pool1d");
 }
 
 #define TP_AVG_POOL(N)                                                                                        \
@@ -342,7 +389,8 @@ Tensor avg_pool1d_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef 
                              IntArrayRef padding, bool ceil_mode, bool count_include_pad,                     \
                              const std::optional<int64_t>& divisor_override, OutArg) {                        \
     const int64_t one = 1;                                                                                    \
-    if (N == 3)                                                                                               \
+    check_avg_meta_dtype(self, "avg_pool" #N "d");                                                            \
+    if (N == 3 && !is_meta(self))                                                                             \
       TP_CHECK_KIND(ErrorKind::NotImplemented, !is_float16_or_bfloat16(self.dtype()), "\"avg_pool3d_out_frame\" not implemented " \
                     "for '", dtype_scalar_name(self.dtype()), "'");                                           \
     return avg_pool_run(self, sliding_shape(self, N, kernel_size, stride, padding, IntArrayRef(&one, 1),      \
@@ -362,9 +410,10 @@ Tensor _avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, In
   fill_unit_windows(g);
   check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
-  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2);
+  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims <= 2);
+  TP_CHECK(grad_output.numel() == g.planes * g.out_numel(), "avg_pool_backward: grad_output has the wrong size");
+  if (is_meta(self)) return empty_in_layout(self.sizes(), grad_output.dtype(), cl, self.device());
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
-  TP_CHECK(gy.numel() == g.planes * g.out_numel(), "avg_pool_backward: grad_output has the wrong size");
   return _to_dtype(avg_backward_run(g, self, gy, divisor_override, cl), grad_output.dtype());
 }
 
@@ -383,7 +432,11 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
   Tensor adaptive_avg_pool##N##d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {                 \
     floats_only(self, "adaptive_avg_pool" #N "d");                                                           \
     PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d");                          \
-    const bool cl = pool_channels_last(self, N, N == 2) && g.out_numel() != 1;                               \
+    /* pooled to one element per plane, PyTorch takes a mean (on meta, its dtype check is mean's) */         \
+    TP_CHECK(!is_meta(self) || g.out_numel() != 1 || is_floating(self.dtype()), "mean(): could not infer "  \
+             "output dtype. Input dtype must be either a floating point or complex dtype. Got: ",            \
+             dtype_scalar_name(self.dtype()));                                                               \
+    const bool cl = pool_channels_last(self, N, N <= 2) && g.out_numel() != 1;                               \
     return avg_pool_run(self, std::move(g), std::nullopt, cl, "adaptive_avg_pool" #N "d");                   \
   }
 TP_ADAPTIVE_AVG(1)
@@ -398,7 +451,8 @@ Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor&
   check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();
   // pooled to one element per plane, PyTorch takes a mean, whose gradient is row-major
-  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims == 2) && g.out_numel() != 1;
+  const bool cl = pool_channels_last(self, spatial_dims, spatial_dims <= 2) && g.out_numel() != 1;
+  if (is_meta(self)) return empty_in_layout(self.sizes(), grad_output.dtype(), cl, self.device());
   Tensor gy = with_layout(_to_dtype(grad_output, dt), cl);
   return _to_dtype(avg_backward_run(g, self, gy, std::nullopt, cl), grad_output.dtype());
 }

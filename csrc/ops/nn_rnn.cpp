@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
 #include "linalg/blas.h"
+#include "ops/meta.h"
 #include "tensorplay/ops_api.h"
 
 namespace tp {
@@ -14,7 +15,7 @@ namespace {
 
 void check_layer(const Tensor& gi, const Tensor& h0, const Tensor& c0, const Tensor& w_hh) {
   const char* op = "_lstm_layer";
-  TP_CHECK(gi.device().is_cpu(), op, ": no ", gi.device().str(), " kernel yet");
+  TP_CHECK(gi.device().is_cpu() || is_meta(gi), op, ": no ", gi.device().str(), " kernel yet");
   TP_CHECK(gi.dim() == 3 && gi.size(2) % 4 == 0, op, ": expected gi of shape (T, B, 4H), got ",
            shape_str(gi.sizes()));
   const int64_t B = gi.size(1), H = gi.size(2) / 4;
@@ -80,6 +81,7 @@ std::tuple<Tensor, Tensor, Tensor> lstm_layer_impl(const Tensor& gi, const Tenso
   const int64_t state_shape[3] = {T_, B, H};
   Tensor cells = empty(state_shape, gi.dtype(), gi.device());
   Tensor output = empty(state_shape, gi.dtype(), gi.device());
+  if (is_meta(gi)) return {output, gates, cells};
   Tensor h0 = contiguous(h0_), c0 = contiguous(c0_), w_hh = contiguous(w_hh_);
   if (T_ > 0 && B > 0) lstm_forward(gates, cells, output, h0, c0, w_hh, reverse);
   return {output, gates, cells};
@@ -99,6 +101,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lstm_layer_backward_impl(
   Tensor dc = given(grad_cy) ? clone(contiguous(*grad_cy)) : zeros(state, dt, gates.device());
   Tensor go = given(grad_output) ? contiguous(*grad_output) : Tensor();
   Tensor d_gates = empty(gates_shape, dt, gates.device());
+  if (is_meta(gates)) return {d_gates, dh, dc, empty(w_shape, dt, gates.device())};
   Tensor c0 = contiguous(c0_), w_hh = contiguous(w_hh_);
   if (T_ == 0 || B == 0) return {d_gates, dh, dc, zeros(w_shape, dt, gates.device())};
   lstm_backward(d_gates, dh, dc, go, gates, cells, c0, w_hh, reverse);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/meta.h"
 #include "ops/order_stats_math.h"
 #include "ops/pointwise.h"
 #include "ops/reduce_utils.h"
@@ -49,7 +50,7 @@ void for_each_row(int64_t rows, int64_t len, F f) {
 }
 
 void check_device(const char* op, const Tensor& self) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
 }
 
@@ -96,6 +97,7 @@ std::tuple<Tensor, Tensor> reduce_rows(const char* op, const Tensor& self, int64
   DimVector shape = reduced_shape(self, r.d, keepdim);
   Tensor values = empty_tensor(shape, r.x.dtype(), self.device());
   Tensor indices = empty_tensor(shape, DType::Int64, self.device());
+  if (is_meta(self)) return {_to_dtype(values, self.dtype()), indices};
   if (self.device().is_cuda()) {
     on_cuda(r, values, indices);
     return {_to_dtype(values, self.dtype()), indices};
@@ -198,7 +200,8 @@ std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t 
   Rows r = make_rows(self, dim);
   Tensor values = empty_tensor(r.x.sizes(), r.x.dtype(), self.device());
   Tensor indices = empty_tensor(r.x.sizes(), DType::Int64, self.device());
-  if (self.device().is_cuda()) {
+  if (is_meta(self)) {  // Note [Meta kernels]: no values; the layout below is the real one
+  } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::cum_best_rows(r.x, r.rows, r.len, IsMax, values, indices);
 #endif
@@ -250,12 +253,18 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
            "() input tensor must be either float or double dtype");
   bool scalar_q = q.impl()->is_wrapped_number();
   TP_CHECK(scalar_q || q.dtype() == self.dtype(), op, "() q tensor must be same dtype as the input tensor");
+  TP_CHECK(scalar_q || q.device() == self.device(), op, "() q tensor must be on the same device as the input tensor");
   Interp how = parse_interpolation(op, interpolation);
-  Tensor qd = host_copy(_to_dtype(q, DType::Float64));
-  std::vector<double> qs(qd.data<double>(), qd.data<double>() + qd.numel());
-  for (double v : qs) {
-    if (scalar_q) TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
-    else TP_CHECK(v >= 0 && v <= 1, op, "() q values must be in the range [0, 1]");
+  int64_t nq = q.numel();
+  Tensor qd;
+  std::vector<double> qs;
+  if (!is_meta(q)) {  // q's values are checked where they can be read, as PyTorch does
+    qd = host_copy(_to_dtype(q, DType::Float64));
+    qs.assign(qd.data<double>(), qd.data<double>() + nq);
+    for (double v : qs) {
+      if (scalar_q) TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
+      else TP_CHECK(v >= 0 && v <= 1, op, "() q values must be in the range [0, 1]");
+    }
   }
   Rows r;
   DimVector shape;
@@ -268,9 +277,10 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
     r.rows = 1;
     if (keepdim) shape.resize(size_t(self.dim()), 1);
   }
-  int64_t nq = int64_t(qs.size());
-  Tensor res = empty_tensor(std::vector<int64_t>{nq, r.rows}, self.dtype(), self.device());
-  if (self.device().is_cuda()) {
+  // one row's quantiles side by side; the q dim then moves first (PyTorch's layout)
+  Tensor res = empty_tensor(std::vector<int64_t>{r.rows, nq}, self.dtype(), self.device());
+  if (is_meta(self)) {  // Note [Meta kernels]: no values; the layout below is the real one
+  } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     Tensor q_dev = empty_tensor(std::vector<int64_t>{nq}, DType::Float64, self.device());
     copy_(q_dev, qd);
@@ -291,19 +301,18 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
           else buf.push_back(x[i]);
         }
         if (has_nan && !ignore_nan) {
-          for (int64_t j = 0; j < nq; ++j) o[j * r.rows + row] = std::numeric_limits<T>::quiet_NaN();
+          for (int64_t j = 0; j < nq; ++j) o[row * nq + j] = std::numeric_limits<T>::quiet_NaN();
           return;
         }
         std::sort(buf.begin(), buf.end());
         for (int64_t j = 0; j < nq; ++j)
-          o[j * r.rows + row] = order_math::quantile_of_sorted(buf.data(), int64_t(buf.size()), qs[size_t(j)], how);
+          o[row * nq + j] = order_math::quantile_of_sorted(buf.data(), int64_t(buf.size()), qs[size_t(j)], how);
       });
     }
   });
-  DimVector full_shape;
-  if (q.dim() == 1) full_shape.push_back(nq);
-  for (int64_t s : shape) full_shape.push_back(s);
-  return write_out(op, reshape(res, full_shape), out);
+  if (q.dim() == 0) return write_out(op, reshape(res, shape), out);
+  shape.push_back(nq);
+  return write_out(op, movedim(reshape(res, shape), std::vector<int64_t>{-1}, std::vector<int64_t>{0}), out);
 }
 
 }  // namespace
@@ -339,7 +348,8 @@ Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);
   Tensor res = empty_tensor(r.x.sizes(), DType::Float64, self.device());
-  if (self.device().is_cuda()) {
+  if (is_meta(self)) {  // Note [Meta kernels]: no values; the layout below is the real one
+  } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::logcumsumexp_rows(r.x, r.rows, r.len, res);
 #endif

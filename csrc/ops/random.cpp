@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "ops/meta.h"
+#include "ops/nn.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "random/capability.h"
@@ -1249,6 +1250,19 @@ Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, Out
 
 std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
                                                const std::optional<bool>& train, OutArg) {
+  if (is_meta(input)) {  // PyTorch's meta function (its decomposition): train=None is eval, p is not checked;
+    // without dropping (eval, p == 0) its output is the input itself: here an alias of it
+    const bool drops = train.value_or(false) && p != 0;
+    if (drops && p != 1 && !is_floating(input.dtype()))
+      TP_FAIL("result type Float can't be cast to the desired output type ", dtype_scalar_name(input.dtype()));
+    const DimVector strides = preserving_strides(input.sizes(), input.strides());
+    Tensor mask = empty_strided_tensor(input.sizes(), strides, DType::Bool, input.device());
+    if (!drops)
+      return {make_view(input, DimVector(input.sizes().data(), input.sizes().size()),
+                        DimVector(input.strides().data(), input.strides().size()), input.storage_offset()),
+              mask};
+    return {empty_strided_tensor(input.sizes(), strides, input.dtype(), input.device()), mask};
+  }
   check_device(input);
   // PyTorch's meta native_dropout drops nothing unless training (train=None included) with
   // p != 0, and then returns input itself with an all-True mask.
@@ -1279,6 +1293,11 @@ std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
 
 Tensor native_dropout_backward_impl(const Tensor& grad_output, const Tensor& mask, double scale,
                                     OutArg) {
+  if (is_meta(grad_output)) {  // PyTorch's meta function (its decomposition): grad_output * (mask in its dtype *
+    // scale), dense in the layout grad_output suggests
+    Tensor r = mul(grad_output, mul(_to_dtype(mask, grad_output.dtype(), false), wrapped_scalar(Scalar(scale))));
+    return with_layout(r, channels_last(grad_output));
+  }
   check_device(grad_output);
 #ifdef TP_USE_CUDA
   if (on_cuda(grad_output)) return cuda::native_dropout_backward(grad_output, mask, scale);

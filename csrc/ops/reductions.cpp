@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -111,7 +112,7 @@ DType kernel_dtype(Kind kind, DType dt) {
 
 Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
               DType result_dtype, DType compute_dtype, OutArg out, bool mean = false) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
   Plan p = make_plan(op, self, dim, keepdim, kind != Kind::All && kind != Kind::Any);
   if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0) {
@@ -123,8 +124,14 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
   }
   Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
   DType kdt = kernel_dtype(kind, compute_dtype);
-  Tensor res = empty_tensor(p.out_shape, kdt, self.device());
-  if (p.count == 0) {  // the identity everywhere (amax and amin of nothing raised above)
+  // all/any over dim=() reduce nothing: PyTorch's meta result then keeps the input's layout
+  // (its meta form is elementwise), its CPU kernels' and ours are contiguous.
+  bool meta_elementwise = is_meta(self) && dim && dim->empty() && (kind == Kind::All || kind == Kind::Any);
+  Tensor res = meta_elementwise
+                   ? empty_strided_tensor(p.out_shape, preserving_strides(self.sizes(), self.strides()), kdt, self.device())
+                   : empty_tensor(p.out_shape, kdt, self.device());
+  if (is_meta(self)) {  // Note [Meta kernels]: no values to compute
+  } else if (p.count == 0) {  // the identity everywhere (amax and amin of nothing raised above)
     fill_(res, Scalar(int64_t(kind == Kind::Prod || kind == Kind::All ? 1 : 0)));
   } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
@@ -226,7 +233,7 @@ int64_t arg_best(const T* x, int64_t n) {
 /// (values, indices) of the max/min along `dim` (all elements, flattened, when none).
 std::tuple<Tensor, Tensor> arg_reduce(const char* op, bool is_max, const Tensor& self,
                                       std::optional<int64_t> dim, bool keepdim) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
   int64_t nd = self.dim();
   Tensor x = self;
@@ -260,6 +267,7 @@ std::tuple<Tensor, Tensor> arg_reduce(const char* op, bool is_max, const Tensor&
   x = contiguous(x);
   int64_t len = x.dim() ? x.size(x.dim() - 1) : 1, rows = x.numel() / std::max<int64_t>(len, 1);
   Tensor indices = empty_tensor(out_shape, DType::Int64, self.device());
+  if (is_meta(self)) return {empty_tensor(out_shape, self.dtype(), self.device()), indices};
   if (self.device().is_cuda()) {
     Tensor values = empty_tensor(out_shape, compute, self.device());
 #ifdef TP_USE_CUDA

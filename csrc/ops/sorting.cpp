@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/meta.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -43,7 +44,7 @@ void for_rows(int64_t rows, int64_t len, F f) {
 
 Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
             const std::optional<DType>& dtype) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
   DType result = dtype ? *dtype : is_integral(self.dtype(), true) ? DType::Int64 : self.dtype();
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
@@ -52,7 +53,8 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
   Tensor x = rows_along(_to_dtype(self, compute), d, order);
   int64_t len = self.dim() ? self.size(d) : 1, rows = len ? x.numel() / len : 0;
   Tensor out = empty_tensor(x.sizes(), compute, self.device());
-  if (self.device().is_cuda()) {
+  if (is_meta(self)) {  // Note [Meta kernels]: no values; the layout below is the real one
+  } else if (self.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::scan_rows(x, rows, len, product, out);
 #endif
@@ -73,37 +75,57 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
   return _to_dtype(contiguous(back_from_rows(out, order)), result);
 }
 
-/// Sorted (values, indices) of each row; NaN sorts above every number.
+/// Sorted (values, indices) along `dim` (the first k of each row for topk); NaN sorts
+/// above every number. Layouts as PyTorch's: a full sort keeps self's strides (dense ones
+/// in their order when self is not dense), topk's results are contiguous. The rows are
+/// sorted in place in the results when their rows view is contiguous, else through a
+/// contiguous buffer.
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
                                      bool descending, int64_t k) {
-  TP_CHECK(self.device().is_cpu() || self.device().is_cuda(), op, ": no ",
+  TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
+  int64_t len = self.dim() ? self.size(d) : 1;
+  bool full_sort = k < 0;
+  if (full_sort) k = len;
+  DimVector out_sizes(self.sizes().data(), self.sizes().size());
+  if (self.dim()) out_sizes[size_t(d)] = k;
+  DimVector out_strides = full_sort ? preserving_strides(self.sizes(), self.strides())
+                                    : contiguous_strides(out_sizes);
+  Tensor values = empty_strided_tensor(out_sizes, out_strides, self.dtype(), self.device());
+  Tensor indices = empty_strided_tensor(out_sizes, out_strides, DType::Int64, self.device());
+  if (is_meta(self)) return {values, indices};
   DType compute = half_to_float(self.dtype());
   DimVector order;
   Tensor x = rows_along(_to_dtype(self, compute), d, order);
-  int64_t len = self.dim() ? self.size(d) : 1, rows = len ? x.numel() / len : 0;
-  if (k < 0) k = len;
-  DimVector out_sizes(x.sizes().data(), x.sizes().size());
-  if (!out_sizes.empty()) out_sizes[out_sizes.size() - 1] = k;
+  int64_t rows = len ? x.numel() / len : 0;
+  // the results seen as rows (dim last): written in place when contiguous
+  bool dim_last = d + 1 >= self.dim();
+  Tensor value_rows = dim_last ? values : permute(values, order);
+  Tensor index_rows = dim_last ? indices : permute(indices, order);
   if (self.device().is_cuda()) {  // a full stable sort of each row, then the first k
-    Tensor values = empty_tensor(x.sizes(), compute, self.device());
-    Tensor indices = empty_tensor(x.sizes(), DType::Int64, self.device());
+    Tensor sv = empty_tensor(x.sizes(), compute, self.device());
+    Tensor si = empty_tensor(x.sizes(), DType::Int64, self.device());
 #ifdef TP_USE_CUDA
-    cuda::sort_rows(x, rows, len, descending, values, indices);
+    cuda::sort_rows(x, rows, len, descending, sv, si);
 #endif
     if (k < len) {
       int64_t last = std::max<int64_t>(x.dim() - 1, 0);
-      values = contiguous(narrow(values, last, 0, k));
-      indices = contiguous(narrow(indices, last, 0, k));
+      sv = narrow(sv, last, 0, k);
+      si = narrow(si, last, 0, k);
     }
-    return {_to_dtype(contiguous(back_from_rows(values, order)), self.dtype()),
-            contiguous(back_from_rows(indices, order))};
+    copy_(value_rows, sv);
+    copy_(index_rows, si);
+    return {values, indices};
   }
-  Tensor values = empty_tensor(out_sizes, compute), indices = empty_tensor(out_sizes, DType::Int64);
-  cpu::sort_stub(compute, x.data_ptr(), rows, len, k, descending, values.data_ptr(), indices.data<int64_t>());
-  return {_to_dtype(contiguous(back_from_rows(values, order)), self.dtype()),
-          contiguous(back_from_rows(indices, order))};
+  bool direct_values = compute == self.dtype() && value_rows.is_contiguous();
+  bool direct_indices = index_rows.is_contiguous();
+  Tensor sv = direct_values ? value_rows : empty_tensor(value_rows.sizes(), compute);
+  Tensor si = direct_indices ? index_rows : empty_tensor(index_rows.sizes(), DType::Int64);
+  cpu::sort_stub(compute, x.data_ptr(), rows, len, k, descending, sv.data_ptr(), si.data<int64_t>());
+  if (!direct_values) copy_(value_rows, sv);
+  if (!direct_indices) copy_(index_rows, si);
+  return {values, indices};
 }
 
 }  // namespace

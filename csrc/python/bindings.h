@@ -80,6 +80,7 @@ void translate_error(const std::exception_ptr& p);
 
 void bind_dispatch(nb::module_& m);
 void bind_python_dispatch(nb::module_& m);
+void bind_torch_function(nb::module_& m, nb::handle tensor_type);
 void bind_generator(nb::module_& m);
 void bind_philox_reference(nb::module_& m);
 void bind_generated_ops(nb::module_& m, nb::class_<Tensor>& cls);

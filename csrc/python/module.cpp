@@ -212,6 +212,7 @@ nb::object tensor_item(const Tensor& t) {
     return tensor_item(h);
   }
   TP_CHECK(t.device().is_cpu(), "item: tensors on ", t.device().str(), " have no data");
+  if (!t.data_ptr()) t.no_host_data();  // a wrapper subclass: no storage of its own
   if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());
   if (is_floating(t.dtype())) {
     double v;
@@ -363,6 +364,7 @@ NB_MODULE(_C, m) {
   bind_autocast(m);
   bind_dispatch(m);
   bind_python_dispatch(m);
+  bind_torch_function(m, cls);
 
   m.def("_set_return_type", [](const std::string& op, nb::handle cls) {
     if (!g_return_types) g_return_types = PyDict_New();

@@ -152,8 +152,19 @@ void result_to_stack(const FunctionSchema& s, OpFormKind form, nb::handle result
   for (nb::handle r : seq) stack.push_back(tensor_of(r));
 }
 
-/// The Python key's handler (dispatch::PythonKeyHandler).
-void handle_python_key(int op, OpFormKind form, Stack& stack) {
+/// A boxed fallback written in Python (tp._C._set_fallback): called as
+/// fn(op_handle, args, kwargs); what it returns are the op's results.
+void python_fallback(void* ctx, DispatchKey, int op, OpFormKind form, Stack& stack) {
+  nb::gil_scoped_acquire gil;
+  const FunctionSchema& s = op_registry()[size_t(op)].form_schema(form);
+  nb::handle func = handle_of(op, form);
+  auto [args, kwargs] = python_arguments(s, stack);
+  nb::object r = nb::handle(static_cast<PyObject*>(ctx))(func, args, kwargs);
+  result_to_stack(s, form, r, stack, func);
+}
+
+/// The Python key's handler (Note [Boxed fallbacks]).
+void handle_python_key(void*, DispatchKey, int op, OpFormKind form, Stack& stack) {
   nb::gil_scoped_acquire gil;
   const FunctionSchema& s = op_registry()[size_t(op)].form_schema(form);
   nb::handle func = handle_of(op, form);
@@ -186,7 +197,19 @@ void handle_python_key(int op, OpFormKind form, Stack& stack) {
 }  // namespace
 
 void bind_python_dispatch(nb::module_& m) {
-  dispatch::python_key_handler = &handle_python_key;
+  dispatch::set_fallback(DispatchKey::Python, {&handle_python_key, nullptr});
+  // A boxed kernel serving every op at a key (Note [Boxed fallbacks]): fn(op_handle, args,
+  // kwargs) -> results, or None to remove it. Not for the Python key (modes own it).
+  m.def("_set_fallback", [](DispatchKey key, nb::handle fn) {
+    TP_CHECK(key != DispatchKey::Python, "_set_fallback: the Python key's handler is the dispatch modes'");
+    TP_CHECK(key != DispatchKey::Autograd && key != DispatchKey::Autocast, "_set_fallback: ",
+             dispatch_key_name(key), " is woven into the generated functions and takes no fallback");
+    dispatch::BoxedFallback f;
+    if (!fn.is_none()) f = {&python_fallback, fn.inc_ref().ptr()};
+    dispatch::BoxedFallback old = dispatch::set_fallback(key, f);
+    if (old.fn == &python_fallback) nb::handle(static_cast<PyObject*>(old.ctx)).dec_ref();
+  }, nb::arg("key"), nb::arg("fn").none());
+  m.def("_has_fallback", [](DispatchKey key) { return dispatch::fallback(key).fn != nullptr; });
   m.def("_set_op_handle", [](int op, int form, nb::handle h) {
     size_t i = size_t(op) * kNumOpForms + size_t(form);
     if (handles().size() <= i) handles().resize(op_registry().size() * kNumOpForms, nullptr);

@@ -14,11 +14,14 @@ namespace {
 PyObject* g_size_type = nullptr;  // tensorplay.Size, set from Python; kept for the process
 
 nb::object make_size(IntArrayRef sizes) {
-  PyObject* t = PyTuple_New(Py_ssize_t(sizes.size()));
+  // tensorplay.Size subclasses tuple without a __new__ of its own: allocated as its type
+  // and filled in place (as tuple's own subclass constructor does, without the extra tuple)
+  auto* type = reinterpret_cast<PyTypeObject*>(g_size_type ? g_size_type : reinterpret_cast<PyObject*>(&PyTuple_Type));
+  PyObject* t = type == &PyTuple_Type ? PyTuple_New(Py_ssize_t(sizes.size()))
+                                      : type->tp_alloc(type, Py_ssize_t(sizes.size()));
+  if (!t) throw nb::python_error();
   for (size_t i = 0; i < sizes.size(); ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(sizes[i]));
-  nb::object tup = nb::steal(t);
-  if (!g_size_type) return tup;
-  return nb::handle(g_size_type)(tup);
+  return nb::steal(t);
 }
 
 template <class T>
@@ -288,9 +291,10 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           copy_impl(h, t, false, {});
         }
         TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");
+        if (!h.data_ptr() && h.numel()) h.no_host_data();  // a wrapper subclass: no storage of its own
         return visit_dtype(h.dtype(), [&](auto v) {
           using T = decltype(v);
-          return nb::steal(to_list<T>(h.data_ptr(), h.sizes(), h.strides(), 0));
+          return nb::steal(to_list<T>(reinterpret_cast<const char*>(h.data<T>()), h.sizes(), h.strides(), 0));
         });
       })
       .def("__len__", [](const Tensor& t) {

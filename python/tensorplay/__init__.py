@@ -94,3 +94,7 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
                                  set_float32_matmul_precision, use_deterministic_algorithms)
 
 OutOfMemoryError = _C.OutOfMemoryError
+
+from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)
+import sys as _sys  # noqa: E402
+overrides._install(_sys.modules[__name__])

@@ -78,12 +78,20 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         if not isinstance(value, (Tensor, bool, int, float)):
             raise TypeError(f"isin(): argument '{name}' must be Tensor or Number, not {type(value).__name__}")
     ref = elements if isinstance(elements, Tensor) else test_elements
-    as_tensor = (lambda v: v if isinstance(v, Tensor) else _C._tensor(v, None, ref.device, False, 'isin'))
+    def as_tensor(v):
+        if isinstance(v, Tensor):
+            return v
+        if ref.device.type == 'meta':  # tensor() places no data on meta; full infers the same dtype
+            return _C.full((), v, device=ref.device)
+        return _C._tensor(v, None, ref.device, False, 'isin')
     elements, test_elements = as_tensor(elements), as_tensor(test_elements)
     for t in (elements, test_elements):
         if t.dtype._name == 'bool':
             raise RuntimeError("Unsupported input type encountered for isin(): Bool")
     common = _C.promote_types(elements.dtype, test_elements.dtype)
+    if elements.device.type == 'meta':  # PyTorch's meta isin: laid out like elements (its CPU one is contiguous)
+        from tensorplay._creation import empty_like
+        return empty_like(elements, dtype=_C.bool)
     flat = elements.to(common).reshape(-1)
     test = test_elements.to(common).reshape(-1)
     if test.numel() == 0 or flat.numel() == 0:
@@ -91,7 +99,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     else:  # sorted test values: one binary search an element
         ordered = _C.sort(test).values
         at = _C.clamp(_C.searchsorted(ordered, flat), max=ordered.numel() - 1)
-        found = ordered[at] == flat
+        found = _C.index_select(ordered, 0, at) == flat
     found = found.reshape(elements.shape)
     return ~found if invert else found
 

@@ -15,6 +15,7 @@ Tensor.__module__ = "tensorplay"
 
 class Size(tuple):
     """The shape of a tensor: a tuple of ints (PyTorch's ``torch.Size``)."""
+    __slots__ = ()  # C++ allocates instances directly (make_size); no __new__ here
 
     def __repr__(self):
         return f"tensorplay.Size([{', '.join(str(s) for s in self)}])"

@@ -276,6 +276,8 @@ def equal(input, other):
     """True if both tensors have the same shape and elements."""
     _check_tensor(input, "equal")
     _check_tensor(other, "equal", "other")
+    if input.device.type == "meta" or other.device.type == "meta":  # as PyTorch: a bool needs data
+        raise NotImplementedError("equal: no Meta kernel (its result depends on the tensors' values)")
     return tuple(input.shape) == tuple(other.shape) and builtins.bool((input == other).all())
 
 

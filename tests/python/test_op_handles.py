@@ -164,8 +164,9 @@ def test_handle_bad_arguments_match_pytorch():
     ta = torch.ones(2)
     for args, kwargs, msg in cases:
         targs = tuple(ta if x is a else x for x in args)
+        tkwargs = {k: ta if v is a else v for k, v in kwargs.items()}
         with pytest.raises(RuntimeError) as theirs:
-            torch.ops.aten.add.Tensor(*targs, **kwargs)
+            torch.ops.aten.add.Tensor(*targs, **tkwargs)
         with pytest.raises(RuntimeError) as ours:
             tp.ops.aten.add.Tensor(*args, **kwargs)
         assert msg in str(ours.value) and msg in str(theirs.value)

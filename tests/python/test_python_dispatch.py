@@ -229,3 +229,28 @@ def test_as_subclass_and_make_subclass():
     q = tp.Tensor._make_subclass(Plain, tp.ones(2))
     assert type(q) is Plain and not q.requires_grad
     assert tp.Tensor(2, 3).shape == (2, 3) and tp.Tensor([1, 2]).tolist() == [1.0, 2.0]
+
+
+def test_backend_key_boxed_fallback():
+    """A boxed kernel registered at a backend key serves every op lacking a kernel there
+    (Note [Boxed fallbacks]); without it the call names the op and the key."""
+    x = tp.empty(5, device='meta')
+    with pytest.raises(NotImplementedError, match='nonzero: no Meta kernel'):
+        tp.nonzero(x)
+    seen = []
+
+    def fallback(func, args, kwargs):
+        seen.append((str(func), [tuple(a.shape) for a in args if isinstance(a, tp.Tensor)]))
+        return tp.empty(2, 1, dtype=tp.int64, device='meta')
+    tp._C._set_fallback(tp._C.DispatchKey.Meta, fallback)
+    try:
+        assert tp._C._has_fallback(tp._C.DispatchKey.Meta)
+        r = tp.nonzero(x)
+        assert r.shape == (2, 1) and r.device.type == 'meta'
+        assert (x + 1).shape == (5,)  # ops with a Meta kernel keep it
+    finally:
+        tp._C._set_fallback(tp._C.DispatchKey.Meta, None)
+    assert len(seen) == 1 and seen[0][0].endswith('nonzero.default') and seen[0][1] == [(5,)]
+    assert not tp._C._has_fallback(tp._C.DispatchKey.Meta)
+    with pytest.raises(RuntimeError, match='modes'):
+        tp._C._set_fallback(tp._C.DispatchKey.Python, fallback)

@@ -65,3 +65,32 @@ def test_reductions_over_a_middle_block_match_torch(dims, op, keepdim):
         tp.from_numpy(x).prod(dim=dims5[0], keepdim=keepdim)
     assert tuple(a.shape) == tuple(b.shape)
     np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('layout', ['contiguous', 'transposed', 'strided', 'middle'])
+def test_result_layouts_match_torch_on_cpu(layout):
+    """sort / argsort / msort keep the input's strides (dense ones in their order when the
+    input is not dense), topk's results are contiguous and a 1-D q puts a strided q dim first
+    in quantile's result, as in PyTorch; values and indices agree too."""
+    base = torch.randn(400, generator=torch.Generator().manual_seed(1))
+    views = {'contiguous': lambda b: b[:60].view(3, 4, 5),
+             'transposed': lambda b: b[:60].view(5, 4, 3).permute(2, 1, 0),
+             'strided': lambda b: b.as_strided((3, 4, 5), (40, 10, 2)),
+             'middle': lambda b: b[:60].view(3, 5, 4).transpose(1, 2)}
+    x = views[layout](base)
+    y = views[layout](tp.from_numpy(base.numpy().copy()))
+    q = [0.1, 0.5, 0.9]
+    calls = [('sort', lambda lib, t: lib.sort(t, dim=1, stable=True)),
+             ('sort desc', lambda lib, t: lib.sort(t, dim=0, descending=True, stable=True)),
+             ('argsort', lambda lib, t: lib.argsort(t, dim=-1, stable=True)),
+             ('msort', lambda lib, t: lib.msort(t)),
+             ('topk', lambda lib, t: lib.topk(t, 2, 1)),
+             ('quantile', lambda lib, t: lib.quantile(t, lib.tensor(q), 1, True)),
+             ('quantile all', lambda lib, t: lib.quantile(t, lib.tensor(q)))]
+    for name, call in calls:
+        ours, ref = call(tp, y), call(torch, x)
+        ours = ours if isinstance(ours, tuple) else (ours,)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        for a, b in zip(ours, ref):
+            assert (tuple(a.shape), tuple(a.stride())) == (tuple(b.shape), b.stride()), name
+            torch.testing.assert_close(torch.from_numpy(np.array(a.numpy())), b, msg=name)

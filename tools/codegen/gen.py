@@ -319,7 +319,7 @@ def gen_api_header(ops):
         if has_python_key(op):
             sep = ", " if p else ""
             decls.append(f"{op.ret} kernel_call_{op.ident}({params(op, False)}{sep}OutArg out);")
-            decls.append(f"{op.ret} python_{op.ident}({params(op, False)}{sep}OutArg out);")
+            decls.append(f"{op.ret} fallback_{op.ident}(DispatchKey dk_{', ' if p else ''}{params(op, False)}{sep}OutArg out);")
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
             impls.append(f"{op.ret} {fn}({params(op, False)}, OutArg out);")
@@ -376,17 +376,22 @@ def kernel_expr(op):
 
 def gen_kernel_calls(ops):
     """kernel_call_<op>: a call below Autograd goes to the Python key when a mode or a tensor
-    subclass asks for it (python_<op>, boxed_ops.cpp), else to the backend kernel."""
+    subclass asks for it, else to the backend kernel, else to the backend key's boxed
+    fallback (fallback_<op>, boxed_ops.cpp; Note [Boxed fallbacks])."""
     out = []
     for op in ops:
         if not has_python_key(op):
             continue
         p, a = params(op, False), call_args(op)
+        aa = f"{a}{', ' if a else ''}out"
         tensors = ", ".join(x.name for x in op.args if x.base in ("Tensor", "Tensor[]")) or ""
         out.append(f"{op.ret} kernel_call_{op.ident}({p}{', ' if p else ''}OutArg out) {{\n"
                    f"  if (dispatch::python_key({tensors})) [[unlikely]] "
-                   f"return python_{op.ident}({a}{', ' if a else ''}out);\n"
-                   f"  return {raw_kernel_expr(op)}({a}{', ' if a else ''}out);\n}}")
+                   f"return fallback_{op.ident}(DispatchKey::Python, {aa});\n"
+                   f"  const DispatchKey dk_ = {key_expr(op)};\n"
+                   f"  void* k_ = find_kernel(kOp_{op.ident}, dk_);\n"
+                   f"  if (!k_) [[unlikely]] return fallback_{op.ident}(dk_, {aa});\n"
+                   f"  return reinterpret_cast<{kernel_sig(op)}>(k_)({aa});\n}}")
     return out
 
 

@@ -108,13 +108,14 @@ def boxed_entries(op):
 
 
 def python_key_call(op, params):
-    """python_<op>: the call boxed (the form read from OutArg), handed to the Python key,
-    and its results unboxed (Note [Dispatch keys])."""
+    """fallback_<op>: the call boxed (the form read from OutArg), handed to the boxed
+    fallback of a dispatch key (the Python key's handler, or the fallback registered for a
+    backend key the op has no kernel for), and its results unboxed (Note [Boxed fallbacks])."""
     p = params(op, False)
     sep = ", " if p else ""
     n = len(op.args)
     push = "".join(f"  s.emplace_back({a.name});\n" for a in op.args)
-    lines = [f"{op.ret} python_{op.ident}({p}{sep}OutArg out) {{",
+    lines = [f"{op.ret} fallback_{op.ident}(DispatchKey dk_{', ' if p else ''}{p}{sep}OutArg out) {{",
              "  Stack s;",
              f"  s.reserve({n + 1});",
              push.rstrip("\n")]
@@ -122,17 +123,17 @@ def python_key_call(op, params):
         lines += ["  OpFormKind form = !out.tensor ? OpFormKind::Functional",
                   "                  : out.inplace ? OpFormKind::InPlace : OpFormKind::Out;",
                   "  if (form == OpFormKind::Out) s.emplace_back(*out.tensor);",
-                  f"  dispatch::call_python_key(kOp_{op.ident}, form, s);",
+                  f"  dispatch::call_fallback(dk_, kOp_{op.ident}, form, s);",
                   "  if (form != OpFormKind::Functional) return *out.tensor;",
-                  f'  TP_CHECK(s.size() == 1, "{op.name}: the Python key returned ", s.size(), " values, expected 1");',
+                  f'  TP_CHECK(s.size() == 1, "{op.name}: the ", dispatch_key_name(dk_), " fallback returned ", s.size(), " values, expected 1");',
                   "  return s[0].to_tensor();"]
     elif op.returns:
         k = len(op.returns)
-        lines += [f"  dispatch::call_python_key(kOp_{op.ident}, OpFormKind::Functional, s);",
-                  f'  TP_CHECK(s.size() == {k}, "{op.name}: the Python key returned ", s.size(), " values, expected {k}");',
+        lines += [f"  dispatch::call_fallback(dk_, kOp_{op.ident}, OpFormKind::Functional, s);",
+                  f'  TP_CHECK(s.size() == {k}, "{op.name}: the ", dispatch_key_name(dk_), " fallback returned ", s.size(), " values, expected {k}");',
                   "  return {" + ", ".join(f"s[{j}].to_tensor()" for j in range(k)) + "};"]
     else:
-        lines += [f"  dispatch::call_python_key(kOp_{op.ident}, OpFormKind::Functional, s);"]
+        lines += [f"  dispatch::call_fallback(dk_, kOp_{op.ident}, OpFormKind::Functional, s);"]
     lines.append("}")
     return "\n".join(l for l in lines if l)
 
@@ -143,7 +144,7 @@ def cpp_string(text):
 
 def gen_boxed(ops, params, has_python_key):
     """boxed_ops.cpp: every op's boxed entries and its forms' schemas, registered by
-    register_boxed_ops() (called after register_builtin_ops), and each op's python_<op>."""
+    register_boxed_ops() (called after register_builtin_ops), and each op's fallback_<op>."""
     out = ["// Generated from csrc/ops/*.yaml by tools/codegen/gen_boxed.py. Do not edit.",
            '#include "dispatch/ivalue.h"',
            '#include "ops/reduce_utils.h"',

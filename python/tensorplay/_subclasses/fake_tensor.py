@@ -99,6 +99,7 @@ class FakeTensor(Tensor):
         return f'FakeTensor(..., {dev}size={tuple(self.shape)})'
 
     __str__ = __repr__
+    __torch_function__ = _C._disabled_torch_function_impl  # as PyTorch's FakeTensor
     item = tolist = numpy = __bool__ = __float__ = __int__ = __index__ = _read_value
 
     @classmethod

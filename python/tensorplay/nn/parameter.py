@@ -29,6 +29,9 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad=True):
         pass  # __new__ did the work; Tensor has no Python-callable constructor
 
+    # a parameter computes as a plain tensor: its results are Tensors, not Parameters
+    __torch_function__ = _C._disabled_torch_function_impl
+
     def __repr__(self):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
@@ -39,14 +42,19 @@ _PARAMETER_CLASSES = {}
 
 
 def _parameter_class(cls):
-    """`cls` and Parameter in one class (its name and behaviour are cls's)."""
-    if issubclass(cls, Parameter):
+    """`cls` as a Parameter: its name and behaviour are cls's, `isinstance(p, Parameter)`."""
+    if issubclass(cls, Parameter) or cls in _PARAMETER_CLASSES.values():
         return cls
     made = _PARAMETER_CLASSES.get(cls)
     if made is None:
-        made = _PARAMETER_CLASSES[cls] = type(cls.__name__, (cls, Parameter),
+        # One nanobind base only: the class derives from cls, and `isinstance(p, Parameter)`
+        # holds through `__class__` (isinstance's fallback after the type test).
+        made = _PARAMETER_CLASSES[cls] = type(cls.__name__, (cls,),
                                               {'__module__': cls.__module__,
-                                               '__qualname__': cls.__qualname__})
+                                               '__qualname__': cls.__qualname__,
+                                               '_is_param': True,
+                                               '__torch_function__': _C._disabled_torch_function_impl,
+                                               '__class__': property(lambda self: Parameter)})
     return made
 
 

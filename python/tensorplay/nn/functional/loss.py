@@ -95,7 +95,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     c = input.size(1)
     valid = target != ignore_index
     safe = tp.where(valid, target, tp.zeros((), dtype=target.dtype)).to(tp.int64)
-    if safe.numel() and (safe.min().item() < 0 or safe.max().item() >= c):
+    if safe.numel() and not safe.is_meta and (safe.min().item() < 0 or safe.max().item() >= c):  # (no values on meta)
         bad = int(tp.where(valid & ((safe < 0) | (safe >= c)), target, tp.zeros((), dtype=target.dtype)).abs().max().item())
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)

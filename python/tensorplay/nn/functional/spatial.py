@@ -233,10 +233,10 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
                   "documentation of grid_sample for details.")
 
 
-def _linspace_from_neg_one(num_steps, align_corners, dtype):
+def _linspace_from_neg_one(num_steps, align_corners, dtype, device=None):
     if num_steps <= 1:
-        return tp.zeros((1,), dtype=dtype)
-    r = tp.linspace(-1, 1, num_steps, dtype=dtype)
+        return tp.zeros((1,), dtype=dtype, device=device)
+    r = tp.linspace(-1, 1, num_steps, dtype=dtype, device=device)
     return r if align_corners else r * (num_steps - 1) / num_steps
 
 
@@ -271,14 +271,14 @@ def affine_grid(theta, size, align_corners=None):
     if theta.shape[0] != n:
         raise RuntimeError(f"affine_grid: expected theta with batch size {n} for size {list(size)}, "
                            f"but got theta of shape {list(theta.shape)}")
-    # base points (x, y[, z], 1), x fastest, times theta^T
-    axes = [_linspace_from_neg_one(m, align_corners, theta.dtype) for m in reversed(spatial)]
+    # base points (x, y[, z], 1), x fastest, times theta^T (on theta's device)
+    axes = [_linspace_from_neg_one(m, align_corners, theta.dtype, theta.device) for m in reversed(spatial)]
     cols = []
     for i, a in enumerate(axes):
         shape = [1] * k
         shape[k - 1 - i] = spatial[k - 1 - i]
         cols.append(a.reshape(tuple(shape)).expand(*spatial))
-    cols.append(tp.ones(spatial, dtype=theta.dtype))
+    cols.append(tp.ones(spatial, dtype=theta.dtype, device=theta.device))
     base = tp.stack(cols, -1).reshape((1, -1, k + 1))
     return tp.matmul(base, theta.transpose(1, 2)).reshape((n,) + tuple(spatial) + (k,))
 

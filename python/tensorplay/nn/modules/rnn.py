@@ -213,7 +213,7 @@ class RNNBase(Module):
     def _can_fuse(self, x, lengths):
         """Whether the C++ LSTM layer (_FusedLSTMLayer) can run this input."""
         return (self.mode == "LSTM" and self.proj_size == 0 and lengths is None
-                and x.dtype in (tp.float32, tp.float64) and x.device.type == "cpu"
+                and x.dtype in (tp.float32, tp.float64) and x.device.type in ("cpu", "meta")
                 and forward_ad._current_level < 0)
 
     def _layer_dropout(self, layer, shape, dtype, device):
