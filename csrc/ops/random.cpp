@@ -1264,13 +1264,8 @@ std::tuple<Tensor, Tensor> native_dropout_impl(const Tensor& input, double p,
     return {empty_strided_tensor(input.sizes(), strides, input.dtype(), input.device()), mask};
   }
   check_device(input);
-  // PyTorch's meta native_dropout drops nothing unless training (train=None included) with
-  // p != 0, and then returns input itself with an all-True mask.
-  if (is_meta(input) && !(train.value_or(false) && p != 0))
-    return {input, full_like_preserving(input, DType::Bool, true)};
-  if (input.numel() == 0)  // PyTorch's CPU kernel gives an empty mask of input's dtype, its CUDA (and meta) one bool
-    return {clone(input), empty_like_preserving(input, on_cuda(input) || is_meta(input) ? DType::Bool
-                                                                                        : input.dtype(),
+  if (input.numel() == 0)  // PyTorch's CPU kernel gives an empty mask of input's dtype, its CUDA one bool
+    return {clone(input), empty_like_preserving(input, on_cuda(input) ? DType::Bool : input.dtype(),
                                                 std::nullopt)};
   if (train.has_value() && !*train)
     return {clone(input), full_like_preserving(input, DType::Bool, true)};
@@ -1302,10 +1297,7 @@ Tensor native_dropout_backward_impl(const Tensor& grad_output, const Tensor& mas
 #ifdef TP_USE_CUDA
   if (on_cuda(grad_output)) return cuda::native_dropout_backward(grad_output, mask, scale);
 #endif
-  Tensor res = mul(mul(grad_output, mask), wrapped_scalar(Scalar(scale)));
-  // PyTorch's meta kernel gives a contiguous result (its CPU one, the iterator's layout)
-  if (is_meta(res) && !res.is_contiguous()) return empty_tensor(res.sizes(), res.dtype(), res.device());
-  return res;
+  return mul(mul(grad_output, mask), wrapped_scalar(Scalar(scale)));
 }
 
 namespace random {
