@@ -76,13 +76,20 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
   }
   left = sum_keep(left, left_only_sum);
   right = sum_keep(right, right_only_sum);
-  // Dims: batch (kept, same size on both sides), lo / ro (kept, one side only), sum.
+  // Dims: batch (kept, of size > 1 on both sides), lo (kept, > 1 on the left only), ro (the
+  // other kept ones), sum.
   DimVector batch, lo, ro, con;
   for (int64_t d = 0; d < nd; ++d) {
     if (summed[size_t(d)]) con.push_back(d);
-    else if (left.size(d) == right.size(d)) batch.push_back(d);
-    else if (right.size(d) == 1) lo.push_back(d);
+    else if (left.size(d) != 1 && right.size(d) != 1) batch.push_back(d);
+    else if (left.size(d) != 1) lo.push_back(d);
     else ro.push_back(d);
+  }
+  // The product comes out as (batch, lo, ro); when every ro dim precedes every lo dim the
+  // operands swap sides, so the result's layout follows the slot order, as PyTorch's does.
+  if (!lo.empty() && !ro.empty() && ro.back() < lo[0]) {
+    std::swap(left, right);
+    std::swap(lo, ro);
   }
   auto prod = [](const Tensor& t, const DimVector& dims) {
     int64_t p = 1;
