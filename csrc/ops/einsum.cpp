@@ -85,8 +85,10 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
     else if (left.size(d) != 1) lo.push_back(d);
     else ro.push_back(d);
   }
-  // The product comes out as (batch, lo, ro); when every ro dim precedes every lo dim the
-  // operands swap sides, so the result's layout follows the slot order, as PyTorch's does.
+  // The GEMM writes (batch, lo, ro); when every ro dim precedes every lo dim (the output
+  // lists the right operand's dims first) the operands trade places, so the result comes out
+  // in the output's order, as PyTorch's does ('bij,bjk->bki' is contiguous, not a transposed
+  // view; 'adk,bck->bacd', whose ro and lo dims interleave, keeps the (lo, ro) layout).
   if (!lo.empty() && !ro.empty() && ro.back() < lo[0]) {
     std::swap(left, right);
     std::swap(lo, ro);

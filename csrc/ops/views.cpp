@@ -353,6 +353,8 @@ Tensor unflatten_impl(const Tensor& self, int64_t dim, IntArrayRef sizes, OutArg
   return view_impl(self, shape, {});
 }
 
+Tensor lift_fresh_impl(const Tensor& self, OutArg) { return self; }
+
 Tensor detach_impl(const Tensor& self, OutArg) {
   Tensor v = make_view(self, DimVector(self.sizes().data(), self.dim()),
                        DimVector(self.strides().data(), self.dim()), self.storage_offset());

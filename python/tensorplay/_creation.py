@@ -27,7 +27,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             out = out.to(device)
         out.requires_grad = requires_grad
         return out
-    return _C._tensor(data, dtype, device, requires_grad, _op)
+    out = _C._tensor(data, dtype, device, requires_grad, _op)
+    if _C._len_torch_dispatch_stack():  # made from data: the modes see it (PyTorch's lift_fresh)
+        out = _C.lift_fresh(out)
+    return out
 
 
 def _warn_copy_construct(call):

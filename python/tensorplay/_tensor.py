@@ -237,7 +237,8 @@ def to(self, *args, **kwargs):
         except RuntimeError as e:
             raise RuntimeError(f"to: {e}") from None
         if dev.type != self.device.type or (dev.type == "cuda" and _cuda_index(dev) != self.device.index):
-            if not _C._cuda_compiled and "cuda" in (dev.type, self.device.type):
+            if not _C._cuda_compiled and "cuda" in (dev.type, self.device.type) and \
+                    not _python_dispatched(self):  # (fake tensors stand for CUDA ones anywhere)
                 raise AssertionError("Torch not compiled with CUDA enabled")
             return _to_device(self, dev, dtype if dtype is not None else self.dtype, non_blocking)
     if self.device.type == "cuda":  # no CUDA conversion kernel yet: a converting copy
@@ -245,6 +246,13 @@ def to(self, *args, **kwargs):
             return self
         return _to_device(self, self.device, dtype if dtype is not None else self.dtype, non_blocking)
     return _converted(self, dtype if dtype is not None else self.dtype, copy, layout)
+
+
+def _python_dispatched(t):
+    """Whether ops on ``t`` reach Python (a dispatch mode is on, or ``t``'s class has its
+    own __torch_dispatch__, as fake tensors do)."""
+    return _C._len_torch_dispatch_stack() > 0 or \
+        type(t).__torch_dispatch__ is not _disabled_torch_dispatch_impl
 
 
 def _converted(self, dtype, copy, memory_format):
@@ -311,7 +319,9 @@ def tensor_type(self, dtype=None, non_blocking=False):
 
 
 def _cuda_index(dev):
-    return dev.index if dev.index is not None else _C._cuda_getDevice()
+    if dev.index is not None:
+        return dev.index
+    return _C._cuda_getDevice() if _C._cuda_compiled else 0  # (fake CUDA tensors: device 0)
 
 
 def _to_device(self, dev, dtype, non_blocking):

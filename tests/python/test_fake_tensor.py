@@ -17,25 +17,30 @@ def _meta(t):
             str(t.device), t.requires_grad)
 
 
-def _program(lib):
-    x = lib.empty(4, 3, device='cuda')
-    w = lib.randn(3, 5, device='cuda', requires_grad=True)
+def _program(lib, device):
+    x = lib.empty(4, 3, device=device)
+    w = lib.randn(3, 5, device=device, requires_grad=True)
     y = (x @ w).relu().t()
     z = lib.cat([y, y], 1).sum(0)
     s = lib.zeros(2, 3).transpose(0, 1)[1:]
-    return [x, w, y, z, s, x.view(12)[2:], (x + lib.tensor(2.0))]
+    return [x, w, y, z, s, x.view(12)[2:], (s + lib.tensor(2.0))]
 
 
 def test_ops_under_the_mode_give_pytorchs_metadata():
     with FakeTensorMode():
-        ours = _program(tp)
+        ours = _program(tp, 'cpu')
+        on_cuda = _program(tp, 'cuda')  # a fake CUDA device, on a machine without one
     with torch_fake.FakeTensorMode():
-        theirs = _program(torch)
-    for a, b in zip(ours, theirs):
+        theirs = _program(torch, 'cpu')  # (PyTorch's CPU-only build cannot run fake CUDA ops)
+    for i, (a, b, c) in enumerate(zip(ours, theirs, on_cuda)):
         assert isinstance(a, FakeTensor)
         assert _meta(a) == _meta(b)
+        if i not in (4, 6):  # (those start from tensors made on the default device, the CPU)
+            assert _meta(c) == _meta(b)[:4] + ('cuda:0',) + _meta(b)[5:]
     assert repr(ours[0]) == repr(theirs[0]) and repr(ours[4]) == repr(theirs[4])
-    assert ours[0].is_cuda and not ours[0].is_meta
+    assert on_cuda[0].is_cuda and not on_cuda[0].is_meta and not ours[0].is_cuda
+    with FakeTensorMode():  # a CPU scalar tensor mixes with a CUDA tensor
+        assert (tp.empty(2, device='cuda') + tp.tensor(2.0)).device.type == 'cuda'
 
 
 def test_device_mismatch_and_data_dependent_ops():
@@ -85,7 +90,7 @@ def test_gpt2_small_forward_backward_without_memory():
     tens of GiB; under the mode the process does not grow."""
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with FakeTensorMode():
-        model = gpt2(tp)
+        model = gpt2(tp).to('cuda')
         idx = tp.randint(0, 50257, (64, 1024), device='cuda')
         logits, loss = model(idx, idx)
         loss.backward()

