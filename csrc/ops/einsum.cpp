@@ -66,28 +66,36 @@ Tensor sum_keep(const Tensor& t, const DimVector& dims) {
 /// the result keeps every dim (summed ones with size 1).
 Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summed) {
   int64_t nd = left.dim();
-  bool any_sum = std::find(summed.begin(), summed.end(), true) != summed.end();
-  if (!any_sum) return mul(left, right);
+  // A summed dim of size > 1 on one side only is summed there first; with none of size > 1
+  // on both sides left, the product is a plain broadcast multiply (PyTorch's layout too).
   DimVector left_only_sum, right_only_sum;
+  bool any_sum = false;
   for (int64_t d = 0; d < nd; ++d) {
     if (!summed[size_t(d)]) continue;
     if (left.size(d) > 1 && right.size(d) == 1) left_only_sum.push_back(d);
     if (right.size(d) > 1 && left.size(d) == 1) right_only_sum.push_back(d);
+    any_sum = any_sum || (left.size(d) != 1 && right.size(d) != 1);
   }
   left = sum_keep(left, left_only_sum);
   right = sum_keep(right, right_only_sum);
-  // Dims: batch (kept, same size on both sides), lo / ro (kept, one side only), sum.
+  if (!any_sum) return mul(left, right);
+  // Dims: con (summed, of size > 1 on both sides), batch (kept, > 1 on both sides), lo (kept,
+  // > 1 on the left only), ro (the others: kept ones > 1 on the right only, and dims of size 1
+  // on both sides, the summed ones among them included), as PyTorch sorts them.
   DimVector batch, lo, ro, con;
   for (int64_t d = 0; d < nd; ++d) {
-    if (summed[size_t(d)]) con.push_back(d);
-    else if (left.size(d) == right.size(d)) batch.push_back(d);
-    else if (right.size(d) == 1) lo.push_back(d);
+    bool l = left.size(d) != 1, r = right.size(d) != 1;
+    if (summed[size_t(d)] && l && r) con.push_back(d);
+    else if (summed[size_t(d)]) ro.push_back(d);  // size 1 on both sides by now
+    else if (l && r) batch.push_back(d);
+    else if (l) lo.push_back(d);
     else ro.push_back(d);
   }
-  // The GEMM writes (batch, lo, ro); when the output lists the right operand's dims first,
-  // the operands trade places so the result comes out in the output's order (PyTorch's
-  // layout: 'bij,bjk->bki' is contiguous, not a transposed view).
-  if (!lo.empty() && !ro.empty() && ro[0] < lo[0]) {
+  // The GEMM writes (batch, lo, ro); when every ro dim precedes every lo dim (the output
+  // lists the right operand's dims first) the operands trade places, so the result comes out
+  // in the output's order, as PyTorch's does ('bij,bjk->bki' is contiguous, not a transposed
+  // view; 'adk,bck->bacd', whose ro and lo dims interleave, keeps the (lo, ro) layout).
+  if (!lo.empty() && !ro.empty() && ro.back() < lo[0]) {
     std::swap(left, right);
     std::swap(lo, ro);
   }

@@ -351,7 +351,11 @@ void normal_fill(T* data, int64_t n, double mean, double std, CPUGenerator& g) {
 void normal_fill_tensor(const Tensor& self, double mean, double std,
                         const std::optional<Generator>& gen) {
   TP_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  if (self.numel() == 0 || is_meta(self)) return;
+  if (self.numel() == 0) return;
+  if (is_meta(self)) {  // the CPU kernel's dtype check, then no draws
+    if (!is_floating(self.dtype())) not_implemented("normal_kernel_cpu", self.dtype());
+    return;
+  }
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) return cuda::normal_(self, mean, std, gen);
 #endif
@@ -1221,7 +1225,11 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
 Tensor poisson_impl(const Tensor& self, const std::optional<Generator>& gen, OutArg) {
   check_device(self);
   Tensor t = empty_tensor(self.sizes(), self.dtype(), self.device());
-  if (t.numel() == 0 || is_meta(t)) return t;
+  if (t.numel() == 0) return t;
+  if (is_meta(t)) {  // the CPU kernel's dtype check, then no draws
+    if (!is_floating(self.dtype())) not_implemented("poisson_cpu", self.dtype());
+    return t;
+  }
 #ifdef TP_USE_CUDA
   if (on_cuda(self)) {
     TP_CHECK(cuda::poisson(self, t, gen), kBadPoissonRate);

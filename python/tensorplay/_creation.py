@@ -92,12 +92,13 @@ def from_dlpack(ext_tensor):
 
 def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor, sharing memory where the dtype and device allow."""
-    if isinstance(data, Tensor):
-        return data if dtype is None or dtype == data.dtype else data.to(dtype)
     if isinstance(data, np.ndarray) and data.dtype.name in _FROM_NUMPY and \
             builtins.all(s >= 0 for s in data.strides) and data.dtype.isnative:
-        t = from_numpy(data)
-        return t if dtype is None or dtype == t.dtype else t.to(dtype)
+        data = from_numpy(data)
+    if isinstance(data, Tensor):  # itself when neither dtype nor device changes
+        if device is not None and data.device != _C.device(device):
+            data = data.to(device)
+        return data if dtype is None or dtype == data.dtype else data.to(dtype)
     return tensor(data, dtype=dtype, device=device, _op="as_tensor")
 
 
@@ -114,6 +115,9 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         t = from_dlpack(obj)
     else:
         t = tensor(obj, dtype=dtype, device=device, _op="asarray")
+    if device is not None and t.device != _C.device(device):
+        t = t.to(device)  # a copy on the other device
+        shares_memory = False
     if dtype is not None and dtype != t.dtype:
         if copy is False:
             raise ValueError("asarray: copy=False but a dtype conversion is needed")

@@ -15,6 +15,8 @@ def geqrf(input):
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     if not input.is_floating_point():
         raise RuntimeError(f"torch.geqrf: Expected a floating point tensor, got {input.dtype}")
+    if input.is_meta:  # computed on the host from the values (PyTorch has no meta kernel either)
+        raise NotImplementedError("geqrf: no Meta kernel")
     m, n = input.size(-2), input.size(-1)
     k = min(m, n)
     a = input.detach().numpy().copy().reshape((-1, m, n))
@@ -54,11 +56,11 @@ def householder_product(input, tau):
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
     batch = tuple(input.shape[:-2])
-    q = tp.eye(m, n, dtype=input.dtype).expand(batch + (m, n))
-    rows = tp.arange(m).unsqueeze(-1)
+    q = tp.eye(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
+    rows = tp.arange(m, device=input.device).unsqueeze(-1)
     for i in range(tau.size(-1) - 1, -1, -1):
         # v_i: zeros above row i, one at row i, the stored vector below
         col = input[..., :, i:i + 1]
         v = tp.where(rows > i, col, (rows == i).to(input.dtype))
         q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mT @ q))
-    return q
+    return q.mT.contiguous().mT  # column-major, as PyTorch's (LAPACK's orgqr) result
