@@ -240,7 +240,12 @@ def tensor_repr(t, default_dtype_name="float32"):
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if t.numel() == 0:
+    if t.device.type == "meta":  # no values to show: PyTorch's placeholder
+        body = "..."
+        suffixes.append(f"size={tuple(t.shape)}")
+        if name != default_dtype_name:
+            suffixes.append(f"dtype={t.dtype}")
+    elif t.numel() == 0:
         body = "[]"
         if t.dim() != 1:
             suffixes.append(f"size={tuple(t.shape)}")

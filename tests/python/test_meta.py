@@ -132,3 +132,13 @@ def test_reading_meta_data_raises():
             read()
     with pytest.raises(TypeError, match='(?i)meta'):  # PyTorch's numpy() raises TypeError too
         x.numpy()
+
+
+def test_meta_repr_matches_torch():
+    import tensorplay as tp
+    cases = [lambda lib: lib.empty(4, device='meta'),
+             lambda lib: lib.empty(2, 3, dtype=lib.int64, device='meta'),
+             lambda lib: lib.empty(2, device='meta', requires_grad=True) * 2,
+             lambda lib: lib.empty((), device='meta')]
+    for make in cases:
+        assert repr(make(tp)) == repr(make(torch)).replace('torch.', 'tensorplay.')
