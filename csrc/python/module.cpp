@@ -211,6 +211,7 @@ nb::object tensor_item(const Tensor& t) {
     copy_impl(h, t, false, {});
     return tensor_item(h);
   }
+  TP_CHECK(t.device().type != DeviceType::Meta, "Tensor.item() cannot be called on meta tensors");
   TP_CHECK(t.device().is_cpu(), "item: tensors on ", t.device().str(), " have no data");
   if (!t.data_ptr()) t.no_host_data();  // a wrapper subclass: no storage of its own
   if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());

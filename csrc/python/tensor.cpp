@@ -290,6 +290,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
           h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
           copy_impl(h, t, false, {});
         }
+        TP_CHECK_KIND(ErrorKind::NotImplemented, t.device().type != DeviceType::Meta, "Cannot copy out of meta tensor; no data!");
         TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");
         if (!h.data_ptr() && h.numel()) h.no_host_data();  // a wrapper subclass: no storage of its own
         return visit_dtype(h.dtype(), [&](auto v) {

@@ -127,9 +127,10 @@ def test_factories_on_meta(lib):
 def test_reading_meta_data_raises():
     import tensorplay as tp
     x = tp.empty(4, device='meta')
-    for read in (x.tolist, lambda: x[0].item()):
-        with pytest.raises((NotImplementedError, RuntimeError), match='(?i)meta'):
-            read()
+    with pytest.raises(NotImplementedError, match='Cannot copy out of meta tensor; no data!'):
+        x.tolist()  # PyTorch's class and words, and item()'s below
+    with pytest.raises(RuntimeError, match=r'Tensor.item\(\) cannot be called on meta tensors'):
+        x[0].item()
     with pytest.raises(TypeError, match='(?i)meta'):  # PyTorch's numpy() raises TypeError too
         x.numpy()
 
