@@ -266,13 +266,14 @@ void tf_dealloc(PyObject* self) {
   Py_DECREF(type);
 }
 
-// Attributes not set on the wrapper (its __dict__ holds __name__, __qualname__, __module__,
-// __doc__ and __wrapped__) are the wrapped callable's.
-PyObject* tf_getattro(PyObject* self, PyObject* name) {
+// Attributes not set on a wrapper (its __dict__ holds __name__, __qualname__, __module__,
+// __doc__ and __wrapped__) are the wrapped object's.
+template <class W>
+PyObject* getattr_or_inner(PyObject* self, PyObject* name) {
   PyObject* r = PyObject_GenericGetAttr(self, name);
   if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
   PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<TFWrapper*>(self)->inner, name);
+  return PyObject_GetAttr(reinterpret_cast<W*>(self)->inner, name);
 }
 
 PyObject* tf_repr(PyObject* self) { return PyObject_Repr(reinterpret_cast<TFWrapper*>(self)->inner); }
@@ -296,29 +297,18 @@ PyMemberDef tf_members[] = {
     {"_inner", T_OBJECT, offsetof(TFWrapper, inner), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr}};
 
-PyType_Slot tf_function_slots[] = {
-    {Py_tp_init, reinterpret_cast<void*>(tf_init)},
-    {Py_tp_new, reinterpret_cast<void*>(PyType_GenericNew)},
-    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-    {Py_tp_traverse, reinterpret_cast<void*>(tf_traverse)},
-    {Py_tp_clear, reinterpret_cast<void*>(tf_clear)},
-    {Py_tp_dealloc, reinterpret_cast<void*>(tf_dealloc)},
-    {Py_tp_getattro, reinterpret_cast<void*>(tf_getattro)},
-    {Py_tp_repr, reinterpret_cast<void*>(tf_repr)},
-    {Py_tp_methods, tf_methods},
-    {Py_tp_members, tf_members},
-    {0, nullptr}};
-
+// The method type's slots are the function type's plus descr_get, listed first: the
+// function type's spec starts one entry in.
 PyType_Slot tf_method_slots[] = {
+    {Py_tp_descr_get, reinterpret_cast<void*>(tf_descr_get)},
     {Py_tp_init, reinterpret_cast<void*>(tf_init)},
     {Py_tp_new, reinterpret_cast<void*>(PyType_GenericNew)},
     {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
     {Py_tp_traverse, reinterpret_cast<void*>(tf_traverse)},
     {Py_tp_clear, reinterpret_cast<void*>(tf_clear)},
     {Py_tp_dealloc, reinterpret_cast<void*>(tf_dealloc)},
-    {Py_tp_getattro, reinterpret_cast<void*>(tf_getattro)},
+    {Py_tp_getattro, reinterpret_cast<void*>(getattr_or_inner<TFWrapper>)},
     {Py_tp_repr, reinterpret_cast<void*>(tf_repr)},
-    {Py_tp_descr_get, reinterpret_cast<void*>(tf_descr_get)},
     {Py_tp_methods, tf_methods},
     {Py_tp_members, tf_members},
     {0, nullptr}};
@@ -326,7 +316,7 @@ PyType_Slot tf_method_slots[] = {
 constexpr unsigned kTFFlags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
 
 PyType_Spec tf_function_spec = {"tensorplay._C._TorchFunction", sizeof(TFWrapper), 0, kTFFlags,
-                                tf_function_slots};
+                                tf_method_slots + 1};
 PyType_Spec tf_method_spec = {"tensorplay._C._TorchMethod", sizeof(TFWrapper), 0,
                               kTFFlags | Py_TPFLAGS_METHOD_DESCRIPTOR, tf_method_slots};
 
@@ -444,13 +434,6 @@ void tfp_dealloc(PyObject* self) {
   Py_DECREF(type);
 }
 
-PyObject* tfp_getattro(PyObject* self, PyObject* name) {
-  PyObject* r = PyObject_GenericGetAttr(self, name);
-  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError)) return r;
-  PyErr_Clear();
-  return PyObject_GetAttr(reinterpret_cast<TFProperty*>(self)->inner, name);
-}
-
 PyMemberDef tfp_members[] = {
     {"__dictoffset__", T_PYSSIZET, offsetof(TFProperty, dict), READONLY, nullptr},
     {"_inner", T_OBJECT, offsetof(TFProperty, inner), READONLY, nullptr},
@@ -462,7 +445,7 @@ PyType_Slot tfp_slots[] = {
     {Py_tp_traverse, reinterpret_cast<void*>(tfp_traverse)},
     {Py_tp_clear, reinterpret_cast<void*>(tfp_clear)},
     {Py_tp_dealloc, reinterpret_cast<void*>(tfp_dealloc)},
-    {Py_tp_getattro, reinterpret_cast<void*>(tfp_getattro)},
+    {Py_tp_getattro, reinterpret_cast<void*>(getattr_or_inner<TFProperty>)},
     {Py_tp_descr_get, reinterpret_cast<void*>(tfp_get)},
     {Py_tp_descr_set, reinterpret_cast<void*>(tfp_set)},
     {Py_tp_members, tfp_members},
