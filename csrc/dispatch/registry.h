@@ -34,31 +34,6 @@ enum class OpFormKind : uint8_t { Functional, InPlace, Out };
 constexpr int kNumOpForms = 3;
 using BoxedFn = void (*)(Stack&);
 
-struct OpForm {
-  const char* schema = nullptr;  // PyTorch's notation; nullptr when the op lacks the form
-  BoxedFn boxed = nullptr;
-};
-
-/// One registered op.
-struct OpDef {
-  std::string name;    // "add", "pow.Scalar"
-  std::string schema;  // PyTorch notation
-  std::string tags;    // comma separated
-  std::string doc;
-  void* kernels[kNumBackendKeys] = {};
-  OpForm forms[kNumOpForms];
-  /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
-  const FunctionSchema& form_schema(OpFormKind form) const;
-
- private:
-  mutable std::shared_ptr<const FunctionSchema> parsed_[kNumOpForms];
-};
-
-/// All ops; index = op id (built-in ids are the generated kOp_* constants).
-std::vector<OpDef>& op_registry();
-
-[[noreturn]] void throw_no_kernel(int op, DispatchKey key);
-
 namespace dispatch {
 // Note [Boxed fallbacks]
 // A dispatch key can hold one boxed kernel serving every op: it receives the op's id, the
@@ -73,11 +48,69 @@ struct BoxedFallback {
   void (*fn)(void* ctx, DispatchKey key, int op, OpFormKind form, Stack& stack) = nullptr;
   void* ctx = nullptr;
 };
+}  // namespace dispatch
+
+struct OpForm {
+  const char* schema = nullptr;  // PyTorch's notation; nullptr when the op lacks the form
+  BoxedFn boxed = nullptr;       // nullptr for a runtime op: dispatch::call_runtime_op runs it
+};
+
+/// One registered op.
+struct OpDef {
+  std::string name;    // "add", "pow.Scalar"
+  std::string schema;  // PyTorch notation
+  std::string tags;    // comma separated
+  std::string doc;
+  void* kernels[kNumBackendKeys] = {};
+  OpForm forms[kNumOpForms];
+  /// A runtime op's (tp.library's) boxed kernel per key (Note [Runtime ops]).
+  dispatch::BoxedFallback boxed_kernels[kNumDispatchKeys];
+  bool runtime = false;
+  /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
+  const FunctionSchema& form_schema(OpFormKind form) const;
+  /// A runtime op's schema, parsed when it is defined.
+  void parsed_for_runtime(std::shared_ptr<const FunctionSchema> s) { parsed_[0] = std::move(s); }
+
+ private:
+  mutable std::shared_ptr<const FunctionSchema> parsed_[kNumOpForms];
+};
+
+/// All ops; index = op id (built-in ids are the generated kOp_* constants).
+std::vector<OpDef>& op_registry();
+
+// Note [Runtime ops]
+// tp.library defines ops while the program runs: each gets an OpDef (its schema with the
+// namespace, `mylib::foo(Tensor x) -> Tensor`, its one form the functional slot) and a
+// boxed kernel per dispatch key instead of generated typed code. A call of such an op
+// (call_runtime_op) passes the keys as a built-in op's call does (Note [Dispatch keys]):
+// Autocast and Autograd when the op has a kernel there and the call needs it (autocast on
+// for the device; grad mode on and an input requiring grad), then Python (modes and
+// subclasses, as for every op), then the backend kernel of the first tensor's device (or of
+// the first Device argument; CPU without either), else the Composite one, else the
+// backend's fallback, else NotImplementedError naming the op and the key. A kernel that
+// calls the op again below its own key excludes that key (_ExcludeDispatchKeyGuard), as
+// redispatch does in PyTorch. The backend step bumps the version of every argument the
+// schema marks as written (`Tensor(a!)`), so autograd sees the mutation.
+// The registry reserves room once, so ids and references stay valid while ops are added.
+/// Adds a runtime op (schema with namespace) and returns its id; raises if the name exists.
+int register_runtime_op(const std::string& schema, const std::string& tags);
+/// Frees a runtime op's name (its id stays taken; calls of it raise).
+void undefine_runtime_op(int op);
+/// The id of the op named `ns::name.overload` (overload "" for the default), else -1.
+int find_op(const std::string& ns, const std::string& name, const std::string& overload);
+
+[[noreturn]] void throw_no_kernel(int op, DispatchKey key);
+
+namespace dispatch {
 /// Installs (or, with fn == nullptr, removes) the fallback of `key`; returns the old one.
 BoxedFallback set_fallback(DispatchKey key, BoxedFallback f);
 const BoxedFallback& fallback(DispatchKey key);
 /// Runs `key`'s fallback on the stack; raises NotImplementedError (no kernel) if it has none.
 void call_fallback(DispatchKey key, int op, OpFormKind form, Stack& stack);
+/// Calls a runtime op with its arguments on the stack (Note [Runtime ops]).
+void call_runtime_op(int op, Stack& stack);
+/// Calls any op's form boxed: the generated entry of a built-in op, else call_runtime_op.
+void call_boxed(int op, OpFormKind form, Stack& stack);
 }  // namespace dispatch
 
 /// The kernel for `key`, else the composite one, else nullptr.

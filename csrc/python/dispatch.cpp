@@ -210,10 +210,21 @@ IValue default_ivalue(const DefaultValue& d, const Argument& a) {
       if (a.type.kind == TypeKind::Float) return IValue(double(d.i));
       return IValue(d.i);
     case K::Float: return IValue(d.f);
-    case K::Str: return IValue(d.s);
+    case K::Str:
+      if (a.type.kind == TypeKind::Device) {  // Device dev="cpu"
+        nb::detail::make_caster<DeviceArg> c;
+        nb::str text(d.s.c_str());
+        if (c.from_python(text, 0, nullptr)) return IValue(c.value.d);
+        break;
+      }
+      return IValue(d.s);
     case K::IntList: return IValue(d.ints);
     case K::FloatList: return IValue(d.floats);
-    case K::Ident: break;
+    case K::Ident:
+      if (a.type.kind == TypeKind::ScalarType)  // ScalarType dtype=float32
+        for (int i = 0; i < kNumDTypes; ++i)
+          if (d.s == dtype_name(DType(i))) return IValue(DType(i));
+      break;
   }
   TP_FAIL("default value ", d.str(), " of argument '", a.name, "' has no value here");
 }
@@ -315,6 +326,34 @@ nb::object ivalue_to_python(const IValue& v) {
   return nb::none();
 }
 
+void results_from_python(const FunctionSchema& s, nb::handle result, Stack& stack, nb::handle who) {
+  stack.clear();
+  const size_t n = s.returns.size();
+  auto fail_type = [&](const Argument& a, nb::handle r) {
+    ::tp::fail(::tp::ErrorKind::Type, nb::str(who).c_str(), ": returned a ",
+               Py_TYPE(r.ptr())->tp_name, " where the schema's ", schema_display_type(a.type),
+               " was expected");
+  };
+  auto one = [&](const Argument& a, nb::handle r) {
+    IValue v;
+    if (a.type.kind == TypeKind::Tensor && !a.type.is_list && r.is_none()) {
+      stack.emplace_back();  // an undefined tensor (a gradient that is None)
+      return;
+    }
+    if (!value_from_python(a.type, r.ptr(), v)) fail_type(a, r);
+    stack.push_back(std::move(v));
+  };
+  if (n == 0) return;
+  if (n == 1) return one(s.returns[0], result);
+  if (!PyTuple_Check(result.ptr()) && !PyList_Check(result.ptr()))
+    ::tp::fail(::tp::ErrorKind::Type, nb::str(who).c_str(), ": returned a ",
+               Py_TYPE(result.ptr())->tp_name, " where the schema has ", n, " results");
+  nb::sequence seq = nb::borrow<nb::sequence>(result);
+  TP_CHECK(nb::len(seq) == n, nb::str(who).c_str(), ": returned ", nb::len(seq),
+           " values, the schema has ", n);
+  for (size_t i = 0; i < n; ++i) one(s.returns[i], seq[i]);
+}
+
 nb::object results_to_python(const FunctionSchema& s, Stack& stack) {
   if (s.returns.empty()) return nb::none();
   if (s.returns.size() == 1 && stack.at(0).is_tensor())
@@ -344,7 +383,7 @@ PyObject* op_overload_call(PyObject* self, PyObject* const* args, size_t nargsf,
   auto* o = reinterpret_cast<OpOverloadObject*>(self);
   try {
     Stack stack = bind_arguments(*o->schema, args, PyVectorcall_NARGS(nargsf), kwnames);
-    op_registry()[size_t(o->op)].forms[o->form].boxed(stack);
+    dispatch::call_boxed(o->op, OpFormKind(o->form), stack);
     return results_to_python(*o->schema, stack).release().ptr();
   } catch (...) {
     set_python_error(std::current_exception());
@@ -360,7 +399,7 @@ int op_overload_init(PyObject* self, PyObject* args, PyObject* kwargs) {
   }
   const auto& reg = op_registry();
   if (op < 0 || size_t(op) >= reg.size() || form < 0 || form >= kNumOpForms ||
-      !reg[size_t(op)].forms[form].boxed) {
+      !reg[size_t(op)].forms[form].schema) {
     PyErr_Format(PyExc_ValueError, "_OpOverload: op %d has no form %d", op, form);
     return -1;
   }
@@ -503,12 +542,13 @@ void bind_dispatch(nb::module_& m) {
   m.def("_parse_schema", [](const std::string& text) { return parse_schema(text); },
         "Parses a schema in PyTorch's notation (torch._C.parse_schema).");
 
-  // (op id, form, qualified name, overload, schema text, tags) of every form of every op
+  // (op id, form, qualified name, overload, schema text, tags) of every form of every
+  // built-in op (runtime ops get their handles from tp.library when they are defined)
   m.def("_op_forms", [] {
     nb::list out;
     const auto& reg = op_registry();
     for (size_t i = 0; i < reg.size(); ++i)
-      for (int f = 0; f < kNumOpForms; ++f) {
+      for (int f = 0; f < kNumOpForms && !reg[i].runtime; ++f) {
         const OpForm& form = reg[i].forms[f];
         if (!form.schema) continue;
         const FunctionSchema& s = reg[i].form_schema(OpFormKind(f));
@@ -541,7 +581,7 @@ void bind_dispatch(nb::module_& m) {
         errors += std::string(e.what()) + "\n\n";
         continue;
       }
-      op_registry()[size_t(o->op)].forms[o->form].boxed(stack);
+      dispatch::call_boxed(o->op, OpFormKind(o->form), stack);
       return results_to_python(*o->schema, stack);
     }
     TP_FAIL("Overloaded torch operator invoked from Python failed to match any schema:\n", errors);

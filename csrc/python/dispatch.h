@@ -13,5 +13,8 @@ Stack bind_arguments(const FunctionSchema& s, PyObject* const* args, size_t narg
 nb::object ivalue_to_python(const IValue& v);
 /// A boxed call's results: None, the one result, or a tuple.
 nb::object results_to_python(const FunctionSchema& s, Stack& stack);
+/// Replaces the stack with the results a Python kernel or handler of `who` returned, checked
+/// against the schema's return types (TypeError naming `who` when one does not fit).
+void results_from_python(const FunctionSchema& s, nb::handle result, Stack& stack, nb::handle who);
 
 }  // namespace tp::python

@@ -133,23 +133,11 @@ std::vector<nb::handle> overloaded_types(const Stack& stack) {
 
 void result_to_stack(const FunctionSchema& s, OpFormKind form, nb::handle result, Stack& stack,
                      nb::handle func) {
-  stack.clear();
-  if (form != OpFormKind::Functional || s.returns.empty()) return;  // the written tensors
-  auto tensor_of = [&](nb::handle r) -> IValue {
-    if (r.is_none()) return IValue();
-    if (!nb::isinstance<Tensor>(r))
-      ::tp::fail(::tp::ErrorKind::Type, nb::str(func).c_str(), ": __torch_dispatch__ returned a ",
-                   Py_TYPE(r.ptr())->tp_name, " where a Tensor was expected");
-    return IValue(*nb::inst_ptr<Tensor>(r));
-  };
-  if (s.returns.size() == 1) {
-    stack.push_back(tensor_of(result));
+  if (form != OpFormKind::Functional) {  // the written tensors
+    stack.clear();
     return;
   }
-  nb::sequence seq = nb::borrow<nb::sequence>(result);
-  TP_CHECK(nb::len(seq) == s.returns.size(), nb::str(func).c_str(), ": __torch_dispatch__ returned ",
-           nb::len(seq), " values, the schema has ", s.returns.size());
-  for (nb::handle r : seq) stack.push_back(tensor_of(r));
+  results_from_python(s, result, stack, func);
 }
 
 /// A boxed fallback written in Python (tp._C._set_fallback): called as
@@ -161,6 +149,31 @@ void python_fallback(void* ctx, DispatchKey, int op, OpFormKind form, Stack& sta
   auto [args, kwargs] = python_arguments(s, stack);
   nb::object r = nb::handle(static_cast<PyObject*>(ctx))(func, args, kwargs);
   result_to_stack(s, form, r, stack, func);
+}
+
+/// A runtime op's kernel written in Python (tp.library): called with the op's arguments as
+/// its schema declares them (positional ones by position, keyword-only ones by name); what
+/// it returns are the op's results.
+void python_op_kernel(void* ctx, DispatchKey, int op, OpFormKind form, Stack& stack) {
+  nb::gil_scoped_acquire gil;
+  const FunctionSchema& s = op_registry()[size_t(op)].form_schema(form);
+  size_t positional = 0;
+  while (positional < s.arguments.size() && !s.arguments[positional].kwarg_only) ++positional;
+  nb::object args = nb::steal(PyTuple_New(Py_ssize_t(positional)));
+  for (size_t i = 0; i < positional; ++i)
+    PyTuple_SET_ITEM(args.ptr(), Py_ssize_t(i), ivalue_to_python(stack[i]).release().ptr());
+  nb::object r;
+  nb::handle fn(static_cast<PyObject*>(ctx));
+  if (positional == s.arguments.size()) {
+    r = nb::steal(PyObject_Call(fn.ptr(), args.ptr(), nullptr));
+  } else {
+    nb::dict kwargs;
+    for (size_t i = positional; i < s.arguments.size(); ++i)
+      kwargs[s.arguments[i].name.c_str()] = ivalue_to_python(stack[i]);
+    r = nb::steal(PyObject_Call(fn.ptr(), args.ptr(), kwargs.ptr()));
+  }
+  if (!r) throw nb::python_error();
+  results_from_python(s, r, stack, handle_of(op, form));
 }
 
 /// The Python key's handler (Note [Boxed fallbacks]).
@@ -176,14 +189,28 @@ void handle_python_key(void*, DispatchKey, int op, OpFormKind form, Stack& stack
   // a handler's own calls run below Autograd and Autocast (PyTorch's
   // AutoDispatchBelowADInplaceOrView), whatever the handler does
   dispatch::ExcludeGuard below(DispatchKeySet(DispatchKey::Autograd) | DispatchKeySet(DispatchKey::Autocast));
+  // rules registered for this op and a mode or subclass type (tp.library.register_torch_dispatch)
+  // take the place of that type's __torch_dispatch__
+  nb::object rules = nb::getattr(func, "_torch_dispatch_rules", nb::none());
+  auto rule_for = [&](nb::handle type) -> nb::object {
+    if (rules.is_none()) return nb::none();
+    PyObject* r = PyDict_GetItemWithError(rules.ptr(), type.ptr());
+    if (!r && PyErr_Occurred()) throw nb::python_error();
+    return r ? nb::borrow(r) : nb::none();
+  };
   if (!t_modes.empty() && !dispatch::is_excluded(DispatchKey::Python)) {
     PoppedMode popped;
-    nb::object r = popped.mode().attr("__torch_dispatch__")(func, type_tuple, args, kwargs);
+    nb::object rule = rule_for(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(popped.mode().ptr()))));
+    nb::object r = rule.is_none()
+                       ? popped.mode().attr("__torch_dispatch__")(func, type_tuple, args, kwargs)
+                       : rule(popped.mode(), func, type_tuple, args, kwargs);
     result_to_stack(s, form, r, stack, func);
     return;
   }
   for (nb::handle type : types) {
-    nb::object r = type.attr("__torch_dispatch__")(func, type_tuple, args, kwargs);
+    nb::object rule = rule_for(type);
+    nb::object r = rule.is_none() ? type.attr("__torch_dispatch__")(func, type_tuple, args, kwargs)
+                                  : rule(type, func, type_tuple, args, kwargs);
     if (r.is(nb::handle(Py_NotImplemented))) continue;
     result_to_stack(s, form, r, stack, func);
     return;
@@ -214,6 +241,39 @@ void bind_python_dispatch(nb::module_& m) {
     size_t i = size_t(op) * kNumOpForms + size_t(form);
     if (handles().size() <= i) handles().resize(op_registry().size() * kNumOpForms, nullptr);
     handles()[i] = h.inc_ref().ptr();  // op handles live for the whole process
+  });
+  // Runtime ops (Note [Runtime ops]): tp.library defines them and sets their kernels.
+  m.def("_define_op", [](const std::string& schema, const std::string& tags) {
+    return register_runtime_op(schema, tags);
+  }, nb::arg("schema"), nb::arg("tags") = "");
+  m.def("_find_op", [](const std::string& ns, const std::string& name, const std::string& overload) {
+    return find_op(ns, name, overload == "default" ? "" : overload);
+  });
+  m.def("_undefine_op", [](int op) {  // Library._destroy: the name is free again
+    undefine_runtime_op(op);
+    nb::gil_scoped_acquire gil;
+    for (auto& slot : op_registry()[size_t(op)].boxed_kernels) {
+      if (slot.fn == &python_op_kernel) nb::handle(static_cast<PyObject*>(slot.ctx)).dec_ref();
+      slot = {};
+    }
+  });
+  m.def("_set_op_kernel", [](int op, DispatchKey key, nb::handle fn) {
+    auto& reg = op_registry();
+    TP_CHECK(op >= 0 && size_t(op) < reg.size() && reg[size_t(op)].runtime,
+             "_set_op_kernel: op ", op, " is not a runtime op");
+    auto& slot = reg[size_t(op)].boxed_kernels[int(key)];
+    nb::gil_scoped_acquire gil;
+    if (slot.fn == &python_op_kernel) nb::handle(static_cast<PyObject*>(slot.ctx)).dec_ref();
+    slot = {};
+    if (!fn.is_none()) slot = {&python_op_kernel, fn.inc_ref().ptr()};
+  }, nb::arg("op"), nb::arg("key"), nb::arg("fn").none());
+  m.def("_op_kernel_keys", [](int op) {
+    nb::list keys;
+    const OpDef& def = op_registry().at(size_t(op));
+    for (int k = 0; k < kNumDispatchKeys; ++k)
+      if (def.runtime ? def.boxed_kernels[k].fn != nullptr : k < kNumBackendKeys && def.kernels[k])
+        keys.append(DispatchKey(k));
+    return keys;
   });
   m.def("_push_on_torch_dispatch_stack", &push_mode, nb::arg("mode"));
   m.def("_pop_torch_dispatch_stack", &pop_mode);

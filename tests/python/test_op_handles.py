@@ -12,29 +12,36 @@ import tensorplay as tp
 KNOWN_SCHEMA_DIFFERENCES = {
     # factories take requires_grad (PyTorch's binding handles it) and no layout / pin_memory
     'factory arguments': {
-        'arange.default', 'arange.out', 'empty.out', 'empty_strided.default', 'eye.default',
-        'eye.out', 'full.default', 'full.out', 'linspace.default', 'linspace.out',
+        'arange.default', 'arange.out', 'empty.memory_format', 'empty.out',
+        'empty_strided.default', 'eye.default', 'eye.out', 'full.default', 'full.out', 'linspace.default', 'linspace.out',
         'logspace.default', 'logspace.out', 'ones.default', 'ones.out', 'rand.default',
         'rand.out', 'rand_like.default', 'randint.default', 'randint.out', 'randint.low',
-        'randint.low_out', 'randint_like.default', 'randn.default', 'randn.out',
+        'randint.low_out', 'randint_like.default', 'randint_like.low_dtype', 'randn.default', 'randn.out',
         'randn_like.default', 'randperm.default', 'randperm.out', 'zeros.default', 'zeros.out',
         'normal.float_float', 'normal.float_float_out', 'tril_indices.default',
         'triu_indices.default'},
     # one op of ours covers two of PyTorch's overloads (an optional dim, rounding mode,
-    # decimals, reduce, stable, padding='same', memory_format)
+    # decimals, reduce, stable, padding='same', memory_format; div's rounding_mode defaults
+    # to None, so div.Tensor_mode also serves div.Tensor)
     'merged overloads': {
         'sum.default', 'sum.out', 'mean.default', 'mean.out', 'prod.default', 'prod.out',
         'amax.default', 'amax.out', 'amin.default', 'amin.out', 'count_nonzero.default',
-        'div.default', 'div.out', 'divide.out', 'round.default', 'round.out', 'round_.default',
-        'scatter.src', 'scatter.src_out', 'scatter.value', 'scatter.value_out', 'scatter_.src',
-        'scatter_.value', 'sort.default', 'argsort.default', 'std.dim', 'var.dim',
-        'std_mean.default', 'std_mean.dim', 'var_mean.default', 'var_mean.dim',
+        'div.Tensor_mode', 'div.out_mode', 'div_.Tensor_mode', 'divide.Tensor_mode',
+        'divide.out_mode', 'divide_.Tensor_mode', 'round.default', 'round.out',
+        'round_.default', 'scatter.src', 'scatter.src_out', 'scatter.value',
+        'scatter.value_out', 'scatter_.src', 'scatter_.value', 'sort.default',
+        'argsort.default',
         'clone.default', 'contiguous.default', 'expand.default', 'nan_to_num.default',
         'nan_to_num.out', 'nan_to_num_.default', 'einsum.default', 'batch_norm.default'},
+    # (std, mean) and (var, mean) name their results (PyTorch's are unnamed)
+    'named results': {
+        'std_mean.default', 'std_mean.dim', 'std_mean.correction', 'var_mean.default',
+        'var_mean.dim', 'var_mean.correction'},
     # int[] defaults written as one int (stride=1) where PyTorch lists them ([1, 1])
     'list defaults': {
         'conv1d.default', 'conv1d.padding', 'conv2d.default', 'conv2d.padding',
-        'conv3d.default', 'conv3d.padding', 'conv_transpose1d.default', 'avg_pool1d.default',
+        'conv3d.default', 'conv3d.padding', 'conv_transpose1d.default',
+        'conv_transpose2d.input', 'conv_transpose3d.input', 'avg_pool1d.default',
         'max_pool1d.default', 'max_pool1d_with_indices.default',
         'max_pool2d_with_indices.default', 'max_pool3d_with_indices.default',
         'adaptive_max_pool1d.default', 'adaptive_max_pool2d.default'},
@@ -59,11 +66,6 @@ KNOWN_SCHEMA_DIFFERENCES = {
         'native_group_norm.default', 'native_layer_norm.default',
         'native_layer_norm_backward.default'},
 }
-# our overload names PyTorch does not have (the same merges as above)
-KNOWN_EXTRA_OVERLOADS = {
-    'conv_transpose2d.default', 'conv_transpose3d.default', 'div_.default', 'divide.default',
-    'divide_.default', 'empty.default', 'randint_like.low', 'std.unbiased', 'std_mean.unbiased',
-    'var.unbiased', 'var_mean.unbiased'}
 
 
 def _handles():
@@ -124,7 +126,7 @@ def test_schemas_match_pytorch():
             differ.add(full)
     assert differ - known == set(), 'new schema differences'
     assert known - differ == set(), 'fixed: remove them from KNOWN_SCHEMA_DIFFERENCES'
-    assert extra == KNOWN_EXTRA_OVERLOADS
+    assert extra == set(), 'overload names PyTorch does not have'
     assert same > 500
 
 

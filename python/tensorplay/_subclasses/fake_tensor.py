@@ -194,6 +194,13 @@ class FakeTensorMode(TorchDispatchMode):
             convert = {id(t): self.from_tensor(t) for t in real}
             args, kwargs = _map(lambda a: convert.get(id(a), a), (args, kwargs))
             tensors = [a for a in _flatten((args, kwargs)) if isinstance(a, Tensor)]
+        if func.namespace != 'aten':  # a tp.library op: its fake kernel, inside this mode
+            from tensorplay.library import fake_kernel_of
+            fake = fake_kernel_of(func)
+            if fake is not None:
+                with self:
+                    out = fake(*args, **kwargs)
+                return _map(lambda r: self._fake_result(r, self._common_device(func, tensors, kwargs), tensors), out)
         # a copy moves data across devices: its result is on its destination's device
         device = tensors[0].fake_device if func in _COPIES else self._common_device(func, tensors, kwargs)
         if 'device' in kwargs and kwargs['device'] is not None:

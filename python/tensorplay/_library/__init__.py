@@ -1,0 +1,1 @@
+"""tp.library's internals: custom ops, schema inference, fake kernels' context, opcheck."""
