@@ -1,0 +1,1 @@
+"""Graph passes (PyTorch's ``torch.fx.passes``)."""
