@@ -46,4 +46,4 @@ class _GraphAlias(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
 
 
 _sys.modules['tensorplay.graph'] = _sys.modules[__name__]
-_sys.meta_path.append(_GraphAlias())
+_sys.meta_path.insert(0, _GraphAlias())

@@ -423,7 +423,7 @@ class Graph:
         targets = set(users)
         if new in targets:
             raise RuntimeError(f"replace_all_uses_with: replacing the uses of '{old.name}' by "
-                               f"'{new.name}' would make '{new.name}' an input of itself")
+                               f"'{new.name}' would make a cycle: '{new.name}' would read itself")
         if new.graph is not self or new._erased or new._sort_key < old._sort_key:
             return  # new comes before old, so before all its users: nothing loops
         seen, stack = set(), [new]
@@ -711,7 +711,8 @@ class Graph:
         return restore()
 
 
-_UNPICKLED_META = frozenset(('val', 'example_value'))  # fake tensors live in one process
+# fake tensors live in one process; module stacks name classes that may be local
+_UNPICKLED_META = frozenset(('val', 'example_value', 'nn_module_stack'))
 
 
 class _NodeRef:
