@@ -21,9 +21,11 @@ from tensorplay.fx.node import Node, has_side_effect, map_arg
 from tensorplay.fx.proxy import Proxy
 from tensorplay.fx._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from tensorplay.fx import proxy  # noqa: F401  (tp.fx.proxy.TraceError)
+from tensorplay.fx import subgraph_rewriter  # noqa: F401
+from tensorplay.fx.subgraph_rewriter import replace_pattern
 
 __all__ = ['symbolic_trace', 'Tracer', 'wrap', 'Graph', 'GraphModule', 'Interpreter',
-           'Transformer', 'Node', 'Proxy', 'has_side_effect', 'map_arg',
+           'Transformer', 'Node', 'Proxy', 'replace_pattern', 'has_side_effect', 'map_arg',
            'CodeGen', 'PythonCode', 'PH']
 
 has_side_effect(_tp._assert)
