@@ -24,6 +24,26 @@ def has_side_effect(fn):
     return fn
 
 
+_RANDOM_NAMES = []
+
+
+def _random_names():
+    """Names of the functions whose aten op draws random numbers (rand_like, dropout, ...)."""
+    if not _RANDOM_NAMES:
+        from tensorplay._ops import Tag, ops
+        # the functional dropouts reach native_dropout only when training
+        names = {'dropout', 'dropout1d', 'dropout2d', 'dropout3d', 'alpha_dropout',
+                 'feature_alpha_dropout'}
+        for name in dir(ops.aten):
+            packet = getattr(ops.aten, name, None)
+            if hasattr(packet, 'overloads') and any(
+                    Tag.nondeterministic_seeded in getattr(packet, o).tags
+                    for o in packet.overloads()):
+                names.add(name)
+        _RANDOM_NAMES.append(frozenset(names))
+    return _RANDOM_NAMES[0]
+
+
 def _find_module_of(fn):
     module = getattr(fn, '__module__', None)
     if module is not None:
@@ -274,9 +294,12 @@ class Node:
                 if impure_random:
                     from tensorplay._ops import Tag
                     return Tag.nondeterministic_seeded in getattr(t, 'tags', ())
-            return False
+                return False
+            return impure_random and getattr(t, '__module__', '').startswith('tensorplay') and \
+                getattr(t, '__name__', None) in _random_names()
         if self.op == 'call_method':
-            return self.target.endswith('_') and not self.target.endswith('__')
+            return (self.target.endswith('_') and not self.target.endswith('__')) or \
+                (impure_random and self.target in _random_names())
         if self.op == 'call_module':
             mod = self.graph.owning_module
             if mod is None:

@@ -98,4 +98,11 @@ class ShapeProp(Interpreter):
         """Runs the graph on fake versions of ``args``; returns the (fake) output."""
         fake = [self.fake_mode.from_tensor(a) if isinstance(a, tensorplay.Tensor) else a
                 for a in args]
-        return super().run(*fake)
+        # the module's real parameters meet fake tensors in its leaf modules: the mode makes
+        # fake twins of them (metadata only) for the length of the run
+        mode = self.fake_mode
+        old, mode.allow_non_fake_inputs = mode.allow_non_fake_inputs, True
+        try:
+            return super().run(*fake)
+        finally:
+            mode.allow_non_fake_inputs = old
