@@ -49,3 +49,10 @@ class _GraphAlias(_importlib_abc.MetaPathFinder, _importlib_abc.Loader):
 
 _sys.modules['tensorplay.graph'] = _sys.modules[__name__]
 _sys.meta_path.insert(0, _GraphAlias())
+
+
+def make_graph(f, **kwargs):
+    """The release's name for ``tensorplay.fx.experimental.proxy_tensor.make_fx``:
+    ``make_graph(f)(*example_inputs)`` captures ``f`` as a graph of ``tp.ops.aten`` ops."""
+    from tensorplay.fx.experimental.proxy_tensor import make_fx
+    return make_fx(f, **kwargs)
