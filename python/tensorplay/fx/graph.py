@@ -696,6 +696,19 @@ class Graph:
         lines.insert(1, '  '.join('-' * w for w in widths))
         print('\n'.join(lines))
 
+    def to_dot(self, name='graph'):
+        """The graph as Graphviz DOT text: nodes coloured by op kind, labelled with their
+        target and (after ShapeProp or make_fx) their shapes."""
+        from tensorplay.fx.passes.graph_drawer import graph_to_dot
+        return graph_to_dot(self, name)
+
+    def draw(self, path, format=None):
+        """Renders the graph to ``path`` (SVG, PNG or PDF by its extension; ``.dot`` for
+        the text) with Graphviz; RuntimeError saying what to install when ``dot`` is
+        missing."""
+        from tensorplay.fx.passes.graph_drawer import DotGraph
+        DotGraph(self.to_dot()).write(path, format)
+
     def on_generate_code(self, make_transformer):
         """``with graph.on_generate_code(lambda old: new):`` ``new(body_lines)`` rewrites
         the generated body for the block (``old`` is the previous transformer or None)."""
