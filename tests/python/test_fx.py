@@ -440,3 +440,19 @@ def test_proxy_operators_record_calls():
     assert _summary(ours) == _summary(theirs)
     assert ours.code == theirs.code.replace('torch', 'tensorplay')
     assert operator.neg in [n.target for n in ours.graph.nodes]
+
+
+def test_child_cache_follows_replacements():
+    model = mlp(tp)
+    gm = tp.fx.symbolic_trace(model)
+    x = tp.randn(2, 8)
+    new_fc2 = tp.nn.Linear(16, 4)
+    gm.fc2 = new_fc2  # Module.__setattr__: the generated forward must see the new child
+    assert tp.allclose(gm(x), new_fc2(tp.relu(model.fc1(x))))
+    gm.add_module('fc1', tp.nn.Linear(8, 16))
+    assert gm.fc1 is not model.fc1 and gm.fc1 is gm._modules['fc1']
+    del gm.fc2
+    with pytest.raises(AttributeError):
+        gm(x)
+    gm.recompile()
+    assert gm.train is not None and callable(gm.train)  # children never shadow methods

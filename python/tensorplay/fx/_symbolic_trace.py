@@ -9,6 +9,8 @@ import inspect
 import math
 import types
 
+import tensorplay
+from tensorplay import Tensor, nn
 from tensorplay.fx.graph import Graph
 from tensorplay.fx.graph_module import GraphModule
 from tensorplay.fx.node import has_side_effect, map_aggregate
@@ -169,14 +171,12 @@ class Tracer(TracerBase):
         """Tracer's additions to TracerBase.create_arg: a parameter, buffer or submodule of
         the root becomes a ``get_attr`` of its path; any other tensor is kept on the root as
         ``_tensor_constant<N>`` and read with a ``get_attr``."""
-        import tensorplay
-        from tensorplay import nn
         if isinstance(a, nn.Parameter):
             name = self._param_names().get(id(a))
             if name is None:
                 raise NameError('parameter is not a member of this module')
             return self.create_node('get_attr', name, (), {})
-        if isinstance(a, tensorplay.Tensor):
+        if isinstance(a, Tensor):
             name = self._buffer_names().get(id(a))
             if name is not None:
                 return self.create_node('get_attr', name, (), {})
@@ -212,7 +212,6 @@ class Tracer(TracerBase):
     def is_leaf_module(self, m, module_qualified_name):
         """Whether a call of ``m`` is recorded as one ``call_module`` node (TensorPlay's own
         layers, Sequential excepted) rather than traced into."""
-        from tensorplay import nn
         module = type(m).__module__
         return (module.startswith('tensorplay.nn') or module.startswith('torch.nn')) and \
             not isinstance(m, nn.Sequential)
@@ -246,7 +245,6 @@ class Tracer(TracerBase):
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         """A module attribute read during the trace: a parameter of the root becomes one
         ``get_attr`` node (shared by later reads); anything else is returned as it is."""
-        from tensorplay import Tensor, nn
         if isinstance(attr_val, nn.Parameter):
             name = self._param_names().get(id(attr_val))
         elif self.proxy_buffer_attributes and isinstance(attr_val, Tensor):
@@ -301,7 +299,6 @@ class Tracer(TracerBase):
         return root_fn, args
 
     def _proxy_placeholder(self, name, concrete_args, sig, fn):
-        import tensorplay
         if concrete_args is not None and name in concrete_args:
             param = sig.parameters[name]
             default = () if param.default is inspect.Parameter.empty else (param.default,)
@@ -339,7 +336,6 @@ class Tracer(TracerBase):
         """Traces ``root`` (a Module, whose ``forward`` runs, or a function) and returns the
         Graph. A function's constants are kept on a fresh Module, ``self.root``."""
         global _is_fx_tracing_flag
-        from tensorplay import Tensor, nn
         old_flag, _is_fx_tracing_flag = _is_fx_tracing_flag, True
         try:
             if isinstance(root, nn.Module):
@@ -430,6 +426,5 @@ def symbolic_trace(root, concrete_args=None):
     selects a branch."""
     tracer = Tracer()
     graph = tracer.trace(root, concrete_args)
-    from tensorplay import nn
     name = type(root).__name__ if isinstance(root, nn.Module) else root.__name__
     return GraphModule(tracer.root, graph, name)

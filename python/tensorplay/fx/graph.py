@@ -182,8 +182,13 @@ class CodeGen:
         from tensorplay import Tensor
         from tensorplay._ops import OpOverload
 
+        names = {}
+
         def node_name(n):
-            return namespace.create_name(n.name, n)
+            name = names.get(n)
+            if name is None:
+                name = names[n] = namespace.create_name(n.name, n)
+            return name
 
         def type_repr(o):
             if o == ():

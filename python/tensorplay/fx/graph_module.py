@@ -19,13 +19,25 @@ def _addindent(s, num_spaces):
     return '\n'.join([first] + [' ' * num_spaces + line if line.strip() else '' for line in rest])
 
 
+_compiled = {}  # source -> code object, for the most recent sources (Note [Compiled code])
+
+
 def _exec_forward(src, globals_):
     """Compiles ``src`` (a ``def forward``) with a file name that linecache knows, so
     tracebacks through generated code show its lines."""
-    key = f'<eval_with_key>.{next(_next_id)}'
-    linecache.cache[key] = (len(src), None, src.splitlines(True), key)
+    # Note [Compiled code]: recompiling a graph whose code did not change (recompile() after
+    # an edit that cancels out, a second GraphModule of one graph) reuses the code object;
+    # compile() is most of what recompile() costs.
+    code = _compiled.get(src)
+    if code is None:
+        key = f'<eval_with_key>.{next(_next_id)}'
+        linecache.cache[key] = (len(src), None, src.splitlines(True), key)
+        code = compile(src, key, 'exec')
+        if len(_compiled) >= 64:
+            _compiled.pop(next(iter(_compiled)))
+        _compiled[src] = code
     g = dict(globals_)
-    exec(compile(src, key, 'exec'), g)
+    exec(code, g)
     return g['forward']
 
 
@@ -132,7 +144,35 @@ class GraphModule(Module):
         self._lineno_map = python_code._lineno_map
         cls = type(self)
         cls.forward = _exec_forward(self._code, python_code.globals)
+        self._cache_children()
         return python_code
+
+    # Note [GraphModule child cache]
+    # Generated code reads submodules as `self.<name>`; a Module keeps them in _modules, so
+    # each read would miss the instance dict and run Module.__getattr__ (~0.6 us, most of
+    # what a traced forward adds to eager). GraphModule also keeps its direct children in
+    # its __dict__. Module.__setattr__ drops that entry when a child is replaced, and the
+    # overrides below drop it on delattr / add_module; recompile() refreshes it.
+    def _cache_children(self):
+        d = self.__dict__
+        for name, mod in d['_modules'].items():
+            if not hasattr(type(self), name):  # never shadow a method or property
+                d[name] = mod
+
+    def _uncache(self, name):
+        d = self.__dict__
+        if d.get(name) is d.get('_modules', {}).get(name, d):
+            del d[name]
+
+    def __delattr__(self, name):
+        self._uncache(name)
+        super().__delattr__(name)
+
+    def add_module(self, name, module):
+        self._uncache(name)
+        super().add_module(name, module)
+
+    register_module = add_module
 
     def print_readable(self, print_output=True, include_stride=False, include_device=False,
                        colored=False):
@@ -155,6 +195,8 @@ class GraphModule(Module):
                 return False
             mod = sub
         mod.add_module(field, m)
+        if mod is self:
+            self._cache_children()
         return True
 
     def delete_submodule(self, target):

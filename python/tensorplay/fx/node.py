@@ -6,6 +6,7 @@ import builtins
 import operator
 import types
 
+from tensorplay._ops import OpOverload, OpOverloadPacket
 from tensorplay.fx.immutable_collections import immutable_dict, immutable_list
 
 __all__ = ['Node', 'map_arg', 'map_aggregate', 'has_side_effect']
@@ -58,7 +59,6 @@ def _find_module_of(fn):
 def _get_qualified_name(fn):
     """The dotted name generated code uses for ``fn`` (``tensorplay.relu``,
     ``operator.add``, ``tensorplay.ops.aten.add.Tensor``, ``getattr``)."""
-    from tensorplay._ops import OpOverload, OpOverloadPacket
     if isinstance(fn, OpOverload):
         return f'tensorplay.ops.{fn.namespace}.{fn._opname}.{fn._overloadname}'
     if isinstance(fn, OpOverloadPacket):

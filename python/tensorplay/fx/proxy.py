@@ -3,11 +3,14 @@ Proxy (an operator, a method call, an attribute, a TensorPlay function reached t
 ``__torch_function__``) records a Node in the tracer's graph and returns a new Proxy.
 """
 import dis
+import enum
 import inspect
 import linecache
 import operator
 import os
 
+from tensorplay import Tensor
+from tensorplay._ops import OpOverload
 from tensorplay.fx.graph import magic_methods, reflectable_magic_methods
 from tensorplay.fx.node import Node, map_aggregate
 
@@ -137,9 +140,6 @@ class TracerBase:
             return slice(self.create_arg(a.start), self.create_arg(a.stop), self.create_arg(a.step))
         if isinstance(a, Node):
             return a
-        import enum
-        from tensorplay import Tensor
-        from tensorplay._ops import OpOverload
         if isinstance(a, (OpOverload, enum.Enum, Tensor)):
             return a
         raise NotImplementedError(f'argument of type: {type(a)}')
