@@ -204,7 +204,7 @@ _FUNCTIONAL_AS_CALLED = frozenset("""
     conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d cosine_similarity elu_
     gelu hardshrink hardtanh_ leaky_relu_ linear logsigmoid native_channel_shuffle one_hot
     pairwise_distance pdist pixel_shuffle pixel_unshuffle prelu relu_ rrelu_
-    scaled_dot_product_attention selu_ softplus softshrink threshold_ pad
+    scaled_dot_product_attention selu_ softplus softshrink threshold_
 """.split())
 _binders = {}
 
