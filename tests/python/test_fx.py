@@ -456,3 +456,23 @@ def test_child_cache_follows_replacements():
         gm(x)
     gm.recompile()
     assert gm.train is not None and callable(gm.train)  # children never shadow methods
+
+
+def test_erasing_while_iterating():
+    gm = tp.fx.symbolic_trace(lambda x: ((x + 1) * 2 - 3).relu())
+    seen = []
+    for n in gm.graph.nodes:
+        seen.append(n.name)
+        if n.name == 'add':  # erase the node after the current one, and the current one
+            mul = n.next
+            mul.replace_all_uses_with(n)
+            gm.graph.erase_node(mul)
+        if n.name == 'sub':
+            n.replace_all_uses_with(n.args[0])
+            gm.graph.erase_node(n)
+    assert seen == ['x', 'add', 'sub', 'relu', 'output']
+    gm.graph.lint()
+    gm.recompile()
+    assert tp.equal(gm(tp.tensor([-2.0, 1.0])), tp.tensor([0.0, 2.0]))
+    with pytest.raises(ValueError, match='was erased'):
+        next(iter(gm.graph.nodes)).append(mul)

@@ -504,7 +504,9 @@ class Graph:
         if to_erase._erased:
             warnings.warn(f'erase_node({to_erase}) on an already erased node')
             return
-        to_erase._remove_from_list()
+        # unlinked, but keeping its own links, so a loop standing on it walks on
+        p, n = to_erase._prev, to_erase._next
+        p._next, n._prev = n, p
         to_erase._erased = True
         self._len -= 1
         to_erase.args, to_erase.kwargs = (), {}

@@ -166,6 +166,8 @@ class Node:
         if x.graph is not self.graph:
             raise ValueError(f"Node.prepend: node '{x.name}' belongs to another graph than "
                              f"'{self.name}'")
+        if x._erased or self._erased:
+            raise ValueError(f"Node.prepend: node '{(x if x._erased else self).name}' was erased")
         if x._next is not x:  # unlink it first
             x._prev._next, x._next._prev = x._next, x._prev
         p = self._prev
