@@ -9,7 +9,6 @@ import enum
 import inspect
 import keyword
 import math
-import operator
 import re
 import warnings
 
@@ -237,11 +236,12 @@ class CodeGen:
                     frees.setdefault(n, []).append(i)
 
         prev_summary = [None]
+        if verbose:
+            from tensorplay.fx.passes.shape_prop import _short_type
 
         def annotation(n):
             if not verbose:
                 return '' if n.type is None else f' : {type_repr(n.type)}'
-            from tensorplay.fx.passes.shape_prop import _short_type
             meta = n.meta.get('val', n.meta.get('tensor_meta'))
             s = _short_type(meta, include_stride, include_device) if meta is not None else None
             if s is not None:

@@ -5,7 +5,7 @@ import inspect
 
 from tensorplay.fx.graph import Graph
 from tensorplay.fx.graph_module import GraphModule
-from tensorplay.fx.node import Node, map_aggregate, map_arg
+from tensorplay.fx.node import map_aggregate, map_arg
 from tensorplay.fx.proxy import Proxy, TracerBase
 
 __all__ = ['Interpreter', 'Transformer']
