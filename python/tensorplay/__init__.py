@@ -64,6 +64,11 @@ def clone(input, *, memory_format=None):
     return input.clone(memory_format=memory_format)
 
 
+def _assert(condition, message):
+    """``assert condition, message`` as a function (graph capture records it)."""
+    assert condition, message
+
+
 def is_tensor(obj):
     """True if ``obj`` is a TensorPlay tensor."""
     return isinstance(obj, Tensor)
@@ -99,3 +104,5 @@ OutOfMemoryError = _C.OutOfMemoryError
 from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)
 import sys as _sys  # noqa: E402
 overrides._install(_sys.modules[__name__])
+from tensorplay import fx  # noqa: E402  (after the wrappers: Proxy intercepts them)
+graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.graph`)

@@ -1,0 +1,1 @@
+"""Experimental parts of tp.fx (PyTorch's ``torch.fx.experimental``): op-level capture."""
