@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "autograd/autocast.h"
@@ -199,13 +200,22 @@ void call_runtime_op(int op, Stack& stack) {
   const OpDef& def = op_registry()[size_t(op)];
   const LocalKeys& l = t_local_keys;
   uint8_t py = 0;
-  bool requires_grad = false, any = false;
+  bool requires_grad = false, any = false, device_from_scalar = false;
   Device device{DeviceType::CPU, -1};
+  std::optional<Device> mismatch;  // a second device (raised at the backend step)
   for_each_tensor(stack, [&](const Tensor& t) {
     if (!t.defined()) return;
     py |= t.impl()->has_python_key();
     requires_grad |= t.requires_grad();
-    if (!any) device = t.device();
+    const Device d = t.device();
+    // a 0-dim CPU tensor goes with any device, as in PyTorch's device checks
+    const bool cpu_scalar = d.type == DeviceType::CPU && t.dim() == 0;
+    if (!any || (device_from_scalar && !cpu_scalar)) {
+      device = d;
+      device_from_scalar = cpu_scalar;
+    } else if (!(d == device) && !cpu_scalar && !mismatch) {
+      mismatch = d;
+    }
     any = true;
   });
   if (!any)
@@ -225,6 +235,8 @@ void call_runtime_op(int op, Stack& stack) {
       !l.excluded.has(DispatchKey::Autograd) && autograd::grad_enabled())
     return run(DispatchKey::Autograd);
   if (python_key_slow(py)) return call_fallback(DispatchKey::Python, op, OpFormKind::Functional, stack);
+  TP_CHECK(!mismatch, "Expected all tensors to be on the same device, but found at least two "
+           "devices, ", device.str(), " and ", mismatch ? mismatch->str() : "", "! (in ", def.name, ")");
   DispatchKey key = backend_key(device.type);
   const FunctionSchema& s = def.form_schema(OpFormKind::Functional);
   Stack written;

@@ -322,7 +322,8 @@ NB_MODULE(_C, m) {
 
   // ---- devices
   nb::class_<Device>(m, "device")
-      .def("__init__", [](Device* self, const std::string& s) { new (self) Device(Device::parse(s)); })
+      .def("__init__", [](Device* self, const std::string& s) { new (self) Device(Device::parse(s)); },
+           nb::arg("type"))
       .def("__init__", [](Device* self, int64_t index) {
         TP_CHECK(index >= 0, "Device index must not be negative");
         new (self) Device(DeviceType::CUDA, int(index));
@@ -333,7 +334,7 @@ NB_MODULE(_C, m) {
         TP_CHECK(d.index < 0, "type (string) must not include an index because index was passed explicitly: ", type);
         TP_CHECK(index >= 0, "Device index must not be negative");
         new (self) Device(d.type, index);
-      })
+      }, nb::arg("type"), nb::arg("index"))
       .def_prop_ro("type", [](const Device& d) { return device_type_name(d.type); })
       .def_prop_ro("index", [](const Device& d) -> nb::object {
         if (d.index < 0) return nb::none();

@@ -361,7 +361,7 @@ def register_torch_dispatch(op, torch_dispatch_class, func=None, /, *, lib=None)
 
 
 def opcheck(op, args, kwargs=None, *, test_utils=('test_schema', 'test_autograd_registration',
-                                                  'test_faketensor'),
+                                                  'test_faketensor', 'test_aot_dispatch_dynamic'),
             raise_exception=True, rtol=None, atol=None):
     """Checks that ``op`` was registered correctly on one sample input (see
     ``tensorplay._library.opcheck``); returns {test name: "SUCCESS" or the exception}."""

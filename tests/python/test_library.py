@@ -179,6 +179,26 @@ def test_custom_op_meta_and_fake():
                                     .replace(tn._namespace, pn._namespace))
 
 
+def test_device_from_all_tensors():
+    _, ps = both(_numpy_sin)
+    ns = ps._namespace
+
+    @tp.library.custom_op(f'{ns}::axpy', mutates_args=())
+    def axpy(a: tp.Tensor, x: tp.Tensor, y: tp.Tensor) -> tp.Tensor:
+        return a * x + y
+
+    @axpy.register_fake
+    def _(a, x, y):
+        return tp.empty_like(x)
+    meta = tp.ones(3, device='meta')
+    # a 0-dim CPU tensor goes with any device; the first one does not decide it
+    assert axpy(tp.tensor(2.0), meta, meta).device.type == 'meta'
+    assert axpy(tp.tensor(2.0), tp.ones(3), tp.ones(3)).tolist() == [3., 3., 3.]
+    with pytest.raises(RuntimeError, match='Expected all tensors to be on the same device, but '
+                                           'found at least two devices, meta and cpu'):
+        axpy(tp.tensor(2.0), meta, tp.ones(3))
+
+
 def test_fake_kernel_dynamic_size():
     def make(m, ns):
         @m.library.custom_op(f'{ns}::nonzero_rows', mutates_args=())
@@ -460,9 +480,9 @@ def test_functional_api_define_impl_register_fake():
 def test_opcheck_success_and_each_failure():
     _, good = both(_numpy_sin)
     x = tp.randn(3, requires_grad=True)
-    assert tp.library.opcheck(good, (x,)) == {
+    assert tp.library.opcheck(good, (x,), {'scale': 2.0}) == {
         'test_schema': 'SUCCESS', 'test_autograd_registration': 'SUCCESS',
-        'test_faketensor': 'SUCCESS'}
+        'test_faketensor': 'SUCCESS', 'test_aot_dispatch_dynamic': 'SUCCESS'}
     ns = _ns()
 
     @tp.library.custom_op(f'{ns}::sneaky', mutates_args=())

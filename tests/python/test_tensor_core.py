@@ -152,6 +152,14 @@ def test_device_from_int_is_the_accelerator():
     assert tp.device(1) == tp.device('cuda', 1) == tp.device('cuda:1')
 
 
+def test_device_keywords_and_repr_round_trip():
+    # torch.device(type=..., index=...) works, so the repr (which graph code prints) evaluates
+    for d in (tp.device('cpu'), tp.device('cuda', 1), tp.device('meta')):
+        assert eval(repr(d), {'device': tp.device}) == d
+    assert str(tp.device(type='cuda', index=2)) == str(torch.device(type='cuda', index=2)) == 'cuda:2'
+    assert tp.device(type='cpu') == tp.device('cpu')
+
+
 @pytest.mark.parametrize('args', [('gpu',), ('cuda:x',), ('cuda:-1',), ('',), ('cuda:0:1',), ('cpu:',),
                                   ('cuda', -1), (-1,)], ids=str)
 def test_device_bad_spec_raises_runtime_error(args):

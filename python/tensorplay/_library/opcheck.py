@@ -7,12 +7,18 @@ test_autograd_registration  when an input requires grad, the op has an Autograd 
                             not silently stop at it
 test_faketensor             the fake kernel runs under FakeTensorMode and its outputs have the
                             real outputs' shapes, dtypes, devices and strides
+test_aot_dispatch_dynamic   the op traces (tp.fx make_fx, on fake tensors) to a graph holding it
+                            as one node, and the graph run on the real inputs gives the eager
+                            results; with inputs that require grad, forward and backward are
+                            traced together and the traced gradients equal the eager ones
+                            (tp.compile's AOT path will take this place once it exists)
 """
 from tensorplay import _C
 
 __all__ = ['OpCheckError', 'opcheck']
 
-_ALL = ('test_schema', 'test_autograd_registration', 'test_faketensor')
+_ALL = ('test_schema', 'test_autograd_registration', 'test_faketensor',
+        'test_aot_dispatch_dynamic')
 
 
 class OpCheckError(Exception):
@@ -141,9 +147,93 @@ def _test_faketensor(handle, args, kwargs):
                     'real output')
 
 
+def _leaves(values):
+    """Tensor lists flattened (make_fx traces tensors passed one by one)."""
+    flat, lengths = [], []
+    for v in values:
+        if isinstance(v, (list, tuple)) and any(isinstance(t, _C.Tensor) for t in v):
+            flat.extend(v)
+            lengths.append(len(v))
+        else:
+            flat.append(v)
+            lengths.append(None)
+    return flat, lengths
+
+
+def _regroup(flat, lengths):
+    out, i = [], 0
+    for n in lengths:
+        if n is None:
+            out.append(flat[i])
+            i += 1
+        else:
+            out.append(list(flat[i:i + n]))
+            i += n
+    return out
+
+
+def _compare(what, handle, got, want, rtol, atol):
+    import tensorplay as tp
+    got_t, want_t = _outputs(got), _outputs(want)
+    if len(got_t) != len(want_t):
+        raise OpCheckError(f'{handle}: {what}: {len(got_t)} tensors, eager gives {len(want_t)}')
+    for i, (g, w) in enumerate(zip(got_t, want_t)):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            raise OpCheckError(f'{handle}: {what}: output {i} is {g.dtype} {tuple(g.shape)}, '
+                               f'eager gives {w.dtype} {tuple(w.shape)}')
+        ok = tp.allclose(g, w, rtol=1e-5 if rtol is None else rtol,
+                         atol=1e-8 if atol is None else atol, equal_nan=True) \
+            if g.is_floating_point() else tp.equal(g, w)
+        if not ok:
+            raise OpCheckError(f'{handle}: {what}: output {i} differs from eager')
+
+
+def _test_aot_dispatch_dynamic(handle, args, kwargs, rtol=None, atol=None):
+    import tensorplay as tp
+    from tensorplay.fx.experimental.proxy_tensor import make_fx
+    names = [a.name for a in handle._schema.arguments[len(args):] if a.name in kwargs]
+    values = list(args) + [kwargs[n] for n in names]
+    flat, lengths = _leaves(values)
+
+    def call(*leaves):
+        vals = _regroup(leaves, lengths)
+        return handle(*vals[:len(args)], **dict(zip(names, vals[len(args):])))
+
+    def fresh():
+        return [t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, _C.Tensor)
+                else t for t in flat]
+    try:
+        gm = make_fx(call)(*fresh())
+    except Exception as e:
+        raise OpCheckError(f'{handle}: tracing the op on fake tensors failed: {e}') from e
+    nodes = [n for n in gm.graph.nodes if n.op == 'call_function' and n.target is handle]
+    if len(nodes) != 1:
+        raise OpCheckError(f'{handle}: the traced graph holds the op {len(nodes)} times, '
+                           'expected once (as one opaque node)')
+    _compare('traced forward', handle, gm(*fresh()), call(*fresh()), rtol, atol)
+    wants_grad = [i for i, t in enumerate(flat) if isinstance(t, _C.Tensor) and t.requires_grad]
+    if not wants_grad or not tp.is_grad_enabled():
+        return
+
+    def forward_backward(*leaves):
+        outs = [o for o in _outputs(call(*leaves)) if o.requires_grad]
+        if not outs:
+            return ()
+        inputs = [leaves[i] for i in wants_grad]
+        grads = tp.autograd.grad(outs, inputs, [tp.ones_like(o) for o in outs], allow_unused=True)
+        return tuple(g if g is not None else tp.zeros_like(x) for g, x in zip(grads, inputs))
+    try:
+        gm_b = make_fx(forward_backward)(*fresh())
+    except Exception as e:
+        raise OpCheckError(f'{handle}: tracing forward and backward on fake tensors failed: '
+                           f'{e}') from e
+    _compare('traced backward', handle, gm_b(*fresh()), forward_backward(*fresh()), rtol, atol)
+
+
 _TESTS = {'test_schema': _test_schema,
           'test_autograd_registration': _test_autograd_registration,
-          'test_faketensor': _test_faketensor}
+          'test_faketensor': _test_faketensor,
+          'test_aot_dispatch_dynamic': _test_aot_dispatch_dynamic}
 
 
 def opcheck(op, args, kwargs=None, *, test_utils=_ALL, raise_exception=True, rtol=None, atol=None):
@@ -159,7 +249,10 @@ def opcheck(op, args, kwargs=None, *, test_utils=_ALL, raise_exception=True, rto
     results = {}
     for name in test_utils:
         try:
-            _TESTS[name](handle, args, kwargs)
+            if name == 'test_aot_dispatch_dynamic':
+                _TESTS[name](handle, args, kwargs, rtol, atol)
+            else:
+                _TESTS[name](handle, args, kwargs)
             results[name] = 'SUCCESS'
         except Exception as e:
             if raise_exception:
