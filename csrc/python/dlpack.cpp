@@ -84,12 +84,10 @@ M* make_managed(const Tensor& t) {
   auto* ctx = new ExportCtx{t, DimVector(t.sizes().data(), t.dim()), DimVector(t.strides().data(), t.dim())};
   auto* m = new M{};
   DLTensor& d = m->dl_tensor;
-  d.data = t.impl()->storage()->data();
-  d.byte_offset = uint64_t(t.storage_offset()) * t.itemsize();
-  if (t.numel() == 0 || !d.data) {
-    d.data = t.data_ptr();
-    d.byte_offset = 0;
-  }
+  // element 0's address with byte_offset 0, as PyTorch exports: consumers such as tvm-ffi's
+  // TensorView::data_ptr() read `data` alone
+  d.data = t.data_ptr();
+  d.byte_offset = 0;
   d.device = t.device().is_cuda() ? DLDevice{kDLCUDA, std::max<int32_t>(0, t.device().index)}
                                   : DLDevice{kDLCPU, 0};
   d.ndim = int32_t(t.dim());
@@ -144,9 +142,122 @@ Tensor import_managed(M* m) {
   return Tensor(make_intrusive<TensorImpl>(std::move(storage), dt, std::move(shape), std::move(strides), 0));
 }
 
+// Note [DLPack exchange API]
+// DLPack 1.2's C exchange API: a static table of C functions a consumer (tvm-ffi) reaches
+// through the class attribute Tensor.__dlpack_c_exchange_api__ (a PyCapsule named
+// "dlpack_exchange_api"). With it, a tvm-ffi function called with our tensors reads them in
+// C (no __dlpack__ call, no capsule, no Python per argument), launches on our current CUDA
+// stream (current_work_stream), and can have its outputs allocated by us. The "no_sync"
+// functions do no stream synchronisation: the caller runs on the stream it asked for.
+struct DLPackExchangeAPIHeader {
+  DLPackVersion version;
+  DLPackExchangeAPIHeader* prev_api;
+};
+struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  int (*managed_tensor_allocator)(DLTensor* prototype, DLManagedTensorVersioned** out,
+                                  void* error_ctx,
+                                  void (*set_error)(void* error_ctx, const char* kind, const char* message));
+  int (*managed_tensor_from_py_object_no_sync)(void* py_object, DLManagedTensorVersioned** out);
+  int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned* tensor, void** out_py_object);
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_current_stream);
+};
+
+Device device_of(const DLDevice& d) {
+  if (d.device_type == kDLCUDA) return Device(DeviceType::CUDA, d.device_id);
+  TP_CHECK(d.device_type == kDLCPU, "DLPack: unsupported device type ", d.device_type);
+  return Device(DeviceType::CPU);
+}
+
+/// A Python object argument as our Tensor, else nullptr (with a Python TypeError set).
+const Tensor* tensor_of(void* py_object) {
+  nb::handle h(static_cast<PyObject*>(py_object));
+  if (!nb::isinstance<Tensor>(h)) {
+    PyErr_Format(PyExc_TypeError, "DLPack exchange: expected a tensorplay.Tensor, got %s",
+                 Py_TYPE(h.ptr())->tp_name);
+    return nullptr;
+  }
+  return nb::inst_ptr<Tensor>(h);
+}
+
+int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                      void (*set_error)(void*, const char*, const char*)) {
+  try {
+    DimVector shape(prototype->shape, size_t(prototype->ndim));
+    Tensor t = empty_tensor(shape, from_dl(prototype->dtype), device_of(prototype->device));
+    *out = make_managed<DLManagedTensorVersioned>(t);
+    (*out)->version = {1, 0};
+    (*out)->flags = 0;
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(error_ctx, "RuntimeError", e.what());
+    *out = nullptr;
+    return -1;
+  }
+}
+
+int exchange_from_py(void* py_object, DLManagedTensorVersioned** out) {
+  const Tensor* t = tensor_of(py_object);
+  if (!t) return -1;
+  *out = make_managed<DLManagedTensorVersioned>(*t);
+  (*out)->version = {1, 0};
+  (*out)->flags = 0;
+  return 0;
+}
+
+int exchange_to_py(DLManagedTensorVersioned* tensor, void** out_py_object) {
+  try {
+    *out_py_object = nb::cast(import_managed(tensor)).release().ptr();
+    return 0;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return -1;
+  }
+}
+
+int exchange_dltensor_from_py(void* py_object, DLTensor* out) {
+  const Tensor* t = tensor_of(py_object);
+  if (!t) return -1;
+  out->data = t->data_ptr();  // element 0, byte_offset 0 (see make_managed)
+  out->byte_offset = 0;
+  out->device = t->device().is_cuda() ? DLDevice{kDLCUDA, std::max<int32_t>(0, t->device().index)}
+                                      : DLDevice{kDLCPU, 0};
+  out->ndim = int32_t(t->dim());
+  out->dtype = to_dl(t->dtype());
+  // borrowed: the tensor (kept alive by the Python object) owns its sizes and strides
+  out->shape = const_cast<int64_t*>(t->sizes().data());
+  out->strides = const_cast<int64_t*>(t->strides().data());
+  return 0;
+}
+
+int exchange_current_stream(int32_t device_type, int32_t device_id, void** out_current_stream) {
+  *out_current_stream = nullptr;  // CPU: no stream
+#ifdef TP_USE_CUDA
+  if (device_type == kDLCUDA) {
+    try {
+      *out_current_stream = cuda::current_stream(device_id).handle;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      return -1;
+    }
+  }
+#else
+  (void)device_type;
+  (void)device_id;
+#endif
+  return 0;
+}
+
+constinit DLPackExchangeAPI g_exchange_api = {
+    {{1, 2}, nullptr}, &exchange_allocate, &exchange_from_py, &exchange_to_py,
+    &exchange_dltensor_from_py, &exchange_current_stream};
+
 }  // namespace
 
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
+  cls.attr("__dlpack_c_exchange_api__") =
+      nb::steal(PyCapsule_New(&g_exchange_api, "dlpack_exchange_api", nullptr));
   cls.def("__dlpack__", [](const Tensor& t, nb::handle stream, nb::handle max_version,
                            nb::handle dl_device, nb::handle copy) -> nb::object {
     (void)dl_device;
