@@ -27,11 +27,12 @@ from tensorplay import _C
 from tensorplay._library.custom_ops import CustomOpDef, custom_op
 from tensorplay._library.fake_impl import get_ctx
 from tensorplay._library.infer_schema import infer_schema
+from tensorplay._library.triton import triton_op, wrap_triton
 from tensorplay._ops import OpOverload, OpOverloadPacket, Tag, ops
 
 __all__ = ['Library', 'define', 'impl', 'custom_op', 'CustomOpDef', 'register_kernel',
            'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast', 'register_torch_dispatch',
-           'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel']
+           'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel', 'triton_op', 'wrap_triton']
 
 _K = _C.DispatchKey
 # PyTorch's dispatch key names -> ours (AutogradCPU and AutogradCUDA share the Autograd key,
