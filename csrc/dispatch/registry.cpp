@@ -52,6 +52,13 @@ BoxedFallback set_fallback(DispatchKey key, BoxedFallback f) {
 const BoxedFallback& fallback(DispatchKey key) { return g_fallbacks[int(key)]; }
 
 void call_fallback(DispatchKey key, int op, OpFormKind form, Stack& stack) {
+  if (key != DispatchKey::Python) {  // a built-in op's overridden kernel (Note [Kernel overrides])
+    const OpDef& def = op_registry()[size_t(op)];
+    if (!def.runtime) {
+      for (DispatchKey k : {key, DispatchKey::Composite})
+        if (const BoxedFallback& o = def.boxed_kernels[int(k)]; o.fn) return o.fn(o.ctx, key, op, form, stack);
+    }
+  }
   const BoxedFallback& f = g_fallbacks[int(key)];
   if (!f.fn) {
     TP_CHECK(key != DispatchKey::Python, op_registry()[size_t(op)].name,
@@ -150,6 +157,36 @@ int register_runtime_op(const std::string& schema, const std::string& tags) {
                                def.form_schema(OpFormKind::Functional).name,
                                def.form_schema(OpFormKind::Functional).overload), id);
   return id;
+}
+
+void override_kernel(int op, DispatchKey key, dispatch::BoxedFallback k) {
+  std::lock_guard<std::mutex> lock(g_define_mu);
+  OpDef& def = op_registry().at(size_t(op));
+  TP_CHECK(!def.runtime, def.name, ": override_kernel is for built-in ops");
+  const int i = int(key);
+  TP_CHECK(i < kNumBackendKeys, def.name, ": only a backend key's kernel (CPU, CUDA, Meta, "
+           "Composite) can be overridden, not ", dispatch_key_name(key), "'s");
+  dispatch::BoxedFallback& slot = def.boxed_kernels[i];
+  if (!k.fn) {  // take the override back
+    if (slot.fn) def.kernels[i] = def.saved_kernels[i];
+    def.saved_kernels[i] = nullptr;
+    slot = {};
+    return;
+  }
+  const int composite = int(DispatchKey::Composite);
+  const bool own = slot.fn ? def.saved_kernels[i] != nullptr : def.kernels[i] != nullptr;
+  if (key != DispatchKey::Composite && def.kernels[composite]) {
+    if (own)
+      TP_FAIL_NOT_IMPLEMENTED(def.name, ": the op has both a ", dispatch_key_name(key),
+                              " and a Composite kernel; overriding one of them is not supported");
+    TP_FAIL_NOT_IMPLEMENTED(def.name, " is a composite op (its one kernel serves every "
+                            "backend): override its CompositeImplicitAutograd kernel instead");
+  }
+  if (!slot.fn) {
+    def.saved_kernels[i] = def.kernels[i];
+    def.kernels[i] = nullptr;
+  }
+  slot = k;
 }
 
 void undefine_runtime_op(int op) {

@@ -63,8 +63,11 @@ struct OpDef {
   std::string doc;
   void* kernels[kNumBackendKeys] = {};
   OpForm forms[kNumOpForms];
-  /// A runtime op's (tp.library's) boxed kernel per key (Note [Runtime ops]).
+  /// A runtime op's (tp.library's) boxed kernel per key (Note [Runtime ops]); for a
+  /// built-in op, a kernel a Library put in place of its own (Note [Kernel overrides]).
   dispatch::BoxedFallback boxed_kernels[kNumDispatchKeys];
+  /// A built-in op's own kernels while a Library overrides them.
+  void* saved_kernels[kNumBackendKeys] = {};
   bool runtime = false;
   /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
   const FunctionSchema& form_schema(OpFormKind form) const;
@@ -94,6 +97,17 @@ std::vector<OpDef>& op_registry();
 // The registry reserves room once, so ids and references stay valid while ops are added.
 /// Adds a runtime op (schema with namespace) and returns its id; raises if the name exists.
 int register_runtime_op(const std::string& schema, const std::string& tags);
+// Note [Kernel overrides]
+// A Library "IMPL" can put a boxed kernel in place of a built-in op's kernel for a backend
+// key (PyTorch's `Library("aten", "IMPL").impl("add.Tensor", fn, "CPU")`). The op's own
+// typed kernel is kept aside and its slot emptied, so the generated kernel_call_<op> finds
+// no kernel there and boxes the call into call_fallback, which runs the override (for the
+// backend key, else for Composite) before any key-wide fallback. The slot is shared by the
+// op's forms: the override serves the in-place and out= forms too (its result is copied
+// into the written tensor). Taking the override away puts the typed kernel back; ops not
+// overridden never look at any of this.
+/// Puts `k` in place of built-in op `op`'s kernel for `key` (fn == nullptr: takes it back).
+void override_kernel(int op, DispatchKey key, dispatch::BoxedFallback k);
 /// Frees a runtime op's name (its id stays taken; calls of it raise).
 void undefine_runtime_op(int op);
 /// The id of the op named `ns::name.overload` (overload "" for the default), else -1.

@@ -5,8 +5,10 @@
 #include <nanobind/stl/vector.h>
 
 #include "dispatch/registry.h"
+#include "kernels/tensor_iterator.h"
 #include "python/bindings.h"
 #include "python/dispatch.h"
+#include "tensorplay/ops_api.h"
 
 namespace tp::python {
 
@@ -176,6 +178,41 @@ void python_op_kernel(void* ctx, DispatchKey, int op, OpFormKind form, Stack& st
   results_from_python(s, r, stack, handle_of(op, form));
 }
 
+/// A Python kernel in place of a built-in op's (Note [Kernel overrides]): called with the
+/// functional form's arguments; for the in-place and out= forms its result is copied into
+/// the written tensor.
+void python_override_kernel(void* ctx, DispatchKey, int op, OpFormKind form, Stack& stack) {
+  nb::gil_scoped_acquire gil;
+  const OpDef& def = op_registry()[size_t(op)];
+  const bool functional = def.forms[0].schema != nullptr;
+  const FunctionSchema& s = def.form_schema(functional ? OpFormKind::Functional : form);
+  const size_t n = s.arguments.size();
+  size_t positional = 0;
+  while (positional < n && !s.arguments[positional].kwarg_only) ++positional;
+  nb::list args;
+  nb::dict kwargs;
+  for (size_t i = 0; i < n; ++i) {
+    if (s.arguments[i].is_out()) continue;
+    if (i < positional) args.append(ivalue_to_python(stack[i]));
+    else kwargs[s.arguments[i].name.c_str()] = ivalue_to_python(stack[i]);
+  }
+  nb::handle fn(static_cast<PyObject*>(ctx));
+  nb::object r = fn(*nb::tuple(args), **kwargs);
+  if (form == OpFormKind::Functional || !functional) {
+    results_from_python(def.form_schema(form), r, stack, handle_of(op, form));
+    if (form != OpFormKind::Functional) stack.clear();
+    return;
+  }
+  Stack results;
+  results_from_python(s, r, results, handle_of(op, OpFormKind::Functional));
+  TP_CHECK(results.size() == 1 && results[0].is_tensor(), def.name,
+           ": an overriding kernel of an op with several results serves its functional form only");
+  const Tensor target = form == OpFormKind::InPlace ? stack[0].to_tensor() : stack.back().to_tensor();
+  if (form == OpFormKind::Out) resize_out(target, results[0].to_tensor().sizes());
+  copy_(target, results[0].to_tensor());
+  stack.clear();
+}
+
 /// The Python key's handler (Note [Boxed fallbacks]).
 void handle_python_key(void*, DispatchKey, int op, OpFormKind form, Stack& stack) {
   nb::gil_scoped_acquire gil;
@@ -266,6 +303,14 @@ void bind_python_dispatch(nb::module_& m) {
     if (slot.fn == &python_op_kernel) nb::handle(static_cast<PyObject*>(slot.ctx)).dec_ref();
     slot = {};
     if (!fn.is_none()) slot = {&python_op_kernel, fn.inc_ref().ptr()};
+  }, nb::arg("op"), nb::arg("key"), nb::arg("fn").none());
+  m.def("_override_kernel", [](int op, DispatchKey key, nb::handle fn) {
+    nb::gil_scoped_acquire gil;
+    const auto& old = op_registry().at(size_t(op)).boxed_kernels[int(key)];
+    PyObject* old_fn = old.fn == &python_override_kernel ? static_cast<PyObject*>(old.ctx) : nullptr;
+    if (fn.is_none()) override_kernel(op, key, {});
+    else override_kernel(op, key, {&python_override_kernel, fn.inc_ref().ptr()});
+    if (old_fn) Py_DECREF(old_fn);
   }, nb::arg("op"), nb::arg("key"), nb::arg("fn").none());
   m.def("_op_kernel_keys", [](int op) {
     nb::list keys;

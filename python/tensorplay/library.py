@@ -105,6 +105,7 @@ class Library:
         self._defined = []        # op ids this library defined
         self._handles = {}        # name (or name.overload) -> OpOverload
         self._kernels = []        # (op id, key) this library set
+        self._overrides = []      # (op id, key) of built-in ops whose kernel it replaced
         self._destroyed = False
 
     def __repr__(self):
@@ -163,11 +164,15 @@ class Library:
             raise NotImplementedError('impl(with_keyset=True): kernels here do not take a '
                                       'dispatch key set')
         handle = self._resolve(op_name)
-        if handle.namespace == 'aten':
-            raise NotImplementedError(
-                f'impl: {handle} is a built-in op; its kernels are compiled in. Intercept it '
-                'with a TorchDispatchMode or a tensor subclass instead.')
         key = _KEY_NAMES[key_name]
+        if handle.namespace == 'aten':  # Note [Kernel overrides]: until this library goes
+            if key not in (_K.CPU, _K.CUDA, _K.Meta, _K.CompositeImplicitAutograd):
+                raise NotImplementedError(
+                    f'impl: {handle}: a built-in op\'s {key_name} behaviour is compiled in; '
+                    'only its CPU, CUDA, Meta or Composite kernel can be overridden')
+            _C._override_kernel(handle._op_id, key, fn)
+            self._overrides.append((handle._op_id, key))
+            return
         if fn is fallthrough_kernel:
             fn = None
         _set_kernel(handle._op_id, key, fn)
@@ -187,6 +192,9 @@ class Library:
                     _set_kernel(op_id, key, None)
                 except RuntimeError:
                     pass
+        for op_id, key in reversed(self._overrides):
+            _C._override_kernel(op_id, key, None)
+        self._overrides = []
         for op_id in self._defined:
             _C._undefine_op(op_id)
             for k in list(_kernels):

@@ -452,9 +452,40 @@ def test_library_missing_kernel_messages():
         op(tp.ones(1, device='meta'))
     with pytest.raises(RuntimeError, match='does not exist'):
         lib.impl('nope', lambda x: x, 'CPU')
-    with pytest.raises(NotImplementedError, match='built-in op'):
-        lib.impl(tp.ops.aten.add.Tensor, lambda a, b, alpha=1: a, 'CPU')
     lib._destroy()
+
+
+def test_override_builtin_kernel_until_destroyed():
+    seen = []
+
+    def my_mul(a, b):
+        seen.append((a.shape, b if isinstance(b, (int, float)) else b.shape))
+        return tp.full_like(a, 42.0)
+    lib = tp.library.Library('aten', 'IMPL')
+    lib.impl('mul.Tensor', my_mul, 'CPU')
+    x = tp.ones(3)
+    assert (x * 2).tolist() == [42.0] * 3
+    assert tp.ops.aten.mul.Tensor(x, x).tolist() == [42.0] * 3
+    y = tp.ones(3)
+    y.mul_(5)  # the in-place and out= forms share the kernel slot
+    assert y.tolist() == [42.0] * 3
+    out = tp.empty(0)
+    tp.mul(x, x, out=out)
+    assert out.tolist() == [42.0] * 3
+    assert (tp.ones(2, device='meta') * 2).device.type == 'meta'  # Meta keeps its kernel
+    assert seen
+    lib._destroy()
+    assert (x * 2).tolist() == [2.0] * 3  # the built-in kernel is back
+    lib = tp.library.Library('aten', 'IMPL')
+    lib.impl(tp.ops.aten.mul.Tensor, lambda a, b: tp.zeros_like(a), 'Meta')
+    assert (tp.ones(2, device='meta') * 2).shape == (2,)
+    with pytest.raises(NotImplementedError, match='compiled in'):
+        lib.impl('add.Tensor', lambda a, b, alpha=1: a, 'Autograd')
+    with pytest.raises(NotImplementedError, match='composite op'):
+        lib.impl('expand', lambda *a: a[0], 'CPU')
+    lib._destroy()
+    with pytest.raises(RuntimeError, match='Only a single TORCH_LIBRARY'):
+        tp.library.Library('aten', 'DEF')
 
 
 def test_functional_api_define_impl_register_fake():
