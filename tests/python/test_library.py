@@ -556,3 +556,26 @@ def test_opcheck_success_and_each_failure():
     with pytest.raises(ValueError, match='unknown test_utils'):
         tp.library.opcheck(good, (x,), test_utils='test_nothing')
     lib._destroy()
+
+
+def test_schema_check_mode():
+    from tensorplay._subclasses.schema_check_mode import SchemaCheckMode
+    x = tp.randn(3, 4)
+    with SchemaCheckMode() as mode:  # built-in ops keep their schemas
+        y = x.t().relu().add_(1).t().view(12)
+        tp.mul(y, 2, out=tp.empty(12))
+    assert tp.ops.aten.view.default in mode.ops and (tp.ops.aten.add_.Tensor, 'self') in mode.mutated
+    ns = _ns()
+    lib = tp.library.Library(ns, 'FRAGMENT')
+    lib.define('sneaky(Tensor x) -> Tensor')
+    lib.impl('sneaky', lambda x: x.add_(1).clone(), 'CPU')
+    lib.define('leaky(Tensor x) -> Tensor(a)')  # an output without its input's annotation
+    lib.impl('leaky', lambda x: x.view(-1), 'CPU')
+    with pytest.raises(RuntimeError, match='Argument x is not defined as mutable but was mutated'):
+        with SchemaCheckMode():
+            getattr(tp.ops, ns).sneaky.default(tp.ones(2))
+    with pytest.raises(RuntimeError, match='Argument x is not defined to alias output but was '
+                                           'aliasing'):
+        with SchemaCheckMode():
+            getattr(tp.ops, ns).leaky.default(tp.ones(2))
+    lib._destroy()
