@@ -189,6 +189,24 @@ void override_kernel(int op, DispatchKey key, dispatch::BoxedFallback k) {
   slot = k;
 }
 
+void call_kernel_boxed(int op, OpFormKind form, DispatchKey key, Stack& stack) {
+  const OpDef& def = op_registry().at(size_t(op));
+  const int i = int(key), composite = int(DispatchKey::Composite);
+  TP_CHECK(i < kNumBackendKeys, def.name, ": get_kernel: ", dispatch_key_name(key),
+           " is not a backend key");
+  if (def.runtime) {
+    for (int k : {i, composite})
+      if (const dispatch::BoxedFallback& b = def.boxed_kernels[k]; b.fn)
+        return b.fn(b.ctx, key, op, form, stack);
+    throw_no_kernel(op, key);
+  }
+  TP_CHECK(def.kernel_boxed, def.name, ": get_kernel: the op's kernels cannot be called boxed");
+  void* k = def.boxed_kernels[i].fn ? def.saved_kernels[i] : def.kernels[i];
+  if (!k) k = def.boxed_kernels[composite].fn ? def.saved_kernels[composite] : def.kernels[composite];
+  if (!k) throw_no_kernel(op, key);
+  def.kernel_boxed(k, form, stack);
+}
+
 void undefine_runtime_op(int op) {
   std::lock_guard<std::mutex> lock(g_define_mu);
   OpDef& def = op_registry().at(size_t(op));

@@ -68,6 +68,8 @@ struct OpDef {
   dispatch::BoxedFallback boxed_kernels[kNumDispatchKeys];
   /// A built-in op's own kernels while a Library overrides them.
   void* saved_kernels[kNumBackendKeys] = {};
+  /// Calls one of the op's typed kernels (a kernels[] entry) with a stack (generated kcall_).
+  void (*kernel_boxed)(void* kernel, OpFormKind form, Stack& stack) = nullptr;
   bool runtime = false;
   /// The parsed schema of a form (parsed once, on first use); raises if the op lacks it.
   const FunctionSchema& form_schema(OpFormKind form) const;
@@ -108,6 +110,9 @@ int register_runtime_op(const std::string& schema, const std::string& tags);
 // overridden never look at any of this.
 /// Puts `k` in place of built-in op `op`'s kernel for `key` (fn == nullptr: takes it back).
 void override_kernel(int op, DispatchKey key, dispatch::BoxedFallback k);
+/// Runs the kernel op `op` has for `key` (its own one while a Library overrides it; else
+/// Composite's) on the stack, below every other key: tp.library.get_kernel's call_boxed.
+void call_kernel_boxed(int op, OpFormKind form, DispatchKey key, Stack& stack);
 /// Frees a runtime op's name (its id stays taken; calls of it raise).
 void undefine_runtime_op(int op);
 /// The id of the op named `ns::name.overload` (overload "" for the default), else -1.

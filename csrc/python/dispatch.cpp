@@ -561,6 +561,24 @@ void bind_dispatch(nb::module_& m) {
   if (!type) throw nb::python_error();
   m.attr("_OpOverload") = nb::steal(type);
 
+  // tp.library.get_kernel(...).call_boxed: one key's kernel of the op, below every other key.
+  m.def("_call_kernel_boxed", [](nb::handle handle, DispatchKey key, nb::tuple args, nb::dict kwargs) {
+    auto* o = reinterpret_cast<OpOverloadObject*>(handle.ptr());
+    std::vector<PyObject*> argv;
+    for (nb::handle a : args) argv.push_back(a.ptr());
+    nb::list names;
+    for (auto [k, v] : kwargs) {
+      names.append(k);
+      argv.push_back(v.ptr());
+    }
+    nb::tuple kwnames = nb::tuple(names);
+    Stack stack = bind_arguments(*o->schema, argv.data(), args.size(),
+                                 kwargs.size() ? kwnames.ptr() : nullptr);
+    call_kernel_boxed(o->op, OpFormKind(o->form), key, stack);
+    if (o->form != int(OpFormKind::Functional) && stack.size() == 1) return nb::cast(stack[0].to_tensor());
+    return results_to_python(*o->schema, stack);
+  });
+
   // An op packet's call: the first overload whose schema binds the arguments runs.
   m.def("_call_overloads", [](nb::tuple handles, nb::tuple args, nb::dict kwargs) -> nb::object {
     std::vector<PyObject*> argv;

@@ -32,7 +32,8 @@ from tensorplay._ops import OpOverload, OpOverloadPacket, Tag, ops
 
 __all__ = ['Library', 'define', 'impl', 'custom_op', 'CustomOpDef', 'register_kernel',
            'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast', 'register_torch_dispatch',
-           'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel', 'triton_op', 'wrap_triton']
+           'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel', 'triton_op', 'wrap_triton',
+           'get_kernel']
 
 _K = _C.DispatchKey
 # PyTorch's dispatch key names -> ours (AutogradCPU and AutogradCUDA share the Autograd key,
@@ -106,6 +107,7 @@ class Library:
         self._handles = {}        # name (or name.overload) -> OpOverload
         self._kernels = []        # (op id, key) this library set
         self._overrides = []      # (op id, key) of built-in ops whose kernel it replaced
+        self._fallbacks = []      # keys whose fallback it set
         self._destroyed = False
 
     def __repr__(self):
@@ -160,11 +162,14 @@ class Library:
         if key_name not in _KEY_NAMES:
             raise ValueError(f'impl: unsupported dispatch key {key_name!r}; one of '
                              f'{sorted(_KEY_NAMES)}')
-        if with_keyset:
-            raise NotImplementedError('impl(with_keyset=True): kernels here do not take a '
-                                      'dispatch key set')
         handle = self._resolve(op_name)
         key = _KEY_NAMES[key_name]
+        if with_keyset:  # fn(keyset, *args): the keyset is what get_kernel's call_boxed takes
+            user_fn, keyset = fn, _C.DispatchKeySet(key)
+
+            @functools.wraps(user_fn)
+            def fn(*args, **kwargs):
+                return user_fn(keyset, *args, **kwargs)
         if handle.namespace == 'aten':  # Note [Kernel overrides]: until this library goes
             if key not in (_K.CPU, _K.CUDA, _K.Meta, _K.CompositeImplicitAutograd):
                 raise NotImplementedError(
@@ -179,8 +184,21 @@ class Library:
         self._kernels.append((handle._op_id, key))
 
     def fallback(self, fn, dispatch_key='', *, with_keyset=False):
-        raise NotImplementedError('Library.fallback: set a fallback for every op with '
-                                  'tp._C._set_fallback(key, fn)')
+        """Sets ``fn(op, *args, **kwargs)`` as the kernel of every op that has none for
+        ``dispatch_key`` (a backend key); only for a library of the global namespace "_"."""
+        if self.ns != '_':
+            raise ValueError(f'fallback can only be registered using library fragment on the '
+                             f'global namespace "_" but it is {self.ns}')
+        key_name = dispatch_key or self.dispatch_key
+        if key_name not in _KEY_NAMES:
+            raise ValueError(f'fallback: unsupported dispatch key {key_name!r}')
+        key = _KEY_NAMES[key_name]
+        keyset = _C.DispatchKeySet(key)
+
+        def boxed(op, args, kwargs):
+            return fn(keyset, op, *args, **kwargs) if with_keyset else fn(op, *args, **kwargs)
+        _C._set_fallback(key, None if fn is fallthrough_kernel else boxed)
+        self._fallbacks.append(key)
 
     def _destroy(self):
         if self._destroyed:
@@ -195,6 +213,9 @@ class Library:
         for op_id, key in reversed(self._overrides):
             _C._override_kernel(op_id, key, None)
         self._overrides = []
+        for key in self._fallbacks:
+            _C._set_fallback(key, None)
+        self._fallbacks = []
         for op_id in self._defined:
             _C._undefine_op(op_id)
             for k in list(_kernels):
@@ -305,6 +326,30 @@ def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
         _lib_for(op, lib).impl(handle, meta, 'Meta')
         return func
     return register if func is None else register(func)
+
+
+class _SafeKernelFunction:
+    """One dispatch key's kernel of an op (``get_kernel``): ``call_boxed(keyset, *args,
+    **kwargs)`` runs it below every other key, even while a Library overrides it."""
+
+    def __init__(self, handle, key):
+        self._handle, self._key = handle, key
+
+    def call_boxed(self, keyset, *args, **kwargs):
+        return _C._call_kernel_boxed(self._handle, self._key, args, kwargs)
+
+    def __repr__(self):
+        return f'SafeKernelFunction(op={self._handle}, dispatch_key={self._key.name})'
+
+
+def get_kernel(op, dispatch_key):
+    """The kernel ``op`` has for ``dispatch_key`` ("CPU", "CUDA", "Meta", a Composite key, or
+    a DispatchKey): typically taken before overriding it, to call from the override."""
+    handle = _handle(op)
+    key = _KEY_NAMES.get(dispatch_key, dispatch_key) if isinstance(dispatch_key, str) else dispatch_key
+    if not isinstance(key, _K) or key not in (_K.CPU, _K.CUDA, _K.Meta, _K.CompositeImplicitAutograd):
+        raise ValueError(f'get_kernel: {dispatch_key!r} is not a backend dispatch key')
+    return _SafeKernelFunction(handle, key)
 
 
 def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):

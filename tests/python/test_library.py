@@ -579,3 +579,49 @@ def test_schema_check_mode():
         with SchemaCheckMode():
             getattr(tp.ops, ns).leaky.default(tp.ones(2))
     lib._destroy()
+
+
+def test_get_kernel_from_an_override_with_keyset():
+    # PyTorch's documented get_kernel example: sin overridden for CPU, calling the original
+    results = {}
+    for m in (torch, tp):
+        original = m.library.get_kernel('aten::sin', 'CPU')
+
+        def conditional_sin(keyset, x, m=m, original=original):
+            if (x < 0).any():
+                return original.call_boxed(keyset, x)
+            return m.zeros_like(x)
+        lib = m.library.Library('aten', 'IMPL')
+        lib.impl('sin', conditional_sin, 'CPU', with_keyset=True)
+        results[m.__name__] = (m.sin(m.tensor([1.0, 2.0])).tolist(),
+                               m.sin(m.tensor([-1.0, 2.0])).tolist())
+        lib._destroy()
+    assert results['tensorplay'][0] == results['torch'][0] == [0.0, 0.0]
+    np.testing.assert_allclose(results['tensorplay'][1], results['torch'][1], rtol=1e-6)
+    assert tp.sin(tp.tensor([1.0])).item() != 0  # the library is gone: the kernel is back
+    add = tp.library.get_kernel(tp.ops.aten.add.Tensor, 'CPU')
+    assert add.call_boxed(None, tp.ones(2), tp.ones(2), alpha=3).tolist() == [4., 4.]
+    with pytest.raises(ValueError, match='not a backend dispatch key'):
+        tp.library.get_kernel('aten::sin', 'Autograd')
+
+
+def test_library_fallback_for_a_key():
+    ns = _ns()
+    lib = tp.library.Library(ns, 'FRAGMENT')
+    lib.define('f(Tensor x) -> Tensor')
+    lib.impl('f', lambda x: x + 1, 'CPU')
+    op = getattr(tp.ops, ns).f.default
+    calls = []
+
+    def meta_fallback(func, *args, **kwargs):
+        calls.append(func)
+        return tp.empty_like(args[0])
+    glob = tp.library.Library('_', 'FRAGMENT')
+    glob.fallback(meta_fallback, 'Meta')
+    assert op(tp.ones(2, device='meta')).device.type == 'meta' and calls == [op]
+    glob._destroy()
+    with pytest.raises(NotImplementedError, match="'Meta' backend"):
+        op(tp.ones(2, device='meta'))
+    with pytest.raises(ValueError, match='global namespace'):
+        lib.fallback(meta_fallback, 'Meta')
+    lib._destroy()

@@ -721,7 +721,7 @@ def main():
     for shard in range(CUDA_SHARDS):
         write_if_changed(out / f"cuda_kernels_{shard}.cu", gen_cuda_kernels(kernels, shard))
     write_if_changed(out / "python_ops.cpp", gen_python(ops))
-    write_if_changed(out / "boxed_ops.cpp", gen_boxed(ops, params, has_python_key))
+    write_if_changed(out / "boxed_ops.cpp", gen_boxed(ops, params, has_python_key, kernel_sig))
     header, source = gen_autograd(ops, params, call_args, kernel_expr)
     write_if_changed(out / "tensorplay/autograd_ops.h", header)
     write_if_changed(out / "autograd_ops.cpp", source)

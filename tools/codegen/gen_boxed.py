@@ -138,11 +138,34 @@ def python_key_call(op, params):
     return "\n".join(l for l in lines if l)
 
 
+def kernel_boxed_call(op, kernel_sig):
+    """kcall_<op>: one typed kernel of the op (a pointer from its kernel table) called with
+    the arguments on a stack, the form telling where it writes; what get_kernel's
+    call_boxed runs (Note [Kernel overrides])."""
+    n = len(op.args)
+    args = ", ".join([unbox(a, i) for i, a in enumerate(op.args)] + ["out"])
+    lines = [f"void kcall_{op.ident}(void* k_, OpFormKind form, Stack& s) {{",
+             "  OutArg out = OutArg::none();",
+             "  Tensor written;"]
+    if len(op.returns) == 1:
+        lines += ["  if (form == OpFormKind::InPlace) { written = s[0].to_tensor(); out = OutArg{&written, true}; }",
+                  f"  else if (form == OpFormKind::Out) {{ written = s[{n}].to_tensor(); out = OutArg{{&written, false}}; }}"]
+    call = f"reinterpret_cast<{kernel_sig(op)}>(k_)({args})"
+    if op.returns:
+        lines += [f"  auto r = {call};", "  s.clear();",
+                  "  if (form != OpFormKind::Functional) { s.emplace_back(std::move(written)); return; }",
+                  "  push_result(s, std::move(r));"]
+    else:
+        lines += [f"  {call};", "  s.clear();"]
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def cpp_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def gen_boxed(ops, params, has_python_key):
+def gen_boxed(ops, params, has_python_key, kernel_sig):
     """boxed_ops.cpp: every op's boxed entries and its forms' schemas, registered by
     register_boxed_ops() (called after register_builtin_ops), and each op's fallback_<op>."""
     out = ["// Generated from csrc/ops/*.yaml by tools/codegen/gen_boxed.py. Do not edit.",
@@ -165,6 +188,10 @@ def gen_boxed(ops, params, has_python_key):
         for form, (fn, code) in sorted(entries.items()):
             out.append(code)
             regs.append(f"  reg[{i}].forms[{form}] = {{{cpp_string(fs[form])}, &{fn}}};")
+    for i, op in enumerate(ops):
+        if has_python_key(op):
+            out.append(kernel_boxed_call(op, kernel_sig))
+            regs.append(f"  reg[{i}].kernel_boxed = &kcall_{op.ident};")
     out.append("}  // namespace")
     out += [python_key_call(op, params) for op in ops if has_python_key(op)]
     out.append("void register_boxed_ops() {")
