@@ -8,8 +8,8 @@ batched tensors wrapped again. A rule that meets a case it does not cover calls
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 
-from ._vmap import (_CATEGORY_RULES, _RULES, BatchedTensor, _unwrap, _wrap, check_inplace,
-                    loop_fallback)
+from ._vmap import (_CATEGORY_RULES, _RULES, _unwrap, _wrap, check_inplace, loop_fallback,
+                    same_type)
 
 Tensor = _C.Tensor
 aten = ops.aten
@@ -32,7 +32,7 @@ def _wrap_all(out, level):
     if isinstance(out, Tensor):
         return _wrap(out, level)
     if isinstance(out, (tuple, list)):
-        return type(out)(_wrap(o, level) if isinstance(o, Tensor) else o for o in out)
+        return same_type(out, [_wrap(o, level) if isinstance(o, Tensor) else o for o in out])
     return out
 
 
@@ -297,10 +297,10 @@ def matmul_rule(func, level, args, kwargs):
     xa = x if xv is None else _pad(xv, xl, rank)
     ya = y if yv is None else _pad(yv, yl, rank)
     out = aten.matmul.default(xa, ya)
-    if sq_y:
+    if sq_y:  # y's column
         out = out.squeeze(-1)
-    if sq_x:
-        out = out.squeeze(-1 if sq_y else -2)
+    if sq_x:  # x's row: the last dim when y was a vector
+        out = out.squeeze(-1 if y.dim() == 1 else -2)
     return _wrap(out, level)
 
 
@@ -322,8 +322,9 @@ def _addmm_rule(func, level, args, kwargs):
     if m1.dim() != 2 or m2.dim() != 2 or self_.dim() > 2 or len(args) > 3:
         return loop_fallback(func, level, args, kwargs)
     beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
-    prod = matmul_rule(aten.matmul.default, level, (m1, m2), {})
-    pv = prod._value
+    batched = _unwrap(m1, level) is not None or _unwrap(m2, level) is not None
+    pv = matmul_rule(aten.matmul.default, level, (m1, m2), {})._value if batched \
+        else aten.mm.default(m1, m2)
     if alpha != 1:
         pv = pv.mul_(alpha)
     if beta != 0:
@@ -331,7 +332,8 @@ def _addmm_rule(func, level, args, kwargs):
         s = self_ if sv is None else _pad(sv, self_.dim(), 2)
         if beta != 1:
             s = s * beta
-        pv = pv.add_(s) if s.dtype == pv.dtype else pv + s
+        # in place when the product already has the batch (the sum's shape)
+        pv = pv.add_(s) if batched and s.dtype == pv.dtype else pv + s
     return _wrap(pv, level)
 
 

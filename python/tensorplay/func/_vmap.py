@@ -299,13 +299,23 @@ def _stack_results(results, level):
     if isinstance(first, Tensor):
         return _wrap(_stack(results), level)
     if isinstance(first, (tuple, list)):
-        return type(first)(_stack_results([r[i] for r in results], level)
-                           for i in range(len(first)))
+        return same_type(first, [_stack_results([r[i] for r in results], level)
+                                 for i in range(len(first))])
     if first is None:
         return None
     if any(r != first for r in results[1:]):
         raise RuntimeError(_CONTROL_FLOW_MSG)
     return first
+
+
+def same_type(seq, items):
+    """``items`` in a sequence of ``seq``'s type (namedtuples and return types included)."""
+    t = type(seq)
+    if t is list or t is tuple:
+        return t(items)
+    if hasattr(t, '_fields'):
+        return t(*items)
+    return t(items)
 
 
 def _stack(tensors):
