@@ -20,7 +20,7 @@ from tensorplay import _C
 from tensorplay.autograd import forward_ad as fwAD
 from tensorplay.utils._pytree import tree_flatten, tree_unflatten
 
-from ._vmap import is_batchedtensor, vmap
+from ._vmap import _levels, is_batchedtensor, vmap
 
 __all__ = ['grad', 'grad_and_value', 'vjp', 'jvp', 'linearize', 'jacrev', 'jacfwd', 'hessian']
 
@@ -36,6 +36,8 @@ class _Transform:
     """Marks a transform as running (nested transforms then keep their graphs)."""
 
     def __enter__(self):
+        if fwAD._current_level >= 0:  # reverse mode inside a forward-mode jvp
+            _state.reverse_in_jvp = True
         _state.depth = _depth() + 1
         self.grad_mode = _C.is_grad_enabled()
         _C._set_grad_enabled(True)
@@ -138,6 +140,10 @@ def grad_and_value(func, argnums=0, has_aux=False):
 def _grads(outputs, inputs, grad_outputs, create_graph):
     """autograd.grad over the tensor inputs; inputs the outputs do not depend on get zeros."""
     from tensorplay import autograd
+    # Note [Backward inside vmap]: some C++ backward formulas take a fast path reading the
+    # gradient's data directly when grad mode is off (conv's channel_bias_backward); a
+    # BatchedTensor has no data there, so inside vmap the backward runs in grad mode
+    create_graph = create_graph or bool(_levels())
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     live = [(o, g) for o, g in zip(outs, grad_outputs or [None] * len(outs)) if o.requires_grad]
@@ -254,6 +260,17 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if fwAD._current_level >= 0 or _depth() > 0 or any(is_batchedtensor(p) for p in flat_p):
         return _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux)
     keep = any(x.requires_grad for x in flat_p + flat_t)
+    _state.reverse_in_jvp = False
+    result = _jvp_forward_mode(func, flat_p, flat_t, p_spec, has_aux, keep)
+    if _state.reverse_in_jvp:
+        # Note [Forward over reverse]: tangents do not survive the backward of an op that
+        # saved its own output (tanh, sigmoid, exp: the saved output comes back without its
+        # tangent), so a jvp whose function ran grad or vjp is computed again in reverse mode
+        return _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux)
+    return result
+
+
+def _jvp_forward_mode(func, flat_p, flat_t, p_spec, has_aux, keep):
     with _Transform(), fwAD.dual_level():
         duals = [fwAD.make_dual(p, t) for p, t in zip(flat_p, flat_t)]
         output = func(*tree_unflatten(duals, p_spec))
@@ -281,6 +298,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 def _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux):
     """J t as the gradient, with respect to a dummy cotangent u, of <J^T u, t>: reverse
     mode only, so it nests inside other transforms and inside a forward-AD level."""
+    keep = _depth() > 0 or any(x.requires_grad for x in flat_p + flat_t)
     res = vjp(lambda *p: func(*p), *tree_unflatten(flat_p, p_spec), has_aux=has_aux)
     output, vjp_fn = res[0], res[1]
     flat_out, out_spec = tree_flatten(output)
@@ -293,7 +311,7 @@ def _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux):
             total = term if total is None else total + term
         tans = _grads(total, us, None, _depth() > 1) if total is not None and total.requires_grad \
             else [_zeros_like(u) for u in us]
-    result = (output, tree_unflatten(tans, out_spec))
+    result = (output, tree_unflatten([_undo(t, keep) for t in tans], out_spec))
     if has_aux:
         return result + (res[2],)
     return result
