@@ -8,7 +8,7 @@ batched tensors wrapped again. A rule that meets a case it does not cover calls
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 
-from ._vmap import (_CATEGORY_RULES, _RULES, _unwrap, _wrap, check_inplace, loop_fallback,
+from ._vmap import (_ACTIVE, _CATEGORY_RULES, _RULES, _unwrap, _wrap, check_inplace, loop_fallback,
                     same_type)
 
 Tensor = _C.Tensor
@@ -175,7 +175,7 @@ _DIM_OPS = {
     'dim': [('max.dim', 'min.dim', 'cumsum.default', 'cumprod.default', 'sort.default',
              'argsort.default', 'topk.default', 'softmax.int', 'log_softmax.int',
              'cummax.default', 'cummin.default', 'logcumsumexp.default', 'kthvalue.default',
-             'median.dim', 'nanmedian.dim', 'mode.default', 'unsqueeze.default',
+             'median.dim', 'nanmedian.dim', 'mode.default',
              'narrow.default', 'select.int', 'unflatten.int', 'index_select.default',
              'linalg_matrix_norm.default', 'linalg_matrix_norm.str_ord'), ('dim',)],
     'dims': [('flip.default', 'rot90.default', '_squeeze_dims.default'), ('dims',)],
@@ -235,6 +235,12 @@ def _t_rule(func, level, args, kwargs):
     if x.dim() < 2:  # t of a vector or scalar is a view of itself
         return _wrap(v.view(list(v.shape)), level)
     return _wrap(v.transpose(1, 2), level)
+
+
+def _unsqueeze_rule(func, level, args, kwargs):
+    v = _unwrap(args[0], level)
+    d = args[1] if len(args) > 1 else kwargs['dim']
+    return _wrap(func(v, _shift(d)), level)  # (any logical rank: -1 stays the new last dim)
 
 
 def _permute_rule(func, level, args, kwargs):
@@ -422,6 +428,15 @@ def _stack_cat_rule(func, level, args, kwargs):
     return _wrap(func(values, _shift(dim)), level)
 
 
+def _convolution_rule(func, level, args, kwargs):
+    """The loop, and a mark on the level: the convolution's backward must then run in
+    grad mode (Note [Backward inside vmap])."""
+    lv = _ACTIVE.get(level)
+    if lv is not None:
+        lv.data_reading_backward = True
+    return loop_fallback(func, level, args, kwargs)
+
+
 def _data_rule(func, level, args, kwargs):
     raise RuntimeError('vmap: It looks like you\'re calling .item() on a Tensor. We don\'t '
                        'support vmap over calling .item() on a Tensor, please try to rewrite '
@@ -441,7 +456,7 @@ def _register():
         # views and shapes
         'view.default': _sizes_rule('view'), 'reshape.default': _sizes_rule('reshape'),
         'expand.default': _sizes_rule('expand'), 'broadcast_to.default': _sizes_rule('expand'),
-        'repeat.default': _repeat_rule, 't.default': _t_rule, 'permute.default': _permute_rule,
+        'repeat.default': _repeat_rule, 'unsqueeze.default': _unsqueeze_rule, 't.default': _t_rule, 'permute.default': _permute_rule,
         'as_strided.default': _as_strided_rule,
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
         # last-two-dims ops that batch themselves
@@ -474,6 +489,7 @@ def _register():
         'cat.default': _stack_cat_rule, 'concat.default': _stack_cat_rule,
         'concatenate.default': _stack_cat_rule, 'stack.default': _stack_cat_rule,
         '_local_scalar_dense.default': _data_rule,
+        'convolution.default': _convolution_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)

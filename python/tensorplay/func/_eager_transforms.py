@@ -38,6 +38,8 @@ class _Transform:
     def __enter__(self):
         if fwAD._current_level >= 0:  # reverse mode inside a forward-mode jvp
             _state.reverse_in_jvp = True
+        for lv in _levels():
+            lv.inner_grad = True
         _state.depth = _depth() + 1
         self.grad_mode = _C.is_grad_enabled()
         _C._set_grad_enabled(True)
@@ -140,10 +142,10 @@ def grad_and_value(func, argnums=0, has_aux=False):
 def _grads(outputs, inputs, grad_outputs, create_graph):
     """autograd.grad over the tensor inputs; inputs the outputs do not depend on get zeros."""
     from tensorplay import autograd
-    # Note [Backward inside vmap]: some C++ backward formulas take a fast path reading the
-    # gradient's data directly when grad mode is off (conv's channel_bias_backward); a
-    # BatchedTensor has no data there, so inside vmap the backward runs in grad mode
-    create_graph = create_graph or bool(_levels())
+    # Note [Backward inside vmap]: conv's bias gradient (channel_bias_backward) takes a fast
+    # path reading the gradient's data when grad mode is off; a BatchedTensor has no data,
+    # so a backward through a batched convolution runs in grad mode (the rule marks it)
+    create_graph = create_graph or any(lv.data_reading_backward for lv in _levels())
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     live = [(o, g) for o, g in zip(outs, grad_outputs or [None] * len(outs)) if o.requires_grad]

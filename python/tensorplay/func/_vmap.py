@@ -29,7 +29,11 @@ the batched computation, where an unbatched input broadcast against the batch ge
 gradient summed over it: so the rules run with Autograd enabled again, in the grad mode
 the vmap was called in (the wrapper-level autograd turned it off for the kernel, so the
 op's own call site cannot be seen), and autograd also records on the values when they
-(or unbatched arguments) require grad. vmap hands its
+(or unbatched arguments) require grad. One exception keeps per-sample gradients cheap:
+once a grad transform runs inside the level (``vmap(grad(f))``, whose parameters are
+unbatched tensors that require grad), values are recorded only if the vmap had an outside
+consumer when it began (an input requiring grad, or an enclosing transform); a closure over
+a tensor that requires grad, differentiated by plain autograd outside, is then not seen. vmap hands its
 callers values, never wrappers, so an outer gradient only meets the value-level graph,
 and a gradient inside only the wrapper-level one; where both exist each is right for its
 consumer. With nothing requiring grad outside, the value-level check costs one branch.
@@ -55,13 +59,22 @@ _AUTOGRAD = _C.DispatchKey.Autograd
 
 
 class _Level:
-    __slots__ = ('id', 'batch_size', 'randomness', 'grad_enabled')
+    __slots__ = ('id', 'batch_size', 'randomness', 'grad_enabled', 'data_reading_backward',
+                 'outer_consumer', 'inner_grad')
 
     def __init__(self, id, batch_size, randomness):
         self.id = id
         self.batch_size = batch_size
         self.randomness = randomness
         self.grad_enabled = _C.is_grad_enabled()  # the vmap caller's (Note [Two places ...])
+        self.data_reading_backward = False  # Note [Backward inside vmap] (_eager_transforms)
+        self.outer_consumer = False  # an input requires grad or a transform encloses the vmap
+        self.inner_grad = False  # a grad transform ran inside this level
+
+    def records_values(self):
+        """Whether autograd records on this level's values (Note [Two places autograd
+        records])."""
+        return self.grad_enabled and (self.outer_consumer or not self.inner_grad)
 
 
 _ACTIVE = {}  # level id -> _Level of the vmap calls running now (any thread)
@@ -107,9 +120,11 @@ class BatchedTensor(Tensor):
             rule = _RULES[func] = _rule_for(func)
         # autograd records on the values too (Note [Two places autograd records])
         lv = _ACTIVE.get(level)
+        if lv is None or not lv.records_values():
+            return rule(func, level, args, kwargs or {})
         grad_mode = _is_grad_enabled()
         _set_excluded(_AUTOGRAD, False)
-        _set_grad_enabled(lv is not None and lv.grad_enabled)
+        _set_grad_enabled(True)
         try:
             return rule(func, level, args, kwargs or {})
         finally:
@@ -563,6 +578,8 @@ def _exit_level():
 def _vmap_once(func, flat_args, flat_dims, args_spec, kwargs, batch_size, out_dims, randomness,
                name):
     lv = _enter_level(batch_size, randomness)
+    lv.outer_consumer = _transform_depth() > 0 or any(
+        isinstance(x, Tensor) and x.requires_grad for x in flat_args)
     try:
         batched = [x if d is None else _add_batch_dim(x, d, lv.id)
                    for x, d in zip(flat_args, flat_dims)]
@@ -584,6 +601,11 @@ def _vmap_once(func, flat_args, flat_dims, args_spec, kwargs, batch_size, out_di
                              f'{type(out)}. Did you mean to set out_dims= to None for output?')
         results.append(_remove_batch_dim(out, lv.id, batch_size, d))
     return tree_unflatten(results, out_spec)
+
+
+def _transform_depth():
+    from ._eager_transforms import _depth
+    return _depth()
 
 
 def _add_batch_dim(x, d, level):
