@@ -373,3 +373,103 @@ def test_model_ensembling_tutorial():
     _same(per_model, lib.stack([m(mb) for m, mb in zip(models, minibatches)]), tol=1e-4)
     shared = lib.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatches[0])
     _same(shared, lib.stack([m(minibatches[0]) for m in models]), tol=1e-4)
+
+
+# ------------------------------------------------- autograd.Function and custom ops
+def _functions(lib):
+    class Cube(lib.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    class NumpySin(lib.autograd.Function):  # forward leaves the library: needs a vmap rule
+        @staticmethod
+        def forward(x):
+            return lib.tensor(np.sin(x.detach().numpy()))
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x.cos()
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return NumpySin.apply(x.movedim(in_dims[0], 0)), 0
+
+    class NoRule(lib.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    class OldStyle(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+    return Cube, NumpySin, NoRule, OldStyle
+
+
+def test_autograd_function_under_vmap_and_grad():
+    x, tx = _pair(4, 3)
+    ours, theirs = _functions(tp), _functions(torch)
+    for i in range(2):
+        _same(F.vmap(ours[i].apply)(x), TF.vmap(theirs[i].apply)(tx))
+        _same(F.vmap(F.grad(lambda a: ours[i].apply(a).sum()))(x),
+              TF.vmap(TF.grad(lambda a: theirs[i].apply(a).sum()))(tx))
+    for cls, tcls in zip(ours[2:], theirs[2:]):
+        with pytest.raises(RuntimeError) as want:
+            TF.vmap(tcls.apply)(tx)
+        with pytest.raises(RuntimeError) as got:
+            F.vmap(cls.apply)(x)
+        assert str(got.value) == str(want.value)
+
+
+def test_custom_op_register_vmap():
+    @tp.library.custom_op('functest::np_cos', mutates_args=())
+    def np_cos(x: tp.Tensor) -> tp.Tensor:
+        return tp.tensor(np.cos(x.numpy()))
+
+    @tp.library.custom_op('functest::np_scale', mutates_args=())
+    def np_scale(x: tp.Tensor, s: float) -> tp.Tensor:
+        return tp.tensor(x.numpy() * s)
+    seen = []
+
+    @np_cos.register_vmap
+    def cos_rule(info, in_dims, x):
+        seen.append((info.batch_size, info.randomness, in_dims))
+        return np_cos(x), in_dims[0]
+
+    def scale_rule(info, in_dims, x, s):
+        seen.append(in_dims)
+        return np_scale(x.movedim(in_dims[0], -1), s), x.dim() - 1
+    tp.library.register_vmap('functest::np_scale', scale_rule)
+    x = tp.randn(3, 5)
+    _same(F.vmap(np_cos, in_dims=1)(x), x.cos().t())
+    _same(F.vmap(lambda a: np_scale(a, 2.0))(x), x * 2)
+    assert seen == [(5, 'error', (0,)), (0, None)]

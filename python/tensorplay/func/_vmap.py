@@ -563,6 +563,7 @@ def _enter_level(batch_size, randomness):
     if not levels:
         _random_ops()
         _push_mode(_MODE)
+        _function_module()._in_vmap[:] = [True, _function_apply_in_vmap]
     levels.append(lv)
     _ACTIVE[lv.id] = lv
     return lv
@@ -573,6 +574,7 @@ def _exit_level():
     del _ACTIVE[levels.pop().id]
     if not levels:
         _pop_mode()
+        _function_module()._in_vmap[:] = [False, None]
 
 
 def _vmap_once(func, flat_args, flat_dims, args_spec, kwargs, batch_size, out_dims, randomness,
@@ -634,3 +636,93 @@ def _unlift(t, level, size):
         if t._level > level:
             return _wrap(_unlift(t._value, level, size).movedim(0, 1), t._level)
     return t.unsqueeze(0).expand(size, *t.shape)
+
+
+# ------------------------------------------------------------ custom rules: Functions, ops
+def _function_module():
+    from tensorplay.autograd import function
+    return function
+
+
+def _function_class():
+    return _function_module().Function
+
+
+class VmapInfo:
+    """What a user vmap rule learns about the vmap: ``batch_size`` and ``randomness``."""
+    __slots__ = ('batch_size', 'randomness')
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+    def __repr__(self):
+        return f'VmapInfo(batch_size={self.batch_size}, randomness={self.randomness!r})'
+
+
+# Note [autograd.Function under vmap]: while a vmap runs, Function.apply hands its calls to
+# this function (outside vmap it tests one flag and calls the C++ apply). generate_vmap_rule=True applies the
+# Function to the BatchedTensors (forward, setup_context and backward batch op by op); a
+# ``vmap`` staticmethod gives a derived Function whose forward calls it on the unwrapped
+# batches, so autograd still records the user's backward, which then runs batched.
+def _function_apply_in_vmap(cls, *args, **kwargs):
+    if _innermost_level(args, kwargs) < 0:
+        return _C._function_apply(cls, *args, **kwargs)
+    if not cls._tp_setup_context_style:
+        raise RuntimeError('In order to use an autograd.Function with functorch transforms '
+                           '(vmap, grad, jvp, jacrev, ...), it must override the setup_context '
+                           'staticmethod. For more details, please see '
+                           'https://pytorch.org/docs/main/notes/extending.func.html')
+    if cls.generate_vmap_rule:
+        return _C._function_apply(cls, *args, **kwargs)
+    if cls.vmap is _function_class().vmap:
+        raise RuntimeError(f'You tried to vmap over {cls.__name__}, but it does not have vmap '
+                           f'support. Please override and implement the vmap staticmethod or set '
+                           f'generate_vmap_rule=True. For more details, please see '
+                           f'https://pytorch.org/docs/main/notes/extending.func.html')
+    return _C._function_apply(_with_user_vmap(cls), *args, **kwargs)
+
+
+_USER_VMAP_FUNCTIONS = {}
+
+
+def _with_user_vmap(cls):
+    derived = _USER_VMAP_FUNCTIONS.get(cls)
+    if derived is None:
+        def forward(*args):
+            return call_user_rule(cls.vmap, args, {})
+        derived = type(cls.__name__, (cls,), {'forward': staticmethod(forward),
+                                               '__module__': cls.__module__})
+        _USER_VMAP_FUNCTIONS[cls] = derived
+    return derived
+
+
+def call_user_rule(fn, args, kwargs):
+    """Calls a user's vmap rule ``fn(info, in_dims, *batches, **kwargs)`` at the innermost
+    level of ``args`` and wraps its ``(outputs, out_dims)`` back into that level."""
+    level = _innermost_level(args, kwargs)
+    size = _batch_size(args, kwargs, level)
+    values = [(_unwrap(a, level), a) for a in args]
+    in_dims = tuple(None if v is None else 0 for v, _ in values)
+    out, out_dims = fn(VmapInfo(size, _level_randomness(level)), in_dims,
+                       *[a if v is None else v for v, a in values], **kwargs)
+    flat, spec = tree_flatten(out)
+    dims = [out_dims] * len(flat) if isinstance(out_dims, int) or out_dims is None \
+        else tree_flatten(out_dims)[0]
+    if len(dims) != len(flat):
+        raise ValueError(f'vmap: the rule returned {len(flat)} outputs but {len(dims)} out_dims')
+    wrapped = []
+    for o, d in zip(flat, dims):
+        if not isinstance(o, Tensor):
+            wrapped.append(o)
+        elif d is None:
+            wrapped.append(_wrap(o.unsqueeze(0).expand(size, *o.shape), level))
+        else:
+            wrapped.append(_wrap(o.movedim(d, 0) if d else o, level))
+    return tree_unflatten(wrapped, spec)
+
+
+def register_vmap_rule(handle, fn):
+    """Makes ``fn(info, in_dims, *args, **kwargs) -> (outputs, out_dims)`` the batching
+    rule of the op ``handle`` (custom ops' ``register_vmap``)."""
+    _RULES[handle] = lambda func, level, args, kwargs: call_user_rule(fn, args, kwargs)
