@@ -4,6 +4,9 @@ MLP with vmap(grad(loss)) (also against a Python loop in TensorPlay), jacrev of 
 vmap(functional_call). Each case first checks TensorPlay's result against torch's.
 
     PYTHONPATH=python python benchmarks/bench_func.py [--repeat N]
+
+Both libraries run one thread (the 2-core machine is shared; more threads only measure the
+contention). Medians of N interleaved rounds.
 """
 import argparse
 import statistics
@@ -15,15 +18,19 @@ import torch
 import tensorplay as tp
 
 
-def median_us(fn, repeat):
-    fn()
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def median_us(fns, repeat):
+    """Median time of each function in microseconds, the calls interleaved round by round
+    so that load from other processes falls on all of them alike."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+        fn()
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, ts in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) * 1e6 for ts in times]
 
 
 def _mlp(lib, sizes):
@@ -74,7 +81,7 @@ def per_sample_grads(repeat):
     for k in want:
         _close(got[k], want[k], f'per-sample grad {k}')
         _close(tp.stack([g[k] for g in looped]), want[k], f'loop grad {k}')
-    t_ours, t_theirs, t_loop = (median_us(f, repeat) for f in (ours, theirs, loop))
+    t_ours, t_theirs, t_loop = median_us([ours, theirs, loop], repeat)
     return [('per-sample grads, MLP 32-64-64-10, batch 64', t_ours, t_theirs),
             ('  same, vs a Python loop of tp.func.grad', t_ours, t_loop, 'loop')]
 
@@ -90,7 +97,7 @@ def jacrev_mlp(repeat):
     tw1, tw2 = torch.tensor(w1), torch.tensor(w2)
     theirs = lambda: torch.func.jacrev(f(torch, tw1, tw2))(torch.tensor(xn))
     _close(ours(), theirs(), 'jacrev')
-    return [('jacrev, tanh MLP 100->100->100', median_us(ours, repeat), median_us(theirs, repeat))]
+    return [('jacrev, tanh MLP 100->100->100', *median_us([ours, theirs], repeat))]
 
 
 def ensemble(repeat):
@@ -111,8 +118,8 @@ def ensemble(repeat):
     ours, theirs = make(tp, models), make(torch, tmodels)
     x, tx = tp.tensor(xn), torch.tensor(xn)
     _close(ours(x), theirs(tx), 'ensemble')
-    return [('ensemble of 10 MLPs 16-32-8, batch 64', median_us(lambda: ours(x), repeat),
-             median_us(lambda: theirs(tx), repeat))]
+    return [('ensemble of 10 MLPs 16-32-8, batch 64',
+             *median_us([lambda: ours(x), lambda: theirs(tx)], repeat))]
 
 
 def main():
@@ -120,7 +127,7 @@ def main():
     ap.add_argument('--repeat', type=int, default=30)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    tp.set_num_threads(1) if hasattr(tp, 'set_num_threads') else None
+    tp.set_num_threads(1)
     rows = per_sample_grads(args.repeat) + jacrev_mlp(args.repeat) + ensemble(args.repeat)
     print(f'{"case":50s} {"tp us":>10s} {"ref us":>10s} {"ratio":>7s}')
     for row in rows:
