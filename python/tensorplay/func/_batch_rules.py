@@ -456,7 +456,8 @@ def _register():
         # views and shapes
         'view.default': _sizes_rule('view'), 'reshape.default': _sizes_rule('reshape'),
         'expand.default': _sizes_rule('expand'), 'broadcast_to.default': _sizes_rule('expand'),
-        'repeat.default': _repeat_rule, 'unsqueeze.default': _unsqueeze_rule, 't.default': _t_rule, 'permute.default': _permute_rule,
+        'repeat.default': _repeat_rule, 'unsqueeze.default': _unsqueeze_rule,
+        't.default': _t_rule, 'permute.default': _permute_rule,
         'as_strided.default': _as_strided_rule,
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
         # last-two-dims ops that batch themselves

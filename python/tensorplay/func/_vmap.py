@@ -45,7 +45,7 @@ import warnings
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 from tensorplay.autograd import forward_ad as _fwAD
-from tensorplay.utils._pytree import tree_flatten, tree_unflatten, _LEAF
+from tensorplay.utils._pytree import tree_flatten, tree_unflatten
 from tensorplay.utils._python_dispatch import TorchDispatchMode, _pop_mode, _push_mode
 
 __all__ = ['vmap', 'BatchedTensor', 'is_batchedtensor']
