@@ -106,3 +106,4 @@ import sys as _sys  # noqa: E402
 overrides._install(_sys.modules[__name__])
 from tensorplay import fx  # noqa: E402  (after the wrappers: Proxy intercepts them)
 graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.graph`)
+vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions, not tensors)

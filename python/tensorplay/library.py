@@ -32,8 +32,8 @@ from tensorplay._ops import OpOverload, OpOverloadPacket, Tag, ops
 
 __all__ = ['Library', 'define', 'impl', 'custom_op', 'CustomOpDef', 'register_kernel',
            'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast', 'register_torch_dispatch',
-           'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel', 'triton_op', 'wrap_triton',
-           'get_kernel']
+           'register_vmap', 'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel',
+           'triton_op', 'wrap_triton', 'get_kernel']
 
 _K = _C.DispatchKey
 # PyTorch's dispatch key names -> ours (AutogradCPU and AutogradCUDA share the Autograd key,
@@ -366,6 +366,19 @@ def register_autograd(op, backward, /, *, setup_context=None, lib=None):
             'op defined with Library.define, impl an "Autograd" kernel that calls an '
             'autograd.Function')
     custom.register_autograd(backward, setup_context=setup_context)
+
+
+def register_vmap(op, func=None, /, *, lib=None):
+    """The batching rule of ``op`` under ``tp.func.vmap``: ``func(info, in_dims, *args,
+    **kwargs) -> (outputs, out_dims)`` (see ``CustomOpDef.register_vmap``)."""
+    def register(func):
+        custom = _custom(op)
+        if custom is not None:
+            return custom.register_vmap(func)
+        from tensorplay.func._vmap import register_vmap_rule
+        register_vmap_rule(_handle(op), func)
+        return func
+    return register if func is None else register(func)
 
 
 def register_autocast(op, device_type, cast_inputs, /, *, lib=None):

@@ -110,6 +110,18 @@ class CustomOpDef:
         self._backward_fn = backward
         self._setup_context_fn = setup_context
 
+    def register_vmap(self, func=None, /):
+        """The op's batching rule under ``tp.func.vmap``: ``func(info, in_dims, *args,
+        **kwargs)`` gets whole batches (``in_dims[i]`` the batch dim of argument i, None
+        when not batched; ``info.batch_size``, ``info.randomness``) and returns
+        ``(outputs, out_dims)``. Without one, vmap runs the op once per sample."""
+        def register(func):
+            from tensorplay.func._vmap import register_vmap_rule
+            register_vmap_rule(self._opoverload, func)
+            self._vmap_fn = func
+            return func
+        return register if func is None else register(func)
+
     def register_torch_dispatch(self, torch_dispatch_class, fn=None, /):
         """A rule used instead of ``torch_dispatch_class.__torch_dispatch__`` for this op."""
         def register(fn):

@@ -117,11 +117,32 @@ class Function:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The Function under ``tp.func.vmap``: ``args`` are whole batches, ``in_dims`` the
+        batch dim of each (None: not batched), ``info.batch_size`` and ``info.randomness``
+        the vmap's; returns ``(outputs, out_dims)``. Or set ``generate_vmap_rule = True``
+        to run forward and backward on the batched tensors themselves."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def _tp_bind_args(cls, args, kwargs):
         return _bind_args(cls, args, kwargs)
 
-    apply = classmethod(_C._function_apply)
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Runs forward and records the node (Note [autograd.Function under vmap] in
+        tp.func._vmap for calls inside vmap)."""
+        if _in_vmap[0]:
+            return _in_vmap[1](cls, *args, **kwargs)
+        return _function_apply(cls, *args, **kwargs)
+
+
+_function_apply = _C._function_apply
+_in_vmap = [False, None]  # [whether a vmap runs, its apply], set by tp.func._vmap
 
 
 def _user_backward(cls):

@@ -6,7 +6,7 @@ Tensor in gives single Tensors out. ``create_graph=True`` keeps results differen
 ``strict=True`` raises where a result would be identically zero because an output does
 not depend on an input. ``jvp`` and ``jacobian(strategy="forward-mode")`` use forward-mode
 AD (``tensorplay.autograd.forward_ad``). ``vectorize=True`` gives the same results, one
-backward (or forward) pass per row (or column), as TensorPlay has no vmap yet.
+backward (or forward) pass per row (or column) (tp.func.jacrev / jacfwd batch them).
 """
 from tensorplay import _C
 from tensorplay.autograd.grad_mode import enable_grad

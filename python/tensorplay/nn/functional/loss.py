@@ -79,6 +79,13 @@ def _check_nll_shapes(input, target):
                          f"batch_size ({target.size(0)}).")
 
 
+def _is_batched(t):
+    """Whether ``t`` is a vmap BatchedTensor (its values are not readable; gather checks
+    the bounds instead)."""
+    from tensorplay.func._vmap import is_batchedtensor
+    return is_batchedtensor(t)
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[n, target[n]] (per class weights; ignore_index skipped, and left out of the
@@ -95,7 +102,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     c = input.size(1)
     valid = target != ignore_index
     safe = tp.where(valid, target, tp.zeros((), dtype=target.dtype)).to(tp.int64)
-    if safe.numel() and not safe.is_meta and (safe.min().item() < 0 or safe.max().item() >= c):  # (no values on meta)
+    if safe.numel() and not safe.is_meta and not _is_batched(safe) and (
+            safe.min().item() < 0 or safe.max().item() >= c):  # (no values on meta or in vmap)
         bad = int(tp.where(valid & ((safe < 0) | (safe >= c)), target, tp.zeros((), dtype=target.dtype)).abs().max().item())
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)

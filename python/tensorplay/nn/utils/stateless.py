@@ -21,7 +21,8 @@ def _swap(module, name, value):
 @contextlib.contextmanager
 def _reparametrize(module, tensors, strict=False):
     if strict:
-        names = {n for n, _ in module.named_parameters()} | {n for n, _ in module.named_buffers()}
+        names = ({n for n, _ in module.named_parameters(remove_duplicate=False)}
+                 | {n for n, _ in module.named_buffers(remove_duplicate=False)})
         missing = sorted(names - set(tensors))
         unexpected = sorted(set(tensors) - names)
         if missing or unexpected:
@@ -40,10 +41,34 @@ def _reparametrize(module, tensors, strict=False):
             u()
 
 
+def _untie(module, tensors):
+    """With ``tie_weights``: a value given for one name of a tied parameter or buffer (one
+    tensor under several names) replaces it under every name, as PyTorch does."""
+    groups = {}
+    for getter in (module.named_parameters, module.named_buffers):
+        for name, t in getter(remove_duplicate=False):
+            groups.setdefault(id(t), []).append(name)
+    tensors = dict(tensors)
+    for names in groups.values():
+        if len(names) < 2:
+            continue
+        given = [n for n in names if n in tensors]
+        if not given:
+            continue
+        if any(tensors[n] is not tensors[given[0]] for n in given[1:]):
+            raise ValueError(f"functional_call got multiple values for keys {sorted(given)}, "
+                             f"which are tied. Consider using tie_weights=False")
+        for n in names:
+            tensors[n] = tensors[given[0]]
+    return tensors
+
+
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """module(*args, **kwargs) with the named parameters/buffers replaced by the given tensors
-    for the duration of the call (the module is unchanged afterwards)."""
+    for the duration of the call (the module is unchanged afterwards). ``tie_weights``: a
+    tensor registered under several names is replaced under all of them by the value given
+    for any; ``strict``: the given names must be exactly the module's."""
     if isinstance(parameter_and_buffer_dicts, dict):
         tensors = parameter_and_buffer_dicts
     else:
@@ -54,6 +79,8 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                 raise ValueError(f"{sorted(overlap)} appeared in multiple dictionaries; behavior "
                                  "of functional call is ambiguous")
             tensors.update(d)
+    if tie_weights:
+        tensors = _untie(module, tensors)
     if args is None:
         args = ()
     elif not isinstance(args, tuple):
