@@ -31,16 +31,17 @@ from tensorplay._library.triton import triton_op, wrap_triton
 from tensorplay._ops import OpOverload, OpOverloadPacket, Tag, ops
 
 __all__ = ['Library', 'define', 'impl', 'custom_op', 'CustomOpDef', 'register_kernel',
-           'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast', 'register_torch_dispatch',
-           'register_vmap', 'infer_schema', 'get_ctx', 'opcheck', 'fallthrough_kernel',
-           'triton_op', 'wrap_triton', 'get_kernel']
+           'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast',
+           'register_torch_dispatch', 'register_vmap', 'infer_schema', 'get_ctx', 'opcheck',
+           'fallthrough_kernel', 'triton_op', 'wrap_triton', 'get_kernel']
 
 _K = _C.DispatchKey
 # PyTorch's dispatch key names -> ours (AutogradCPU and AutogradCUDA share the Autograd key,
 # as CompositeExplicitAutograd and CompositeImplicitAutograd share the Composite one)
 _KEY_NAMES = {
     'CPU': _K.CPU, 'CUDA': _K.CUDA, 'Meta': _K.Meta,
-    'CompositeImplicitAutograd': _K.CompositeImplicitAutograd, 'CompositeExplicitAutograd': _K.CompositeImplicitAutograd,
+    'CompositeImplicitAutograd': _K.CompositeImplicitAutograd,
+    'CompositeExplicitAutograd': _K.CompositeImplicitAutograd,
     'Autograd': _K.Autograd, 'AutogradCPU': _K.Autograd, 'AutogradCUDA': _K.Autograd,
     'Autocast': _K.Autocast, 'AutocastCPU': _K.Autocast, 'AutocastCUDA': _K.Autocast,
 }
