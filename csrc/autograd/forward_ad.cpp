@@ -60,16 +60,17 @@ Tensor fw_grad(const Tensor& t) {
   if (detail::g_dual_level_id == 0) return Tensor();
   AutogradMeta* m = meta(t);
   if (!m || m->fw_primal_) return Tensor();
-  if (m->fw_level_ == detail::g_dual_level_id && m->fw_grad_.defined()) return m->fw_grad_;
+  if (m->fw_ && m->fw_->level == detail::g_dual_level_id && m->fw_->grad.defined()) return m->fw_->grad;
   // A view made before its base got a tangent reads its part of the base's.
   if (m->is_view_) {
     AutogradMeta* bm = meta(m->base_);
-    if (bm && bm->fw_level_ == detail::g_dual_level_id && bm->fw_grad_.defined()) {
+    if (bm && bm->fw_ && bm->fw_->level == detail::g_dual_level_id && bm->fw_->grad.defined()) {
       FwGradDisabledGuard off;
       GradModeGuard no_grad(false);
-      Tensor v = view_of_tangent(bm->fw_grad_, m->base_, t);
-      m->fw_grad_ = v;
-      m->fw_level_ = detail::g_dual_level_id;
+      Tensor v = view_of_tangent(bm->fw_->grad, m->base_, t);
+      if (!m->fw_) m->fw_ = std::make_shared<ForwardGrad>();
+      m->fw_->grad = v;
+      m->fw_->level = detail::g_dual_level_id;
       return v;
     }
   }
@@ -90,8 +91,12 @@ std::vector<Tensor> fw_grads_or_zeros(std::span<const Tensor> ts) {
 
 void set_fw_grad(const Tensor& t, const Tensor& tangent) {
   AutogradMeta& m = meta_or_create(t);
-  m.fw_grad_ = tangent;
-  m.fw_level_ = tangent.defined() ? detail::g_dual_level_id : 0;
+  if (!m.fw_) {
+    if (!tangent.defined()) return;
+    m.fw_ = std::make_shared<ForwardGrad>();
+  }
+  m.fw_->grad = tangent;
+  m.fw_->level = tangent.defined() ? detail::g_dual_level_id : 0;
 }
 
 void set_inplace_fw_grad(const Tensor& self, const Tensor& tangent) {

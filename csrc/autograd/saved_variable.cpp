@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/forward_ad.h"
 #include "autograd/functions.h"
 #include "autograd/variable.h"
 #include "core/error.h"
@@ -41,6 +42,17 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   requires_grad_ = t.requires_grad();
   is_output_ = is_output && requires_grad_;
   if (is_output_) output_nr_ = meta(t)->output_nr_;
+  // Note [Saved outputs keep their tangent]
+  // An output is saved as a detached alias (no reference cycle through its node), which
+  // would leave its tangent behind; and the op sets that tangent only after saving. So under
+  // a dual level the saved variable shares the output's tangent box, and the tensor it
+  // unpacks gets the box back: a double backward run under forward AD (forward-over-reverse,
+  // tanh's `1 - result^2`) sees the output's tangent, as in PyTorch.
+  if (is_output && fw_grad_enabled()) {
+    AutogradMeta& m = meta_or_create(t);
+    if (!m.fw_) m.fw_ = std::make_shared<ForwardGrad>();
+    fw_ = m.fw_;
+  }
   if (!t_hooks.empty()) {
     hook_ = t_hooks.back()->make();
     // An output is packed as a plain alias: the hook may keep what it gets (Note [Saved outputs]).
@@ -59,7 +71,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need "
            "to backward through the graph a second time or if you need to access saved tensors "
            "after calling backward.");
-  if (hook_) return with_history(hook_->unpack(), saved_for);
+  if (hook_) return with_tangent(with_history(hook_->unpack(), saved_for));
   uint32_t now = data_.impl()->version();
   if (now != version_) {
     std::string shape = shape_str(data_.sizes());
@@ -76,8 +88,16 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
             " instead. Hint: enable anomaly detection to find the operation that failed to "
             "compute its gradient, with tensorplay.autograd.set_detect_anomaly(True).");
   }
+  if (fw_ && fw_->grad.defined()) return with_tangent(with_history(data_, saved_for));
   if (!is_output_ || !saved_for) return data_;
   return with_history(data_, saved_for);
+}
+
+Tensor SavedVariable::with_tangent(Tensor t) const {
+  if (!fw_ || !fw_->grad.defined()) return t;
+  if (t.is_same(data_)) t = detached(t);  // never give the saved tensor itself a tangent box
+  meta_or_create(t).fw_ = fw_;
+  return t;
 }
 
 Tensor SavedVariable::with_history(const Tensor& data, const std::shared_ptr<Node>& saved_for) const {
@@ -100,6 +120,7 @@ void SavedVariable::reset_data() {
   if (!defined_) return;
   data_ = Tensor();
   hook_.reset();
+  fw_.reset();
   released_ = true;
 }
 

@@ -37,6 +37,8 @@ std::optional<std::string> set_saved_tensor_hooks_disabled(std::optional<std::st
 /// Note [Saved outputs]: a node that saves its own output must not own that output's
 /// autograd state (the output's meta owns the node: a cycle). An output is saved as a
 /// plain alias of its memory and gets its history back (grad_fn = the node) on unpack.
+struct ForwardGrad;  // autograd/variable.h
+
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -52,6 +54,8 @@ class SavedVariable {
  private:
   /// `data` with the saved tensor's gradient edge (an output's node, a hooked input's edge).
   Tensor with_history(const Tensor& data, const std::shared_ptr<Node>& saved_for) const;
+  /// `t` sharing the saved output's tangent box, when it has one.
+  Tensor with_tangent(Tensor t) const;
 
   Tensor data_;
   /// With saved-tensor hooks: the packed tensor (data_ stays empty, no version check, as in
@@ -59,6 +63,9 @@ class SavedVariable {
   /// unpacked tensor so a create_graph backward still reaches the input's history.
   std::shared_ptr<SavedTensorHook> hook_;
   Edge edge_;
+  /// An output saved under a dual level: its tangent box, which the op fills after saving
+  /// (Note [Saved outputs keep their tangent]).
+  std::shared_ptr<ForwardGrad> fw_;
   uint32_t version_ = 0;
   uint32_t output_nr_ = 0;
   bool defined_ = false;

@@ -15,6 +15,12 @@ using PostAccumulateHook = std::function<void(const Tensor&)>;
 
 /// What autograd keeps per tensor. Created on first need (requires_grad=True, a result
 /// with history, a retained or accumulated .grad, hooks).
+/// A tensor's tangent at one dual level (forward-mode AD).
+struct ForwardGrad {
+  Tensor grad;
+  uint64_t level = 0;
+};
+
 struct AutogradMeta final : AutogradMetaBase {
   std::shared_ptr<Node> grad_fn_;
   /// The leaf's AccumulateGrad node, while some graph holds it.
@@ -34,9 +40,9 @@ struct AutogradMeta final : AutogradMetaBase {
   /// error an in-place write to it raises, as PyTorch forbids those writes.
   std::string view_error_;
   uint32_t view_version_ = 0;
-  /// The tangent at dual level fw_level_ (Note [Forward AD] in forward_ad.cpp).
-  Tensor fw_grad_;
-  uint64_t fw_level_ = 0;
+  /// The tangent and its dual level (Note [Forward AD] in forward_ad.cpp), in a box a saved
+  /// output shares (Note [Saved outputs keep their tangent]); null until a tangent is set.
+  std::shared_ptr<ForwardGrad> fw_;
   /// unpack_dual's primal: never has a tangent (not even its base's).
   bool fw_primal_ = false;
 };

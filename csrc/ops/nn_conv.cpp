@@ -807,7 +807,9 @@ Tensor convolution_weight_backward(const Tensor& grad, const Tensor& input, IntA
 Tensor channel_bias_backward(const Tensor& grad) {
   const DType dt = grad.dtype();
   const bool row_major = grad.is_contiguous() && grad.dim() >= 2;
-  if (!autograd::grad_enabled() && grad.device().is_cpu() && (dt == DType::Float32 || dt == DType::Float64) &&
+  // (not for a tensor subclass with __torch_dispatch__: its data is not ours to read)
+  if (!autograd::grad_enabled() && grad.device().is_cpu() && !grad.impl()->has_python_key() &&
+      (dt == DType::Float32 || dt == DType::Float64) &&
       (row_major || is_channels_last_dense(grad))) {  // one pass over the planes, or column sums
     const int64_t n = grad.size(0), c = grad.size(1), l = n * c != 0 ? grad.numel() / (n * c) : 0;
     Tensor out = empty_tensor(IntArrayRef(&c, 1), dt);

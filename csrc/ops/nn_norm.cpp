@@ -604,7 +604,11 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
       mask[0] && (autograd::grad_enabled() || any_nonzero(grad_mean) || any_nonzero(grad_rstd));
   // the fused kernel (CPU only; on CUDA the differentiable form below): every gradient in one go
   // (on meta its results' layouts and dtypes, from the same allocations)
-  if (!autograd::grad_enabled() && !stats_used && (input.device().is_cpu() || is_meta(input))) {
+  // (the fused kernel reads data: not for tensor subclasses with __torch_dispatch__)
+  auto python = [](const Tensor& t) { return t.defined() && t.impl()->has_python_key(); };
+  const bool plain = !python(grad) && !python(input) && !python(mean) && !python(rstd) &&
+                     !(weight && python(*weight));
+  if (!autograd::grad_enabled() && !stats_used && plain && (input.device().is_cpu() || is_meta(input))) {
     auto back = [](const Tensor& t, DType to) { return t.defined() ? _to_dtype(t, to) : t; };
     Tensor gy = with_layout(_to_dtype(grad, dt), blk.cl), xc = with_layout(_to_dtype(input, dt), blk.cl);
     Tensor m = contiguous(_to_dtype(mean, dt)), rs = contiguous(_to_dtype(rstd, dt));

@@ -188,6 +188,21 @@ def test_forward_and_reverse_together():
     _same(*_both(run))
 
 
+@pytest.mark.parametrize('fn', ['tanh', 'exp', 'sigmoid', 'sqrt', 'sin'])
+def test_forward_over_reverse_of_ops_saving_their_output(fn):
+    """A double backward under a dual level reads the saved output's tangent (tanh's
+    1 - result^2): outputs saved for backward keep their tangent, as in PyTorch."""
+    def run(lib):
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            x = fw.make_dual(_t(lib, [0.3, 0.7]).requires_grad_(True), _t(lib, [1.0, 2.0]))
+            g, = lib.autograd.grad(getattr(x, fn)().sum(), x, create_graph=True)
+            p, t = fw.unpack_dual(g)
+        assert t is not None
+        return p.detach(), t.detach()
+    _same(*_both(run))
+
+
 def test_custom_function_jvp():
     def run(lib):
         class Cube(lib.autograd.Function):
