@@ -292,8 +292,24 @@ void set_output_tangents(nb::handle cls, nb::handle ctx, nb::tuple args, nb::han
   }
 }
 
+// While a tp.func.vmap runs somewhere, Function.apply hands its calls to this hook (Note
+// [autograd.Function under vmap] in tensorplay/func/_vmap.py); otherwise a null test.
+PyObject* g_apply_hook = nullptr;
+
+nb::object function_apply_direct(nb::args call_args, nb::kwargs kwargs);
+
 /// Function.apply(*args, **kwargs), bound as a classmethod of tp.autograd.Function.
 nb::object function_apply(nb::args call_args, nb::kwargs kwargs) {
+  if (g_apply_hook) [[unlikely]] {
+    PyObject* r = PyObject_Call(g_apply_hook, call_args.ptr(), kwargs.ptr());
+    if (!r) throw nb::python_error();
+    return nb::steal(r);
+  }
+  return function_apply_direct(std::move(call_args), std::move(kwargs));
+}
+
+/// Function.apply without the vmap hook (what the hook calls for calls it does not take).
+nb::object function_apply_direct(nb::args call_args, nb::kwargs kwargs) {
   TP_CHECK_TYPE(call_args.size() >= 1, "apply: expected the Function class");
   nb::handle cls = call_args[0];
   nb::object ctx = cls.attr("_backward_cls")();
@@ -413,6 +429,12 @@ void bind_function(nb::module_& m) {
         return n.non_differentiable_.is_valid() ? n.non_differentiable_ : nb::none();
       });
   m.def("_function_apply", &function_apply);
+  m.def("_function_apply_direct", &function_apply_direct);
+  m.def("_set_function_apply_hook", [](nb::handle fn) {
+    PyObject* old = g_apply_hook;
+    g_apply_hook = fn.is_none() ? nullptr : fn.inc_ref().ptr();
+    Py_XDECREF(old);
+  }, nb::arg("fn").none());
   m.def("_delayed_error", &delayed_error);
 }
 

@@ -473,3 +473,18 @@ def test_custom_op_register_vmap():
     _same(F.vmap(np_cos, in_dims=1)(x), x.cos().t())
     _same(F.vmap(lambda a: np_scale(a, 2.0))(x), x * 2)
     assert seen == [(5, 'error', (0,)), (0, None)]
+
+
+@pytest.mark.parametrize('act', ['tanh', 'sigmoid', 'exp'])
+def test_forward_over_reverse_through_ops_saving_their_output(act):
+    # hessian = jacfwd(jacrev): the backward of tanh/sigmoid/exp reads the saved output,
+    # whose tangent forward mode needs (Note [Saved outputs keep their tangent])
+    x = np.random.RandomState(0).randn(4)
+    results = []
+    for lib in (torch, tp):
+        fn = lambda v, lib=lib: getattr(lib, act)(v * lib.arange(1, 5, dtype=v.dtype)).sum()
+        results.append(lib.func.hessian(fn)(lib.tensor(x)).numpy())
+        results.append(lib.func.jvp(lib.func.grad(fn), (lib.tensor(x),),
+                                    (lib.ones(4, dtype=lib.float64),))[1].numpy())
+    np.testing.assert_allclose(results[2], results[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(results[3], results[1], rtol=1e-9, atol=1e-12)

@@ -132,17 +132,9 @@ class Function:
     def _tp_bind_args(cls, args, kwargs):
         return _bind_args(cls, args, kwargs)
 
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        """Runs forward and records the node (Note [autograd.Function under vmap] in
-        tp.func._vmap for calls inside vmap)."""
-        if _in_vmap[0]:
-            return _in_vmap[1](cls, *args, **kwargs)
-        return _function_apply(cls, *args, **kwargs)
-
-
-_function_apply = _C._function_apply
-_in_vmap = [False, None]  # [whether a vmap runs, its apply], set by tp.func._vmap
+    # one C++ call; while a vmap runs it hands the call to tp.func (Note [autograd.Function
+    # under vmap] in tensorplay/func/_vmap.py)
+    apply = classmethod(_C._function_apply)
 
 
 def _user_backward(cls):

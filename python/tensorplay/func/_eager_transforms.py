@@ -36,8 +36,6 @@ class _Transform:
     """Marks a transform as running (nested transforms then keep their graphs)."""
 
     def __enter__(self):
-        if fwAD._current_level >= 0:  # reverse mode inside a forward-mode jvp
-            _state.reverse_in_jvp = True
         for lv in _levels():
             lv.inner_grad = True
         _state.depth = _depth() + 1
@@ -262,14 +260,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if fwAD._current_level >= 0 or _depth() > 0 or any(is_batchedtensor(p) for p in flat_p):
         return _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux)
     keep = any(x.requires_grad for x in flat_p + flat_t)
-    _state.reverse_in_jvp = False
-    result = _jvp_forward_mode(func, flat_p, flat_t, p_spec, has_aux, keep)
-    if _state.reverse_in_jvp:
-        # Note [Forward over reverse]: tangents do not survive the backward of an op that
-        # saved its own output (tanh, sigmoid, exp: the saved output comes back without its
-        # tangent), so a jvp whose function ran grad or vjp is computed again in reverse mode
-        return _jvp_by_double_vjp(func, flat_p, flat_t, p_spec, has_aux)
-    return result
+    return _jvp_forward_mode(func, flat_p, flat_t, p_spec, has_aux, keep)
 
 
 def _jvp_forward_mode(func, flat_p, flat_t, p_spec, has_aux, keep):

@@ -563,7 +563,7 @@ def _enter_level(batch_size, randomness):
     if not levels:
         _random_ops()
         _push_mode(_MODE)
-        _function_module()._in_vmap[:] = [True, _function_apply_in_vmap]
+        _hook_apply(+1)
     levels.append(lv)
     _ACTIVE[lv.id] = lv
     return lv
@@ -574,7 +574,7 @@ def _exit_level():
     del _ACTIVE[levels.pop().id]
     if not levels:
         _pop_mode()
-        _function_module()._in_vmap[:] = [False, None]
+        _hook_apply(-1)
 
 
 def _vmap_once(func, flat_args, flat_dims, args_spec, kwargs, batch_size, out_dims, randomness,
@@ -661,26 +661,37 @@ class VmapInfo:
 
 
 # Note [autograd.Function under vmap]: while a vmap runs, Function.apply hands its calls to
-# this function (outside vmap it tests one flag and calls the C++ apply). generate_vmap_rule=True applies the
+# this function (the C++ apply's hook; outside vmap the hook is unset: one null test). generate_vmap_rule=True applies the
 # Function to the BatchedTensors (forward, setup_context and backward batch op by op); a
 # ``vmap`` staticmethod gives a derived Function whose forward calls it on the unwrapped
 # batches, so autograd still records the user's backward, which then runs batched.
+_hooked = [0]  # threads with a vmap running
+_hook_lock = threading.Lock()
+
+
+def _hook_apply(delta):
+    """Function.apply goes through _function_apply_in_vmap while any thread runs a vmap."""
+    with _hook_lock:
+        _hooked[0] += delta
+        _C._set_function_apply_hook(_function_apply_in_vmap if _hooked[0] else None)
+
+
 def _function_apply_in_vmap(cls, *args, **kwargs):
     if _innermost_level(args, kwargs) < 0:
-        return _C._function_apply(cls, *args, **kwargs)
+        return _C._function_apply_direct(cls, *args, **kwargs)
     if not cls._tp_setup_context_style:
         raise RuntimeError('In order to use an autograd.Function with functorch transforms '
                            '(vmap, grad, jvp, jacrev, ...), it must override the setup_context '
                            'staticmethod. For more details, please see '
                            'https://pytorch.org/docs/main/notes/extending.func.html')
     if cls.generate_vmap_rule:
-        return _C._function_apply(cls, *args, **kwargs)
+        return _C._function_apply_direct(cls, *args, **kwargs)
     if cls.vmap is _function_class().vmap:
         raise RuntimeError(f'You tried to vmap over {cls.__name__}, but it does not have vmap '
                            f'support. Please override and implement the vmap staticmethod or set '
                            f'generate_vmap_rule=True. For more details, please see '
                            f'https://pytorch.org/docs/main/notes/extending.func.html')
-    return _C._function_apply(_with_user_vmap(cls), *args, **kwargs)
+    return _C._function_apply_direct(_with_user_vmap(cls), *args, **kwargs)
 
 
 _USER_VMAP_FUNCTIONS = {}
