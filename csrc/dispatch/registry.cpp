@@ -76,8 +76,18 @@ bool python_key_slow(uint8_t tensor_bits) {
 
 }  // namespace dispatch
 
+namespace {
+// Built-in ops plus this many runtime ones fit without moving the registry (Note [Runtime
+// ops]): reserved once (address space only, pages are touched as ops are added).
+constexpr size_t kRegistryCapacity = 16384;
+}  // namespace
+
 std::vector<OpDef>& op_registry() {
-  static std::vector<OpDef> ops;
+  static std::vector<OpDef> ops = [] {
+    std::vector<OpDef> v;
+    v.reserve(kRegistryCapacity);
+    return v;
+  }();
   return ops;
 }
 
@@ -105,8 +115,6 @@ void throw_no_kernel(int op, DispatchKey key) {
 }
 
 namespace {
-// Built-in ops plus this many runtime ones fit without moving the registry (Note [Runtime ops]).
-constexpr size_t kMaxRuntimeOps = 8192;
 std::mutex g_define_mu;
 std::unordered_map<std::string, int>& ids_by_name() {
   static std::unordered_map<std::string, int> m;
@@ -142,8 +150,8 @@ int register_runtime_op(const std::string& schema, const std::string& tags) {
            " is already defined");
   std::lock_guard<std::mutex> lock(g_define_mu);
   auto& reg = op_registry();
-  if (reg.capacity() < reg.size() + kMaxRuntimeOps / 2) reg.reserve(reg.size() + kMaxRuntimeOps);
-  TP_CHECK(reg.size() < reg.capacity(), "define: too many runtime ops");
+  TP_CHECK(reg.size() < reg.capacity(), "define: too many ops (the registry holds ",
+           reg.capacity(), ")");
   OpDef& def = reg.emplace_back();
   def.name = parsed->qualified_name() + (parsed->overload.empty() ? "" : "." + parsed->overload);
   def.schema = schema;
