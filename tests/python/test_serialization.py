@@ -529,3 +529,25 @@ def test_plain_pickle_matches_torch():
     model = pickle.loads(pickle.dumps(tp.nn.Sequential(tp.nn.Linear(3, 2), tp.nn.LayerNorm(2))))
     assert type(model[0].weight) is tp.nn.Parameter and model[1].bias.tolist() == [0.0, 0.0]
 
+
+
+def test_bit_flipped_files_never_crash():
+    # hostile and damaged files (issue 33): random byte corruptions of a checkpoint and of a
+    # safetensors file load or raise an exception; none may crash the process or hang
+    import random
+    from tensorplay.safetensors import load as st_load, save as st_save
+    buf = io.BytesIO()
+    tp.save({'w': tp.randn(4, 3), 'b': tp.arange(5), 'n': {'x': tp.ones(2, dtype=tp.float16)}}, buf)
+    rng = random.Random(0)
+    for data, load in ((buf.getvalue(), lambda b: tp.load(io.BytesIO(b))),
+                       (st_save({'w': tp.randn(4, 3), 'i': tp.arange(6)}), st_load)):
+        raised = 0
+        for _ in range(300):
+            b = bytearray(data)
+            for _ in range(rng.choice([1, 2, 8])):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            try:
+                load(bytes(b))
+            except Exception:
+                raised += 1
+        assert raised > 0  # the corruptions were seen
