@@ -82,7 +82,8 @@ def pointwise_rule(func, level, args, kwargs):
         if _unwrap(args[0], level) is None:
             check_inplace(func, level, args, kwargs, 'inplace arithmetic')
         rank = args[0].dim()
-    elif _mixes_zero_dim(args, level):
+    elif _mixes_zero_dim(args[1:] if func is _WHERE else args, level):  # (where's condition
+        # takes no part in promotion)
         return loop_fallback(func, level, args, kwargs)
     new_args, k = [], 0
     for a in args:
@@ -96,6 +97,9 @@ def pointwise_rule(func, level, args, kwargs):
     if Tag.inplace in func.tags:
         return args[0]
     return _wrap_all(out, level)
+
+
+_WHERE = aten.where.self
 
 
 def _mixes_zero_dim(args, level):
@@ -185,7 +189,7 @@ _DIM_OPS = {
              'var.dim', 'std.dim', 'var_mean.dim', 'std_mean.dim', 'linalg_vector_norm.default',
              'logsumexp.default'), ('dim',)],
     # a None dim flattens the input first
-    'flatten': [('argmax.default', 'argmin.default', 'prod.default'), ('dim',)],
+    'flatten': [('argmax.default', 'argmin.default', 'prod.default', 'aminmax.default'), ('dim',)],
     # dims given explicitly
     'dim': [('max.dim', 'min.dim', 'cumsum.default', 'cumprod.default', 'sort.default',
              'argsort.default', 'topk.default', 'softmax.int', 'log_softmax.int',
@@ -275,6 +279,55 @@ def _as_strided_rule(func, level, args, kwargs):
     out = func(v, [v.shape[0]] + size, [v.stride(0)] + stride,
                v.storage_offset() + offset - x.storage_offset())
     return _wrap(out, level)
+
+
+def _flat_rule(reduce):
+    """Ops of a whole sample (max(), median(), ...): ``reduce(flat, 1)`` over each sample
+    flattened to one row; a 0-dim sample is a row of one."""
+    def rule(func, level, args, kwargs):
+        v = _unwrap(args[0], level)
+        return _wrap(reduce(v.reshape(v.shape[0], -1), 1), level)
+    return rule
+
+
+def _msort_rule(func, level, args, kwargs):
+    if args[0].dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    return _wrap(_unwrap(args[0], level).sort(1)[0], level)
+
+
+def _diag_rule(func, level, args, kwargs):
+    """diag: a vector's diagonal matrix (diag_embed), a matrix's diagonal (diagonal);
+    diagflat: diag_embed of the flattened sample; trace: the diagonal's sum."""
+    x, v = args[0], _unwrap(args[0], level)
+    offset = args[1] if len(args) > 1 else next(iter(kwargs.values()), 0)
+    name = func._schema.name
+    if name == 'aten::diagflat':
+        return _wrap(v.reshape(v.shape[0], -1).diag_embed(offset), level)
+    if name == 'aten::trace' and x.dim() == 2:
+        return _wrap(v.diagonal(0, 1, 2).sum(-1), level)
+    if name == 'aten::diag' and x.dim() in (1, 2):
+        return _wrap(v.diag_embed(offset) if x.dim() == 1 else v.diagonal(offset, 1, 2), level)
+    return loop_fallback(func, level, args, kwargs)  # the op's own error
+
+
+def _roll_rule(func, level, args, kwargs):
+    """roll: dims shift; without dims the sample rolls flattened."""
+    x, v = args[0], _unwrap(args[0], level)
+    shifts = args[1]
+    dims = args[2] if len(args) > 2 else kwargs.get('dims', [])
+    if x.dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    if not dims:
+        return _wrap(func(v.reshape(v.shape[0], -1), shifts, [1]).reshape(v.shape), level)
+    return _wrap(func(v, shifts, [_shift(d) for d in dims]), level)
+
+
+def _tile_rule(func, level, args, kwargs):
+    """tile: sample and reps padded with leading ones to one rank; the batch repeats once."""
+    x, v, reps = args[0], _unwrap(args[0], level), list(args[1])
+    rank = max(x.dim(), len(reps))
+    return _wrap(_pad(v, x.dim(), rank).repeat([1] + [1] * (rank - len(reps)) + reps), level)
 
 
 def _flip_side_rule(dim):
@@ -603,6 +656,13 @@ def _register():
         't.default': _t_rule, 'permute.default': _permute_rule,
         'as_strided.default': _as_strided_rule,
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
+        'roll.default': _roll_rule, 'tile.default': _tile_rule, 'msort.default': _msort_rule,
+        **{n: _diag_rule for n in ('diag.default', 'diagflat.default', 'trace.default')},
+        # reductions of a whole sample
+        'max.default': _flat_rule(lambda f, d: f.amax(d)),
+        'min.default': _flat_rule(lambda f, d: f.amin(d)),
+        'median.default': _flat_rule(lambda f, d: f.median(d)[0]),
+        'nanmedian.default': _flat_rule(lambda f, d: f.nanmedian(d)[0]),
         # last-two-dims ops that batch themselves
         **{n: _matrix_rule for n in (
             'tril.default', 'triu.default', 'linalg_det.default', 'det.default',
