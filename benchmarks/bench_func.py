@@ -1,5 +1,6 @@
 """tp.func against torch.func (2.13, CPU, same process): per-sample gradients of a 3-layer
-MLP with vmap(grad(loss)) (also against a Python loop in TensorPlay), jacrev of a
+MLP with vmap(grad(loss)) (also against a Python loop in TensorPlay) and of a small CNN
+(conv + max pool + linear), jacrev of a
 100->100 tanh MLP, and an ensemble of 10 models with stack_module_state +
 vmap(functional_call). Each case first checks TensorPlay's result against torch's.
 
@@ -86,6 +87,40 @@ def per_sample_grads(repeat):
             ('  same, vs a Python loop of tp.func.grad', t_ours, t_loop, 'loop')]
 
 
+def _cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(8 * 4 * 4, 10))
+
+
+def per_sample_grads_cnn(repeat):
+    torch.manual_seed(5)
+    tm, m = _cnn(torch), _cnn(tp)
+    _same_params(m, tm)
+    xn = np.random.default_rng(6).standard_normal((64, 1, 16, 16)).astype('float32')
+    yn = np.random.default_rng(7).integers(0, 10, 64)
+
+    def make(lib, model):
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def loss(p, x, y):
+            out = lib.func.functional_call(model, p, (x.unsqueeze(0),))
+            return lib.nn.functional.cross_entropy(out, y.unsqueeze(0))
+        return params, loss
+
+    tparams, tloss = make(torch, tm)
+    params, loss = make(tp, m)
+    x, y, tx, ty = tp.tensor(xn), tp.tensor(yn), torch.tensor(xn), torch.tensor(yn)
+    ours = lambda: tp.func.vmap(tp.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    theirs = lambda: torch.func.vmap(torch.func.grad(tloss), in_dims=(None, 0, 0))(tparams, tx, ty)
+    got, want = ours(), theirs()
+    for k in want:
+        _close(got[k], want[k], f'per-sample CNN grad {k}')
+    return [('per-sample grads, CNN conv+pool x2+linear, batch 64', *median_us([ours, theirs],
+                                                                               repeat))]
+
+
 def jacrev_mlp(repeat):
     rng = np.random.default_rng(2)
     w1, w2 = (rng.standard_normal((100, 100)).astype('float32') * 0.1 for _ in range(2))
@@ -128,7 +163,8 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     tp.set_num_threads(1)
-    rows = per_sample_grads(args.repeat) + jacrev_mlp(args.repeat) + ensemble(args.repeat)
+    rows = (per_sample_grads(args.repeat) + per_sample_grads_cnn(args.repeat)
+            + jacrev_mlp(args.repeat) + ensemble(args.repeat))
     print(f'{"case":50s} {"tp us":>10s} {"ref us":>10s} {"ratio":>7s}')
     for row in rows:
         name, ours, ref = row[:3]

@@ -152,11 +152,11 @@ def test_vmap_inplace_on_batched_and_the_fallback_warning():
     _vmap._fallback_warning[0] = True
     try:
         with pytest.warns(UserWarning, match='There is a performance drop because we have not yet '
-                                             'implemented the batching rule for aten::trace'):
-            got = F.vmap(tp.trace)(x.reshape(4, 3, 1).expand(4, 3, 3))
+                                             'implemented the batching rule for aten::vdot'):
+            got = F.vmap(tp.vdot)(x, x.flip(1))
     finally:
         _vmap._fallback_warning[0] = False
-    _same(got, torch.vmap(torch.trace)(tx.reshape(4, 3, 1).expand(4, 3, 3)))
+    _same(got, torch.vmap(torch.vdot)(tx, tx.flip(1)))
 
 
 # ----------------------------------------------------------------- autograd transforms

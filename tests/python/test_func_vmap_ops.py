@@ -5,7 +5,8 @@ a non-zero batch dim on the first tensor argument alone (the others shared).
 Each op contributes its first few float samples (float32 where the op takes it); the three
 samples of a batch are one sample's tensors with their floating values scaled by factors
 near 1 (domains such as [-1, 1] stay valid) and the other values kept (indices stay
-valid). Random ops are left to test_func.py (their samples differ by design).
+valid). Random ops are left to test_func.py (their samples differ by design). An op that
+takes the loop fallback instead of a batching rule fails unless LOOP_ALLOWED names it.
 """
 import math
 
@@ -14,6 +15,7 @@ import pytest
 
 import tensorplay as tp
 import tensorplay_opdb as opdb
+from tensorplay.func import _vmap
 from tensorplay.func._vmap import same_type
 
 SAMPLES_PER_OP = 3
@@ -27,7 +29,31 @@ RANDOM_OPS = {'rand', 'randn', 'randint', 'randperm', 'rand_like', 'randn_like',
 # as_strided cannot mean each sample's (slicing, which also lowers to as_strided, works:
 # it computes the geometry from the batch's own strides)
 LAYOUT_DEPENDENT = {'as_strided'}
+# Ops that may still take the loop fallback, and why; any other op looping fails its test
+# (so this list only shrinks: each rule written removes its entry)
+LOOP_ALLOWED = {
+    # no rule yet (the loop gives exact per-sample results, slowly)
+    'addbmm.default': 'no rule yet', 'addmv.default': 'no rule yet',
+    'baddbmm.default': 'no rule yet', 'cross.default': 'no rule yet',
+    'inner.default': 'no rule yet', 'vdot.default': 'no rule yet',
+    'tensordot.default': 'no rule yet', 'bucketize.Tensor': 'no rule yet',
+    'searchsorted.Tensor': 'no rule yet', 'quantile.default': 'no rule yet',
+    'nanquantile.default': 'no rule yet', '_embedding_bag_forward_only.default': 'no rule yet',
+    'linalg_solve.default': 'no rule yet for a vector or unbatched right-hand side',
+    'linalg_lstsq.default': 'no rule yet', 'linalg_pinv.default': 'no rule yet',
+    'linalg_matrix_rank.default': 'no rule yet',
+    # an implicit-output equation (no '->'): the rule needs the output letters spelled out
+    'einsum.default': 'implicit output equations',
+    # each bin's edges come from the sample's own min and max: exact counts need the kernel's
+    # binning arithmetic per sample
+    'histc.default': "bins from each sample's data range",
+    # the output length is the sum of the (batched) repeats: data-dependent shape per sample
+    'repeat_interleave.self_Tensor': 'output length depends on the repeats values',
+}
 DYNAMIC = 'We do not support batching operators that can output dynamic shape'
+# PyTorch's error for batch norm in training with batched input and shared running stats
+# (an in-place update of unbatched tensors with per-sample values)
+RUNNING_STATS = 'Batch norm got a batched tensor as input while the running_mean'
 
 def _dtype(op):
     for d in ('float32', 'float64', 'int64', 'bool'):
@@ -182,6 +208,16 @@ def _pick(value, dim, j):
 
 @pytest.mark.parametrize('op', OPS, ids=lambda op: op.name)
 def test_vmap_matches_per_sample(op):
+    log = _vmap._loop_log[0] = []
+    try:
+        _check_op(op)
+    finally:
+        _vmap._loop_log[0] = None
+    looped = {str(f).removeprefix('aten.') for f in log}
+    assert looped <= set(LOOP_ALLOWED), f'took the loop fallback: {sorted(looped - set(LOOP_ALLOWED))}'
+
+
+def _check_op(op):
     rng = np.random.default_rng(0)
     outcomes = []
     taken = 0
@@ -196,8 +232,11 @@ def test_vmap_matches_per_sample(op):
             try:
                 outcomes.append(_check(op, args, kwargs, first_only, rng))
             except RuntimeError as e:
-                if DYNAMIC not in str(e):
+                if DYNAMIC in str(e):
+                    outcomes.append('dynamic')
+                elif RUNNING_STATS in str(e) and op.name == 'batch_norm' and first_only:
+                    outcomes.append('running stats')
+                else:
                     raise
-                outcomes.append('dynamic')
     assert taken, 'no sample with a tensor argument'
     assert {'ok', 'dynamic', 'data-dependent'} & set(outcomes), outcomes

@@ -8,7 +8,7 @@ batched tensors wrapped again. A rule that meets a case it does not cover calls
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 
-from ._vmap import (_ACTIVE, _CATEGORY_RULES, _RULES, _unwrap, _wrap, check_inplace, loop_fallback,
+from ._vmap import (_CATEGORY_RULES, _RULES, _batch_size, _unwrap, _wrap, check_inplace, loop_fallback,
                     same_type)
 
 Tensor = _C.Tensor
@@ -82,7 +82,8 @@ def pointwise_rule(func, level, args, kwargs):
         if _unwrap(args[0], level) is None:
             check_inplace(func, level, args, kwargs, 'inplace arithmetic')
         rank = args[0].dim()
-    elif _mixes_zero_dim(args, level):
+    elif _mixes_zero_dim(args[1:] if func is _WHERE else args, level):  # (where's condition
+        # takes no part in promotion)
         return loop_fallback(func, level, args, kwargs)
     new_args, k = [], 0
     for a in args:
@@ -96,6 +97,9 @@ def pointwise_rule(func, level, args, kwargs):
     if Tag.inplace in func.tags:
         return args[0]
     return _wrap_all(out, level)
+
+
+_WHERE = aten.where.self
 
 
 def _mixes_zero_dim(args, level):
@@ -126,28 +130,28 @@ def _shift(d):
     return d + 1 if d >= 0 else d
 
 
-def dim_rule(dim_args, none='all', tensor_args=('self',)):
-    """Ops on one batched tensor (``tensor_args[0]``) whose ``dim_args`` name dims: the
+def dim_rule(dim_args, none='all'):
+    """Ops on one batched tensor (``self``) whose ``dim_args`` name dims: the
     dims shift past the batch dim. ``none`` says what a None dim means: 'all' (reduce
     every dim: the logical dims are listed), 'flatten' (the op flattens first) or
-    'loop'. Other tensor arguments must be unbatched (index_select's index, ...)."""
+    'loop'."""
     def rule(func, level, orig_args, orig_kwargs):
-        x = _get(func, orig_args, orig_kwargs, tensor_args[0])
+        x = _get(func, orig_args, orig_kwargs, 'self')
         v = _unwrap(x, level)
-        if v is None or x.dim() == 0 or any(
-                _unwrap(_get(func, orig_args, orig_kwargs, t), level) is not None
-                for t in tensor_args[1:]):
+        if v is None or (x.dim() == 0 and none not in ('all', 'flatten')):
             return loop_fallback(func, level, orig_args, orig_kwargs)
+        if x.dim() == 0:
+            return _zero_dim_reduction(func, level, orig_args, orig_kwargs, v)
         args = list(orig_args)
         kwargs = dict(orig_kwargs)
-        _set(func, args, kwargs, tensor_args[0], v)
+        _set(func, args, kwargs, 'self', v)
         for name in dim_args:
             d = _get(func, args, kwargs, name)
             if d is None:
                 if none == 'all':
                     d = list(range(1, x.dim() + 1))
                 elif none == 'flatten' and not _get(func, args, kwargs, 'keepdim'):
-                    _set(func, args, kwargs, tensor_args[0], v.reshape(v.shape[0], -1))
+                    _set(func, args, kwargs, 'self', v.reshape(v.shape[0], -1))
                     d = 1
                 else:
                     return loop_fallback(func, level, orig_args, orig_kwargs)
@@ -162,6 +166,21 @@ def dim_rule(dim_args, none='all', tensor_args=('self',)):
     return rule
 
 
+def _zero_dim_reduction(func, level, args, kwargs, v):
+    """A reduction of 0-dim samples (over no dim, or dim 0 / -1) reduces a size-1 dim added
+    after the batch dim, which keepdim then drops again."""
+    dim = _get(func, args, kwargs, 'dim')
+    if dim not in (None, 0, -1) and list(dim) not in ([], [0], [-1]):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    args, kwargs = list(args), dict(kwargs)
+    _set(func, args, kwargs, 'self', v.unsqueeze(1))
+    _set(func, args, kwargs, 'dim', 1 if dim is None or isinstance(dim, int) else [1])
+    out = func(*args, **kwargs)
+    if isinstance(out, Tensor):
+        return _wrap(out.reshape(v.shape), level)
+    return same_type(out, [_wrap(o.reshape(v.shape), level) for o in out])
+
+
 _DIM_OPS = {
     # reductions: a None dim reduces every dim
     'all': [('sum.default', 'mean.default', 'amax.default', 'amin.default', 'all.dims',
@@ -170,13 +189,13 @@ _DIM_OPS = {
              'var.dim', 'std.dim', 'var_mean.dim', 'std_mean.dim', 'linalg_vector_norm.default',
              'logsumexp.default'), ('dim',)],
     # a None dim flattens the input first
-    'flatten': [('argmax.default', 'argmin.default', 'prod.default'), ('dim',)],
+    'flatten': [('argmax.default', 'argmin.default', 'prod.default', 'aminmax.default'), ('dim',)],
     # dims given explicitly
     'dim': [('max.dim', 'min.dim', 'cumsum.default', 'cumprod.default', 'sort.default',
              'argsort.default', 'topk.default', 'softmax.int', 'log_softmax.int',
              'cummax.default', 'cummin.default', 'logcumsumexp.default', 'kthvalue.default',
              'median.dim', 'nanmedian.dim', 'mode.default',
-             'narrow.default', 'select.int', 'unflatten.int', 'index_select.default',
+             'narrow.default', 'select.int', 'unflatten.int',
              'linalg_matrix_norm.default', 'linalg_matrix_norm.str_ord'), ('dim',)],
     'dims': [('flip.default', 'rot90.default', '_squeeze_dims.default'), ('dims',)],
     'dim01': [('transpose.int', 'swapdims.default'), ('dim0', 'dim1')],
@@ -200,8 +219,7 @@ def _register_dim_ops():
         for qualname in names:
             h = _handle(qualname)
             if h is not None:
-                tensors = ('self', 'index') if qualname == 'index_select.default' else ('self',)
-                _RULES[h] = dim_rule(dim_args, none=none, tensor_args=tensors)
+                _RULES[h] = dim_rule(dim_args, none=none)
 
 
 # ------------------------------------------------------------------ views and shapes
@@ -261,6 +279,55 @@ def _as_strided_rule(func, level, args, kwargs):
     out = func(v, [v.shape[0]] + size, [v.stride(0)] + stride,
                v.storage_offset() + offset - x.storage_offset())
     return _wrap(out, level)
+
+
+def _flat_rule(reduce):
+    """Ops of a whole sample (max(), median(), ...): ``reduce(flat, 1)`` over each sample
+    flattened to one row; a 0-dim sample is a row of one."""
+    def rule(func, level, args, kwargs):
+        v = _unwrap(args[0], level)
+        return _wrap(reduce(v.reshape(v.shape[0], -1), 1), level)
+    return rule
+
+
+def _msort_rule(func, level, args, kwargs):
+    if args[0].dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    return _wrap(_unwrap(args[0], level).sort(1)[0], level)
+
+
+def _diag_rule(func, level, args, kwargs):
+    """diag: a vector's diagonal matrix (diag_embed), a matrix's diagonal (diagonal);
+    diagflat: diag_embed of the flattened sample; trace: the diagonal's sum."""
+    x, v = args[0], _unwrap(args[0], level)
+    offset = args[1] if len(args) > 1 else next(iter(kwargs.values()), 0)
+    name = func._schema.name
+    if name == 'aten::diagflat':
+        return _wrap(v.reshape(v.shape[0], -1).diag_embed(offset), level)
+    if name == 'aten::trace' and x.dim() == 2:
+        return _wrap(v.diagonal(0, 1, 2).sum(-1), level)
+    if name == 'aten::diag' and x.dim() in (1, 2):
+        return _wrap(v.diag_embed(offset) if x.dim() == 1 else v.diagonal(offset, 1, 2), level)
+    return loop_fallback(func, level, args, kwargs)  # the op's own error
+
+
+def _roll_rule(func, level, args, kwargs):
+    """roll: dims shift; without dims the sample rolls flattened."""
+    x, v = args[0], _unwrap(args[0], level)
+    shifts = args[1]
+    dims = args[2] if len(args) > 2 else kwargs.get('dims', [])
+    if x.dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    if not dims:
+        return _wrap(func(v.reshape(v.shape[0], -1), shifts, [1]).reshape(v.shape), level)
+    return _wrap(func(v, shifts, [_shift(d) for d in dims]), level)
+
+
+def _tile_rule(func, level, args, kwargs):
+    """tile: sample and reps padded with leading ones to one rank; the batch repeats once."""
+    x, v, reps = args[0], _unwrap(args[0], level), list(args[1])
+    rank = max(x.dim(), len(reps))
+    return _wrap(_pad(v, x.dim(), rank).repeat([1] + [1] * (rank - len(reps)) + reps), level)
 
 
 def _flip_side_rule(dim):
@@ -385,6 +452,144 @@ def _gather_scatter_rule(tensor_names):
     return rule
 
 
+def _index_view(iv, dim, shape):
+    """A batch of 1-d per-sample indices (B x k) placed at logical dim ``dim`` and expanded
+    to the batch ``shape``: gather's and scatter's index for index_* ops."""
+    r = len(shape) - 1
+    return iv.reshape(iv.shape[0], *([1] * dim), -1, *([1] * (r - dim - 1))).expand(*shape)
+
+
+def _wrapped(iv, n):
+    """Negative indices counted from the end (ops that allow them; out of range stays so)."""
+    return aten.where.self(iv < 0, iv + n, iv)
+
+
+def _index_dim_rule(func, level, args, kwargs):
+    """index_select / index_add / index_copy / index_fill / index_reduce (self, dim, index,
+    ...): an unbatched index keeps the op (dim shifted, operands given the batch); a batched
+    one (or a batched fill value) becomes gather / scatter_add / scatter / scatter_reduce."""
+    x, dim, index = args[0], args[1], args[2]
+    if x.dim() == 0 or index.dim() > 1 or kwargs and set(kwargs) - {'alpha', 'include_self'}:
+        return loop_fallback(func, level, args, kwargs)
+    size = _batch_size(args, kwargs, level)
+    xv, d, iv = _expand_batch(x, level, size), dim % x.dim(), _unwrap(index, level)
+    name = func._schema.name
+    fill = name == 'aten::index_fill'
+    if iv is None and not (fill and _unwrap(args[3], level) is not None):
+        rest = [_expand_batch(a, level, size) if isinstance(a, Tensor) and not fill else a
+                for a in args[3:]]
+        return _wrap(func(xv, d + 1, index, *rest, **kwargs), level)
+    rest = [_expand_batch(a, level, size) if isinstance(a, Tensor) else a for a in args[3:]]
+    iv = _expand_batch(index, level, size)
+    if name == 'aten::index_select':
+        shape = list(xv.shape)
+        shape[d + 1] = iv.shape[-1] if index.dim() else 1
+        return _wrap(xv.gather(d + 1, _index_view(iv, d, shape)), level)
+    if fill:
+        shape = list(xv.shape)
+        shape[d + 1] = iv.shape[-1] if index.dim() else 1
+        value = rest[0] if isinstance(rest[0], Tensor) else xv.new_full((size,), rest[0])
+        src = value.to(x.dtype).reshape(size, *([1] * x.dim())).expand(*shape)
+        iv = _wrapped(iv, x.shape[d])
+    else:
+        src = rest[0]
+        shape = src.shape
+    idx = _index_view(iv, d, shape)
+    if name == 'aten::index_add':
+        alpha = kwargs.get('alpha', 1)
+        return _wrap(xv.scatter_add(d + 1, idx, src if alpha == 1 else src * alpha), level)
+    if name == 'aten::index_reduce':
+        return _wrap(xv.scatter_reduce(d + 1, idx, src, rest[1], **kwargs), level)
+    return _wrap(xv.scatter(d + 1, idx, src), level)  # index_copy, index_fill
+
+
+def _take_rule(func, level, args, kwargs):
+    """take: gather over each sample's flattened self (negative indices from the end)."""
+    x, index = args
+    size = _batch_size(args, kwargs, level)
+    xv = _unwrap(x, level)
+    flat = x.reshape(1, -1).expand(size, -1) if xv is None else xv.reshape(size, -1)
+    iv = _wrapped(_expand_batch(index, level, size).reshape(size, -1), x.numel())
+    return _wrap(flat.gather(1, iv).reshape(size, *index.shape), level)
+
+
+def _put_rule(func, level, args, kwargs):
+    """put: scatter (scatter_add when accumulating) into each sample's flattened self."""
+    x, index, source = args[:3]
+    accumulate = args[3] if len(args) > 3 else kwargs.get('accumulate', False)
+    size = _batch_size(args, kwargs, level)
+    flat = _expand_batch(x, level, size).reshape(size, -1)
+    iv = _wrapped(_expand_batch(index, level, size).reshape(size, -1), x.numel())
+    src = _expand_batch(source, level, size).reshape(size, -1)
+    out = flat.scatter_add(1, iv, src) if accumulate else flat.scatter(1, iv, src)
+    return _wrap(out.reshape(size, *x.shape), level)
+
+
+def _take_along_dim_rule(func, level, args, kwargs):
+    """take_along_dim: unbatched operands broadcast against the batch by themselves."""
+    x, index = args[0], args[1]
+    dim = args[2] if len(args) > 2 else kwargs.get('dim')
+    size = _batch_size(args, kwargs, level)
+    if dim is None:
+        xv = _expand_batch(x, level, size).reshape(size, -1)
+        iv = _expand_batch(index, level, size).reshape(size, -1)
+        return _wrap(func(xv, iv, 1), level)
+    if x.dim() != index.dim() or x.dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    vals = [t.unsqueeze(0) if _unwrap(t, level) is None else _unwrap(t, level) for t in (x, index)]
+    return _wrap(func(*vals, _shift(dim)), level)
+
+
+def _index_put_rule(func, level, args, kwargs):
+    """index_put: one more index, the sample's number, in front of the others (each given
+    size-1 dims to the broadcast per-sample index rank); batched values padded likewise."""
+    x, indices, values = args[:3]
+    rest = list(args[3:])
+    if any(i.dtype == _C.bool or i.dtype == _C.uint8 for i in indices) or kwargs:
+        return loop_fallback(func, level, args, kwargs)  # masks: counts per sample vary
+    size = _batch_size([x, values, *indices], {}, level)
+    rank = max(i.dim() for i in indices)
+    idx = [i if _unwrap(i, level) is None else _pad(_unwrap(i, level), i.dim(), rank)
+           for i in indices]
+    rows = aten.arange.default(0, size, device=x.device).reshape(size, *([1] * rank))
+    vv = _unwrap(values, level)
+    if vv is not None:
+        vv = _pad(vv, values.dim(), rank + x.dim() - len(indices))
+    out = func(_expand_batch(x, level, size), [rows] + idx, values if vv is None else vv, *rest)
+    return _wrap(out, level)
+
+
+def _masked_fill_rule(func, level, args, kwargs):
+    """masked_fill: the mask padded to self's rank; a batched value through where(mask,
+    value, self) (a mask that would broadcast self takes the loop: the op's error)."""
+    x, mask, value = args
+    vv = _unwrap(value, level)
+    if mask.dim() > x.dim() or vv is not None and value.dim() > 0 or kwargs or any(
+            m != 1 and m != s for m, s in zip(reversed(mask.shape), reversed(x.shape))):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    size = _batch_size(args, kwargs, level)
+    mv = _unwrap(mask, level)
+    m = mask if mv is None else _pad(mv, mask.dim(), x.dim())
+    if vv is None:  # a number or a shared value
+        return _wrap(func(_expand_batch(x, level, size), m, value), level)
+    v = _pad(vv.to(x.dtype), 0, x.dim())
+    return _wrap(aten.where.self(m, v, _expand_batch(x, level, size)), level)
+
+
+def _masked_scatter_rule(func, level, args, kwargs):
+    """masked_scatter: the k-th True of each sample's mask takes its source's k-th value
+    (a running count of the mask indexes each sample's flattened source)."""
+    x, mask, source = args
+    size = _batch_size(args, kwargs, level)
+    xv = _expand_batch(x, level, size)
+    mv = _expand_batch(mask, level, size)
+    mv = _pad(mv, mask.dim(), x.dim()).expand(xv.shape).reshape(size, -1)
+    src = _expand_batch(source, level, size).reshape(size, -1)
+    pos = (mv.cumsum(1) - 1).clamp(min=0)
+    taken = src.gather(1, pos) if src.shape[1] else src.new_zeros(pos.shape)
+    return _wrap(aten.where.self(mv, taken, xv.reshape(size, -1)).reshape(xv.shape), level)
+
+
 def _cross_entropy_rows_rule(func, level, args, kwargs):
     """Row-wise cross entropy (self [N, C], target [N]): batch and rows flatten into rows."""
     x, target = args[0], args[1]
@@ -428,15 +633,6 @@ def _stack_cat_rule(func, level, args, kwargs):
     return _wrap(func(values, _shift(dim)), level)
 
 
-def _convolution_rule(func, level, args, kwargs):
-    """The loop, and a mark on the level: the convolution's backward must then run in
-    grad mode (Note [Backward inside vmap])."""
-    lv = _ACTIVE.get(level)
-    if lv is not None:
-        lv.data_reading_backward = True
-    return loop_fallback(func, level, args, kwargs)
-
-
 def _data_rule(func, level, args, kwargs):
     raise RuntimeError('vmap: It looks like you\'re calling .item() on a Tensor. We don\'t '
                        'support vmap over calling .item() on a Tensor, please try to rewrite '
@@ -460,6 +656,13 @@ def _register():
         't.default': _t_rule, 'permute.default': _permute_rule,
         'as_strided.default': _as_strided_rule,
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
+        'roll.default': _roll_rule, 'tile.default': _tile_rule, 'msort.default': _msort_rule,
+        **{n: _diag_rule for n in ('diag.default', 'diagflat.default', 'trace.default')},
+        # reductions of a whole sample
+        'max.default': _flat_rule(lambda f, d: f.amax(d)),
+        'min.default': _flat_rule(lambda f, d: f.amin(d)),
+        'median.default': _flat_rule(lambda f, d: f.median(d)[0]),
+        'nanmedian.default': _flat_rule(lambda f, d: f.nanmedian(d)[0]),
         # last-two-dims ops that batch themselves
         **{n: _matrix_rule for n in (
             'tril.default', 'triu.default', 'linalg_det.default', 'det.default',
@@ -481,6 +684,13 @@ def _register():
         'scatter.value': _gather_scatter_rule(('self', 'index')),
         'scatter_add.default': _gather_scatter_rule(('self', 'index', 'src')),
         'scatter_reduce.two': _gather_scatter_rule(('self', 'index', 'src')),
+        '_softmax_backward_data.default': _gather_scatter_rule(('grad_output', 'output')),
+        **{n: _index_dim_rule for n in ('index_select.default', 'index_add.default',
+                                        'index_copy.default', 'index_fill.int_Tensor',
+                                        'index_reduce.default')},
+        'take.default': _take_rule, 'put.default': _put_rule,
+        'take_along_dim.default': _take_along_dim_rule, 'index_put.hacked_twin': _index_put_rule,
+        'masked_fill.Tensor': _masked_fill_rule, 'masked_scatter.default': _masked_scatter_rule,
         # losses
         '_cross_entropy_rows.default': _cross_entropy_rows_rule,
         '_cross_entropy_rows_backward.default': _cross_entropy_rows_backward_rule,
@@ -490,7 +700,6 @@ def _register():
         'cat.default': _stack_cat_rule, 'concat.default': _stack_cat_rule,
         'concatenate.default': _stack_cat_rule, 'stack.default': _stack_cat_rule,
         '_local_scalar_dense.default': _data_rule,
-        'convolution.default': _convolution_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)

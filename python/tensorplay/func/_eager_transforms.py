@@ -140,10 +140,6 @@ def grad_and_value(func, argnums=0, has_aux=False):
 def _grads(outputs, inputs, grad_outputs, create_graph):
     """autograd.grad over the tensor inputs; inputs the outputs do not depend on get zeros."""
     from tensorplay import autograd
-    # Note [Backward inside vmap]: conv's bias gradient (channel_bias_backward) takes a fast
-    # path reading the gradient's data when grad mode is off; a BatchedTensor has no data,
-    # so a backward through a batched convolution runs in grad mode (the rule marks it)
-    create_graph = create_graph or any(lv.data_reading_backward for lv in _levels())
     tensors = [x for x in inputs if isinstance(x, Tensor)]
     outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     live = [(o, g) for o, g in zip(outs, grad_outputs or [None] * len(outs)) if o.requires_grad]

@@ -59,15 +59,14 @@ _AUTOGRAD = _C.DispatchKey.Autograd
 
 
 class _Level:
-    __slots__ = ('id', 'batch_size', 'randomness', 'grad_enabled', 'data_reading_backward',
-                 'outer_consumer', 'inner_grad')
+    __slots__ = ('id', 'batch_size', 'randomness', 'grad_enabled', 'outer_consumer',
+                 'inner_grad')
 
     def __init__(self, id, batch_size, randomness):
         self.id = id
         self.batch_size = batch_size
         self.randomness = randomness
         self.grad_enabled = _C.is_grad_enabled()  # the vmap caller's (Note [Two places ...])
-        self.data_reading_backward = False  # Note [Backward inside vmap] (_eager_transforms)
         self.outer_consumer = False  # an input requires grad or a transform encloses the vmap
         self.inner_grad = False  # a grad transform ran inside this level
 
@@ -83,6 +82,7 @@ _ACTIVE = {}  # level id -> _Level of the vmap calls running now (any thread)
 _state = threading.local()
 _next_level = [0]
 _fallback_warning = [False]  # PyTorch's default: the loop fallback is silent
+_loop_log = [None]  # a list: each op handle the loop fallback runs is appended (tests, scripts)
 
 
 def _levels():
@@ -289,6 +289,8 @@ def loop_fallback(func, level, args, kwargs):
         warnings.warn(f'There is a performance drop because we have not yet implemented the '
                       f'batching rule for {func._schema.name}. Please file us an issue on GitHub '
                       f'so that we can prioritize its implementation.', stacklevel=2)
+    if _loop_log[0] is not None:
+        _loop_log[0].append(func)
     mutated = _mutated_args(func)
     if mutated:
         check_inplace(func, level, args, kwargs)
@@ -368,6 +370,8 @@ def _random_rule(func, level, args, kwargs):
     size = _batch_size(args, kwargs, level)
     a_parts = [_split(a, level, size) for a in args]
     k_parts = {k: _split(v, level, size) for k, v in kwargs.items()}
+    if _loop_log[0] is not None:
+        _loop_log[0].append(func)
     mutated = _mutated_args(func)
     if mutated:
         check_inplace(func, level, args, kwargs)
