@@ -57,6 +57,8 @@ class IValue {
   bool is_tensor() const { return tag() == Tag::Tensor; }
 
   const Tensor& to_tensor() const { return get<Tensor>("Tensor"); }
+  /// A Tensor result, None standing for an undefined tensor (a gradient not computed).
+  Tensor to_tensor_or_undefined() const { return is_none() ? Tensor() : to_tensor(); }
   Tensor& mutable_tensor() { return std::get<Tensor>(v_); }
   std::optional<Tensor> to_optional_tensor() const {
     return is_none() ? std::nullopt : std::optional<Tensor>(to_tensor());

@@ -290,6 +290,7 @@ nb::object ivalue_to_python(const IValue& v) {
     case IValue::Tag::None: return nb::none();
     case IValue::Tag::Tensor: {
       const Tensor& t = v.to_tensor();
+      if (!t.defined()) return nb::none();
       // a Python number the binding wrapped goes back as the number (as PyTorch hands
       // `x * 2` to __torch_dispatch__: mul.Tensor(x, 2))
       if (t.impl()->is_wrapped_number()) return tensor_item(t);
@@ -337,7 +338,8 @@ void results_from_python(const FunctionSchema& s, nb::handle result, Stack& stac
   auto one = [&](const Argument& a, nb::handle r) {
     IValue v;
     if (a.type.kind == TypeKind::Tensor && !a.type.is_list && r.is_none()) {
-      stack.emplace_back();  // an undefined tensor (a gradient that is None)
+      // a gradient nobody asked for: None, read by the generated code as an undefined tensor
+      stack.emplace_back();
       return;
     }
     if (!value_from_python(a.type, r.ptr(), v)) fail_type(a, r);

@@ -126,12 +126,12 @@ def python_key_call(op, params):
                   f"  dispatch::call_fallback(dk_, kOp_{op.ident}, form, s);",
                   "  if (form != OpFormKind::Functional) return *out.tensor;",
                   f'  TP_CHECK(s.size() == 1, "{op.name}: the ", dispatch_key_name(dk_), " fallback returned ", s.size(), " values, expected 1");',
-                  "  return s[0].to_tensor();"]
+                  "  return s[0].to_tensor_or_undefined();"]
     elif op.returns:
         k = len(op.returns)
         lines += [f"  dispatch::call_fallback(dk_, kOp_{op.ident}, OpFormKind::Functional, s);",
                   f'  TP_CHECK(s.size() == {k}, "{op.name}: the ", dispatch_key_name(dk_), " fallback returned ", s.size(), " values, expected {k}");',
-                  "  return {" + ", ".join(f"s[{j}].to_tensor()" for j in range(k)) + "};"]
+                  "  return {" + ", ".join(f"s[{j}].to_tensor_or_undefined()" for j in range(k)) + "};"]
     else:
         lines += [f"  dispatch::call_fallback(dk_, kOp_{op.ident}, OpFormKind::Functional, s);"]
     lines.append("}")

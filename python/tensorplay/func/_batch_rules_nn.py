@@ -13,10 +13,9 @@ aten = ops.aten
 
 
 def _grads(outs, level, like):
-    """A backward's results, batched. A gradient not asked for (None) becomes a zero scalar
-    (of ``like``'s dtype): None comes back from the Python key as no value where the C++
-    caller reads a Tensor, and raises; the engine drops gradients it did not ask for."""
-    return tuple(like.new_zeros(()) if o is None else _wrap(o, level) for o in outs)
+    """A backward's results, batched; a gradient not asked for stays None (the C++ caller
+    reads it as an undefined tensor)."""
+    return tuple(None if o is None else _wrap(o, level) for o in outs)
 
 
 def _size(level, *tensors):
