@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds tensorplay._C with sanitizers (CPU only) into build/sanitize-<kind> and runs tests
+# under them, the sanitizer's runtime preloaded into the (uninstrumented) interpreter.
+#   scripts/sanitize.sh [address|thread] [pytest arguments...]
+#     address: ASan + UBSan (default); thread: TSan. Tests default to tests/python.
+# Any report fails the run (halt_on_error); leak detection is off (CPython's own arenas).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-address}
+[ $# -gt 0 ] && shift
+case "$kind" in
+  address) san=address,undefined; lib=libasan.so ;;
+  thread) san=thread; lib=libtsan.so ;;
+  *) echo "usage: $0 [address|thread] [pytest args...]" >&2; exit 2 ;;
+esac
+build=build/sanitize-$kind
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSE_CUDA=OFF \
+        -DTP_SANITIZE="$san" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+fi
+cmake --build "$build" ${MAX_JOBS:+-j "$MAX_JOBS"}
+# a package tree whose _C is the instrumented one (the sources are the working tree's)
+pkg="$build/pkg"
+rm -rf "$pkg" && mkdir -p "$pkg/tensorplay"
+for f in python/tensorplay/*; do
+  case "$(basename "$f")" in _C*.so|version.py) ;; *) ln -s "$(realpath "$f")" "$pkg/tensorplay/" ;; esac
+done
+ln -s "$(realpath "$build"/_C*.so)" "$pkg/tensorplay/"
+cp "$build/version.py" "$pkg/tensorplay/version.py"
+runtime=$(g++ -print-file-name="$lib")
+export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+export PYTHONMALLOC=malloc OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+[ $# -eq 0 ] && set -- tests/python
+PYTHONPATH="$pkg" exec python3 -m pytest -q -p no:cacheprovider "$@"
