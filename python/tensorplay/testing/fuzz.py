@@ -380,6 +380,7 @@ def _call(op, case, lib):
 TORCH_CRASHES = {
     'embedding_bag': (lambda case: _arg_numel(case, 2) == 0,
                       'torch.embedding_bag with empty offsets reads out of bounds (SIGSEGV)'),
+    'bmm': (lambda case: _out_is_input(case), 'torch.bmm(a, b, out=a) (SIGSEGV)'),
     'linalg.eigvalsh': (lambda case: _out_is_input(case),
                         'torch.linalg.eigvalsh(a, out=a) corrupts the heap (abort in free())'),
 }
