@@ -125,7 +125,8 @@ def _directional_split(name, dim_for, min_dim):
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
                                f"but got a tensor with {input.dim()} dimensions!")
         d = dim_for(input)
-        if isinstance(indices_or_sections, builtins.int) and input.shape[d] % indices_or_sections:
+        if isinstance(indices_or_sections, builtins.int) and (
+                indices_or_sections == 0 or input.shape[d] % indices_or_sections):
             raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the size "
                                f"of the dimension {input.shape[d]} is not divisible by the split_size "
                                f"{indices_or_sections}!")

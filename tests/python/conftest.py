@@ -52,11 +52,12 @@ def _load(name, path):
 
 
 def _load_opdb():
-    """The harness (opdb.py), then each op family's entries (opdb_<family>.py)."""
+    """The harness (opdb.py), then each op family's entries (opdb_<family>.py), then the fuzzer."""
     folder = ROOT / 'python' / 'tensorplay' / 'testing'
     db = _load('tensorplay_opdb', folder / 'opdb.py')
     for path in sorted(folder.glob('opdb_*.py')):
         _load(f'tensorplay_{path.stem}', path)
+    _load('tensorplay_fuzz', folder / 'fuzz.py')  # the differential fuzzer over the entries
     return db
 
 

@@ -113,3 +113,12 @@ def test_as_strided_geometry_overflow_raises(size, stride):
         torch.zeros(4).as_strided(size, stride, 0)
     with pytest.raises(RuntimeError, match="as_strided"):
         tp.zeros(4).as_strided(size, stride, 0)
+
+
+@pytest.mark.parametrize("name,shape", [("hsplit", (2, 3)), ("vsplit", (2, 3)), ("dsplit", (1, 2, 3))])
+def test_directional_split_into_zero_sections_raises(name, shape):
+    # found by the fuzzer: a split_size of 0 raised ZeroDivisionError instead of PyTorch's RuntimeError
+    with pytest.raises(RuntimeError, match="not divisible by the split_size 0"):
+        getattr(torch, name)(torch.ones(shape), 0)
+    with pytest.raises(RuntimeError, match="not divisible by the split_size 0"):
+        getattr(tp, name)(tp.ones(shape), 0)

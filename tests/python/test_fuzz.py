@@ -1,0 +1,178 @@
+"""Differential fuzzing against PyTorch, fixed seed (python/tensorplay/testing/fuzz.py): for every
+op-database entry, CASES_PER_OP random calls, valid and invalid, must give what torch gives.
+
+Known mismatches are listed in EXPECTED, each with its finding in docs/fuzz_findings.md. The
+table must match exactly: a new mismatch fails, and so does a listed one that stops happening
+(the fix then removes its line), so the list only shrinks. The long run is scripts/fuzz.sh.
+"""
+import subprocess
+import sys
+
+import pytest
+
+import tensorplay_fuzz as fuzz
+import tensorplay_opdb as opdb
+
+SEED = 2026
+CASES_PER_OP = 8
+
+# (op, case index) -> (kind, finding in docs/fuzz_findings.md). Fxx: our bug; Dxx: deliberate.
+EXPECTED = {
+    # D1
+    ('round', 1): ('only-ours-raised', 'D1'),
+    ('arctan2', 7): ('only-ours-raised', 'D1'),
+    ('addmm', 3): ('only-ours-raised', 'D1'),
+    ('addmv', 2): ('only-ours-raised', 'D1'),
+    ('linalg.eigvalsh', 4): ('only-ours-raised', 'D1'),
+    ('_fused_rms_norm', 3): ('only-ours-raised', 'D1'),
+    ('histc', 0): ('only-ours-raised', 'D1'),
+    ('as_strided', 6): ('only-ours-raised', 'D1'),
+    # D2
+    ('sub', 7): ('only-ours-raised', 'D2'),
+    ('matmul', 0): ('only-ours-raised', 'D2'),
+    ('addbmm', 4): ('only-ours-raised', 'D2'),
+    ('linalg.solve', 6): ('only-torch-raised', 'D2'),
+    ('replication_pad2d', 6): ('only-torch-raised', 'D2'),
+    ('nn.functional.elu', 0): ('only-torch-raised', 'D2'),
+    ('embedding_bag', 4): ('only-ours-raised', 'D2'),
+    ('std', 0): ('only-ours-raised', 'D2'),
+    ('std', 5): ('only-ours-raised', 'D2'),
+    ('logcumsumexp', 6): ('only-ours-raised', 'D2'),
+    ('cat', 2): ('exception-class', 'D2'),
+    ('meshgrid', 5): ('only-torch-raised', 'D2'),
+    ('unfold', 2): ('only-torch-raised', 'D2'),
+    # D3
+    ('linalg.svdvals', 5): ('value', 'D3'),
+    ('linalg.matrix_power', 1): ('value', 'D3'),
+    ('amin', 5): ('value', 'D3'),
+    # F1
+    ('arcsin', 5): ('stride', 'F1'),
+    ('sinh', 5): ('stride', 'F1'),
+    ('atanh', 6): ('stride', 'F1'),
+    ('erf', 3): ('stride', 'F1'),
+    ('logical_not', 4): ('stride', 'F1'),
+    ('eq', 3): ('stride', 'F1'),
+    ('addcmul', 1): ('stride', 'F1'),
+    ('linalg.solve', 0): ('stride', 'F1'),
+    ('linalg.cholesky', 5): ('stride', 'F1'),
+    # F10
+    ('nan_to_num', 2): ('only-ours-raised', 'F10'),
+    ('lerp', 0): ('only-ours-raised', 'F10'),
+    ('bmm', 4): ('only-ours-raised', 'F10'),
+    ('baddbmm', 1): ('only-ours-raised', 'F10'),
+    ('tensordot', 5): ('only-ours-raised', 'F10'),
+    ('linalg.matrix_power', 0): ('only-ours-raised', 'F10'),
+    ('linalg.matrix_power', 5): ('only-ours-raised', 'F10'),
+    ('_fused_rms_norm', 6): ('only-ours-raised', 'F10'),
+    ('grid_sampler', 2): ('only-ours-raised', 'F10'),
+    ('grid_sampler', 4): ('only-ours-raised', 'F10'),
+    ('sum', 4): ('only-ours-raised', 'F10'),
+    # F11
+    ('conv_transpose3d', 0): ('only-torch-raised', 'F11'),
+    ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),
+    # F2
+    ('nonzero', 3): ('stride', 'F2'),
+    ('nonzero', 7): ('stride', 'F2'),
+    ('argwhere', 5): ('stride', 'F2'),
+    ('argwhere', 7): ('stride', 'F2'),
+    ('unique', 2): ('stride', 'F2'),
+    ('unique_consecutive', 0): ('stride', 'F2'),
+    # F4
+    ('floor', 7): ('only-torch-raised', 'F4'),
+    ('ceil', 7): ('only-torch-raised', 'F4'),
+    ('fix', 7): ('only-torch-raised', 'F4'),
+    ('remainder', 7): ('only-torch-raised', 'F4'),
+    ('fmod', 6): ('only-torch-raised', 'F4'),
+    ('hypot', 1): ('only-torch-raised', 'F4'),
+    ('bitwise_or', 7): ('only-torch-raised', 'F4'),
+    ('bitwise_right_shift', 6): ('only-torch-raised', 'F4'),
+    ('nn.functional.gelu', 0): ('only-torch-raised', 'F4'),
+    ('nn.functional.selu', 6): ('only-torch-raised', 'F4'),
+    # F5
+    ('frac', 4): ('only-torch-raised', 'F5'),
+    ('trunc', 1): ('only-torch-raised', 'F5'),
+    ('round', 2): ('only-torch-raised', 'F5'),
+    ('isposinf', 5): ('only-torch-raised', 'F5'),
+    ('isneginf', 0): ('only-torch-raised', 'F5'),
+    ('eye', 4): ('only-torch-raised', 'F5'),
+    ('eye', 5): ('only-torch-raised', 'F5'),
+    # F6
+    ('mv', 6): ('exception-class', 'F6'),
+    ('vdot', 3): ('exception-class', 'F6'),
+    ('addbmm', 0): ('exception-class', 'F6'),
+    ('group_norm', 0): ('exception-class', 'F6'),
+    ('nn.functional.scaled_dot_product_attention', 1): ('exception-class', 'F6'),
+    # F7
+    ('index_copy', 3): ('exception-class', 'F7'),
+    ('index_reduce', 4): ('exception-class', 'F7'),
+    ('conv_transpose1d', 6): ('exception-class', 'F7'),
+    ('aminmax', 2): ('exception-class', 'F7'),
+    ('cummax', 2): ('exception-class', 'F7'),
+    ('kthvalue', 6): ('exception-class', 'F7'),
+    ('median', 0): ('exception-class', 'F7'),
+    ('mode', 6): ('exception-class', 'F7'),
+    ('diag_embed', 0): ('exception-class', 'F7'),
+    ('unflatten', 7): ('exception-class', 'F7'),
+    # F8
+    ('cat', 7): ('only-torch-raised', 'F8'),
+    ('stack', 3): ('only-torch-raised', 'F8'),
+    ('vstack', 0): ('only-torch-raised', 'F8'),
+    # D5
+    ('logdet', 0): ('value', 'D5'),
+    ('linalg.cholesky_ex', 3): ('value', 'D5'),
+}
+
+# Cases our library hangs or crashes on: not run in the test process; test_known_deaths checks
+# in a subprocess that they still do.
+DIES = {
+    ('pinverse', 4): ('hang', 'F3'),
+}
+
+
+@pytest.mark.parametrize('op', opdb.op_db, ids=[op.name for op in opdb.op_db])
+def test_fuzz_matches_torch(lib, lib_is_torch, op):
+    found, details = {}, []
+    for index in range(CASES_PER_OP):
+        if (op.name, index) in DIES and not lib_is_torch:
+            continue
+        case = fuzz.make_case(op, SEED, index)
+        m = fuzz.run_case(case, lib)
+        if m:
+            found[index] = m.kind
+            details.append(f'#{index} {m.kind}: {m.detail}\n{fuzz.reproducer(case, m)}')
+    expected = {} if lib_is_torch else {i: kind for (name, i), (kind, _) in EXPECTED.items()
+                                        if name == op.name}
+    fixed = sorted(set(expected) - set(found))
+    assert found == expected, (f'{op.name}: found {found}, EXPECTED lists {expected}'
+                               + (f'; #{fixed} no longer mismatch: remove them from EXPECTED'
+                                  if fixed else '') + '\n\n' + '\n'.join(details))
+
+
+@pytest.mark.parametrize('key', sorted(DIES), ids=[f'{n}-{i}' for n, i in sorted(DIES)])
+def test_known_deaths(key):
+    """A listed hang or crash still happens (its reproducer, in a subprocess)."""
+    name, index = key
+    how = DIES[key][0]
+    snippet = fuzz.reproducer(fuzz.make_case(opdb.get(name), SEED, index))
+    try:
+        proc = subprocess.run([sys.executable, '-c', snippet], capture_output=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        assert how == 'hang', f'{name} #{index} hangs; DIES says {how}'
+        return
+    assert how == 'crash' and proc.returncode < 0, \
+        f'{name} #{index} no longer {how}s (exit {proc.returncode}): remove it from DIES\n{snippet}'
+
+
+def test_generator_covers_every_kind_of_input():
+    """The cases of the CI budget include every mutation, every form and every dtype."""
+    mutations, forms, dtypes = set(), set(), set()
+    for op in opdb.op_db:
+        for index in range(CASES_PER_OP):
+            case = fuzz.make_case(op, SEED, index)
+            mutations |= set(case.mutations)
+            forms.add(case.form)
+            dtypes.add(case.dtype)
+    outs = {f'out-{k}' for k in ('right', 'wrong-shape', 'wrong-dtype', 'empty', 'noncontig', 'input')}
+    assert not (set(fuzz.MUTATIONS) | outs | {'meta'}) - mutations
+    assert forms == {'function', 'method', 'inplace', 'out', 'operator'}
+    assert dtypes == set(opdb.ALL_DTYPES)
