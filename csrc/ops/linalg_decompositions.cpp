@@ -530,6 +530,13 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
     lapack::gesdd(jobz, mi, ni, a.data<T>(), mi, r.S.data<T>(), u0, ldu, v0, ldvt, &wq, -1,
                   iwork.data(), &info);
     std::vector<T> work(size_t(query_lwork(wq)));
+    // gesdd computing vectors does not return on inf or NaN input (it iterates forever):
+    // PyTorch's error first (singular values alone come back NaN, as PyTorch's do)
+    const T* ad = a.data<T>();
+    for (int64_t i = 0, total = compute_uv ? nb * m * n : 0; i < total; ++i)
+      if (!std::isfinite(ad[i]))
+        TP_FAIL_LINALG("linalg.svd: The algorithm failed to converge because the input matrix "
+                       "contained non-finite values.");
     for (int64_t b = 0; b < nb; ++b) {
       T* ub = compute_uv ? u0 + b * m * ucols : u0;
       T* vb = compute_uv ? v0 + b * vrows * n : v0;
