@@ -914,12 +914,20 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
              "only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got "
              "output tensor's dtype ", dtype_scalar_name(out.tensor->dtype()), " and out_int32 flag is ",
              out_int32 ? "True" : "False");
-    resize_out(*out.tensor, self.sizes());
-    res = out.tensor->is_contiguous() ? *out.tensor : empty_tensor(self.sizes(), rt, bd.device());
+    // an out= that shares memory with an input (out=sorter) is written only at the end:
+    // resizing it first would free what the search still reads
+    auto shares = [&](const Tensor& t) { return t.impl()->storage() == out.tensor->impl()->storage(); };
+    const bool aliased = shares(bd) || shares(vals) || (sorter && shares(*sorter));
+    if (!aliased) resize_out(*out.tensor, self.sizes());
+    res = !aliased && out.tensor->is_contiguous() ? *out.tensor
+                                                  : empty_tensor(self.sizes(), rt, bd.device());
   } else {
     res = empty_tensor(self.sizes(), rt, bd.device());
   }
-  if (is_meta(res)) return out.tensor ? *out.tensor : res;
+  if (is_meta(res)) {
+    if (out.tensor) resize_out(*out.tensor, self.sizes());
+    return out.tensor ? *out.tensor : res;
+  }
   Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(vals, ct));
   int64_t len = bd.size(bd.dim() - 1), rows_per = bd.dim() == 1 ? 0 : (self.dim() ? self.size(self.dim() - 1) : 1);
   if (b.device().is_cuda()) {
@@ -934,7 +942,10 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
                      v.numel(), rows_per, right, out_int32, res.data_ptr());
     });
   }
-  if (out.tensor && !res.is_same(*out.tensor)) copy_(*out.tensor, res);
+  if (out.tensor && !res.is_same(*out.tensor)) {
+    resize_out(*out.tensor, self.sizes());
+    copy_(*out.tensor, res);
+  }
   return out.tensor ? *out.tensor : res;
 }
 

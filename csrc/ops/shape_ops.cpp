@@ -194,6 +194,23 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
   Tensor res = out.tensor || !all_channels_last(tensors)
                    ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
                    : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
+  if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs)
+    auto span = [](const Tensor& t) {
+      int64_t extent = 1;
+      for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+      const char* lo = static_cast<const char*>(t.data_ptr());
+      return std::pair{lo, lo + extent * int64_t(t.itemsize())};
+    };
+    if (res.numel() && !is_meta(res))
+      for (const Tensor& t : tensors) {
+        if (!t.numel() || t.impl()->storage() != res.impl()->storage()) continue;
+        auto [a0, a1] = span(t);
+        auto [b0, b1] = span(res);
+        TP_CHECK(a1 <= b0 || b1 <= a0, "unsupported operation: some elements of the input tensor "
+                 "and the written-to tensor refer to a single memory location. Please clone() the "
+                 "tensor before performing the operation.");
+      }
+  }
   if (cat_contiguous(tensors, res, dim)) {
     res.impl()->bump_version();
     return res;

@@ -114,7 +114,6 @@ EXPECTED = {
     ('diag_embed', 0): ('exception-class', 'F7'),
     ('unflatten', 7): ('exception-class', 'F7'),
     # F8
-    ('cat', 7): ('only-torch-raised', 'F8'),
     ('stack', 3): ('only-torch-raised', 'F8'),
     ('vstack', 0): ('only-torch-raised', 'F8'),
     # D5

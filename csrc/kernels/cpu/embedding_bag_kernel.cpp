@@ -34,7 +34,7 @@ int64_t blocks_for(int64_t n, int64_t min_block) {
 template <class T, class A>
 void bag_forward(const int64_t* ix, const int64_t* begin, int64_t nb, const T* w, int64_t D, const T* psw,
                  int64_t mode, int64_t pad, T* out, int64_t* bag_size, int64_t* max_idx) {
-  const int64_t per_bag = nb ? (begin[nb] / nb + 1) * D : 1;
+  const int64_t per_bag = std::max<int64_t>(1, nb ? (begin[nb] / nb + 1) * D : 1);  // D may be 0
   parallel_for(0, nb, std::max<int64_t>(1, 16384 / per_bag), [&](int64_t b0, int64_t b1) {
     std::vector<A> acc(static_cast<size_t>(D));
     std::vector<int64_t> arg(static_cast<size_t>(D));
