@@ -517,6 +517,10 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
 Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                        OutArg out) {
   IndexRules rule{"index_copy_", false, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Index, false};
+  // out='s dtype before the indices, in PyTorch's order
+  if (out.tensor && !out.inplace)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
+             dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
   Tensor idx = checked_dim_index(rule, self, dim, index);
   TP_CHECK(source.dtype() == self.dtype(), "index_copy_(): self and source expected to have the same "
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",

@@ -103,7 +103,6 @@ EXPECTED = {
     ('group_norm', 0): ('exception-class', 'F6'),
     ('nn.functional.scaled_dot_product_attention', 1): ('exception-class', 'F6'),
     # F7
-    ('index_copy', 3): ('exception-class', 'F7'),
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),
     ('aminmax', 2): ('exception-class', 'F7'),
