@@ -9,24 +9,12 @@
 #include "ops/pointwise.h"
 #include "ops/reduce_utils.h"
 #include "python/bindings.h"
-#include "python/python_function.h"
 #ifdef TP_USE_CUDA
 #include "cuda/caching_allocator.h"
 #endif
 #include "tensorplay/ops_api.h"
 
 namespace tp::python {
-
-namespace {
-int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
-  Py_VISIT(Py_TYPE(self));
-  return visit_function_node(self, visit, arg);
-}
-int tensor_clear(PyObject* self) { return clear_function_node(self); }
-PyType_Slot kTensorSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(&tensor_traverse)},
-                              {Py_tp_clear, reinterpret_cast<void*>(&tensor_clear)},
-                              {0, nullptr}};
-}  // namespace
 
 namespace {
 PyObject* g_dtype_objs[kNumDTypes] = {};
@@ -365,9 +353,7 @@ NB_MODULE(_C, m) {
   nb::implicitly_convertible<std::string, Device>();
 
   // ---- tensors
-  // weakref.ref(t), as PyTorch's; gc sees the custom-Function cycles a tensor alone owns
-  // (Note [Tensors in reference cycles] in python_function.h)
-  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable(), nb::type_slots(kTensorSlots));
+  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable());  // weakref.ref(t), as PyTorch's
   bind_generator(m);
   bind_philox_reference(m);
   bind_generated_ops(m, cls);

@@ -314,7 +314,6 @@ nb::object function_apply_direct(nb::args call_args, nb::kwargs kwargs) {
   nb::handle cls = call_args[0];
   nb::object ctx = cls.attr("_backward_cls")();
   PyFunctionNode& node = *nb::inst_ptr<PyFunctionNode>(ctx);
-  node.self_ = ctx.ptr();
   size_t n = call_args.size() - 1;
   bool setup_style = nb::cast<bool>(cls.attr("_tp_setup_context_style"));
   nb::tuple args;
@@ -395,30 +394,6 @@ nb::list delayed_error(const std::string& msg, nb::handle outputs) {
 }
 
 }  // namespace
-
-namespace {
-/// The ctx a tensor object alone owns through its grad_fn (Note [Tensors in reference
-/// cycles]), else nullptr.
-PyObject* owned_function_node(PyObject* tensor_object) {
-  if (!nb::inst_ready(tensor_object)) return nullptr;
-  const Tensor& t = *nb::inst_ptr<Tensor>(tensor_object);
-  if (!t.defined() || t.impl()->use_count() != 1) return nullptr;
-  autograd::AutogradMeta* m = autograd::meta(t);
-  if (!m || !m->grad_fn_ || m->grad_fn_.use_count() != 1) return nullptr;
-  auto* node = dynamic_cast<PyFunctionNode*>(m->grad_fn_.get());
-  return node ? node->self_ : nullptr;
-}
-}  // namespace
-
-int visit_function_node(PyObject* tensor_object, visitproc visit, void* arg) {
-  if (PyObject* ctx = owned_function_node(tensor_object)) Py_VISIT(ctx);
-  return 0;
-}
-
-int clear_function_node(PyObject* tensor_object) {
-  if (owned_function_node(tensor_object)) *nb::inst_ptr<Tensor>(tensor_object) = Tensor();
-  return 0;
-}
 
 void bind_function(nb::module_& m) {
   nb::class_<PyFunctionNode, Node>(m, "_FunctionBase")

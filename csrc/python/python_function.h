@@ -38,17 +38,6 @@ class PyFunctionNode final : public autograd::Node {
   std::vector<int> output_slot_;
   bool materialize_grads_ = true;
   bool released_ = false;
-  /// The node's own Python object (the ctx; borrowed: it owns this node).
-  PyObject* self_ = nullptr;
 };
-
-/// Note [Tensors in reference cycles]
-/// A custom Function's ctx may hold its own output (`out.grad_fn.saved = out`): a cycle
-/// Python's gc sees only if the tensor reports the ctx it reaches through its grad_fn. It
-/// does when it owns that path alone (its TensorImpl has no other owner and the node no
-/// other shared_ptr: the one reference the graph holds to the ctx is then this tensor's),
-/// as PyTorch's tensors do; clearing such a tensor drops its impl, which frees the node.
-int visit_function_node(PyObject* tensor_object, visitproc visit, void* arg);
-int clear_function_node(PyObject* tensor_object);
 
 }  // namespace tp::python

@@ -684,38 +684,3 @@ def test_jvp_of_an_inplace_function_must_change_the_tangent_in_place(mode):
             outcomes.append(str(e).split(": ", 1)[-1] if lib is tp else str(e))
     assert outcomes[0] == outcomes[1]
 
-
-
-def test_reference_cycle_through_ctx_is_collected():
-    # Note [Tensors in reference cycles]: out.grad_fn.saved = out is a cycle gc must free,
-    # and must not free while anything else reaches it
-    import gc
-    import weakref
-
-    class Double(tp.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 2
-    x = tp.ones(3, requires_grad=True)
-    out = Double.apply(x)
-    out.grad_fn.saved = out
-    node = weakref.ref(out.grad_fn)
-    del out
-    gc.collect()
-    assert node() is None
-    out = Double.apply(x)
-    out.grad_fn.saved = out
-    other = out.grad_fn.saved  # the same tensor held twice: still reachable
-    node = weakref.ref(out.grad_fn)
-    del out
-    gc.collect()
-    assert node() is not None
-    other.sum().backward()
-    assert x.grad.tolist() == [2.0, 2.0, 2.0]
-    del other
-    gc.collect()
-    assert node() is None
