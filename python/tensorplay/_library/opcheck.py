@@ -14,6 +14,7 @@ test_aot_dispatch_dynamic   the op traces (tp.fx make_fx, on fake tensors) to a 
                             (tp.compile's AOT path will take this place once it exists)
 """
 from tensorplay import _C
+from tensorplay._library.custom_ops import _regroup
 
 __all__ = ['OpCheckError', 'opcheck']
 
@@ -158,18 +159,6 @@ def _leaves(values):
             flat.append(v)
             lengths.append(None)
     return flat, lengths
-
-
-def _regroup(flat, lengths):
-    out, i = [], 0
-    for n in lengths:
-        if n is None:
-            out.append(flat[i])
-            i += 1
-        else:
-            out.append(list(flat[i:i + n]))
-            i += n
-    return out
 
 
 def _compare(what, handle, got, want, rtol, atol):
