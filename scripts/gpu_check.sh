@@ -10,6 +10,12 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site
 fi
+# site-packages packed by scripts/fetch_device_wheels.sh --tilelang (tile-lang and what it
+# needs, unpacked and xz-compressed: its wheels would not fit the carry)
+for t in .whl/*.tar.xz; do
+  [ -f "$t" ] || continue
+  mkdir -p /tmp/site && tar -xJf "$t" -C /tmp/site && export PYTHONPATH=/tmp/site && echo "unpacked $t"
+done
 log=${OUT:-/tmp}/gpu_check.log
 python3 --version
 python3 -c "import nanobind, scikit_build_core, torch; print('nanobind', nanobind.__version__, 'skbuild', scikit_build_core.__version__, 'torch', torch.__version__)"

@@ -28,12 +28,14 @@ from tensorplay._library.custom_ops import CustomOpDef, custom_op
 from tensorplay._library.fake_impl import get_ctx
 from tensorplay._library.infer_schema import infer_schema
 from tensorplay._library.triton import triton_op, wrap_triton
+from tensorplay._library.tilelang import tile_lang_op, wrap_tilelang
 from tensorplay._ops import OpOverload, OpOverloadPacket, Tag, ops
 
 __all__ = ['Library', 'define', 'impl', 'custom_op', 'CustomOpDef', 'register_kernel',
            'register_fake', 'impl_abstract', 'register_autograd', 'register_autocast',
            'register_torch_dispatch', 'register_vmap', 'infer_schema', 'get_ctx', 'opcheck',
-           'fallthrough_kernel', 'triton_op', 'wrap_triton', 'get_kernel']
+           'fallthrough_kernel', 'triton_op', 'wrap_triton', 'tile_lang_op',
+           'wrap_tilelang', 'get_kernel']
 
 _K = _C.DispatchKey
 # PyTorch's dispatch key names -> ours (AutogradCPU and AutogradCUDA share the Autograd key,

@@ -20,6 +20,11 @@ __all__ = ['wrap_triton', 'triton_op']
 _local = threading.local()
 
 
+def launches_skipped():
+    """True inside a kernel-language op's fake kernel: launches (Triton, tile-lang) do nothing."""
+    return getattr(_local, 'skip', False)
+
+
 @contextlib.contextmanager
 def _launches_skipped():
     prev = getattr(_local, 'skip', False)
@@ -28,6 +33,19 @@ def _launches_skipped():
         yield
     finally:
         _local.skip = prev
+
+
+def body_op(name, fn, mutates_args, schema):
+    """The custom op of a kernel-language body (``triton_op``, ``tile_lang_op``): the body is
+    its kernel for every device, and the body with launches skipped its fake kernel."""
+    from tensorplay._library.custom_ops import custom_op
+    op = custom_op(name, fn, mutates_args=mutates_args, schema=schema)
+
+    def fake(*args, **kwargs):
+        with _launches_skipped():
+            return fn(*args, **kwargs)
+    op.register_fake(fake)
+    return op
 
 
 @contextlib.contextmanager
@@ -49,7 +67,7 @@ class _Launcher:
         self._kernel, self._grid = kernel, grid
 
     def __call__(self, *args, **kwargs):
-        if getattr(_local, 'skip', False):
+        if launches_skipped():
             return None
         with _our_stream():
             return self._kernel[self._grid](*args, **kwargs)
@@ -75,14 +93,6 @@ class wrap_triton:
 def triton_op(name, fn=None, /, *, mutates_args, schema=None):
     """A custom op whose body launches Triton kernels through ``wrap_triton``: the body is
     the op's kernel for every device, and the body with launches skipped its fake kernel."""
-    from tensorplay._library.custom_ops import custom_op
-
     def inner(fn):
-        op = custom_op(name, fn, mutates_args=mutates_args, schema=schema)
-
-        def fake(*args, **kwargs):
-            with _launches_skipped():
-                return fn(*args, **kwargs)
-        op.register_fake(fake)
-        return op
+        return body_op(name, fn, mutates_args, schema)
     return inner if fn is None else inner(fn)
