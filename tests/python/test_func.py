@@ -152,11 +152,11 @@ def test_vmap_inplace_on_batched_and_the_fallback_warning():
     _vmap._fallback_warning[0] = True
     try:
         with pytest.warns(UserWarning, match='There is a performance drop because we have not yet '
-                                             'implemented the batching rule for aten::vdot'):
-            got = F.vmap(tp.vdot)(x, x.flip(1))
+                                             'implemented the batching rule for aten::histc'):
+            got = F.vmap(lambda a: tp.histc(a, 4, -1, 1))(x)
     finally:
         _vmap._fallback_warning[0] = False
-    _same(got, torch.vmap(torch.vdot)(tx, tx.flip(1)))
+    _same(got, torch.vmap(lambda a: torch.histc(a, 4, -1, 1))(tx))
 
 
 # ----------------------------------------------------------------- autograd transforms

@@ -8,8 +8,8 @@ batched tensors wrapped again. A rule that meets a case it does not cover calls
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 
-from ._vmap import (_CATEGORY_RULES, _RULES, _batch_size, _unwrap, _wrap, check_inplace, loop_fallback,
-                    same_type)
+from ._vmap import (_CATEGORY_RULES, _RULES, BatchedTensor, _batch_size, _unwrap, _wrap, check_inplace,
+                    loop_fallback, same_type)
 
 Tensor = _C.Tensor
 aten = ops.aten
@@ -352,75 +352,136 @@ def _matrix_rule(func, level, args, kwargs):
 
 
 # ------------------------------------------------------------------------ matmul family
-def matmul_rule(func, level, args, kwargs):
-    """matmul with matmul's broadcasting: a batched vector becomes a 1-row (or 1-column)
-    matrix, batched operands get size-1 dims so their logical batch dims line up."""
-    x, y = args[0], args[1]
-    xv, yv = _unwrap(x, level), _unwrap(y, level)
-    xl, yl = x.dim(), y.dim()
-    if xl == 0 or yl == 0:
-        return loop_fallback(func, level, args, kwargs)
-    sq_x = xv is not None and xl == 1
-    sq_y = yv is not None and yl == 1
+def batched_matmul(x, xb, y, yb):
+    """The batch of per-sample ``x @ y`` with matmul's broadcasting: ``x`` (``y``) is a batch,
+    batch dim first, where ``xb`` (``yb``), else a tensor every sample shares. A batched
+    vector becomes a 1-row (or 1-column) matrix; batched operands get size-1 dims so their
+    logical batch dims line up."""
+    xl, yl = x.dim() - xb, y.dim() - yb
+    y_vector = yl == 1
+    sq_x = xb and xl == 1
+    sq_y = yb and yl == 1
     if sq_x:
-        xv, xl = xv.unsqueeze(1), 2
+        x, xl = x.unsqueeze(1), 2
     if sq_y:
-        yv, yl = yv.unsqueeze(-1), 2
+        y, yl = y.unsqueeze(-1), 2
     rank = max(xl, yl)
-    xa = x if xv is None else _pad(xv, xl, rank)
-    ya = y if yv is None else _pad(yv, yl, rank)
-    out = aten.matmul.default(xa, ya)
+    out = aten.matmul.default(_pad(x, xl, rank) if xb else x, _pad(y, yl, rank) if yb else y)
     if sq_y:  # y's column
         out = out.squeeze(-1)
     if sq_x:  # x's row: the last dim when y was a vector
-        out = out.squeeze(-1 if y.dim() == 1 else -2)
-    return _wrap(out, level)
+        out = out.squeeze(-1 if y_vector else -2)
+    return out
+
+
+def _operand(t, level):
+    """(the batch of ``t`` at ``level``, True), or (``t``, False) when it is not batched."""
+    v = _unwrap(t, level)
+    return (t, False) if v is None else (v, True)
+
+
+def matmul_rule(func, level, args, kwargs):
+    x, y = args[0], args[1]
+    if x.dim() == 0 or y.dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    return _wrap(batched_matmul(*_operand(x, level), *_operand(y, level)), level)
 
 
 def _ranks_rule(ranks):
-    """mm (2, 2), bmm (3, 3), mv (2, 1), dot (1, 1): matmul's rule where the logical ranks
-    are the op's; elsewhere the loop (which raises the op's own error)."""
+    """mm (2, 2), bmm (3, 3), mv (2, 1), dot and vdot (1, 1): matmul's rule where the
+    logical ranks are the op's; elsewhere the loop (which raises the op's own error)."""
     def rule(func, level, args, kwargs):
         if kwargs or (args[0].dim(), args[1].dim()) != ranks:
             return loop_fallback(func, level, args, kwargs)
-        if ranks == (1, 1) and args[0].dtype != args[1].dtype:
-            return loop_fallback(func, level, args, kwargs)
+        if ranks == (1, 1) and (args[0].dtype != args[1].dtype or args[0].is_complex()):
+            return loop_fallback(func, level, args, kwargs)  # (vdot would conjugate)
         return matmul_rule(func, level, args, kwargs)
     return rule
 
 
+def expandable(shape, target):
+    """Whether a tensor of ``shape`` expands to ``target`` (the smaller-rank side only)."""
+    return len(shape) <= len(target) and all(
+        s == t or s == 1 for s, t in zip(reversed(tuple(shape)), reversed(tuple(target))))
+
+
+def _addmm_shape(name, a, b):
+    """The per-sample product shape of addmm / addmv / baddbmm / addbmm, or None when the
+    operands do not fit (the op then raises its own error)."""
+    if name == 'addmm' and a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:
+        return (a.shape[0], b.shape[1])
+    if name == 'addmv' and a.dim() == 2 and b.dim() == 1 and a.shape[1] == b.shape[0]:
+        return (a.shape[0],)
+    if name in ('baddbmm', 'addbmm') and a.dim() == 3 and b.dim() == 3 and \
+            a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:
+        return (a.shape[0], a.shape[1], b.shape[2]) if name == 'baddbmm' else \
+            (a.shape[1], b.shape[2])
+    return None
+
+
 def _addmm_rule(func, level, args, kwargs):
-    """beta * self + alpha * (mat1 @ mat2) from matmul's rule and pointwise ops."""
+    """beta * self + alpha * product from matmul's rule and pointwise ops: mat1 @ mat2
+    (addmm), mat @ vec (addmv), batch1[i] @ batch2[i] (baddbmm) or their sum (addbmm: one
+    matrix product of the batches laid side by side). As the kernels do, alpha == 0 skips
+    the product and beta == 0 ignores self."""
+    name = func._schema.name.split('::')[1]
     self_, m1, m2 = args[0], args[1], args[2]
-    if m1.dim() != 2 or m2.dim() != 2 or self_.dim() > 2 or len(args) > 3:
-        return loop_fallback(func, level, args, kwargs)
     beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
-    batched = _unwrap(m1, level) is not None or _unwrap(m2, level) is not None
-    pv = matmul_rule(aten.matmul.default, level, (m1, m2), {})._value if batched \
-        else aten.mm.default(m1, m2)
-    if alpha != 1:
-        pv = pv.mul_(alpha)
+    shape = _addmm_shape(name, m1, m2)
+    exact = self_.is_floating_point() or all(
+        isinstance(c, int) for c in (alpha, beta))  # (integer tensors truncate float scalars)
+    if len(args) > 3 or set(kwargs) - {'beta', 'alpha'} or shape is None or not exact or \
+            not self_.dtype == m1.dtype == m2.dtype or self_.dtype == _C.bool or \
+            not expandable(self_.shape, shape):
+        return loop_fallback(func, level, args, kwargs)
+    size = _batch_size(args, kwargs, level)
+    (a, ab), (b, bb) = _operand(m1, level), _operand(m2, level)
+    if name == 'addbmm':  # sum_i a[i] @ b[i] = [a[0] ... a[k-1]] @ [b[0]; ...; b[k-1]]
+        k = m1.shape[0] * m1.shape[2]
+        a = a.transpose(int(ab), int(ab) + 1).reshape(*a.shape[:int(ab)], shape[0], k)
+        b = b.reshape(*b.shape[:int(bb)], k, shape[1])
+    s = None
     if beta != 0:
         sv = _unwrap(self_, level)
-        s = self_ if sv is None else _pad(sv, self_.dim(), 2)
+        s = self_ if sv is None else _pad(sv, self_.dim(), len(shape))
         if beta != 1:
             s = s * beta
-        # in place when the product already has the batch (the sum's shape)
-        pv = pv.add_(s) if batched and s.dtype == pv.dtype else pv + s
-    return _wrap(pv, level)
+    if alpha == 0:  # each sample's own copy of beta * self (or of zeros)
+        base = s if s is not None else self_.new_zeros(())
+        return _wrap(base.expand(size, *shape).clone(), level)
+    out = batched_matmul(a, ab, b, bb)
+    if alpha != 1:
+        out = out.mul_(alpha)
+    if s is not None:
+        # in place when the product already has the batch (the sum's shape; an outer
+        # level's self may hold batches the product lacks)
+        out = out.add_(s) if (ab or bb) and not isinstance(s, BatchedTensor) else out + s
+    if tuple(out.shape) != (size, *shape):  # a shared product alone (beta == 0)
+        out = out.expand(size, *shape).clone()
+    return _wrap(out, level)
+
+
+_LETTERS = 'zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA'
 
 
 def _einsum_rule(func, level, args, kwargs):
     """A letter no operand uses stands for the batch dim of each batched operand and of the
-    output (explicit ``->`` equations; others take the loop)."""
+    output. An equation without '->' gets PyTorch's implicit output first: the letters used
+    once, in alphabetical order (capitals first), after the ellipsis dims if any."""
     eq, operands = args[0], args[1]
-    if '->' not in eq or kwargs:
+    letter = next((c for c in _LETTERS if c not in eq), None)
+    if kwargs or letter is None:
         return loop_fallback(func, level, args, kwargs)
-    lhs, rhs = eq.replace(' ', '').split('->')
-    terms = lhs.split(',')
-    letter = next(c for c in 'zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA' if c not in eq)
+    eq = eq.replace(' ', '')
+    if '->' in eq:
+        lhs, rhs = eq.split('->')
+    else:
+        lhs = eq
+        letters = lhs.replace('...', '').replace(',', '')
+        rhs = ('...' if '...' in lhs else '') + ''.join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
     new_terms, values = [], []
-    for t, op in zip(terms, operands):
+    for t, op in zip(lhs.split(','), operands):
         v = _unwrap(op, level)
         new_terms.append(t if v is None else letter + t)
         values.append(op if v is None else v)
@@ -676,7 +737,9 @@ def _register():
         # matmul family
         'matmul.default': matmul_rule, 'mm.default': _ranks_rule((2, 2)),
         'bmm.default': _ranks_rule((3, 3)), 'mv.default': _ranks_rule((2, 1)),
-        'dot.default': _ranks_rule((1, 1)), 'addmm.default': _addmm_rule,
+        'dot.default': _ranks_rule((1, 1)), 'vdot.default': _ranks_rule((1, 1)),
+        **{n: _addmm_rule for n in ('addmm.default', 'addmv.default', 'baddbmm.default',
+                                    'addbmm.default')},
         'einsum.default': _einsum_rule,
         # indexing
         'gather.default': _gather_scatter_rule(('self', 'index')),
