@@ -33,13 +33,9 @@ LAYOUT_DEPENDENT = {'as_strided'}
 # (so this list only shrinks: each rule written removes its entry)
 LOOP_ALLOWED = {
     # no rule yet (the loop gives exact per-sample results, slowly)
-    'cross.default': 'no rule yet', 'inner.default': 'no rule yet',
-    'tensordot.default': 'no rule yet', 'bucketize.Tensor': 'no rule yet',
-    'searchsorted.Tensor': 'no rule yet', 'quantile.default': 'no rule yet',
-    'nanquantile.default': 'no rule yet', '_embedding_bag_forward_only.default': 'no rule yet',
-    'linalg_solve.default': 'no rule yet for a vector or unbatched right-hand side',
-    'linalg_lstsq.default': 'no rule yet', 'linalg_pinv.default': 'no rule yet',
-    'linalg_matrix_rank.default': 'no rule yet',
+    'bucketize.Tensor': 'no rule yet', 'searchsorted.Tensor': 'no rule yet',
+    'quantile.default': 'no rule yet', 'nanquantile.default': 'no rule yet',
+    '_embedding_bag_forward_only.default': 'no rule yet',
     # each bin's edges come from the sample's own min and max: exact counts need the kernel's
     # binning arithmetic per sample
     'histc.default': "bins from each sample's data range",
@@ -241,7 +237,8 @@ def _check_op(op):
 # Ops whose rules treat batched and shared arguments differently (products, solvers,
 # searches, quantiles, bags): every mix of batched and shared tensor arguments, each batched
 # one mapped over its own dim, must equal the per-sample results, without the loop.
-MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'einsum'}
+MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'inner', 'tensordot',
+         'einsum', 'cross', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
 MIXED_SAMPLES = 32
 
 

@@ -732,8 +732,7 @@ def _register():
             'linalg_cholesky_ex.default', 'linalg_cholesky.default', 'cholesky.default',
             'linalg_qr.default', 'linalg_svd.default', 'linalg_svdvals.default',
             'linalg_eigh.default', 'linalg_eigvalsh.default', 'linalg_matrix_exp.default',
-            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default',
-            'linalg_solve.default')},
+            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default')},
         # matmul family
         'matmul.default': matmul_rule, 'mm.default': _ranks_rule((2, 2)),
         'bmm.default': _ranks_rule((3, 3)), 'mv.default': _ranks_rule((2, 1)),
