@@ -33,8 +33,6 @@ LAYOUT_DEPENDENT = {'as_strided'}
 # (so this list only shrinks: each rule written removes its entry)
 LOOP_ALLOWED = {
     # no rule yet (the loop gives exact per-sample results, slowly)
-    'bucketize.Tensor': 'no rule yet', 'searchsorted.Tensor': 'no rule yet',
-    'quantile.default': 'no rule yet', 'nanquantile.default': 'no rule yet',
     '_embedding_bag_forward_only.default': 'no rule yet',
     # each bin's edges come from the sample's own min and max: exact counts need the kernel's
     # binning arithmetic per sample
@@ -238,7 +236,8 @@ def _check_op(op):
 # searches, quantiles, bags): every mix of batched and shared tensor arguments, each batched
 # one mapped over its own dim, must equal the per-sample results, without the loop.
 MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'inner', 'tensordot',
-         'einsum', 'cross', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
+         'einsum', 'cross', 'bucketize', 'searchsorted', 'quantile', 'nanquantile',
+         'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
 MIXED_SAMPLES = 32
 
 

@@ -675,6 +675,104 @@ def _cross_entropy_rows_backward_rule(func, level, args, kwargs):
     return _wrap(func(g, xv, tv, ignore_index, lv).reshape(size, *x.shape), level)
 
 
+# ------------------------------------------------------------------------- sorted data
+def _searchsorted_rule(func, level, args, kwargs):
+    """searchsorted (sorted_sequence, self) and bucketize (self, boundaries): a shared 1-D
+    sequence searches every sample's values in one call; a batched one (or an N-D one,
+    whose rows pair with self's) becomes searchsorted's N-D form, one row per sample."""
+    bucket = func is aten.bucketize.Tensor
+    seq = _get(func, args, kwargs, 'boundaries' if bucket else 'sorted_sequence')
+    x = _get(func, args, kwargs, 'self')
+    sorter = None if bucket else _get(func, args, kwargs, 'sorter')
+    flags = {n: _get(func, args, kwargs, n) for n in ('out_int32', 'right')}
+    if not bucket:
+        flags['side'] = _get(func, args, kwargs, 'side')
+    if not isinstance(x, Tensor):  # a Python number searches as the op's wrapped number would
+        x = aten.full.default([], x, dtype=_C.float64 if isinstance(x, float) else _C.int64,
+                              device=seq.device)
+    rows = seq.dim() > 1
+    if seq.dim() == 0 or (bucket and rows) or rows and (
+            x.dim() != seq.dim() or tuple(x.shape[:-1]) != tuple(seq.shape[:-1])):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    size = _batch_size(args, kwargs, level)
+    xv = _unwrap(x, level)
+    if not rows and _unwrap(seq, level) is None and (sorter is None or
+                                                      _unwrap(sorter, level) is None):
+        return _wrap(func(xv, seq, **flags) if bucket else func(seq, xv, **flags, sorter=sorter),
+                     level)
+    values = _expand_batch(x, level, size)
+    if not rows:
+        values = values.reshape(size, -1)
+    out = aten.searchsorted.Tensor(
+        _expand_batch(seq, level, size), values, **flags,
+        sorter=None if sorter is None else _expand_batch(sorter, level, size))
+    return _wrap(out.reshape(size, *x.shape), level)
+
+
+_INTERPOLATIONS = ('linear', 'lower', 'higher', 'midpoint', 'nearest')
+
+
+def _quantile_rule(func, level, args, kwargs):
+    """quantile / nanquantile of each sample's dim (or of the whole sample, flattened). A
+    shared q: the op itself, the batch dim riding along. A batched q (each sample its own
+    quantiles, which the op cannot take): sorted rows, q's ranks, gather and lerp, the
+    kernel's arithmetic (ranks q * (n - 1) in the input's dtype, n counting non-NaN values
+    for nanquantile; a quantile row with a NaN is NaN)."""
+    nan = func is aten.nanquantile.default
+    x, q = _get(func, args, kwargs, 'self'), _get(func, args, kwargs, 'q')
+    dim, keepdim = _get(func, args, kwargs, 'dim'), _get(func, args, kwargs, 'keepdim')
+    how = _get(func, args, kwargs, 'interpolation') or 'linear'
+    r = max(x.dim(), 1)
+    q_shape = tuple(q.shape) if isinstance(q, Tensor) else ()  # (a number: a shared 0-dim q)
+    if isinstance(q, Tensor) and (q.dim() > 1 or q.dtype != x.dtype) or x.numel() == 0 or \
+            x.dtype not in (_C.float32, _C.float64) or how not in _INTERPOLATIONS or \
+            dim is not None and not -r <= dim < r:
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    size = _batch_size(args, kwargs, level)
+    # the per-sample result: q's dim, then the reduced dims (or size-1 dims with keepdim)
+    if dim is None:
+        kept = [1] * x.dim() if keepdim else []
+    else:
+        kept = [1 if i == dim % r else n for i, n in enumerate(x.shape)
+                if keepdim or i != dim % r]
+    rows = _expand_batch(x, level, size).reshape(size, -1) if dim is None else \
+        _expand_batch(x, level, size).reshape(size, *x.shape or (1,))
+    d = 1 if dim is None else dim % r + 1
+    qv = _unwrap(q, level)
+    if qv is None:
+        out = func(rows, q, d, False, interpolation=how)
+        if q_shape:  # the op puts q's dim first
+            out = out.movedim(1, 0)
+        return _wrap(out.reshape(size, *q_shape, *kept), level)
+    if isinstance(qv, BatchedTensor):  # an outer vmap's q: its values cannot be checked here
+        return loop_fallback(func, level, args, kwargs)
+    if not bool(((qv >= 0) & (qv <= 1)).all()):
+        raise RuntimeError(f'{"nanquantile" if nan else "quantile"}() q values must be in the '
+                           f'range [0, 1]')
+    srt = rows.sort(d)[0].movedim(d, -1)  # (size, *rest, n), NaNs last
+    qq = qv.reshape(size, *[1] * (srt.dim() - 2), -1)
+    if nan:
+        ranks = (qq * ((~srt.isnan()).sum(-1, keepdim=True) - 1)).clamp(min=0)
+    else:
+        last = srt.shape[-1] - 1
+        ranks = aten.where.self(srt.isnan().any(-1, keepdim=True), qq.new_full((), last),
+                                qq * last)
+    shape = (*srt.shape[:-1], qq.shape[-1])
+    ranks = ranks.expand(shape)
+    if how in ('lower', 'higher', 'nearest'):
+        pick = ranks.floor() if how == 'lower' else ranks.ceil() if how == 'higher' else \
+            ranks.round()
+        out = srt.gather(-1, pick.long())
+    else:
+        below = ranks.floor()
+        lo, hi = srt.gather(-1, below.long()), srt.gather(-1, ranks.ceil().long())
+        w = ranks - below if how == 'linear' else ranks.new_full((), 0.5)
+        # the kernel's lerp, exact at both ends (tp.lerp may fuse its multiply-add)
+        out = aten.where.self(w < 0.5, lo + w * (hi - lo), hi - (hi - lo) * (1 - w))
+    out = out.movedim(-1, 1) if q.dim() else out.squeeze(-1)
+    return _wrap(out.reshape(size, *q.shape, *kept), level)
+
+
 # --------------------------------------------------------------------------- factories
 def _like_rule(func, level, args, kwargs):
     """zeros_like / ones_like / full_like / empty_like of a batch: of the batch's shape."""
@@ -762,6 +860,9 @@ def _register():
         'cat.default': _stack_cat_rule, 'concat.default': _stack_cat_rule,
         'concatenate.default': _stack_cat_rule, 'stack.default': _stack_cat_rule,
         '_local_scalar_dense.default': _data_rule,
+        # sorted data
+        'searchsorted.Tensor': _searchsorted_rule, 'bucketize.Tensor': _searchsorted_rule,
+        'quantile.default': _quantile_rule, 'nanquantile.default': _quantile_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)
