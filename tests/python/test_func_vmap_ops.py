@@ -32,8 +32,6 @@ LAYOUT_DEPENDENT = {'as_strided'}
 # Ops that may still take the loop fallback, and why; any other op looping fails its test
 # (so this list only shrinks: each rule written removes its entry)
 LOOP_ALLOWED = {
-    # no rule yet (the loop gives exact per-sample results, slowly)
-    '_embedding_bag_forward_only.default': 'no rule yet',
     # each bin's edges come from the sample's own min and max: exact counts need the kernel's
     # binning arithmetic per sample
     'histc.default': "bins from each sample's data range",
@@ -237,7 +235,7 @@ def _check_op(op):
 # one mapped over its own dim, must equal the per-sample results, without the loop.
 MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'inner', 'tensordot',
          'einsum', 'cross', 'bucketize', 'searchsorted', 'quantile', 'nanquantile',
-         'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
+         'embedding_bag', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
 MIXED_SAMPLES = 32
 
 
