@@ -365,13 +365,19 @@ def batched_matmul(x, xb, y, yb):
         x, xl = x.unsqueeze(1), 2
     if sq_y:
         y, yl = y.unsqueeze(-1), 2
-    rank = max(xl, yl)
-    out = aten.matmul.default(_pad(x, xl, rank) if xb else x, _pad(y, yl, rank) if yb else y)
+    if xb and xl < yl:
+        x = _pad(x, xl, yl)
+    elif yb and yl < xl:
+        y = _pad(y, yl, xl)
+    out = _MATMUL(x, y)
     if sq_y:  # y's column
         out = out.squeeze(-1)
     if sq_x:  # x's row: the last dim when y was a vector
         out = out.squeeze(-1 if y_vector else -2)
     return out
+
+
+_MATMUL = aten.matmul.default
 
 
 def _operand(t, level):
@@ -384,7 +390,9 @@ def matmul_rule(func, level, args, kwargs):
     x, y = args[0], args[1]
     if x.dim() == 0 or y.dim() == 0:
         return loop_fallback(func, level, args, kwargs)
-    return _wrap(batched_matmul(*_operand(x, level), *_operand(y, level)), level)
+    xv, yv = _unwrap(x, level), _unwrap(y, level)
+    return _wrap(batched_matmul(x if xv is None else xv, xv is not None,
+                                y if yv is None else yv, yv is not None), level)
 
 
 def _ranks_rule(ranks):
@@ -406,59 +414,63 @@ def expandable(shape, target):
 
 
 def _addmm_shape(name, a, b):
-    """The per-sample product shape of addmm / addmv / baddbmm / addbmm, or None when the
-    operands do not fit (the op then raises its own error)."""
-    if name == 'addmm' and a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:
-        return (a.shape[0], b.shape[1])
-    if name == 'addmv' and a.dim() == 2 and b.dim() == 1 and a.shape[1] == b.shape[0]:
-        return (a.shape[0],)
-    if name in ('baddbmm', 'addbmm') and a.dim() == 3 and b.dim() == 3 and \
-            a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:
-        return (a.shape[0], a.shape[1], b.shape[2]) if name == 'baddbmm' else \
-            (a.shape[1], b.shape[2])
+    """The per-sample product shape of addmm / addmv / baddbmm / addbmm from the operands'
+    shapes, or None when they do not fit (the op then raises its own error)."""
+    if name == 'addmm' and len(a) == 2 and len(b) == 2 and a[1] == b[0]:
+        return (a[0], b[1])
+    if name == 'addmv' and len(a) == 2 and len(b) == 1 and a[1] == b[0]:
+        return (a[0],)
+    if name in ('baddbmm', 'addbmm') and len(a) == 3 and len(b) == 3 and a[0] == b[0] and \
+            a[2] == b[1]:
+        return (a[0], a[1], b[2]) if name == 'baddbmm' else (a[1], b[2])
     return None
 
 
-def _addmm_rule(func, level, args, kwargs):
+_ADDMM_KWARGS = frozenset(('beta', 'alpha'))
+
+
+def _addmm_rule(name):
     """beta * self + alpha * product from matmul's rule and pointwise ops: mat1 @ mat2
     (addmm), mat @ vec (addmv), batch1[i] @ batch2[i] (baddbmm) or their sum (addbmm: one
     matrix product of the batches laid side by side). As the kernels do, alpha == 0 skips
     the product and beta == 0 ignores self."""
-    name = func._schema.name.split('::')[1]
-    self_, m1, m2 = args[0], args[1], args[2]
-    beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
-    shape = _addmm_shape(name, m1, m2)
-    exact = self_.is_floating_point() or all(
-        isinstance(c, int) for c in (alpha, beta))  # (integer tensors truncate float scalars)
-    if len(args) > 3 or set(kwargs) - {'beta', 'alpha'} or shape is None or not exact or \
-            not self_.dtype == m1.dtype == m2.dtype or self_.dtype == _C.bool or \
-            not expandable(self_.shape, shape):
-        return loop_fallback(func, level, args, kwargs)
-    size = _batch_size(args, kwargs, level)
-    (a, ab), (b, bb) = _operand(m1, level), _operand(m2, level)
-    if name == 'addbmm':  # sum_i a[i] @ b[i] = [a[0] ... a[k-1]] @ [b[0]; ...; b[k-1]]
-        k = m1.shape[0] * m1.shape[2]
-        a = a.transpose(int(ab), int(ab) + 1).reshape(*a.shape[:int(ab)], shape[0], k)
-        b = b.reshape(*b.shape[:int(bb)], k, shape[1])
-    s = None
-    if beta != 0:
+    def rule(func, level, args, kwargs):
+        self_, m1, m2 = args[0], args[1], args[2]
+        beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
+        sa, sb, ss = tuple(m1.shape), tuple(m2.shape), tuple(self_.shape)
+        shape = _addmm_shape(name, sa, sb)
+        dt = self_.dtype
+        if len(args) > 3 or not kwargs.keys() <= _ADDMM_KWARGS or shape is None or \
+                not dt == m1.dtype == m2.dtype or dt == _C.bool or not expandable(ss, shape) or \
+                not (isinstance(alpha, int) and isinstance(beta, int) or self_.is_floating_point()):
+            # (integer tensors truncate float alpha / beta)
+            return loop_fallback(func, level, args, kwargs)
+        (a, ab), (b, bb) = _operand(m1, level), _operand(m2, level)
         sv = _unwrap(self_, level)
-        s = self_ if sv is None else _pad(sv, self_.dim(), len(shape))
-        if beta != 1:
-            s = s * beta
-    if alpha == 0:  # each sample's own copy of beta * self (or of zeros)
-        base = s if s is not None else self_.new_zeros(())
-        return _wrap(base.expand(size, *shape).clone(), level)
-    out = batched_matmul(a, ab, b, bb)
-    if alpha != 1:
-        out = out.mul_(alpha)
-    if s is not None:
-        # in place when the product already has the batch (the sum's shape; an outer
-        # level's self may hold batches the product lacks)
-        out = out.add_(s) if (ab or bb) and not isinstance(s, BatchedTensor) else out + s
-    if tuple(out.shape) != (size, *shape):  # a shared product alone (beta == 0)
-        out = out.expand(size, *shape).clone()
-    return _wrap(out, level)
+        size = (a if ab else b if bb else sv).shape[0]
+        if name == 'addbmm':  # sum_i a[i] @ b[i] = [a[0] ... a[k-1]] @ [b[0]; ...; b[k-1]]
+            k = sa[0] * sa[2]
+            a = a.transpose(int(ab), int(ab) + 1).reshape(*a.shape[:int(ab)], shape[0], k)
+            b = b.reshape(*b.shape[:int(bb)], k, shape[1])
+        s = None
+        if beta != 0:
+            s = self_ if sv is None else _pad(sv, len(ss), len(shape))
+            if beta != 1:
+                s = s * beta
+        if alpha == 0:  # each sample's own copy of beta * self (or of zeros)
+            base = s if s is not None else self_.new_zeros(())
+            return _wrap(base.expand(size, *shape).clone(), level)
+        out = batched_matmul(a, ab, b, bb)
+        if alpha != 1:
+            out = out.mul_(alpha)
+        if not (ab or bb):  # a shared product: self has the batch
+            return _wrap(out.expand(size, *shape).clone() if s is None else out + s, level)
+        if s is not None:
+            # in place: the product already has the batch (the sum's shape; an outer level's
+            # self may hold batches the product lacks)
+            out = out + s if isinstance(s, BatchedTensor) else out.add_(s)
+        return _wrap(out, level)
+    return rule
 
 
 _LETTERS = 'zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA'
@@ -835,8 +847,7 @@ def _register():
         'matmul.default': matmul_rule, 'mm.default': _ranks_rule((2, 2)),
         'bmm.default': _ranks_rule((3, 3)), 'mv.default': _ranks_rule((2, 1)),
         'dot.default': _ranks_rule((1, 1)), 'vdot.default': _ranks_rule((1, 1)),
-        **{n: _addmm_rule for n in ('addmm.default', 'addmv.default', 'baddbmm.default',
-                                    'addbmm.default')},
+        **{f'{n}.default': _addmm_rule(n) for n in ('addmm', 'addmv', 'baddbmm', 'addbmm')},
         'einsum.default': _einsum_rule,
         # indexing
         'gather.default': _gather_scatter_rule(('self', 'index')),
