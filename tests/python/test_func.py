@@ -4,6 +4,7 @@ linearize/jacrev/jacfwd/hessian and their compositions, functional_call,
 stack_module_state, replace_all_batch_norm_modules_, functionalize, and PyTorch's
 per-sample-gradient and model-ensembling tutorials with torch renamed to tensorplay."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -137,6 +138,64 @@ def test_vmap_randomness_same_and_different():
         F.vmap(lambda a: tp.empty(3).normal_(), randomness='different')(x)
 
 
+# name: (one sample's shape (24 draws), how many trailing dims each draw covers)
+DROPOUTS = {'dropout': ((4, 6), 0), 'alpha_dropout': ((4, 6), 0), 'dropout1d': ((24, 3), 1),
+            'dropout2d': ((2, 12, 2, 2), 2), 'dropout3d': ((24, 2, 2, 2), 3),
+            'feature_alpha_dropout': ((4, 6, 3), 1)}
+
+
+def _dropout_masks(lib, name, randomness, closure):
+    """vmap of a dropout over 8 samples of ones (or of one shared tensor of ones, closed
+    over): each sample's mask (True where kept) or the raised error's message."""
+    shape, _ = DROPOUTS[name]
+    lib.manual_seed(0)
+    fn = getattr(lib.nn.functional, name)
+    shared = lib.ones(shape)
+    f = (lambda t: fn(shared, 0.5, training=True) + t.sum() * 0) if closure else \
+        (lambda t: fn(t, 0.5, training=True))
+    try:
+        out = lib.func.vmap(f, randomness=randomness)(lib.ones(8, *shape))
+    except RuntimeError as e:
+        return str(e)
+    low = out.min()  # the dropped value: 0, or alpha dropout's negative saturation
+    return np.asarray((out != low).numpy() if out.dim() > len(shape) else
+                      (out != low).unsqueeze(0).expand(8, *shape).numpy())
+
+
+@pytest.mark.parametrize('closure', [False, True], ids=['batched', 'shared'])
+@pytest.mark.parametrize('name', list(DROPOUTS))
+def test_vmap_dropout_randomness(name, closure):
+    """randomness='different' draws each sample's own mask, 'same' one mask for all
+    (a shared input included), 'error' raises PyTorch's error, as torch.func.vmap does;
+    feature dropouts keep or drop whole feature maps."""
+    shape, map_dims = DROPOUTS[name]
+    for randomness in ('different', 'same', 'error'):
+        ours = _dropout_masks(tp, name, randomness, closure)
+        theirs = _dropout_masks(torch, name, randomness, closure)
+        assert type(ours) is type(theirs), (randomness, ours, theirs)
+        if isinstance(theirs, str):
+            assert ours == theirs
+            continue
+        assert ours.shape == theirs.shape
+        assert len({m.tobytes() for m in ours}) == (8 if randomness == 'different' else 1)
+        maps = ours.reshape(8, -1, int(np.prod(shape[len(shape) - map_dims:])))
+        assert (maps == maps[..., :1]).all()  # a feature map is kept or dropped whole
+        assert 0.3 < ours.mean() < 0.7 or randomness == 'same'  # (p = 0.5; 8 x 24 draws)
+
+
+def test_vmap_dropout_per_sample_gradients():
+    """The backward reuses each sample's own mask: dropout's vjp of ones is 1 / (1 - p)
+    where the forward kept the element, 0 where it dropped it."""
+    def f(t):
+        out, back = F.vjp(lambda u: tp.nn.functional.dropout(u, 0.25), t)
+        return out, back(tp.ones(5, 7))[0]
+    tp.manual_seed(0)
+    outs, grads = F.vmap(f, randomness='different')(tp.randn(6, 5, 7))
+    kept = (outs != 0).numpy()
+    np.testing.assert_array_equal(grads.numpy(), np.where(kept, np.float32(1 / 0.75), 0))
+    assert len({m.tobytes() for m in kept}) == 6
+
+
 def test_vmap_inplace_on_batched_and_the_fallback_warning():
     x, tx = _pair(4, 3)
 
@@ -152,11 +211,13 @@ def test_vmap_inplace_on_batched_and_the_fallback_warning():
     _vmap._fallback_warning[0] = True
     try:
         with pytest.warns(UserWarning, match='There is a performance drop because we have not yet '
-                                             'implemented the batching rule for aten::vdot'):
-            got = F.vmap(tp.vdot)(x, x.flip(1))
+                                             'implemented the batching rule for aten::histc'):
+            got = F.vmap(lambda a: tp.histc(a, 4, -1, 1))(x)
     finally:
         _vmap._fallback_warning[0] = False
-    _same(got, torch.vmap(torch.vdot)(tx, tx.flip(1)))
+    with warnings.catch_warnings():  # (PyTorch 2.13 warns about its own histc fallback)
+        warnings.simplefilter('ignore')
+        _same(got, torch.vmap(lambda a: torch.histc(a, 4, -1, 1))(tx))
 
 
 # ----------------------------------------------------------------- autograd transforms

@@ -120,3 +120,36 @@ def test_batch_norm_training_updates_batched_running_stats_per_sample():
     np.testing.assert_allclose(got.numpy(), tp.stack(want).numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(rm_t.numpy(), want_m.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rv_t.numpy(), want_v.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize('mode', ['sum', 'mean', 'max'])
+def test_embedding_bag_with_batched_indices(mode):
+    """Each sample's bags over its own indices (the rule stacks the samples' weights and
+    moves each sample's indices and offsets): the output and per-sample weight gradients
+    (the backward ops may loop), with padding and a weight that requires grad (the
+    _embedding_bag kernel rather than the forward-only one)."""
+    rng = np.random.default_rng(3)
+    w = _t(B, 10, 4, seed=8)
+    idx = tp.tensor(rng.integers(0, 10, (B, 12)))
+    offsets = tp.tensor([0, 3, 3, 8])  # an empty bag too
+
+    def f(w, i):
+        return nnf.embedding_bag(i, w, offsets, mode=mode, padding_idx=2)
+    log = _vmap._loop_log[0] = []
+    try:
+        got = F.vmap(f)(w.clone().requires_grad_(), idx)
+    finally:
+        _vmap._loop_log[0] = None
+    assert not log, f'looped: {sorted({str(f) for f in log})}'
+    want = tp.stack([f(w[i], idx[i]) for i in range(B)])
+    np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    g = F.vmap(F.grad(_loss(lambda w, i: f(w, i))))(w, idx)
+    want_g = tp.stack([F.grad(_loss(lambda w, i: f(w, i)))(w[i], idx[i]) for i in range(B)])
+    np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_bag_bad_sample_raises_its_error():
+    offsets = tp.tensor([[0, 2], [1, 2], [0, 2]])  # sample 1's bags do not start at 0
+    with pytest.raises(RuntimeError, match='offsets\\[0\\] has to be 0'):
+        F.vmap(lambda w, i, o: nnf.embedding_bag(i, w, o))(_t(B, 5, 2), tp.zeros(B, 4).long(),
+                                                            offsets)

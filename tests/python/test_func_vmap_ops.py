@@ -32,18 +32,6 @@ LAYOUT_DEPENDENT = {'as_strided'}
 # Ops that may still take the loop fallback, and why; any other op looping fails its test
 # (so this list only shrinks: each rule written removes its entry)
 LOOP_ALLOWED = {
-    # no rule yet (the loop gives exact per-sample results, slowly)
-    'addbmm.default': 'no rule yet', 'addmv.default': 'no rule yet',
-    'baddbmm.default': 'no rule yet', 'cross.default': 'no rule yet',
-    'inner.default': 'no rule yet', 'vdot.default': 'no rule yet',
-    'tensordot.default': 'no rule yet', 'bucketize.Tensor': 'no rule yet',
-    'searchsorted.Tensor': 'no rule yet', 'quantile.default': 'no rule yet',
-    'nanquantile.default': 'no rule yet', '_embedding_bag_forward_only.default': 'no rule yet',
-    'linalg_solve.default': 'no rule yet for a vector or unbatched right-hand side',
-    'linalg_lstsq.default': 'no rule yet', 'linalg_pinv.default': 'no rule yet',
-    'linalg_matrix_rank.default': 'no rule yet',
-    # an implicit-output equation (no '->'): the rule needs the output letters spelled out
-    'einsum.default': 'implicit output equations',
     # each bin's edges come from the sample's own min and max: exact counts need the kernel's
     # binning arithmetic per sample
     'histc.default': "bins from each sample's data range",
@@ -240,3 +228,116 @@ def _check_op(op):
                     raise
     assert taken, 'no sample with a tensor argument'
     assert {'ok', 'dynamic', 'data-dependent'} & set(outcomes), outcomes
+
+
+# Ops whose rules treat batched and shared arguments differently (products, solvers,
+# searches, quantiles, bags): every mix of batched and shared tensor arguments, each batched
+# one mapped over its own dim, must equal the per-sample results, without the loop.
+MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'inner', 'tensordot',
+         'einsum', 'cross', 'bucketize', 'searchsorted', 'quantile', 'nanquantile',
+         'embedding_bag', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
+MIXED_SAMPLES = 32
+
+
+def _check_mix(op, args, kwargs, mask, rng):
+    variants = _variants(args, kwargs, rng)
+    base_args, base_kwargs = variants[0]
+    shared = _tensors([base_args, list(base_kwargs.values())], [])
+    own = [_tensors([a, list(k.values())], []) for a, k in variants]
+    batched = [bool(mask >> j & 1) for j in range(len(shared))]
+
+    def call(leaves):
+        table = {id(t): v for t, v in zip(shared, leaves)}
+        return op.call(op.primary_form, tp, _replace(base_args, table),
+                       {k: _replace(v, table) for k, v in base_kwargs.items()})
+    dims = [(j + mask) % (t.dim() + 1) if b else None
+            for j, (t, b) in enumerate(zip(shared, batched))]
+    inputs = [t if d is None else tp.stack([o[j] for o in own], d)
+              for j, (t, d) in enumerate(zip(shared, dims))]
+    try:  # each sample as vmap sees it: a view of the input (its strides are the input's)
+        wants = [call([t if d is None else t.select(d, i) for t, d in zip(inputs, dims)])
+                 for i in range(len(own))]
+    except Exception:  # noqa: BLE001 - samples the op rejects test errors, not vmap
+        return 'rejected'
+    got = tp.func.vmap(lambda *leaves: call(leaves), in_dims=tuple(dims))(*inputs)
+    _close(got, _stack(list(wants), 0), f'{op.name} batched={batched} dims={dims}',
+           op.compare_values)
+    return 'ok'
+
+
+@pytest.mark.parametrize('op', [op for op in OPS if op.name in MIXED], ids=lambda op: op.name)
+def test_vmap_mixes_batched_and_shared_arguments(op):
+    rng = np.random.default_rng(1)
+    log = _vmap._loop_log[0] = []
+    outcomes = []
+    try:
+        samples = [s for s in op.sample_inputs(_dtype(op))]
+        for sample in samples[:MIXED_SAMPLES]:
+            args, kwargs = opdb.materialize(sample, tp)
+            n = len(_tensors([args, list(kwargs.values())], []))
+            for mask in range(1, 2 ** n):
+                outcomes.append(_check_mix(op, args, kwargs, mask, rng))
+    finally:
+        _vmap._loop_log[0] = None
+    looped = {str(f).removeprefix('aten.') for f in log}
+    assert looped <= set(LOOP_ALLOWED), f'took the loop fallback: {sorted(looped - set(LOOP_ALLOWED))}'
+    assert 'ok' in outcomes, outcomes
+
+
+# Rules that read an argument's values (to raise the op's error for a bad sample) take the
+# loop where those values are an outer vmap's batch, which cannot be read
+NESTED_MAY_LOOP = {'quantile.default', 'nanquantile.default',
+                   '_embedding_bag_forward_only.default'}
+
+
+def _check_nested(op, args, kwargs, outer, inner, rng):
+    """vmap(vmap(f)), the outer level mapping the arguments in ``outer`` (2 samples), the
+    inner those in ``inner`` (3): each of the 2 x 3 results must be the op's on its pieces."""
+    variants = _variants(args, kwargs, rng, n=6)  # sample (i, j) is variant 3 * i + j
+    base_args, base_kwargs = variants[0]
+    shared = _tensors([base_args, list(base_kwargs.values())], [])
+    own = [_tensors([a, list(k.values())], []) for a, k in variants]
+
+    def piece(n, i, j):
+        return own[3 * (i if outer[n] else 0) + (j if inner[n] else 0)][n]
+
+    def call(leaves):
+        table = {id(t): v for t, v in zip(shared, leaves)}
+        return op.call(op.primary_form, tp, _replace(base_args, table),
+                       {k: _replace(v, table) for k, v in base_kwargs.items()})
+    try:
+        wants = [[call([piece(n, i, j) for n in range(len(shared))]) for j in range(3)]
+                 for i in range(2)]
+    except Exception:  # noqa: BLE001 - samples the op rejects test errors, not vmap
+        return 'rejected'
+    inputs = []
+    for n in range(len(shared)):
+        rows = [tp.stack([piece(n, i, j) for j in range(3)]) if inner[n] else piece(n, i, 0)
+                for i in range(2)]
+        inputs.append(tp.stack(rows) if outer[n] else rows[0])
+    f = tp.func.vmap(tp.func.vmap(lambda *leaves: call(leaves),
+                                  in_dims=tuple(0 if b else None for b in inner)),
+                     in_dims=tuple(0 if b else None for b in outer))
+    _close(f(*inputs), _stack([_stack(list(w), 0) for w in wants], 0),
+           f'{op.name} outer={outer} inner={inner}', op.compare_values)
+    return 'ok'
+
+
+@pytest.mark.parametrize('op', [op for op in OPS if op.name in MIXED], ids=lambda op: op.name)
+def test_nested_vmap_mixes(op):
+    rng = np.random.default_rng(2)
+    log = _vmap._loop_log[0] = []
+    outcomes = []
+    try:
+        for sample in list(op.sample_inputs(_dtype(op)))[:MIXED_SAMPLES]:
+            args, kwargs = opdb.materialize(sample, tp)
+            n = len(_tensors([args, list(kwargs.values())], []))
+            for _ in range(3):
+                outer, inner = ([bool(b) for b in rng.integers(0, 2, n)] for _ in range(2))
+                if any(outer) and any(inner):
+                    outcomes.append(_check_nested(op, args, kwargs, outer, inner, rng))
+    finally:
+        _vmap._loop_log[0] = None
+    looped = {str(f).removeprefix('aten.') for f in log}
+    assert looped <= set(LOOP_ALLOWED) | NESTED_MAY_LOOP, f'took the loop fallback: {sorted(looped)}'
+    assert 'ok' in outcomes, outcomes

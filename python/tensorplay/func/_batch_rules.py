@@ -8,8 +8,8 @@ batched tensors wrapped again. A rule that meets a case it does not cover calls
 from tensorplay import _C
 from tensorplay._ops import Tag, ops
 
-from ._vmap import (_CATEGORY_RULES, _RULES, _batch_size, _unwrap, _wrap, check_inplace, loop_fallback,
-                    same_type)
+from ._vmap import (_CATEGORY_RULES, _RULES, BatchedTensor, _batch_size, _unwrap, _wrap, check_inplace,
+                    loop_fallback, same_type)
 
 Tensor = _C.Tensor
 aten = ops.aten
@@ -352,75 +352,148 @@ def _matrix_rule(func, level, args, kwargs):
 
 
 # ------------------------------------------------------------------------ matmul family
-def matmul_rule(func, level, args, kwargs):
-    """matmul with matmul's broadcasting: a batched vector becomes a 1-row (or 1-column)
-    matrix, batched operands get size-1 dims so their logical batch dims line up."""
-    x, y = args[0], args[1]
-    xv, yv = _unwrap(x, level), _unwrap(y, level)
-    xl, yl = x.dim(), y.dim()
-    if xl == 0 or yl == 0:
-        return loop_fallback(func, level, args, kwargs)
-    sq_x = xv is not None and xl == 1
-    sq_y = yv is not None and yl == 1
+def batched_matmul(x, xb, y, yb):
+    """The batch of per-sample ``x @ y`` with matmul's broadcasting: ``x`` (``y``) is a batch,
+    batch dim first, where ``xb`` (``yb``), else a tensor every sample shares. A batched
+    vector becomes a 1-row (or 1-column) matrix; batched operands get size-1 dims so their
+    logical batch dims line up."""
+    xl, yl = x.dim() - xb, y.dim() - yb
+    y_vector = yl == 1
+    sq_x = xb and xl == 1
+    sq_y = yb and yl == 1
     if sq_x:
-        xv, xl = xv.unsqueeze(1), 2
+        x, xl = x.unsqueeze(1), 2
     if sq_y:
-        yv, yl = yv.unsqueeze(-1), 2
-    rank = max(xl, yl)
-    xa = x if xv is None else _pad(xv, xl, rank)
-    ya = y if yv is None else _pad(yv, yl, rank)
-    out = aten.matmul.default(xa, ya)
+        y, yl = y.unsqueeze(-1), 2
+    if xb and xl < yl:
+        x = _pad(x, xl, yl)
+    elif yb and yl < xl:
+        y = _pad(y, yl, xl)
+    out = _MATMUL(x, y)
     if sq_y:  # y's column
         out = out.squeeze(-1)
     if sq_x:  # x's row: the last dim when y was a vector
-        out = out.squeeze(-1 if y.dim() == 1 else -2)
-    return _wrap(out, level)
+        out = out.squeeze(-1 if y_vector else -2)
+    return out
+
+
+_MATMUL = aten.matmul.default
+
+
+def _operand(t, level):
+    """(the batch of ``t`` at ``level``, True), or (``t``, False) when it is not batched."""
+    v = _unwrap(t, level)
+    return (t, False) if v is None else (v, True)
+
+
+def matmul_rule(func, level, args, kwargs):
+    x, y = args[0], args[1]
+    if x.dim() == 0 or y.dim() == 0:
+        return loop_fallback(func, level, args, kwargs)
+    xv, yv = _unwrap(x, level), _unwrap(y, level)
+    return _wrap(batched_matmul(x if xv is None else xv, xv is not None,
+                                y if yv is None else yv, yv is not None), level)
 
 
 def _ranks_rule(ranks):
-    """mm (2, 2), bmm (3, 3), mv (2, 1), dot (1, 1): matmul's rule where the logical ranks
-    are the op's; elsewhere the loop (which raises the op's own error)."""
+    """mm (2, 2), bmm (3, 3), mv (2, 1), dot and vdot (1, 1): matmul's rule where the
+    logical ranks are the op's; elsewhere the loop (which raises the op's own error)."""
     def rule(func, level, args, kwargs):
         if kwargs or (args[0].dim(), args[1].dim()) != ranks:
             return loop_fallback(func, level, args, kwargs)
-        if ranks == (1, 1) and args[0].dtype != args[1].dtype:
-            return loop_fallback(func, level, args, kwargs)
+        if ranks == (1, 1) and (args[0].dtype != args[1].dtype or args[0].is_complex()):
+            return loop_fallback(func, level, args, kwargs)  # (vdot would conjugate)
         return matmul_rule(func, level, args, kwargs)
     return rule
 
 
-def _addmm_rule(func, level, args, kwargs):
-    """beta * self + alpha * (mat1 @ mat2) from matmul's rule and pointwise ops."""
-    self_, m1, m2 = args[0], args[1], args[2]
-    if m1.dim() != 2 or m2.dim() != 2 or self_.dim() > 2 or len(args) > 3:
-        return loop_fallback(func, level, args, kwargs)
-    beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
-    batched = _unwrap(m1, level) is not None or _unwrap(m2, level) is not None
-    pv = matmul_rule(aten.matmul.default, level, (m1, m2), {})._value if batched \
-        else aten.mm.default(m1, m2)
-    if alpha != 1:
-        pv = pv.mul_(alpha)
-    if beta != 0:
+def expandable(shape, target):
+    """Whether a tensor of ``shape`` expands to ``target`` (the smaller-rank side only)."""
+    return len(shape) <= len(target) and all(
+        s == t or s == 1 for s, t in zip(reversed(tuple(shape)), reversed(tuple(target))))
+
+
+def _addmm_shape(name, a, b):
+    """The per-sample product shape of addmm / addmv / baddbmm / addbmm from the operands'
+    shapes, or None when they do not fit (the op then raises its own error)."""
+    if name == 'addmm' and len(a) == 2 and len(b) == 2 and a[1] == b[0]:
+        return (a[0], b[1])
+    if name == 'addmv' and len(a) == 2 and len(b) == 1 and a[1] == b[0]:
+        return (a[0],)
+    if name in ('baddbmm', 'addbmm') and len(a) == 3 and len(b) == 3 and a[0] == b[0] and \
+            a[2] == b[1]:
+        return (a[0], a[1], b[2]) if name == 'baddbmm' else (a[1], b[2])
+    return None
+
+
+_ADDMM_KWARGS = frozenset(('beta', 'alpha'))
+
+
+def _addmm_rule(name):
+    """beta * self + alpha * product from matmul's rule and pointwise ops: mat1 @ mat2
+    (addmm), mat @ vec (addmv), batch1[i] @ batch2[i] (baddbmm) or their sum (addbmm: one
+    matrix product of the batches laid side by side). As the kernels do, alpha == 0 skips
+    the product and beta == 0 ignores self."""
+    def rule(func, level, args, kwargs):
+        self_, m1, m2 = args[0], args[1], args[2]
+        beta, alpha = kwargs.get('beta', 1), kwargs.get('alpha', 1)
+        sa, sb, ss = tuple(m1.shape), tuple(m2.shape), tuple(self_.shape)
+        shape = _addmm_shape(name, sa, sb)
+        dt = self_.dtype
+        if len(args) > 3 or not kwargs.keys() <= _ADDMM_KWARGS or shape is None or \
+                not dt == m1.dtype == m2.dtype or dt == _C.bool or not expandable(ss, shape) or \
+                not (isinstance(alpha, int) and isinstance(beta, int) or self_.is_floating_point()):
+            # (integer tensors truncate float alpha / beta)
+            return loop_fallback(func, level, args, kwargs)
+        (a, ab), (b, bb) = _operand(m1, level), _operand(m2, level)
         sv = _unwrap(self_, level)
-        s = self_ if sv is None else _pad(sv, self_.dim(), 2)
-        if beta != 1:
-            s = s * beta
-        # in place when the product already has the batch (the sum's shape)
-        pv = pv.add_(s) if batched and s.dtype == pv.dtype else pv + s
-    return _wrap(pv, level)
+        size = (a if ab else b if bb else sv).shape[0]
+        if name == 'addbmm':  # sum_i a[i] @ b[i] = [a[0] ... a[k-1]] @ [b[0]; ...; b[k-1]]
+            k = sa[0] * sa[2]
+            a = a.transpose(int(ab), int(ab) + 1).reshape(*a.shape[:int(ab)], shape[0], k)
+            b = b.reshape(*b.shape[:int(bb)], k, shape[1])
+        s = None
+        if beta != 0:
+            s = self_ if sv is None else _pad(sv, len(ss), len(shape))
+            if beta != 1:
+                s = s * beta
+        if alpha == 0:  # each sample's own copy of beta * self (or of zeros)
+            base = s if s is not None else self_.new_zeros(())
+            return _wrap(base.expand(size, *shape).clone(), level)
+        out = batched_matmul(a, ab, b, bb)
+        if alpha != 1:
+            out = out.mul_(alpha)
+        if not (ab or bb):  # a shared product: self has the batch
+            return _wrap(out.expand(size, *shape).clone() if s is None else out + s, level)
+        if s is not None:
+            # in place: the product already has the batch (the sum's shape; an outer level's
+            # self may hold batches the product lacks)
+            out = out + s if isinstance(s, BatchedTensor) else out.add_(s)
+        return _wrap(out, level)
+    return rule
+
+
+_LETTERS = 'zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA'
 
 
 def _einsum_rule(func, level, args, kwargs):
     """A letter no operand uses stands for the batch dim of each batched operand and of the
-    output (explicit ``->`` equations; others take the loop)."""
+    output. An equation without '->' gets PyTorch's implicit output first: the letters used
+    once, in alphabetical order (capitals first), after the ellipsis dims if any."""
     eq, operands = args[0], args[1]
-    if '->' not in eq or kwargs:
+    letter = next((c for c in _LETTERS if c not in eq), None)
+    if kwargs or letter is None:
         return loop_fallback(func, level, args, kwargs)
-    lhs, rhs = eq.replace(' ', '').split('->')
-    terms = lhs.split(',')
-    letter = next(c for c in 'zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONMLKJIHGFEDCBA' if c not in eq)
+    eq = eq.replace(' ', '')
+    if '->' in eq:
+        lhs, rhs = eq.split('->')
+    else:
+        lhs = eq
+        letters = lhs.replace('...', '').replace(',', '')
+        rhs = ('...' if '...' in lhs else '') + ''.join(
+            sorted(c for c in set(letters) if letters.count(c) == 1))
     new_terms, values = [], []
-    for t, op in zip(terms, operands):
+    for t, op in zip(lhs.split(','), operands):
         v = _unwrap(op, level)
         new_terms.append(t if v is None else letter + t)
         values.append(op if v is None else v)
@@ -614,6 +687,104 @@ def _cross_entropy_rows_backward_rule(func, level, args, kwargs):
     return _wrap(func(g, xv, tv, ignore_index, lv).reshape(size, *x.shape), level)
 
 
+# ------------------------------------------------------------------------- sorted data
+def _searchsorted_rule(func, level, args, kwargs):
+    """searchsorted (sorted_sequence, self) and bucketize (self, boundaries): a shared 1-D
+    sequence searches every sample's values in one call; a batched one (or an N-D one,
+    whose rows pair with self's) becomes searchsorted's N-D form, one row per sample."""
+    bucket = func is aten.bucketize.Tensor
+    seq = _get(func, args, kwargs, 'boundaries' if bucket else 'sorted_sequence')
+    x = _get(func, args, kwargs, 'self')
+    sorter = None if bucket else _get(func, args, kwargs, 'sorter')
+    flags = {n: _get(func, args, kwargs, n) for n in ('out_int32', 'right')}
+    if not bucket:
+        flags['side'] = _get(func, args, kwargs, 'side')
+    if not isinstance(x, Tensor):  # a Python number searches as the op's wrapped number would
+        x = aten.full.default([], x, dtype=_C.float64 if isinstance(x, float) else _C.int64,
+                              device=seq.device)
+    rows = seq.dim() > 1
+    if seq.dim() == 0 or (bucket and rows) or rows and (
+            x.dim() != seq.dim() or tuple(x.shape[:-1]) != tuple(seq.shape[:-1])):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    size = _batch_size(args, kwargs, level)
+    xv = _unwrap(x, level)
+    if not rows and _unwrap(seq, level) is None and (sorter is None or
+                                                      _unwrap(sorter, level) is None):
+        return _wrap(func(xv, seq, **flags) if bucket else func(seq, xv, **flags, sorter=sorter),
+                     level)
+    values = _expand_batch(x, level, size)
+    if not rows:
+        values = values.reshape(size, -1)
+    out = aten.searchsorted.Tensor(
+        _expand_batch(seq, level, size), values, **flags,
+        sorter=None if sorter is None else _expand_batch(sorter, level, size))
+    return _wrap(out.reshape(size, *x.shape), level)
+
+
+_INTERPOLATIONS = ('linear', 'lower', 'higher', 'midpoint', 'nearest')
+
+
+def _quantile_rule(func, level, args, kwargs):
+    """quantile / nanquantile of each sample's dim (or of the whole sample, flattened). A
+    shared q: the op itself, the batch dim riding along. A batched q (each sample its own
+    quantiles, which the op cannot take): sorted rows, q's ranks, gather and lerp, the
+    kernel's arithmetic (ranks q * (n - 1) in the input's dtype, n counting non-NaN values
+    for nanquantile; a quantile row with a NaN is NaN)."""
+    nan = func is aten.nanquantile.default
+    x, q = _get(func, args, kwargs, 'self'), _get(func, args, kwargs, 'q')
+    dim, keepdim = _get(func, args, kwargs, 'dim'), _get(func, args, kwargs, 'keepdim')
+    how = _get(func, args, kwargs, 'interpolation') or 'linear'
+    r = max(x.dim(), 1)
+    q_shape = tuple(q.shape) if isinstance(q, Tensor) else ()  # (a number: a shared 0-dim q)
+    if isinstance(q, Tensor) and (q.dim() > 1 or q.dtype != x.dtype) or x.numel() == 0 or \
+            x.dtype not in (_C.float32, _C.float64) or how not in _INTERPOLATIONS or \
+            dim is not None and not -r <= dim < r:
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    size = _batch_size(args, kwargs, level)
+    # the per-sample result: q's dim, then the reduced dims (or size-1 dims with keepdim)
+    if dim is None:
+        kept = [1] * x.dim() if keepdim else []
+    else:
+        kept = [1 if i == dim % r else n for i, n in enumerate(x.shape)
+                if keepdim or i != dim % r]
+    rows = _expand_batch(x, level, size).reshape(size, -1) if dim is None else \
+        _expand_batch(x, level, size).reshape(size, *x.shape or (1,))
+    d = 1 if dim is None else dim % r + 1
+    qv = _unwrap(q, level)
+    if qv is None:
+        out = func(rows, q, d, False, interpolation=how)
+        if q_shape:  # the op puts q's dim first
+            out = out.movedim(1, 0)
+        return _wrap(out.reshape(size, *q_shape, *kept), level)
+    if isinstance(qv, BatchedTensor):  # an outer vmap's q: its values cannot be checked here
+        return loop_fallback(func, level, args, kwargs)
+    if not bool(((qv >= 0) & (qv <= 1)).all()):
+        raise RuntimeError(f'{"nanquantile" if nan else "quantile"}() q values must be in the '
+                           f'range [0, 1]')
+    srt = rows.sort(d)[0].movedim(d, -1)  # (size, *rest, n), NaNs last
+    qq = qv.reshape(size, *[1] * (srt.dim() - 2), -1)
+    if nan:
+        ranks = (qq * ((~srt.isnan()).sum(-1, keepdim=True) - 1)).clamp(min=0)
+    else:
+        last = srt.shape[-1] - 1
+        ranks = aten.where.self(srt.isnan().any(-1, keepdim=True), qq.new_full((), last),
+                                qq * last)
+    shape = (*srt.shape[:-1], qq.shape[-1])
+    ranks = ranks.expand(shape)
+    if how in ('lower', 'higher', 'nearest'):
+        pick = ranks.floor() if how == 'lower' else ranks.ceil() if how == 'higher' else \
+            ranks.round()
+        out = srt.gather(-1, pick.long())
+    else:
+        below = ranks.floor()
+        lo, hi = srt.gather(-1, below.long()), srt.gather(-1, ranks.ceil().long())
+        w = ranks - below if how == 'linear' else ranks.new_full((), 0.5)
+        # the kernel's lerp, exact at both ends (tp.lerp may fuse its multiply-add)
+        out = aten.where.self(w < 0.5, lo + w * (hi - lo), hi - (hi - lo) * (1 - w))
+    out = out.movedim(-1, 1) if q.dim() else out.squeeze(-1)
+    return _wrap(out.reshape(size, *q.shape, *kept), level)
+
+
 # --------------------------------------------------------------------------- factories
 def _like_rule(func, level, args, kwargs):
     """zeros_like / ones_like / full_like / empty_like of a batch: of the batch's shape."""
@@ -671,12 +842,12 @@ def _register():
             'linalg_cholesky_ex.default', 'linalg_cholesky.default', 'cholesky.default',
             'linalg_qr.default', 'linalg_svd.default', 'linalg_svdvals.default',
             'linalg_eigh.default', 'linalg_eigvalsh.default', 'linalg_matrix_exp.default',
-            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default',
-            'linalg_solve.default')},
+            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default')},
         # matmul family
         'matmul.default': matmul_rule, 'mm.default': _ranks_rule((2, 2)),
         'bmm.default': _ranks_rule((3, 3)), 'mv.default': _ranks_rule((2, 1)),
-        'dot.default': _ranks_rule((1, 1)), 'addmm.default': _addmm_rule,
+        'dot.default': _ranks_rule((1, 1)), 'vdot.default': _ranks_rule((1, 1)),
+        **{f'{n}.default': _addmm_rule(n) for n in ('addmm', 'addmv', 'baddbmm', 'addbmm')},
         'einsum.default': _einsum_rule,
         # indexing
         'gather.default': _gather_scatter_rule(('self', 'index')),
@@ -700,6 +871,9 @@ def _register():
         'cat.default': _stack_cat_rule, 'concat.default': _stack_cat_rule,
         'concatenate.default': _stack_cat_rule, 'stack.default': _stack_cat_rule,
         '_local_scalar_dense.default': _data_rule,
+        # sorted data
+        'searchsorted.Tensor': _searchsorted_rule, 'bucketize.Tensor': _searchsorted_rule,
+        'quantile.default': _quantile_rule, 'nanquantile.default': _quantile_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)

@@ -6,7 +6,7 @@ from tensorplay import _C
 from tensorplay._ops import ops
 
 from ._batch_rules import _expand_batch, _get, _handle, _pad, _set, _wrap_all
-from ._vmap import _RULES, _batch_size, _unwrap, _wrap, loop_fallback
+from ._vmap import _RULES, BatchedTensor, _batch_size, _unwrap, _wrap, loop_fallback
 
 Tensor = _C.Tensor
 aten = ops.aten
@@ -241,6 +241,105 @@ def _batch_norm_backward_rule(func, level, args, kwargs):
                    None if gb is None else gb.reshape(size, -1)), level, go_)
 
 
+# ------------------------------------------------------------------- embedding_bag
+def _with_layout(w, contiguous):
+    """``w`` (2-D), contiguous or not as asked: the kernel leaves offset2bag empty on its
+    fast path, which needs a contiguous weight, so the batched call's weight must be as
+    contiguous as each sample's."""
+    if contiguous:
+        return w.contiguous()
+    if not w.is_contiguous():
+        return w
+    out = w.new_empty((w.shape[0], w.shape[1], 2))[..., 0]  # every other element
+    out.copy_(w)
+    return out
+
+
+def _bags_valid(indices, offsets, num):
+    """Whether every sample's indices (B x L) and offsets (B x m) pass the kernel's checks
+    (those that read values); a sample that fails takes the loop, which raises its error."""
+    if isinstance(indices, BatchedTensor) or isinstance(offsets, BatchedTensor):
+        return False  # an outer vmap's values: not readable here
+    m, n = offsets.shape[1], indices.shape[1]
+    bad = ((indices < 0) | (indices >= num)).any()
+    if m:
+        bad = bad | (offsets[:, 0] != 0).any() | (offsets[:, -1] > n).any() | \
+            (offsets[:, 1:] < offsets[:, :-1]).any()
+    return not bool(bad)
+
+
+def _embedding_bag_rule(func, level, args, kwargs):
+    """_embedding_bag / _embedding_bag_forward_only. Shared indices, offsets and
+    per-sample weights: the samples' weights side by side as one wider weight (num x B*D),
+    every column bagged alone. Otherwise each sample's bags are bags of one call over the
+    samples' weights stacked (B*num rows): sample b's indices move by b * num, its offsets by
+    b * L, and padding_idx points at one extra row; the index results are moved back."""
+    weight, indices, offsets, mode, psw, last, pad = (_get(func, args, kwargs, n) for n in (
+        'weight', 'indices', 'offsets', 'mode', 'per_sample_weights', 'include_last_offset',
+        'padding_idx'))
+    index_dtypes = (_C.int32, _C.int64)
+    if weight.dim() != 2 or indices.dim() != 1 or offsets.dim() != 1 or mode not in (0, 1, 2) or \
+            not weight.is_floating_point() or indices.dtype not in index_dtypes or \
+            offsets.dtype not in index_dtypes or (last and offsets.numel() == 0) or \
+            psw is not None and (mode != 0 or psw.dtype != weight.dtype or
+                                 tuple(psw.shape) != tuple(indices.shape)):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    forward_only = func is aten._embedding_bag_forward_only.default
+    size = _size(level, weight, indices, offsets, psw)
+    num, dim = weight.shape
+    n, m = indices.shape[0], offsets.shape[0]
+    bags = m - 1 if last else m
+    args, kwargs = list(args), dict(kwargs)
+    if all(t is None or _unwrap(t, level) is None for t in (indices, offsets, psw)):
+        wide = _unwrap(weight, level).permute(1, 0, 2).reshape(num, size * dim)
+        _set(func, args, kwargs, 'weight', _with_layout(wide, weight.is_contiguous()))
+        out, offset2bag, bag_size, max_indices = func(*args, **kwargs)
+
+        def columns(t):  # (bags, B*D) -> (B, bags, D)
+            return t.reshape(bags, size, dim).movedim(1, 0)
+
+        def every(t):  # the same for every sample: each its own copy
+            return t.expand(size, *t.shape).clone()
+        return _wrap_all((columns(out), every(offset2bag), every(bag_size),
+                          columns(max_indices) if mode == 2 else every(max_indices)), level)
+    iv, ov = _expand_batch(indices, level, size), _expand_batch(offsets, level, size)
+    if not _bags_valid(iv, ov, num):
+        return loop_fallback(func, level, args, kwargs)
+    rows = _expand_batch(weight, level, size).reshape(size * num, dim)
+    samples = aten.arange.default(0, size, dtype=iv.dtype, device=iv.device).unsqueeze(1)
+    shift = samples * num
+    idx = iv + shift
+    if pad >= 0:  # one padding row for all samples (beyond the weight's rows: matches none)
+        rows = aten.cat.default([rows, rows.new_zeros((1, dim))])
+        idx = aten.where.self(iv == pad, iv.new_full((), size * num), idx)
+        _set(func, args, kwargs, 'padding_idx', size * num)
+    starts = ov + samples.to(ov.dtype) * n
+    if last:  # every sample's last bag runs to its end, which is the next sample's start
+        starts = aten.cat.default([starts[:, :-1].reshape(-1), ov.new_full((1,), size * n)])
+    _set(func, args, kwargs, 'weight', _with_layout(rows, weight.is_contiguous()))
+    _set(func, args, kwargs, 'indices', idx.reshape(-1))
+    _set(func, args, kwargs, 'offsets', starts.reshape(-1))
+    if psw is not None:
+        _set(func, args, kwargs, 'per_sample_weights',
+             _expand_batch(psw, level, size).reshape(-1))
+    out, offset2bag, bag_size, max_indices = func(*args, **kwargs)
+    if offset2bag.numel():  # each sample's bags count from 0
+        offset2bag = offset2bag.reshape(size, n) - samples.to(offset2bag.dtype) * bags
+    else:
+        offset2bag = offset2bag.new_empty((size, 0))
+    if mode == 0:  # zeros, one per offset (forward only) or per bag
+        zeros = bag_size.new_zeros((size, m if forward_only else bags))
+        bag_size, max_indices = zeros, zeros.clone()
+    else:
+        bag_size = bag_size.reshape(size, bags)
+        if mode == 2:  # rows of the stacked weight; an empty bag's 0 stays 0
+            shift = shift.to(max_indices.dtype).unsqueeze(2)
+            max_indices = (max_indices.reshape(size, bags, dim) - shift).clamp(min=0)
+        else:  # mean: the bag sizes again
+            max_indices = max_indices.reshape(size, bags)
+    return _wrap_all((out.reshape(size, bags, dim), offset2bag, bag_size, max_indices), level)
+
+
 # ----------------------------------------------------------------------- tables
 def _register():
     table = {
@@ -280,6 +379,9 @@ def _register():
         'native_group_norm.default': _group_norm_rule,
         'native_batch_norm.default': _batch_norm_rule,
         'native_batch_norm_backward.default': _batch_norm_backward_rule,
+        # bags
+        '_embedding_bag.default': _embedding_bag_rule,
+        '_embedding_bag_forward_only.default': _embedding_bag_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)

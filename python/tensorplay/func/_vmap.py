@@ -19,7 +19,13 @@ Random factories (``tp.randn(3)``) take no batched argument, so the wrappers nev
 them: while any vmap runs, one dispatch mode (``_VmapMode``) watches for random ops and
 applies the innermost level's ``randomness``. Its handler only tests membership in a set
 of handles and calls on; the rules' own calls run below it (a mode is off the stack while
-it handles a call), so it costs one hop per op of the user's function.
+it handles a call), so it costs one hop per op of the user's function. Ops that draw
+elementwise over their one tensor argument (bernoulli, rand_like, normal_, ...) draw for
+the whole batch in one call for 'different' (a shared argument expanded to the batch
+first), and for one sample, copied to the others, for 'same' when they read only its
+shape; other random ops draw sample by sample. An in-place draw into an unbatched tensor
+cannot differ per sample (PyTorch's error), so composites that draw into a fresh tensor
+(dropout's mask) draw out of place while ``in_vmap()``.
 
 Note [Two places autograd records]
 A gradient taken inside vmap (``vmap(grad(f))``) must see per-sample ops: autograd, above
@@ -90,6 +96,11 @@ def _levels():
     if levels is None:
         levels = _state.levels = []
     return levels
+
+
+def in_vmap():
+    """Whether a vmap runs on this thread (composites that draw random numbers ask)."""
+    return bool(getattr(_state, 'levels', None))
 
 
 def _level_randomness(level):
@@ -344,12 +355,51 @@ _RANDOM_OPS = None
 
 
 def _random_ops():
-    global _RANDOM_OPS
+    global _RANDOM_OPS, _ELEMENTWISE_RANDOM, _SHAPE_RANDOM
     if _RANDOM_OPS is None:
         _RANDOM_OPS = frozenset(
             getattr(p, o) for p in ops.aten._packets.values() for o in p.overloads()
             if Tag.nondeterministic_seeded in getattr(p, o).tags)
+        handles = {_handle_of(n): shape_only
+                   for n, shape_only in _ELEMENTWISE_RANDOM_NAMES.items()}
+        handles.pop(None, None)
+        _ELEMENTWISE_RANDOM = frozenset(handles)
+        _SHAPE_RANDOM = frozenset(h for h, shape_only in handles.items() if shape_only)
     return _RANDOM_OPS
+
+
+def _handle_of(qualname):
+    name, overload = qualname.split('.')
+    packet = getattr(ops.aten, name, None)
+    return getattr(packet, overload, None) if packet is not None else None
+
+
+# Random ops whose draws are elementwise over their one tensor argument, self: one call on a
+# batch draws every sample's own numbers (randomness='different'). Those marked True read
+# only self's shape, so one sample's draws serve every sample (randomness='same').
+_ELEMENTWISE_RANDOM_NAMES = {
+    'uniform_.default': True, 'normal_.default': True, 'bernoulli_.float': True,
+    'exponential_.default': True, 'geometric_.default': True, 'log_normal_.default': True,
+    'cauchy_.default': True, 'random_.default': True, 'random_.to': True,
+    'random_.from': True, 'rand_like.default': True, 'randn_like.default': True,
+    'randint_like.default': True, 'randint_like.low_dtype': True, 'bernoulli.p': True,
+    'bernoulli.default': False, 'normal.Tensor_float': False, 'normal.float_Tensor': False,
+    'poisson.default': False, 'native_dropout.default': False,
+}
+_ELEMENTWISE_RANDOM = _SHAPE_RANDOM = frozenset()
+
+
+def _elementwise_random(func, args, kwargs):
+    """The op's one tensor argument when the op draws elementwise over it, else None."""
+    if func not in _ELEMENTWISE_RANDOM:
+        return None
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+    return tensors[0] if len(tensors) == 1 else None
+
+
+def _call_on(func, args, kwargs, x, value):
+    return func(*[value if a is x else a for a in args],
+                **{k: value if a is x else a for k, a in kwargs.items()})
 
 
 _RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
@@ -362,8 +412,22 @@ def _random_rule(func, level, args, kwargs):
     randomness = _level_randomness(level)
     if randomness == 'error':
         raise RuntimeError(_RANDOMNESS_ERROR)
+    x = _elementwise_random(func, args, kwargs)
     if randomness == 'different':
-        return loop_fallback(func, level, args, kwargs)
+        if x is None:
+            return loop_fallback(func, level, args, kwargs)
+        out = _call_on(func, args, kwargs, x, x._value)
+        if _mutated_args(func):
+            return x
+        return _wrap(out, level) if isinstance(out, Tensor) else \
+            same_type(out, [_wrap(o, level) for o in out])
+    if func in _SHAPE_RANDOM and x is not None and x._value.shape[0]:
+        v = x._value  # 'same': one sample's draws, copied to every sample
+        out = _call_on(func, args, kwargs, x, v[0])
+        if _mutated_args(func):
+            v[1:].copy_(v[0])
+            return x
+        return _wrap(out.expand(v.shape[0], *out.shape).clone(), level)
     # 'same': every sample draws from the same generator state
     from tensorplay import random as tprandom
     state = tprandom.get_rng_state()
@@ -410,10 +474,23 @@ def _unbatched_random(func, args, kwargs):
         return func(*args, **kwargs)
     if not different:
         return func(*args, **kwargs)
+    sizes = [lv.batch_size for lv in different]
+    n = _prod(sizes)
+    x = _elementwise_random(func, args, kwargs)
+    if x is not None:  # one call on the argument expanded to every sample
+        out = _call_on(func, args, kwargs, x, x.expand(n, *x.shape))
+        if isinstance(out, Tensor):
+            return _wrap_levels(out, sizes, different)
+        return same_type(out, [_wrap_levels(o, sizes, different) for o in out])
     # a factory: one draw per sample of every 'different' level
-    out = [func(*args, **kwargs) for _ in range(_prod(lv.batch_size for lv in different))]
-    value = _stack(out).reshape(*[lv.batch_size for lv in different], *out[0].shape)
-    for lv in different:  # outermost first: each wrap drops the leading dim from the metadata
+    out = [func(*args, **kwargs) for _ in range(n)]
+    return _wrap_levels(_stack(out), sizes, different)
+
+
+def _wrap_levels(value, sizes, levels):
+    """``value`` (the samples of ``levels``, flattened into dim 0) batched at each level."""
+    value = value.reshape(*sizes, *value.shape[1:])
+    for lv in levels:  # outermost first: each wrap drops the leading dim from the metadata
         value = _wrap(value, lv.id)
     return value
 

@@ -258,17 +258,32 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _dropout_noise(input, p, noise_shape):
+    """The mask's Bernoulli(1 - p) draws, in the input's memory order as PyTorch draws them.
+    Under vmap: an out-of-place bernoulli of a template shaped like the mask (the input, or
+    its first element of each feature map), which vmap batches by its randomness flag; an
+    in-place draw into a fresh unbatched tensor is refused for randomness='different'."""
+    from tensorplay.func._vmap import in_vmap  # (tp.func imports nn)
+    if in_vmap():
+        template = input.detach()
+        if noise_shape is not None:
+            for d in range(2, template.dim()):
+                template = template.narrow(d, 0, 1)
+        return tp.bernoulli(template, 1 - p)
+    if noise_shape is None:
+        noise = tp.empty_like(input)  # PyTorch's preserve_format: the input's layout
+    else:
+        noise = tp.empty(noise_shape, dtype=input.dtype, device=input.device)
+    return noise.bernoulli_(1 - p)
+
+
 def _dropout_impl(input, p, training, inplace, noise_shape=None, alpha=False):
     if p == 0 or not training or input.numel() == 0:
         return input
     if p == 1:
         return input.mul_(tp.zeros((), dtype=input.dtype)) if inplace else \
             input * tp.zeros((), dtype=input.dtype)
-    if noise_shape is None:
-        noise = tp.empty_like(input)  # PyTorch's preserve_format: the input's layout
-    else:
-        noise = tp.empty(noise_shape, dtype=input.dtype, device=input.device)
-    noise.bernoulli_(1 - p)
+    noise = _dropout_noise(input, p, noise_shape)
     if alpha:
         alpha_ = 1.7580993408473766
         a = 1.0 / math.sqrt((alpha_ * alpha_ * p + 1) * (1 - p))
