@@ -4,7 +4,7 @@
 # and for tests: apache-tvm-ffi (tests/python/test_tvm_ffi.py, its CUDA part).
 # Pass .whl in the device call's carry list.
 #   --tilelang: also tile-lang (tests/python/test_cuda_tilelang.py) with what it needs. Its
-#   wheels (~120 MB) exceed the carry's 64 MiB, so they are unpacked, pruned (copies, caches)
+#   wheels (~120 MB) exceed the carry's 64 MiB, so they are unpacked, pruned (copies, caches, ROCm parts)
 #   and packed as one .tar.xz (~39 MB) that scripts/gpu_check.sh unpacks; tile-lang pins an
 #   older apache-tvm-ffi, which the pack holds instead of the wheel.
 set -euo pipefail
@@ -23,7 +23,7 @@ if [ "${1:-}" = --tilelang ]; then
   mkdir "$tmp/site"
   for w in "$tmp"/w/*.whl; do (cd "$tmp/site" && python3 -m zipfile -e "$w" .); done
   (cd "$tmp/site" && rm -rf z3_solver-*.data tilelang/3rdparty/composable_kernel \
-    tvm_ffi/lib/libtvm_ffi_testing.so && find . -name __pycache__ -prune -exec rm -rf {} + &&
+    && find . -name __pycache__ -prune -exec rm -rf {} + &&
     if [ -f z3/lib/libz3.so.4.15 ]; then rm z3/lib/libz3.so.4.15 && ln -s libz3.so z3/lib/libz3.so.4.15; fi &&
     find . -name "*.so" -exec chmod +x {} +)
   tar -cJf .whl/tilelang_site.tar.xz -C "$tmp/site" .

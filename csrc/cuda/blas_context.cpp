@@ -92,7 +92,8 @@ Context current_context() {
     if (w.stream == stream.handle) ws = &w;
   if (!ws) {
     size_t size = workspace_size(device);
-    void* ptr = size ? allocator::raw_alloc(size, stream) : nullptr;
+    // kept for the thread's life: never from a graph's pool, even when first used in a capture
+    void* ptr = size ? allocator::raw_alloc_outside_graphs(size, stream) : nullptr;
     pair->workspaces.push_back({stream.handle, ptr, size});
     ws = &pair->workspaces.back();
     pair->is_bound = false;

@@ -14,6 +14,7 @@
 
 #include "core/storage.h"
 #include "cuda/check.h"
+#include "cuda/graphs/graph.h"
 #include "cuda/vmm.h"
 
 // Note [CUDA caching allocator]
@@ -54,6 +55,23 @@
 // Stats: reserved_bytes counts mapped bytes, `segment` counts the segment once while it has
 // mapped memory, num_device_alloc/free count grows and shrinks; snapshot shows the segment
 // at its mapped size. Off (the default), nothing here runs: the small pool never expands.
+//
+// Note [Graph pools]
+// A CUDA graph replays its kernels on the addresses they had at capture, so the memory its
+// capture allocated must stay the graph's: reused only by the graph itself (as in the
+// capture) or by other graphs the user declares to share it, never by eager code. While a
+// capture runs, allocations made by it (any stream the capture spans: the stream's capture
+// id decides) come from a private pool: a small and a large BlockPool of their own, with
+// their own segments, split and merged as the global ones. Blocks freed during or after the
+// capture return to that pool. A pool counts the graphs using it; once none does, each of
+// its segments goes to the global pools as soon as it is wholly free (its last tensor
+// died), and the pool is gone with its last segment. Handing segments over needs no driver
+// call, so it is safe while some capture runs, ours or another library's in the same
+// process (a cudaFree there would invalidate that capture); empty_cache frees them later.
+// During any capture the allocator also keeps from calls a capture forbids: no event
+// queries (the cross-stream frees wait in `deferred_`), no OOM retry (it frees memory),
+// cudaMalloc under the relaxed capture mode (allowed there, as it does not touch a stream).
+// The small-block bin (Note [Small-block reuse]) serves only the global small pool.
 
 namespace tp::cuda::allocator {
 
@@ -93,6 +111,7 @@ void update(StatArray& s, bool small, int64_t n) {
 
 struct BlockPool;
 struct Block;
+struct PrivatePool;
 
 // An expandable segment (Note [Expandable segments]): `reserved` bytes of address space at
 // `base`, of which the first `mapped` are backed by chunks[i] (each `chunk` bytes).
@@ -165,6 +184,33 @@ struct BlockOrder {
 struct BlockPool {
   std::set<Block*, BlockOrder> blocks;
   bool small = false;
+  PrivatePool* owner = nullptr;  // Note [Graph pools]; nullptr for the global pools
+};
+
+// A graph's (or several graphs') private pool (Note [Graph pools]).
+struct PrivatePool {
+  std::pair<uint64_t, uint64_t> id;
+  BlockPool small, large;
+  int use_count = 0;     // graphs using it
+  int64_t segments = 0;  // segments it holds
+  int64_t reserved = 0;  // their bytes
+  PrivatePool() {
+    small.small = true;
+    small.owner = large.owner = this;
+  }
+};
+
+// The calling thread's capture mode set to relaxed for a scope, when a capture is underway
+// (cudaMalloc and friends are "unsafe" calls in the global mode).
+struct RelaxedCaptureMode {
+  bool active = graphs::capture_underway();
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCaptureMode() {
+    if (active) TP_CUDA_WARN(cudaThreadExchangeStreamCaptureMode(&mode));
+  }
+  ~RelaxedCaptureMode() {
+    if (active) TP_CUDA_WARN(cudaThreadExchangeStreamCaptureMode(&mode));
+  }
 };
 
 std::string format_size(size_t n) {
@@ -195,10 +241,25 @@ class DeviceAllocator {
     large_.small = false;
   }
 
-  Block* malloc(size_t requested, cudaStream_t stream) {
+  Block* malloc(size_t requested, cudaStream_t stream, bool graph_pools = true) {
     std::lock_guard<std::mutex> g(mu_);
-    process_events();
+    const bool capturing = graphs::capture_underway();
+    if (!capturing) {
+      process_events();
+      if (!deferred_.empty()) flush_deferred();
+    }
     size_t size = round_size(requested);
+    PrivatePool* to = captures_.empty() || !graph_pools ? nullptr : routed_pool(stream);
+    if (to) {
+      BlockPool& pool = size <= kSmallSize ? to->small : to->large;
+      Block* block = take_free(pool, size, stream);
+      if (!block) {
+        block = new_segment(pool, segment_size(size), stream);
+        if (!block) raise_oom(requested, segment_size(size));
+      }
+      split(block, size, pool);
+      return activate(block, requested);
+    }
     if (size == kMinBlockSize && !quick_.empty() && quick_.back()->stream == stream) {
       Block* b = quick_.back();
       quick_.pop_back();
@@ -210,7 +271,7 @@ class DeviceAllocator {
     Block* block = take_free(pool, size, stream);
     if (!block && !pool.small && expandable_requested()) {
       block = grow(size, stream);
-      if (!block) {
+      if (!block && !capturing) {
         stats_.num_alloc_retries++;
         release_cached();
         block = grow(size, stream);
@@ -219,19 +280,25 @@ class DeviceAllocator {
     } else if (!block) {
       size_t seg = segment_size(size);
       block = new_segment(pool, seg, stream);
-      if (!block) {
-        // Give the cache back to the driver and try once more.
+      if (!block && !capturing) {
+        // Give the cache back to the driver and try once more (not during a capture).
         stats_.num_alloc_retries++;
         release_cached();
         block = new_segment(pool, seg, stream);
       }
       if (!block) raise_oom(requested, seg);
     }
+    split(block, size, pool);
+    return activate(block, requested);
+  }
+
+  // Splits the unused rest of `block` off as a free block when it is large enough.
+  void split(Block* block, size_t size, BlockPool& pool) {
     size_t rest = block->size - size;
     if (pool.small ? rest >= kMinBlockSize : rest > kSmallSize) {
       Block* r = new Block;
       r->device = device_;
-      r->stream = stream;
+      r->stream = block->stream;
       r->size = rest;
       r->ptr = block->ptr + size;
       r->pool = &pool;
@@ -243,7 +310,47 @@ class DeviceAllocator {
       block->size = size;
       insert_free(r);
     }
-    return activate(block, requested);
+  }
+
+  // Note [Graph pools]: the pool of the capture that `stream`'s work belongs to, if any.
+  PrivatePool* routed_pool(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    if (status != cudaStreamCaptureStatusActive) return nullptr;
+    for (auto& [cid, pool] : captures_)
+      if (cid == id) return pool;
+    return nullptr;
+  }
+
+  void begin_allocate_to_pool(std::pair<uint64_t, uint64_t> id, unsigned long long capture_id) {
+    std::lock_guard<std::mutex> g(mu_);
+    PrivatePool*& pool = pools_[id];
+    if (!pool) {
+      pool = new PrivatePool;
+      pool->id = id;
+    }
+    pool->use_count++;
+    captures_.push_back({capture_id, pool});
+  }
+
+  void end_allocate_to_pool(unsigned long long capture_id) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = captures_.begin(); it != captures_.end(); ++it)
+      if (it->first == capture_id) {
+        captures_.erase(it);
+        break;
+      }
+  }
+
+  void release_pool(std::pair<uint64_t, uint64_t> id) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = pools_.find(id);
+    if (it == pools_.end()) return;
+    if (--it->second->use_count <= 0) free_pool(it->second);
   }
 
   void free(Block* block) {
@@ -254,6 +361,11 @@ class DeviceAllocator {
     update(stats_.allocated_bytes, small, -int64_t(block->size));
     update(stats_.requested_bytes, small, -int64_t(block->requested));
     if (!block->stream_uses.empty()) {
+      if (graphs::capture_underway()) {
+        // Recording events could land in a capture: wait until no capture is underway.
+        deferred_.push_back(block);
+        return;
+      }
       // Used on other streams: free once the work queued there so far has finished.
       DeviceGuard dg(device_);
       for (cudaStream_t s : block->stream_uses) {
@@ -265,7 +377,7 @@ class DeviceAllocator {
       block->stream_uses.clear();
       return;
     }
-    if (block->size == kMinBlockSize && block->pool->small && quick_.size() < kQuickDepth) {
+    if (block->size == kMinBlockSize && block->pool == &small_ && quick_.size() < kQuickDepth) {
       update(stats_.active, true, -1);
       update(stats_.active_bytes, true, -int64_t(block->size));
       block->quick = true;
@@ -301,6 +413,7 @@ class DeviceAllocator {
 
   void empty_cache() {
     std::lock_guard<std::mutex> g(mu_);
+    if (graphs::capture_underway()) return;  // cudaFree would invalidate the capture
     release_cached();
   }
 
@@ -331,6 +444,21 @@ class DeviceAllocator {
     out["num_sync_all_streams"] = stats_.num_sync_all_streams;
     out["num_device_alloc"] = stats_.num_device_alloc;
     out["num_device_free"] = stats_.num_device_free;
+    // Note [Graph pools]: the private pools, their segments and bytes, the captures now
+    int64_t pool_segments = 0, pool_reserved = 0, pool_allocated = 0;
+    for (auto& [id, pool] : pools_) {
+      pool_segments += pool->segments;
+      pool_reserved += pool->reserved;
+    }
+    for (Block* head : segments_)
+      if (head->pool->owner)
+        for (Block* b = head; b; b = b->next)
+          if (b->allocated) pool_allocated += int64_t(b->size);
+    out["graph_pools.current"] = int64_t(pools_.size());
+    out["graph_pool_segments.current"] = pool_segments;
+    out["graph_pool_reserved_bytes.current"] = pool_reserved;
+    out["graph_pool_allocated_bytes.current"] = pool_allocated;
+    out["graph_captures.current"] = int64_t(captures_.size());
     out["max_split_size"] = -1;
     out["oversize_allocations.current"] = 0;
     out["oversize_allocations.peak"] = 0;
@@ -458,6 +586,7 @@ class DeviceAllocator {
     cudaError_t err;
     {
       DeviceGuard dg(device_);
+      RelaxedCaptureMode relaxed;
       err = cudaMalloc(&p, size);
     }
     if (err == cudaErrorMemoryAllocation) {
@@ -475,6 +604,10 @@ class DeviceAllocator {
     stats_.num_device_alloc++;
     update(stats_.segment, pool.small, 1);
     update(stats_.reserved_bytes, pool.small, int64_t(size));
+    if (pool.owner) {
+      pool.owner->segments++;
+      pool.owner->reserved += int64_t(size);
+    }
     return b;
   }
 
@@ -615,6 +748,58 @@ class DeviceAllocator {
       delete n;
     }
     insert_free(b);
+    if (PrivatePool* owner = b->pool->owner; owner && owner->use_count <= 0 && !b->prev && !b->next)
+      free_pool(owner);
+  }
+
+  // Hands the whole free segments of a pool no graph uses to the global pools (no driver
+  // call); the pool goes with its last segment (Note [Graph pools]).
+  void free_pool(PrivatePool* pool) {
+    for (BlockPool* bp : {&pool->small, &pool->large}) {
+      std::vector<Block*> whole;
+      for (Block* b : bp->blocks)
+        if (!b->prev && !b->next) whole.push_back(b);
+      for (Block* b : whole) {
+        erase_free(b);
+        pool->segments--;
+        pool->reserved -= int64_t(b->size);
+        b->pool = bp->small ? &small_ : &large_;
+        insert_free(b);
+      }
+    }
+    if (pool->segments == 0) {
+      pools_.erase(pool->id);
+      delete pool;
+    }
+  }
+
+  // Gives a whole free segment (one free block) back to the driver.
+  void free_segment(Block* b) {
+    BlockPool* bp = b->pool;
+    erase_free(b);
+    segments_.erase(b);
+    TP_CUDA_WARN(cudaFree(b->ptr));
+    stats_.num_device_free++;
+    update(stats_.segment, bp->small, -1);
+    update(stats_.reserved_bytes, bp->small, -int64_t(b->size));
+    delete b;
+  }
+
+  // Frees the blocks whose cross-stream frees waited for the captures to end.
+  void flush_deferred() {
+    std::vector<Block*> blocks;
+    blocks.swap(deferred_);
+    DeviceGuard dg(device_);
+    for (Block* block : blocks) {
+      for (cudaStream_t s : block->stream_uses) {
+        cudaEvent_t ev = get_event();
+        TP_CUDA_WARN(cudaEventRecord(ev, s));
+        pending_.push_back({ev, block});
+        block->event_count++;
+      }
+      block->stream_uses.clear();
+      if (block->event_count == 0) free_block(block);
+    }
   }
 
   // Completed events free their blocks.
@@ -649,20 +834,17 @@ class DeviceAllocator {
       pending_.clear();
       stats_.num_sync_all_streams++;
     }
+    // pools no graph uses any more hand their free segments over first
+    std::vector<PrivatePool*> unused;
+    for (auto& [id, pool] : pools_)
+      if (pool->use_count <= 0) unused.push_back(pool);
+    for (PrivatePool* pool : unused) free_pool(pool);
     DeviceGuard dg(device_);
     for (BlockPool* pool : {&small_, &large_}) {
       std::vector<Block*> whole;
       for (Block* b : pool->blocks)
         if (!b->prev && !b->next && !b->seg) whole.push_back(b);
-      for (Block* b : whole) {
-        erase_free(b);
-        segments_.erase(b);
-        TP_CUDA_WARN(cudaFree(b->ptr));
-        stats_.num_device_free++;
-        update(stats_.segment, pool->small, -1);
-        update(stats_.reserved_bytes, pool->small, -int64_t(b->size));
-        delete b;
-      }
+      for (Block* b : whole) free_segment(b);
     }
     for (ExpandableSegment* e : expandable_) shrink(e);
     for (cudaEvent_t ev : events_) TP_CUDA_WARN(cudaEventDestroy(ev));
@@ -709,6 +891,9 @@ class DeviceAllocator {
   std::set<Block*> segments_;  // first block of each segment
   std::vector<ExpandableSegment*> expandable_;  // Note [Expandable segments]
   std::vector<Block*> quick_;  // Note [Small-block reuse]
+  std::map<std::pair<uint64_t, uint64_t>, PrivatePool*> pools_;  // Note [Graph pools]
+  std::vector<std::pair<unsigned long long, PrivatePool*>> captures_;  // capture id -> pool
+  std::vector<Block*> deferred_;  // cross-stream frees made during a capture
   std::vector<std::pair<cudaEvent_t, Block*>> pending_;
   std::vector<cudaEvent_t> events_;  // spare events
   Stats stats_;
@@ -777,6 +962,12 @@ void* raw_alloc(size_t nbytes, const Stream& stream) {
   return for_device(stream.device).malloc(nbytes, stream.handle)->ptr;
 }
 
+void* raw_alloc_outside_graphs(size_t nbytes, const Stream& stream) {
+  if (nbytes == 0) return nullptr;
+  DeviceGuard g(stream.device);
+  return for_device(stream.device).malloc(nbytes, stream.handle, false)->ptr;
+}
+
 void raw_free(void* ptr) {
   if (!ptr) return;
   Block* b = find_block(ptr);
@@ -808,6 +999,17 @@ void set_memory_fraction(double fraction, int device) {
   for_device(device).set_fraction(fraction);
 }
 double get_memory_fraction(int device) { return for_device(device).fraction(); }
+
+void begin_allocate_to_pool(int device, std::pair<uint64_t, uint64_t> id,
+                            unsigned long long capture_id) {
+  for_device(device).begin_allocate_to_pool(id, capture_id);
+}
+void end_allocate_to_pool(int device, unsigned long long capture_id) {
+  for_device(device).end_allocate_to_pool(capture_id);
+}
+void release_pool(int device, std::pair<uint64_t, uint64_t> id) {
+  for_device(device).release_pool(id);
+}
 
 std::vector<SegmentInfo> snapshot() {
   std::vector<SegmentInfo> out;

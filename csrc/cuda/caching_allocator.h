@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -26,6 +27,9 @@ namespace allocator {
 void install();
 /// Device memory of `nbytes` on the current device for use on `stream`. free_raw gives it back.
 void* raw_alloc(size_t nbytes, const Stream& stream);
+/// raw_alloc from the global pools even while `stream` is captured into a CUDA graph: for
+/// memory that outlives every graph (a cuBLAS workspace; Note [Graph pools]).
+void* raw_alloc_outside_graphs(size_t nbytes, const Stream& stream);
 void raw_free(void* ptr);
 /// Marks the block holding `ptr` as used on `stream`: its free then waits for the work
 /// queued on `stream` so far (an event) before the block is reused.
@@ -52,6 +56,17 @@ struct SegmentInfo {
   std::string blocks;  // "size:allocated;size:free;..."
 };
 std::vector<SegmentInfo> snapshot();
+
+// Private pools of CUDA graphs (Note [Graph pools] in caching_allocator.cpp). A pool id is
+// cuda::MempoolId (cuda/graphs/graph.h): a pair, (0, 0) meaning none.
+/// Routes the allocations of the capture `capture_id` on `device` to the pool `id`,
+/// creating it on first use, and counts one more use of it (the capturing graph's).
+void begin_allocate_to_pool(int device, std::pair<uint64_t, uint64_t> id, unsigned long long capture_id);
+/// Stops routing the capture's allocations (the graph keeps its use of the pool).
+void end_allocate_to_pool(int device, unsigned long long capture_id);
+/// A graph stops using pool `id`: once no graph uses it and none of its blocks is
+/// allocated, its segments go back to the driver and the pool is gone.
+void release_pool(int device, std::pair<uint64_t, uint64_t> id);
 
 }  // namespace allocator
 }  // namespace tp::cuda

@@ -2,6 +2,7 @@
 #include "cuda/copy.h"
 
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/kernels.h"
 #include "cuda/pointwise.h"
 #include "cuda/runtime.h"
@@ -70,6 +71,11 @@ void host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
     copy_impl(host, src, false, {});
   }
   if (dst.numel() == 0) return;
+  // under capture only a non-blocking copy from pinned memory can be recorded (a memcpy
+  // node reading the pinned buffer at each replay)
+  if (!(non_blocking && direct && is_pinned(host.data_ptr())))
+    graphs::check_not_capturing(s.handle, "copying a CPU tensor to the GPU (other than a "
+                                "non_blocking copy from pinned memory)");
   Tensor staging = dst.is_contiguous() ? dst : empty_tensor(dst.sizes(), dst.dtype(), dst.device());
   TP_CUDA_CHECK(cudaMemcpyAsync(staging.data_ptr(), host.data_ptr(), nbytes_of(dst),
                                 cudaMemcpyHostToDevice, s.handle));
@@ -81,6 +87,8 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   int dev = src.device().index;
   DeviceGuard g(dev);
   Stream s = current_stream(dev);
+  graphs::check_not_capturing(s.handle, "copying a CUDA tensor to the CPU (.item(), .cpu(), "
+                              ".tolist(), .numpy(), printing, a Python bool or if on a tensor)");
   Tensor dsrc = contiguous_on_device(src, s.handle);
   bool direct = dst.is_contiguous() && dst.dtype() == src.dtype() && same_sizes(dst, src);
   Tensor host = direct ? dst : empty_tensor(src.sizes(), src.dtype(), Device(DeviceType::CPU));

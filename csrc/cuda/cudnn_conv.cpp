@@ -20,6 +20,7 @@
 #include "core/matmul_settings.h"
 #include "cuda/caching_allocator.h"
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/cudnn_handle.h"
 #include "cuda/handle_pool.h"
 #include "cuda/runtime.h"
@@ -776,7 +777,9 @@ Tensor convolve_in(Pass pass, const Tensor& a, const Tensor& b, IntArrayRef out_
   const cudnnDataType_t type = data_type(dt);
   const bool half_type = dt == DType::Float16 || dt == DType::BFloat16;
   const bool fma_only = dt == DType::Float32 && !cudnn_allow_tf32();
-  const CudnnFlags flags = cudnn_flags();
+  CudnnFlags flags = cudnn_flags();
+  // timing algorithms synchronises: inside a CUDA graph capture the heuristics choose
+  if (flags.benchmark && graphs::is_capturing(current_stream(device).handle)) flags.benchmark = false;
   const bool deterministic = flags.deterministic || deterministic_algorithms();
   const cudnnHandle_t handle = current_handle(device);
   std::vector<int64_t> key{int64_t(pass), int64_t(dt), cl, g.nd, g.groups, device, fma_only, deterministic,

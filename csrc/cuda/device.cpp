@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/driver_launch.cuh"
 #include "cuda/runtime.h"
 
@@ -164,6 +165,7 @@ const DeviceProperties& device_properties(int device) {
 
 void synchronize(int device) {
   DeviceGuard g(check_device(device));
+  graphs::check_not_capturing(current_stream(-1).handle, "tp.cuda.synchronize()");
   TP_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

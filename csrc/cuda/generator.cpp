@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "cuda/graphs/graph.h"
 #include "cuda/runtime.h"
 #include "random/cpu_generator.h"
 
@@ -63,10 +64,17 @@ intrusive_ptr<GeneratorImpl> CUDAGenerator::clone() const {
   return g;
 }
 
-philox::LaunchArgs CUDAGenerator::reserve(int64_t blocks) {
+philox::LaunchArgs CUDAGenerator::reserve(int64_t blocks, cudaStream_t stream) {
+  philox::LaunchArgs args;
+  if (graphs::capture_underway() && graphs::reserve_in_capture(*this, blocks, stream, &args))
+    return args;
+  return advance(uint64_t(blocks));
+}
+
+philox::LaunchArgs CUDAGenerator::advance(uint64_t blocks) {
   std::lock_guard<std::mutex> lock(mutex);
   const philox::LaunchArgs args{seed_, offset_ / 4};
-  offset_ += 4 * uint64_t(blocks);
+  offset_ += 4 * blocks;
   return args;
 }
 

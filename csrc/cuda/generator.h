@@ -1,6 +1,8 @@
 // The CUDA generator: PyTorch's (seed, offset) state over Philox4x32-10 streams (Note
 // [Philox streams] in philox.h), and the default generator of each GPU.
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <optional>
 
 #include "core/generator.h"
@@ -30,9 +32,13 @@ class CUDAGenerator final : public GeneratorImpl {
   uint64_t offset() const { return offset_; }
   void set_offset(uint64_t offset);
 
-  /// Reserves `blocks` Philox blocks for one launch under the mutex: returns the key and
-  /// the first block's counter, and moves the offset past them.
-  philox::LaunchArgs reserve(int64_t blocks);
+  /// Reserves `blocks` Philox blocks for one launch queued on `stream` under the mutex:
+  /// returns the key and the first block's counter, and moves the offset past them. When
+  /// `stream` is being captured into a CUDA graph, the launch reads its key and counter
+  /// from the graph's device memory instead (Note [Philox in graphs]).
+  philox::LaunchArgs reserve(int64_t blocks, cudaStream_t stream);
+  /// reserve()'s host part: the key and counter now, and the offset moved past `blocks`.
+  philox::LaunchArgs advance(uint64_t blocks);
 
  private:
   uint64_t seed_;

@@ -14,6 +14,7 @@
 
 #include "core/deterministic.h"
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/index.h"
 #include "cuda/launch.cuh"
 #include "cuda/runtime.h"
@@ -328,10 +329,8 @@ void row_write(const Tensor& dst, const std::vector<const int64_t*>& idx,
   }
   int64_t both = 2 * inner;
   Tensor offs = empty_tensor(IntArrayRef(&both, 1), DType::Int64, dst.device());
-  TP_CUDA_CHECK(cudaMemcpyAsync(offs.data_ptr(), dst_inner.data(), size_t(inner) * 8,
-                                cudaMemcpyHostToDevice, s.handle));
-  TP_CUDA_CHECK(cudaMemcpyAsync(offs.data_ptr() + inner * 8, val_inner.data(), size_t(inner) * 8,
-                                cudaMemcpyHostToDevice, s.handle));
+  graphs::upload(offs.data_ptr(), dst_inner.data(), size_t(inner) * 8, s.handle);
+  graphs::upload(offs.data_ptr() + inner * 8, val_inner.data(), size_t(inner) * 8, s.handle);
   const int64_t* d_off = offs.device_data<int64_t>();
   if (sorted_write(op, dst.dtype())) {
     sorted_write_run(dst, n, s.handle, [&](uint64_t* keys, int64_t* order) {

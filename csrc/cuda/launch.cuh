@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/tensor_impl.h"
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 
 namespace tp::cuda {
 
@@ -33,8 +34,7 @@ inline Tensor scratch(int64_t n, DType dt, Device dev) {
 template <class T>
 Tensor to_device(const std::vector<T>& v, DType dt, Device dev, cudaStream_t s) {
   Tensor t = scratch(int64_t(v.size()), dt, dev);
-  if (!v.empty())
-    TP_CUDA_CHECK(cudaMemcpyAsync(t.data_ptr(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+  graphs::upload(t.data_ptr(), v.data(), v.size() * sizeof(T), s);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/index.h"
 #include "cuda/launch.cuh"
 #include "cuda/runtime.h"
@@ -123,6 +124,12 @@ TileScan scan_tiles(const T* x, int64_t n, Device dev, cudaStream_t s) {
   TP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, counts, ends, r.tiles, s));
   Tensor temp = scratch(int64_t(bytes) + 1, DType::UInt8, dev);
   TP_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data_ptr(), bytes, counts, ends, r.tiles, s));
+  // masked_scatter reads the total only to check its source (nonzero and masked_select,
+  // whose output size it is, raised before a capture gets here)
+  if (graphs::skip_host_checks(s)) {
+    r.total = -1;  // unknown
+    return r;
+  }
   TP_CUDA_CHECK(cudaMemcpyAsync(&r.total, ends + (r.tiles - 1), 8, cudaMemcpyDeviceToHost, s));
   TP_CUDA_CHECK(cudaStreamSynchronize(s));
   return r;
@@ -143,6 +150,7 @@ Tensor nonzero(const Tensor& x) {
   TP_CHECK(ndim <= kMaxIndexDims, "nonzero: at most ", kMaxIndexDims, " dimensions on CUDA, got ", ndim);
   DeviceGuard guard(x.device().index);
   Stream s = current_stream(x.device().index);
+  graphs::check_not_capturing(s.handle, "nonzero (its output size depends on the data)");
   Tensor out;
   visit_device_dtype(x.dtype(), [&](auto v) {
     using T = decltype(v);
@@ -163,6 +171,7 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   int64_t n = mask.numel();
   DeviceGuard guard(x.device().index);
   Stream s = current_stream(x.device().index);
+  graphs::check_not_capturing(s.handle, "masked_select (its output size depends on the data)");
   const bool* mp = mask.device_data<bool>();
   TileScan r;
   if (n) r = scan_tiles(mp, n, x.device(), s.handle);
@@ -183,7 +192,7 @@ bool masked_scatter(const Tensor& dst, const Tensor& mask, const Tensor& src) {
   Stream s = current_stream(dst.device().index);
   const bool* mp = mask.device_data<bool>();
   TileScan r = scan_tiles(mp, n, dst.device(), s.handle);
-  if (r.total > src.numel()) return false;
+  if (r.total > src.numel()) return false;  // (-1 under capture: not checked)
   if (r.total == 0) return true;
   by_size(dst.itemsize(), [&](auto w) {
     using W = decltype(w);

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/launch.cuh"
 #include "cuda/order_stats.h"
 #include "cuda/runtime.h"
@@ -242,6 +243,7 @@ Runs runs_from_flags(const Tensor& flags, const Tensor& order) {
   TP_CHECK(n < INT_MAX, "unique: CUDA kernels support fewer than 2^31 elements");
   DeviceGuard guard(dev.index);
   cudaStream_t s = stream_of(flags);
+  graphs::check_not_capturing(s, "unique (its output size depends on the data)");
   Tensor run_end = scratch(n, DType::Int64, dev);
   const int64_t* f = flags.device_data<int64_t>();
   int64_t* e = run_end.device_data<int64_t>();

@@ -124,10 +124,20 @@ TP_HD uint64_t draw64(const Block& b, int j) {
   return uint64_t(b.w[2 * j]) | (uint64_t(b.w[2 * j + 1]) << 32);
 }
 
-/// What a launch passes to its kernel: the key and the first block's counter.
+/// What a launch passes to its kernel: the key and the first block's counter. A launch
+/// captured into a CUDA graph passes `state` instead (Note [Philox in graphs], cuda/graphs/
+/// graph.h): the key and the counter at the start of the replay, which the replay writes
+/// there, and `counter` is then the launch's blocks past that start.
 struct LaunchArgs {
   uint64_t seed;
   uint64_t counter;
+  const uint64_t* state = nullptr;  // device memory: {seed, counter at replay start}
 };
+
+/// The key and counter a kernel draws with: `a` itself outside graphs.
+TP_HD LaunchArgs resolve(LaunchArgs a) {
+  if (a.state) return LaunchArgs{a.state[0], a.state[1] + a.counter, nullptr};
+  return a;
+}
 
 }  // namespace tp::philox

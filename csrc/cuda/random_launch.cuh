@@ -11,6 +11,7 @@ namespace tp::cuda {
 /// b K .. b K + K - 1; with a stream per element (poisson), unit b is element b.
 template <class S>
 __global__ void philox_kernel(S s, philox::LaunchArgs args, int64_t n, int64_t blocks) {
+  args = philox::resolve(args);
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocks; b += step)
     philox::run_unit(s, args, b, n);
@@ -23,7 +24,7 @@ struct PhiloxLauncher {
   template <class S>
   void operator()(const S& s) const {
     const int64_t blocks = philox::blocks_for<S>(target.n);
-    const philox::LaunchArgs args = gen.reserve(blocks);
+    const philox::LaunchArgs args = gen.reserve(blocks, target.stream);
     static const int per_sm = [] {
       int b = 0;
       TP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, philox_kernel<S>,

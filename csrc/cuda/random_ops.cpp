@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/copy.h"
 #include "cuda/random.h"
 #include "cuda/random_kernels.h"
@@ -49,6 +50,7 @@ Tensor new_flag(const Device& device, const Stream& s) {
 
 /// The flag's value once the work queued on s has finished.
 bool flag_raised(const Tensor& flag, const Stream& s) {
+  if (graphs::skip_host_checks(s.handle)) return false;  // Note [Checks under capture]
   int32_t host = 0;
   TP_CUDA_CHECK(cudaMemcpyAsync(&host, flag.data_ptr(), sizeof(int32_t), cudaMemcpyDeviceToHost,
                                 s.handle));
@@ -223,6 +225,7 @@ ProbabilityIssues scan_probabilities(const Tensor& p, int64_t rows, int64_t n_ca
   auto* words = reinterpret_cast<unsigned long long*>(found.data_ptr());
   launch_scan_probabilities(p.data_ptr(), p.dtype() == DType::Float64, rows, n_categories, words,
                             nonzero.device_data<int32_t>(), s.handle);
+  if (graphs::skip_host_checks(s.handle)) return {0, false, false};  // Note [Checks under capture]
   unsigned long long host[2] = {0, 0};
   TP_CUDA_CHECK(cudaMemcpyAsync(host, words, sizeof(host), cudaMemcpyDeviceToHost, s.handle));
   s.synchronize();

@@ -5,6 +5,7 @@
 
 #include "core/streams.h"
 #include "cuda/check.h"
+#include "cuda/graphs/capture.h"
 #include "cuda/runtime.h"
 
 namespace tp::cuda {
@@ -41,6 +42,8 @@ bool Stream::query() const {
 }
 
 void Stream::synchronize() const {
+  graphs::check_not_capturing(handle, "synchronizing a stream (Stream.synchronize(), or an op "
+                              "that reads a result back)");
   DeviceGuard g(device);
   TP_CUDA_CHECK(cudaStreamSynchronize(handle));
 }

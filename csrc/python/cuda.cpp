@@ -4,6 +4,9 @@
 // _cudnn_sdpa_available, _cudnn_sdpa_graphs). In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
 // exist; the Python package raises from there.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
@@ -13,6 +16,8 @@
 #ifdef TP_USE_CUDA
 #include "cuda/caching_allocator.h"
 #include "cuda/copy.h"
+#include "cuda/generator.h"
+#include "cuda/graphs/graph.h"
 #include "cuda/host_probe.h"
 #include "cuda/runtime.h"
 #endif
@@ -194,6 +199,43 @@ void bind_cuda(nb::module_& m) {
   m.def("_cuda_isPinned", [](const Tensor& t) {
     return t.device().is_cpu() && cuda::is_pinned(t.impl()->storage()->data());
   });
+
+  // CUDA graphs (Note [CUDA graphs] in cuda/graphs/graph.cpp); tp.cuda.CUDAGraph wraps it
+  using cuda::graphs::Graph;
+  m.def("_cuda_graph_pool_handle", [] { return cuda::graphs::graph_pool_handle(); });
+  m.def("_cuda_isCurrentStreamCapturing", [] {
+    return cuda::graphs::is_capturing(cuda::current_stream(-1).handle);
+  });
+  nb::class_<Graph>(m, "_CUDAGraph")
+      .def(nb::init<bool>(), nb::arg("keep_graph") = false)
+      .def("capture_begin", [](Graph& g, std::optional<cuda::MempoolId> pool, const std::string& mode) {
+        cudaStreamCaptureMode m;
+        if (mode == "global") m = cudaStreamCaptureModeGlobal;
+        else if (mode == "thread_local") m = cudaStreamCaptureModeThreadLocal;
+        else if (mode == "relaxed") m = cudaStreamCaptureModeRelaxed;
+        else TP_CHECK_VALUE(false, "Unknown capture_error_mode '", mode,
+                            "': expected 'global', 'thread_local' or 'relaxed'");
+        g.capture_begin(pool.value_or(cuda::MempoolId{0, 0}), m);
+      }, nb::arg("pool").none() = nb::none(), nb::arg("capture_error_mode") = "global")
+      .def("capture_end", &Graph::capture_end)
+      .def("_abort_capture", &Graph::abort_capture)
+      .def("replay", &Graph::replay)
+      .def("reset", &Graph::reset)
+      .def("pool", &Graph::pool)
+      .def("enable_debug_mode", &Graph::enable_debug_mode)
+      .def("debug_dump", &Graph::debug_dump, nb::arg("debug_path"))
+      .def("register_generator_state", [](Graph& g, const Generator& gen) {
+        TP_CHECK_VALUE(gen.defined() && gen.impl()->device().is_cuda(),
+                       "register_generator_state: expected a CUDA generator");
+        g.register_generator(static_cast<cuda::CUDAGenerator&>(*gen.impl()));
+      })
+      .def("stage_and_launch", &Graph::stage_and_launch, nb::arg("static_inputs"), nb::arg("new_inputs"))
+      .def("begin_capture_to_if_node", &Graph::begin_capture_to_if_node, nb::arg("predicate"))
+      .def("begin_capture_to_while_node", &Graph::begin_capture_to_while_node, nb::arg("predicate"))
+      .def("end_capture_to_conditional_node", &Graph::end_capture_to_conditional_node)
+      .def_prop_ro("_capturing", &Graph::capturing)
+      .def_prop_ro("_num_nodes", &Graph::num_nodes)
+      .def_prop_ro("_device", &Graph::device);
 #endif
 }
 

@@ -23,6 +23,10 @@ from tensorplay.cuda.random import (get_rng_state, get_rng_state_all, initial_se
                                     set_rng_state_all)
 from tensorplay.cuda.streams import Event, ExternalStream, Stream  # noqa: F401
 from tensorplay.cuda import amp  # noqa: F401
+from tensorplay.cuda import graphs  # noqa: F401
+from tensorplay.cuda.graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: F401
+                                    is_current_stream_capturing, make_graphed_autograd_function,
+                                    make_graphed_callables)
 
 OutOfMemoryError = _C.OutOfMemoryError
 

@@ -1,7 +1,7 @@
 """Adam (with AMSGrad, maximize, L2 or decoupled weight decay); AdamW builds on it."""
 import tensorplay as tp
 from tensorplay import _C
-from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_moment_args,
+from tensorplay.optim.optimizer import (Optimizer, _check_capturable, _cuda_graph_capture_health_check, _check_fused_flags, _check_moment_args,
                                         _device_dtype_check_for_fused, _eval_closure, _get_scalar_dtype,
                                         _get_value, _to_scalar, _use_fused_kernel,
                                         _use_grad_for_differentiable)
@@ -86,6 +86,7 @@ class Adam(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Performs one Adam step; ``closure`` re-evaluates the model and returns the loss."""
+        _cuda_graph_capture_health_check(self)
         loss = _eval_closure(closure)
         for group in self.param_groups:
             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
@@ -119,12 +120,12 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
                         decoupled_weight_decay=decoupled_weight_decay)
     else:
         _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
-                            differentiable=differentiable, **kw)
+                            differentiable=differentiable, capturable=capturable, **kw)
 
 
 def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad,
                         beta1, beta2, lr, weight_decay, eps, maximize, differentiable,
-                        decoupled_weight_decay):
+                        decoupled_weight_decay, capturable=False):
     """PyTorch's for-loop path, op by op (the differentiable one keeps the graph)."""
     lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
     for i, param in enumerate(params):
@@ -143,7 +144,9 @@ def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, s
             exp_avg_sq.lerp_(tp.square(grad), weight=1 - beta2)
         else:
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        if differentiable:
+        if differentiable or capturable:
+            # the bias corrections stay tensors (capturable: on the step's device, so a
+            # CUDA graph replays them with the step it increments)
             bias_correction1 = 1 - beta1 ** step_t
             bias_correction2 = 1 - beta2 ** step_t
             step_size_neg = (lr / bias_correction1).neg()
@@ -153,7 +156,7 @@ def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, s
                 denom = (max_exp_avg_sqs[i].sqrt() / scale).add_(eps / step_size_neg)
             else:
                 denom = (exp_avg_sq.sqrt() / scale).add_(eps / step_size_neg)
-            param.addcdiv_(exp_avg.clone(), denom)
+            param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
         else:
             step = _get_value(step_t)
             step_size = lr / (1 - beta1 ** step)

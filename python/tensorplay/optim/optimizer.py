@@ -117,6 +117,26 @@ def _check_capturable(params, *state, what="params and state_steps", supports_xl
             raise AssertionError(f"If capturable=True, {what} must be on supported devices: {supported}.")
 
 
+def _cuda_graph_capture_health_check(opt):
+    """A step captured into a CUDA graph must keep its step count on the device (each replay
+    then counts): PyTorch's error when a group is not capturable, and its warning when a
+    capturable one runs uncaptured."""
+    if not tp.cuda.is_available():
+        return
+    capturing = tp.cuda.is_current_stream_capturing()
+    if capturing and not all(g.get("capturable", False) for g in opt.param_groups):
+        raise RuntimeError("Attempting CUDA graph capture of step() for an instance of "
+                           f"{opt.__class__.__name__} but param_groups' capturable is False.")
+    if (not getattr(opt, "_warned_capturable_if_run_uncaptured", False)
+            and all(g.get("capturable", False) for g in opt.param_groups) and not capturing):
+        warnings.warn("This instance was constructed with capturable=True or some of all the "
+                      "param_groups came with capturable=True, but step() is running without "
+                      "CUDA graph capture. If you never intend to graph-capture this instance, "
+                      "capturable=True can impair performance, and you should set "
+                      "capturable=False.")
+        opt._warned_capturable_if_run_uncaptured = True
+
+
 def _eval_closure(closure):
     """The loss from ``closure()`` run with grad enabled, or None without a closure."""
     if closure is None:
