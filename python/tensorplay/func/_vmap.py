@@ -52,6 +52,7 @@ from tensorplay import _C
 from tensorplay._ops import Tag, ops
 from tensorplay.autograd import forward_ad as _fwAD
 from tensorplay.utils._pytree import tree_flatten, tree_unflatten
+from tensorplay.nn.functional import activation as _activation
 from tensorplay.utils._python_dispatch import TorchDispatchMode, _pop_mode, _push_mode
 
 __all__ = ['vmap', 'BatchedTensor', 'is_batchedtensor']
@@ -83,6 +84,7 @@ class _Level:
 
 
 _ACTIVE = {}  # level id -> _Level of the vmap calls running now (any thread)
+_activation._VMAP_ACTIVE = _ACTIVE  # dropout's cheap "is any vmap running" test
 
 
 _state = threading.local()
