@@ -116,6 +116,7 @@ class GraphContext:
         self.table = table
         self.param_names = param_names
         self.nodes = []
+        self._main_nodes = self.nodes
         self.initializers = []
         self.used_names = set()
         self._const_cache = {}
@@ -156,7 +157,10 @@ class GraphContext:
     def initializer(self, array, hint='const'):
         from onnx import numpy_helper
         name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:
+            array = array.copy()
+        self.initializers.append(numpy_helper.from_array(array, name))
         return name
 
     def const(self, value, dtype=None):
@@ -218,6 +222,14 @@ class GraphContext:
         name = self._sym_cache.get(s)
         if name is not None:
             return name
+        saved, self.nodes = self.nodes, self._main_nodes  # sizes live in the main graph
+        try:
+            name = self._sym_cache[s] = self._emit_sym(s)
+        finally:
+            self.nodes = saved
+        return name
+
+    def _emit_sym(self, s):
         den = 1
         for c in s.coefs.values():
             den = den * c.denominator // math.gcd(den, c.denominator)
@@ -235,7 +247,6 @@ class GraphContext:
             total = term if total is None else self.op('Add', total, term)
         if den != 1:
             total = self.op('Div', total, self.const(np.array([den], np.int64)))
-        self._sym_cache[s] = total
         return total
 
     def _symbol(self, symbol):
@@ -243,9 +254,9 @@ class GraphContext:
         name = self._sym_cache.get(key)
         if name is None:
             src, axis = self.sym_source[symbol]
-            saved, self.node = self.node, None
-            name = self.op('Shape', src, start=axis, end=axis + 1)
-            self.node = saved
+            name = self.fresh(f'size_{symbol}')
+            self.nodes.append(self.helper.make_node('Shape', [src], [name], name=self.fresh(
+                f'size_{symbol}/Shape'), start=axis, end=axis + 1))
             self._sym_cache[key] = name
         return name
 

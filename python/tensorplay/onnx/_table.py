@@ -704,13 +704,6 @@ def _matmul(g, a, b):
     return g.op('MatMul', g.cast(a, dt), g.cast(b, dt))
 
 
-@reg(*_h('outer', 'default'))
-def _outer(g, a, b):
-    dt = g.out.dtype
-    return g.op('Mul', g.op('Unsqueeze', g.cast(a, dt), g.const(np.array([1], np.int64))),
-                g.cast(b, dt))
-
-
 @reg(aten.addmm.default)
 def _addmm(g, c, a, b, beta=1, alpha=1):
     dt = g.out.dtype
@@ -998,8 +991,8 @@ def _as_strided(g, x, size, stride, storage_offset=None):
     for d in range(in_rank):
         st = [p[1][d] for p in plans]
         en = [p[2][d] for p in plans]
-        full = [p[3][d] for p in plans]
-        sp = [p[4][d] for p in plans]
+        sp = [p[3][d] for p in plans]
+        full = [p[4][d] for p in plans]
         if all(full):
             continue
         s = g.cap.fit(st, 'a slice start', g.node)
@@ -1284,7 +1277,7 @@ def _convolution(g, x, w, b, stride, padding, dilation, transposed, output_paddi
     op = 'ConvTranspose' if transposed else 'Conv'
     dt = g.out.dtype
     ins = [g.cast(w, dt)] + ([g.cast(b, dt)] if b is not None else [])
-    return _batched(g, x, n, lambda xx: g.op(op, xx, *ins, **attrs))
+    return g.op(op, x.name, *ins, **attrs)
 
 
 def _pool_attrs(kernel, stride, padding, n, dilation=None, ceil_mode=False):
@@ -1315,17 +1308,6 @@ def _max_pool(n):
 
 for _n in (1, 2, 3):
     reg(*_h(f'max_pool{_n}d_with_indices', 'default'))(_max_pool(_n))
-
-
-def _max_pool_values(n):
-    def fn(g, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        attrs = _pool_attrs(kernel_size, stride, padding, n, dilation, ceil_mode)
-        return _batched(g, x, n, lambda xx: g.op('MaxPool', xx, **attrs))
-    return fn
-
-
-for _n in (1, 2, 3):
-    reg(*_h(f'max_pool{_n}d', 'default'))(_max_pool_values(_n))
 
 
 def _avg_pool(n):
@@ -1450,11 +1432,6 @@ def _batch_norm(g, x, w, b, mean, var, training, momentum, eps):
     return y, None, None
 
 
-@reg(*_h('batch_norm', 'default'))
-def _batch_norm_composite(g, x, w, b, mean, var, training, momentum, eps, cudnn_enabled=True):
-    return _batch_norm(g, x, w, b, mean, var, training, momentum, eps)[0]
-
-
 @reg(aten.native_layer_norm.default)
 def _layer_norm(g, x, normalized_shape, w, b, eps):
     k = len(normalized_shape)
@@ -1463,11 +1440,6 @@ def _layer_norm(g, x, normalized_shape, w, b, eps):
     ins = [x.name, scale] + ([b.name] if b is not None else [])
     y = g.op('LayerNormalization', *ins, axis=-k, epsilon=float(eps))
     return y, None, None
-
-
-@reg(*_h('layer_norm', 'default'))
-def _layer_norm_composite(g, x, normalized_shape, w=None, b=None, eps=1e-5, cudnn_enable=True):
-    return _layer_norm(g, x, normalized_shape, w, b, eps)[0]
 
 
 @reg(aten.native_group_norm.default)
@@ -1488,13 +1460,6 @@ def _group_norm(g, x, w, b, N, C, HxW, group, eps):
     return y, None, None
 
 
-@reg(*_h('group_norm', 'default'))
-def _group_norm_composite(g, x, num_groups, w=None, b=None, eps=1e-5, cudnn_enabled=True):
-    n = x.shape[0]
-    c = x.shape[1]
-    return _group_norm(g, x, w, b, n, c, None, num_groups, eps)[0]
-
-
 def _rms(g, x, normalized_shape, w, eps):
     dt = x.dtype
     k = len(normalized_shape)
@@ -1512,11 +1477,6 @@ def _rms(g, x, normalized_shape, w, eps):
 @reg(aten._fused_rms_norm.default)
 def _fused_rms_norm(g, x, normalized_shape, w, eps):
     return _rms(g, x, normalized_shape, w, eps)
-
-
-@reg(*_h('rms_norm', 'default'))
-def _rms_norm(g, x, normalized_shape, w=None, eps=None):
-    return _rms(g, x, normalized_shape, w, eps)[0]
 
 
 @reg(aten._lstm_layer.default)

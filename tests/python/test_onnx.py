@@ -1,0 +1,508 @@
+"""tp.onnx (issue 37): every entry of the translation table exported alone on sample inputs
+and run in ONNX Runtime against TensorPlay's eager result; whole models (an MLP, the main
+job's CNN, ResNet-18, an LSTM language model, a transformer encoder, a nanoGPT GPT with
+dynamic batch and sequence axes) exported, checked by onnx.checker and run at the traced and
+at other sizes; and the errors (unsupported op, data-dependent control flow, a dynamic axis
+the model specialises on)."""
+import io
+import math
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip('onnx')
+ort = pytest.importorskip('onnxruntime')
+
+import tensorplay as tp  # noqa: E402
+from tensorplay.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+from tensorplay.onnx._table import TABLE  # noqa: E402
+
+nn = tp.nn
+F = nn.functional
+aten = tp.ops.aten
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+# ---- samples of every table entry ----------------------------------------------------------
+
+class In:
+    """A graph input of the sample: its shape and how to fill it."""
+
+    def __init__(self, *shape, dtype=tp.float32, kind='randn', high=None):
+        self.shape, self.dtype, self.kind, self.high = shape, dtype, kind, high
+
+    def make(self, gen):
+        s = self.shape
+        if self.kind == 'randn':
+            t = tp.randn(*s, generator=gen)
+        elif self.kind == 'pos':      # (0.1, 2.1)
+            t = tp.rand(*s, generator=gen) * 2 + 0.1
+        elif self.kind == 'unit':     # (-0.9, 0.9)
+            t = (tp.rand(*s, generator=gen) * 2 - 1) * 0.9
+        elif self.kind == 'prob':     # (0.05, 0.95)
+            t = tp.rand(*s, generator=gen) * 0.9 + 0.05
+        elif self.kind == 'gt1':
+            t = tp.rand(*s, generator=gen) * 2 + 1.1
+        elif self.kind == 'int':
+            return tp.randint(-5, 6, s, generator=gen).to(self.dtype)
+        elif self.kind == 'nonzero':  # ints without 0
+            t = tp.randint(1, 6, s, generator=gen)
+            sign = tp.randint(0, 2, s, generator=gen) * 2 - 1
+            return (t * sign).to(self.dtype)
+        elif self.kind == 'idx':      # indices in [0, high)
+            return tp.randint(0, self.high, s, generator=gen).to(self.dtype)
+        elif self.kind == 'bool':
+            return tp.rand(*s, generator=gen) > 0.5
+        elif self.kind == 'halves':   # ties of round-half-to-even
+            t = tp.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, 3.6])
+        elif self.kind == 'signed_zero':
+            t = tp.tensor([0.0, -1.0, 2.0, 0.0, -3.0, 1.0, 0.0, -0.5])
+        elif self.kind == 'special':  # NaN, +-inf and ordinary values
+            t = tp.tensor([0.5, -1.5, float('nan'), float('inf'), -float('inf'), 3.0])
+            return t.reshape(s).to(self.dtype)
+        else:
+            raise ValueError(self.kind)
+        return t.to(self.dtype)
+
+
+class Sample:
+    def __init__(self, op, args, kwargs, out=None, tol=None, name=''):
+        self.op, self.args, self.kwargs, self.out, self.tol, self.name = \
+            op, args, kwargs, out, tol, name
+
+    def inputs(self, seed):
+        gen = tp.Generator().manual_seed(seed)
+        found = []
+
+        def walk(a):
+            if isinstance(a, In):
+                found.append(a.make(gen))
+            elif isinstance(a, (list, tuple)):
+                for x in a:
+                    walk(x)
+            elif isinstance(a, dict):
+                for x in a.values():
+                    walk(x)
+        walk(self.args)
+        walk(self.kwargs)
+        return found
+
+    def fn(self):
+        op, args, kwargs, out = self.op, self.args, self.kwargs, self.out
+
+        def call(*tensors):
+            it = iter(tensors)
+
+            def fill(a):
+                if isinstance(a, In):
+                    return next(it)
+                if isinstance(a, list):
+                    return [fill(x) for x in a]
+                if isinstance(a, tuple):
+                    return tuple(fill(x) for x in a)
+                if isinstance(a, dict):
+                    return {k: fill(v) for k, v in a.items()}
+                return a
+            r = op(*fill(args), **fill(kwargs))
+            if out is not None:
+                return tuple(r[i] for i in out)
+            return r
+        return call
+
+
+SAMPLES = []
+
+
+def add(op, *args, out=None, tol=None, name='', **kwargs):
+    SAMPLES.append(Sample(op, args, kwargs, out, tol, name))
+
+
+X = In(3, 4)
+X3 = In(2, 3, 4)
+for _op in ['abs', 'neg', 'exp', 'sin', 'cos', 'atan', 'sinh', 'cosh', 'asinh', 'tanh',
+            'sigmoid', 'erf', 'sign', 'relu', 'floor', 'ceil', 'round', 'trunc', 'frac',
+            'square', 'expm1', 'exp2', '_gelu', '_gelu_tanh', '_silu', '_mish',
+            '_hardsigmoid', '_hardswish', 'clone', 'contiguous', 'detach', 'lift_fresh']:
+    add(getattr(aten, _op).default, X3)
+for _op, _kind in [('log', 'pos'), ('sqrt', 'pos'), ('rsqrt', 'pos'), ('reciprocal', 'pos'),
+                   ('log1p', 'pos'), ('log2', 'pos'), ('log10', 'pos'), ('tan', 'unit'),
+                   ('asin', 'unit'), ('acos', 'unit'), ('atanh', 'unit'), ('acosh', 'gt1')]:
+    add(getattr(aten, _op).default, In(2, 3, 4, kind=_kind))
+add(aten.abs.default, In(3, 4, dtype=tp.int64, kind='int'), name='int')
+add(aten.neg.default, In(3, 4, dtype=tp.int32, kind='int'), name='int32')
+add(aten.exp.default, In(3, 4, dtype=tp.int64, kind='int'), name='int->float')
+add(aten.floor.default, In(3, 4, dtype=tp.int64, kind='int'), name='int')
+add(aten.round.default, X3, decimals=2, name='decimals')
+add(aten.round.default, In(8, kind='halves'), name='halves')
+add(aten.sigmoid.default, In(3, 4, dtype=tp.float64), name='float64')
+add(aten.relu.default, In(3, 4, dtype=tp.float16), name='float16')
+add(aten.logit.default, In(3, 4, kind='prob'))
+add(aten.logit.default, X, eps=0.1, name='eps')
+add(aten.isnan.default, In(6, kind='special'))
+add(aten.isinf.default, In(6, kind='special'))
+add(aten.nan_to_num.default, In(6, kind='special'))
+add(aten.nan_to_num.default, In(6, kind='special'), nan=1.0, posinf=2.0, neginf=-3.0,
+    name='values')
+add(aten.logical_not.default, In(3, 4, kind='bool'))
+add(aten.logical_not.default, X, name='float')
+add(aten.bitwise_not.default, In(3, 4, kind='bool'))
+add(aten.bitwise_not.default, In(3, 4, dtype=tp.int64, kind='int'), name='int')
+add(aten._softplus.default, X3, 1, 20)
+add(aten._softplus.default, X3, 2.0, 1.0, name='beta')
+add(aten._elu.default, X3, 1.0, 1.0, 1.0)
+add(aten._elu.default, X3, 1.6732632423543772, 1.0507009873554805, 1.0, name='selu')
+add(aten._elu.default, X3, 0.5, 1.0, 2.0, name='celu')
+add(aten._leaky_relu.default, X3, 0.1)
+add(aten._to_dtype.default, X3, tp.int32)
+add(aten._to_dtype.default, X3, tp.float16, name='half')
+add(aten._to_dtype.default, In(2, 3, dtype=tp.int64, kind='int'), tp.float32, name='int')
+add(aten._to_dtype.default, X3, tp.bool, name='bool')
+# binary
+Y3 = In(2, 3, 4)
+B4 = In(4)
+add(aten.add.Tensor, X3, Y3)
+add(aten.add.Tensor, X3, B4, alpha=2.5, name='alpha_broadcast')
+add(aten.add.Tensor, X3, 1.5, name='scalar')
+add(aten.add.Tensor, In(3, dtype=tp.int64, kind='int'), 2.5, name='int+float')
+add(aten.add.Tensor, In(3, kind='bool'), In(3, kind='bool'), name='bool')
+add(aten.sub.Tensor, X3, Y3, alpha=0.5)
+add(aten.sub.Tensor, In(3, 4, dtype=tp.int64, kind='int'), 3, name='int')
+add(aten.mul.Tensor, X3, Y3)
+add(aten.mul.Tensor, X3, 3, name='scalar')
+add(aten.mul.Tensor, In(3, kind='bool'), In(3, kind='bool'), name='bool')
+add(aten.true_divide.Tensor, X3, In(2, 3, 4, kind='pos'))
+add(aten.true_divide.Tensor, In(3, dtype=tp.int64, kind='int'), 2, name='int')
+for _mode in (None, 'trunc', 'floor'):
+    add(aten.div.Tensor_mode, X3, In(2, 3, 4, kind='pos'), rounding_mode=_mode, name=str(_mode))
+    add(aten.div.Tensor_mode, In(3, 4, dtype=tp.int64, kind='int'),
+        In(3, 4, dtype=tp.int64, kind='nonzero'), rounding_mode=_mode, name=f'int_{_mode}')
+add(aten.floor_divide.default, X3, In(2, 3, 4, kind='pos'))
+add(aten.floor_divide.default, In(3, 4, dtype=tp.int64, kind='int'),
+    In(3, 4, dtype=tp.int64, kind='nonzero'), name='int')
+add(aten.remainder.Tensor, X3, In(2, 3, 4, kind='pos'))
+add(aten.remainder.Tensor, In(3, 4, dtype=tp.int64, kind='int'),
+    In(3, 4, dtype=tp.int64, kind='nonzero'), name='int')
+add(aten.fmod.Tensor, X3, In(2, 3, 4, kind='pos'))
+add(aten.fmod.Tensor, In(3, 4, dtype=tp.int64, kind='int'),
+    In(3, 4, dtype=tp.int64, kind='nonzero'), name='int')
+add(aten.pow.Tensor_Tensor, In(2, 3, kind='pos'), In(2, 3))
+add(aten.pow.Tensor_Tensor, X3, 2, name='square')
+add(aten.pow.Tensor_Tensor, In(3, dtype=tp.int64, kind='int'), 3, name='int')
+add(aten.pow.Scalar, 2.0, X3)
+for _op in (aten.maximum.default, aten.minimum.default, aten.max.other, aten.min.other):
+    add(_op, X3, Y3)
+add(aten.maximum.default, In(6, kind='special'), In(6), name='nan')
+add(aten.maximum.default, In(3, dtype=tp.int64, kind='int'), In(3, dtype=tp.int64, kind='int'),
+    name='int')
+add(aten.atan2.default, X3, Y3)
+add(aten.atan2.default, In(8, kind='halves'), In(8, kind='signed_zero'), name='axes')
+add(aten.hypot.default, X3, Y3)
+add(aten.lerp.Tensor, X3, Y3, In(2, 3, 4, kind='prob'))
+add(aten.addcmul.default, X3, Y3, In(4), value=0.5)
+add(aten.addcdiv.default, X3, Y3, In(4, kind='pos'), value=2)
+for _op in ('eq', 'ne', 'lt', 'le', 'gt', 'ge'):
+    add(getattr(aten, _op).Tensor, In(3, 4, dtype=tp.int64, kind='int'),
+        In(3, 4, dtype=tp.int64, kind='int'))
+    add(getattr(aten, _op).Tensor, X3, 0.25, name='scalar')
+    add(getattr(aten, _op).Tensor, In(3, 4, dtype=tp.int64, kind='int'), 0.5, name='int_float')
+add(aten.lt.Tensor, In(4, kind='bool'), In(4, kind='bool'), name='bool')
+for _op in ('bitwise_and', 'bitwise_or', 'bitwise_xor'):
+    add(getattr(aten, _op).Tensor, In(3, 4, kind='bool'), In(3, 4, kind='bool'))
+    add(getattr(aten, _op).Tensor, In(3, 4, dtype=tp.int64, kind='int'),
+        In(3, 4, dtype=tp.int64, kind='int'), name='int')
+for _op in ('logical_and', 'logical_or', 'logical_xor'):
+    add(getattr(aten, _op).default, In(3, 4, kind='bool'), X)
+add(aten.where.self, In(2, 3, 4, kind='bool'), X3, Y3)
+add(aten.where.self, In(3, 4, kind='bool'), X, 0.0, name='scalar')
+add(aten.masked_fill.Tensor, X3, In(3, 4, kind='bool'), -math.inf)
+add(aten.masked_fill.Tensor, X3, In(4, kind='bool'), 2, name='int_value')
+add(aten.clamp.Tensor, X3, In(4), In(4, kind='pos'))
+add(aten.clamp.Tensor, In(6, kind='special'), -1.0, 1.0, name='nan')
+add(aten.clamp.Tensor, X3, None, 0.5, name='max_only')
+# reductions
+for _op in (aten.sum.default, aten.mean.default):
+    add(_op, X3)
+    add(_op, X3, [1], True, name='dim_keepdim')
+    add(_op, X3, [0, 2], name='dims')
+    add(_op, X3, [-1], name='neg')
+add(aten.sum.default, In(3, 4, kind='bool'), [1], name='bool')
+add(aten.sum.default, In(3, 4, dtype=tp.int32, kind='int'), dtype=tp.float32, name='dtype')
+add(aten.prod.default, X3)
+add(aten.prod.default, X3, 1, True, name='dim')
+for _op in (aten.amax.default, aten.amin.default):
+    add(_op, X3, [1])
+    add(_op, X3, [0, 2], True, name='dims_keepdim')
+    add(_op, In(3, 4, kind='bool'), [1], name='bool')
+add(aten.max.default, X3)
+add(aten.min.default, X3)
+add(aten.max.dim, X3, 1, out=(0, 1))
+add(aten.max.dim, X3, -1, True, out=(0, 1), name='keepdim')
+add(aten.min.dim, X3, 0, out=(0, 1))
+add(aten.max.dim, In(3, 4, dtype=tp.int64, kind='int'), 1, out=(0,), name='int')
+add(aten.argmax.default, X3, 1)
+add(aten.argmax.default, X3, name='flat')
+add(aten.argmax.default, X3, None, True, name='flat_keepdim')
+add(aten.argmin.default, X3, 2, True)
+add(aten.any.dims, In(3, 4, kind='bool'), [1])
+add(aten.any.dims, X, name='all_dims_float')
+add(aten.all.dims, In(3, 4, kind='bool'), [0], True)
+for _ov in ('correction', 'dim', 'default'):
+    for _op in (aten.var, aten.std):
+        h = getattr(_op, _ov)
+        if _ov == 'correction':
+            add(h, X3, [1], correction=0, name='corr0')
+            add(h, X3, [0, 2], keepdim=True, name='keepdim')
+            add(h, X3, name='all')
+        elif _ov == 'dim':
+            add(h, X3, [2], False, True)
+        else:
+            add(h, X3)
+add(aten.logsumexp.default, X3, [1])
+add(aten.logsumexp.default, In(2, 3), [0, 1], True, name='keepdim')
+add(aten.logsumexp.default, In(2, 3, kind='int', dtype=tp.int64), [1], name='int')
+for _ord in (2, 1, 3, math.inf, -math.inf, 0):
+    add(aten.linalg_vector_norm.default, X3, _ord, [1], name=f'ord{_ord}')
+add(aten.linalg_vector_norm.default, X3, name='all')
+add(aten.linalg_vector_norm.default, X3, 2, [2], True, name='keepdim')
+add(aten.cumsum.default, X3, 1)
+add(aten.cumsum.default, In(3, 4, dtype=tp.int64, kind='int'), 0, name='int')
+add(aten.cumsum.default, In(3, 4, kind='bool'), -1, name='bool')
+add(aten.softmax.int, X3, -1)
+add(aten.softmax.int, X3, 0, name='dim0')
+add(aten.log_softmax.int, X3, 1)
+add(aten.sort.default, In(3, 6), out=(0, 1))
+add(aten.sort.default, In(3, 6), 0, True, out=(0, 1), name='descending')
+add(aten.argsort.default, In(3, 6), 1)
+add(aten.topk.default, In(3, 6), 2, out=(0, 1))
+add(aten.topk.default, In(3, 6), 2, 0, False, out=(0, 1), name='smallest')
+# matrix products
+add(aten.mm.default, In(3, 4), In(4, 5))
+add(aten.bmm.default, In(2, 3, 4), In(2, 4, 5))
+add(aten.matmul.default, In(2, 3, 4), In(4, 5))
+add(aten.matmul.default, In(2, 1, 3, 4), In(5, 4, 2), name='broadcast')
+add(aten.matmul.default, In(4), In(2, 4, 3), name='vec')
+add(aten.dot.default, In(5), In(5))
+add(aten.mv.default, In(3, 5), In(5))
+add(aten.addmm.default, In(5), In(3, 4), In(4, 5))
+add(aten.addmm.default, In(3, 5), In(3, 4), In(4, 5), beta=0.5, alpha=2.0, name='scaled')
+add(aten.addmm.default, In(5), In(3, 4), In(4, 5), beta=0, name='beta0')
+add(aten.addmm.default, In(5, dtype=tp.int64, kind='int'), In(3, 4, dtype=tp.int64, kind='int'),
+    In(4, 5, dtype=tp.int64, kind='int'), name='int')
+add(aten.baddbmm.default, In(3, 5), In(2, 3, 4), In(2, 4, 5), beta=0.5, alpha=2)
+add(aten.addbmm.default, In(3, 5), In(2, 3, 4), In(2, 4, 5))
+add(aten.addmv.default, In(3), In(3, 5), In(5), alpha=0.5)
+add(aten.einsum.default, 'bij,bjk->bik', [In(2, 3, 4), In(2, 4, 5)])
+add(aten.einsum.default, 'i j, j -> i', [In(3, 4), In(4)], name='spaces')
+add(aten.einsum.default, '...ij->...ji', [In(2, 3, 4)], name='ellipsis')
+add(aten.t.default, In(3, 4))
+add(aten.t.default, In(3), name='1d')
+# shapes and views
+add(aten.reshape.default, X3, [4, -1])
+add(aten.reshape.default, X3, [24], name='flat')
+add(aten.view.default, X3, [2, 12])
+add(aten.flatten.using_ints, In(2, 3, 4, 5), 1, 2)
+add(aten.unflatten.int, X3, 2, [2, 2])
+add(aten.unsqueeze.default, X3, -1)
+add(aten.unsqueeze.default, X3, 1, name='mid')
+add(aten._squeeze_dims.default, In(2, 1, 4, 1), [1, 3])
+add(aten._squeeze_dims.default, In(2, 1, 4), [0, -2], name='partial')
+add(aten.permute.default, X3, [2, 0, 1])
+add(aten.transpose.int, X3, 0, -1)
+add(aten.expand.default, In(3, 1), [2, 3, 4])
+add(aten.expand.default, In(3, 1), [-1, 5], name='minus1')
+add(aten.repeat.default, In(2, 3), [2, 1, 3])
+add(aten.narrow.default, X3, 2, 1, 2)
+add(aten.narrow.default, X3, -1, -3, 2, name='negative')
+add(aten.select.int, X3, 1, 2)
+add(aten.select.int, X3, -1, -1, name='negative')
+add(aten.cat.default, [X3, Y3], 1)
+add(aten.cat.default, [X3, In(2, 3, 2), In(2, 3, 1)], -1, name='three')
+add(aten.cat.default, [X3, In(2, 3, 4, dtype=tp.int64, kind='int')], 0, name='promote')
+add(aten.stack.default, [X, X, X], 1)
+add(aten.stack.default, [X, X], -1, name='last')
+add(aten.flip.default, X3, [0, 2])
+add(aten.roll.default, X3, [1, -2], [1, 2])
+add(aten.roll.default, X3, [5], name='flat')
+add(aten.tril.default, In(4, 5))
+add(aten.triu.default, In(2, 4, 5), 1)
+add(aten.tril.default, In(4, 4, kind='bool'), -1, name='bool')
+add(aten.triu.default, In(4, 4, dtype=tp.int32, kind='int'), name='int32')
+add(aten.constant_pad_nd.default, X3, [1, 2], 0.5)
+add(aten.constant_pad_nd.default, In(1, 2, 3, 4), [1, 0, 2, 1, 0, 1], name='3dims')
+add(aten.constant_pad_nd.default, In(2, 5, 6), [-1, 1, 2, -2], name='negative')
+add(aten.reflection_pad1d.default, In(2, 3, 5), [2, 1])
+add(aten.reflection_pad2d.default, In(1, 2, 4, 5), [1, 2, 2, 1])
+add(aten.reflection_pad3d.default, In(1, 1, 3, 4, 5), [1, 1, 1, 2, 2, 1])
+add(aten.replication_pad1d.default, In(2, 3, 5), [2, 1])
+add(aten.replication_pad2d.default, In(1, 2, 4, 5), [1, 2, 2, 1])
+add(aten.replication_pad3d.default, In(1, 1, 3, 4, 5), [1, 1, 1, 2, 2, 1])
+add(aten.as_strided.default, In(4, 6), [2, 3], [6, 2], 7, name='slice_steps')
+add(aten.as_strided.default, In(4, 6), [4, 1, 3], [6, 0, 1], 2, name='new_dim')
+add(aten.as_strided.default, In(4, 6), [3], [6], 1, name='column')
+add(aten.as_strided.default, In(4, 6), [6, 4], [1, 6], 0, name='transposed')
+add(aten.as_strided.default, In(2, 3, 4), [2, 2], [12, 4], 5, name='select_inner')
+# factories (constant outputs: the graph adds an input so it has one)
+add(lambda x: x + aten.zeros.default([3, 4]), X, name='zeros')
+add(lambda x: x + aten.ones.default([3, 4], dtype=tp.float32), X, name='ones')
+add(lambda x: aten.full.default([3, 4], 2.5) * x, X, name='full')
+add(lambda x: aten.full.default([3, 4], 7, dtype=tp.int64) + x, X, name='full_int')
+add(lambda x: aten.full.default([2], True, dtype=tp.bool) & (x > 0), In(2), name='full_bool')
+add(lambda x: aten.empty.memory_format([3, 4]).fill_(1.0) + x, X, name='empty')
+add(lambda x: aten.empty_strided.default([3, 4], [4, 1]).zero_() + x, X, name='empty_strided')
+add(lambda x: aten.arange.default(0, 4) + x, X, name='arange')
+add(lambda x: aten.arange.default(0.5, 2.0, 0.25) + x, In(6), name='arange_float')
+add(lambda x: aten.linspace.default(0, 1, 4) + x, X, name='linspace')
+add(lambda x: aten.logspace.default(0, 2, 4) * x, X, name='logspace')
+add(lambda x: aten.eye.default(4) * x, In(4, 4), name='eye')
+add(lambda x: aten.tril_indices.default(3, 4) + x, In(2, 1, dtype=tp.int64, kind='int'),
+    name='tril_indices')
+add(lambda x: aten.triu_indices.default(3, 3, 1) + x, In(2, 1, dtype=tp.int64, kind='int'),
+    name='triu_indices')
+# in-place ops, written into a fresh tensor and into a view of one
+add(lambda x: aten.fill_.Scalar(x.clone(), 3.0), X, name='fill_')
+add(lambda x: aten.zero_.default(x.clone()), X, name='zero_')
+add(lambda x, y: aten.copy_.default(x.clone(), y), X, In(4), name='copy_')
+
+
+def _setitem(x, v):
+    y = x.clone()
+    y[1, 1:3] = v
+    y[:, 0] = 5.0
+    return y * 2
+
+
+add(_setitem, X, In(2), name='setitem_views')
+# indexing
+add(aten.index_select.default, X3, 1, In(4, dtype=tp.int64, kind='idx', high=3))
+add(aten.index_select.default, X3, -1, In(2, dtype=tp.int32, kind='idx', high=4), name='int32')
+add(aten.gather.default, X3, 2, In(2, 3, 5, dtype=tp.int64, kind='idx', high=4))
+add(aten.gather.default, X3, 0, In(1, 2, 4, dtype=tp.int64, kind='idx', high=2), name='smaller')
+add(aten.scatter.src, X3, 1, In(2, 2, 4, dtype=tp.int64, kind='idx', high=3), In(2, 2, 4))
+add(aten.scatter.src, X3, 2, In(2, 3, 1, dtype=tp.int64, kind='idx', high=4), In(2, 3, 4),
+    reduce='add', name='add_src_larger')
+add(aten.scatter.value, X3, 2, In(2, 3, 1, dtype=tp.int64, kind='idx', high=4), 1.5)
+add(aten.scatter_add.default, X3, 1, In(2, 2, 4, dtype=tp.int64, kind='idx', high=3), In(2, 2, 4))
+add(aten.scatter_reduce.two, X3, 2, In(2, 3, 2, dtype=tp.int64, kind='idx', high=4),
+    In(2, 3, 2), 'amax')
+add(aten.scatter_reduce.two, X3, 2, In(2, 3, 2, dtype=tp.int64, kind='idx', high=4),
+    In(2, 3, 2), 'sum', name='sum')
+add(aten.index_put.hacked_twin, X3, [In(2, dtype=tp.int64, kind='idx', high=2)], In(2, 3, 4))
+add(aten.index_put.hacked_twin, X3, [In(3, dtype=tp.int64, kind='idx', high=2),
+                                     In(3, dtype=tp.int64, kind='idx', high=3)], In(4),
+    accumulate=True, name='two_accumulate')
+add(aten.index_put.hacked_twin, X3, [In(2, 3, kind='bool')], In(1), name='mask')
+add(aten.take_along_dim.default, X3, In(2, 3, 2, dtype=tp.int64, kind='idx', high=4), 2)
+add(aten.take_along_dim.default, X3, In(5, dtype=tp.int64, kind='idx', high=24), name='flat')
+# layers
+add(aten.convolution.default, In(2, 3, 9), In(4, 3, 3), In(4), [2], [1], [1], False, [0], 1,
+    name='1d')
+add(aten.convolution.default, In(2, 4, 9, 8), In(6, 2, 3, 2), None, [1, 2], [1, 0], [2, 1],
+    False, [0, 0], 2, name='2d_groups_dilation')
+add(aten.convolution.default, In(1, 2, 5, 6, 4), In(3, 2, 3, 3, 2), In(3), [1, 1, 1],
+    [1, 1, 0], [1, 1, 1], False, [0, 0, 0], 1, name='3d')
+add(aten.convolution.default, In(2, 3, 7), In(3, 4, 3), In(4), [2], [1], [1], True, [1], 1,
+    name='transposed1d')
+add(aten.convolution.default, In(1, 4, 5, 5), In(4, 3, 3, 3), In(6), [2, 2], [1, 1], [1, 1],
+    True, [1, 0], 2, name='transposed2d_groups')
+add(aten.convolution.default, In(1, 2, 3, 4, 3), In(2, 2, 2, 2, 2), None, [2, 1, 2],
+    [0, 1, 0], [1, 1, 1], True, [0, 0, 1], 1, name='transposed3d')
+add(aten.max_pool1d_with_indices.default, In(2, 3, 9), [3], [2], [1], out=(0, 1))
+add(aten.max_pool2d_with_indices.default, In(2, 3, 9, 8), [3, 2], [2, 2], [1, 0], [1, 1],
+    out=(0, 1))
+add(aten.max_pool2d_with_indices.default, In(2, 3, 9, 8), [3, 3], [2, 2], [1, 1], [1, 1], True,
+    out=(0, 1), name='ceil')
+add(aten.max_pool2d_with_indices.default, In(2, 3, 9, 9), [2, 2], [], [0, 0], [2, 2],
+    out=(0, 1), name='dilation')
+add(aten.max_pool3d_with_indices.default, In(1, 2, 5, 6, 4), [2, 2, 2], out=(0, 1))
+add(aten.max_pool2d_with_indices.default, In(3, 8, 8), [2, 2], out=(0, 1), name='unbatched')
+add(aten.avg_pool1d.default, In(2, 3, 9), [3], [2], [1])
+add(aten.avg_pool2d.default, In(2, 3, 9, 8), [3, 2], [2, 2], [1, 1], False, False,
+    name='exclude_pad')
+add(aten.avg_pool2d.default, In(2, 3, 9, 8), [3, 3], [2, 2], [1, 1], True, True, name='ceil')
+add(aten.avg_pool2d.default, In(2, 3, 8, 8), [2, 2], divisor_override=3, name='divisor')
+add(aten.avg_pool3d.default, In(1, 2, 4, 6, 4), [2, 2, 2])
+add(aten.adaptive_avg_pool1d.default, In(2, 3, 10), [4])
+add(aten.adaptive_avg_pool2d.default, In(2, 3, 9, 8), [1, 1], name='global')
+add(aten.adaptive_avg_pool2d.default, In(2, 3, 8, 8), [4, 2], name='divisible')
+add(aten.adaptive_avg_pool2d.default, In(2, 3, 9, 7), [4, 3], name='uneven')
+add(aten.adaptive_avg_pool3d.default, In(1, 2, 5, 4, 6), [2, 2, 3])
+add(aten.adaptive_max_pool1d.default, In(2, 3, 8), [4], out=(0,))
+add(aten.adaptive_max_pool2d.default, In(2, 3, 8, 6), [1, 1], out=(0,), name='global')
+add(aten.adaptive_max_pool2d.default, In(2, 3, 8, 6), [2, 3], out=(0,))
+add(aten.native_batch_norm.default, In(2, 3, 4, 5), In(3), In(3), In(3), In(3, kind='pos'),
+    False, 0.1, 1e-5, out=(0,))
+add(aten.native_batch_norm.default, In(4, 3), None, None, In(3), In(3, kind='pos'),
+    False, 0.1, 1e-3, out=(0,), name='1d_no_affine')
+add(aten.native_batch_norm.default, In(4, 3, 5), In(3), In(3), None, None, True, 0.1, 1e-5,
+    out=(0,), name='training')
+add(aten.native_layer_norm.default, X3, [4], In(4), In(4), 1e-5, out=(0,))
+add(aten.native_layer_norm.default, X3, [3, 4], None, None, 1e-5, out=(0,), name='no_affine')
+add(aten.native_group_norm.default, In(2, 6, 4, 3), In(6), In(6), 2, 6, 12, 3, 1e-5, out=(0,))
+add(aten.native_group_norm.default, In(2, 4, 5), None, None, 2, 4, 5, 1, 1e-5, out=(0,),
+    name='no_affine')
+add(aten._fused_rms_norm.default, X3, [4], In(4), 1e-6, out=(0, 1))
+add(aten._fused_rms_norm.default, X3, [3, 4], None, None, out=(0,), name='no_weight_eps')
+add(aten._lstm_layer.default, In(5, 2, 12), In(2, 3), In(2, 3), In(12, 3), In(12), False,
+    out=(0, 2))
+add(aten._lstm_layer.default, In(5, 2, 12), In(2, 3), In(2, 3), In(12, 3), None, True,
+    out=(0, 2), name='reverse_no_bias')
+add(aten._cross_entropy_rows.default, In(4, 5),
+    In(4, dtype=tp.int64, kind='idx', high=5), -100, out=(0, 1))
+add(lambda x, t: aten._cross_entropy_rows.default(x, t.masked_fill(t == 0, -100), -100),
+    In(6, 5), In(6, dtype=tp.int64, kind='idx', high=5), out=(0, 1), name='ignore_index')
+add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 0, 0, False)
+add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 1, 1, True,
+    name='nearest_border')
+
+
+def _sample_id(s):
+    name = s.op if isinstance(s.op, str) else getattr(s.op, '__name__', None) or str(s.op)
+    if not hasattr(s.op, '_schema'):
+        name = 'fn'
+    else:
+        name = str(s.op)
+    return f'{name}-{s.name}' if s.name else name
+
+
+def _graph_targets(fn, inputs):
+    with tp.no_grad():
+        gm = make_fx(fn)(*inputs)
+    return {n.target for n in gm.graph.nodes if n.op == 'call_function'}
+
+
+def test_table_keys_are_op_handles():
+    for key in TABLE:
+        assert isinstance(key, tp._ops.OpOverload), key
+        packet = getattr(tp.ops.aten, key._opname)
+        assert getattr(packet, key._overloadname) is key, key
+
+
+def test_every_table_entry_has_a_sample():
+    covered = set()
+    for s in SAMPLES:
+        covered |= _graph_targets(s.fn(), s.inputs(0))
+    missing = sorted(str(k) for k in TABLE if k not in covered)
+    assert not missing, f'table entries no sample reaches: {missing}'
+
+
+def _export_and_check(fn, inputs, rtol=1e-5, atol=1e-5, **kw):
+    prog = tp.onnx.export(fn, tuple(inputs), **kw)
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    tp.onnx.verify(fn, tuple(inputs), prog, rtol=rtol, atol=atol)
+    return prog
+
+
+@pytest.mark.parametrize('sample', SAMPLES, ids=[_sample_id(s) for s in SAMPLES])
+def test_op(sample):
+    inputs = sample.inputs(1)
+    fn = sample.fn()
+    if hasattr(sample.op, '_schema'):
+        assert sample.op in _graph_targets(fn, inputs), \
+            f'{sample.op} does not reach the graph (a composite op?)'
+    tol = sample.tol or (1e-5, 1e-5)
+    if any(t.dtype == tp.float16 for t in inputs):
+        tol = (1e-3, 1e-3)
+    _export_and_check(fn, inputs, *tol)
