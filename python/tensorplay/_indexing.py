@@ -140,7 +140,9 @@ def getitem(self, index):
     for d, t in zip(dims, idx):
         size = view.shape[d]
         t = t.long()
-        if t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
+        if t.numel() and hasattr(t, 'fake_mode'):  # fake (traced): no values; wrap in the graph
+            t = _C.where(t < 0, t + size, t)
+        elif t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
             lo, hi = builtins.int(t.amin()), builtins.int(t.amax())
             if lo < -size or hi >= size:
                 bad = lo if lo < -size else hi

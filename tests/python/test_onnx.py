@@ -453,6 +453,23 @@ add(aten._cross_entropy_rows.default, In(4, 5),
     In(4, dtype=tp.int64, kind='idx', high=5), -100, out=(0, 1))
 add(lambda x, t: aten._cross_entropy_rows.default(x, t.masked_fill(t == 0, -100), -100),
     In(6, 5), In(6, dtype=tp.int64, kind='idx', high=5), out=(0, 1), name='ignore_index')
+add(aten.movedim.intlist, In(2, 3, 4, 5), [0, 1], [3, 0])
+add(aten.moveaxis.intlist, X3, [2], [0])
+add(aten.swapaxes.default, X3, 0, 2)
+add(aten.diagonal.default, In(4, 5))
+add(aten.diagonal.default, In(2, 4, 5), 1, 1, 2, name='offset')
+add(aten.diagonal.default, In(4, 3, 2), -1, 0, 1, name='negative_offset')
+add(aten.unfold.default, In(2, 7, 3), 1, 3, 2)
+add(aten.index_add.default, X3, 1, In(4, dtype=tp.int64, kind='idx', high=3), In(2, 4, 4),
+    alpha=0.5)
+add(lambda x, s: aten.index_copy.default(x, 2, tp.tensor([3, 0]), s), X3, In(2, 3, 2),
+    name='index_copy')
+add(aten.take.default, X3, In(2, 3, dtype=tp.int64, kind='idx', high=24))
+add(aten.xlogy.Tensor, In(6, kind='special'), In(6, kind='pos'))
+add(aten.xlogy.Tensor, In(3, 4, kind='bool'), In(3, 4, kind='pos'), name='zeros')
+add(aten.tile.default, X3, [2, 1])
+add(aten.im2col.default, In(2, 3, 6, 5), [2, 3], [1, 1], [1, 0], [2, 1])
+add(aten.im2col.default, In(3, 5, 5), [3, 3], [2, 1], [2, 2], [1, 2], name='unbatched')
 add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 0, 0, False)
 add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 1, 1, True,
     name='nearest_border')
@@ -506,3 +523,213 @@ def test_op(sample):
     if any(t.dtype == tp.float16 for t in inputs):
         tol = (1e-3, 1e-3)
     _export_and_check(fn, inputs, *tol)
+
+
+# ---- layers of tp.nn -----------------------------------------------------------------------
+
+def _seeded(seed=0):
+    tp.manual_seed(seed)
+
+
+def _bn(m):
+    """Non-trivial running statistics and affine parameters for every batch norm in m."""
+    for mod in m.modules():
+        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+            c = mod.num_features
+            mod.running_mean.copy_(tp.randn(c) * 0.1)
+            mod.running_var.copy_(tp.rand(c) + 0.5)
+            if mod.weight is not None:
+                mod.weight.data.copy_(tp.rand(c) + 0.5)
+                mod.bias.data.copy_(tp.randn(c) * 0.1)
+    return m
+
+
+class _Fn(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, *args):
+        return self.f(*args)
+
+
+class _MaskedAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        pad = tp.tensor([[False] * 4 + [True], [False] * 5])
+        causal = nn.Transformer.generate_square_subsequent_mask(5)
+        return self.mha(x, x, x, key_padding_mask=pad, attn_mask=causal)
+
+
+LAYERS = [
+    ('Linear', lambda: nn.Linear(6, 5), lambda: (tp.randn(4, 6),)),
+    ('Linear3d_nobias', lambda: nn.Linear(6, 5, bias=False), lambda: (tp.randn(2, 3, 6),)),
+    ('Bilinear', lambda: nn.Bilinear(3, 4, 5), lambda: (tp.randn(2, 3), tp.randn(2, 4))),
+    ('Conv1d', lambda: nn.Conv1d(3, 4, 3, padding=1), lambda: (tp.randn(2, 3, 10),)),
+    ('Conv2d', lambda: nn.Conv2d(3, 4, 3, stride=2, padding=1), lambda: (tp.randn(2, 3, 9, 9),)),
+    ('Conv2d_same', lambda: nn.Conv2d(3, 4, 3, padding='same', dilation=2),
+     lambda: (tp.randn(2, 3, 9, 9),)),
+    ('Conv2d_depthwise', lambda: nn.Conv2d(4, 8, 3, groups=4), lambda: (tp.randn(2, 4, 7, 7),)),
+    ('Conv2d_unbatched', lambda: nn.Conv2d(3, 4, 3), lambda: (tp.randn(3, 7, 7),)),
+    ('Conv3d', lambda: nn.Conv3d(2, 3, 3, padding=1), lambda: (tp.randn(1, 2, 5, 6, 4),)),
+    ('ConvTranspose1d', lambda: nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1),
+     lambda: (tp.randn(2, 3, 6),)),
+    ('ConvTranspose2d', lambda: nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1),
+     lambda: (tp.randn(2, 4, 5, 5),)),
+    ('ConvTranspose3d', lambda: nn.ConvTranspose3d(2, 2, 2, stride=2), lambda: (tp.randn(1, 2, 3, 3, 2),)),
+    ('MaxPool1d', lambda: nn.MaxPool1d(3, 2, 1), lambda: (tp.randn(2, 3, 11),)),
+    ('MaxPool2d', lambda: nn.MaxPool2d(3, 2, 1, ceil_mode=True), lambda: (tp.randn(2, 3, 10, 9),)),
+    ('MaxPool2d_indices', lambda: nn.MaxPool2d(2, return_indices=True), lambda: (tp.randn(2, 3, 8, 8),)),
+    ('MaxPool3d', lambda: nn.MaxPool3d(2), lambda: (tp.randn(1, 2, 4, 6, 4),)),
+    ('AvgPool1d', lambda: nn.AvgPool1d(3, 2, 1), lambda: (tp.randn(2, 3, 11),)),
+    ('AvgPool2d', lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), lambda: (tp.randn(2, 3, 10, 9),)),
+    ('AvgPool3d', lambda: nn.AvgPool3d(2), lambda: (tp.randn(1, 2, 4, 6, 4),)),
+    ('AdaptiveAvgPool2d', lambda: nn.AdaptiveAvgPool2d((3, 5)), lambda: (tp.randn(2, 3, 10, 11),)),
+    ('AdaptiveMaxPool2d', lambda: nn.AdaptiveMaxPool2d(1), lambda: (tp.randn(2, 3, 10, 11),)),
+    ('BatchNorm1d', lambda: _bn(nn.BatchNorm1d(5)), lambda: (tp.randn(4, 5, 3),)),
+    ('BatchNorm2d', lambda: _bn(nn.BatchNorm2d(3)), lambda: (tp.randn(2, 3, 4, 5),)),
+    ('BatchNorm3d', lambda: _bn(nn.BatchNorm3d(2)), lambda: (tp.randn(1, 2, 3, 4, 5),)),
+    ('InstanceNorm2d', lambda: nn.InstanceNorm2d(3, affine=True), lambda: (tp.randn(2, 3, 5, 5),)),
+    ('LayerNorm', lambda: nn.LayerNorm([3, 4]), lambda: (tp.randn(2, 3, 4),)),
+    ('LayerNorm_nobias', lambda: nn.LayerNorm(4, bias=False), lambda: (tp.randn(2, 3, 4),)),
+    ('GroupNorm', lambda: nn.GroupNorm(2, 6), lambda: (tp.randn(2, 6, 4, 3),)),
+    ('RMSNorm', lambda: nn.RMSNorm(8), lambda: (tp.randn(2, 3, 8),)),
+    ('Embedding', lambda: nn.Embedding(20, 4), lambda: (tp.randint(0, 20, (3, 5)),)),
+    ('Embedding_padding_idx', lambda: nn.Embedding(20, 4, padding_idx=0),
+     lambda: (tp.randint(0, 20, (3, 5)),)),
+    ('Dropout_eval', lambda: nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5), nn.Dropout1d(0.3)),
+     lambda: (tp.randn(3, 4, 4),)),
+    ('Flatten_Unflatten', lambda: nn.Sequential(nn.Flatten(), nn.Unflatten(1, (4, 6))),
+     lambda: (tp.randn(2, 3, 8),)),
+    ('PixelShuffle', lambda: nn.Sequential(nn.PixelShuffle(2), nn.PixelUnshuffle(2)),
+     lambda: (tp.randn(1, 8, 3, 3),)),
+    ('Upsample_nearest', lambda: nn.Upsample(scale_factor=2), lambda: (tp.randn(1, 2, 3, 4),)),
+    ('Upsample_bilinear', lambda: nn.Upsample(size=(5, 7), mode='bilinear'), lambda: (tp.randn(1, 2, 3, 4),)),
+    ('Pads', lambda: nn.Sequential(nn.ZeroPad2d((1, 2, 0, 1)), nn.ReflectionPad2d(1),
+                                   nn.ReplicationPad2d((2, 0, 1, 1)), nn.ConstantPad2d(1, 0.5)),
+     lambda: (tp.randn(1, 2, 4, 5),)),
+    ('CosineSimilarity', lambda: nn.CosineSimilarity(dim=1), lambda: (tp.randn(3, 5), tp.randn(3, 5))),
+    ('PairwiseDistance', lambda: nn.PairwiseDistance(), lambda: (tp.randn(3, 5), tp.randn(3, 5))),
+    ('LSTM_batch_first', lambda: nn.LSTM(4, 6, 2, batch_first=True), lambda: (tp.randn(2, 5, 4),)),
+    ('LSTM_bidirectional', lambda: nn.LSTM(4, 6, bidirectional=True), lambda: (tp.randn(5, 2, 4),)),
+    ('GRU', lambda: nn.GRU(4, 6, 2), lambda: (tp.randn(5, 2, 4),)),
+    ('RNN_relu_bidirectional', lambda: nn.RNN(4, 6, nonlinearity='relu', bidirectional=True),
+     lambda: (tp.randn(5, 2, 4),)),
+    ('LSTMCell', lambda: nn.LSTMCell(4, 6), lambda: (tp.randn(3, 4),)),
+    ('GRUCell', lambda: nn.GRUCell(4, 6), lambda: (tp.randn(3, 4),)),
+    ('MultiheadAttention', lambda: nn.MultiheadAttention(8, 2),
+     lambda: (tp.randn(5, 2, 8), tp.randn(6, 2, 8), tp.randn(6, 2, 8))),
+    ('MultiheadAttention_masks', _MaskedAttention, lambda: (tp.randn(2, 5, 8),)),
+    ('sdpa_causal', lambda: _Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+     lambda: (tp.randn(2, 2, 5, 4), tp.randn(2, 2, 5, 4), tp.randn(2, 2, 5, 4))),
+    ('sdpa_masks', lambda: _Fn(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3)
+                              + F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0)),
+     lambda: (tp.randn(2, 2, 5, 4), tp.randn(2, 2, 6, 4), tp.randn(2, 2, 6, 4), tp.randn(5, 6))),
+    ('TransformerEncoderLayer_gelu_norm_first',
+     lambda: nn.TransformerEncoderLayer(8, 2, 16, activation='gelu', norm_first=True, batch_first=True),
+     lambda: (tp.randn(2, 5, 8),)),
+    ('TransformerDecoderLayer', lambda: nn.TransformerDecoderLayer(8, 2, 16),
+     lambda: (tp.randn(5, 2, 8), tp.randn(6, 2, 8))),
+    ('Transformer', lambda: nn.Transformer(8, 2, 1, 1, 16, batch_first=True),
+     lambda: (tp.randn(2, 5, 8), tp.randn(2, 4, 8))),
+]
+for _a in ['ReLU', 'ReLU6', 'LeakyReLU', 'ELU', 'SELU', 'CELU', 'GELU', 'SiLU', 'Mish', 'Sigmoid',
+           'Tanh', 'Softplus', 'Softsign', 'Hardtanh', 'Hardsigmoid', 'Hardswish', 'LogSigmoid',
+           'Tanhshrink', 'Softshrink', 'Hardshrink', 'PReLU', 'GLU', 'Softmin', 'Softmax2d']:
+    LAYERS.append((_a, getattr(nn, _a), lambda: (tp.randn(2, 4, 6, 6) * 3,)))
+LAYERS += [
+    ('GELU_tanh', lambda: nn.GELU('tanh'), lambda: (tp.randn(3, 5) * 3,)),
+    ('Softmax', lambda: nn.Softmax(dim=1), lambda: (tp.randn(3, 5),)),
+    ('LogSoftmax', lambda: nn.LogSoftmax(dim=-1), lambda: (tp.randn(3, 5),)),
+    ('Threshold', lambda: nn.Threshold(0.1, 20.0), lambda: (tp.randn(3, 5),)),
+    ('RReLU_eval', lambda: nn.RReLU(), lambda: (tp.randn(3, 5),)),
+]
+
+
+@pytest.mark.parametrize('name,make,inputs', LAYERS, ids=[x[0] for x in LAYERS])
+def test_layer(name, make, inputs):
+    _seeded()
+    model = make().eval()
+    args = inputs()
+    _export_and_check(model, args)
+
+
+# ---- tensor functions: shapes, indexing, reductions ------------------------------------------
+
+def _indexing(x, i):
+    a = x[:, 1:3, ::2] + x[:, -2:, 1::2]
+    b = x[0, None, :, -1] * x[..., 0].unsqueeze(-1)
+    c = x[i][:, :4] + x[:, i].transpose(0, 1)
+    return a.sum(-1), b, c.mean((0, 1)), x[:, :, i.flip(0)], x[i[:1], i[1:2]], x.mT
+
+
+def _split_cat(x):
+    a, b = x.split([2, 4], dim=-1)
+    c = tp.cat(x.chunk(3, 1), dim=0)
+    parts = x.unbind(0)
+    return tp.cat([b, a], -1), c, tp.stack(parts, -1), tp.hstack(x.tensor_split(3, dim=2))
+
+
+def _reductions(x):
+    return (x.sum(), x.mean((0, 2), keepdim=True), x.amax(1), x.std(-1), x.var(0, correction=0),
+            x.norm(dim=-1), x.logsumexp(1), x.max(1).indices, x.min(), x.argmax(),
+            x.cumsum(2), x.prod(1), (x > 0).any(1), (x > -3).all(), x.abs().log().sum(-1))
+
+
+def _casts(x):
+    i = (x * 10).int()
+    return (i.float() / 3, x.half().float(), (x > 0).long(), x.double() * 2, i.to(tp.int64) // 3,
+            x.type_as(i), i.bool())
+
+
+def _where_masked(x, m):
+    return tp.where(m, x, -x), x.masked_fill(~m, 0.5), tp.where(x > 0, x, 0.0), x.clamp(-0.5, 0.5)
+
+
+def _matmul_einsum(a, b):
+    return (a @ b, tp.einsum('bij,bjk->bik', a, b), tp.einsum('bii->bi', a @ a.transpose(1, 2)),
+            tp.einsum('bij,bkj->bik', a, b.transpose(1, 2)), a.matmul(b[0]), tp.bmm(a, b).relu())
+
+
+def _permute_reshape(x):
+    y = x.permute(2, 0, 1).reshape(6, -1).t().contiguous().view(2, 3, -1)
+    return y.flatten(), y.unsqueeze(1).expand(2, 4, 3, 6).repeat(1, 1, 2, 1), y.movedim(0, -1)
+
+
+FUNCTIONS = [
+    ('indexing', _indexing, lambda: (tp.randn(4, 5, 6), tp.tensor([2, 0, 3]))),
+    ('split_cat_stack', _split_cat, lambda: (tp.randn(3, 6, 6),)),
+    ('reductions', _reductions, lambda: (tp.randn(3, 4, 5),)),
+    ('casts', _casts, lambda: (tp.randn(3, 4),)),
+    ('where_masked_fill', _where_masked, lambda: (tp.randn(3, 4), tp.rand(3, 4) > 0.5)),
+    ('matmul_einsum', _matmul_einsum, lambda: (tp.randn(2, 3, 3), tp.randn(2, 3, 3))),
+    ('permute_reshape', _permute_reshape, lambda: (tp.randn(2, 3, 6),)),
+    ('losses', lambda x, y, t: (F.cross_entropy(x, t), F.mse_loss(x, y), F.l1_loss(x, y),
+                                F.binary_cross_entropy_with_logits(x, y.sigmoid()),
+                                F.nll_loss(F.log_softmax(x, 1), t), F.smooth_l1_loss(x, y),
+                                F.kl_div(F.log_softmax(x, 1), F.softmax(y, 1), reduction='batchmean')),
+     lambda: (tp.randn(4, 5), tp.randn(4, 5), tp.tensor([1, 0, 4, 2]))),
+    ('one_hot_like', lambda x: (tp.zeros_like(x) + tp.ones_like(x) * 2 + tp.full_like(x, 3.0),
+                                tp.arange(x.shape[1]) * x, tp.triu(x) - tp.tril(x, -1)),
+     lambda: (tp.randn(4, 4),)),
+    ('in_place', lambda x: (x.clone().add_(1).mul_(2).clamp_(max=2.5).relu_(),
+                            x.clone().masked_fill_(x > 0, 0.0)), lambda: (tp.randn(3, 4),)),
+    ('in_place_view', lambda x: _inplace_view(x), lambda: (tp.randn(3, 4),)),
+]
+
+
+def _inplace_view(x):
+    y = x.clone()
+    v = y[:, 1:3]       # a view read before and after the write
+    before = v * 1
+    y[0].mul_(10)
+    v.add_(1)
+    return y, before, v * 1, y.t()
+
+
+@pytest.mark.parametrize('name,fn,inputs', FUNCTIONS, ids=[x[0] for x in FUNCTIONS])
+def test_function(name, fn, inputs):
+    _export_and_check(fn, inputs())

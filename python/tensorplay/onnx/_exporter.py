@@ -437,6 +437,9 @@ class GraphContext:
                f'{target} (node {node.name!r})')
         if where:
             msg += f', called at\n  {where}'
+        if tp.Tag.nondeterministic_seeded in getattr(target, 'tags', ()):
+            msg += ('\nIt draws random numbers: a model in training mode runs dropout and other '
+                    'random layers; call model.eval() before exporting.')
         raise UnsupportedOperatorError(msg, op=target, node=node)
 
     def _write(self, target, node, result):

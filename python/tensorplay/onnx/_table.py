@@ -1538,3 +1538,138 @@ def _grid_sampler_2d(g, x, grid, interpolation_mode, padding_mode, align_corners
     return g.op('GridSample', x.name, grid.name, mode=modes[interpolation_mode],
                 padding_mode=('zeros', 'border', 'reflection')[padding_mode],
                 align_corners=1 if align_corners else 0)
+
+
+# ---- more views and indexing ---------------------------------------------------------------
+
+@reg(*_h('movedim', 'intlist'), *_h('moveaxis', 'intlist'))
+def _movedim(g, x, source, destination):
+    src = _dims([source] if isinstance(source, int) else source, x.rank)
+    dst = _dims([destination] if isinstance(destination, int) else destination, x.rank)
+    perm = [None] * x.rank
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(d for d in range(x.rank) if d not in src)
+    perm = [p if p is not None else next(rest) for p in perm]
+    return _permute(g, x, perm)
+
+
+@reg(*_h('swapaxes', 'default'))
+def _swapaxes(g, x, axis0, axis1):
+    return _transpose(g, x, axis0, axis1)
+
+
+@reg(*_h('diagonal', 'default'))
+def _diagonal(g, x, offset=0, dim1=0, dim2=1):
+    """The diagonal moved last: rows picked by Gather, then one column per row by
+    GatherElements."""
+    d1, d2 = _dim(dim1, x.rank), _dim(dim2, x.rank)
+    rest = [d for d in range(x.rank) if d not in (d1, d2)]
+    moved = g.op('Transpose', x.name, perm=rest + [d1, d2])
+    n1, n2 = (g.static(x.shape[d], 'a diagonal\'s matrix size') for d in (d1, d2))
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    length = max(min(n1 - r0, n2 - c0), 0)
+    rows = g.op('Gather', moved, g.const(np.arange(r0, r0 + length, dtype=np.int64)), axis=-2)
+    lead = [x.shape[d] for d in rest]
+    cols = g.op('Expand', g.const(np.arange(c0, c0 + length, dtype=np.int64).reshape(length, 1)),
+                g.ints(lead + [length, 1]))
+    picked = g.op('GatherElements', rows, cols, axis=-1)
+    return g.op('Squeeze', picked, g.const(np.array([-1], np.int64)))
+
+
+@reg(*_h('unfold', 'default'))
+def _unfold(g, x, dimension, size, step):
+    """Windows of ``size`` every ``step`` along a dim, the window last: a Gather of an index
+    matrix (windows, size), then the window dim moved to the end."""
+    if x.rank == 0:
+        return g.op('Unsqueeze', x.name, g.const(np.array([0], np.int64)))
+    d = _dim(dimension, x.rank)
+    n = g.static(x.shape[d], 'the unfolded dim\'s size')
+    count = (n - size) // step + 1
+    idx = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
+    r = g.op('Gather', x.name, g.const(idx), axis=d)  # dims: ..., count, size, ...
+    perm = list(range(d + 1)) + list(range(d + 2, x.rank + 1)) + [d + 1]
+    return g.op('Transpose', r, perm=perm)
+
+
+def _index_along(g, x, dim, index, source):
+    """index (k,) along dim of source, expanded to source's shape (for ScatterElements)."""
+    shape = [1] * source.rank
+    shape[dim] = -1
+    idx = g.op('Reshape', g.cast(index, tp.int64), g.ints(shape))
+    size = g.int0(x.shape[dim])
+    idx = g.op('Where', g.op('Less', idx, g.scalar(0, tp.int64)), g.op('Add', idx, size), idx)
+    return g.op('Expand', idx, g.shape_tensor(source))
+
+
+@reg(*_h('index_add', 'default'))
+def _index_add(g, x, dim, index, source, alpha=1):
+    if x.rank == 0:
+        return g.op('Add', x.name, g.cast(source, x.dtype))
+    d = _dim(dim, x.rank)
+    src = g.cast(source, x.dtype)
+    if alpha != 1:
+        src = g.op('Mul', src, g.scalar(alpha, x.dtype))
+    return g.op('ScatterElements', x.name, _index_along(g, x, d, index, source), src, axis=d,
+                reduction='add')
+
+
+@reg(*_h('index_copy', 'default'))
+def _index_copy(g, x, dim, index, source):
+    d = _dim(dim, x.rank)
+    return g.op('ScatterElements', x.name, _index_along(g, x, d, index, source),
+                g.cast(source, x.dtype), axis=d)
+
+
+@reg(*_h('take', 'default'))
+def _take(g, x, index):
+    flat = g.op('Reshape', x.name, g.const(np.array([-1], np.int64)))
+    return g.op('Gather', flat, index.name, axis=0)
+
+
+@reg(*_h('xlogy', 'Tensor'))
+def _xlogy(g, x, y):
+    dt = g.out.dtype
+    x, y = g.cast(x, dt), g.cast(y, dt)
+    r = g.op('Where', g.op('Equal', x, g.scalar(0.0, dt)), g.scalar(0.0, dt),
+             g.op('Mul', x, g.op('Log', y)))
+    return g.op('Where', g.op('IsNaN', y), y, r)
+
+
+@reg(*_h('tile', 'default'))
+def _tile(g, x, dims):
+    dims = list(dims)
+    if len(dims) < x.rank:
+        dims = [1] * (x.rank - len(dims)) + dims
+    return _repeat(g, x, dims)
+
+
+@reg(*_h('im2col', 'default'))
+def _im2col(g, x, kernel_size, dilation, padding, stride):
+    """F.unfold: (N, C, H, W) -> (N, C*kh*kw, L), one strided Slice per kernel offset."""
+    kh, kw = _nd(kernel_size, 2)
+    dh, dw = _nd(dilation, 2)
+    ph, pw = _nd(padding, 2)
+    sh, sw = _nd(stride, 2)
+    h, w = (g.static(s, 'an unfolded image size') for s in x.shape[-2:])
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    name = x.name
+    batched = x.rank == 4
+    if not batched:
+        name = g.op('Unsqueeze', name, g.const(np.array([0], np.int64)))
+    if ph or pw:
+        name = g.op('Pad', name, g.ints([0, 0, ph, pw, 0, 0, ph, pw]), g.scalar(0, x.dtype))
+    parts = []
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dh, j * dw
+            s = _slice(g, name, [r0, c0], [r0 + (oh - 1) * sh + 1, c0 + (ow - 1) * sw + 1],
+                       [2, 3], [sh, sw])
+            parts.append(g.op('Unsqueeze', s, g.const(np.array([2], np.int64))))
+    cols = parts[0] if len(parts) == 1 else g.op('Concat', *parts, axis=2)  # N, C, k, oh, ow
+    n, c = x.shape[0] if batched else 1, x.shape[-3]
+    r = g.op('Reshape', cols, g.ints([n, c * kh * kw, oh * ow]))
+    if not batched:
+        r = g.op('Squeeze', r, g.const(np.array([0], np.int64)))
+    return r
