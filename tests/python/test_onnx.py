@@ -733,3 +733,297 @@ def _inplace_view(x):
 @pytest.mark.parametrize('name,fn,inputs', FUNCTIONS, ids=[x[0] for x in FUNCTIONS])
 def test_function(name, fn, inputs):
     _export_and_check(fn, inputs())
+
+
+# ---- whole models ----------------------------------------------------------------------------
+
+def _check_file(model, args, path, sizes=(), **kw):
+    """Exports to a file, checks it, runs ORT at the traced inputs and at each of ``sizes``
+    (other input tuples for the dynamic axes); returns the ONNXProgram."""
+    prog = tp.onnx.export(model, args, str(path), **kw)
+    onnx.checker.check_model(str(path), full_check=True)
+    loaded = tp.onnx.ONNXProgram.load(str(path))
+    for a in (args,) + tuple(sizes):
+        tp.onnx.verify(model, a, loaded, rtol=1e-5, atol=1e-5)
+    return prog
+
+
+def test_mlp(tmp_path):
+    _seeded()
+    model = nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.Linear(32, 32), nn.Tanh(),
+                          nn.Linear(32, 3)).eval()
+    _check_file(model, (tp.randn(4, 10),), tmp_path / 'mlp.onnx', sizes=[(tp.randn(9, 10),)],
+                input_names=['x'], output_names=['logits'], dynamic_axes={'x': {0: 'batch'}})
+
+
+def test_main_job_cnn(tmp_path):
+    sys.path.insert(0, str(ROOT / 'examples'))
+    try:
+        from train_digits import build_model
+    finally:
+        sys.path.pop(0)
+    _seeded()
+    model = build_model(nn).eval()
+    prog = _check_file(model, (tp.rand(5, 1, 8, 8),), tmp_path / 'cnn.onnx',
+                       sizes=[(tp.rand(17, 1, 8, 8),)], dynamic_axes={'input': {0: 'batch'}})
+    assert prog.model_proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == 'batch'
+
+
+def test_resnet18(tmp_path):
+    from tensorplay.testing.resnet import resnet18
+    _seeded()
+    model = _bn(resnet18(tp)).eval()
+    prog = _check_file(model, (tp.randn(2, 3, 64, 64),), tmp_path / 'resnet18.onnx',
+                       sizes=[(tp.randn(1, 3, 64, 64),)], dynamic_axes={'x': {0: 'N'}})
+    names = {t.name for t in prog.model_proto.graph.initializer}
+    assert {'conv1.weight', 'layer4.1.bn2.running_var', 'fc.bias'} <= names
+    assert (tmp_path / 'resnet18.onnx.data').exists()  # external data, as PyTorch's default
+
+
+class WordLM(nn.Module):
+    """pytorch/examples' word_language_model RNNModel (LSTM): Embedding -> LSTM -> Linear."""
+
+    def __init__(self, ntoken=60, ninp=16, nhid=24, nlayers=2, dropout=0.2):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers, dropout=dropout)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, input, hidden):
+        emb = self.drop(self.encoder(input))
+        output, hidden = self.rnn(emb, hidden)
+        output = self.drop(output)
+        decoded = self.decoder(output).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+
+def test_lstm_language_model(tmp_path):
+    _seeded()
+    model = WordLM().eval()
+
+    def inputs(seq, batch):
+        return (tp.randint(0, 60, (seq, batch)), (tp.randn(2, batch, 24), tp.randn(2, batch, 24)))
+    _check_file(model, inputs(7, 3), tmp_path / 'lm.onnx', sizes=[inputs(12, 5), inputs(3, 2)],
+                input_names=['input', 'h0', 'c0'], output_names=['log_probs', 'hn', 'cn'],
+                dynamic_axes={'input': {0: 'seq', 1: 'batch'}, 'h0': {1: 'batch'},
+                              'c0': {1: 'batch'}})
+
+
+def test_transformer_encoder(tmp_path):
+    _seeded()
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    _check_file(model, (tp.randn(2, 7, 32),), tmp_path / 'encoder.onnx',
+                sizes=[(tp.randn(3, 11, 32),), (tp.randn(1, 4, 32),)],
+                dynamic_shapes=({0: 'batch', 1: 'seq'},))
+
+
+def test_gpt_dynamic_batch_and_sequence(tmp_path):
+    from tensorplay.testing.gpt import gpt2
+    _seeded()
+    model = gpt2(tp, n_layer=2, n_head=4, n_embd=64, vocab_size=128, block_size=64).eval()
+    prog = _check_file(model, (tp.randint(0, 128, (2, 16)),), tmp_path / 'gpt.onnx',
+                       sizes=[(tp.randint(0, 128, (3, 29)),), (tp.randint(0, 128, (1, 64)),),
+                              (tp.randint(0, 128, (5, 2)),)],
+                       input_names=['idx'], dynamic_axes={'idx': {0: 'batch', 1: 'seq'},
+                                                          'output': {0: 'batch', 1: 'seq'}},
+                       output_names=['output'])
+    dims = prog.model_proto.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_param or d.dim_value for d in dims] == ['batch', 'seq', 128]
+    # no size of a dynamic axis is baked into the graph: ORT at other sizes agrees (above),
+    # and the tied embedding / head weight is stored once
+    names = [t.name for t in prog.model_proto.graph.initializer]
+    assert names.count('transformer.wte.weight') + names.count('lm_head.weight') == 1
+
+
+# ---- dynamic axes ----------------------------------------------------------------------------
+
+def test_dynamic_shapes_forms():
+    model = nn.Linear(4, 3).eval()
+    x = tp.randn(5, 4)
+    for kw in (dict(dynamic_shapes={'input': {0: 'b'}}), dict(dynamic_shapes=(['b', None],)),
+               dict(dynamic_axes={'input': [0]}), dict(dynamic_shapes=({0: _Dim('b')},))):
+        prog = tp.onnx.export(model, (x,), **kw)
+        d = prog.model_proto.graph.input[0].type.tensor_type.shape.dim[0]
+        assert d.dim_param and not d.dim_value, kw
+        tp.onnx.verify(model, (tp.randn(8, 4),), prog)
+
+
+class _Dim:
+    def __init__(self, name):
+        self.__name__ = name
+
+
+def test_dynamic_size_expressions():
+    """Shapes computed from sizes: products, differences, sums of two dynamic sizes."""
+    def f(x, y):
+        b, t, c = x.shape
+        z = x.reshape(b * t, c)[: b * t - 1]          # a product and a difference
+        w = tp.cat([x, y], 1).view(b, -1)             # t + s
+        ar = tp.arange(t + 2) * 1.0                   # an arange of a size expression
+        pad = F.pad(x, (0, 0, 1, 2))
+        return z.sum(0), w, ar, pad[:, -t:], x.new_zeros(t, b).shape[0] * x[:, :1]
+    x, y = tp.randn(2, 5, 3), tp.randn(2, 4, 3)
+    prog = tp.onnx.export(f, (x, y), dynamic_axes={'x': {0: 'B', 1: 'T'}, 'y': {0: 'B', 1: 'S'}})
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    for b, t, s in ((3, 9, 2), (4, 2, 7), (1, 6, 6)):
+        tp.onnx.verify(f, (tp.randn(b, t, 3), tp.randn(b, s, 3)), prog)
+
+
+def test_lstm_bidirectional_batch_first_dynamic():
+    _seeded()
+    model = nn.LSTM(4, 5, 2, batch_first=True, bidirectional=True).eval()
+    prog = tp.onnx.export(model, (tp.randn(2, 6, 4),), dynamic_axes={'input': {0: 'b', 1: 't'}})
+    for b, t in ((2, 6), (3, 9), (1, 2)):
+        tp.onnx.verify(model, (tp.randn(b, t, 4),), prog)
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+def test_unsupported_op_names_op_and_source_line():
+    def f(x):
+        y = x * 2
+        return tp.erfinv(y)  # the line the error must name
+    with pytest.raises(tp.onnx.UnsupportedOperatorError) as e:
+        tp.onnx.export(f, (tp.rand(3),))
+    msg = str(e.value)
+    assert 'aten.erfinv.default' in msg and 'test_onnx.py' in msg
+    assert 'return tp.erfinv(y)  # the line the error must name' in msg
+    assert e.value.op is aten.erfinv.default
+
+
+def test_training_mode_dropout_hints_eval():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).train()
+    with pytest.raises(tp.onnx.UnsupportedOperatorError, match='model.eval()'):
+        tp.onnx.export(model, (tp.randn(2, 3),))
+
+
+def test_data_dependent_control_flow():
+    def f(x):
+        if x.sum() > 0:  # a branch on a value
+            return x * 2
+        return x
+    with pytest.raises(tp.onnx.OnnxExportError, match='data-dependent') as e:
+        tp.onnx.export(f, (tp.randn(3),))
+    assert 'if x.sum() > 0:  # a branch on a value' in str(e.value)
+    with pytest.raises(tp.onnx.OnnxExportError, match='output shape depends on the data'):
+        tp.onnx.export(lambda x: x.nonzero(), (tp.randn(3),))
+
+
+def test_dynamic_axis_the_model_branches_on():
+    def f(x):
+        if x.shape[1] > 8:  # branches on the dynamic size
+            return x.relu()
+        return x * 2
+    with pytest.raises(tp.onnx.DynamicShapeError, match='changes') as e:
+        tp.onnx.export(f, (tp.randn(2, 8),), dynamic_axes={'x': {1: 'n'}})
+    assert 'n=9' in str(e.value)
+
+
+def test_dynamic_axis_the_model_asserts():
+    def f(x):
+        assert x.shape[0] == 4, 'batch of 4 only'
+        return x + 1
+    with pytest.raises(tp.onnx.DynamicShapeError, match="axis 'b'.*batch of 4 only"):
+        tp.onnx.export(f, (tp.randn(4, 3),), dynamic_axes={'x': {0: 'b'}})
+
+
+def test_dynamic_axis_baked_into_a_reshape():
+    def f(x):
+        return x[:, : x.shape[1] // 3]  # a floor division of the size: no polynomial
+    with pytest.raises(tp.onnx.DynamicShapeError) as e:
+        tp.onnx.export(f, (tp.randn(2, 12),), dynamic_axes={'x': {1: 'n'}})
+    assert 'x[:, : x.shape[1] // 3]' in str(e.value)
+
+
+def test_dynamic_axis_the_model_loops_over():
+    """A GRU's time loop is Python: the sequence length is baked into the graph."""
+    model = nn.GRU(3, 4).eval()
+    with pytest.raises(tp.onnx.DynamicShapeError, match='changes'):
+        tp.onnx.export(model, (tp.randn(5, 2, 3),), dynamic_axes={'input': {0: 'seq'}})
+    prog = tp.onnx.export(model, (tp.randn(5, 2, 3),), dynamic_axes={'input': {1: 'batch'}})
+    tp.onnx.verify(model, (tp.randn(5, 7, 3),), prog)
+
+
+def test_dynamic_axis_example_size_one():
+    with pytest.raises(tp.onnx.DynamicShapeError, match='at least 2'):
+        tp.onnx.export(nn.Linear(3, 3), (tp.randn(1, 3),), dynamic_axes={'input': {0: 'b'}})
+
+
+def test_bad_arguments():
+    m = nn.Linear(3, 3)
+    with pytest.raises(ValueError, match='no input'):
+        tp.onnx.export(m, (tp.randn(2, 3),), dynamic_axes={'nope': {0: 'b'}})
+    with pytest.raises(ValueError, match='opset_version'):
+        tp.onnx.export(m, (tp.randn(2, 3),), opset_version=11)
+    with pytest.raises(ValueError, match='not both'):
+        tp.onnx.export(m, (tp.randn(2, 3),), dynamic_axes={}, dynamic_shapes={})
+
+
+# ---- the API ---------------------------------------------------------------------------------
+
+def test_file_like_and_external_data(tmp_path):
+    _seeded()
+    model = nn.Sequential(nn.Linear(40, 40), nn.ReLU()).eval()
+    x = tp.randn(2, 40)
+    buf = io.BytesIO()
+    prog = tp.onnx.export(model, (x,), buf)
+    loaded = onnx.load_model_from_string(buf.getvalue())
+    assert len(loaded.graph.initializer) == 2
+    tp.onnx.verify(model, (x,), loaded)
+    tp.onnx.export(model, (x,), tmp_path / 'inline.onnx', external_data=False)
+    assert not (tmp_path / 'inline.onnx.data').exists()
+    tp.onnx.export(model, (x,), tmp_path / 'ext.onnx')
+    assert (tmp_path / 'ext.onnx.data').stat().st_size >= 40 * 40 * 4
+    tp.onnx.verify(model, (x,), tmp_path / 'ext.onnx')
+    out = prog(x)
+    assert isinstance(out, list) and tp.allclose(out[0], model(x), atol=1e-6)
+    assert tp.onnx.export(model, (x,), verify=True) is not None
+
+
+def test_kwargs_and_nested_inputs():
+    class M(nn.Module):
+        def forward(self, x, pair, scale=1.0, bias=None):
+            a, b = pair
+            return x * scale + a - b + (0 if bias is None else bias), {'sum': x.sum()}
+    m = M()
+    args = (tp.randn(2, 3), (tp.randn(2, 3), tp.randn(3)))
+    prog = tp.onnx.export(m, args, kwargs={'scale': 2.0, 'bias': tp.randn(3)})
+    assert [i.name for i in prog.model_proto.graph.input] == ['x', 'pair_0', 'pair_1', 'bias']
+    assert len(prog.model_proto.graph.output) == 2
+    bias = tp.randn(3)
+    prog = tp.onnx.export(m, args, kwargs={'scale': 2.0, 'bias': bias})
+    tp.onnx.verify(m, args, prog, kwargs={'scale': 2.0, 'bias': bias})
+
+
+def test_custom_translation_table_and_opset():
+    def f(x):
+        return F.gelu(x) + tp.erfinv(x)
+
+    def erfinv(g, x):  # a deliberately rough approximation, to see the entry used
+        return g.op('Mul', x.name, g.scalar(0.0, x.dtype))
+    prog = tp.onnx.export(f, (tp.rand(3) * 0.5,), custom_translation_table={aten.erfinv.default: erfinv},
+                          opset_version=20)
+    ops = [n.op_type for n in prog.model_proto.graph.node]
+    assert 'Gelu' in ops and prog.model_proto.opset_import[0].version == 20
+    x = tp.rand(3) * 0.5
+    assert tp.allclose(prog(x)[0], F.gelu(x), atol=1e-6)
+
+
+def test_import_tensorplay_does_not_import_onnx():
+    code = 'import sys, tensorplay as tp; tp.onnx.DEFAULT_OPSET; print("onnx" in sys.modules)'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         env={**__import__('os').environ, 'PYTHONPATH': str(ROOT / 'python')})
+    assert out.stdout.strip() == 'False', out.stderr
+
+
+def test_make_fx_records_user_source_lines():
+    def f(x):
+        return x.relu() + 1  # recorded line
+    with tp.no_grad():
+        gm = make_fx(f, record_stack_traces=True)(tp.randn(3))
+    relu = next(n for n in gm.graph.nodes if n.target is aten.relu.default)
+    assert 'x.relu() + 1  # recorded line' in relu.stack_trace
+    assert 'tensorplay/nn' not in relu.stack_trace and 'proxy_tensor' not in relu.stack_trace

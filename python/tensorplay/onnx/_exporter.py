@@ -20,7 +20,7 @@ import tensorplay as tp
 from tensorplay.fx.node import Node, map_aggregate
 from tensorplay.onnx._capture import node_location
 from tensorplay.onnx._errors import OnnxExportError, UnsupportedOperatorError
-from tensorplay.onnx._symbolic import Sym
+from tensorplay.onnx._symbolic import Sym, SymUsedAsNumber
 
 __all__ = ['GraphContext', 'Value', 'onnx_dtype', 'np_dtype']
 
@@ -130,7 +130,7 @@ class GraphContext:
 
     # ---- names and nodes -------------------------------------------------------------
     def fresh(self, hint):
-        hint = hint.replace('.', '_').replace('::', '_') or 'v'
+        hint = hint.replace('::', '_') or 'v'
         n = self._count.get(hint, 0)
         name = hint if n == 0 and hint not in self.used_names else f'{hint}_{n}'
         while name in self.used_names:
@@ -177,7 +177,10 @@ class GraphContext:
         return self.initializer(arr)
 
     def scalar(self, value, dtype):
-        """A 0-d constant of tp dtype ``dtype`` (bfloat16 goes through float32 and a Cast)."""
+        """A 0-d constant of tp dtype ``dtype`` (bfloat16 goes through float32 and a Cast);
+        a Sym gives the 0-d tensor of its value, computed from the input shapes."""
+        if isinstance(value, Sym):
+            return self.int0(value, dtype)
         if dtype == tp.bfloat16:
             return self.op('Cast', self.const(np.float32(value)), to=onnx_dtype(dtype))
         return self.const(np.array(value, dtype=np_dtype(dtype)))
@@ -215,7 +218,7 @@ class GraphContext:
         if isinstance(v, Sym):
             r = self.op('Squeeze', self.sym(v), self.const(np.array([0], np.int64)))
             return r if dtype == tp.int64 else self.op('Cast', r, to=onnx_dtype(dtype))
-        return self.scalar(int(v), dtype)
+        return self.scalar(v, dtype)
 
     def sym(self, s):
         """A Sym as an int64 tensor of shape [1], computed from the graph inputs' shapes."""
@@ -419,6 +422,9 @@ class GraphContext:
             result = fn(self, *args, **kwargs)
         except UnsupportedOperatorError:
             raise
+        except SymUsedAsNumber as e:
+            from tensorplay.onnx._capture import _specialised
+            raise _specialised(node, str(e), self.cap.plan) from None
         except OnnxExportError as e:
             if node_location(node) and 'File "' not in str(e):
                 raise type(e)(f'{e}\n  {node_location(node)}') from None

@@ -28,11 +28,20 @@ silently wrong graph, at every size the traces see.
 from fractions import Fraction
 from itertools import product
 
-__all__ = ['Sym', 'fit', 'FitError']
+__all__ = ['Sym', 'fit', 'FitError', 'SymUsedAsNumber']
 
 
 class FitError(ValueError):
     """An int that changes between traces but is no multilinear polynomial of the sizes."""
+
+
+class SymUsedAsNumber(TypeError):
+    """A size that depends on a dynamic axis, used where the translation needs a number."""
+
+    def __init__(self, sym):
+        super().__init__(f'a size that depends on a dynamic axis ({sym}) is used where the '
+                         f'ONNX translation needs a fixed number')
+        self.sym = sym
 
 
 class Sym:
@@ -47,11 +56,12 @@ class Sym:
         self.values = values
         self._key = tuple(sorted(self.coefs.items()))
 
-    # what translators may ask
+    # Note: no __int__ / __index__ / __float__: a Sym used where a fixed number is needed
+    # raises (SymUsedAsNumber) instead of baking the example size into the graph.
     def __int__(self):
-        return self.value
+        raise SymUsedAsNumber(self)
 
-    __index__ = __int__
+    __index__ = __float__ = __bool__ = __int__
 
     def __eq__(self, other):
         if isinstance(other, Sym):

@@ -1213,10 +1213,10 @@ def _index_put(g, x, indices, values, accumulate=False):
         raise OnnxExportError('tp.onnx.export: index_put with bool masks among other indices '
                               'has no ONNX translation (its positions depend on the data)')
     k = len(indices)
-    bshape = list(tp.broadcast_shapes(*[tuple(int(d) for d in i.shape) for i in indices]))
-    if any(isinstance(d, Sym) for i in indices for d in i.shape):
-        g.static(next(d for i in indices for d in i.shape if isinstance(d, Sym)),
-                 'the shape of an index_put index')
+    for i in indices:
+        for d in i.shape:
+            g.static(d, 'the shape of an index_put index')
+    bshape = list(tp.broadcast_shapes(*[tuple(i.shape) for i in indices]))
     parts = []
     last = g.const(np.array([-1], np.int64))
     for j, i in enumerate(indices):
