@@ -369,9 +369,11 @@ def _diff(cap, plan):
 def _same_constant(tensors, node):
     """A constant made inside the model (a tensor built from Python values) must not depend
     on the sizes: the traces' copies must be equal."""
+    from tensorplay.fx.experimental.proxy_tensor import _layout_key
     t0 = tensors[0]
+    k0 = _layout_key(t0) if t0 is not None else None
     for t in tensors[1:]:
-        if t is None or t0 is None or t is t0:
+        if t is None or t0 is None or t is t0 or _layout_key(t) == k0:  # the same tensor
             continue
         if tuple(t.shape) != tuple(t0.shape) or t.dtype != t0.dtype or not tp.equal(t, t0):
             raise _Mismatch(f'the constant {node.target} is computed from a dynamic size')

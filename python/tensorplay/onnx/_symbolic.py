@@ -172,6 +172,24 @@ def fit(values, plan):
     v0 = values[0]
     if all(v == v0 for v in values):
         return v0
+    key = tuple(values)
+    hit = plan.cache.get(key)
+    if hit is None:
+        hit = plan.cache[key] = _fit(values, plan)
+    if isinstance(hit, FitError):
+        raise hit
+    return hit
+
+
+def _fit(values, plan):
+    try:
+        return _fit_poly(values, plan)
+    except FitError as e:
+        return e
+
+
+def _fit_poly(values, plan):
+    v0 = values[0]
     names = plan.names
     k = len(names)
     table = {c: Fraction(values[i]) for i, c in enumerate(plan.corners)}
@@ -206,6 +224,7 @@ class Plan:
                        for c in self.corners]
         self.check_sizes = dict(zip(names, check))
         self.points.append(self.check_sizes)
+        self.cache = {}
 
     def describe(self):
         return '; '.join(', '.join(f'{n}={p[n]}' for n in self.names) for p in self.points)
