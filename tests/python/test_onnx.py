@@ -18,6 +18,7 @@ ort = pytest.importorskip('onnxruntime')
 
 import tensorplay as tp  # noqa: E402
 from tensorplay.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+from tensorplay.onnx._decompositions import DECOMPOSITIONS  # noqa: E402
 from tensorplay.onnx._table import TABLE  # noqa: E402
 
 nn = tp.nn
@@ -470,6 +471,46 @@ add(aten.xlogy.Tensor, In(3, 4, kind='bool'), In(3, 4, kind='pos'), name='zeros'
 add(aten.tile.default, X3, [2, 1])
 add(aten.im2col.default, In(2, 3, 6, 5), [2, 3], [1, 1], [1, 0], [2, 1])
 add(aten.im2col.default, In(3, 5, 5), [3, 3], [2, 1], [2, 2], [1, 2], name='unbatched')
+add(aten.broadcast_to.default, In(3, 1), [2, 3, 4])
+add(aten.kthvalue.default, In(3, 6), 2, 1, out=(0, 1))
+add(aten.kthvalue.default, In(3, 6), 3, 0, True, out=(0,), name='keepdim')
+add(aten.tensordot.default, In(2, 3, 4), In(4, 3, 5), [1, 2], [1, 0])
+add(aten.adaptive_max_pool2d.default, In(2, 3, 8, 7), [3, 5], out=(0,), name='uneven')
+# ops without a translation of their own, exported through their decompositions
+add(aten.trace.default, In(4, 5))
+add(aten.diag.default, In(4, 5), 1)
+add(aten.diag.default, In(3), -1, name='embed')
+add(aten.diag_embed.default, In(2, 3), 1, 0, 2)
+add(aten.cross.default, In(4, 3), In(4, 3))
+add(aten.cross.default, In(3, 2), In(3, 1), 0, name='dim_broadcast')
+for _p in ('std_mean', 'var_mean'):
+    add(getattr(aten, _p).correction, X3, [1], correction=0, keepdim=True, out=(0, 1))
+    add(getattr(aten, _p).dim, X3, [2], False, out=(0, 1))
+    add(getattr(aten, _p).default, X3, out=(0, 1))
+add(aten.aminmax.default, X3, dim=1, out=(0, 1))
+add(aten.aminmax.default, X3, out=(0, 1), name='all')
+add(aten.nansum.default, In(6, kind='special'))
+add(aten.nanmean.default, In(6, kind='special'))
+add(aten.count_nonzero.default, In(3, 4, dtype=tp.int64, kind='int'), [1])
+add(aten.isclose.default, In(6, kind='special'), In(6, kind='special'), equal_nan=True)
+add(aten.isclose.default, X3, Y3, 0.5, 0.5, name='loose')
+add(aten.sgn.default, X3)
+add(aten.erfc.default, X3)
+add(lambda x: aten.bucketize.Tensor(x, tp.tensor([-1.0, 0.0, 0.5, 2.0])), X3, name='bucketize')
+add(lambda x: aten.bucketize.Tensor(x, tp.tensor([-1.0, 0.0, 0.5]), right=True, out_int32=True),
+    X3, name='bucketize_right')
+add(lambda x: aten.searchsorted.Tensor(tp.tensor([-1.0, 0.0, 0.5]), x, side='right'), X3,
+    name='searchsorted')
+add(lambda x: aten.searchsorted.Tensor(tp.tensor([[-1.0, 0.0], [0.5, 1.0]]), x), In(2, 3),
+    name='searchsorted_rows')
+add(aten.fliplr.default, X3)
+add(aten.flipud.default, X3)
+for _k in (1, 2, 3, 4):
+    add(aten.rot90.default, X3, _k, [1, 2], name=f'k{_k}')
+add(lambda x: aten.index_fill.int_Tensor(x, 1, tp.tensor([2, 0]), tp.tensor(-1.0)), X3,
+    name='index_fill')
+add(aten.median.default, In(3, 5))
+add(aten.median.dim, In(3, 6), 1, out=(0, 1))
 add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 0, 0, False)
 add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 1, 1, True,
     name='nearest_border')
@@ -501,8 +542,18 @@ def test_every_table_entry_has_a_sample():
     covered = set()
     for s in SAMPLES:
         covered |= _graph_targets(s.fn(), s.inputs(0))
-    missing = sorted(str(k) for k in TABLE if k not in covered)
+        with tp.no_grad():
+            gm = make_fx(s.fn(), decomposition_table=DECOMPOSITIONS)(*s.inputs(0))
+        covered |= {n.target for n in gm.graph.nodes if n.op == 'call_function'}
+    missing = sorted(str(k) for k in list(TABLE) + list(DECOMPOSITIONS) if k not in covered)
     assert not missing, f'table entries no sample reaches: {missing}'
+
+
+def test_decompositions_are_op_handles_without_translations():
+    for key in DECOMPOSITIONS:
+        assert isinstance(key, tp._ops.OpOverload), key
+        assert getattr(getattr(tp.ops.aten, key._opname), key._overloadname) is key
+        assert key not in TABLE, f'{key} has a translation and a decomposition'
 
 
 def _export_and_check(fn, inputs, rtol=1e-5, atol=1e-5, **kw):
@@ -718,7 +769,15 @@ FUNCTIONS = [
     ('in_place', lambda x: (x.clone().add_(1).mul_(2).clamp_(max=2.5).relu_(),
                             x.clone().masked_fill_(x > 0, 0.0)), lambda: (tp.randn(3, 4),)),
     ('in_place_view', lambda x: _inplace_view(x), lambda: (tp.randn(3, 4),)),
+    ('bool_mask_setitem', lambda x: _mask_setitem(x), lambda: (tp.randn(3, 4),)),
 ]
+
+
+def _mask_setitem(x):
+    y = x.clone()
+    y[y > 0.5] = 0.5
+    y[x[:, 0] < 0] = -1.0
+    return y
 
 
 def _inplace_view(x):

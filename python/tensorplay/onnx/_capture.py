@@ -172,8 +172,9 @@ def _trace(model, inputs, tensors, record):
         fn.spec = spec
         fn.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, tp.Tensor)]
         return tuple(x for x in leaves if isinstance(x, tp.Tensor))
+    from tensorplay.onnx._decompositions import DECOMPOSITIONS
     with _export_mode(model):
-        gm = make_fx(fn, record_stack_traces=record)(*tensors)
+        gm = make_fx(fn, decomposition_table=DECOMPOSITIONS, record_stack_traces=record)(*tensors)
     return gm, (fn.spec, fn.tensor_pos)
 
 

@@ -1391,8 +1391,21 @@ def _adaptive_max(n):
             if all(s % o == 0 for s, o in zip(sp, out)):
                 k = [s // o for s, o in zip(sp, out)]
                 return g.op('MaxPool', xx, kernel_shape=k, strides=k), None
-            raise OnnxExportError(f'tp.onnx.export: adaptive max pooling from {sp} to {out} '
-                                  f'(sizes that do not divide) has no ONNX translation')
+            # max is separable: each dim's bins reduced in turn (one ReduceMax per bin)
+            name = xx
+            for i in range(n):
+                d = 2 + i
+                s, o = sp[i], out[i]
+                if s == o:
+                    continue
+                parts = []
+                for j in range(o):
+                    lo, hi = (j * s) // o, -((-(j + 1) * s) // o)
+                    piece = _slice(g, name, [lo], [hi], [d])
+                    parts.append(g.op('ReduceMax', piece, g.const(np.array([d], np.int64)),
+                                      keepdims=1))
+                name = g.op('Concat', *parts, axis=d)
+            return name, None
         return _batched(g, x, n, run)
     return fn
 
@@ -1673,3 +1686,38 @@ def _im2col(g, x, kernel_size, dilation, padding, stride):
     if not batched:
         r = g.op('Squeeze', r, g.const(np.array([0], np.int64)))
     return r
+
+
+@reg(*_h('broadcast_to', 'default'))
+def _broadcast_to(g, x, size):
+    return g.op('Expand', x.name, g.ints(g.out.shape))
+
+
+@reg(*_h('kthvalue', 'default'))
+def _kthvalue(g, x, k, dim=-1, keepdim=False):
+    """The k-th smallest along dim: TopK's k smallest, sorted, and the last of them."""
+    if x.rank == 0:
+        return x.name, g.const(np.array(0, np.int64))
+    d = _dim(dim, x.rank)
+    v, i = g.op('TopK', x.name, g.int1(k), axis=d, largest=0, sorted=1, outputs=2)
+    last = g.int1(k - 1) if isinstance(k, Sym) else g.const(np.array([k - 1], np.int64))
+    ax = g.const(np.array([d], np.int64))
+    v = g.op('Gather', v, last, axis=d)
+    i = g.op('Gather', i, last, axis=d)
+    if not keepdim:
+        v, i = g.op('Squeeze', v, ax), g.op('Squeeze', i, ax)
+    return v, i
+
+
+@reg(*_h('tensordot', 'default'))
+def _tensordot(g, a, b, dims_a, dims_b):
+    letters = iter('abcdefghijklmnopqrstuvwxyz')
+    la = [next(letters) for _ in range(a.rank)]
+    lb = [next(letters) for _ in range(b.rank)]
+    for da, db in zip(_dims(dims_a, a.rank), _dims(dims_b, b.rank)):
+        lb[db] = la[da]
+    contracted = {la[d] for d in _dims(dims_a, a.rank)}
+    out = [c for c in la if c not in contracted] + [c for c in lb if c not in contracted]
+    dt = g.out.dtype
+    eq = f'{"".join(la)},{"".join(lb)}->{"".join(out)}'
+    return g.op('Einsum', g.cast(a, dt), g.cast(b, dt), equation=eq)

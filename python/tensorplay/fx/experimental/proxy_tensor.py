@@ -32,10 +32,11 @@ class _ProxyMode(TorchDispatchMode):
     A FakeTensor keeps one ``__dict__`` for its whole life, which keys its node; a real
     tensor (a parameter, a captured constant) is keyed by its storage and layout."""
 
-    def __init__(self, graph, root, record_stack_traces=False):
+    def __init__(self, graph, root, record_stack_traces=False, decompositions=None):
         super().__init__()
         self.graph = graph
         self.record_stack_traces = record_stack_traces
+        self.decompositions = decompositions or {}
         self.root = root
         self.nodes = {}       # key -> Node
         self._keep = []       # keeps keyed dicts alive, so their ids stay unique
@@ -72,6 +73,12 @@ class _ProxyMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        decomp = self.decompositions.get(func)
+        if decomp is not None:  # the op's decomposition runs instead, its ops recorded here
+            with self:
+                out = decomp(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
 
         def to_arg(a):
             return self.node_of(a) if isinstance(a, tensorplay.Tensor) else a
@@ -157,19 +164,20 @@ def make_fx(f, decomposition_table=None, tracing_mode='real', _allow_non_fake_in
         gm = make_fx(lambda x: tp.relu(x) * 2)(tp.randn(3))
         [n.target for n in gm.graph.nodes]   # aten.relu.default, aten.mul.Tensor
 
+    ``decomposition_table`` ({op handle: function}) traces an op through its function
+    (written with other ops, which are recorded instead; returning NotImplemented records
+    the op itself), as PyTorch's.
+
     ``record_stack_traces=True`` records in each op node's ``meta['stack_trace']`` (also
     ``node.stack_trace``) the Python stack that ran the op, outside TensorPlay's own frames,
     in ``traceback``'s format: its last entry is the user's source line."""
     if tracing_mode not in ('real', 'fake'):
         raise ValueError(f"make_fx: tracing_mode must be 'real' or 'fake', got '{tracing_mode}'")
-    if decomposition_table:
-        raise ValueError('make_fx: decomposition_table is not supported; our ops reach the '
-                         'mode already decomposed as their kernels define')
 
     def wrapped(*args):
         graph = Graph()
         root = f if isinstance(f, tensorplay.nn.Module) else None
-        mode = _ProxyMode(graph, root, record_stack_traces)
+        mode = _ProxyMode(graph, root, record_stack_traces, decomposition_table)
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         names = _placeholder_names(f, len(args))
         fake_args = []
