@@ -931,6 +931,55 @@ def test_dynamic_size_expressions():
         tp.onnx.verify(f, (tp.randn(b, t, 3), tp.randn(b, s, 3)), prog)
 
 
+def _dynamic_ops(x, y):
+    B, T, C = x.shape
+    a = x[:, 1:].sum(1) + x[:, -3:].sum(1) + x[:, ::2].sum(1) + x[..., None].squeeze(-1).sum(1)
+    b = x.narrow(1, 1, T - 2).mean(1) + x[:, -1] + x.select(1, T - 1)
+    c = x.var(1) + x.std((0, 1)) + x.roll(2, 1).sum(1) + \
+        x.flatten(0, 1).unflatten(0, (B, T)).sum(1)
+    d = x.unsqueeze(1).expand(B, 2, T, C).reshape(B, -1).sum(1, keepdim=True) + \
+        y.repeat(1, 2, 1).sum((1, 2)).unsqueeze(1)
+    e = tp.arange(T, dtype=tp.float32).unsqueeze(-1) * tp.ones(T, C) + \
+        tp.zeros(T, T).tril().sum(0, keepdim=True).T
+    f = x.sort(1).values.sum(1) + x.cumsum(1)[:, -1] + x.softmax(1).amax(1) + \
+        x.topk(2, 1).values.sum(1)
+    g = tp.cat([x, y], 1).sum(1) + tp.stack([x[:, 0], y[:, 0]], 1).sum(1)
+    return a, b, c, d, e, f, g, x.new_full((B, T), 2.0) * x.mean(-1)
+
+
+def _dynamic_conv(x):
+    y, i = F.max_pool2d(F.conv2d(x, tp.ones(4, 3, 3, 3) * 0.1, padding=1), 2, return_indices=True)
+    return (y, i, x.flip(2), F.group_norm(x, 3), F.adaptive_avg_pool2d(x, 1),
+            F.avg_pool2d(x, 3, 2, 1))
+
+
+def test_dynamic_ops():
+    """Ops whose sizes follow the dynamic axes (slices with steps and negative starts, narrow,
+    select, var's count, roll, flatten/unflatten, expand/repeat, arange/ones/zeros, sort, cat
+    of two dynamic sizes; pools whose output sizes are floor divisions ONNX computes)."""
+    prog = tp.onnx.export(_dynamic_ops, (tp.randn(2, 6, 3), tp.randn(2, 5, 3)),
+                          dynamic_axes={'x': {0: 'B', 1: 'T'}, 'y': {0: 'B', 1: 'S'}})
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    for b, t, s in ((2, 6, 5), (3, 9, 2), (1, 4, 8), (4, 13, 3)):
+        tp.onnx.verify(_dynamic_ops, (tp.randn(b, t, 3), tp.randn(b, s, 3)), prog, atol=1e-5)
+    prog = tp.onnx.export(_dynamic_conv, (tp.randn(2, 3, 8, 10),),
+                          dynamic_axes={'x': {0: 'B', 2: 'H', 3: 'W'}})
+    for shape in ((2, 3, 8, 10), (3, 3, 12, 7), (1, 3, 5, 4)):
+        tp.onnx.verify(_dynamic_conv, (tp.randn(*shape),), prog)
+
+
+def test_dynamic_axis_into_a_host_computed_constant():
+    """interpolate computes its gather indices on the host from the sizes: a constant that
+    depends on a dynamic axis is an error naming the line, not a baked-in index table."""
+    def up(x):
+        return F.interpolate(x, scale_factor=2)  # indices built from the size
+    with pytest.raises(tp.onnx.DynamicShapeError, match='computed from a dynamic size') as e:
+        tp.onnx.export(up, (tp.randn(1, 2, 4, 4),), dynamic_axes={'x': {2: 'H'}})
+    assert 'F.interpolate(x, scale_factor=2)' in str(e.value)
+    prog = tp.onnx.export(up, (tp.randn(2, 2, 4, 4),), dynamic_axes={'x': {0: 'N'}})
+    tp.onnx.verify(up, (tp.randn(3, 2, 4, 4),), prog)
+
+
 def test_lstm_bidirectional_batch_first_dynamic():
     _seeded()
     model = nn.LSTM(4, 5, 2, batch_first=True, bidirectional=True).eval()

@@ -14,7 +14,7 @@ from tensorplay.fx.node import Node
 from tensorplay.utils._pytree import tree_flatten, tree_unflatten
 
 from tensorplay.onnx._errors import DynamicShapeError, OnnxExportError
-from tensorplay.onnx._symbolic import FitError, Plan, fit
+from tensorplay.onnx._symbolic import FitError, Plan, Unfit, fit
 
 __all__ = ['Capture', 'capture', 'user_frame', 'node_location']
 
@@ -23,6 +23,11 @@ def node_location(node):
     """'File "...", line N, in fn\\n    source' of the user's line that ran the node ('' if
     unknown)."""
     st = node.meta.get('stack_trace') if node is not None else None
+    if not st and node is not None and node.op in ('get_attr', 'placeholder'):
+        for user in node.users:  # a constant: where it is used
+            st = user.meta.get('stack_trace')
+            if st:
+                break
     if not st:
         return ''
     lines = st.rstrip('\n').split('\n')
@@ -377,7 +382,8 @@ def _same_constant(tensors, node):
         if t is None or t0 is None or t is t0 or _layout_key(t) == k0:  # the same tensor
             continue
         if tuple(t.shape) != tuple(t0.shape) or t.dtype != t0.dtype or not tp.equal(t, t0):
-            raise _Mismatch(f'the constant {node.target} is computed from a dynamic size')
+            raise _Mismatch(f'the constant {node.target} (a tensor made outside the traced ops, '
+                            f'e.g. from numpy) is computed from a dynamic size')
 
 
 class _Walker:
@@ -403,7 +409,10 @@ class _Walker:
             for v in vals:
                 if v != v0:
                     self.changed = True
-                    return fit(vals, self.plan)
+                    try:
+                        return fit(vals, self.plan)
+                    except FitError as e:  # an error only if a translation uses it
+                        return Unfit(str(e), vals)
             return v0
         if isinstance(v0, (list, tuple)):
             m = len(v0)

@@ -20,7 +20,7 @@ import tensorplay as tp
 from tensorplay.fx.node import Node, map_aggregate
 from tensorplay.onnx._capture import node_location
 from tensorplay.onnx._errors import OnnxExportError, UnsupportedOperatorError
-from tensorplay.onnx._symbolic import Sym, SymUsedAsNumber
+from tensorplay.onnx._symbolic import Sym, SymUsedAsNumber, Unfit
 
 __all__ = ['GraphContext', 'Value', 'onnx_dtype', 'np_dtype']
 
@@ -179,6 +179,8 @@ class GraphContext:
     def scalar(self, value, dtype):
         """A 0-d constant of tp dtype ``dtype`` (bfloat16 goes through float32 and a Cast);
         a Sym gives the 0-d tensor of its value, computed from the input shapes."""
+        if isinstance(value, Unfit):
+            raise SymUsedAsNumber(value)
         if isinstance(value, Sym):
             return self.int0(value, dtype)
         if dtype == tp.bfloat16:
@@ -194,6 +196,9 @@ class GraphContext:
     def ints(self, values):
         """A 1-D int64 tensor of ints and Syms."""
         values = list(values)
+        for v in values:
+            if isinstance(v, Unfit):
+                raise SymUsedAsNumber(v)
         if not any(isinstance(v, Sym) for v in values):
             return self.const(np.array([int(v) for v in values], dtype=np.int64))
         parts, run = [], []
@@ -211,6 +216,8 @@ class GraphContext:
 
     def int1(self, v):
         """A 1-D int64 tensor of one element."""
+        if isinstance(v, Unfit):
+            raise SymUsedAsNumber(v)
         return self.sym(v) if isinstance(v, Sym) else self.const(np.array([int(v)], np.int64))
 
     def int0(self, v, dtype=tp.int64):
@@ -265,7 +272,7 @@ class GraphContext:
 
     def shape_tensor(self, v):
         """The shape of a Value as a 1-D int64 tensor (a constant when static)."""
-        if any(isinstance(d, Sym) for d in v.shape):
+        if any(isinstance(d, (Sym, Unfit)) for d in v.shape):
             return self.op('Shape', v.name)
         return self.ints(v.shape)
 
@@ -278,7 +285,7 @@ class GraphContext:
 
     def static(self, v, what):
         """``v`` as a Python int, or DynamicShapeError if it depends on a dynamic size."""
-        if isinstance(v, Sym):
+        if isinstance(v, (Sym, Unfit)):
             from tensorplay.onnx._capture import _specialised
             raise _specialised(self.node, f'{what} depends on a dynamic size ({v}) and ONNX '
                                f'takes it as a fixed attribute', self.cap.plan)

@@ -3,7 +3,7 @@ import os
 
 import tensorplay as tp
 from tensorplay.onnx._errors import OnnxExportError
-from tensorplay.onnx._symbolic import Sym
+from tensorplay.onnx._symbolic import Sym, Unfit
 from tensorplay.utils._pytree import tree_flatten
 
 __all__ = ['ONNXProgram', 'build']
@@ -124,6 +124,8 @@ def _value_info(helper, name, dtype, shape, axis_names=None):
             dims.append(axis_names[i])
         elif isinstance(d, Sym):
             dims.append(d.is_symbol() or str(d).replace(' ', ''))
+        elif isinstance(d, Unfit):
+            dims.append(None)
         else:
             dims.append(int(d))
     return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)

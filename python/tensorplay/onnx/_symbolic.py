@@ -28,7 +28,7 @@ silently wrong graph, at every size the traces see.
 from fractions import Fraction
 from itertools import product
 
-__all__ = ['Sym', 'fit', 'FitError', 'SymUsedAsNumber']
+__all__ = ['Sym', 'Unfit', 'fit', 'FitError', 'SymUsedAsNumber']
 
 
 class FitError(ValueError):
@@ -39,8 +39,12 @@ class SymUsedAsNumber(TypeError):
     """A size that depends on a dynamic axis, used where the translation needs a number."""
 
     def __init__(self, sym):
-        super().__init__(f'a size that depends on a dynamic axis ({sym}) is used where the '
-                         f'ONNX translation needs a fixed number')
+        if isinstance(sym, Unfit):
+            msg = f'a size {sym.reason}'
+        else:
+            msg = (f'a size that depends on a dynamic axis ({sym}) is used where the ONNX '
+                   f'translation needs a fixed number')
+        super().__init__(msg)
         self.sym = sym
 
 
@@ -138,6 +142,32 @@ class Sym:
         return self._combine(other, _poly_mul, lambda a, b: a * b)
 
     __rmul__ = __mul__
+
+
+class Unfit:
+    """An int slot that changes between traces but fits no polynomial of the sizes. It is
+    an error only where a translation uses it (an op like a strided slice computes such a
+    size itself, and never needs it); any use raises SymUsedAsNumber with the reason."""
+    __slots__ = ('reason', 'value', 'values')
+
+    def __init__(self, reason, values):
+        self.reason, self.value, self.values = reason, values[0], list(values)
+
+    def _fail(self, *args):
+        raise SymUsedAsNumber(self)
+
+    __int__ = __index__ = __float__ = __bool__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __neg__ = _fail
+    __floordiv__ = __rfloordiv__ = __mod__ = __truediv__ = _fail
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        return f'<size that {self.reason}>'
 
 
 def sym_or_int(coefs, value, values=None):

@@ -1070,16 +1070,14 @@ def _strided_plan(isz, ist, ioff, osz, ost, ooff):
     # the mapped dims must appear in the output in an order we can transpose to: any
     ends, steps, full, to_end = [], [], [], []
     for d in range(r):
-        if d in used:
-            n = osz[mapping.index(d)]
-            step = step_of[d]
-            end = starts[d] + (n - 1) * step + 1
-        else:
-            step, end = 1, starts[d] + 1
+        n = osz[mapping.index(d)] if d in used else 1
+        step = step_of.get(d, 1)
+        end = starts[d] + (n - 1) * step + 1
         ends.append(end)
         steps.append(step)
         full.append(starts[d] == 0 and step == 1 and end == isz[d])
-        to_end.append(end == isz[d] and step == 1)
+        # no further element fits: slicing to the end takes the same ones (x[::2] of any size)
+        to_end.append(starts[d] + n * step >= isz[d])
     return mapping, starts, ends, steps, full, to_end
 
 
