@@ -62,10 +62,13 @@ class Sym:
 
     # Note: no __int__ / __index__ / __float__: a Sym used where a fixed number is needed
     # raises (SymUsedAsNumber) instead of baking the example size into the graph.
-    def __int__(self):
+    def __int__(self, *args):
         raise SymUsedAsNumber(self)
 
     __index__ = __float__ = __bool__ = __int__
+    __lt__ = __le__ = __gt__ = __ge__ = __int__
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __int__
+    __pow__ = __rpow__ = __abs__ = __divmod__ = __rdivmod__ = __int__
 
     def __eq__(self, other):
         if isinstance(other, Sym):
@@ -158,7 +161,8 @@ class Unfit:
 
     __int__ = __index__ = __float__ = __bool__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __neg__ = _fail
-    __floordiv__ = __rfloordiv__ = __mod__ = __truediv__ = _fail
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = _fail
+    __pow__ = __rpow__ = __abs__ = __divmod__ = __rdivmod__ = _fail
 
     def __eq__(self, other):
         return self is other

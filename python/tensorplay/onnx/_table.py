@@ -17,7 +17,7 @@ import numpy as np
 import tensorplay as tp
 from tensorplay.onnx._errors import OnnxExportError
 from tensorplay.onnx._exporter import INT64_MAX, Value, is_float, onnx_dtype
-from tensorplay.onnx._symbolic import Sym
+from tensorplay.onnx._symbolic import Sym, Unfit
 
 aten = tp.ops.aten
 TABLE = {}
@@ -1109,7 +1109,7 @@ def _full(g, size, fill_value, *args, **kwargs):
 @reg(aten.arange.default)
 def _arange(g, start, end=None, step=1, **kwargs):
     dt = g.out.dtype
-    if not any(isinstance(v, Sym) for v in (start, end, step)):
+    if not any(isinstance(v, (Sym, Unfit)) for v in (start, end, step)):
         return _folded(g)
     work = tp.int64 if all(isinstance(v, (int, Sym)) for v in (start, end, step)) else tp.float64
     ins = [g.int0(v) if isinstance(v, Sym) else g.scalar(v, work) for v in (start, end, step)]
@@ -1134,7 +1134,9 @@ def _folded(g):
      *_h('tril_indices', 'default'), *_h('triu_indices', 'default'))
 def _factory_folded(g, *args, **kwargs):
     for a in list(args) + list(kwargs.values()):
-        g.static(a, f'an argument of {g.node.target}') if isinstance(a, Sym) else None
+        for v in (a if isinstance(a, (list, tuple)) else [a]):
+            if isinstance(v, (Sym, Unfit)):
+                g.static(v, f'an argument of {g.node.target}')
     return _folded(g)
 
 
