@@ -897,6 +897,57 @@ def test_gpt_dynamic_batch_and_sequence(tmp_path):
     assert names.count('transformer.wte.weight') + names.count('lm_head.weight') == 1
 
 
+class _MinGPTAttention(nn.Module):
+    """minGPT's CausalSelfAttention: the causal mask is a registered buffer, sliced to T."""
+
+    def __init__(self, n_embd=32, n_head=4, block_size=16):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.attn_dropout, self.resid_dropout = nn.Dropout(0.1), nn.Dropout(0.1)
+        self.register_buffer('bias', tp.tril(tp.ones(block_size, block_size))
+                             .view(1, 1, block_size, block_size))
+        self.n_head, self.n_embd = n_head, n_embd
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+        y = self.attn_dropout(F.softmax(att, dim=-1)) @ v
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+
+
+class _MinGPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(50, 32)
+        self.pos = nn.Parameter(tp.randn(1, 16, 32) * 0.02)
+        self.blocks = nn.ModuleList([_MinGPTAttention() for _ in range(2)])
+        self.ln, self.head = nn.LayerNorm(32), nn.Linear(32, 50, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        assert t <= 16, 'Cannot forward, model block size is exhausted.'
+        x = self.tok(idx) + self.pos[:, :t, :]
+        for blk in self.blocks:
+            x = x + blk(x)
+        return self.head(self.ln(x))
+
+
+def test_mingpt_sliced_mask_buffer_dynamic(tmp_path):
+    """A buffer sliced to the dynamic length (bias[:, :, :T, :T], pos[:, :t]) and an assert on
+    the length (the exporter picks other sizes within it)."""
+    _seeded()
+    model = _MinGPT().eval()
+    _check_file(model, (tp.randint(0, 50, (2, 8)),), tmp_path / 'mingpt.onnx',
+                sizes=[(tp.randint(0, 50, s),) for s in ((3, 16), (1, 3), (4, 11))],
+                dynamic_axes={'idx': {0: 'b', 1: 't'}})
+
+
 # ---- dynamic axes ----------------------------------------------------------------------------
 
 def test_dynamic_shapes_forms():

@@ -56,11 +56,11 @@ def _resolve_axes(inputs, names, out_names_given, dynamic_axes, dynamic_shapes, 
             if key in names:
                 i = names.index(key)
                 in_axes[i] = _axes_of(spec, key, key)
-            elif out_names_given is not None and key in out_names_given:
-                out_axes[key] = _axes_of(spec, key, key)
+            elif out_names_given is None or key in out_names_given:
+                out_axes[key] = _axes_of(spec, key, key)  # checked once the outputs are known
             else:
                 raise ValueError(f'tp.onnx.export: dynamic_axes names {key!r}, which is no input '
-                                 f'({names}) or output name ({out_names_given or []})')
+                                 f'({names}) or output name ({out_names_given})')
     elif dynamic_shapes is not None:
         import inspect
         if isinstance(dynamic_shapes, dict):
@@ -180,6 +180,10 @@ def build(model, args, kwargs, input_names, output_names, opset_version, dynamic
                              f'model\'s {n_out} tensor outputs')
     else:
         output_names = ['output'] if n_out == 1 else [f'output_{i}' for i in range(n_out)]
+    unknown = sorted(set(out_axes) - set(output_names))
+    if unknown:
+        raise ValueError(f'tp.onnx.export: dynamic_axes names {unknown}, which are no input '
+                         f'({names}) or output names ({output_names})')
     for name in output_names:
         if name in g.used_names and name not in names:
             g.used_names.discard(name)
