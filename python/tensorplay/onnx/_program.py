@@ -170,6 +170,12 @@ def build(model, args, kwargs, input_names, output_names, opset_version, dynamic
     g = GraphContext(cap, opset, table, _param_names(model))
     for n in names:
         g.used_names.add(n)
+    if output_names is not None:  # reserved: no value inside the graph takes these names
+        clash = set(output_names) & set(names)
+        if clash or len(set(output_names)) != len(output_names):
+            raise ValueError(f'tp.onnx.export: output names must be unique and differ from the '
+                             f'input names, got {list(output_names)}')
+        g.used_names.update(output_names)
     out_node = g.run(names)
     outs = list(out_node.args[0]) if out_node is not None else []
     n_out = len(outs)
@@ -178,21 +184,18 @@ def build(model, args, kwargs, input_names, output_names, opset_version, dynamic
         if len(output_names) != n_out:
             raise ValueError(f'tp.onnx.export: {len(output_names)} output_names for the '
                              f'model\'s {n_out} tensor outputs')
-    else:
-        output_names = ['output'] if n_out == 1 else [f'output_{i}' for i in range(n_out)]
+    else:  # defaults, made unique against the graph's values
+        output_names = [g.fresh('output')] if n_out == 1 else \
+            [g.fresh(f'output_{i}') for i in range(n_out)]
     unknown = sorted(set(out_axes) - set(output_names))
     if unknown:
         raise ValueError(f'tp.onnx.export: dynamic_axes names {unknown}, which are no input '
                          f'({names}) or output names ({output_names})')
-    for name in output_names:
-        if name in g.used_names and name not in names:
-            g.used_names.discard(name)
     graph_outputs = []
     for name, node in zip(output_names, outs):
         v = g.value(node)
         g.node = None
         g.nodes.append(helper.make_node('Identity', [v.name], [name], name=g.fresh(f'{name}_out')))
-        g.used_names.add(name)
         graph_outputs.append(_value_info(helper, name, v.dtype, v.shape, out_axes.get(name)))
     graph_inputs = []
     for (name, node), i in zip(g.graph_inputs, range(len(names))):
