@@ -19,6 +19,7 @@ ort = pytest.importorskip('onnxruntime')
 import tensorplay as tp  # noqa: E402
 from tensorplay.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 from tensorplay.onnx._decompositions import DECOMPOSITIONS  # noqa: E402
+from tensorplay.onnx._rnn import rnn_layer_op  # noqa: E402
 from tensorplay.onnx._table import TABLE  # noqa: E402
 
 nn = tp.nn
@@ -450,6 +451,12 @@ add(aten._lstm_layer.default, In(5, 2, 12), In(2, 3), In(2, 3), In(12, 3), In(12
     out=(0, 2))
 add(aten._lstm_layer.default, In(5, 2, 12), In(2, 3), In(2, 3), In(12, 3), None, True,
     out=(0, 2), name='reverse_no_bias')
+add(rnn_layer_op(), In(5, 2, 9), In(2, 3), In(9, 3), In(9), 'GRU', False, out=(0, 1),
+    name='gru')
+add(rnn_layer_op(), In(5, 2, 3), In(2, 3), In(3, 3), None, 'RNN_TANH', True, out=(0, 1),
+    name='rnn_tanh_reverse')
+add(rnn_layer_op(), In(4, 3, 2), In(3, 2), In(2, 2), In(2), 'RNN_RELU', False, out=(0, 1),
+    name='rnn_relu')
 add(aten._cross_entropy_rows.default, In(4, 5),
     In(4, dtype=tp.int64, kind='idx', high=5), -100, out=(0, 1))
 add(lambda x, t: aten._cross_entropy_rows.default(x, t.masked_fill(t == 0, -100), -100),
@@ -534,7 +541,7 @@ def _graph_targets(fn, inputs):
 def test_table_keys_are_op_handles():
     for key in TABLE:
         assert isinstance(key, tp._ops.OpOverload), key
-        packet = getattr(tp.ops.aten, key._opname)
+        packet = getattr(getattr(tp.ops, key.namespace), key._opname)
         assert getattr(packet, key._overloadname) is key, key
 
 
@@ -1098,12 +1105,40 @@ def test_dynamic_axis_baked_into_a_reshape():
 
 
 def test_dynamic_axis_the_model_loops_over():
-    """A GRU's time loop is Python: the sequence length is baked into the graph."""
-    model = nn.GRU(3, 4).eval()
-    with pytest.raises(tp.onnx.DynamicShapeError, match='changes'):
-        tp.onnx.export(model, (tp.randn(5, 2, 3),), dynamic_axes={'input': {0: 'seq'}})
-    prog = tp.onnx.export(model, (tp.randn(5, 2, 3),), dynamic_axes={'input': {1: 'batch'}})
-    tp.onnx.verify(model, (tp.randn(5, 7, 3),), prog)
+    """A Python loop over the sequence bakes its length into the graph."""
+    cell = nn.RNNCell(3, 4).eval()
+
+    def run(x):
+        h = tp.zeros(x.shape[1], 4)
+        for t in range(x.shape[0]):  # one step per element: a loop over the size
+            h = cell(x[t], h)
+        return h
+    with pytest.raises(tp.onnx.DynamicShapeError, match='changes') as e:
+        tp.onnx.export(run, (tp.randn(5, 2, 3),), dynamic_axes={'x': {0: 'seq'}})
+    assert 'seq=6' in str(e.value)
+    prog = tp.onnx.export(run, (tp.randn(5, 2, 3),), dynamic_axes={'x': {1: 'batch'}})
+    tp.onnx.verify(run, (tp.randn(5, 7, 3),), prog)
+
+
+@pytest.mark.parametrize('make', [lambda: nn.GRU(4, 6, 2), lambda: nn.RNN(4, 6, bidirectional=True),
+                                  lambda: nn.GRU(4, 5, batch_first=True, bidirectional=True),
+                                  lambda: nn.RNN(4, 5, 2, nonlinearity='relu', bias=False)],
+                         ids=['gru2', 'rnn_bidirectional', 'gru_batch_first_bidirectional',
+                              'rnn_relu_nobias'])
+def test_gru_rnn_dynamic_sequence(make):
+    """GRU / RNN layers export as Scans (Note [Recurrent layers in the export]): any length."""
+    _seeded()
+    model = make().eval()
+    axes = {0: 'b', 1: 't'} if model.batch_first else {0: 't', 1: 'b'}
+    layers = model.num_layers * (2 if model.bidirectional else 1)
+
+    def inputs(t, b):
+        x = tp.randn(b, t, 4) if model.batch_first else tp.randn(t, b, 4)
+        return x, tp.randn(layers, b, model.hidden_size)
+    prog = tp.onnx.export(model, inputs(5, 2), dynamic_axes={'input': axes, 'hx': {1: 'b'}})
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    for t, b in ((5, 2), (9, 3), (2, 1)):
+        tp.onnx.verify(model, inputs(t, b), prog)
 
 
 def test_dynamic_axis_example_size_one():

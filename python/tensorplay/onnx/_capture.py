@@ -178,7 +178,8 @@ def _trace(model, inputs, tensors, record):
         fn.tensor_pos = [i for i, x in enumerate(leaves) if isinstance(x, tp.Tensor)]
         return tuple(x for x in leaves if isinstance(x, tp.Tensor))
     from tensorplay.onnx._decompositions import DECOMPOSITIONS
-    with _export_mode(model):
+    from tensorplay.onnx._rnn import recurrent_layers_as_ops
+    with _export_mode(model), recurrent_layers_as_ops():
         gm = make_fx(fn, decomposition_table=DECOMPOSITIONS, record_stack_traces=record)(*tensors)
     return gm, (fn.spec, fn.tensor_pos)
 

@@ -1721,3 +1721,51 @@ def _tensordot(g, a, b, dims_a, dims_b):
     dt = g.out.dtype
     eq = f'{"".join(la)},{"".join(lb)}->{"".join(out)}'
     return g.op('Einsum', g.cast(a, dt), g.cast(b, dt), equation=eq)
+
+
+def _rnn_layer(g, gi, h0, w_hh, b_hh, mode, reverse):
+    """tp_onnx::rnn_layer (Note [Recurrent layers in the export], _rnn.py): a Scan whose body
+    is one GRU / RNN step, PyTorch's gate order (r, z, n) and arithmetic."""
+    from onnx import helper
+    dt = gi.dtype
+    et = onnx_dtype(dt)
+    hidden = w_hh.shape[1]
+    gates = w_hh.shape[0]
+    w_t = g.op('Transpose', w_hh.name, perm=[1, 0])
+    with g.subgraph() as body:
+        h_in, x_in = g.fresh('rnn_h'), g.fresh('rnn_x')
+        gh = g.op('MatMul', h_in, w_t)
+        if b_hh is not None:
+            gh = g.op('Add', gh, b_hh.name)
+        if mode == 'GRU':
+            ir, iz, inn = g.op('Split', x_in, axis=1, num_outputs=3, outputs=3)
+            hr, hz, hn = g.op('Split', gh, axis=1, num_outputs=3, outputs=3)
+            r = g.op('Sigmoid', g.op('Add', ir, hr))
+            z = g.op('Sigmoid', g.op('Add', iz, hz))
+            n = g.op('Tanh', g.op('Add', inn, g.op('Mul', r, hn)))
+            one_minus_z = g.op('Sub', g.scalar(1, dt), z)
+            h = g.op('Add', g.op('Mul', one_minus_z, n), g.op('Mul', z, h_in))
+        else:
+            pre = g.op('Add', x_in, gh)
+            h = g.op('Tanh' if mode == 'RNN_TANH' else 'Relu', pre)
+        h_out, h_scan = g.op('Identity', h), g.op('Identity', h)
+    graph = helper.make_graph(
+        body.nodes, g.fresh('rnn_step'),
+        [helper.make_tensor_value_info(h_in, et, [None, hidden]),
+         helper.make_tensor_value_info(x_in, et, [None, gates])],
+        [helper.make_tensor_value_info(n_, et, [None, hidden]) for n_ in (h_out, h_scan)])
+    d = 1 if reverse else 0
+    last, seq = g.op('Scan', h0.name, gi.name, body=graph, num_scan_inputs=1,
+                     scan_input_directions=[d], scan_output_directions=[d], outputs=2)
+    return seq, last
+
+
+def register_rnn_layer():
+    """Adds the tp_onnx::rnn_layer entry (its op is registered on first use)."""
+    from tensorplay.onnx._rnn import rnn_layer_op
+    op = rnn_layer_op()
+    if op not in TABLE:
+        TABLE[op] = _rnn_layer
+
+
+register_rnn_layer()
