@@ -10,7 +10,6 @@ import pathlib
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 onnx = pytest.importorskip('onnx')
@@ -524,11 +523,7 @@ add(aten.grid_sampler_2d.default, In(1, 2, 5, 6), In(1, 3, 4, 2, kind='unit'), 1
 
 
 def _sample_id(s):
-    name = s.op if isinstance(s.op, str) else getattr(s.op, '__name__', None) or str(s.op)
-    if not hasattr(s.op, '_schema'):
-        name = 'fn'
-    else:
-        name = str(s.op)
+    name = str(s.op) if hasattr(s.op, '_schema') else 'fn'
     return f'{name}-{s.name}' if s.name else name
 
 
