@@ -1216,3 +1216,17 @@ def test_make_fx_records_user_source_lines():
     relu = next(n for n in gm.graph.nodes if n.target is aten.relu.default)
     assert 'x.relu() + 1  # recorded line' in relu.stack_trace
     assert 'tensorplay/nn' not in relu.stack_trace and 'proxy_tensor' not in relu.stack_trace
+
+
+@pytest.mark.parametrize('opset', [18, 20, 23])
+def test_opsets(opset):
+    """Newer opsets use newer operators where they exist (Gelu from 20, GridSample's modes)."""
+    _seeded()
+    model = nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.GELU(), nn.GroupNorm(2, 8),
+                          nn.Flatten(), nn.Linear(8 * 6, 5)).eval()
+    x = tp.randn(3, 4, 6)
+    prog = tp.onnx.export(model, (x,), opset_version=opset, dynamic_axes={'input': {0: 'b'}})
+    assert prog.model_proto.opset_import[0].version == opset
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    assert ('Gelu' in [n.op_type for n in prog.model_proto.graph.node]) == (opset >= 20)
+    tp.onnx.verify(model, (tp.randn(5, 4, 6),), prog)
