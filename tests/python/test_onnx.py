@@ -881,6 +881,33 @@ def test_transformer_encoder(tmp_path):
                 dynamic_shapes=({0: 'batch', 1: 'seq'},))
 
 
+class _Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t = nn.Transformer(16, 2, 1, 1, 32, batch_first=True)
+
+    def forward(self, src, tgt, pad):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return self.t(src, tgt, tgt_mask=mask, src_key_padding_mask=pad, tgt_is_causal=True)
+
+
+def test_transformer_masks_dynamic_lengths():
+    """nn.Transformer with a causal mask built from the target length and a padding mask,
+    batch and both lengths dynamic."""
+    _seeded()
+    model = _Seq2Seq().eval()
+
+    def inputs(b, s, t):
+        pad = tp.zeros(b, s, dtype=tp.bool)
+        pad[:, -1] = True
+        return tp.randn(b, s, 16), tp.randn(b, t, 16), pad
+    prog = tp.onnx.export(model, inputs(2, 5, 4), dynamic_axes={
+        'src': {0: 'b', 1: 's'}, 'tgt': {0: 'b', 1: 't'}, 'pad': {0: 'b', 1: 's'}})
+    onnx.checker.check_model(prog.model_proto, full_check=True)
+    for sizes in ((2, 5, 4), (3, 7, 9), (1, 2, 3)):
+        tp.onnx.verify(model, inputs(*sizes), prog)
+
+
 def test_gpt_dynamic_batch_and_sequence(tmp_path):
     from tensorplay.testing.gpt import gpt2
     _seeded()
