@@ -78,7 +78,8 @@ def _basic_view(self, items, meta_masks=None):
                 if tuple(t.shape) != tuple(shape[d:d + t.dim()]):
                     raise IndexError(f"The shape of the mask {list(t.shape)} at index {d} does not "
                                      f"match the shape of the indexed tensor {list(shape)}")
-                if meta_masks is not None and t.is_meta:  # its dims stay whole in the view
+                if meta_masks is not None and (t.is_meta or hasattr(t, 'fake_mode')):
+                    # its dims stay whole in the view
                     meta_masks.append(t)
                     for _ in range(t.dim()):
                         sizes.append(shape[d])
@@ -140,7 +141,9 @@ def getitem(self, index):
     for d, t in zip(dims, idx):
         size = view.shape[d]
         t = t.long()
-        if t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
+        if t.numel() and hasattr(t, 'fake_mode'):  # fake (traced): no values; wrap in the graph
+            t = _C.where(t < 0, t + size, t)
+        elif t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
             lo, hi = builtins.int(t.amin()), builtins.int(t.amax())
             if lo < -size or hi >= size:
                 bad = lo if lo < -size else hi
@@ -183,6 +186,17 @@ def setitem(self, index, value):
     items = _expand_ellipsis(items, self.dim())
     meta_masks = []
     view, advanced = _basic_view(self, items, meta_masks)
+    if builtins.any(hasattr(m, 'fake_mode') for m in meta_masks):
+        # traced (fake): a mask over the view's leading dims writes through index_put_ with
+        # the mask itself (a graph op); a mask anywhere else picks data-dependent positions
+        m = meta_masks[0]
+        if len(meta_masks) > 1 or advanced or not _leading_mask(self, items, m):
+            from tensorplay._subclasses.fake_tensor import DynamicOutputShapeException
+            raise DynamicOutputShapeException('nonzero (the positions of a bool mask index)')
+        if not isinstance(value, Tensor):
+            value = _C._tensor(value, self.dtype, None, False, "index_put_")
+        view.index_put_((m,), value)
+        return
     if meta_masks:
         # Which elements a meta mask picks is unknown, so nothing more can be checked (nor
         # does PyTorch): the write goes to index_put_ through a mask over the whole view.
@@ -221,6 +235,11 @@ def setitem(self, index, value):
                               + list(range(first + nb, len(rshape))))
     target = view if dims == list(range(len(dims))) else view.permute(dims + rest)
     target.index_put_(idx, value)
+
+
+def _leading_mask(self, items, mask):
+    """Whether a bool mask is the first index, so it covers the view's leading dims."""
+    return len(items) > 0 and items[0] is mask
 
 
 def index_put_(input, indices, values, accumulate=False):

@@ -4,7 +4,10 @@ that records every op it reaches, below autograd, as a ``call_function`` node of
 compiler's entry point (also ``tensorplay.graph.make_graph``).
 """
 import inspect
+import linecache
 import operator
+import os
+import sys
 
 import tensorplay
 from tensorplay._subclasses.fake_tensor import FakeTensor, FakeTensorMode
@@ -29,9 +32,11 @@ class _ProxyMode(TorchDispatchMode):
     A FakeTensor keeps one ``__dict__`` for its whole life, which keys its node; a real
     tensor (a parameter, a captured constant) is keyed by its storage and layout."""
 
-    def __init__(self, graph, root):
+    def __init__(self, graph, root, record_stack_traces=False, decompositions=None):
         super().__init__()
         self.graph = graph
+        self.record_stack_traces = record_stack_traces
+        self.decompositions = decompositions or {}
         self.root = root
         self.nodes = {}       # key -> Node
         self._keep = []       # keeps keyed dicts alive, so their ids stay unique
@@ -68,6 +73,12 @@ class _ProxyMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        decomp = self.decompositions.get(func)
+        if decomp is not None:  # the op's decomposition runs instead, its ops recorded here
+            with self:
+                out = decomp(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
 
         def to_arg(a):
             return self.node_of(a) if isinstance(a, tensorplay.Tensor) else a
@@ -76,6 +87,8 @@ class _ProxyMode(TorchDispatchMode):
         out = func(*args, **kwargs)
         node = self.graph.create_node('call_function', func, node_args, node_kwargs,
                                       name=self.graph._target_to_str(func._opname))
+        if self.record_stack_traces:
+            node.meta['stack_trace'] = _user_stack_trace()
         if isinstance(out, tensorplay.Tensor):
             self.track(out, node)
         elif isinstance(out, (tuple, list)):
@@ -87,6 +100,40 @@ class _ProxyMode(TorchDispatchMode):
         else:
             node.meta['val'] = out
         return out
+
+
+_TP_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TESTING_DIR = os.path.join(_TP_DIR, 'testing')
+_is_user_file = {}   # co_filename -> whether it is outside TensorPlay (tensorplay.testing counts as outside)
+
+
+def _user_file(filename):
+    r = _is_user_file.get(filename)
+    if r is None:
+        path = os.path.abspath(filename)
+        r = _is_user_file[filename] = (not path.startswith(_TP_DIR + os.sep)
+                                       or path.startswith(_TESTING_DIR + os.sep))
+    return r
+
+
+def _user_stack_trace():
+    """The Python stack at this point, outermost first, in ``traceback``'s format, keeping
+    only the frames outside TensorPlay (the user's program): what ``node.stack_trace``
+    holds, the innermost frame being the user's line that ran the op."""
+    frames = []
+    f = sys._getframe(2)
+    while f is not None:
+        code = f.f_code
+        if _user_file(code.co_filename):
+            frames.append((code.co_filename, f.f_lineno, code.co_name))
+        f = f.f_back
+    lines = []
+    for filename, lineno, name in reversed(frames):
+        lines.append(f'  File "{filename}", line {lineno}, in {name}\n')
+        src = linecache.getline(filename, lineno).strip()
+        if src:
+            lines.append(f'    {src}\n')
+    return ''.join(lines)
 
 
 def _fake_of(t):
@@ -106,7 +153,7 @@ def _placeholder_names(f, n):
 
 
 def make_fx(f, decomposition_table=None, tracing_mode='real', _allow_non_fake_inputs=False,
-            pre_dispatch=False, record_module_stack=False):
+            pre_dispatch=False, record_module_stack=False, record_stack_traces=False):
     """``make_fx(f)(*example_inputs)`` -> GraphModule of the ``tp.ops.aten`` ops ``f`` runs
     (a function or Module), every node carrying ``meta['val']``, a FakeTensor with the
     value's shape, dtype, strides and device. Nothing is computed: tracing runs on fake
@@ -115,17 +162,22 @@ def make_fx(f, decomposition_table=None, tracing_mode='real', _allow_non_fake_in
     nodes (``_param_constant<N>`` / ``_tensor_constant<N>``).
 
         gm = make_fx(lambda x: tp.relu(x) * 2)(tp.randn(3))
-        [n.target for n in gm.graph.nodes]   # aten.relu.default, aten.mul.Tensor"""
+        [n.target for n in gm.graph.nodes]   # aten.relu.default, aten.mul.Tensor
+
+    ``decomposition_table`` ({op handle: function}) traces an op through its function
+    (written with other ops, which are recorded instead; returning NotImplemented records
+    the op itself), as PyTorch's.
+
+    ``record_stack_traces=True`` records in each op node's ``meta['stack_trace']`` (also
+    ``node.stack_trace``) the Python stack that ran the op, outside TensorPlay's own frames,
+    in ``traceback``'s format: its last entry is the user's source line."""
     if tracing_mode not in ('real', 'fake'):
         raise ValueError(f"make_fx: tracing_mode must be 'real' or 'fake', got '{tracing_mode}'")
-    if decomposition_table:
-        raise ValueError('make_fx: decomposition_table is not supported; our ops reach the '
-                         'mode already decomposed as their kernels define')
 
     def wrapped(*args):
         graph = Graph()
         root = f if isinstance(f, tensorplay.nn.Module) else None
-        mode = _ProxyMode(graph, root)
+        mode = _ProxyMode(graph, root, record_stack_traces, decomposition_table)
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         names = _placeholder_names(f, len(args))
         fake_args = []

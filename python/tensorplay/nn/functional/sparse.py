@@ -8,7 +8,8 @@ import tensorplay as tp
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype != tp.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if tensor.is_meta and num_classes != -1:  # no values to check: PyTorch's meta form, an equality with arange
+    if (tensor.is_meta or hasattr(tensor, 'fake_mode')) and num_classes != -1:
+        # no values to check (meta, or fake while tracing): PyTorch's meta form, an equality with arange
         return (tensor.unsqueeze(-1) == tp.arange(num_classes, device=tensor.device)).to(tp.int64)
     if tensor.numel() > 0:
         if tensor.min().item() < 0:
