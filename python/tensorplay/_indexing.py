@@ -141,7 +141,8 @@ def getitem(self, index):
     for d, t in zip(dims, idx):
         size = view.shape[d]
         t = t.long()
-        if t.numel() and hasattr(t, 'fake_mode'):  # fake (traced): no values; wrap in the graph
+        if t.numel() and type(t) is not Tensor and hasattr(t, 'fake_mode'):
+            # fake (traced): no values; wrap in the graph
             t = _C.where(t < 0, t + size, t)
         elif t.numel() and not t.is_meta:  # meta indices have no values to check or wrap
             lo, hi = builtins.int(t.amin()), builtins.int(t.amax())
@@ -186,7 +187,7 @@ def setitem(self, index, value):
     items = _expand_ellipsis(items, self.dim())
     meta_masks = []
     view, advanced = _basic_view(self, items, meta_masks)
-    if builtins.any(hasattr(m, 'fake_mode') for m in meta_masks):
+    if meta_masks and builtins.any(hasattr(m, 'fake_mode') for m in meta_masks):
         # traced (fake): a mask over the view's leading dims writes through index_put_ with
         # the mask itself (a graph op); a mask anywhere else picks data-dependent positions
         m = meta_masks[0]

@@ -102,8 +102,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     c = input.size(1)
     valid = target != ignore_index
     safe = tp.where(valid, target, tp.zeros((), dtype=target.dtype)).to(tp.int64)
-    if safe.numel() and not safe.is_meta and not hasattr(safe, 'fake_mode') and not _is_batched(safe) and (
-            safe.min().item() < 0 or safe.max().item() >= c):  # (no values on meta, fake or in vmap)
+    # (no values on meta, fake or in vmap: a plain tensor skips those two tests)
+    if safe.numel() and not safe.is_meta and (type(safe) is tp.Tensor or (
+            not hasattr(safe, 'fake_mode') and not _is_batched(safe))) and (
+            safe.min().item() < 0 or safe.max().item() >= c):
         bad = int(tp.where(valid & ((safe < 0) | (safe >= c)), target, tp.zeros((), dtype=target.dtype)).abs().max().item())
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
