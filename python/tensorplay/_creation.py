@@ -156,6 +156,14 @@ def _like(factory):
         if not isinstance(input, Tensor):
             raise TypeError(f"{factory.__name__}_like(): argument 'input' (position 1) must be "
                             f"Tensor, not {type(input).__name__}")
+        if type(input) is not Tensor and '_level' in getattr(input, '__dict__', ()):
+            from tensorplay.func._vmap import BatchedTensor, _wrap
+            if isinstance(input, BatchedTensor):
+                # under vmap: the batch's *_like, batched as the input (these factories are
+                # Python composites, so no op reaches vmap's rule for them)
+                return _wrap(like(input._value, *args, dtype=dtype, device=device,
+                                  requires_grad=requires_grad, memory_format=memory_format, **kw),
+                             input._level)
         dtype = dtype if dtype is not None else input.dtype
         device = device if device is not None else input.device
         strides = _like_strides(input, memory_format)

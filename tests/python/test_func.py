@@ -549,3 +549,16 @@ def test_forward_over_reverse_through_ops_saving_their_output(act):
                                     (lib.ones(4, dtype=lib.float64),))[1].numpy())
     np.testing.assert_allclose(results[2], results[0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(results[3], results[1], rtol=1e-9, atol=1e-12)
+
+
+def test_like_factories_batch_under_vmap():
+    # zeros_like/ones_like/full_like/empty_like are Python composites: under vmap they give
+    # batched results, so an in-place write of a batched value into them works (as torch.func)
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    f_tp = lambda t: tp.zeros_like(t).add_(t) * 2 + tp.full_like(t, 1.5) - tp.ones_like(t).mul_(t)  # noqa: E731
+    f_th = lambda t: torch.zeros_like(t).add_(t) * 2 + torch.full_like(t, 1.5) - torch.ones_like(t).mul_(t)  # noqa: E731
+    got = tp.func.vmap(f_tp)(tp.tensor(x))
+    want = torch.func.vmap(f_th)(torch.tensor(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    nested = tp.func.vmap(tp.func.vmap(lambda t: tp.empty_like(t).copy_(t) + 1))(tp.tensor(x))
+    np.testing.assert_allclose(nested.numpy(), x + 1, rtol=1e-6)
