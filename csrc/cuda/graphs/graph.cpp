@@ -41,7 +41,10 @@
 // the blocks the graph draws. A replay therefore draws exactly what the same launches run
 // eagerly from the same generator state would: a replayed dropout equals the eager one.
 // Generators the capture draws from are found at the launch (any generator, not only the
-// device's default one), so nothing needs registering by hand.
+// device's default one), so nothing needs registering by hand. The 16 bytes come from the
+// global pool, not the graph's: written before the graph runs, they must not alias memory
+// the graph reuses inside (a first version took them from the pool, and the dropout mask
+// freed earlier in the capture overwrote the second generator's state at every replay).
 //
 // Note [Checks under capture]
 // Some kernels check their arguments on the device and report through a flag the host reads
@@ -233,8 +236,10 @@ void Graph::register_generator(CUDAGenerator& gen) {
   TP_CHECK(capturing_, "CUDAGraph.register_generator_state: the graph is not capturing");
   for (const GeneratorUse& u : generators_)
     if (u.gen == &gen) return;
-  // 16 bytes of the graph's pool (the capture's stream routes the allocation there)
-  GeneratorUse use{&gen, static_cast<uint64_t*>(allocator::raw_alloc(16, stream_)), 0};
+  // Not from the graph's pool: a replay writes these 16 bytes before the graph runs, so they
+  // must not share memory with anything the graph uses (a block freed earlier in the
+  // capture would be, and the graph's own kernels would then overwrite the state).
+  GeneratorUse use{&gen, static_cast<uint64_t*>(allocator::raw_alloc_outside_graphs(16, stream_)), 0};
   gen.incref();
   generators_.push_back(use);
 }
