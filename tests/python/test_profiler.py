@@ -244,3 +244,19 @@ def test_cuda_activity_times_ops_with_cuda_events(tmp_path):
     prof.export_chrome_trace(str(path))
     kernels = [e for e in _load_trace(path)["traceEvents"] if e.get("cat") == "kernel"]
     assert kernels and all(e["dur"] >= 0 for e in kernels)
+
+
+def test_profiling_does_not_change_results():
+    """Same values, gradients and random draws with and without a profile recording."""
+    def step(profiled):
+        tp.manual_seed(0)
+        m = tp.nn.Sequential(tp.nn.Linear(5, 7), tp.nn.Dropout(0.3), tp.nn.Tanh())
+        x = tp.randn(4, 5)
+        ctx = tp.profiler.profile(record_shapes=True, profile_memory=True) if profiled \
+            else tp.autograd.profiler.profile(enabled=False)
+        with ctx:
+            y = m(x)
+            y.pow(2).sum().backward()
+            y.add_(1)
+        return y.tolist(), m[0].weight.grad.tolist()
+    assert step(True) == step(False)
