@@ -106,5 +106,6 @@ import sys as _sys  # noqa: E402
 overrides._install(_sys.modules[__name__])
 from tensorplay import fx  # noqa: E402  (after the wrappers: Proxy intercepts them)
 graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.graph`)
+from tensorplay import profiler, hub  # noqa: E402,F401
 from tensorplay import onnx  # noqa: E402,F401  (tp.onnx.export; imports the onnx package only when used)
 vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions, not tensors)

@@ -55,6 +55,20 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     return tuple(result)
 
 
+# One entry per running backward/grad call, innermost last: whether that call computes every
+# leaf's gradient (a plain backward) and so may run a reentrant checkpoint's inner backward.
+_checkpoint_valid = []
+# Set by tensorplay.autograd.profiler while a profiler records: hooks the nodes of a backward
+# about to run (returns the hook handles). None otherwise: a backward pays one check.
+_profile_backward = None
+
+
+def _is_checkpoint_valid():
+    """False inside ``grad()`` or ``backward(inputs=...)``: a reentrant checkpoint's inner
+    backward would accumulate into ``.grad`` instead of the asked-for gradients."""
+    return not _checkpoint_valid or _checkpoint_valid[-1]
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None):
     """Accumulates into the leaves' ``.grad`` the gradient of ``tensors`` (weighted by
@@ -69,7 +83,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    _C._run_backward(list(tensors), list(grads), retain_graph, create_graph, list(inputs), True)
+    _checkpoint_valid.append(not inputs)
+    hooks = _profile_backward(tensors) if _profile_backward is not None else ()
+    try:
+        _C._run_backward(list(tensors), list(grads), retain_graph, create_graph, list(inputs), True)
+    finally:
+        _checkpoint_valid.pop()
+        for h in hooks:
+            h.remove()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -87,7 +108,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    result = _C._run_backward(list(outputs), list(grads), retain_graph, create_graph, list(inputs), False)
+    _checkpoint_valid.append(False)
+    hooks = _profile_backward(outputs) if _profile_backward is not None else ()
+    try:
+        result = _C._run_backward(list(outputs), list(grads), retain_graph, create_graph,
+                                  list(inputs), False)
+    finally:
+        _checkpoint_valid.pop()
+        for h in hooks:
+            h.remove()
     out = []
     for i, (g, inp) in enumerate(zip(result, inputs)):
         if g is None:
