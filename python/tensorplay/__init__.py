@@ -106,6 +106,16 @@ import sys as _sys  # noqa: E402
 overrides._install(_sys.modules[__name__])
 from tensorplay import fx  # noqa: E402  (after the wrappers: Proxy intercepts them)
 graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.graph`)
-from tensorplay import profiler, hub  # noqa: E402,F401
-from tensorplay import onnx  # noqa: E402,F401  (tp.onnx.export; imports the onnx package only when used)
 vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions, not tensors)
+
+
+# Submodules loaded on first use (as `tp.profiler`, or by `import tensorplay.profiler`): 15 ms
+# of import time that a program not profiling, exporting or using the hub need not pay.
+_LAZY_SUBMODULES = ('profiler', 'hub', 'onnx')
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+        return importlib.import_module(f'tensorplay.{name}')
+    raise AttributeError(f"module 'tensorplay' has no attribute '{name}'")
