@@ -103,7 +103,11 @@ variable_list call_node(Node& node, variable_list inputs, bool create_graph) {
       e.append_note("\nTraceback of forward call that caused the error:\n" + node.forward_trace_);
     throw;
   }
-  if (dynamic_cast<AccumulateGrad*>(&node)) return outputs;
+  if (dynamic_cast<AccumulateGrad*>(&node)) {
+    // no outputs to validate or replace, but its post hooks run (after the accumulation)
+    for (auto& [id, hook] : node.post_hooks_) hook(outputs, grad_inputs_copy);
+    return outputs;
+  }
   validate_outputs(node, outputs);
   if (g_anomaly && g_anomaly_check_nan) check_nan(node, outputs);
   for (auto& [id, hook] : node.post_hooks_) {

@@ -422,3 +422,17 @@ def test_leaf_gradient_keeps_the_leaf_layout(case):
     a, b = run(torch), run(tp)
     assert tuple(b.stride()) == tuple(a.stride())
     np.testing.assert_allclose(_np(b), _np(a), rtol=1e-6)
+
+
+def test_accumulate_grad_post_hook_runs_after_accumulation():
+    # as PyTorch: an AccumulateGrad node's post hook gets no grad_inputs and the incoming
+    # gradient, after .grad was written
+    for lib in (tp, torch):
+        x = lib.ones(3, requires_grad=True)
+        acc = x.view_as(x).grad_fn.next_functions[0][0]
+        seen = []
+        acc.register_prehook(lambda go: seen.append('pre'))
+        acc.register_hook(lambda gi, go: seen.append(('post', len(gi), go[0].tolist(),
+                                                      x.grad is not None)))
+        (x * 2).sum().backward()
+        assert seen == ['pre', ('post', 0, [2.0, 2.0, 2.0], True)], (lib.__name__, seen)

@@ -221,8 +221,6 @@ class _Collector(TorchDispatchMode):
             seen.add(node)
             todo.extend(n for n, _ in node.next_functions if n is not None)
             name = node.name()
-            if name.endswith("::AccumulateGrad"):   # (its post hook does not run here)
-                continue
             open_recs = []
 
             def pre(grads, name=name, open_recs=open_recs):
