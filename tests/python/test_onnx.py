@@ -1231,7 +1231,9 @@ def test_custom_translation_table_and_opset():
 def test_import_tensorplay_does_not_import_onnx():
     code = 'import sys, tensorplay as tp; tp.onnx.DEFAULT_OPSET; print("onnx" in sys.modules)'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         env={**__import__('os').environ, 'PYTHONPATH': str(ROOT / 'python')})
+                         env={**__import__('os').environ,
+                              # the tensorplay this test imported (in-tree or installed)
+                              'PYTHONPATH': str(pathlib.Path(tp.__file__).parent.parent)})
     assert out.stdout.strip() == 'False', out.stderr
 
 
