@@ -55,6 +55,20 @@ class CpuAllocator final : public Allocator {
     return p;
   }
 
+  size_t empty_cache() {
+    std::lock_guard<std::mutex> g(mu_);
+    const size_t freed = cached_;
+    for (auto& [size, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
+    return freed;
+  }
+
+  size_t cached() {
+    std::lock_guard<std::mutex> g(mu_);
+    return cached_;
+  }
+
   void release(void* p) {
     std::lock_guard<std::mutex> g(mu_);
     auto it = sizes_.find(p);
@@ -95,6 +109,8 @@ Allocator* g_allocators[kNumDeviceTypes] = {&g_cpu_allocator, nullptr, nullptr};
 }  // namespace
 
 Allocator* get_allocator(DeviceType type) { return g_allocators[int(type)]; }
+size_t cpu_empty_cache() { return g_cpu_allocator.empty_cache(); }
+size_t cpu_cached_bytes() { return g_cpu_allocator.cached(); }
 void set_allocator(DeviceType type, Allocator* alloc) { g_allocators[int(type)] = alloc; }
 
 StorageImpl::StorageImpl(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {

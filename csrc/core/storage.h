@@ -21,6 +21,10 @@ class Allocator {
 
 Allocator* get_allocator(DeviceType type);
 void set_allocator(DeviceType type, Allocator* alloc);
+/// Frees the large CPU blocks kept for reuse (Note [CPU block cache]); returns the bytes freed.
+size_t cpu_empty_cache();
+/// Bytes held in the CPU block cache now.
+size_t cpu_cached_bytes();
 
 /// A buffer shared by a tensor and its views. See Note [Version counter].
 class StorageImpl : public RefCounted {

@@ -1,4 +1,4 @@
-// tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/, and _has_cudnn /
+// tensorplay._C's CUDA entry points (_cuda_*), used by python/tensorplay/cuda/, the CPU block cache's (_cpu_*), and _has_cudnn /
 // _cudnn_version / the cuDNN backend-API switch (_cudnn_set_backend_api, _cudnn_backend_api,
 // _cudnn_plan_cache_size) / the cuDNN attention switch (_cudnn_set_sdpa, _cudnn_sdpa,
 // _cudnn_sdpa_available, _cudnn_sdpa_graphs). In a build without CUDA only _cuda_compiled and _has_cudnn (both False)
@@ -11,6 +11,7 @@
 
 #include <atomic>
 
+#include "core/storage.h"
 #include "python/bindings.h"
 
 #ifdef TP_USE_CUDA
@@ -44,6 +45,9 @@ cuda::Stream from_tuple(uintptr_t handle, int device, int priority) {
 #endif
 
 void bind_cuda(nb::module_& m) {
+  // the CPU block cache (Note [CPU block cache]): tp.cpu.empty_cache / tp.cpu.memory_cached
+  m.def("_cpu_empty_cache", [] { return cpu_empty_cache(); });
+  m.def("_cpu_cached_bytes", [] { return cpu_cached_bytes(); });
 #ifdef TP_USE_CUDNN
   m.attr("_has_cudnn") = true;
   m.def("_cudnn_version", [] { return cuda::cudnn::version(); });
