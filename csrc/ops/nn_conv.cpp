@@ -194,6 +194,9 @@ void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* 
 /// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
 /// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
 constexpr int64_t kDirectMaxMacs = 2400;
+/// The fewest input and output channels for which Winograd runs, and the most weight pairs
+/// (input x output channels) per output tile (Note [Convolution algorithms]).
+constexpr int64_t kWinogradMinChannels = 16, kWinogradWeightsPerTile = 512;
 /// The three products of a convolution (Note [Convolution as GEMM]).
 enum class Pass { forward, input, weight };
 
@@ -210,6 +213,21 @@ bool direct_conv(const ConvShape& g, Pass pass) {
   for (int i = 0; pass == Pass::input && i < 3; ++i)
     if (2 * ((g.k[i] - 1) * g.d[i] - g.p[i]) > (g.k[i] - 1) * g.d[i]) return false;
   return true;
+}
+
+/// Whether Winograd F(4x4, 3x3) (Note [Winograd convolution]) runs the forward of this
+/// convolution, or with `transposed` its input gradient (a transposed convolution's forward):
+/// float32 (float16 / bfloat16 compute in it), 2-D, 3x3, stride 1, undilated, ungrouped, at
+/// least kWinogradMinChannels channels in and out, and enough 4x4 output tiles to share the
+/// transformed weights (Note [Convolution algorithms]).
+bool winograd_conv(const ConvShape& g, DType dt, bool transposed) {
+  if (dt != DType::Float32 || g.groups != 1 || g.nsp != 2 || g.k[1] != 3 || g.k[2] != 3) return false;
+  for (int i = 1; i < 3; ++i)
+    if (g.s[i] != 1 || g.d[i] != 1) return false;
+  if (g.cin < kWinogradMinChannels || g.cout < kWinogradMinChannels) return false;
+  const int64_t* out = transposed ? g.in : g.out;  // the computed convolution's output
+  const int64_t tiles = g.n * ((out[1] + 3) / 4) * ((out[2] + 3) / 4);
+  return g.cin * g.cout <= kWinogradWeightsPerTile * tiles;
 }
 
 // ------------------------------------------------------------------ drivers
@@ -637,6 +655,11 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
                          : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
     if (y.numel() == 0) return y;
+    if (!native_cl && winograd_conv(g, dt, transposed)) {  // adds the bias
+      cpu::conv_winograd_stub(g, transposed, x.data<float>(), w.data<float>(),
+                              b.defined() ? b.data<float>() : nullptr, y.data<float>());
+      return cl ? with_layout(y, true) : y;
+    }
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
