@@ -58,6 +58,16 @@ DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
   return r;
 }
 
+/// The most multiply-adds per output position (output channels x input channels x kernel
+/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
+/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
+/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
+constexpr int64_t kDirectMaxMacs = 2400;
+/// The fewest input and output channels for which Winograd runs, and the most weight pairs
+/// (input x output channels) per output tile (Note [Convolution algorithms]).
+constexpr int64_t kWinogradMinChannels = 16, kWinogradWeightsPerTile = 512;
+/// Output planes of fewer pixels run the GEMM paths batch-folded (Note [Convolution algorithms]).
+constexpr int64_t kFoldMaxPixels = 256;
 // ------------------------------------------------------------------ GEMM paths
 
 Tensor flat_buffer(int64_t n, DType dt) { return empty_tensor(IntArrayRef(&n, 1), dt); }
@@ -142,6 +152,73 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
   }
 }
 
+// ------------------------------------------------------------------ batch-folded GEMM paths
+// With small output planes a product per sample has too few columns for BLAS to run near its
+// speed (a 7x7 plane: 49); these run the three products once over the columns of every sample
+// side by side, (Cin*K, N*L), at the cost of copying the columns (and gy / the output) into
+// and out of that order: 1/Cout of the product's work (Note [Convolution algorithms]).
+
+/// Whether the GEMM paths fold the batch into one product (Note [Convolution algorithms]).
+bool fold_batch(const ConvShape& g) { return g.n > 1 && g.out_numel() < kFoldMaxPixels; }
+
+/// cols (Cin*K, N*L): sample n's im2col at columns [n*L, (n+1)*L).
+template <class T>
+Tensor folded_columns(const ConvShape& g, DType dt, const T* x) {
+  const int64_t R = g.cin * g.k_numel(), L = g.out_numel(), NL = g.n * L;
+  Tensor cols = flat_buffer(R * NL, dt);
+  T* c = cols.data<T>();
+  for_each_sample<T>(g.n, R * L, dt, [&](int64_t n, T* tmp, int) {
+    cpu::im2col_stub(g, dt, false, x + n * g.cin * g.in_numel(), tmp);
+    for (int64_t r = 0; r < R; ++r) std::copy_n(tmp + r * L, L, c + r * NL + n * L);
+  });
+  return cols;
+}
+
+/// (C, N*L) from (N, C, L), or back with `to_batch`.
+template <class T>
+void fold_planes(const T* src, T* dst, int64_t n, int64_t c, int64_t l, bool to_batch) {
+  parallel_for(0, n * c, std::max<int64_t>(1, 4096 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t i = u / c, ch = u % c;
+      if (to_batch) std::copy_n(src + ch * n * l + i * l, l, dst + u * l);
+      else std::copy_n(src + u * l, l, dst + ch * n * l + i * l);
+    }
+  });
+}
+
+template <class T>
+void folded_forward(const ConvShape& g, DType dt, const T* x, const T* w, T* y) {
+  const int64_t K = g.k_numel(), NL = g.n * g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
+  Tensor cols = folded_columns(g, dt, x), out = flat_buffer(g.cout * NL, dt);
+  blas::gemm_batched(dt, g.groups, cog, NL, cig * K, 1.0, {w, cig * K, 1}, cog * cig * K, {cols.data<T>(), NL, 1},
+                     cig * K * NL, 0.0, out.data<T>(), NL, cog * NL);
+  fold_planes(out.data<T>(), y, g.n, g.cout, g.out_numel(), true);
+}
+
+template <class T>
+void folded_input(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), NL = g.n * L, cig = g.cin / g.groups, cog = g.cout / g.groups;
+  const int64_t R = g.cin * K;
+  Tensor gyf = flat_buffer(g.cout * NL, dt), cols = flat_buffer(R * NL, dt);
+  fold_planes(gy, gyf.data<T>(), g.n, g.cout, L, false);
+  blas::gemm_batched(dt, g.groups, cig * K, NL, cog, 1.0, {w, 1, cig * K}, cog * cig * K, {gyf.data<T>(), NL, 1},
+                     cog * NL, 0.0, cols.data<T>(), NL, cig * K * NL);
+  const T* c = cols.data<T>();
+  for_each_sample<T>(g.n, R * L, dt, [&](int64_t n, T* tmp, int) {
+    for (int64_t r = 0; r < R; ++r) std::copy_n(c + r * NL + n * L, L, tmp + r * L);
+    cpu::col2im_stub(g, dt, false, tmp, gx + n * g.cin * g.in_numel());
+  });
+}
+
+template <class T>
+void folded_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), NL = g.n * L, cig = g.cin / g.groups, cog = g.cout / g.groups;
+  Tensor cols = folded_columns(g, dt, x), gyf = flat_buffer(g.cout * NL, dt);
+  fold_planes(gy, gyf.data<T>(), g.n, g.cout, L, false);
+  blas::gemm_batched(dt, g.groups, cog, cig * K, NL, 1.0, {gyf.data<T>(), NL, 1}, cog * NL, {cols.data<T>(), 1, NL},
+                     cig * K * NL, 0.0, gw, cig * K, cog * cig * K);
+}
+
 // ------------------------------------------------------------------ channels-last GEMM paths
 // (Note [Channels-last results]) One sample's pixels are rows of Cin channels: its im2col
 // has a row per output pixel, (kernel position, channel) columns, each a copy of a whole
@@ -189,14 +266,6 @@ void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* 
 
 // ------------------------------------------------------------------ direct convolutions
 
-/// The most multiply-adds per output position (output channels x input channels x kernel
-/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
-/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
-/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
-constexpr int64_t kDirectMaxMacs = 2400;
-/// The fewest input and output channels for which Winograd runs, and the most weight pairs
-/// (input x output channels) per output tile (Note [Convolution algorithms]).
-constexpr int64_t kWinogradMinChannels = 16, kWinogradWeightsPerTile = 512;
 /// The three products of a convolution (Note [Convolution as GEMM]).
 enum class Pass { forward, input, weight };
 
@@ -647,15 +716,17 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
                                      transposed, dt);
     }
-    // channels last natively: depthwise (direct loops) and ungrouped (GEMM); else row-major, then laid out
-    const bool native_cl = cl && (g.depthwise() || g.groups == 1);
+    // channels last natively: depthwise (direct loops) and ungrouped (GEMM) unless Winograd
+    // runs; else row-major, then laid out
+    const bool wino = winograd_conv(g, dt, transposed);
+    const bool native_cl = cl && !wino && (g.depthwise() || g.groups == 1);
     Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
     Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
                          : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
     if (y.numel() == 0) return y;
-    if (!native_cl && winograd_conv(g, dt, transposed)) {  // adds the bias
+    if (wino) {  // adds the bias
       cpu::conv_winograd_stub(g, transposed, x.data<float>(), w.data<float>(),
                               b.defined() ? b.data<float>() : nullptr, y.data<float>());
       return cl ? with_layout(y, true) : y;
@@ -669,9 +740,11 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       else if (!transposed && direct_conv(g, Pass::forward))  // adds the bias
         return cpu::conv_direct_forward_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(),
                                              b.defined() ? b.data_ptr() : nullptr, y.data_ptr());
+      else if (!transposed && fold_batch(g)) folded_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
       else if (direct_conv(g, Pass::input))
         cpu::conv_direct_input_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(), y.data_ptr());
+      else if (fold_batch(g)) folded_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) cpu::conv_add_bias_stub(dt, y.data_ptr(), b.data_ptr(), g.n, out_c, L, native_cl);
     });
@@ -708,6 +781,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
       else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else if (direct_conv(g, Pass::weight))
         cpu::conv_direct_weight_stub(g, dt, native_cl, gy.data_ptr(), x.data_ptr(), gw.data_ptr());
+      else if (fold_batch(g)) folded_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return cl ? with_layout(gw, true) : gw;
