@@ -8,13 +8,12 @@ and timed in one process (ratio = tp / torch):
     momentum 0.9, weight decay 1e-4), batch 16 of 3x64x64, 10 classes;
   * the main job's CNN (examples/train_digits.py's model) training step: AdamW, batch 64 of 1x8x8.
 
-    python benchmarks/resnet18.py [--threads 1,2] [--quick] [--markdown] [--profile]
+    python benchmarks/resnet18.py [--threads 1,2] [--quick] [--markdown] [--only SUBSTR]
 
 Before timing, the inference logits, the first training step's loss and the parameters after
 it are compared with PyTorch's (relative error printed; a ReLU input within rounding of zero
 can take the other side of the kink and change a gradient, so these are reported, not
-asserted). --profile prints tp's per-op
-profile of a training step (tp.profiler) instead of timing.
+asserted).
 """
 import argparse
 import pathlib

@@ -14,6 +14,28 @@
 // results]) run the same products over rows of pixels. The loops over the data (im2col,
 // col2im, the direct convolutions, the bias) are kernels/cpu/conv_kernel.cpp's.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
+//
+// Note [Convolution algorithms]
+// Which loop runs a CPU convolution's pass (forward, input gradient = the transposed
+// convolution's forward, weight gradient), decided from the shape alone (no timing per call):
+//   1. Winograd F(4x4, 3x3) (kernels/cpu/conv_winograd_kernel.cpp, Note [Winograd
+//      convolution]) for the forward and the input gradient of float32 (and float16 /
+//      bfloat16, computed in float32) 2-D 3x3 convolutions with stride 1, no dilation, one
+//      group, at least 16 channels in and out (kWinogradMinChannels), and at least
+//      cin * cout / 512 output tiles (kWinogradWeightsPerTile): the 36 x cin x cout
+//      transformed weights are built per call, and with fewer tiles to share them (ResNet's
+//      512-channel 7x7 stage at batch 8: 32 tiles) they cost more than they save (2.9x
+//      PyTorch's time there, vs 0.5-0.8x on the 56x56, 28x28 and 14x14 stages). Channels-last
+//      tensors take it too, through a row-major copy of the input and the output (1.27x vs
+//      1.73x PyTorch's for 8x64x56x56 with the channels-last GEMM below). Its weight gradient
+//      stays on the GEMM paths. Float64 never takes it (its rounding is float32-sized).
+//   2. Direct loops (Note [Direct convolution taps]): depthwise convolutions, and small
+//      stride-1 ones (kDirectMaxMacs).
+//   3. im2col + GEMM (Note [Convolution as GEMM]), per sample, or batch-folded for output
+//      planes under 256 pixels (kFoldMaxPixels): per-sample products then have under 256
+//      columns and OpenBLAS runs them far below its speed (16x512x2x2 3x3 forward: 16.7 ->
+//      6.8 ms folded; 16x256x4x4: 5.1 -> 3.6 ms; 1 thread).
+//   Channels-last ungrouped convolutions not taken by 1 run the channels-last GEMM paths.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
 #include <omp.h>
 
