@@ -223,6 +223,14 @@ using ConvBackwardFn = void (*)(const conv::ConvShape& g, DType dt, bool channel
                                 const void* b, void* out);
 extern KernelStub<ConvBackwardFn> conv_direct_input_stub, conv_direct_weight_stub;
 
+/// Winograd F(4x4, 3x3) (conv_winograd_kernel.cpp, Note [Winograd convolution]) of a 3x3,
+/// stride-1, undilated, ungrouped 2-D float32 convolution of geometry g on contiguous tensors:
+/// out = conv(in, w) + bias (null: none), or with `transposed` the transposed convolution (the
+/// input gradient) out = conv_transpose(in, w) + bias; w is the plain convolution's weight.
+using ConvWinogradFn = void (*)(const conv::ConvShape& g, bool transposed, const float* in, const float* w,
+                                const float* bias, float* out);
+extern KernelStub<ConvWinogradFn> conv_winograd_stub;
+
 /// One sample's columns (Note [Convolution as GEMM]): row-major (Cin * K, L), padding read as
 /// zero; channels last (L, K * Cin), one input pixel per (output pixel, kernel position).
 using Im2colFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* x, void* col);

@@ -14,6 +14,28 @@
 // results]) run the same products over rows of pixels. The loops over the data (im2col,
 // col2im, the direct convolutions, the bias) are kernels/cpu/conv_kernel.cpp's.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
+//
+// Note [Convolution algorithms]
+// Which loop runs a CPU convolution's pass (forward, input gradient = the transposed
+// convolution's forward, weight gradient), decided from the shape alone (no timing per call):
+//   1. Winograd F(4x4, 3x3) (kernels/cpu/conv_winograd_kernel.cpp, Note [Winograd
+//      convolution]) for the forward and the input gradient of float32 (and float16 /
+//      bfloat16, computed in float32) 2-D 3x3 convolutions with stride 1, no dilation, one
+//      group, at least 16 channels in and out (kWinogradMinChannels), and at least
+//      cin * cout / 512 output tiles (kWinogradWeightsPerTile): the 36 x cin x cout
+//      transformed weights are built per call, and with fewer tiles to share them (ResNet's
+//      512-channel 7x7 stage at batch 8: 32 tiles) they cost more than they save (2.9x
+//      PyTorch's time there, vs 0.5-0.8x on the 56x56, 28x28 and 14x14 stages). Channels-last
+//      tensors take it too, through a row-major copy of the input and the output (1.27x vs
+//      1.73x PyTorch's for 8x64x56x56 with the channels-last GEMM below). Its weight gradient
+//      stays on the GEMM paths. Float64 never takes it (its rounding is float32-sized).
+//   2. Direct loops (Note [Direct convolution taps]): depthwise convolutions, and small
+//      stride-1 ones (kDirectMaxMacs).
+//   3. im2col + GEMM (Note [Convolution as GEMM]), per sample, or batch-folded for output
+//      planes under 256 pixels (kFoldMaxPixels): per-sample products then have under 256
+//      columns and OpenBLAS runs them far below its speed (16x512x2x2 3x3 forward: 16.7 ->
+//      6.8 ms folded; 16x256x4x4: 5.1 -> 3.6 ms; 1 thread).
+//   Channels-last ungrouped convolutions not taken by 1 run the channels-last GEMM paths.
 // float16/bfloat16 compute in float32; integer dtypes go through blas::gemm's int64 loop.
 #include <omp.h>
 
@@ -58,6 +80,16 @@ DimVector expand_param(IntArrayRef v, int64_t nsp, const char* name) {
   return r;
 }
 
+/// The most multiply-adds per output position (output channels x input channels x kernel
+/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
+/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
+/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
+constexpr int64_t kDirectMaxMacs = 2400;
+/// The fewest input and output channels for which Winograd runs, and the most weight pairs
+/// (input x output channels) per output tile (Note [Convolution algorithms]).
+constexpr int64_t kWinogradMinChannels = 16, kWinogradWeightsPerTile = 512;
+/// Output planes of fewer pixels run the GEMM paths batch-folded (Note [Convolution algorithms]).
+constexpr int64_t kFoldMaxPixels = 256;
 // ------------------------------------------------------------------ GEMM paths
 
 Tensor flat_buffer(int64_t n, DType dt) { return empty_tensor(IntArrayRef(&n, 1), dt); }
@@ -142,6 +174,73 @@ void gemm_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
   }
 }
 
+// ------------------------------------------------------------------ batch-folded GEMM paths
+// With small output planes a product per sample has too few columns for BLAS to run near its
+// speed (a 7x7 plane: 49); these run the three products once over the columns of every sample
+// side by side, (Cin*K, N*L), at the cost of copying the columns (and gy / the output) into
+// and out of that order: 1/Cout of the product's work (Note [Convolution algorithms]).
+
+/// Whether the GEMM paths fold the batch into one product (Note [Convolution algorithms]).
+bool fold_batch(const ConvShape& g) { return g.n > 1 && g.out_numel() < kFoldMaxPixels; }
+
+/// cols (Cin*K, N*L): sample n's im2col at columns [n*L, (n+1)*L).
+template <class T>
+Tensor folded_columns(const ConvShape& g, DType dt, const T* x) {
+  const int64_t R = g.cin * g.k_numel(), L = g.out_numel(), NL = g.n * L;
+  Tensor cols = flat_buffer(R * NL, dt);
+  T* c = cols.data<T>();
+  for_each_sample<T>(g.n, R * L, dt, [&](int64_t n, T* tmp, int) {
+    cpu::im2col_stub(g, dt, false, x + n * g.cin * g.in_numel(), tmp);
+    for (int64_t r = 0; r < R; ++r) std::copy_n(tmp + r * L, L, c + r * NL + n * L);
+  });
+  return cols;
+}
+
+/// (C, N*L) from (N, C, L), or back with `to_batch`.
+template <class T>
+void fold_planes(const T* src, T* dst, int64_t n, int64_t c, int64_t l, bool to_batch) {
+  parallel_for(0, n * c, std::max<int64_t>(1, 4096 / std::max<int64_t>(l, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t i = u / c, ch = u % c;
+      if (to_batch) std::copy_n(src + ch * n * l + i * l, l, dst + u * l);
+      else std::copy_n(src + u * l, l, dst + ch * n * l + i * l);
+    }
+  });
+}
+
+template <class T>
+void folded_forward(const ConvShape& g, DType dt, const T* x, const T* w, T* y) {
+  const int64_t K = g.k_numel(), NL = g.n * g.out_numel(), cig = g.cin / g.groups, cog = g.cout / g.groups;
+  Tensor cols = folded_columns(g, dt, x), out = flat_buffer(g.cout * NL, dt);
+  blas::gemm_batched(dt, g.groups, cog, NL, cig * K, 1.0, {w, cig * K, 1}, cog * cig * K, {cols.data<T>(), NL, 1},
+                     cig * K * NL, 0.0, out.data<T>(), NL, cog * NL);
+  fold_planes(out.data<T>(), y, g.n, g.cout, g.out_numel(), true);
+}
+
+template <class T>
+void folded_input(const ConvShape& g, DType dt, const T* gy, const T* w, T* gx) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), NL = g.n * L, cig = g.cin / g.groups, cog = g.cout / g.groups;
+  const int64_t R = g.cin * K;
+  Tensor gyf = flat_buffer(g.cout * NL, dt), cols = flat_buffer(R * NL, dt);
+  fold_planes(gy, gyf.data<T>(), g.n, g.cout, L, false);
+  blas::gemm_batched(dt, g.groups, cig * K, NL, cog, 1.0, {w, 1, cig * K}, cog * cig * K, {gyf.data<T>(), NL, 1},
+                     cog * NL, 0.0, cols.data<T>(), NL, cig * K * NL);
+  const T* c = cols.data<T>();
+  for_each_sample<T>(g.n, R * L, dt, [&](int64_t n, T* tmp, int) {
+    for (int64_t r = 0; r < R; ++r) std::copy_n(c + r * NL + n * L, L, tmp + r * L);
+    cpu::col2im_stub(g, dt, false, tmp, gx + n * g.cin * g.in_numel());
+  });
+}
+
+template <class T>
+void folded_weight(const ConvShape& g, DType dt, const T* gy, const T* x, T* gw) {
+  const int64_t K = g.k_numel(), L = g.out_numel(), NL = g.n * L, cig = g.cin / g.groups, cog = g.cout / g.groups;
+  Tensor cols = folded_columns(g, dt, x), gyf = flat_buffer(g.cout * NL, dt);
+  fold_planes(gy, gyf.data<T>(), g.n, g.cout, L, false);
+  blas::gemm_batched(dt, g.groups, cog, cig * K, NL, 1.0, {gyf.data<T>(), NL, 1}, cog * NL, {cols.data<T>(), 1, NL},
+                     cig * K * NL, 0.0, gw, cig * K, cog * cig * K);
+}
+
 // ------------------------------------------------------------------ channels-last GEMM paths
 // (Note [Channels-last results]) One sample's pixels are rows of Cin channels: its im2col
 // has a row per output pixel, (kernel position, channel) columns, each a copy of a whole
@@ -189,11 +288,6 @@ void gemm_weight_nhwc(const ConvShape& g, DType dt, const T* gy, const T* x, T* 
 
 // ------------------------------------------------------------------ direct convolutions
 
-/// The most multiply-adds per output position (output channels x input channels x kernel
-/// positions, per group) of a convolution that is not depthwise and runs directly. Measured
-/// against im2col + GEMM on the 2-core dev machine (AVX2): the direct loops win below (LeNet's
-/// 6->16 5x5 forward 0.85 vs 1.18 ms), GEMM above (16->32 3x3 on 28x28: 4.5 vs 4.2 ms).
-constexpr int64_t kDirectMaxMacs = 2400;
 /// The three products of a convolution (Note [Convolution as GEMM]).
 enum class Pass { forward, input, weight };
 
@@ -210,6 +304,21 @@ bool direct_conv(const ConvShape& g, Pass pass) {
   for (int i = 0; pass == Pass::input && i < 3; ++i)
     if (2 * ((g.k[i] - 1) * g.d[i] - g.p[i]) > (g.k[i] - 1) * g.d[i]) return false;
   return true;
+}
+
+/// Whether Winograd F(4x4, 3x3) (Note [Winograd convolution]) runs the forward of this
+/// convolution, or with `transposed` its input gradient (a transposed convolution's forward):
+/// float32 (float16 / bfloat16 compute in it), 2-D, 3x3, stride 1, undilated, ungrouped, at
+/// least kWinogradMinChannels channels in and out, and enough 4x4 output tiles to share the
+/// transformed weights (Note [Convolution algorithms]).
+bool winograd_conv(const ConvShape& g, DType dt, bool transposed) {
+  if (dt != DType::Float32 || g.groups != 1 || g.nsp != 2 || g.k[1] != 3 || g.k[2] != 3) return false;
+  for (int i = 1; i < 3; ++i)
+    if (g.s[i] != 1 || g.d[i] != 1) return false;
+  if (g.cin < kWinogradMinChannels || g.cout < kWinogradMinChannels) return false;
+  const int64_t* out = transposed ? g.in : g.out;  // the computed convolution's output
+  const int64_t tiles = g.n * ((out[1] + 3) / 4) * ((out[2] + 3) / 4);
+  return g.cin * g.cout <= kWinogradWeightsPerTile * tiles;
 }
 
 // ------------------------------------------------------------------ drivers
@@ -629,14 +738,21 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
                                      transposed, dt);
     }
-    // channels last natively: depthwise (direct loops) and ungrouped (GEMM); else row-major, then laid out
-    const bool native_cl = cl && (g.depthwise() || g.groups == 1);
+    // channels last natively: depthwise (direct loops) and ungrouped (GEMM) unless Winograd
+    // runs; else row-major, then laid out
+    const bool wino = winograd_conv(g, dt, transposed);
+    const bool native_cl = cl && !wino && (g.depthwise() || g.groups == 1);
     Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
     Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
                          : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
     if (y.numel() == 0) return y;
+    if (wino) {  // adds the bias
+      cpu::conv_winograd_stub(g, transposed, x.data<float>(), w.data<float>(),
+                              b.defined() ? b.data<float>() : nullptr, y.data<float>());
+      return cl ? with_layout(y, true) : y;
+    }
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);
       const int64_t L = transposed ? g.in_numel() : g.out_numel();
@@ -646,9 +762,11 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       else if (!transposed && direct_conv(g, Pass::forward))  // adds the bias
         return cpu::conv_direct_forward_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(),
                                              b.defined() ? b.data_ptr() : nullptr, y.data_ptr());
+      else if (!transposed && fold_batch(g)) folded_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       else if (!transposed) gemm_forward(g, dt, x.data<T>(), w.data<T>(), y.data<T>(), false);
       else if (direct_conv(g, Pass::input))
         cpu::conv_direct_input_stub(g, dt, native_cl, x.data_ptr(), w.data_ptr(), y.data_ptr());
+      else if (fold_batch(g)) folded_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       else gemm_input(g, dt, x.data<T>(), w.data<T>(), y.data<T>());
       if (b.defined()) cpu::conv_add_bias_stub(dt, y.data_ptr(), b.data_ptr(), g.n, out_c, L, native_cl);
     });
@@ -685,6 +803,7 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
       else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else if (direct_conv(g, Pass::weight))
         cpu::conv_direct_weight_stub(g, dt, native_cl, gy.data_ptr(), x.data_ptr(), gw.data_ptr());
+      else if (fold_batch(g)) folded_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
     });
     return cl ? with_layout(gw, true) : gw;

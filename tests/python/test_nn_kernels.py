@@ -320,3 +320,69 @@ def test_native_group_norm_matches_torch():
         tp.native_group_norm(x, None, None, 2, 6, 9, 4, 1e-5)
     with pytest.raises(RuntimeError, match="weight to be a vector of size equal to the number of channels"):
         tp.native_group_norm(x, tp.ones(5, dtype=tp.float64), None, 2, 6, 9, 3, 1e-5)
+
+
+# ---- the convolution algorithms of issue 34 (Note [Convolution algorithms] in csrc/ops/nn_conv.cpp):
+# Winograd F(4x4, 3x3), the batch-folded GEMM paths (planes under 256 pixels), per-sample GEMM
+
+def _rel_err(ours, ref):
+    a = np.asarray(ours.double().tolist(), dtype=np.float64)
+    b = ref.detach().double().numpy()
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
+
+
+def _conv_fwd_bwd(lib, x, w, b, cot, kw, transposed, cl, dtype):
+    def t(a):
+        v = lib.from_numpy(a.copy()).to(getattr(lib, dtype))
+        return v
+    X, W, B, C = t(x), t(w), t(b), t(cot)
+    if cl:
+        X, C = X.contiguous(memory_format=lib.channels_last), C.contiguous(memory_format=lib.channels_last)
+    X, W, B = X.requires_grad_(), W.requires_grad_(), B.requires_grad_()
+    fn = lib.nn.functional.conv_transpose2d if transposed else lib.nn.functional.conv2d
+    y = fn(X, W, B, **kw)
+    y.backward(C)
+    return y, X.grad, W.grad, B.grad
+
+
+CONV_ALGO_CASES = [
+    # (input shape, weight shape, kwargs, transposed): Winograd (16+ channels, 3x3, stride 1)
+    ((2, 16, 9, 7), (16, 16, 3, 3), dict(padding=1), False),
+    ((3, 17, 13, 11), (24, 17, 3, 3), dict(padding=0), False),
+    ((1, 32, 5, 6), (16, 32, 3, 3), dict(padding=2), False),
+    ((2, 16, 4, 4), (33, 16, 3, 3), dict(padding='same'), False),
+    ((2, 16, 7, 9), (16, 18, 3, 3), dict(padding=1), True),
+    ((1, 64, 23, 30), (64, 64, 3, 3), dict(padding=1), False),  # > 1 tile block, several rows
+    # batch-folded GEMM: stride 2, dilation, groups, 1x1, 5x5 on small planes
+    ((4, 16, 7, 7), (32, 16, 3, 3), dict(stride=2, padding=1), False),
+    ((3, 16, 9, 9), (16, 16, 3, 3), dict(padding=2, dilation=2), False),
+    ((3, 16, 8, 8), (24, 4, 3, 3), dict(padding=1, groups=4), False),
+    ((4, 32, 5, 5), (64, 32, 1, 1), dict(stride=2), False),
+    ((2, 3, 11, 11), (8, 3, 5, 5), dict(padding=2), False),
+    ((2, 16, 5, 5), (16, 8, 3, 3), dict(stride=2, padding=1, output_padding=1), True),
+    # per-sample GEMM (planes of 256+ pixels)
+    ((2, 8, 20, 20), (16, 8, 3, 3), dict(stride=1, padding=1, dilation=2), False),
+    ((2, 16, 33, 17), (16, 16, 3, 3), dict(stride=2, padding=1), False),
+]
+
+
+@pytest.mark.parametrize('cl', [False, True], ids=['nchw', 'channels_last'])
+@pytest.mark.parametrize('case', CONV_ALGO_CASES, ids=lambda c: f'{c[0]}-{c[1]}-{c[2]}-{"t" if c[3] else "p"}')
+def test_conv_algorithms_match_torch(case, cl):
+    xs, ws, kw, transposed = case
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) * 0.2).astype(np.float32)
+    bias = rng.standard_normal(ws[1] * kw.get('groups', 1) if transposed else ws[0]).astype(np.float32)
+    fn = torch.nn.functional.conv_transpose2d if transposed else torch.nn.functional.conv2d
+    out_shape = tuple(fn(torch.from_numpy(x), torch.from_numpy(w), None, **kw).shape)
+    cot = rng.standard_normal(out_shape).astype(np.float32)
+    for dtype, tol in (('float32', 2e-5), ('float64', 1e-12), ('bfloat16', 3e-2)):
+        ours = _conv_fwd_bwd(tp, x, w, bias, cot, kw, transposed, cl, dtype)
+        ref = _conv_fwd_bwd(torch, x, w, bias, cot, kw, transposed, cl, dtype)
+        for name, a, b in zip(('out', 'gx', 'gw', 'gb'), ours, ref):
+            assert tuple(a.shape) == tuple(b.shape)
+            assert str(a.dtype).split('.')[-1] == str(b.dtype).split('.')[-1]
+            if name in ('out', 'gx') and dtype == 'float32':
+                assert tuple(a.stride()) == tuple(b.stride()), (name, a.stride(), b.stride())
+            assert _rel_err(a, b) < tol, (dtype, name, _rel_err(a, b))

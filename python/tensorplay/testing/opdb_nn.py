@@ -64,6 +64,12 @@ def _conv_samples(nsp):
         yield db.Sample((x, _w(mk, (6, 4) + sp(3))), {'padding': 'valid'})
         yield db.Sample((x[0], _w(mk, (3, 4) + sp(3))), {'padding': 1})  # unbatched
         yield db.Sample((_w(mk, (2, 4) + sp(5)), _w(mk, (3, 4) + sp(2))), layout='strided')
+        if nsp == 2:  # Winograd F(4x4, 3x3): 16+ channels, 3x3, stride 1 (odd sizes, paddings 0-2)
+            x16 = _w(mk, (2, 16, 9, 7))
+            yield db.Sample((x16, _w(mk, (16, 16, 3, 3)), _w(mk, (16,))), {'padding': 1})
+            yield db.Sample((x16, _w(mk, (20, 16, 3, 3))))
+            yield db.Sample((_w(mk, (1, 17, 5, 6)), _w(mk, (16, 17, 3, 3))), {'padding': 2})
+            yield db.Sample((x16, _w(mk, (16, 16, 3, 3))), {'padding': 'same'})
     return samples
 
 
@@ -98,6 +104,8 @@ def _conv_t_samples(nsp):
         yield db.Sample((x, _w(mk, (4, 5) + sp(1))))  # 1x1
         yield db.Sample((x[0], _w(mk, (4, 2) + sp(3))), {'stride': 2})  # unbatched
         yield db.Sample((_w(mk, (2, 4) + sp(3)), _w(mk, (4, 3) + sp(2))), layout='strided')
+        if nsp == 2:  # Winograd F(4x4, 3x3) as the transposed convolution (16+ channels, stride 1)
+            yield db.Sample((_w(mk, (2, 16, 7, 9)), _w(mk, (16, 18, 3, 3)), _w(mk, (18,))), {'padding': 1})
     return samples
 
 
@@ -112,9 +120,14 @@ def _conv_t_errors(nsp):
         db._err(x, w, stride=0))
 
 
+# 2-D float32: Winograd F(4x4, 3x3) rounds differently from a direct sum (Note [Winograd
+# convolution] in csrc/kernels/cpu/conv_winograd_kernel.cpp): a few 1e-6 of the output's
+# largest magnitude, over 1e-5 absolute on outputs of 144-term sums.
+WINOGRAD_TOL = dict(HALF_TOL, float32=(5e-5, 5e-5))
 for _n in (1, 2, 3):
-    _register(f'conv{_n}d', _conv_samples(_n), errors=_conv_errors(_n))
-    _register(f'conv_transpose{_n}d', _conv_t_samples(_n), errors=_conv_t_errors(_n))
+    _tol = WINOGRAD_TOL if _n == 2 else None
+    _register(f'conv{_n}d', _conv_samples(_n), errors=_conv_errors(_n), tol=_tol)
+    _register(f'conv_transpose{_n}d', _conv_t_samples(_n), errors=_conv_t_errors(_n), tol=_tol)
 
 
 def _convolution_samples(op, mk):

@@ -1,0 +1,301 @@
+// Winograd F(4x4, 3x3) convolution for float32 (Note [Winograd convolution]): 3x3, stride 1,
+// undilated, ungrouped 2-D convolutions on contiguous (N, C, H, W) tensors, and through a
+// flipped, transposed weight the input gradient of such a convolution. nn_conv.cpp decides
+// when it runs (Note [Convolution algorithms]).
+//
+// Note [Winograd convolution]
+// Each 4x4 block of output pixels (a tile) of one output channel k is
+//     Y = A^T [ sum_c (G g_kc G^T) * (B^T d_c B) ] A
+// where d_c is the 6x6 input patch of channel c under the tile (zeros where it is padding),
+// g_kc the 3x3 kernel, * the elementwise product, and B^T (6x6), G (6x3), A^T (4x6) Lavin's
+// matrices for the interpolation points 0, 1, -1, 2, -2, infinity. The 36 products per tile
+// and channel replace 144 multiply-adds of the direct sum (4x fewer), at the price of the
+// transforms and of rounding: entries of B^T d B are up to 100x those of d, and the worst
+// error relative to the output's largest magnitude measured against PyTorch is a few 1e-6
+// (benchmarks/bench_conv.py prints it per shape).
+//
+// The work is done per block of TB tiles (consecutive in (sample, tile row, tile column)
+// order; the last block is padded with empty tiles):
+//   1. input transform: for each channel, the patches of the block's tiles are gathered into
+//      P[36][TB] (tiles along the vector lanes), then V[xi][c][t] = (B^T d B)[xi] a vector of
+//      tiles at a time;
+//   2. 36 products M[xi] = U[xi] V[xi] (U: the weights transformed once per call, in blocks
+//      of MR output channels) by a register-tiled micro-kernel: MR output channels x NB tiles
+//      of accumulators, the input channels as the inner loop;
+//   3. output transform: A^T M A for each output channel and vector of tiles, plus the bias,
+//      scattered into the output's 4x4 blocks (cropped at the bottom and right edges).
+// Blocks are spread over the threads; with fewer blocks than threads the output channels of a
+// block are split instead (each part transforms the block's input itself).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/cpu_stubs.h"
+#include "ops/nn_conv.h"
+
+namespace tp::cpu::TP_CPU_NS {
+
+namespace {
+
+#if TP_CPU_CAPABILITY >= 2
+constexpr int VW = 16;  // floats per vector: 512-bit registers
+constexpr int MR = 8;   // output channels per micro-kernel: 16 accumulators of 32
+#else
+constexpr int VW = 8;
+constexpr int MR = 6;  // 12 accumulators of 16 ymm registers
+#endif
+constexpr int NV = 2;         // vectors of tiles per micro-kernel
+constexpr int NB = NV * VW;   // tiles per micro-kernel
+typedef float vf __attribute__((vector_size(VW * sizeof(float))));
+
+inline vf ld(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void st(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf splat(float x) { return vf{} + x; }
+
+/// The six rows of B^T d for one column of d (d0..d5 the column's entries).
+template <class V>
+inline void input_rows(const V* d, V* r) {
+  const V t1 = d[4] - 4 * d[2], t2 = d[3] - 4 * d[1];
+  const V t3 = d[4] - d[2], t4 = 2 * (d[3] - d[1]);
+  r[0] = 4 * d[0] - 5 * d[2] + d[4];
+  r[1] = t1 + t2;
+  r[2] = t1 - t2;
+  r[3] = t3 + t4;
+  r[4] = t3 - t4;
+  r[5] = 4 * d[1] - 5 * d[3] + d[5];
+}
+
+/// The four rows of A^T m for one column of m (m0..m5).
+template <class V>
+inline void output_rows(const V* m, V* r) {
+  const V a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], e = m[3] - m[4];
+  r[0] = m[0] + a + c;
+  r[1] = b + 2 * e;
+  r[2] = a + 4 * c;
+  r[3] = b + 8 * e + m[5];
+}
+
+/// U[xi][k / MR][c][k % MR] = (G g G^T)[xi] for output channel k and input channel c (zero for
+/// the padding channels past K). g is w[k][c] (w: K x C x 3 x 3), or with `flipped` w[c][k]
+/// rotated by 180 degrees (w: C x K x 3 x 3, the input gradient's kernels). The MR output
+/// channels of a block are the lanes of one vector.
+void transform_weights(const float* w, int64_t K, int64_t C, bool flipped, float* U) {
+  typedef float v8 __attribute__((vector_size(32)));
+  static_assert(MR <= 8);
+  const int64_t KB = (K + MR - 1) / MR;
+  parallel_for(0, KB * C, 16, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t kb = u / C, c = u % C;
+      float gs[9][8] = {};
+      for (int r = 0; r < MR && kb * MR + r < K; ++r) {
+        const int64_t k = kb * MR + r;
+        for (int ij = 0; ij < 9; ++ij) gs[ij][r] = flipped ? w[(c * K + k) * 9 + 8 - ij] : w[(k * C + c) * 9 + ij];
+      }
+      v8 g[9], t[6][3];
+      for (int ij = 0; ij < 9; ++ij) std::memcpy(&g[ij], gs[ij], sizeof(v8));
+      for (int j = 0; j < 3; ++j) {  // G g: rows 0..5 of column j
+        const v8 g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+        t[0][j] = g0 * 0.25f;
+        t[1][j] = (g0 + g1 + g2) * (-1.0f / 6);
+        t[2][j] = (g0 - g1 + g2) * (-1.0f / 6);
+        t[3][j] = g0 * (1.0f / 24) + g1 * (1.0f / 12) + g2 * (1.0f / 6);
+        t[4][j] = g0 * (1.0f / 24) - g1 * (1.0f / 12) + g2 * (1.0f / 6);
+        t[5][j] = g2;
+      }
+      for (int i = 0; i < 6; ++i) {  // (G g) G^T: columns 0..5 of row i
+        const v8 a = t[i][0], b1 = t[i][1], c2 = t[i][2];
+        const v8 row[6] = {a * 0.25f, (a + b1 + c2) * (-1.0f / 6), (a - b1 + c2) * (-1.0f / 6),
+                           a * (1.0f / 24) + b1 * (1.0f / 12) + c2 * (1.0f / 6),
+                           a * (1.0f / 24) - b1 * (1.0f / 12) + c2 * (1.0f / 6), c2};
+        for (int j = 0; j < 6; ++j)
+          std::memcpy(U + ((i * 6 + j) * KB + kb) * C * MR + c * MR, &row[j], MR * sizeof(float));
+      }
+    }
+  });
+}
+
+/// m[r][v] = sum_c u[c][r] * v[c][t0 + v]: R output channels (R <= MR) x NB tiles.
+template <int R>
+inline void micro_kernel(const float* __restrict u, const float* __restrict v, int64_t C, int64_t tb,
+                         float* __restrict m, int64_t ms) {
+  vf a[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NV; ++j) a[r][j] = vf{};
+  for (int64_t c = 0; c < C; ++c) {
+    vf x[NV];
+    for (int j = 0; j < NV; ++j) x[j] = ld(v + c * tb + j * VW);
+    for (int r = 0; r < R; ++r) {
+      const vf b = splat(u[c * MR + r]);
+      for (int j = 0; j < NV; ++j) a[r][j] += b * x[j];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NV; ++j) st(m + r * ms + j * VW, a[r][j]);
+}
+
+/// n floats of this thread's scratch buffer `which` (0-3), kept between calls: fresh pages for
+/// every call cost more than the transforms of a small convolution.
+float* scratch(int which, size_t n) {
+  thread_local std::vector<float> bufs[4];
+  if (bufs[which].size() < n) bufs[which].resize(n);
+  return bufs[which].data();
+}
+
+struct Geom {
+  int64_t n, c, k, h, w, oh, ow, pt, pl;  // input N x C x H x W, output N x K x OH x OW, padding top/left
+  int64_t th, tw;                         // tiles per column / row
+};
+
+struct Tile {
+  int64_t in, out;  // offsets of the patch's (0, 0) in channel 0 of x / of the tile's first output in y
+  int32_t ih, iw, oh, ow;
+  bool inside;  // the whole 6x6 patch inside the input
+};
+
+void winograd(const Geom& G, const float* x, const float* w, const float* bias, float* y, bool flipped) {
+  const int64_t T = G.n * G.th * G.tw, C = G.c, K = G.k, KB = (K + MR - 1) / MR;
+  const int threads = get_num_threads();
+  // TB: V (36 x C x TB floats) within about 1 MiB, 1-4 micro-kernel widths, no wider than T
+  int64_t TB = std::clamp<int64_t>((1 << 20) / (36 * 4 * C) / NB * NB, NB, 4 * NB);
+  TB = std::min(TB, (T + NB - 1) / NB * NB);
+  const int64_t blocks = (T + TB - 1) / TB;
+  // with fewer blocks than threads, each block's output channels are split into parts
+  const int64_t parts = std::min<int64_t>(KB, blocks >= threads ? 1 : (threads + blocks - 1) / blocks);
+  const int64_t part_kb = (KB + parts - 1) / parts;
+  float* U = scratch(0, size_t(36 * KB * C * MR));
+  transform_weights(w, K, C, flipped, U);
+  const int64_t in_plane = G.h * G.w, out_plane = G.oh * G.ow;
+
+  parallel_for(0, blocks * parts, 1, [&](int64_t ub, int64_t ue) {
+    float* P = scratch(1, size_t(36 * TB));
+    float* V = scratch(2, size_t(36 * C * TB));
+    float* M = scratch(3, size_t(part_kb * MR * 36 * TB));
+    std::vector<Tile> tiles(static_cast<size_t>(TB));
+    float out_buf[16 * VW];
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t blk = u / parts, part = u % parts;
+      const int64_t kb0 = part * part_kb, kb1 = std::min(KB, kb0 + part_kb);
+      if (kb0 >= kb1) continue;
+      const int64_t t0 = blk * TB, nt = std::min(TB, T - t0);
+      for (int64_t i = 0; i < nt; ++i) {
+        const int64_t t = t0 + i, n = t / (G.th * G.tw), th = t / G.tw % G.th, tw = t % G.tw;
+        Tile& tl = tiles[size_t(i)];
+        tl.oh = int32_t(th * 4);
+        tl.ow = int32_t(tw * 4);
+        tl.ih = int32_t(th * 4 - G.pt);
+        tl.iw = int32_t(tw * 4 - G.pl);
+        tl.inside = tl.ih >= 0 && tl.ih + 6 <= G.h && tl.iw >= 0 && tl.iw + 6 <= G.w;
+        tl.in = n * C * in_plane + int64_t(tl.ih) * G.w + tl.iw;
+        tl.out = n * K * out_plane + int64_t(tl.oh) * G.ow + tl.ow;
+      }
+      // 1. input transform
+      if (nt < TB) std::fill_n(P, 36 * TB, 0.0f);
+      for (int64_t c = 0; c < C; ++c) {
+        for (int64_t i = 0; i < nt; ++i) {
+          const Tile& tl = tiles[size_t(i)];
+          const float* src = x + tl.in + c * in_plane;
+          float* p = P + i;
+          if (tl.inside) {
+            for (int r = 0; r < 6; ++r)
+              for (int q = 0; q < 6; ++q) p[(r * 6 + q) * TB] = src[r * G.w + q];
+          } else {
+            for (int r = 0; r < 6; ++r) {
+              const bool row_in = tl.ih + r >= 0 && tl.ih + r < G.h;
+              for (int q = 0; q < 6; ++q)
+                p[(r * 6 + q) * TB] =
+                    row_in && tl.iw + q >= 0 && tl.iw + q < G.w ? src[r * G.w + q] : 0.0f;
+            }
+          }
+        }
+        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+          vf d[36], tmp[36];
+          for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
+          for (int j = 0; j < 6; ++j) {  // columns: B^T d
+            vf col[6], r[6];
+            for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
+            input_rows(col, r);
+            for (int i = 0; i < 6; ++i) tmp[i * 6 + j] = r[i];
+          }
+          for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
+            vf r[6];
+            input_rows(tmp + i * 6, r);
+            for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
+          }
+        }
+      }
+      // 2. the 36 products, M[k - kb0 * MR][xi][t]
+      const int64_t ms = 36 * TB;
+      for (int xi = 0; xi < 36; ++xi) {
+        const float* vx = V + xi * C * TB;
+        for (int64_t kb = kb0; kb < kb1; ++kb) {
+          const float* ux = U + (xi * KB + kb) * C * MR;
+          float* mx = M + ((kb - kb0) * MR * 36 + xi) * TB;
+          const int64_t rows = std::min<int64_t>(MR, K - kb * MR);
+          for (int64_t tt = 0; tt < TB; tt += NB) {
+            if (rows == MR) micro_kernel<MR>(ux, vx + tt, C, TB, mx + tt, ms);
+            else if (rows > MR / 2) micro_kernel<MR>(ux, vx + tt, C, TB, mx + tt, ms);  // zero weights past K
+            else micro_kernel<MR / 2>(ux, vx + tt, C, TB, mx + tt, ms);
+          }
+        }
+      }
+      // 3. output transform
+      for (int64_t k = kb0 * MR; k < std::min(K, kb1 * MR); ++k) {
+        const float* mk = M + (k - kb0 * MR) * ms;
+        const vf b = splat(bias ? bias[k] : 0.0f);
+        for (int64_t v0 = 0; v0 < nt; v0 += VW) {
+          vf tmp[24];
+          for (int j = 0; j < 6; ++j) {  // columns: A^T m
+            vf col[6], r[4];
+            for (int i = 0; i < 6; ++i) col[i] = ld(mk + (i * 6 + j) * TB + v0);
+            output_rows(col, r);
+            for (int i = 0; i < 4; ++i) tmp[i * 6 + j] = r[i];
+          }
+          for (int i = 0; i < 4; ++i) {  // rows: (A^T m) A
+            vf r[4];
+            output_rows(tmp + i * 6, r);
+            for (int j = 0; j < 4; ++j) st(out_buf + (i * 4 + j) * VW, r[j] + b);
+          }
+          for (int64_t l = 0; l < VW && v0 + l < nt; ++l) {
+            const Tile& tl = tiles[size_t(v0 + l)];
+            float* dst = y + tl.out + k * out_plane;
+            const int rh = int(std::min<int64_t>(4, G.oh - tl.oh)), rw = int(std::min<int64_t>(4, G.ow - tl.ow));
+            if (rh == 4 && rw == 4) {
+              for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) dst[i * G.ow + j] = out_buf[(i * 4 + j) * VW + l];
+            } else {
+              for (int i = 0; i < rh; ++i)
+                for (int j = 0; j < rw; ++j) dst[i * G.ow + j] = out_buf[(i * 4 + j) * VW + l];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void winograd_kernel(const conv::ConvShape& g, bool transposed, const float* in, const float* w, const float* bias,
+                     float* out) {
+  Geom G;
+  G.n = g.n;
+  if (!transposed) {
+    G.c = g.cin, G.k = g.cout, G.h = g.in[1], G.w = g.in[2], G.oh = g.out[1], G.ow = g.out[2];
+    G.pt = g.p[1], G.pl = g.p[2];
+  } else {  // the input gradient: a plain convolution of gy padded by 2 - p
+    G.c = g.cout, G.k = g.cin, G.h = g.out[1], G.w = g.out[2], G.oh = g.in[1], G.ow = g.in[2];
+    G.pt = 2 - g.p[1], G.pl = 2 - g.p[2];
+  }
+  G.th = (G.oh + 3) / 4;
+  G.tw = (G.ow + 3) / 4;
+  winograd(G, in, w, bias, out, transposed);
+}
+
+}  // namespace
+
+TP_REGISTER_CPU_KERNEL(conv_winograd_stub, &winograd_kernel);
+
+}  // namespace tp::cpu::TP_CPU_NS
