@@ -2,8 +2,18 @@
 from tensorplay.utils import _python_dispatch, data, hooks  # noqa: F401
 
 
-def __getattr__(name):  # tp.utils.checkpoint / tensorboard load on first use
-    if name in ('checkpoint', 'tensorboard'):
-        import importlib
-        return importlib.import_module(f'tensorplay.utils.{name}')
-    raise AttributeError(f"module 'tensorplay.utils' has no attribute '{name}'")
+
+def _lazy(name):  # executes on first attribute access (see tensorplay._lazy_submodule)
+    import importlib.util
+    import sys
+    full = f'{__name__}.{name}'
+    spec = importlib.util.find_spec(full)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+checkpoint = _lazy('checkpoint')
+tensorboard = _lazy('tensorboard')
