@@ -58,6 +58,9 @@ def _make_grads(outputs, grads, is_grads_batched=False):
 # One entry per running backward/grad call, innermost last: whether that call computes every
 # leaf's gradient (a plain backward) and so may run a reentrant checkpoint's inner backward.
 _checkpoint_valid = []
+# True once a reentrant checkpoint exists (tensorplay.utils.checkpoint sets it): until then a
+# backward skips the bookkeeping above (0.2-0.3 us of a small backward).
+_track_checkpoint = False
 # Set by tensorplay.autograd.profiler while a profiler records: hooks the nodes of a backward
 # about to run (returns the hook handles). None otherwise: a backward pays one check.
 _profile_backward = None
@@ -83,6 +86,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _make_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
+    if not _track_checkpoint and _profile_backward is None:
+        _C._run_backward(list(tensors), list(grads), retain_graph, create_graph, list(inputs), True)
+        return
     _checkpoint_valid.append(not inputs)
     hooks = _profile_backward(tensors) if _profile_backward is not None else ()
     try:
@@ -108,15 +114,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _make_grads(outputs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    _checkpoint_valid.append(False)
-    hooks = _profile_backward(outputs) if _profile_backward is not None else ()
-    try:
+    if not _track_checkpoint and _profile_backward is None:
         result = _C._run_backward(list(outputs), list(grads), retain_graph, create_graph,
                                   list(inputs), False)
-    finally:
-        _checkpoint_valid.pop()
-        for h in hooks:
-            h.remove()
+    else:
+        _checkpoint_valid.append(False)
+        hooks = _profile_backward(outputs) if _profile_backward is not None else ()
+        try:
+            result = _C._run_backward(list(outputs), list(grads), retain_graph, create_graph,
+                                      list(inputs), False)
+        finally:
+            _checkpoint_valid.pop()
+            for h in hooks:
+                h.remove()
     out = []
     for i, (g, inp) in enumerate(zip(result, inputs)):
         if g is None:

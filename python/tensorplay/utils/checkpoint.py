@@ -233,6 +233,8 @@ class CheckpointFunction(Function):
             else:
                 ctx.inputs.append(a)
         ctx.save_for_backward(*tensors)
+        from tensorplay import autograd
+        autograd._track_checkpoint = True  # backward calls now say whether they may run it
         with no_grad():
             return run_function(*args)
 
