@@ -231,6 +231,13 @@ using ConvWinogradFn = void (*)(const conv::ConvShape& g, bool transposed, const
                                 const float* bias, float* out);
 extern KernelStub<ConvWinogradFn> conv_winograd_stub;
 
+/// The weight gradient's Winograd transforms (Note [Winograd weight gradient] in
+/// ops/nn_conv.cpp) of output tiles [t0, t0 + nt) of the 3x3 convolution g: V (36 x cin x TB)
+/// of the input x, Y (36 x cout x TB) of the output gradient gy; TB a multiple of 16.
+using ConvWinogradWeightFn = void (*)(const conv::ConvShape& g, const float* x, const float* gy, int64_t t0,
+                                      int64_t nt, int64_t TB, float* V, float* Y);
+extern KernelStub<ConvWinogradWeightFn> conv_winograd_weight_transforms_stub;
+
 /// One sample's columns (Note [Convolution as GEMM]): row-major (Cin * K, L), padding read as
 /// zero; channels last (L, K * Cin), one input pixel per (output pixel, kernel position).
 using Im2colFn = void (*)(const conv::ConvShape& g, DType dt, bool channels_last, const void* x, void* col);

@@ -27,8 +27,10 @@
 //      512-channel 7x7 stage at batch 8: 32 tiles) they cost more than they save (2.9x
 //      PyTorch's time there, vs 0.5-0.8x on the 56x56, 28x28 and 14x14 stages). Channels-last
 //      tensors take it too, through a row-major copy of the input and the output (1.27x vs
-//      1.73x PyTorch's for 8x64x56x56 with the channels-last GEMM below). Its weight gradient
-//      stays on the GEMM paths. Float64 never takes it (its rounding is float32-sized).
+//      1.73x PyTorch's for 8x64x56x56 with the channels-last GEMM below). The weight gradient
+//      of the same row-major convolutions takes Winograd too (Note [Winograd weight
+//      gradient]) for output planes up to 32x32 while its transforms fit kWinogradWeightMaxBytes. Float64 never
+//      takes it (its rounding is float32-sized).
 //   2. Direct loops (Note [Direct convolution taps]): depthwise convolutions, and small
 //      stride-1 ones (kDirectMaxMacs).
 //   3. im2col + GEMM (Note [Convolution as GEMM]), per sample, or batch-folded for output
@@ -319,6 +321,66 @@ bool winograd_conv(const ConvShape& g, DType dt, bool transposed) {
   const int64_t* out = transposed ? g.in : g.out;  // the computed convolution's output
   const int64_t tiles = g.n * ((out[1] + 3) / 4) * ((out[2] + 3) / 4);
   return g.cin * g.cout <= kWinogradWeightsPerTile * tiles;
+}
+
+// Note [Winograd weight gradient]
+// With Y = A^T [U * V] A per output tile (Note [Winograd convolution]), the gradient of the
+// transformed weights is dU[k][c] = sum over tiles of (A dy_k A^T) * (B^T d_c B), and the
+// kernel's dW = G^T dU G. So for blocks of TB tiles the kernels transform the input patches
+// (V: 36 x C x TB) and the output gradient's 4x4 blocks (Y: 36 x K x TB), and 36 GEMMs
+// dU[xi] += Y[xi] V[xi]^T (K x TB times TB x C, one batched blas call per block, on all
+// threads) sum them; G^T dU G ends it. 36 multiply-adds per tile and channel pair instead of
+// 144 (16 outputs x 9 taps); the transforms are linear in the channels. It wins where the
+// GEMM paths' products are small, i.e. small planes, and loses on large ones, whose per-sample
+// im2col products run near OpenBLAS's speed while the gathers of the transforms here are
+// scalar (weight gradient alone, 1 thread, before -> with it: 64x32x8x8 -> 64: 3.2 -> 1.6 ms,
+// PyTorch 1.2; 16x128x28x28: 33 -> 31.5 ms, PyTorch 27; 32x64x32x32: 28.5 -> 27 ms,
+// PyTorch 21; 8x64x56x56: 20 -> 26 ms, PyTorch 15): so output planes up to
+// kWinogradWeightMaxPixels only.
+constexpr int64_t kWinogradWeightMaxBytes = int64_t(256) << 20, kWinogradWeightMaxPixels = 32 * 32;
+
+bool winograd_weight(const ConvShape& g, DType dt) {
+  if (!winograd_conv(g, dt, false) || g.out[1] * g.out[2] > kWinogradWeightMaxPixels) return false;
+  const int64_t T = g.n * ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
+  const int64_t tb = std::min<int64_t>((T + 15) / 16 * 16, 512);
+  return 4 * 36 * ((g.cin + g.cout) * tb + g.cin * g.cout) <= kWinogradWeightMaxBytes;
+}
+
+void winograd_weight_grad(const ConvShape& g, const float* gy, const float* x, float* gw) {
+  const int64_t C = g.cin, K = g.cout;
+  const int64_t T = g.n * ((g.out[1] + 3) / 4) * ((g.out[2] + 3) / 4);
+  const int64_t TB = std::min<int64_t>((T + 15) / 16 * 16, 512);
+  std::vector<float> V(size_t(36 * C * TB)), Y(size_t(36 * K * TB)), dU(size_t(36 * K * C), 0.0f);
+  for (int64_t t0 = 0; t0 < T; t0 += TB) {
+    const int64_t nt = std::min(TB, T - t0);
+    cpu::conv_winograd_weight_transforms_stub(g, x, gy, t0, nt, TB, V.data(), Y.data());
+    blas::gemm_batched(DType::Float32, 36, K, C, TB, 1.0, {Y.data(), TB, 1}, K * TB, {V.data(), 1, TB},
+                       C * TB, 1.0, dU.data(), C, K * C);
+  }
+  // dW = G^T dU G (G: Lavin's 6 x 3 weight transform, transform_weights' rows)
+  static constexpr double Gm[6][3] = {{0.25, 0, 0},
+                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                      {0, 0, 1}};
+  parallel_for(0, K * C, 64, [&](int64_t b, int64_t e) {
+    for (int64_t kc = b; kc < e; ++kc) {
+      double t[6][3] = {};
+      for (int i = 0; i < 6; ++i)
+        for (int j = 0; j < 6; ++j) {
+          const double u = dU[size_t((i * 6 + j) * K * C + kc)];
+          for (int s2 = 0; s2 < 3; ++s2) t[i][s2] += u * Gm[j][s2];
+        }
+      float* out = gw + kc * 9;
+      for (int r = 0; r < 3; ++r)
+        for (int s2 = 0; s2 < 3; ++s2) {
+          double v = 0;
+          for (int i = 0; i < 6; ++i) v += Gm[i][r] * t[i][s2];
+          out[r * 3 + s2] = float(v);
+        }
+    }
+  });
 }
 
 // ------------------------------------------------------------------ drivers
@@ -801,7 +863,14 @@ Tensor convolution_weight_backward_impl(const Tensor& grad_output, const Tensor&
       using T = decltype(t);
       if (g.out_numel() == 0) std::fill_n(gw.data<T>(), gw.numel(), T(0));
       else if (nhwc_gemm) gemm_weight_nhwc(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
-      else if (direct_conv(g, Pass::weight))
+      else if constexpr (std::is_same_v<T, float>) {
+        if (!native_cl && winograd_weight(g, dt))
+          winograd_weight_grad(g, gy.data<float>(), x.data<float>(), gw.data<float>());
+        else if (direct_conv(g, Pass::weight))
+          cpu::conv_direct_weight_stub(g, dt, native_cl, gy.data_ptr(), x.data_ptr(), gw.data_ptr());
+        else if (fold_batch(g)) folded_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
+        else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
+      } else if (direct_conv(g, Pass::weight))
         cpu::conv_direct_weight_stub(g, dt, native_cl, gy.data_ptr(), x.data_ptr(), gw.data_ptr());
       else if (fold_batch(g)) folded_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());
       else gemm_weight(g, dt, gy.data<T>(), x.data<T>(), gw.data<T>());

@@ -80,6 +80,20 @@ inline void output_rows(const V* m, V* r) {
   r[3] = b + 8 * e + m[5];
 }
 
+/// The six rows of A m for one column of a 4x4 output-gradient block (m0..m3): A is the
+/// transpose of output_rows' A^T (the weight gradient's transform, Note [Winograd weight
+/// gradient]).
+template <class V>
+inline void gradient_rows(const V* m, V* r) {
+  const V a = m[0] + m[2], b = m[1] + m[3], c = m[0] + 4 * m[2], e = 2 * m[1] + 8 * m[3];
+  r[0] = m[0];
+  r[1] = a + b;
+  r[2] = a - b;
+  r[3] = c + e;
+  r[4] = c - e;
+  r[5] = m[3];
+}
+
 /// U[xi][k / MR][c][k % MR] = (G g G^T)[xi] for output channel k and input channel c (zero for
 /// the padding channels past K). g is w[k][c] (w: K x C x 3 x 3), or with `flipped` w[c][k]
 /// rotated by 180 degrees (w: C x K x 3 x 3, the input gradient's kernels). The MR output
@@ -294,8 +308,90 @@ void winograd_kernel(const conv::ConvShape& g, bool transposed, const float* in,
   winograd(G, in, w, bias, out, transposed);
 }
 
+/// The weight gradient's transforms of output tiles [t0, t0 + nt) (Note [Winograd weight
+/// gradient]): V[xi][c][t] = (B^T d_c B)[xi] of each tile's 6x6 input patch and Y[xi][k][t] =
+/// (A dy_k A^T)[xi] of its 4x4 block of the output gradient (zeros past the output's edges),
+/// TB tiles per row (a multiple of VW; lanes past nt are zero).
+void winograd_weight_transforms(const conv::ConvShape& g, const float* x, const float* gy, int64_t t0,
+                                int64_t nt, int64_t TB, float* V, float* Y) {
+  const int64_t C = g.cin, K = g.cout, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t th = (OH + 3) / 4, tw = (OW + 3) / 4, pt = g.p[1], pl = g.p[2];
+  std::vector<Tile> tiles(static_cast<size_t>(nt));
+  for (int64_t i = 0; i < nt; ++i) {
+    const int64_t t = t0 + i, n = t / (th * tw), r = t / tw % th, q = t % tw;
+    Tile& tl = tiles[size_t(i)];
+    tl.oh = int32_t(r * 4);
+    tl.ow = int32_t(q * 4);
+    tl.ih = int32_t(r * 4 - pt);
+    tl.iw = int32_t(q * 4 - pl);
+    tl.inside = tl.ih >= 0 && tl.ih + 6 <= H && tl.iw >= 0 && tl.iw + 6 <= W;
+    tl.in = n * C * H * W + int64_t(tl.ih) * W + tl.iw;
+    tl.out = n * K * OH * OW + int64_t(tl.oh) * OW + tl.ow;
+  }
+  // channels of the input (c < C), then of the output gradient (C + k)
+  parallel_for(0, C + K, 1, [&](int64_t cb, int64_t ce) {
+    float* P = scratch(1, size_t(36 * TB));
+    for (int64_t u = cb; u < ce; ++u) {
+      std::fill_n(P, 36 * TB, 0.0f);
+      if (u < C) {
+        const int64_t c = u;
+        for (int64_t i = 0; i < nt; ++i) {
+          const Tile& tl = tiles[size_t(i)];
+          const float* src = x + tl.in + c * H * W;
+          for (int r = 0; r < 6; ++r) {
+            const bool row_in = tl.inside || (tl.ih + r >= 0 && tl.ih + r < H);
+            for (int q = 0; q < 6; ++q)
+              if (row_in && (tl.inside || (tl.iw + q >= 0 && tl.iw + q < W)))
+                P[(r * 6 + q) * TB + i] = src[r * W + q];
+          }
+        }
+        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+          vf d[36], tmp[36];
+          for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
+          for (int j = 0; j < 6; ++j) {  // columns: B^T d
+            vf col[6], r[6];
+            for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
+            input_rows(col, r);
+            for (int i = 0; i < 6; ++i) tmp[i * 6 + j] = r[i];
+          }
+          for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
+            vf r[6];
+            input_rows(tmp + i * 6, r);
+            for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
+          }
+        }
+      } else {
+        const int64_t k = u - C;
+        for (int64_t i = 0; i < nt; ++i) {
+          const Tile& tl = tiles[size_t(i)];
+          const float* src = gy + tl.out + k * OH * OW;
+          const int rh = int(std::min<int64_t>(4, OH - tl.oh)), rw = int(std::min<int64_t>(4, OW - tl.ow));
+          for (int r = 0; r < rh; ++r)
+            for (int q = 0; q < rw; ++q) P[(r * 4 + q) * TB + i] = src[r * OW + q];
+        }
+        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+          vf d[16], tmp[24];
+          for (int q = 0; q < 16; ++q) d[q] = ld(P + q * TB + v0);
+          for (int j = 0; j < 4; ++j) {  // columns: A dy
+            vf col[4], r[6];
+            for (int i = 0; i < 4; ++i) col[i] = d[i * 4 + j];
+            gradient_rows(col, r);
+            for (int i = 0; i < 6; ++i) tmp[i * 4 + j] = r[i];
+          }
+          for (int i = 0; i < 6; ++i) {  // rows: (A dy) A^T
+            vf r[6];
+            gradient_rows(tmp + i * 4, r);
+            for (int j = 0; j < 6; ++j) st(Y + ((i * 6 + j) * K + k) * TB + v0, r[j]);
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 TP_REGISTER_CPU_KERNEL(conv_winograd_stub, &winograd_kernel);
+TP_REGISTER_CPU_KERNEL(conv_winograd_weight_transforms_stub, &winograd_weight_transforms);
 
 }  // namespace tp::cpu::TP_CPU_NS
