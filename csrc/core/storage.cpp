@@ -1,5 +1,9 @@
 #include "core/storage.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -61,6 +65,11 @@ class CpuAllocator final : public Allocator {
     for (auto& [size, p] : free_) std::free(p);
     free_.clear();
     cached_ = 0;
+#ifdef __GLIBC__
+    // glibc raises its mmap threshold after large frees, so later big blocks may live in the
+    // heap, which free() keeps; give its free top back to the system too
+    malloc_trim(0);
+#endif
     return freed;
   }
 

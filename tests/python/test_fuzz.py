@@ -41,6 +41,7 @@ EXPECTED = {
     ('cat', 2): ('exception-class', 'D2'),
     ('meshgrid', 5): ('only-torch-raised', 'D2'),
     ('unfold', 2): ('only-torch-raised', 'D2'),
+    ('conv2d', 0): ('only-ours-raised', 'D2'),  # a meta input with a CPU weight
     # D3
     ('linalg.svdvals', 5): ('value', 'D3'),
     ('linalg.matrix_power', 1): ('value', 'D3'),
