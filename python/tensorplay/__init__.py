@@ -112,7 +112,7 @@ vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions
 
 # Submodules loaded on first use (as `tp.profiler`, or by `import tensorplay.profiler`): 15 ms
 # of import time that a program not profiling, exporting or using the hub need not pay.
-_LAZY_SUBMODULES = ('profiler', 'hub', 'onnx')
+_LAZY_SUBMODULES = ('profiler', 'hub', 'onnx', 'distributed', 'multiprocessing')
 
 
 def __getattr__(name):
