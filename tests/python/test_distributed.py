@@ -158,6 +158,10 @@ def _collectives(rank, world, port):
     else:
         assert g is dist.GroupMember.NON_GROUP_MEMBER
     dist.monitored_barrier(timeout=timedelta(seconds=10))
+    s = tp.utils.data.DistributedSampler(range(10), shuffle=False)
+    idx = list(range(10))
+    idx += idx[:(-10) % world]  # padded from the front, as PyTorch's sampler pads
+    assert (s.num_replicas, s.rank) == (world, rank) and list(s) == idx[rank::world]
     dist.barrier()
     dist.destroy_process_group()
     assert not dist.is_initialized()
