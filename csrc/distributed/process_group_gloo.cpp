@@ -259,6 +259,8 @@ class Work {
     cv_.notify_all();
   }
   void set_waiter(std::function<void()> w) { waiter_ = std::move(w); }
+  int source_rank() const { return src_; }
+  void set_source_rank(int r) { src_ = r; }
 
  private:
   std::mutex m_;
@@ -266,6 +268,7 @@ class Work {
   bool done_ = false;
   std::exception_ptr err_;
   std::function<void()> waiter_;
+  int src_ = -1;  // a finished recv's peer
 };
 
 // ---- the process group ----
@@ -451,8 +454,8 @@ class ProcessGroupGloo {
     }
     auto w = std::make_shared<Work>();
     long t = timeout_;
-    auto srcp = std::make_shared<int>(src);
-    w->set_waiter([buf, t, srcp] { int r = -1; buf->waitRecv(&r, ms(t)); *srcp = r; });
+    Work* self = w.get();  // the waiter lives in (and runs from) this Work
+    w->set_waiter([buf, t, self] { int r = -1; buf->waitRecv(&r, ms(t)); self->set_source_rank(r); });
     return w;
   }
 
@@ -498,7 +501,8 @@ NB_MODULE(_C_distributed, m) {
       .def("wait", &Work::wait, nb::arg("timeout_ms") = 0)
       .def("is_completed", &Work::is_completed)
       .def("is_success", &Work::is_success)
-      .def("exception_message", &Work::exception_message);
+      .def("exception_message", &Work::exception_message)
+      .def("source_rank", &Work::source_rank);
   nb::class_<ProcessGroupGloo>(m, "ProcessGroupGloo")
       .def(nb::init<nb::object, std::string, int, int, long, std::string>(),
            nb::arg("store"), nb::arg("prefix"), nb::arg("rank"), nb::arg("size"),

@@ -142,6 +142,15 @@ def _collectives(rank, world, port):
     for w in works:
         w.wait()
     _eq(got2, tp.tensor([nxt, 5]), "batch_isend_irecv")
+    # recv from any source returns the sender
+    if rank == 0:
+        srcs = set()
+        for _ in range(world - 1):
+            v = tp.zeros(1, dtype=tp.int64)
+            srcs.add((dist.recv(v, tag=9), int(v)))
+        assert srcs == {(r, r * 7) for r in range(1, world)}, srcs
+    else:
+        dist.send(tp.tensor([rank * 7]), 0, tag=9)
     # objects
     dist.all_gather_object(everyone, {"rank": rank, "s": "x" * (rank * 100)})
     assert everyone == [{"rank": r, "s": "x" * (r * 100)} for r in range(world)]

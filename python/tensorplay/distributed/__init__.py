@@ -371,6 +371,9 @@ class Work:
     def result(self):
         return self._result if self._result is not None else []
 
+    def _source_rank(self):
+        return self._w.source_rank()
+
     def exception(self):
         ws = self._w if isinstance(self._w, list) else [self._w]
         for w in ws:
@@ -785,8 +788,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     _check_tensor(tensor)
     g = _group(group)
     if src is None and group_src is None:
-        raise ValueError("tensorplay.distributed: recv from any source is not supported yet; give src")
-    peer = group_src if group_src is not None else _p2p_peer(g, src, "src")
+        peer = -1  # any source: Work's source rank says which
+    else:
+        peer = group_src if group_src is not None else _p2p_peer(g, src, "src")
     if peer == g.rank():
         raise ValueError("Invalid source rank: should not be the same as the rank of the current process.")
     buf = _contig(tensor)
@@ -802,8 +806,10 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None):
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
-    irecv(tensor, src, group, tag, group_src).wait()
-    return src if src is not None else get_global_rank(group, group_src)
+    """Returns the sender's (global) rank; src=None receives from any rank."""
+    w = irecv(tensor, src, group, tag, group_src)
+    w.wait()
+    return get_global_rank(group, w._source_rank())
 
 
 class P2POp:
