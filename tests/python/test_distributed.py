@@ -233,6 +233,25 @@ def _ddp(rank, world, port):
     d2 = tp.nn.parallel.DistributedDataParallel(two, find_unused_parameters=True)
     d2(tp.ones(2, 3) * (rank + 1), False).sum().backward()
     assert tp.allclose(two.a.weight.grad, tp.full((3, 3), 2.0 * (1 + world) / 2))
+    # SyncBatchNorm under DDP == BatchNorm on the whole batch in one process
+    def bn_model():
+        tp.manual_seed(5)
+        return tp.nn.Sequential(tp.nn.Linear(6, 8), tp.nn.BatchNorm1d(8), tp.nn.Tanh(), tp.nn.Linear(8, 3))
+    ref = bn_model()
+    m = tp.nn.SyncBatchNorm.convert_sync_batchnorm(bn_model())
+    assert isinstance(m[1], tp.nn.SyncBatchNorm)
+    ddp = tp.nn.parallel.DistributedDataParallel(m)
+    o1 = tp.optim.SGD(ref.parameters(), lr=0.2)
+    o2 = tp.optim.SGD(ddp.parameters(), lr=0.2)
+    for step in range(3):
+        o1.zero_grad()
+        tp.nn.functional.mse_loss(ref(X), Y).backward()
+        o1.step()
+        o2.zero_grad()
+        tp.nn.functional.mse_loss(ddp(X[lo:hi]), Y[lo:hi]).backward()
+        o2.step()
+    for a, b in list(zip(ref.parameters(), m.parameters())) + list(zip(ref.buffers(), m.buffers())):
+        assert tp.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-4), (a, b)
     dist.destroy_process_group()
 
 
