@@ -374,3 +374,16 @@ def test_bad_arguments():
         assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
     finally:
         dist.destroy_process_group()
+
+
+def _file_init(rank, world, path):
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=20))
+    t = tp.tensor([rank + 1.0])
+    dist.all_reduce(t, op=dist.ReduceOp.PRODUCT)
+    assert t.tolist() == [2.0]
+    dist.destroy_process_group()
+
+
+def test_file_init_method(tmp_path):
+    mp.spawn(_file_init, args=(2, str(tmp_path / "rdzv")), nprocs=2)
