@@ -16,6 +16,9 @@ if [ ! -f "$build/build.ninja" ]; then
         -DUSE_CUDA="${USE_CUDA:-OFF}" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 fi
 cmake --build "$build" ${MAX_JOBS:+-j "$MAX_JOBS"}
-so=$(ls "$build"/_C*.so)
+so=$(ls "$build"/_C.*.so)
 ln -sf "$(realpath "$so")" python/tensorplay/"$(basename "$so")"
+for so in "$build"/_C_distributed*.so; do  # built where Gloo is found
+  [ -e "$so" ] && ln -sf "$(realpath "$so")" python/tensorplay/"$(basename "$so")"
+done
 cp "$build/version.py" python/tensorplay/version.py

@@ -129,3 +129,5 @@ def _lazy_submodule(name):
 profiler = _lazy_submodule('profiler')
 hub = _lazy_submodule('hub')
 onnx = _lazy_submodule('onnx')
+distributed = _lazy_submodule('distributed')
+multiprocessing = _lazy_submodule('multiprocessing')

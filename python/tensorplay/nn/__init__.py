@@ -3,7 +3,7 @@ from tensorplay.nn.parameter import (Buffer, Parameter, UninitializedBuffer,
                                      UninitializedParameter)
 from tensorplay.nn.modules import *  # noqa: F401,F403
 from tensorplay.nn.modules import __dict__ as _modules_dict
-from tensorplay.nn import functional, init, utils  # noqa: F401
+from tensorplay.nn import functional, init, parallel, utils  # noqa: F401
 
 __all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter", "functional",
            "init", "utils"] + [k for k, v in _modules_dict.items()

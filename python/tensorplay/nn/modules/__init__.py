@@ -23,7 +23,7 @@ from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatte
                                         PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten,
                                         Unfold, Upsample, UpsamplingBilinear2d,
                                         UpsamplingNearest2d)
-from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d,
+from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm,
                                                  GroupNorm, InstanceNorm1d, InstanceNorm2d,
                                                  InstanceNorm3d, LayerNorm, LocalResponseNorm,
                                                  RMSNorm)

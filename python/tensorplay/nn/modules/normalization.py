@@ -237,3 +237,91 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class _AllReduceSum(tp.autograd.Function):
+    """A sum over the group's ranks whose backward is the same sum of the gradients (every
+    rank's loss depends on the global sum)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        import tensorplay.distributed as dist
+        ctx.group = group
+        out = x.clone()
+        dist.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        import tensorplay.distributed as dist
+        g = grad.clone()
+        dist.all_reduce(g, group=ctx.group)
+        return g, None
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm whose training statistics are those of the whole group's batch: the per
+    channel sums, sums of squares and counts are all-reduced (and, in backward, their
+    gradients). Works on CPU tensors (PyTorch's needs a GPU). Outside training, or without an
+    initialized group of more than one rank, it is BatchNorm."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        import tensorplay.distributed as dist
+        self._check_input_dim(input)
+        if not (self.training and dist.is_available() and dist.is_initialized()
+                and dist.get_world_size(self.process_group) > 1):
+            return super().forward(input)
+        eaf = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                eaf = 1.0 / float(self.num_batches_tracked.item())
+        c = input.shape[1]
+        dims = [0] + list(range(2, input.dim()))
+        count = input.numel() // c
+        x = input.float() if input.dtype in (tp.float16, tp.bfloat16) else input
+        stats = tp.cat([x.sum(dims), (x * x).sum(dims),
+                        tp.full((1,), float(count), dtype=x.dtype)])
+        stats = _AllReduceSum.apply(stats, self.process_group)
+        n = stats[2 * c]
+        mean = stats[:c] / n
+        var = (stats[c:2 * c] / n - mean * mean).clamp(min=0)
+        shape = [1, c] + [1] * (input.dim() - 2)
+        y = (x - mean.view(shape)) * (var + self.eps).rsqrt().view(shape)
+        if self.weight is not None:
+            y = y * self.weight.view(shape) + self.bias.view(shape)
+        if self.track_running_stats and self.running_mean is not None:
+            with tp.no_grad():
+                total = float(n)
+                unbiased = var * (total / max(total - 1.0, 1.0))
+                self.running_mean.mul_(1 - eaf).add_(mean.detach() * eaf)
+                self.running_var.mul_(1 - eaf).add_(unbiased.detach() * eaf)
+        return y.to(input.dtype)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Returns module with every BatchNorm*D replaced by a SyncBatchNorm (state kept)."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group)
+            if module.affine:
+                with tp.no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -18,13 +18,20 @@ class DistributedSampler(Sampler):
             sampler.set_epoch(epoch)
             for batch in DataLoader(dataset, sampler=sampler): ...
 
-    TensorPlay has no process groups yet, so ``num_replicas`` and ``rank`` must be given.
+    ``num_replicas`` and ``rank`` default to the default process group's world size and rank
+    (tensorplay.distributed.init_process_group).
     """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
         if num_replicas is None or rank is None:
-            raise RuntimeError("Requires distributed package to be available")
+            import tensorplay.distributed as dist
+            if not dist.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
                              f"[0, {num_replicas - 1}]")

@@ -1,0 +1,3 @@
+from tensorplay.nn.parallel.distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
