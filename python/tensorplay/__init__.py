@@ -110,24 +110,11 @@ graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.grap
 vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions, not tensors)
 
 
-
-def _lazy_submodule(name):
-    """``tensorplay.<name>`` as a module that executes on first attribute access (also under
-    ``import tensorplay.<name>``). Not a module-level ``__getattr__``: that would stop CPython
-    from specialising every ``tp.<attr>`` lookup (measured: 29 -> 45 ns each)."""
-    import importlib.util
-    full = f'{__name__}.{name}'
-    spec = importlib.util.find_spec(full)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    _sys.modules[full] = module
-    spec.loader.exec_module(module)
-    return module
-
+from tensorplay._lazy import lazy_submodule as _lazy_submodule  # noqa: E402
 
 # 15 ms of import time that a program not profiling, exporting or using the hub need not pay
-profiler = _lazy_submodule('profiler')
-hub = _lazy_submodule('hub')
-onnx = _lazy_submodule('onnx')
-distributed = _lazy_submodule('distributed')
-multiprocessing = _lazy_submodule('multiprocessing')
+profiler = _lazy_submodule(__name__, 'profiler')
+hub = _lazy_submodule(__name__, 'hub')
+onnx = _lazy_submodule(__name__, 'onnx')
+distributed = _lazy_submodule(__name__, 'distributed')
+multiprocessing = _lazy_submodule(__name__, 'multiprocessing')

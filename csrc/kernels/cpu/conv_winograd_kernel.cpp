@@ -171,6 +171,59 @@ struct Tile {
   bool inside;  // the whole 6x6 patch inside the input
 };
 
+/// Tiles [t0, t0 + nt) of the output grid, in (sample, tile row, tile column) order.
+void fill_tiles(const Geom& G, int64_t t0, int64_t nt, Tile* tiles) {
+  for (int64_t i = 0; i < nt; ++i) {
+    const int64_t t = t0 + i, n = t / (G.th * G.tw), th = t / G.tw % G.th, tw = t % G.tw;
+    Tile& tl = tiles[i];
+    tl.oh = int32_t(th * 4);
+    tl.ow = int32_t(tw * 4);
+    tl.ih = int32_t(th * 4 - G.pt);
+    tl.iw = int32_t(tw * 4 - G.pl);
+    tl.inside = tl.ih >= 0 && tl.ih + 6 <= G.h && tl.iw >= 0 && tl.iw + 6 <= G.w;
+    tl.in = n * G.c * G.h * G.w + int64_t(tl.ih) * G.w + tl.iw;
+    tl.out = n * G.k * G.oh * G.ow + int64_t(tl.oh) * G.ow + tl.ow;
+  }
+}
+
+/// Channel c's input transform of the tiles: their 6x6 patches of x (zeros where padding)
+/// gathered into P[36][TB] (tiles along the vector lanes; lanes past nt as P held them), then
+/// V[xi][c][t] = (B^T d B)[xi], a vector of tiles at a time.
+void input_transform(const Geom& G, const float* x, const Tile* tiles, int64_t nt, int64_t c, int64_t TB,
+                     float* P, float* V) {
+  const int64_t C = G.c;
+  for (int64_t i = 0; i < nt; ++i) {
+    const Tile& tl = tiles[i];
+    const float* src = x + tl.in + c * G.h * G.w;
+    float* p = P + i;
+    if (tl.inside) {
+      for (int r = 0; r < 6; ++r)
+        for (int q = 0; q < 6; ++q) p[(r * 6 + q) * TB] = src[r * G.w + q];
+    } else {
+      for (int r = 0; r < 6; ++r) {
+        const bool row_in = tl.ih + r >= 0 && tl.ih + r < G.h;
+        for (int q = 0; q < 6; ++q)
+          p[(r * 6 + q) * TB] = row_in && tl.iw + q >= 0 && tl.iw + q < G.w ? src[r * G.w + q] : 0.0f;
+      }
+    }
+  }
+  for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+    vf d[36], tmp[36];
+    for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
+    for (int j = 0; j < 6; ++j) {  // columns: B^T d
+      vf col[6], r[6];
+      for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
+      input_rows(col, r);
+      for (int i = 0; i < 6; ++i) tmp[i * 6 + j] = r[i];
+    }
+    for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
+      vf r[6];
+      input_rows(tmp + i * 6, r);
+      for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
+    }
+  }
+}
+
 void winograd(const Geom& G, const float* x, const float* w, const float* bias, float* y, bool flipped) {
   const int64_t T = G.n * G.th * G.tw, C = G.c, K = G.k, KB = (K + MR - 1) / MR;
   const int threads = get_num_threads();
@@ -183,7 +236,7 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
   const int64_t part_kb = (KB + parts - 1) / parts;
   float* U = scratch(0, size_t(36 * KB * C * MR));
   transform_weights(w, K, C, flipped, U);
-  const int64_t in_plane = G.h * G.w, out_plane = G.oh * G.ow;
+  const int64_t out_plane = G.oh * G.ow;
 
   parallel_for(0, blocks * parts, 1, [&](int64_t ub, int64_t ue) {
     float* P = scratch(1, size_t(36 * TB));
@@ -196,52 +249,10 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
       const int64_t kb0 = part * part_kb, kb1 = std::min(KB, kb0 + part_kb);
       if (kb0 >= kb1) continue;
       const int64_t t0 = blk * TB, nt = std::min(TB, T - t0);
-      for (int64_t i = 0; i < nt; ++i) {
-        const int64_t t = t0 + i, n = t / (G.th * G.tw), th = t / G.tw % G.th, tw = t % G.tw;
-        Tile& tl = tiles[size_t(i)];
-        tl.oh = int32_t(th * 4);
-        tl.ow = int32_t(tw * 4);
-        tl.ih = int32_t(th * 4 - G.pt);
-        tl.iw = int32_t(tw * 4 - G.pl);
-        tl.inside = tl.ih >= 0 && tl.ih + 6 <= G.h && tl.iw >= 0 && tl.iw + 6 <= G.w;
-        tl.in = n * C * in_plane + int64_t(tl.ih) * G.w + tl.iw;
-        tl.out = n * K * out_plane + int64_t(tl.oh) * G.ow + tl.ow;
-      }
+      fill_tiles(G, t0, nt, tiles.data());
       // 1. input transform
       if (nt < TB) std::fill_n(P, 36 * TB, 0.0f);
-      for (int64_t c = 0; c < C; ++c) {
-        for (int64_t i = 0; i < nt; ++i) {
-          const Tile& tl = tiles[size_t(i)];
-          const float* src = x + tl.in + c * in_plane;
-          float* p = P + i;
-          if (tl.inside) {
-            for (int r = 0; r < 6; ++r)
-              for (int q = 0; q < 6; ++q) p[(r * 6 + q) * TB] = src[r * G.w + q];
-          } else {
-            for (int r = 0; r < 6; ++r) {
-              const bool row_in = tl.ih + r >= 0 && tl.ih + r < G.h;
-              for (int q = 0; q < 6; ++q)
-                p[(r * 6 + q) * TB] =
-                    row_in && tl.iw + q >= 0 && tl.iw + q < G.w ? src[r * G.w + q] : 0.0f;
-            }
-          }
-        }
-        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
-          vf d[36], tmp[36];
-          for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
-          for (int j = 0; j < 6; ++j) {  // columns: B^T d
-            vf col[6], r[6];
-            for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
-            input_rows(col, r);
-            for (int i = 0; i < 6; ++i) tmp[i * 6 + j] = r[i];
-          }
-          for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
-            vf r[6];
-            input_rows(tmp + i * 6, r);
-            for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
-          }
-        }
-      }
+      for (int64_t c = 0; c < C; ++c) input_transform(G, x, tiles.data(), nt, c, TB, P, V);
       // 2. the 36 products, M[k - kb0 * MR][xi][t]
       const int64_t ms = 36 * TB;
       for (int xi = 0; xi < 36; ++xi) {
@@ -292,20 +303,26 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
   });
 }
 
-void winograd_kernel(const conv::ConvShape& g, bool transposed, const float* in, const float* w, const float* bias,
-                     float* out) {
+/// The geometry of the convolution g computes (transposed: its input gradient, a plain
+/// convolution of gy padded by 2 - p).
+Geom forward_geom(const conv::ConvShape& g, bool transposed = false) {
   Geom G;
   G.n = g.n;
   if (!transposed) {
     G.c = g.cin, G.k = g.cout, G.h = g.in[1], G.w = g.in[2], G.oh = g.out[1], G.ow = g.out[2];
     G.pt = g.p[1], G.pl = g.p[2];
-  } else {  // the input gradient: a plain convolution of gy padded by 2 - p
+  } else {
     G.c = g.cout, G.k = g.cin, G.h = g.out[1], G.w = g.out[2], G.oh = g.in[1], G.ow = g.in[2];
     G.pt = 2 - g.p[1], G.pl = 2 - g.p[2];
   }
   G.th = (G.oh + 3) / 4;
   G.tw = (G.ow + 3) / 4;
-  winograd(G, in, w, bias, out, transposed);
+  return G;
+}
+
+void winograd_kernel(const conv::ConvShape& g, bool transposed, const float* in, const float* w, const float* bias,
+                     float* out) {
+  winograd(forward_geom(g, transposed), in, w, bias, out, transposed);
 }
 
 /// The weight gradient's transforms of output tiles [t0, t0 + nt) (Note [Winograd weight
@@ -314,75 +331,40 @@ void winograd_kernel(const conv::ConvShape& g, bool transposed, const float* in,
 /// TB tiles per row (a multiple of VW; lanes past nt are zero).
 void winograd_weight_transforms(const conv::ConvShape& g, const float* x, const float* gy, int64_t t0,
                                 int64_t nt, int64_t TB, float* V, float* Y) {
-  const int64_t C = g.cin, K = g.cout, H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
-  const int64_t th = (OH + 3) / 4, tw = (OW + 3) / 4, pt = g.p[1], pl = g.p[2];
+  const Geom G = forward_geom(g);
+  const int64_t C = G.c, K = G.k, OH = G.oh, OW = G.ow;
   std::vector<Tile> tiles(static_cast<size_t>(nt));
-  for (int64_t i = 0; i < nt; ++i) {
-    const int64_t t = t0 + i, n = t / (th * tw), r = t / tw % th, q = t % tw;
-    Tile& tl = tiles[size_t(i)];
-    tl.oh = int32_t(r * 4);
-    tl.ow = int32_t(q * 4);
-    tl.ih = int32_t(r * 4 - pt);
-    tl.iw = int32_t(q * 4 - pl);
-    tl.inside = tl.ih >= 0 && tl.ih + 6 <= H && tl.iw >= 0 && tl.iw + 6 <= W;
-    tl.in = n * C * H * W + int64_t(tl.ih) * W + tl.iw;
-    tl.out = n * K * OH * OW + int64_t(tl.oh) * OW + tl.ow;
-  }
+  fill_tiles(G, t0, nt, tiles.data());
   // channels of the input (c < C), then of the output gradient (C + k)
   parallel_for(0, C + K, 1, [&](int64_t cb, int64_t ce) {
     float* P = scratch(1, size_t(36 * TB));
     for (int64_t u = cb; u < ce; ++u) {
       std::fill_n(P, 36 * TB, 0.0f);
       if (u < C) {
-        const int64_t c = u;
-        for (int64_t i = 0; i < nt; ++i) {
-          const Tile& tl = tiles[size_t(i)];
-          const float* src = x + tl.in + c * H * W;
-          for (int r = 0; r < 6; ++r) {
-            const bool row_in = tl.inside || (tl.ih + r >= 0 && tl.ih + r < H);
-            for (int q = 0; q < 6; ++q)
-              if (row_in && (tl.inside || (tl.iw + q >= 0 && tl.iw + q < W)))
-                P[(r * 6 + q) * TB + i] = src[r * W + q];
-          }
+        input_transform(G, x, tiles.data(), nt, u, TB, P, V);
+        continue;
+      }
+      const int64_t k = u - C;
+      for (int64_t i = 0; i < nt; ++i) {
+        const Tile& tl = tiles[size_t(i)];
+        const float* src = gy + tl.out + k * OH * OW;
+        const int rh = int(std::min<int64_t>(4, OH - tl.oh)), rw = int(std::min<int64_t>(4, OW - tl.ow));
+        for (int r = 0; r < rh; ++r)
+          for (int q = 0; q < rw; ++q) P[(r * 4 + q) * TB + i] = src[r * OW + q];
+      }
+      for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+        vf d[16], tmp[24];
+        for (int q = 0; q < 16; ++q) d[q] = ld(P + q * TB + v0);
+        for (int j = 0; j < 4; ++j) {  // columns: A dy
+          vf col[4], r[6];
+          for (int i = 0; i < 4; ++i) col[i] = d[i * 4 + j];
+          gradient_rows(col, r);
+          for (int i = 0; i < 6; ++i) tmp[i * 4 + j] = r[i];
         }
-        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
-          vf d[36], tmp[36];
-          for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
-          for (int j = 0; j < 6; ++j) {  // columns: B^T d
-            vf col[6], r[6];
-            for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
-            input_rows(col, r);
-            for (int i = 0; i < 6; ++i) tmp[i * 6 + j] = r[i];
-          }
-          for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
-            vf r[6];
-            input_rows(tmp + i * 6, r);
-            for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
-          }
-        }
-      } else {
-        const int64_t k = u - C;
-        for (int64_t i = 0; i < nt; ++i) {
-          const Tile& tl = tiles[size_t(i)];
-          const float* src = gy + tl.out + k * OH * OW;
-          const int rh = int(std::min<int64_t>(4, OH - tl.oh)), rw = int(std::min<int64_t>(4, OW - tl.ow));
-          for (int r = 0; r < rh; ++r)
-            for (int q = 0; q < rw; ++q) P[(r * 4 + q) * TB + i] = src[r * OW + q];
-        }
-        for (int64_t v0 = 0; v0 < TB; v0 += VW) {
-          vf d[16], tmp[24];
-          for (int q = 0; q < 16; ++q) d[q] = ld(P + q * TB + v0);
-          for (int j = 0; j < 4; ++j) {  // columns: A dy
-            vf col[4], r[6];
-            for (int i = 0; i < 4; ++i) col[i] = d[i * 4 + j];
-            gradient_rows(col, r);
-            for (int i = 0; i < 6; ++i) tmp[i * 4 + j] = r[i];
-          }
-          for (int i = 0; i < 6; ++i) {  // rows: (A dy) A^T
-            vf r[6];
-            gradient_rows(tmp + i * 4, r);
-            for (int j = 0; j < 6; ++j) st(Y + ((i * 6 + j) * K + k) * TB + v0, r[j]);
-          }
+        for (int i = 0; i < 6; ++i) {  // rows: (A dy) A^T
+          vf r[6];
+          gradient_rows(tmp + i * 4, r);
+          for (int j = 0; j < 6; ++j) st(Y + ((i * 6 + j) * K + k) * TB + v0, r[j]);
         }
       }
     }

@@ -4,6 +4,7 @@ exporter traces with them (make_fx's ``decomposition_table``), so the graph hold
 translation table instead. Because they run while tracing, they see the sizes of each trace
 and dynamic axes work through them as through the model's own code."""
 import tensorplay as tp
+from tensorplay.onnx._table import _h
 
 aten = tp.ops.aten
 DECOMPOSITIONS = {}
@@ -17,13 +18,6 @@ def _dec(*handles):
             DECOMPOSITIONS[h] = fn
         return fn
     return deco
-
-
-def _h(packet, *overloads):
-    p = getattr(aten, packet, None)
-    if p is None:
-        return []
-    return [getattr(p, o) for o in overloads if o in p._overloads]
 
 
 @_dec(*_h('trace', 'default'))
