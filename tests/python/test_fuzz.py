@@ -45,6 +45,9 @@ EXPECTED = {
     ('linalg.svdvals', 5): ('value', 'D3'),
     ('linalg.matrix_power', 1): ('value', 'D3'),
     ('amin', 5): ('value', 'D3'),
+    ('heaviside', 3): ('only-torch-raised', 'D3'),
+    # D6
+    ('special.zeta', 7): ('value', 'D6'),
     # F1
     ('arcsin', 5): ('stride', 'F1'),
     ('sinh', 5): ('stride', 'F1'),
@@ -55,6 +58,7 @@ EXPECTED = {
     ('addcmul', 1): ('stride', 'F1'),
     ('linalg.solve', 0): ('stride', 'F1'),
     ('linalg.cholesky', 5): ('stride', 'F1'),
+    ('special.erfcx', 0): ('stride', 'F1'),
     # F10
     ('nan_to_num', 2): ('only-ours-raised', 'F10'),
     ('lerp', 0): ('only-ours-raised', 'F10'),
