@@ -100,6 +100,7 @@ from tensorplay.amp.autocast_mode import (autocast, get_autocast_dtype,  # noqa:
                                           set_autocast_enabled)
 from tensorplay import backends  # noqa: E402,F401
 from tensorplay import special  # noqa: E402,F401
+from tensorplay import distributions  # noqa: E402,F401
 from tensorplay import library  # noqa: E402,F401
 from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: E402
                                  get_float32_matmul_precision,

@@ -170,9 +170,8 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     r = tp.logsumexp(input, dim, keepdim)
     if out is None:
         return r
-    if tuple(out.shape) != tuple(r.shape):
-        out.resize_(r.shape)
-    return out.copy_(r)
+    _C._linalg_write_out(r, out=out)  # resized to the result when its shape differs
+    return out
 
 
 def softmax(input, dim, *, dtype=None):

@@ -105,7 +105,7 @@ TP_HD inline double zeta(double s, double q) {
     a += 1;
   }
   double as = std::pow(a, -s);  // a^-s
-  sum += a * as / (s - 1) + 0.5 * as;
+  sum += std::pow(a, 1 - s) / (s - 1) + 0.5 * as;  // (a^(1-s) on its own: a^-s may underflow)
   // j-th correction: b_j * s (s+1) ... (s+2j-2) * a^(-s-2j+1)
   double rising = s, pw = as / a;
   for (int j = 0; j < 13; ++j) {
