@@ -131,6 +131,21 @@ Tensor signbit_impl(const Tensor& self, OutArg out) {
   return run_pointwise(PwKernel::Signbit, {"signbit", Promote::BoolOut}, out, {&self}, {});
 }
 
+// The reparameterised gradients: pointwise kernels on CPU and CUDA; no meta kernel (PyTorch
+// has none either).
+Tensor standard_gamma_grad_impl(const Tensor& self, const Tensor& output, OutArg out) {
+  check_standard_gamma_grad(self, output);
+  // contiguous, as PyTorch's (its result is a fresh tensor of self's sizes)
+  return contiguous(run_pointwise(PwKernel::StandardGammaGrad, {"_standard_gamma_grad", Promote::Common},
+                                  out, {&self, &output}, {}));
+}
+
+Tensor dirichlet_grad_impl(const Tensor& x, const Tensor& alpha, const Tensor& total, OutArg out) {
+  check_dirichlet_grad(x, alpha, total);
+  return contiguous(run_pointwise(PwKernel::DirichletGrad, {"_dirichlet_grad", Promote::Common}, out,
+                                  {&x, &alpha, &total}, {}));
+}
+
 // ------------------------------------------------------------------ frexp
 std::tuple<Tensor, Tensor> frexp_impl(const Tensor& self, OutArg) {
   TP_CHECK(is_floating(self.dtype()), "torch.frexp() only supports floating-point dtypes");

@@ -100,7 +100,6 @@ from tensorplay.amp.autocast_mode import (autocast, get_autocast_dtype,  # noqa:
                                           set_autocast_enabled)
 from tensorplay import backends  # noqa: E402,F401
 from tensorplay import special  # noqa: E402,F401
-from tensorplay import distributions  # noqa: E402,F401
 from tensorplay import library  # noqa: E402,F401
 from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: E402
                                  get_float32_matmul_precision,
@@ -116,3 +115,11 @@ from tensorplay import fx  # noqa: E402  (after the wrappers: Proxy intercepts t
 graph = fx  # the release's name for tensorplay.fx (also `import tensorplay.graph`)
 from tensorplay import onnx  # noqa: E402,F401  (tp.onnx.export; imports the onnx package only when used)
 vmap = func.vmap  # PyTorch's torch.vmap (after the wrappers: it takes functions, not tensors)
+
+
+def __getattr__(name):
+    """tp.distributions is imported on first use (about 40 ms of imports)."""
+    if name == 'distributions':
+        import importlib
+        return importlib.import_module('tensorplay.distributions')
+    raise AttributeError(f"module 'tensorplay' has no attribute '{name}'")

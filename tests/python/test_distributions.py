@@ -526,3 +526,47 @@ def test_constraints_checks_match_torch():
     with pytest.raises(ValueError, match='dependent'):
         C.dependent.check(tp.zeros(1))
     assert PD.Uniform.support.event_dim == 0 and PD.Uniform.support.is_discrete is False
+
+
+# ------------------------------------------------------------------ the samplers themselves
+def _draw(fn_t, fn_p, seed=21):
+    torch.manual_seed(seed)
+    a = fn_t()
+    tp.manual_seed(seed)
+    b = fn_p()
+    return a, b
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_standard_gamma_binomial_dirichlet_match_torch(dtype):
+    rng = np.random.default_rng(1)
+    tdt, pdt = getattr(torch, dtype), getattr(tp, dtype)
+    alpha = np.concatenate([rng.uniform(0.01, 1, 300), rng.uniform(1, 30, 300), [0.0, 1.0, 1e-3, 500.0]])
+    a, b = _draw(lambda: torch._standard_gamma(torch.tensor(alpha, dtype=tdt).reshape(-1, 4).t()),
+                 lambda: tp._standard_gamma(tp.tensor(alpha.tolist(), dtype=pdt).reshape(-1, 4).t()))
+    assert np.array_equal(to_np(a), to_np(b)) and list(b.stride()) == list(a.stride())
+    count = rng.integers(0, 200, 600).astype(float)
+    prob = np.concatenate([rng.uniform(0, 1, 590), [0.0, 1.0, 0.5, 1e-3, 0.999, 0.05, 0.95, 0.2, 0.8, 0.3]])
+    a, b = _draw(lambda: torch.binomial(torch.tensor(count, dtype=tdt), torch.tensor(prob, dtype=tdt)),
+                 lambda: tp.binomial(tp.tensor(count.tolist(), dtype=pdt), tp.tensor(prob.tolist(), dtype=pdt)))
+    assert np.array_equal(to_np(a), to_np(b))
+    a, b = _draw(lambda: torch.binomial(torch.full((3, 4), 50.0, dtype=tdt), torch.tensor([0.1, 0.4, 0.6, 0.9], dtype=tdt)),
+                 lambda: tp.binomial(tp.full((3, 4), 50.0, dtype=pdt), tp.tensor([0.1, 0.4, 0.6, 0.9], dtype=pdt)))
+    assert np.array_equal(to_np(a), to_np(b))
+    conc = rng.uniform(0.05, 5, (50, 4))
+    a, b = _draw(lambda: torch._sample_dirichlet(torch.tensor(conc, dtype=tdt)),
+                 lambda: tp._sample_dirichlet(tp.tensor(conc.tolist(), dtype=pdt)))
+    assert np.array_equal(to_np(a), to_np(b))
+    assert tp.rand(()).item() == torch.rand(()).item()  # the same number of draws
+
+
+def test_sampler_errors_match_torch():
+    cases = [(lambda L: L._standard_gamma(L.tensor([1, 2])), NotImplementedError),
+             (lambda L: L._standard_gamma(L.ones(2, dtype=L.float16)), NotImplementedError),
+             (lambda L: L.binomial(L.tensor([1, 2]), L.tensor([0.5, 0.5])), ValueError),
+             (lambda L: L.binomial(L.ones(2), L.ones(2, dtype=L.float64) / 2), RuntimeError),
+             (lambda L: L._sample_dirichlet(L.tensor([1, 2])), NotImplementedError)]
+    for build, exc in cases:
+        for L in (torch, tp):
+            with pytest.raises(exc):
+                build(L)

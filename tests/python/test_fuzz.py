@@ -41,6 +41,10 @@ EXPECTED = {
     ('cat', 2): ('exception-class', 'D2'),
     ('meshgrid', 5): ('only-torch-raised', 'D2'),
     ('unfold', 2): ('only-torch-raised', 'D2'),
+    ('_standard_gamma_grad', 0): ('only-torch-raised', 'D2'),
+    ('_standard_gamma_grad', 7): ('exception-class', 'D2'),
+    ('_dirichlet_grad', 1): ('exception-class', 'D2'),
+    ('_dirichlet_grad', 2): ('exception-class', 'D2'),
     # D3
     ('linalg.svdvals', 5): ('value', 'D3'),
     ('linalg.matrix_power', 1): ('value', 'D3'),
@@ -48,6 +52,7 @@ EXPECTED = {
     ('heaviside', 3): ('only-torch-raised', 'D3'),
     # D6
     ('special.zeta', 7): ('value', 'D6'),
+    ('_standard_gamma_grad', 4): ('value', 'D6'),
     # F1
     ('arcsin', 5): ('stride', 'F1'),
     ('sinh', 5): ('stride', 'F1'),

@@ -126,3 +126,32 @@ db.binary('float_power', lhs=dict(domain=(0.1, 4), int_domain=(0, 5)), rhs=dict(
 db.binary('heaviside', partner=None, scalars=(),
           errors=db._err(torch.ones(2), torch.ones(2, dtype=torch.float64), match='different dtypes'))
 db.unary('signbit', inplace=False, extras=(-1e-30, 1e-30))
+
+# ------------------------------------------------------------------ reparameterised gradients
+# Ours are exact; PyTorch's are fitted approximations (relative error up to ~1e-3 on these
+# domains): Note [Exact reparameterised gradients]. Neither is differentiable (both raise).
+GRAD_APPROX_TOL = {'float32': (3e-3, 1e-5), 'float64': (3e-3, 1e-9)}
+
+
+def _gamma_grad_samples(op, mk):
+    for shape, layout in [((3, 4), 'contiguous'), ((), 'contiguous'), ((0,), 'contiguous'),
+                          ((4, 3), 'transposed'), ((3, 4), 'strided')]:
+        a = mk(shape, domain=(0.2, 8))
+        yield db.Sample((a, a * mk(shape, domain=(0.3, 3))), layout=layout)
+    yield db.Sample((mk((3, 1), domain=(0.5, 4)), mk((1, 4), domain=(0.5, 4))))  # broadcast
+
+
+def _dirichlet_grad_samples(op, mk):
+    for shape, layout in [((3, 4), 'contiguous'), ((), 'contiguous'), ((0,), 'contiguous'),
+                          ((4, 3), 'transposed'), ((3, 4), 'strided')]:
+        a = mk(shape, domain=(0.2, 6))
+        yield db.Sample((mk(shape, domain=(0.05, 0.95)), a, a + mk(shape, domain=(0.5, 5))), layout=layout)
+    yield db.Sample((mk((3, 4), domain=(0.05, 0.95)), mk((4,), domain=(0.5, 2)), mk((), domain=(3, 5))))
+
+
+db.register(db.OpInfo('_standard_gamma_grad', _gamma_grad_samples, FLOAT32_64, method=False,
+                      tol=GRAD_APPROX_TOL, coverage=db.POINTWISE_COVERAGE + ('broadcast',),
+                      errors=db._err(torch.ones(2, dtype=torch.float16), torch.ones(2, dtype=torch.float16),
+                                     exc=NotImplementedError)))
+db.register(db.OpInfo('_dirichlet_grad', _dirichlet_grad_samples, FLOAT32_64, method=False,
+                      tol=GRAD_APPROX_TOL, coverage=db.POINTWISE_COVERAGE + ('broadcast',)))
