@@ -118,20 +118,32 @@ TP_HD inline double zeta(double s, double q) {
   return sum;
 }
 
+/// psi'(x): recurrence up to x >= 12, then 1/x + 1/(2x^2) + sum_k B_2k / x^(2k+1) (to B_16);
+/// reflection pi^2 / sin^2(pi x) - psi'(1 - x) below 0.
+TP_HD inline double trigamma(double x) {
+  if (x != x || x == -inf()) return nan();
+  double acc = 0;
+  if (x < 0 && x != std::floor(x)) {
+    double s = std::sin(kPi * (x - std::nearbyint(x)));
+    acc = kPi * kPi / (s * s);
+    return acc - trigamma(1 - x);
+  }
+  while (x < 12) {
+    acc += 1 / (x * x);
+    x += 1;
+  }
+  double ix = 1 / x, z = ix * ix;
+  // B_2k for k = 1..8: 1/6, -1/30, 1/42, -1/30, 5/66, -691/2730, 7/6, -3617/510
+  double tail = z * (1.0 / 6 - z * (1.0 / 30 - z * (1.0 / 42 - z * (1.0 / 30 - z * (5.0 / 66 -
+                z * (691.0 / 2730 - z * (7.0 / 6 - z * (3617.0 / 510))))))));
+  return acc + ix * (1 + 0.5 * ix + tail);
+}
+
 /// The n-th derivative of digamma.
 TP_HD inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (x != x) return x;
-  if (n == 1) {
-    // trigamma: reflection below 0, pi^2 / sin^2(pi x) - psi1(1 - x)
-    if (x == -inf()) return nan();
-    if (x == inf()) return 0;
-    if (x < 0 && x != std::floor(x)) {
-      double s = std::sin(kPi * (x - std::nearbyint(x)));
-      return kPi * kPi / (s * s) - zeta(2, 1 - x);
-    }
-    return zeta(2, x);
-  }
+  if (n == 1) return trigamma(x);
   double fact = 1;
   for (int64_t k = 2; k <= n; ++k) fact *= double(k);
   double sign = (n % 2) ? 1.0 : -1.0;
@@ -232,6 +244,46 @@ TP_HD inline double igammac_small(double a, double x) {
   return -std::expm1(u) - std::exp(u) * a * t;
 }
 
+TP_HD inline double erfcx(double x);
+
+/// P(a, x) (or Q(a, x) when `upper`) for large a (> 1e6) by Temme's uniform asymptotic
+/// expansion: Q = erfc(y) / 2 + e^(-y^2) / sqrt(2 pi a) (C0(eta) + C1(eta) / a), y = eta
+/// sqrt(a / 2), eta^2 / 2 = lambda - 1 - log(lambda), lambda = x / a (the next term is below
+/// 1e-17 there). erfc is taken as erfcx times e^(-y^2), so tails keep their relative precision.
+TP_HD inline double igamma_temme(double a, double x, bool upper) {
+  double mu = (x - a) / a;  // lambda - 1
+  double half_eta2 = -(mu < -0.5 ? std::log(x / a) - mu : log1pmx(mu));  // eta^2 / 2 >= 0
+  double eta = std::copysign(std::sqrt(2 * half_eta2), mu);
+  double c0, c1;
+  if (std::fabs(eta) < 0.3) {  // Taylor series in eta (the direct forms cancel near eta = 0)
+    const double k0[16] = {-0.3333333333333333, 0.08333333333333333, -0.014814814814814815,
+                           0.0011574074074074073, 0.0003527336860670194, -0.0001787551440329218,
+                           3.919263178522438e-05, -2.185448510679992e-06, -1.85406221071516e-06,
+                           8.296711340953087e-07, -1.7665952736826078e-07, 6.707853543401498e-09,
+                           1.0261809784240309e-08, -4.382036018453353e-09, 9.14769958223679e-10,
+                           -2.5514193994946248e-11};
+    const double k1[14] = {-0.001851851851851852, -0.003472222222222222, 0.0026455026455026454,
+                           -0.0009902263374485596, 0.00020576131687242798, -4.018775720164609e-07,
+                           -1.8098550334489977e-05, 7.64916091608111e-06, -1.6120900894563446e-06,
+                           4.647127802807434e-09, 1.378633446915721e-07, -5.752545603517705e-08,
+                           1.1951628599778148e-08, -1.7543241719747647e-11};
+    c0 = 0, c1 = 0;
+    for (int k = 15; k >= 0; --k) c0 = c0 * eta + k0[k];
+    for (int k = 13; k >= 0; --k) c1 = c1 * eta + k1[k];
+  } else {
+    c0 = 1 / mu - 1 / eta;
+    c1 = 1 / (eta * eta * eta) - 1 / (mu * mu * mu) - 1 / (mu * mu) - 1 / (12 * mu);
+  }
+  double y = eta * std::sqrt(a / 2);
+  double r = (c0 + c1 / a) / std::sqrt(2 * kPi * a);
+  double e = std::exp(-half_eta2 * a);  // e^(-y^2)
+  // the upper tail (y > 0) of Q, or of P (y < 0), directly; the other through 1 - it
+  double q_tail = y >= 0 ? e * (0.5 * erfcx(y) + r) : 0;
+  double p_tail = y < 0 ? e * (0.5 * erfcx(-y) - r) : 0;
+  if (upper) return y >= 0 ? q_tail : 1 - p_tail;
+  return y < 0 ? p_tail : 1 - q_tail;
+}
+
 /// The regularized lower incomplete gamma function P(a, x) (torch.igamma).
 // The special cases come first, in PyTorch's order, so a NaN in one argument can still
 // give 0 or 1 (igamma(nan, inf) = 1, as PyTorch's).
@@ -242,6 +294,7 @@ TP_HD inline double igamma(double a, double x) {
   if (a == inf()) return x == inf() ? nan() : 0.0;
   if (x == inf()) return 1;
   if (a != a || x != x) return nan();
+  if (a > 1e6) return igamma_temme(a, x, false);
   if (x < a + 1) return igamma_series(a, x);
   return 1 - igammac_fraction(a, x);
 }
@@ -254,6 +307,7 @@ TP_HD inline double igammac(double a, double x) {
   if (a == inf()) return x == inf() ? nan() : 1.0;
   if (x == inf()) return 0;
   if (a != a || x != x) return nan();
+  if (a > 1e6) return igamma_temme(a, x, true);
   if (x < a + 1) {
     double p = igamma_series(a, x);
     if (p > 0.75 && x <= 1.5 && a <= 1.5) return igammac_small(a, x);
@@ -309,17 +363,29 @@ TP_HD inline double ndtri(double p) {
   if (p >= 0.25 && p <= 0.75) return kSqrt2 * tp::functors::erfinv(2 * p - 1);  // 2p - 1 is exact here
   bool upper = p > 0.5;
   double q = upper ? 1 - p : p;  // exact for p >= 0.5
-  // first guess (Abramowitz & Stegun 26.2.23), then Newton on log-space residuals:
-  // x <- x - (Phi(x) - q) / phi(x), Phi / phi = sqrt(pi / 2) erfcx(-x / sqrt 2)
-  double t = std::sqrt(-2 * std::log(q));
-  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                       (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+  // first guess: Acklam's rational approximations (relative error below 1.2e-9)
+  double x;
+  if (q < 0.02425) {
+    double t = std::sqrt(-2 * std::log(q));
+    x = (((((-7.784894002430293e-03 * t - 3.223964580411365e-01) * t - 2.400758277161838e+00) * t -
+           2.549732539343734e+00) * t + 4.374664141464968e+00) * t + 2.938163982698783e+00) /
+        ((((7.784695709041462e-03 * t + 3.224671290700398e-01) * t + 2.445134137142996e+00) * t +
+          3.754408661907416e+00) * t + 1);
+  } else {
+    double t = q - 0.5, r = t * t;
+    x = (((((-3.969683028665376e+01 * r + 2.209460984245205e+02) * r - 2.759285104469687e+02) * r +
+           1.383577518672690e+02) * r - 3.066479806614716e+01) * r + 2.506628277459239e+00) * t /
+        (((((-5.447609879822406e+01 * r + 1.615858368580409e+02) * r - 1.556989798598866e+02) * r +
+           6.680131188771972e+01) * r - 1.328068155288572e+01) * r + 1);
+  }
+  // Halley steps on Phi(x) = q, the residual u = (Phi(x) - q) / phi(x) taken in log space:
+  // Phi / phi = sqrt(pi / 2) erfcx(-x / sqrt 2), q / phi = sqrt(2 pi) exp(log q + x^2 / 2)
   double lq = std::log(q);
-  for (int i = 0; i < 8; ++i) {
-    double ratio = 1.2533141373155002512 * erfcx(-x * kSqrtHalf);  // Phi(x) / phi(x)
-    double step = ratio - kSqrt2Pi * std::exp(lq + x * x / 2);    // (Phi(x) - q) / phi(x)
+  for (int i = 0; i < 3; ++i) {
+    double u = 1.2533141373155002512 * erfcx(-x * kSqrtHalf) - kSqrt2Pi * std::exp(lq + x * x / 2);
+    double step = u / (1 + x * u / 2);
     x -= step;
-    if (std::fabs(step) < 1e-15 * std::fabs(x)) break;
+    if (std::fabs(step) < 1e-13 * std::fabs(x)) break;  // the next step would be below 1e-30
   }
   return upper ? -x : x;
 }
