@@ -11,22 +11,24 @@
 //                fractional part
 //   zeta(s, q)   Euler-Maclaurin: the first N terms directly (q + N >= 12), the integral,
 //                half the next term and up to 13 Bernoulli corrections
-//   polygamma    (-1)^(n+1) n! zeta(n + 1, x); trigamma below 0 by reflection
+//   polygamma    trigamma like digamma (recurrence to x >= 12, asymptotic series to B16,
+//                reflection below 0); higher orders (-1)^(n+1) n! zeta(n + 1, x)
 //   i0/i1(e)     power series for |x| <= 20, the large-argument asymptotic series above
 //                (its smallest term is below 1e-17 there)
 //   j0/j1        power series for |x| <= 4, Miller's backward recurrence normalised by
 //                J0 + 2 sum J2k = 1 up to 25, Hankel's asymptotic expansion above
 //   erfcx        exp(x^2) erfc(x) with x^2 split into two doubles up to 10, the asymptotic
 //                series of erfc above; 2 exp(x^2) - erfcx(-x) for negative x
-//   ndtri        sqrt(2) erfinv(2p - 1) in [0.25, 0.75]; otherwise Newton steps on the
-//                lower tail from a rational first guess, the residual taken in log space
-//                (erfcx), so p down to the smallest subnormal keeps full precision
+//   ndtri        sqrt(2) erfinv(2p - 1) in [0.25, 0.75]; otherwise Halley steps on the
+//                lower tail from Acklam's rational approximation, the residual taken in log
+//                space (erfcx), so p down to the smallest subnormal keeps full precision
 //   log_ndtr     log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1, log1p(-erfc(x / sqrt 2) / 2)
 //                above
 //   igamma(c)    the series of P below x = a + 1, the continued fraction (modified Lentz) of
 //                Q above; x^a e^-x / Gamma(a) through Stirling's correction and log1p(t) - t
 //                for a >= 10 (no cancellation between a log x, x and lgamma(a)); Q for small
-//                a and x from its own series, so Q keeps its relative precision when tiny
+//                a and x from its own series, so Q keeps its relative precision when tiny;
+//                above a = 1e6 Temme's uniform asymptotic expansion (two terms)
 // Special values (poles, negative integers, +-inf, NaN, signed zeros) follow PyTorch's CPU
 // kernels; tests/python/test_special.py checks them on a grid.
 #pragma once
