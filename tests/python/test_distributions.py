@@ -66,6 +66,7 @@ def specs(L, dt, T=None):
         'Categorical': lambda: D.Categorical(probs=T([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])),
         'CategoricalLogits': lambda: D.Categorical(logits=T([[0.1, -2.0, 1.0, 0.5]])),
         'OneHotCategorical': lambda: D.OneHotCategorical(probs=T([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])),
+        'OneHotCategoricalStraightThrough': lambda: D.OneHotCategoricalStraightThrough(logits=T([[0.1, -1.0, 0.7]])),
         'Binomial': lambda: D.Binomial(T([5.0, 20.0, 100.0]), probs=T([0.3, 0.6, 0.2])),
         'BinomialLogits': lambda: D.Binomial(10, logits=T([-1.0, 0.5, 3.0])),
         'Multinomial': lambda: D.Multinomial(10, probs=T([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4]])),
@@ -570,3 +571,41 @@ def test_sampler_errors_match_torch():
         for L in (torch, tp):
             with pytest.raises(exc):
                 build(L)
+
+
+@pytest.mark.parametrize('name', ['Normal', 'Gamma', 'Beta', 'Poisson', 'Exponential', 'Dirichlet', 'Bernoulli',
+                                  'ContinuousBernoulli'])
+def test_exponential_family_bregman_matches_torch(name):
+    """The generic ExponentialFamily entropy and same-family KL (log-normaliser gradients by
+    autograd) against PyTorch's, where the distributions define their own too."""
+    (tp_, pp), (tq, pq) = pair(name), (specs(torch, torch.float64)[name](), specs(tp, tp.float64)[name]())
+    tq = _build_q(torch, torch.float64, name) if name in ('Normal', 'Gamma', 'Beta', 'Exponential', 'Poisson',
+                                                          'Dirichlet', 'ContinuousBernoulli') else tq
+    pq = _build_q(tp, tp.float64, name) if name in ('Normal', 'Gamma', 'Beta', 'Exponential', 'Poisson',
+                                                    'Dirichlet', 'ContinuousBernoulli') else pq
+    close(PD.kl._kl_expfamily_expfamily(pp, pq), TD.kl._kl_expfamily_expfamily(tp_, tq), rtol=1e-9, atol=1e-12,
+          what=f'{name} Bregman KL')
+    try:
+        expected = TD.ExponentialFamily.entropy(tp_)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            PD.ExponentialFamily.entropy(pp)
+        return
+    close(PD.ExponentialFamily.entropy(pp), expected, rtol=1e-9, atol=1e-12, what=f'{name} Bregman entropy')
+
+
+def test_distribution_helpers():
+    td, pd = pair('Gamma')
+    close(pd.perplexity(), td.perplexity(), rtol=1e-12)
+    with pytest.warns(FutureWarning):
+        pd.sample_n(3)
+    assert 'Gamma(concentration: torch.Size([3]), rate: torch.Size([3]))'.replace('torch', 'tensorplay') == repr(pd)
+    assert repr(PD.Normal(0.0, 1.0)) == repr(TD.Normal(0.0, 1.0)) == 'Normal(loc: 0.0, scale: 1.0)'
+    d = PD.Independent(PD.Normal(tp.zeros(2, 3), tp.ones(2, 3)), 1)
+    assert tuple(d.batch_shape) == (2,) and tuple(d.event_shape) == (3,) and d.has_rsample
+    assert repr(d.support) == 'IndependentConstraint(Real(), 1)'
+    with pytest.raises(NotImplementedError, match='custom .expand'):
+        class MyNormal(PD.Normal):
+            def __init__(self):
+                super().__init__(tp.zeros(1), tp.ones(1))
+        MyNormal().expand((2,))
