@@ -12,6 +12,9 @@
 #include "kernels/functors/special_functions.h"
 
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // as special_functions.h's helpers
+#endif
 
 #define TP_SPECIAL_UNARY(Name, fn)                                             \
   template <class T> struct Name : Base<T> {                                   \
@@ -96,11 +99,11 @@ template <class T> struct DirichletGrad : Base<T> {
 };
 
 // ---------------------------------------------------------------- integers and bits
-template <class T> TP_HD inline T int_abs(T x) {
+template <class T> static TP_HD inline T int_abs(T x) {
   if constexpr (std::is_signed_v<T>) return T(x < 0 ? -x : x);
   else return x;
 }
-template <class T> TP_HD inline T gcd_of(T a, T b) {
+template <class T> static TP_HD inline T gcd_of(T a, T b) {
   a = int_abs(a), b = int_abs(b);
   while (a != 0) {
     T c = a;
@@ -158,7 +161,7 @@ template <class T> struct FrexpExponent : Base<T> {
 
 /// The float16 (`half`) or bfloat16 value next to a (a value of that type) towards b,
 /// computed in float: the step is the narrow type's ulp at a.
-TP_HD inline float narrow_nextafter(float a, float b, bool half) {
+static TP_HD inline float narrow_nextafter(float a, float b, bool half) {
   if (a != a || b != b) return a + b;
   if (a == b) return b;
   const float min_sub = half ? 5.9604644775390625e-08f : 9.18354961579912115600575419705e-41f;
@@ -191,4 +194,7 @@ template <class T> struct Nextafter : Base<T> {
   }
 };
 
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors

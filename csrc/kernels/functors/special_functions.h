@@ -31,15 +31,24 @@
 //                above a = 1e6 Temme's uniform asymptotic expansion (two terms)
 // Special values (poles, negative integers, +-inf, NaN, signed zeros) follow PyTorch's CPU
 // kernels; tests/python/test_special.py checks them on a grid.
+//
+// The CPU loops are compiled once per capability level (Note [CPU capability]); these
+// functions are too large to be always inlined, and a copy kept out of line must not be
+// shared between levels (an AVX-512 copy would then serve the baseline level too): in a level's
+// file they live in that level's namespace (inline, so callers need not name it).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "core/cpu_capability.h"
 #include "core/macros.h"
 #include "kernels/functors/special_math.h"
 
 namespace tp::functors::special {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {
+#endif
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kEulerGamma = 0.57721566490153286061;
@@ -49,12 +58,12 @@ constexpr double kSqrt2Pi = 2.50662827463100050242;
 constexpr double kInvSqrtPi = 0.56418958354775628695;
 constexpr double kEps = 2.220446049250313e-16;
 
-TP_HD inline double inf() { return std::numeric_limits<double>::infinity(); }
-TP_HD inline double nan() { return std::numeric_limits<double>::quiet_NaN(); }
+static TP_HD inline double inf() { return std::numeric_limits<double>::infinity(); }
+static TP_HD inline double nan() { return std::numeric_limits<double>::quiet_NaN(); }
 
 // ------------------------------------------------------------------ gamma family
 /// psi(x), the logarithmic derivative of Gamma.
-TP_HD inline double digamma(double x) {
+static TP_HD inline double digamma(double x) {
   if (x != x) return x;
   if (x == 0) return std::copysign(inf(), -x);  // psi(+0) = -inf, psi(-0) = +inf
   if (x == inf()) return x;
@@ -78,7 +87,7 @@ TP_HD inline double digamma(double x) {
 }
 
 /// The Hurwitz zeta function sum_{k >= 0} (k + q)^-s (Riemann's at q = 1).
-TP_HD inline double zeta(double s, double q) {
+static TP_HD inline double zeta(double s, double q) {
   // the poles first, as PyTorch checks them (zeta(nan, 0) and zeta(1, nan) are inf)
   if (s == 1) return inf();
   if (s < 1) return nan();
@@ -122,7 +131,7 @@ TP_HD inline double zeta(double s, double q) {
 
 /// psi'(x): recurrence up to x >= 12, then 1/x + 1/(2x^2) + sum_k B_2k / x^(2k+1) (to B_16);
 /// reflection pi^2 / sin^2(pi x) - psi'(1 - x) below 0.
-TP_HD inline double trigamma(double x) {
+static TP_HD inline double trigamma(double x) {
   if (x != x || x == -inf()) return nan();
   double acc = 0;
   if (x < 0 && x != std::floor(x)) {
@@ -142,7 +151,7 @@ TP_HD inline double trigamma(double x) {
 }
 
 /// The n-th derivative of digamma.
-TP_HD inline double polygamma(int64_t n, double x) {
+static TP_HD inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (x != x) return x;
   if (n == 1) return trigamma(x);
@@ -153,7 +162,7 @@ TP_HD inline double polygamma(int64_t n, double x) {
 }
 
 /// log Gamma(1 + a) for |a| <= 0.5, without the cancellation of lgamma(1 + a) near 0.
-TP_HD inline double lgamma1p_small(double a) {
+static TP_HD inline double lgamma1p_small(double a) {
   // (-1)^k (zeta(k) - 1) / k terms, k = 2..31
   const double zm1[30] = {
       6.4493406684822644e-1, 2.0205690315959429e-1, 8.2323233711138192e-2, 3.6927755143369926e-2,
@@ -173,7 +182,7 @@ TP_HD inline double lgamma1p_small(double a) {
 }
 
 /// log(1 + t) - t, accurate for small t.
-TP_HD inline double log1pmx(double t) {
+static TP_HD inline double log1pmx(double t) {
   if (std::fabs(t) > 0.25) return std::log1p(t) - t;
   // -t^2/2 + t^3/3 - ...
   double sum = 0, pw = t;
@@ -187,7 +196,7 @@ TP_HD inline double log1pmx(double t) {
 }
 
 /// x^a e^-x / Gamma(a), the common factor of the incomplete gamma ratios.
-TP_HD inline double gamma_prefactor(double a, double x) {
+static TP_HD inline double gamma_prefactor(double a, double x) {
   if (a < 10) return std::exp(a * std::log(x) - x - std::lgamma(a));
   // Gamma(a) = sqrt(2 pi / a) (a / e)^a e^mu(a), mu from Stirling's series
   double ia = 1 / a, z = ia * ia;
@@ -201,7 +210,7 @@ TP_HD inline double gamma_prefactor(double a, double x) {
 }
 
 /// P(a, x) by its power series (x < a + 1).
-TP_HD inline double igamma_series(double a, double x) {
+static TP_HD inline double igamma_series(double a, double x) {
   double term = 1, sum = 1;
   for (int k = 1; k < 1000000; ++k) {
     term *= x / (a + k);
@@ -213,7 +222,7 @@ TP_HD inline double igamma_series(double a, double x) {
 }
 
 /// Q(a, x) by its continued fraction (x >= a + 1), modified Lentz.
-TP_HD inline double igammac_fraction(double a, double x) {
+static TP_HD inline double igammac_fraction(double a, double x) {
   const double tiny = 1e-300;
   double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
   for (int i = 1; i < 1000000; ++i) {
@@ -233,7 +242,7 @@ TP_HD inline double igammac_fraction(double a, double x) {
 
 /// Q(a, x) for small a and x (x <= 1.5, a <= 1.5): 1 - x^a / Gamma(a + 1) (1 + a T) with
 /// T = sum_{k >= 1} (-x)^k / ((a + k) k!), the first part through expm1.
-TP_HD inline double igammac_small(double a, double x) {
+static TP_HD inline double igammac_small(double a, double x) {
   double lg = std::fabs(a) <= 0.5 ? lgamma1p_small(a) : std::lgamma(1 + a);
   double u = a * std::log(x) - lg;
   double t = 0, pw = 1;
@@ -246,13 +255,13 @@ TP_HD inline double igammac_small(double a, double x) {
   return -std::expm1(u) - std::exp(u) * a * t;
 }
 
-TP_HD inline double erfcx(double x);
+static TP_HD inline double erfcx(double x);
 
 /// P(a, x) (or Q(a, x) when `upper`) for large a (> 1e6) by Temme's uniform asymptotic
 /// expansion: Q = erfc(y) / 2 + e^(-y^2) / sqrt(2 pi a) (C0(eta) + C1(eta) / a), y = eta
 /// sqrt(a / 2), eta^2 / 2 = lambda - 1 - log(lambda), lambda = x / a (the next term is below
 /// 1e-17 there). erfc is taken as erfcx times e^(-y^2), so tails keep their relative precision.
-TP_HD inline double igamma_temme(double a, double x, bool upper) {
+static TP_HD inline double igamma_temme(double a, double x, bool upper) {
   double mu = (x - a) / a;  // lambda - 1
   double half_eta2 = -(mu < -0.5 ? std::log(x / a) - mu : log1pmx(mu));  // eta^2 / 2 >= 0
   double eta = std::copysign(std::sqrt(2 * half_eta2), mu);
@@ -289,7 +298,7 @@ TP_HD inline double igamma_temme(double a, double x, bool upper) {
 /// The regularized lower incomplete gamma function P(a, x) (torch.igamma).
 // The special cases come first, in PyTorch's order, so a NaN in one argument can still
 // give 0 or 1 (igamma(nan, inf) = 1, as PyTorch's).
-TP_HD inline double igamma(double a, double x) {
+static TP_HD inline double igamma(double a, double x) {
   if (a < 0 || x < 0) return nan();
   if (a == 0) return x > 0 ? 1.0 : nan();
   if (x == 0) return 0;
@@ -302,7 +311,7 @@ TP_HD inline double igamma(double a, double x) {
 }
 
 /// The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (torch.igammac).
-TP_HD inline double igammac(double a, double x) {
+static TP_HD inline double igammac(double a, double x) {
   if (a < 0 || x < 0) return nan();
   if (a == 0) return x > 0 ? 0.0 : nan();
   if (x == 0) return 1;
@@ -320,7 +329,7 @@ TP_HD inline double igammac(double a, double x) {
 
 // ------------------------------------------------------------------ error function family
 /// exp(x^2) erfc(x), the scaled complementary error function.
-TP_HD inline double erfcx(double x) {
+static TP_HD inline double erfcx(double x) {
   if (x != x) return x;
   if (x < 0) {
     if (x < -27) return inf();  // 2 exp(x^2) overflows from x < -26.63 on
@@ -343,7 +352,7 @@ TP_HD inline double erfcx(double x) {
 }
 
 /// log of the standard normal cdf.
-TP_HD inline double log_ndtr(double x) {
+static TP_HD inline double log_ndtr(double x) {
   if (x != x) return x;
   if (x < -1) {
     double t = -x * kSqrtHalf;
@@ -358,7 +367,7 @@ TP_HD inline double log_ndtr(double x) {
 }
 
 /// The inverse of the standard normal cdf.
-TP_HD inline double ndtri(double p) {
+static TP_HD inline double ndtri(double p) {
   if (p != p || p < 0 || p > 1) return nan();
   if (p == 0) return -inf();
   if (p == 1) return inf();
@@ -394,7 +403,7 @@ TP_HD inline double ndtri(double p) {
 
 // ------------------------------------------------------------------ Bessel functions
 /// I0(|x|) or I1(|x|) by the power series (|x| <= 20); `order` 0 or 1.
-TP_HD inline double bessel_i_series(double ax, int order) {
+static TP_HD inline double bessel_i_series(double ax, int order) {
   double y = ax * ax / 4, term = 1, sum = 1;
   for (int k = 1; k < 500; ++k) {
     term *= y / (double(k) * double(k + order));
@@ -405,7 +414,7 @@ TP_HD inline double bessel_i_series(double ax, int order) {
 }
 
 /// exp(-|x|) I_order(|x|) by the asymptotic series (|x| > 20).
-TP_HD inline double bessel_ie_asymptotic(double ax, int order) {
+static TP_HD inline double bessel_ie_asymptotic(double ax, int order) {
   double mu = 4.0 * order * order, term = 1, sum = 1;
   for (int k = 1; k < 60; ++k) {
     double odd = 2 * k - 1;
@@ -419,25 +428,25 @@ TP_HD inline double bessel_ie_asymptotic(double ax, int order) {
 }
 
 // PyTorch's i0 and i1 (exp(x) times a series in 1/x) give NaN at +-inf; so do these.
-TP_HD inline double i0(double x) {
+static TP_HD inline double i0(double x) {
   double ax = std::fabs(x);
   if (ax == inf()) return nan();
   if (ax <= 20) return bessel_i_series(ax, 0);
   return std::exp(ax) * bessel_ie_asymptotic(ax, 0);
 }
-TP_HD inline double i0e(double x) {
+static TP_HD inline double i0e(double x) {
   double ax = std::fabs(x);
   if (ax <= 20) return bessel_i_series(ax, 0) * std::exp(-ax);
   return bessel_ie_asymptotic(ax, 0);
 }
-TP_HD inline double i1(double x) {
+static TP_HD inline double i1(double x) {
   double ax = std::fabs(x), r;
   if (ax == inf()) return nan();
   if (ax <= 20) r = bessel_i_series(ax, 1);
   else r = std::exp(ax) * bessel_ie_asymptotic(ax, 1);
   return x < 0 ? -r : r;  // i1(-0) is +0, as PyTorch's
 }
-TP_HD inline double i1e(double x) {
+static TP_HD inline double i1e(double x) {
   double ax = std::fabs(x), r;
   if (ax <= 20) r = bessel_i_series(ax, 1) * std::exp(-ax);
   else r = bessel_ie_asymptotic(ax, 1);
@@ -445,7 +454,7 @@ TP_HD inline double i1e(double x) {
 }
 
 /// J0(ax) and J1(ax) for 4 < ax <= 25 by Miller's backward recurrence.
-TP_HD inline void bessel_j_miller(double ax, double& j0, double& j1) {
+static TP_HD inline void bessel_j_miller(double ax, double& j0, double& j1) {
   int n = 2 * int((ax + 45) / 2);
   double jp1 = 0, j = 1e-30, norm = 0, one = 0;
   for (int k = n; k > 0; --k) {
@@ -464,7 +473,7 @@ TP_HD inline void bessel_j_miller(double ax, double& j0, double& j1) {
 }
 
 /// Hankel's asymptotic P and Q for order nu at ax > 25.
-TP_HD inline void bessel_j_hankel(double ax, int order, double& p, double& q) {
+static TP_HD inline void bessel_j_hankel(double ax, int order, double& p, double& q) {
   double mu = 4.0 * order * order, term = 1;
   p = 1, q = 0;
   for (int k = 1; k < 80; ++k) {
@@ -480,7 +489,7 @@ TP_HD inline void bessel_j_hankel(double ax, int order, double& p, double& q) {
   }
 }
 
-TP_HD inline double bessel_j0(double x) {
+static TP_HD inline double bessel_j0(double x) {
   double ax = std::fabs(x);
   if (ax <= 4) {
     double y = -x * x / 4, term = 1, sum = 1;
@@ -502,7 +511,7 @@ TP_HD inline double bessel_j0(double x) {
   return (p * (c + s) - q * (s - c)) / std::sqrt(kPi * ax);
 }
 
-TP_HD inline double bessel_j1(double x) {
+static TP_HD inline double bessel_j1(double x) {
   double ax = std::fabs(x), r;
   if (ax <= 4) {
     double y = -x * x / 4, term = 1, sum = 1;
@@ -537,15 +546,15 @@ TP_HD inline double bessel_j1(double x) {
 struct Dual {
   double v, d;
 };
-TP_HD inline Dual operator+(Dual a, Dual b) { return {a.v + b.v, a.d + b.d}; }
-TP_HD inline Dual operator+(Dual a, double b) { return {a.v + b, a.d}; }
-TP_HD inline Dual operator*(Dual a, Dual b) { return {a.v * b.v, a.d * b.v + a.v * b.d}; }
-TP_HD inline Dual operator*(Dual a, double b) { return {a.v * b, a.d * b}; }
-TP_HD inline Dual operator/(Dual a, Dual b) { return {a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v)}; }
-TP_HD inline Dual recip(Dual a) { return {1 / a.v, -a.d / (a.v * a.v)}; }
+static TP_HD inline Dual operator+(Dual a, Dual b) { return {a.v + b.v, a.d + b.d}; }
+static TP_HD inline Dual operator+(Dual a, double b) { return {a.v + b, a.d}; }
+static TP_HD inline Dual operator*(Dual a, Dual b) { return {a.v * b.v, a.d * b.v + a.v * b.d}; }
+static TP_HD inline Dual operator*(Dual a, double b) { return {a.v * b, a.d * b}; }
+static TP_HD inline Dual operator/(Dual a, Dual b) { return {a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v)}; }
+static TP_HD inline Dual recip(Dual a) { return {1 / a.v, -a.d / (a.v * a.v)}; }
 
 /// dx/da for x ~ Gamma(a, 1): -(dP(a, x)/da) / pdf(x; a) (torch._standard_gamma_grad).
-TP_HD inline double standard_gamma_grad(double a, double x) {
+static TP_HD inline double standard_gamma_grad(double a, double x) {
   if (a != a || x != x || a == inf() || x == inf()) return nan();
   double r;
   if (x < a + 1) {
@@ -581,7 +590,7 @@ TP_HD inline double standard_gamma_grad(double a, double x) {
 
 /// The continued fraction F of I_y(p, q) = y^p (1 - y)^q / (p B(p, q)) F, on duals (the
 /// derivative with respect to p when `wrt_p`, else q).
-TP_HD inline Dual beta_fraction(double y, double p, double q, bool wrt_p) {
+static TP_HD inline Dual beta_fraction(double y, double p, double q, bool wrt_p) {
   const double tiny = 1e-300;
   Dual P{p, wrt_p ? 1.0 : 0.0}, Q{q, wrt_p ? 0.0 : 1.0};
   Dual c{1, 0}, d = recip(Dual{1, 0} + (P + Q) * Dual{-y, 0} / (P + 1.0)), h = d;
@@ -611,7 +620,7 @@ TP_HD inline Dual beta_fraction(double y, double p, double q, bool wrt_p) {
 /// x ~ Dirichlet(alpha). The marginal x_i ~ Beta(alpha_i, total - alpha_i) moves with
 /// alpha_i (the others fixed, so b = total - alpha_i is fixed) as
 /// -(dI_x(a, b)/da) / pdf(x; a, b) = g_i (1 - x_i).
-TP_HD inline double dirichlet_grad(double x, double a, double total) {
+static TP_HD inline double dirichlet_grad(double x, double a, double total) {
   if (x != x || a != a || total != total) return nan();
   if (!(x > 0 && x < 1)) return 0;
   double b = total - a, r;
@@ -629,4 +638,7 @@ TP_HD inline double dirichlet_grad(double x, double a, double total) {
   return r != r ? 0.0 : r;
 }
 
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors::special
