@@ -14,6 +14,7 @@
 #include "autograd/saved_variable.h"
 #include "autograd/variable.h"
 #include "autograd/formulas_more.h"
+#include "autograd/formulas_special.h"
 #include "ops/nn.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"

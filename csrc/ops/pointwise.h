@@ -16,4 +16,8 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
 /// A 0-dim CPU tensor holding `s`, marked as a wrapped number for type promotion.
 Tensor wrapped_scalar(const Scalar& s);
 
+/// nextafter's KernelParams::i0: 1 / 2 when the result is float16 / bfloat16 (computed in
+/// float32, stepping by the narrow type's ulp), else 0.
+int64_t nextafter_mode(const Tensor& self, const Tensor& other);
+
 }  // namespace tp

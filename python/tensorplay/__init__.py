@@ -42,10 +42,11 @@ set_num_threads = _C.set_num_threads
 
 def _export_generated_ops():
     """Every op bound from ops.yaml becomes tp.<name> (tp.add, tp.exp, ...); the
-    linalg_<name> ops are tp.linalg.<name> only, as in PyTorch."""
+    linalg_<name> ops are tp.linalg.<name> only, special_<name> ops tp.special.<name>, as in
+    PyTorch."""
     g = globals()
     for name in dir(_C):
-        if not name.startswith(("_", "linalg_")) and name not in g:
+        if not name.startswith(("_", "linalg_", "special_")) and name not in g:
             g[name] = getattr(_C, name)
 
 
@@ -54,6 +55,11 @@ _C.parse_schema = _C._parse_schema  # torch._C.parse_schema (not a top-level fun
 # private ops PyTorch also exposes by name (torch._fused_rms_norm)
 _fused_rms_norm = _C._fused_rms_norm
 _fused_rms_norm_backward = _C._fused_rms_norm_backward
+# the samplers and reparameterised gradients tp.distributions uses (torch._standard_gamma)
+_standard_gamma = _C._standard_gamma
+_standard_gamma_grad = _C._standard_gamma_grad
+_sample_dirichlet = _C._sample_dirichlet
+_dirichlet_grad = _C._dirichlet_grad
 
 
 def clone(input, *, memory_format=None):
@@ -94,6 +100,7 @@ from tensorplay.amp.autocast_mode import (autocast, get_autocast_dtype,  # noqa:
                                           is_autocast_enabled, set_autocast_dtype,
                                           set_autocast_enabled)
 from tensorplay import backends  # noqa: E402,F401
+from tensorplay import special  # noqa: E402,F401
 from tensorplay import library  # noqa: E402,F401
 from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: E402
                                  get_float32_matmul_precision,
@@ -118,3 +125,4 @@ hub = _lazy_submodule(__name__, 'hub')
 onnx = _lazy_submodule(__name__, 'onnx')
 distributed = _lazy_submodule(__name__, 'distributed')
 multiprocessing = _lazy_submodule(__name__, 'multiprocessing')
+distributions = _lazy_submodule(__name__, 'distributions')  # about 40 ms of imports

@@ -42,10 +42,18 @@ EXPECTED = {
     ('meshgrid', 5): ('only-torch-raised', 'D2'),
     ('unfold', 2): ('only-torch-raised', 'D2'),
     ('conv2d', 0): ('only-ours-raised', 'D2'),  # a meta input with a CPU weight
+    ('_standard_gamma_grad', 0): ('only-torch-raised', 'D2'),
+    ('_standard_gamma_grad', 7): ('exception-class', 'D2'),
+    ('_dirichlet_grad', 1): ('exception-class', 'D2'),
+    ('_dirichlet_grad', 2): ('exception-class', 'D2'),
     # D3
     ('linalg.svdvals', 5): ('value', 'D3'),
     ('linalg.matrix_power', 1): ('value', 'D3'),
     ('amin', 5): ('value', 'D3'),
+    ('heaviside', 3): ('only-torch-raised', 'D3'),
+    # D6
+    ('special.zeta', 7): ('value', 'D6'),
+    ('_standard_gamma_grad', 4): ('value', 'D6'),
     # F1
     ('arcsin', 5): ('stride', 'F1'),
     ('sinh', 5): ('stride', 'F1'),
@@ -56,6 +64,7 @@ EXPECTED = {
     ('addcmul', 1): ('stride', 'F1'),
     ('linalg.solve', 0): ('stride', 'F1'),
     ('linalg.cholesky', 5): ('stride', 'F1'),
+    ('special.erfcx', 0): ('stride', 'F1'),
     # F10
     ('nan_to_num', 2): ('only-ours-raised', 'F10'),
     ('lerp', 0): ('only-ours-raised', 'F10'),

@@ -400,8 +400,12 @@ def grad_tensor_args(op):
 
 
 def py_name(op):
-    """The name users call the op by: linalg_<name> ops are tp.linalg.<name>."""
-    return "linalg." + op.name[7:] if op.name.startswith("linalg_") else op.name
+    """The name users call the op by: linalg_<name> ops are tp.linalg.<name>, special_<name>
+    ops tp.special.<name>."""
+    for ns in ("linalg", "special"):
+        if op.name.startswith(ns + "_"):
+            return ns + "." + op.name[len(ns) + 1:]
+    return op.name
 
 
 def gen_api_source(ops, autocast):
@@ -677,6 +681,11 @@ def gen_python(ops):
                 mdecl = ", ".join(d for (d, _), a in zip(decls, op.args) if a is not first)
                 out.append(f'  cls.def("{op.name}", [](const Tensor& {first.name}{", " if mdecl else ""}{mdecl}) '
                            f'{{ return {py_call(op, cargs)}; }}, {", ".join(specs)}, "{doc}");')
+                if "inplace" in op.variants:  # polygamma_(n): self is the bound tensor
+                    ip_args = ", ".join("t" if a is first else c for (_, c), a in zip(decls, op.args))
+                    out.append(f'  cls.def("{op.name}_", [](nb::handle self_obj{", " if mdecl else ""}{mdecl}) -> nb::handle {{\n'
+                               f"    Tensor& t = nb::cast<Tensor&>(self_obj); tp::{op.name}_({ip_args}); return self_obj;\n"
+                               f'  }}, {", ".join(specs)}, nb::rv_policy::reference);')
             continue
         rest = [a for a in op.args[1:]]
         cargs = ", ".join([first.name] + [c for _, c in decls[1:]])  # self is the bound tensor

@@ -27,6 +27,18 @@ def return_names(ret):
     return [r.split()[-1] for r in ret.strip("()").split(",") if r.strip()]
 
 
+def self_index(op):
+    """Position of `self` among the op's arguments (0 for nearly every op; polygamma's self
+    comes after n). The in-place form always takes self first, as PyTorch's schemas do."""
+    return next((i for i, a in enumerate(op.args) if a.name == "self"), 0)
+
+
+def inplace_stack_order(op):
+    """For each functional argument, its slot on the in-place form's stack."""
+    k = self_index(op)
+    return [0 if i == k else (i + 1 if i < k else i) for i in range(len(op.args))]
+
+
 def forms(op):
     """{form: schema text} of the forms an op has (PyTorch's names and annotations)."""
     name, overload, args, ret = split_schema(op.entry["func"])
@@ -35,6 +47,9 @@ def forms(op):
         out[FUNCTIONAL] = op.entry["func"]
     if "inplace" in op.variants:
         ip_args = re.sub(r"^\s*Tensor(\([a-z]\))? self", "Tensor(a!) self", args, count=1)
+        if self_index(op) > 0:  # polygamma(int n, Tensor self): polygamma_(Tensor(a!) self, int n)
+            rest = [a.strip() for a in args.split(",") if not re.match(r"^\s*Tensor self$", a)]
+            ip_args = ", ".join(["Tensor(a!) self"] + rest)
         ip_overload = op.entry.get("inplace_overload", overload)
         out[INPLACE] = f"{name}_{'.' + ip_overload if ip_overload else ''}({ip_args}) -> Tensor(a!)"
     if "out" in op.variants:
@@ -89,7 +104,8 @@ def boxed_entries(op):
         out[FUNCTIONAL] = (fn, f"void {fn}(Stack& s) {{\n{body}\n}}")
     if INPLACE in fs:
         fn = f"boxed_{op.ident}_inplace"
-        ip = ", ".join(["self"] + [unbox(a, i) for i, a in enumerate(op.args)][1:])
+        order = inplace_stack_order(op)
+        ip = ", ".join("self" if j == 0 else unbox(a, j) for a, j in zip(op.args, order))
         out[INPLACE] = (fn, f"void {fn}(Stack& s) {{\n  Tensor self = s[0].to_tensor();\n"
                             f"  tp::{op.name}_({ip});\n  s.clear();\n  s.emplace_back(std::move(self));\n}}")
     if OUT in fs:
@@ -115,6 +131,10 @@ def python_key_call(op, params):
     sep = ", " if p else ""
     n = len(op.args)
     push = "".join(f"  s.emplace_back({a.name});\n" for a in op.args)
+    if self_index(op) > 0 and "inplace" in op.variants:  # the in-place form's stack has self first
+        k = self_index(op)
+        push += (f"  if (out.tensor && out.inplace) {{ IValue t = s[{k}]; s.erase(s.begin() + {k}); "
+                 f"s.insert(s.begin(), std::move(t)); }}\n")
     lines = [f"{op.ret} fallback_{op.ident}(DispatchKey dk_{', ' if p else ''}{p}{sep}OutArg out) {{",
              "  Stack s;",
              f"  s.reserve({n + 1});",
@@ -147,8 +167,13 @@ def kernel_boxed_call(op, kernel_sig):
     lines = [f"void kcall_{op.ident}(void* k_, OpFormKind form, Stack& s) {{",
              "  OutArg out = OutArg::none();",
              "  Tensor written;"]
+    if self_index(op) > 0 and "inplace" in op.variants:  # back to the functional order
+        k = self_index(op)
+        lines.append(f"  if (form == OpFormKind::InPlace) {{ IValue t = s[0]; s.erase(s.begin()); "
+                     f"s.insert(s.begin() + {k}, std::move(t)); }}")
     if len(op.returns) == 1:
-        lines += ["  if (form == OpFormKind::InPlace) { written = s[0].to_tensor(); out = OutArg{&written, true}; }",
+        k = self_index(op) if "inplace" in op.variants else 0
+        lines += [f"  if (form == OpFormKind::InPlace) {{ written = s[{k}].to_tensor(); out = OutArg{{&written, true}}; }}",
                   f"  else if (form == OpFormKind::Out) {{ written = s[{n}].to_tensor(); out = OutArg{{&written, false}}; }}"]
     call = f"reinterpret_cast<{kernel_sig(op)}>(k_)({args})"
     if op.returns:

@@ -553,3 +553,4 @@ template <class T> struct ClampTensor : Base<T> {
 
 }  // namespace tp::functors
 #include "kernels/functors/activation.h"  // NOLINT: activation functors extend this set
+#include "kernels/functors/special.h"     // NOLINT: and the special functions

@@ -1,0 +1,71 @@
+from numbers import Number
+
+import tensorplay as tp
+from tensorplay.distributions import constraints
+from tensorplay.distributions.exp_family import ExponentialFamily
+from tensorplay.distributions.utils import broadcast_all
+
+__all__ = ['Exponential']
+
+
+class Exponential(ExponentialFamily):
+    """The exponential distribution with rate ``rate``."""
+    arg_constraints = {'rate': constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(tp.Size() if isinstance(rate, Number) else self.rate.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = tp.Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Exponential, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return tp.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=tp.Size()):
+        shape = self._extended_shape(sample_shape)
+        return self.rate.new_empty(shape).exponential_() / self.rate
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - tp.exp(-self.rate * value)
+
+    def icdf(self, value):
+        return -tp.log1p(-value) / self.rate
+
+    def entropy(self):
+        return 1.0 - tp.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -tp.log(-x)
