@@ -12,6 +12,7 @@
 #include "autograd/variable.h"
 #include "core/error.h"
 #include "python/bindings.h"
+#include "python/python_function.h"
 #include "tensorplay/ops_api.h"
 
 namespace tp::python {
@@ -50,9 +51,25 @@ variable_list grads_from(nb::handle h, size_t n, const char* what) {
   return out;
 }
 
-autograd::TensorHook tensor_hook(nb::handle fn) {
-  auto f = keep(fn);
-  return [f](const Tensor& g) { return tensor_from((*f)(g), "hook"); };
+/// A Python tensor hook (a named type: the cycle collector finds its function through it).
+struct PyTensorHook {
+  std::shared_ptr<nb::object> f;
+  Tensor operator()(const Tensor& g) const { return tensor_from((*f)(g), "hook"); }
+};
+
+/// A Python post-accumulate-grad hook.
+struct PyPostAccumulateHook {
+  std::shared_ptr<nb::object> f;
+  void operator()(const Tensor& leaf) const { (*f)(leaf); }
+};
+
+autograd::TensorHook tensor_hook(nb::handle fn) { return PyTensorHook{keep(fn)}; }
+
+/// Reports a hook's Python function when nothing but `owner` keeps it.
+template <typename Hook, typename F>
+int visit_hook(const F& fn, visitproc visit, void* arg) {
+  if (const Hook* h = fn.template target<Hook>(); h && h->f.use_count() == 1) Py_VISIT(h->f->ptr());
+  return 0;
 }
 
 /// Registers `fn` on the gradient of t; returns the id its handle removes.
@@ -203,6 +220,46 @@ class PySavedTensorHooks final : public autograd::SavedTensorHooks {
 
 }  // namespace
 
+// Note [Tensors and the cycle collector]
+// `out.grad_fn.attr = out` (a custom Function's ctx referring back to its output) and
+// `t.register_hook(lambda g: g * t.foo)` make cycles that pass through C++: out's Python
+// object -> its C++ Tensor -> AutogradMeta -> the node (whose shared_ptr holds the ctx
+// object) or the hook's Python function -> ... -> out. Tensor is a GC type whose traverse
+// reports what a Python tensor owns outright: its grad_fn's ctx and the Python functions of
+// its hooks (on its leaf state or its grad_fn), each only when it has no other owner:
+// this object the only owner of the TensorImpl, that TensorImpl the only owner of the node,
+// the node or the tensor the only owner of the hook. (Another owner keeps them alive anyway;
+// reporting them then would make the collector free live objects.) The collector then finds
+// such a cycle unreachable and clears the ctx's or the closure's references, which
+// releases the rest.
+// A tensor object is tracked by the collector only once it can close such a cycle: when a
+// custom Function returns it or a hook is registered on it. type_caster<Tensor> untracks
+// the objects it makes, so ordinary tensors cost the collector nothing (tracking all of them
+// cost ~100 ns per surviving tensor in a loop that keeps its results: every collection
+// walked them). What remains is the GC allocation itself: callgrind counts 6,377
+// instructions per `a + b` against 6,323 for a non-GC Tensor type (+0.9%). Built-in nodes
+// have no Python object of their own (their Python wrappers own them, not the reverse).
+int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));  // instances of heap types own their type
+  if (!nb::inst_ready(self)) return 0;
+  const Tensor& t = *nb::inst_ptr<Tensor>(self);
+  if (!t.defined() || t.impl()->use_count() != 1) return 0;
+  autograd::AutogradMeta* m = autograd::meta(t);
+  if (!m) return 0;
+  for (const auto& h : m->leaf_hooks_)
+    if (int r = visit_hook<PyTensorHook>(std::get<2>(h), visit, arg)) return r;
+  for (const auto& h : m->post_accumulate_hooks_)
+    if (int r = visit_hook<PyPostAccumulateHook>(h.second, visit, arg)) return r;
+  if (!m->grad_fn_ || m->grad_fn_.use_count() != 1) return 0;
+  for (const auto& h : m->grad_fn_->tensor_pre_hooks_)
+    if (int r = visit_hook<PyTensorHook>(std::get<2>(h), visit, arg)) return r;
+  if (auto* node = dynamic_cast<PyFunctionNode*>(m->grad_fn_.get())) {
+    nb::object ctx = nb::find(*node);  // a lookup; the collector's pass changes no count
+    if (ctx.is_valid()) Py_VISIT(ctx.ptr());
+  }
+  return 0;
+}
+
 void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   nb::class_<Node>(m, "_Node")
       .def("name", &Node::name)
@@ -255,15 +312,19 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
         return m && m->retains_grad_;
       })
       .def("retain_grad", &retain_grad)
-      .def("_register_hook", &register_tensor_hook)
+      .def("_register_hook", [](nb::handle self, nb::handle fn) {
+        int id = register_tensor_hook(*nb::inst_ptr<Tensor>(self), fn);
+        gc_track(self.ptr());  // the hook may refer back to the tensor
+        return id;
+      })
       .def("_remove_hook", &remove_tensor_hook)
-      .def("_register_post_accumulate_grad_hook", [](const Tensor& t, nb::handle fn) {
+      .def("_register_post_accumulate_grad_hook", [](nb::handle self, nb::handle fn) {
+        const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        gc_track(self.ptr());
         TP_CHECK(autograd::is_leaf(t), "post accumulate grad hooks cannot be registered on non-leaf tensors");
         TP_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
-        auto f = keep(fn);
         int id = autograd::next_hook_id();
-        autograd::meta_or_create(t).post_accumulate_hooks_.emplace_back(
-            id, [f](const Tensor& leaf) { (*f)(leaf); });
+        autograd::meta_or_create(t).post_accumulate_hooks_.emplace_back(id, PyPostAccumulateHook{keep(fn)});
         return id;
       })
       .def("_grad_accumulator", [](const Tensor& t) -> nb::object {

@@ -70,6 +70,12 @@ void attach_subclass_state(nb::handle obj);
 PyObject* subclass_instance(const Tensor& t);
 /// The Python type a tensor reaches Python as (its subclass, else tp.Tensor).
 nb::handle python_type_of(const Tensor& t);
+/// Tensor's tp_traverse (Note [Tensors and the cycle collector] in autograd.cpp).
+int tensor_traverse(PyObject* self, visitproc visit, void* arg);
+/// Hands a tensor object to the cycle collector (once it may close a cycle).
+inline void gc_track(PyObject* o) {
+  if (!PyObject_GC_IsTracked(o)) PyObject_GC_Track(o);
+}
 /// Whether a Tensor subclass overrides __torch_dispatch__ (so its tensors take the Python key).
 bool overrides_torch_dispatch(nb::handle type);
 
@@ -150,7 +156,10 @@ template <> struct type_caster<tp::Tensor> : type_caster_base<tp::Tensor> {
     else t = &value;
     if (t && t->defined() && t->impl()->python_state()) [[unlikely]]
       return tp::python::subclass_instance(*t);
-    return type_caster_base<tp::Tensor>::from_cpp(std::forward<T>(value), policy, cleanup);
+    handle h = type_caster_base<tp::Tensor>::from_cpp(std::forward<T>(value), policy, cleanup);
+    // a new object starts untracked (Note [Tensors and the cycle collector])
+    if (h.ptr() && Py_REFCNT(h.ptr()) == 1) PyObject_GC_UnTrack(h.ptr());
+    return h;
   }
 };
 

@@ -353,7 +353,10 @@ NB_MODULE(_C, m) {
   nb::implicitly_convertible<std::string, Device>();
 
   // ---- tensors
-  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable());  // weakref.ref(t), as PyTorch's
+  // weakref.ref(t), as PyTorch's; a GC type (Note [Tensors and the cycle collector])
+  static PyType_Slot tensor_slots[] = {
+      {Py_tp_traverse, reinterpret_cast<void*>(tensor_traverse)}, {0, nullptr}};
+  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable(), nb::type_slots(tensor_slots));
   bind_generator(m);
   bind_philox_reference(m);
   bind_generated_ops(m, cls);

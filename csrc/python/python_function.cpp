@@ -216,7 +216,9 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
             "incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
             "output of the custom Function.";
     }
-    PyTuple_SET_ITEM(result.ptr(), k, (replaced ? nb::cast(std::move(var)) : o).release().ptr());
+    nb::object r = replaced ? nb::cast(std::move(var)) : o;
+    gc_track(r.ptr());  // its grad_fn is this ctx (Note [Tensors and the cycle collector])
+    PyTuple_SET_ITEM(result.ptr(), k, r.release().ptr());
   }
   TP_CHECK(seen_dirty >= dirty.size(), "Some elements marked as dirty during the forward method "
            "were not returned as output. The inputs that are modified inplace must all be "

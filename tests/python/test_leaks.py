@@ -69,6 +69,80 @@ def test_function_outputs_and_ctx_are_freed():
     assert w() is None
 
 
+class _Twice(tp.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def _collected(make):
+    """make() builds a cycle and returns a weak reference into it; gc must free it."""
+    r = make()
+    gc.collect()
+    return r() is None
+
+
+def test_cycle_through_function_ctx_is_collected():
+    # the issue's example: out.grad_fn.saved = out
+    def make():
+        out = _Twice.apply(tp.randn(3, requires_grad=True))
+        out.grad_fn.saved = out
+        return weakref.ref(out)
+    assert _collected(make)
+
+    def make_saved():  # the ctx keeps the output through save_for_backward's tensor list too
+        x = tp.randn(3, requires_grad=True)
+        out = _Twice.apply(x)
+        out.grad_fn.keep = [out, x]
+        return weakref.ref(out.grad_fn)
+    assert _collected(make_saved)
+
+
+def test_cycle_through_tensor_hooks_is_collected():
+    def make_leaf():
+        t = tp.randn(3, requires_grad=True)
+        t.register_hook(lambda g: g * t.detach())
+        return weakref.ref(t)
+    assert _collected(make_leaf)
+
+    def make_nonleaf():
+        t = tp.randn(3, requires_grad=True) * 2
+        t.register_hook(lambda g: g + t.detach())
+        return weakref.ref(t)
+    assert _collected(make_nonleaf)
+
+    def make_post():
+        t = tp.randn(3, requires_grad=True)
+        t.register_post_accumulate_grad_hook(lambda p: t)
+        return weakref.ref(t)
+    assert _collected(make_post)
+
+
+def test_collector_leaves_live_cycles_alone():
+    # a tensor kept from outside the cycle, and a node shared by two outputs: nothing freed,
+    # and backward through them still works after a collection
+    x = tp.randn(3, requires_grad=True)
+    out = _Twice.apply(x)
+    out.grad_fn.saved = out
+    keep = out
+    del out
+    gc.collect()
+    keep.sum().backward()
+    assert tp.equal(x.grad, tp.full((3,), 2.0))
+    t = tp.randn(3, requires_grad=True)
+    h = t * 3
+    h.register_hook(lambda g: g * 2)
+    alias = h.view(3)  # shares h's graph
+    del h
+    gc.collect()
+    alias.sum().backward()
+    assert tp.equal(t.grad, tp.full((3,), 6.0))
+
+
 def test_module_and_optimizer_are_collected():
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
     opt = tp.optim.AdamW(model.parameters())
