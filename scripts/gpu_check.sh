@@ -56,12 +56,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 cuda_log=${OUT:-/tmp}/test_cuda.log
 (cd /tmp && python3 -c "import tensorplay as tp; print('tp.cuda.is_available', tp.cuda.is_available(), 'device_count', tp.cuda.device_count(), 'compiled', tp._C._cuda_compiled, 'cudnn', tp.backends.cudnn.version())")
 # The CUDA test files, and the others that hold GPU tests (test_examples: only those).
-# GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul graphs", plus
+# GPU_TESTS (a list of files) and GPU_BENCHES (a subset of "cuda nn train matmul graphs dist", plus
 # "host": scripts/profile_cuda_host.py, "kernels": scripts/profile_cuda_kernels.py, whose
 # cases GPU_KERNEL_CASES names, "ncu": scripts/ncu_kernels.sh) narrow or widen a run to what
 # a change touched; GPU_TESTS=none runs no tests, GPU_TEST_SELECT narrows them (pytest -k).
 cuda_tests="${GPU_TESTS:-$(ls tests/python/test_cuda*.py) tests/python/test_cudnn.py tests/python/test_attention.py tests/python/test_autocast.py tests/python/test_grad_scaler.py tests/python/test_examples.py}"
-benches=" ${GPU_BENCHES:-cuda nn train matmul graphs} "
+benches=" ${GPU_BENCHES:-cuda nn train matmul graphs dist} "
 [ "$cuda_tests" = none ] && cuda_tests=""  # GPU_TESTS=none: build and benchmarks only
 # One process per file: a kernel fault (a sticky CUDA error) then fails one file, not all.
 cuda_rc=0
@@ -102,7 +102,7 @@ if python3 -c "import tensorplay as tp; raise SystemExit(not tp._C._cudnn_sdpa_a
       grep -E "^#|signal" | cut -c1-240 | head -n 30
   fi
 fi
-for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8 graphs:bench_cuda_graphs:6; do
+for b in cuda:bench_cuda:16 nn:bench_cuda_nn:30 train:bench_cuda_train:8 graphs:bench_cuda_graphs:6 dist:bench_cuda_distributed:6; do
   IFS=: read -r name script lines <<<"$b"
   # GPU_NN_EXTRA (set, even empty) replaces the nn bench's --row-pipeline (its variant rows);
   # GPU_BENCH_ARGS go to every bench, GPU_NN_ARGS (e.g. --rows-only) to the nn bench alone

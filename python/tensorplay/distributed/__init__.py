@@ -46,7 +46,9 @@ def is_gloo_available():
 
 
 def is_nccl_available():
-    return False
+    """Whether NCCL's library was found (it is loaded at run time: tensorplay/distributed/_nccl.py)."""
+    from tensorplay.distributed import _nccl
+    return _nccl.library() is not None
 
 
 def is_mpi_available():
@@ -225,6 +227,21 @@ def _rendezvous(init_method, rank, world_size, timeout):
     raise ValueError(f"No rendezvous handler for {init_method}")
 
 
+def _make_nccl(store, prefix, rank, size, timeout):
+    from tensorplay.distributed import _nccl
+    try:
+        return _nccl.ProcessGroupNCCL(store, prefix, rank, size, int(timeout * 1000), _world["device"])
+    except RuntimeError as e:
+        raise DistBackendError(str(e)) from e
+
+
+def _make_group(store, prefix, rank, size, timeout, host):
+    """A process group of the world's backend (Gloo for CPU tensors, NCCL for CUDA ones)."""
+    if _world["backend"] == "nccl":
+        return _make_nccl(store, prefix, rank, size, timeout)
+    return _make_gloo(store, prefix, rank, size, timeout, host)
+
+
 def _make_gloo(store, prefix, rank, size, timeout, host):
     if _C is None:
         raise RuntimeError("Distributed package doesn't have Gloo built in (tensorplay was built "
@@ -242,10 +259,16 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if backend is None:
         backend = "gloo"
     backend = Backend(backend)
-    if backend not in ("gloo", "cpu:gloo"):
-        raise RuntimeError(f"Invalid backend: '{backend}' (tensorplay.distributed has Gloo for CPU)"
-                           if backend not in ("nccl", "mpi", "ucc")
+    if backend in ("cuda:nccl",):
+        backend = Backend("nccl")
+    if backend not in ("gloo", "cpu:gloo", "nccl"):
+        raise RuntimeError(f"Invalid backend: '{backend}' (tensorplay.distributed has Gloo for CPU "
+                           "and NCCL for CUDA)"
+                           if backend not in ("mpi", "ucc")
                            else f"Distributed package doesn't have {backend.upper()} built in")
+    if backend == "nccl" and not is_nccl_available():
+        from tensorplay.distributed import _nccl
+        raise RuntimeError(f"Distributed package doesn't have NCCL built in: {_nccl._lib_error}")
     t = _timeout_seconds(timeout) or default_pg_timeout.total_seconds()
     if store is not None:
         if init_method is not None:
@@ -258,9 +281,21 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         host = _local_host(addr)
     if not 0 <= rank < world_size:
         raise ValueError(f"Invalid rank {rank} for world_size {world_size}")
-    pg = _make_gloo(store, "default_pg/", rank, world_size, t, host)
-    _world.update(pg=ProcessGroup(pg, range(world_size), "gloo", t, store), store=store,
-                  backend="gloo", count=0, host=host, rank=rank)
+    kind = "nccl" if backend == "nccl" else "gloo"
+    device = -1
+    if kind == "nccl":  # this rank's GPU: device_id, else LOCAL_RANK, else the current one
+        if device_id is not None:
+            device = tp.device(device_id).index if not isinstance(device_id, int) else device_id
+        elif "LOCAL_RANK" in os.environ:
+            device = int(os.environ["LOCAL_RANK"])
+        else:
+            device = tp.cuda.current_device()
+        if device is None or device < 0:
+            device = tp.cuda.current_device()
+    _world.update(backend=kind, device=device, host=host)
+    pg = _make_group(store, "default_pg/", rank, world_size, t, host)
+    _world.update(pg=ProcessGroup(pg, range(world_size), kind, t, store), store=store,
+                  count=0, rank=rank)
     GroupMember.WORLD = group.WORLD = _world["pg"]
 
 
@@ -327,9 +362,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     t = _timeout_seconds(timeout) or world._timeout
-    pg = _make_gloo(_world["store"], f"group_{_world['count']}/", ranks.index(me), len(ranks), t,
-                    _world["host"])
-    g = ProcessGroup(pg, ranks, "gloo", t, _world["store"])
+    pg = _make_group(_world["store"], f"group_{_world['count']}/", ranks.index(me), len(ranks), t,
+                     _world["host"])
+    g = ProcessGroup(pg, ranks, _world["backend"], t, _world["store"])
     _world["groups"].append(g)
     return g
 
@@ -409,7 +444,10 @@ def _check_tensor(t, name="tensor"):
     if not isinstance(t, tp.Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         f"torch.Tensor but got {type(t)} instead.")
-    if t.device.type != "cpu":
+    if t.device.type != ("cuda" if _world["backend"] == "nccl" else "cpu"):
+        if _world["backend"] == "nccl":
+            raise RuntimeError(f"No backend type associated with device type {t.device.type} "
+                               "(the NCCL process group holds CUDA tensors)")
         raise RuntimeError("tensorplay.distributed's Gloo backend holds CPU tensors only")
 
 
@@ -698,27 +736,37 @@ def _all_to_all_p2p(outs, ins, g, async_op, result):
     # Uneven blocks: one send and one receive per peer on a tag of their own.
     me, n = g.rank(), g.size()
     tag = _next_p2p_tag(g, "a2a")
-    works, keep, copies = [], [], []
-    for k in range(n):
-        peer = k
-        if peer == me:
-            continue
-        src = _contig(ins[peer])
-        dst = _contig(outs[peer])
-        if _nbytes(dst) != _nbytes(ins[peer]) and False:
-            pass
-        works.append(g._pg.send(src.data_ptr(), _nbytes(src), peer, tag))
-        works.append(g._pg.recv(dst.data_ptr(), _nbytes(dst), peer, tag))
-        keep += [src, dst]
-        if dst is not outs[peer]:
-            copies.append((outs[peer], dst))
+    pairs = [(peer, _contig(ins[peer]), _contig(outs[peer])) for peer in range(n) if peer != me]
+    copies = [(outs[peer], dst) for peer, _, dst in pairs if dst is not outs[peer]]
+    works = []
+    with _coalesced(g):
+        for peer, src, dst in pairs:
+            works.append(g._pg.send(src.data_ptr(), _nbytes(src), peer, tag))
+            works.append(g._pg.recv(dst.data_ptr(), _nbytes(dst), peer, tag))
     with tp.no_grad():
         outs[me].copy_(ins[me])
 
     def after():
         for o, d in copies:
             o.copy_(d)
-    return _finish(Work(works or [_Done()], after, keep, result), async_op)
+    return _finish(Work(works or [_Done()], after, pairs, result), async_op)
+
+
+class _coalesced:
+    """Point-to-point calls issued together: one NCCL group (NCCL runs a send only with its
+    peer's matching receive in flight, so a rank's sends and receives must go out as one);
+    nothing for Gloo, whose sends and receives are posted at once."""
+
+    def __init__(self, g):
+        self._pg = g._pg if getattr(g._pg, "group_start", None) else None
+
+    def __enter__(self):
+        if self._pg is not None:
+            self._pg.group_start()
+
+    def __exit__(self, *exc):
+        if self._pg is not None:
+            self._pg.group_end()
 
 
 def _next_p2p_tag(g, kind):
@@ -826,23 +874,30 @@ def batch_isend_irecv(p2p_op_list):
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
                          "``torch.distributed.P2POp``.")
     works = []
-    for p in p2p_op_list:
-        if p.op is isend:
-            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
-        else:
-            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    with _coalesced(_group(p2p_op_list[0].group)):
+        for p in p2p_op_list:
+            if p.op is isend:
+                works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+            else:
+                works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
     return works
 
 
 # ---- object collectives (pickle into uint8 tensors) ----
+def _obj_device():
+    """Where object collectives stage their bytes: the NCCL group's GPU, else the CPU."""
+    return f"cuda:{_world['device']}" if _world["backend"] == "nccl" else "cpu"
+
+
 def _to_tensor(obj):
     data = pickle.dumps(obj)
-    return tp.tensor(list(data), dtype=tp.uint8) if len(data) < 64 else \
+    t = tp.tensor(list(data), dtype=tp.uint8) if len(data) < 64 else \
         tp.from_numpy(__import__("numpy").frombuffer(bytearray(data), dtype="uint8"))
+    return t if _world["backend"] != "nccl" else t.to(_obj_device())
 
 
 def _from_tensor(t, size):
-    return pickle.loads(bytes(t[:size].numpy().tobytes()))
+    return pickle.loads(bytes(t[:size].cpu().numpy().tobytes()))
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
@@ -853,12 +908,12 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     me = g.rank()
     if me == root:
         blobs = [_to_tensor(o) for o in object_list]
-        sizes = tp.tensor([b.numel() for b in blobs], dtype=tp.int64)
+        sizes = tp.tensor([b.numel() for b in blobs], dtype=tp.int64, device=_obj_device())
     else:
-        sizes = tp.zeros(len(object_list), dtype=tp.int64)
+        sizes = tp.zeros(len(object_list), dtype=tp.int64, device=_obj_device())
     broadcast(sizes, group=group, group_src=root)
     total = int(sizes.sum())
-    flat = tp.cat(blobs) if me == root and blobs else tp.empty(total, dtype=tp.uint8)
+    flat = tp.cat(blobs) if me == root and blobs else tp.empty(total, dtype=tp.uint8, device=_obj_device())
     broadcast(flat, group=group, group_src=root)
     if me != root:
         off = 0
@@ -873,14 +928,15 @@ def all_gather_object(object_list, obj, group=None):
     g = _group(group)
     n = g.size()
     blob = _to_tensor(obj)
-    size = tp.tensor([blob.numel()], dtype=tp.int64)
-    sizes = [tp.zeros(1, dtype=tp.int64) for _ in range(n)]
+    dev = _obj_device()
+    size = tp.tensor([blob.numel()], dtype=tp.int64, device=dev)
+    sizes = [tp.zeros(1, dtype=tp.int64, device=dev) for _ in range(n)]
     all_gather(sizes, size, group=group)
     sizes = [int(s) for s in sizes]
     m = max(sizes)
-    padded = tp.zeros(m, dtype=tp.uint8)
+    padded = tp.zeros(m, dtype=tp.uint8, device=dev)
     padded[:blob.numel()] = blob
-    outs = [tp.empty(m, dtype=tp.uint8) for _ in range(n)]
+    outs = [tp.empty(m, dtype=tp.uint8, device=dev) for _ in range(n)]
     all_gather(outs, padded, group=group)
     for i in range(n):
         object_list[i] = _from_tensor(outs[i], sizes[i])
