@@ -259,7 +259,7 @@ class _FSDPParamGroup:
         return self.unsharded is not None
 
     def unshard(self):
-        if self.unsharded is not None:
+        if self.unsharded is not None or not self.fparams:
             return
         self.unsharded = self._all_gather()
         for fp, t in zip(self.fparams, self.unsharded):
@@ -304,7 +304,7 @@ class _FSDPParamGroup:
             self._train_idx = train
             for i, o in zip(train, outs):
                 self.fparams[i].set_attr(o)
-            for i, t in enumerate(self.unsharded):
+            for i, t in enumerate(self.unsharded or ()):
                 if t.numel():
                     st["saved"][t.untyped_storage().data_ptr()] = (self, i)
             hooks = tp.autograd.graph.saved_tensors_hooks(_pack, _unpack)
