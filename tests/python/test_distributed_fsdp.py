@@ -135,7 +135,8 @@ def _train(rank, world, X, Y, model, steps=3, opt=tp.optim.AdamW, accumulate=Fal
     (world == 1: the single-process reference on the whole batch)."""
     n = X.shape[0] // world
     lo, hi = rank * n, (rank + 1) * n
-    o = opt(model.parameters(), lr=0.05)
+    o = opt(model.parameters(), lr=0.05) if opt is tp.optim.AdamW else \
+        opt(model.parameters(), lr=0.1, momentum=0.9)
     losses = []
     for step in range(steps):
         o.zero_grad()
@@ -172,17 +173,22 @@ def _fsdp_checks(rank, world):
     from tensorplay.distributed.tensor import DTensor, Shard
     tp.manual_seed(1)
     X, Y = tp.randn(12, 6, dtype=tp.float64), tp.randn(12, 3, dtype=tp.float64)
-    ref = _mlp()
-    ref_losses = _train(0, 1, X, Y, ref)
+    refs = {}
+    for opt in (tp.optim.AdamW, tp.optim.SGD):
+        ref = refs[opt] = _mlp()
+        refs[opt, "losses"] = _train(0, 1, X, Y, ref, opt=opt)
     for nested in (False, True):
         for raf in (True, False):
+            # AdamW hardly sees a gradient's scale: SGD runs too
+            opt = tp.optim.AdamW if raf else tp.optim.SGD
+            ref, ref_losses = refs[opt], refs[opt, "losses"]
             m = _shard(_mlp(), nested, reshard_after_forward=raf)
             assert isinstance(m, FSDPModule) and type(m).__name__ == "FSDPSequential"
             for p in m.parameters():
                 assert isinstance(p, DTensor) and isinstance(p, tp.nn.Parameter)
                 assert p.placements == (Shard(0),)
             assert m[0].weight.to_local().shape == (_chunks(4, world)[rank], 6)
-            losses = _train(rank, world, X, Y, m)
+            losses = _train(rank, world, X, Y, m, opt=opt)
             for a, b in zip(ref_losses, losses):
                 assert abs(a - b) <= 1e-6, (nested, raf, ref_losses, losses)
             for (k, a), b in zip(ref.named_parameters(), m.parameters()):
@@ -190,6 +196,14 @@ def _fsdp_checks(rank, world):
                 _close(b.full_tensor(), a, 1e-6, (nested, raf, k))
     # reshard_after_forward: non-root groups drop their unsharded parameters after forward
     # (the saved tensors hold references, not copies) and gather again for backward
+    import tensorplay.distributed.fsdp._fully_shard as impl
+    pack, packed = impl._pack, []
+
+    def counting_pack(t):
+        r = pack(t)
+        packed.append(type(r).__name__)
+        return r
+    impl._pack = counting_pack
     for raf in (True, False):
         m = _shard(_mlp(), True, reshard_after_forward=raf)
         during = []
@@ -201,9 +215,14 @@ def _fsdp_checks(rank, world):
         assert (inner.unsharded is None) == raf
         assert isinstance(m[2].weight, DTensor) == raf
         assert len(during) == 2 and all((r() is None) == raf for r in during)
+        # the weights backward reads (of the Linears whose input needs a gradient) were
+        # saved as references to their groups, not as tensors
+        assert packed.count("_Packed") == 2, packed
+        del packed[:]
         out.sum().backward()
         assert all(layer._fsdp_group.unsharded is None for layer in (m, m[0], m[2], m[4]))
         assert all(isinstance(p.grad, DTensor) for p in m.parameters())
+    impl._pack = pack
     m = _shard(_mlp(), False, reshard_after_forward=True)
     out = m(X[:4])
     assert m._fsdp_group.unsharded is not None  # the root keeps them for backward
