@@ -4,6 +4,8 @@ each spawn runs many checks, as a process start costs about a second here."""
 import gc
 import os
 import socket
+import subprocess
+import sys
 import weakref
 from datetime import timedelta
 
@@ -405,3 +407,21 @@ def test_checkpoint_saved_on_2_ranks_loads_on_1_and_3(tmp_path):
     assert tp.equal(back["a"], extra["w"]) and tp.equal(back["b"][0], extra["r"]) and back["b"][1] == 1
     with pytest.raises(RuntimeError, match="checkpoint_id"):
         dcp.save({"a": extra["w"]})
+
+
+def test_submodules_load_once_in_any_import_order():
+    # a lazy package's submodule imported before the package ran: one copy of its classes
+    code = """
+import tensorplay.distributed as dist
+dist.is_available()
+import tensorplay.distributed.tensor.placement_types as pt
+from tensorplay.distributed.checkpoint.state_dict import get_model_state_dict
+import tensorplay.distributed.tensor as t, tensorplay.distributed.tensor._api as api
+import tensorplay.distributed.checkpoint as dcp, tensorplay.distributed.fsdp as fsdp
+assert t.Shard is pt.Shard is api.Shard
+assert dcp.state_dict.get_model_state_dict is get_model_state_dict
+assert fsdp.fully_shard.__module__ == 'tensorplay.distributed.fsdp._fully_shard'
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr

@@ -19,7 +19,6 @@ import traceback
 
 import tensorplay as tp
 
-# the package first (see fsdp/_fully_shard.py)
 from ..tensor import DTensor, Partial, Replicate, Shard
 from ..tensor._api import _block
 

@@ -34,8 +34,6 @@ from tensorplay.nn.parameter import Parameter
 from tensorplay.utils._pytree import tree_flatten, tree_unflatten
 
 from ..device_mesh import DeviceMesh, init_device_mesh
-# the package first: importing a submodule of a lazy package that has not run yet would
-# run the submodule twice (once from the package's own imports)
 from ..tensor import DTensor, Shard
 from ..tensor._api import _block, _make, _Spec
 

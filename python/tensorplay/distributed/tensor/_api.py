@@ -127,10 +127,10 @@ def _redistribute_local(local, spec, placements):
     if src == dst:
         return local
     if isinstance(dst, Partial):
-        if not isinstance(src, Replicate):
+        # Replicate -> Partial: values whose reduction is the replicated value
+        if not isinstance(src, Replicate) or dst.reduce_op == "product":
             raise RuntimeError(f"redistribute from {src} to {dst} is not supported")
-        if dst.reduce_op in ("sum", "avg") and spec.mesh.get_local_rank() != 0 and \
-                dst.reduce_op == "sum":
+        if dst.reduce_op == "sum" and spec.mesh.get_local_rank() != 0:
             return tp.zeros_like(local)
         return local
     full = _to_full(local, spec)
@@ -317,11 +317,10 @@ class DTensor(Tensor):
     __str__ = __repr__
 
     def __reduce_ex__(self, protocol):
+        # a DTensor's value spans processes: refuse, rather than pickle a wrapper without data
         raise RuntimeError("DTensor cannot be pickled directly; save it with "
                            "tensorplay.distributed.checkpoint or call full_tensor() first")
 
-    def __tensor_flatten__(self):
-        return ["_local_tensor"], (self._spec, self.requires_grad)
 
 
 def _redistribute(dt, placements):
