@@ -327,7 +327,10 @@ class _FSDPParamGroup:
                         t.register_hook(self._pre_backward)
         if output is None:  # the forward raised
             return None
-        if self.reshard_after_forward and not self._root_call:
+        # the root keeps its parameters for the backward that follows at once; with no
+        # backward to come (grad disabled) it reshards too, so that an optimizer step before
+        # the next forward is not hidden by stale unsharded values
+        if self.reshard_after_forward and (not self._root_call or not _C.is_grad_enabled()):
             self.reshard()
         if self.mp.output_dtype is not None:
             output = _cast(output, self.mp.output_dtype)
@@ -446,7 +449,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     if not isinstance(module, Module):
         raise ValueError(f"fully_shard expects an nn.Module, got {type(module).__name__}")
     if isinstance(module, FSDPModule):
-        raise ValueError("fully_shard was already applied to this module")
+        raise AssertionError("Each distinct composable distributed API can only be applied to a "
+                             "module once. fully_shard has already been applied to the following "
+                             f"module:\n{module}")
     if mesh is None:
         if not dist.is_initialized():
             raise ValueError("Default process group has not been initialized, please make sure "

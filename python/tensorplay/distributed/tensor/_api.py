@@ -153,7 +153,7 @@ def _make(local, spec, requires_grad=False):
 # ---- dispatch ----
 _LOCAL_OPS = frozenset({"detach", "clone", "alias", "_to_copy", "copy_", "fill_", "zero_",
                         "lift_fresh", "contiguous"})
-_MIXED_MSG = ("{}: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to "
+_MIXED_MSG = ("{} got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to "
               "DTensor before calling distributed operators!")
 
 
@@ -274,11 +274,11 @@ class DTensor(Tensor):
         if placements is None:
             raise RuntimeError("placements is needed for redistribute!")
         placements = _normalize(placements, self.dim(), mesh)
+        src = self._spec.placements[0]
         for p in placements:
-            if isinstance(p, Partial) and not isinstance(self._spec.placements[0], Partial) \
-                    and not isinstance(self._spec.placements[0], Replicate):
-                raise RuntimeError("Can not redistribute to Partial, redistributing to Partial "
-                                   "is for internal use only!")
+            if isinstance(p, Partial) and not isinstance(src, (Partial, Replicate)):
+                raise RuntimeError(f"Can not redistribute from {src} to {p}, redistributing to "
+                                   f"Partial is for internal use only!")
         if placements == self._spec.placements:
             return self
         if _C.is_grad_enabled() and self.requires_grad:
@@ -390,7 +390,7 @@ def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_ran
                              f"to a different device mesh {device_mesh}.")
         if tensor.placements != tuple(placements):
             raise ValueError(f"Cannot distribute a DTensor with placements {tensor.placements} "
-                             f"to a different placements {tuple(placements)}. do you want to call "
+                             f"to a different placements {placements}. do you want to call "
                              f"`redistribute` instead?")
         return tensor
     placements = _normalize(placements, tensor.dim(), device_mesh)
