@@ -69,6 +69,7 @@ def _dtensor_checks(rank, world):
     assert tp.allclose(y.full_tensor(), x * 2 + 1)
     s = d.sum()
     assert tp.allclose(s.full_tensor(), x.sum())
+    assert d.double().placements == (Shard(0),) and tp.equal(d.double().full_tensor(), x.double())
     assert tp.allclose(tp.zeros_like(d).full_tensor(), tp.zeros(5, 4))
     assert tp.zeros_like(d).to_local().shape == d.to_local().shape
     # Partial: the sum of the ranks' values
@@ -184,7 +185,10 @@ def _fsdp_checks(rank, world):
             # AdamW hardly sees a gradient's scale: SGD runs too
             opt = tp.optim.AdamW if raf else tp.optim.SGD
             ref, ref_losses = refs[opt], refs[opt, "losses"]
-            m = _shard(_mlp(), nested, reshard_after_forward=raf)
+            if nested and not raf:  # sharded in float32, then converted: the shards convert
+                m = _shard(_mlp(tp.float32), nested, reshard_after_forward=raf).double()
+            else:
+                m = _shard(_mlp(), nested, reshard_after_forward=raf)
             assert isinstance(m, FSDPModule) and type(m).__name__ == "FSDPSequential"
             for p in m.parameters():
                 assert isinstance(p, DTensor) and isinstance(p, tp.nn.Parameter)

@@ -911,7 +911,7 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 # ---- DTensor, FSDP, distributed checkpoints (loaded on first use) ----
 from tensorplay._lazy import lazy_submodule as _lazy  # noqa: E402
 
-from .device_mesh import DeviceMesh, init_device_mesh  # noqa: E402
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: E402,F401  (torch.distributed's)
 
 tensor = _lazy(__name__, "tensor")
 fsdp = _lazy(__name__, "fsdp")

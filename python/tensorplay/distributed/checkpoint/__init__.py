@@ -19,7 +19,7 @@ import traceback
 
 import tensorplay as tp
 
-from ..tensor import DTensor, Partial, Replicate, Shard
+from ..tensor import DTensor, Partial, Shard
 from ..tensor._api import _block
 
 __all__ = ["save", "load", "CheckpointException", "Metadata", "TensorStorageMetadata",
@@ -162,6 +162,12 @@ def _checkpoint_dir(checkpoint_id, storage):
     return os.fspath(checkpoint_id)
 
 
+def _no_planner(planner):
+    if planner is not None:
+        raise NotImplementedError("tensorplay.distributed.checkpoint plans saves and loads itself; "
+                                  "custom planners are not supported")
+
+
 def _owned_chunk(value):
     """(offsets, local tensor) this rank saves for a DTensor, or None."""
     spec = value._spec
@@ -185,11 +191,14 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
          process_group=None, no_dist=False):
     """Writes ``state_dict`` to the directory ``checkpoint_id`` (Note [Distributed
     checkpoints]); every rank of the group calls it. Returns the Metadata."""
-    import tensorplay.distributed as dist
     path = _checkpoint_dir(checkpoint_id, storage_writer)
+    _no_planner(planner)
     pg, rank, world = _world(process_group, no_dist)
     entries, err = {}, None
     try:
+        if storage_writer is not None and not storage_writer.overwrite and \
+                os.path.exists(os.path.join(path, _METADATA)):
+            raise RuntimeError(f"Checkpoint already exists at {path} and overwrite=False")
         os.makedirs(path, exist_ok=True)
         fname = f"__{rank}_0.distcp"
         payload = {}
@@ -273,6 +282,7 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None,
     DTensor blocks are copied into, other values replaced. Any world size and layout may
     read any checkpoint (Note [Distributed checkpoints])."""
     path = _checkpoint_dir(checkpoint_id, storage_reader)
+    _no_planner(planner)
     pg, rank, world = _world(process_group, no_dist)
     err = None
     try:

@@ -134,7 +134,6 @@ class _FSDPParam:
             raise ValueError("fully_shard: 0-dim parameters cannot be sharded along dim 0; "
                              "pass them in ignored_params")
         n, r = mesh.size(), mesh.get_local_rank()
-        self.orig_dtype = param.dtype
         self.chunk = -(-self.shape[0] // n) if self.shape[0] else 0
         self.rest = 1
         for s in self.shape[1:]:
@@ -149,6 +148,10 @@ class _FSDPParam:
         self.spec = _Spec(mesh, (Shard(0),), self.shape)
         self.sharded = Parameter(_make(local, self.spec), requires_grad=param.requires_grad)
         self.requires_grad = param.requires_grad
+
+    @property
+    def orig_dtype(self):
+        return self.sharded.dtype  # follows module.to(dtype)
 
     def set_attr(self, value):
         for module, name in self.places:
@@ -405,6 +408,12 @@ class FSDPModule:
 
     def state_dict(self, *args, **kwargs):
         return self._sharded_view(super().state_dict, args, kwargs)
+
+    def _apply(self, fn, recurse=True):
+        # module.to() / .double() convert the shards; unsharded copies would be stale
+        for m in self._fsdp_modules(True):
+            m._fsdp_group.reshard()
+        return super()._apply(fn, recurse)
 
     def load_state_dict(self, *args, **kwargs):
         return self._sharded_view(super().load_state_dict, args, kwargs)

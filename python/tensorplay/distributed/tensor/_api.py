@@ -15,8 +15,6 @@ FSDP and optimizers:
 them onto the local block. Shards follow torch.chunk: blocks of ceil(n / world) along the
 dimension, so trailing ranks may hold fewer rows or none (PyTorch's layout).
 """
-import math
-
 import tensorplay as tp
 from tensorplay import _C
 from tensorplay._ops import Tag
@@ -151,8 +149,8 @@ def _make(local, spec, requires_grad=False):
 
 
 # ---- dispatch ----
-_LOCAL_OPS = frozenset({"detach", "clone", "alias", "_to_copy", "copy_", "fill_", "zero_",
-                        "lift_fresh", "contiguous"})
+_LOCAL_OPS = frozenset({"detach", "clone", "alias", "_to_copy", "_to_dtype", "copy_", "fill_",
+                        "zero_", "lift_fresh", "contiguous"})
 _MIXED_MSG = ("{} got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to "
               "DTensor before calling distributed operators!")
 
