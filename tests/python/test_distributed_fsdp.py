@@ -176,15 +176,15 @@ def _fsdp_checks(rank, world):
     from tensorplay.distributed.tensor import DTensor, Shard, distribute_tensor, init_device_mesh
     tp.manual_seed(1)
     X, Y = tp.randn(12, 6, dtype=tp.float64), tp.randn(12, 3, dtype=tp.float64)
-    refs = {}
+    trained = {}
     for opt in (tp.optim.AdamW, tp.optim.SGD):
-        ref = refs[opt] = _mlp()
-        refs[opt, "losses"] = _train(0, 1, X, Y, ref, opt=opt)
+        ref = trained[opt] = _mlp()
+        trained[opt, "losses"] = _train(0, 1, X, Y, ref, opt=opt)
     for nested in (False, True):
         for raf in (True, False):
             # AdamW hardly sees a gradient's scale: SGD runs too
             opt = tp.optim.AdamW if raf else tp.optim.SGD
-            ref, ref_losses = refs[opt], refs[opt, "losses"]
+            ref, ref_losses = trained[opt], trained[opt, "losses"]
             if nested and not raf:  # sharded in float32, then converted: the shards convert
                 m = _shard(_mlp(tp.float32), nested, reshard_after_forward=raf).double()
             else:
@@ -266,11 +266,22 @@ def _fsdp_checks(rank, world):
     losses = _train(rank, world, X, Y, m, opt=tp.optim.SGD, accumulate=True)
     for (k, a), b in zip(ref.named_parameters(), m.parameters()):
         _close(b.full_tensor(), a, 1e-6, ("no sync", k))
+    # clip_grad_norm_ over DTensor gradients: the global norm, every block scaled
+    ref, m = _mlp(), _shard(_mlp(), True)
+    ref(X).pow(2).sum().backward()
+    n = X.shape[0] // world
+    (m(X[rank * n:(rank + 1) * n]).pow(2).sum() * world).backward()  # averaged: the sum
+    n1 = tp.nn.utils.clip_grad_norm_(ref.parameters(), 0.5)
+    n2 = tp.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+    _close(n2.full_tensor(), n1, 1e-9, "clip norm")
+    for (k, a), b in zip(ref.named_parameters(), m.parameters()):
+        _close(b.grad.full_tensor(), a.grad, 1e-9, ("clip", k))
     # CPU offload: shards and gradients on the CPU, training unchanged
     m = _shard(_mlp(), True, offload_policy=CPUOffloadPolicy())
     _train(rank, world, X, Y, m)
-    for (k, a), b in zip(ref.named_parameters(), m.parameters()):
+    for (k, a), b in zip(trained[tp.optim.AdamW].named_parameters(), m.parameters()):
         assert b.to_local().device.type == "cpu" and b.grad.to_local().device.type == "cpu"
+        _close(b.full_tensor(), a, 1e-6, ("offload", k))
     # mixed precision: compute in param_dtype, reduce in reduce_dtype, grads in the
     # parameters' dtype
     X32, Y32 = X.float(), Y.float()
