@@ -72,6 +72,16 @@ def _dtensor_checks(rank, world):
     assert d.double().placements == (Shard(0),) and tp.equal(d.double().full_tensor(), x.double())
     assert tp.allclose(tp.zeros_like(d).full_tensor(), tp.zeros(5, 4))
     assert tp.zeros_like(d).to_local().shape == d.to_local().shape
+    # factories: blocks made in place; random ones are one process's draw
+    import tensorplay.distributed.tensor as dtensor
+    z = dtensor.zeros(5, 4, device_mesh=mesh, placements=[Shard(0)])
+    assert z.to_local().shape == d.to_local().shape and tp.equal(z.full_tensor(), tp.zeros(5, 4))
+    f = dtensor.full((4, 5), 2.5, device_mesh=mesh, placements=[Shard(1)], dtype=tp.float64)
+    assert tp.equal(f.full_tensor(), tp.full((4, 5), 2.5, dtype=tp.float64))
+    tp.manual_seed(7)
+    rnd = dtensor.randn(5, 4, device_mesh=mesh, placements=[Shard(0)])
+    tp.manual_seed(7)
+    assert tp.equal(rnd.full_tensor(), tp.randn(5, 4))
     # Partial: the sum of the ranks' values
     p = DTensor.from_local(tp.full((3,), float(rank + 1)), mesh, [Partial()])
     assert tp.equal(p.full_tensor(), tp.full((3,), world * (world + 1) / 2))

@@ -23,7 +23,7 @@ from tensorplay.utils._pytree import tree_flatten, tree_unflatten
 from ..device_mesh import DeviceMesh
 from .placement_types import Partial, Placement, Replicate, Shard
 
-__all__ = ["DTensor", "distribute_tensor"]
+__all__ = ["DTensor", "distribute_tensor", "zeros", "ones", "empty", "full", "rand", "randn"]
 
 Tensor = _C.Tensor
 
@@ -416,3 +416,52 @@ def _init_like_funcs():
 
 
 _init_like_funcs()
+
+
+# ---- factories: DTensors made blockwise (random ones drawn globally, as one process would) ----
+def _size_of(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _factory(name, draw_globally):
+    def factory(*size, requires_grad=False, dtype=None, layout=None, device_mesh=None,
+                placements=None, **fill):
+        if device_mesh is None:
+            raise RuntimeError("No device mesh is currently active!")
+        shape = _size_of(size)
+        placements = _normalize(placements, len(shape), device_mesh)
+        spec = _Spec(device_mesh, placements, shape)
+        make = getattr(tp, name)
+        args = (fill.pop("fill_value"),) if name == "full" else ()
+        with tp.no_grad():
+            if draw_globally:
+                local = _local_block(make(shape, *args, dtype=dtype, **fill), spec)
+            else:
+                p = placements[0]
+                local_shape = list(shape)
+                if isinstance(p, Shard):
+                    local_shape[p.dim] = _block(shape[p.dim], device_mesh.size(),
+                                                device_mesh.get_local_rank())[1]
+                local = make(tuple(local_shape), *args, dtype=dtype, **fill)
+        return _make(local, spec, requires_grad=requires_grad)
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = (f"A DTensor of ``size`` laid out by ``placements`` over ``device_mesh`` "
+                       f"(``tensorplay.{name}``'s values).")
+    return factory
+
+
+zeros = _factory("zeros", False)
+ones = _factory("ones", False)
+empty = _factory("empty", False)
+rand = _factory("rand", True)
+randn = _factory("randn", True)
+_full = _factory("full", False)
+
+
+def full(size, fill_value, *, requires_grad=False, dtype=None, layout=None, device_mesh=None,
+         placements=None):
+    """A DTensor of ``size`` filled with ``fill_value``, laid out by ``placements``."""
+    return _full(size, fill_value=fill_value, requires_grad=requires_grad, dtype=dtype,
+                 layout=layout, device_mesh=device_mesh, placements=placements)
