@@ -286,6 +286,28 @@ def _fsdp_checks(rank, world):
     _close(n2.full_tensor(), n1, 1e-9, "clip norm")
     for (k, a), b in zip(ref.named_parameters(), m.parameters()):
         _close(b.grad.full_tensor(), a.grad, 1e-9, ("clip", k))
+    # a frozen parameter gets no gradient; an ignored one stays a plain local parameter
+    def frozen_mlp():
+        m = _mlp()
+        m[0].bias.requires_grad_(False)
+        return m
+    ref, m = frozen_mlp(), frozen_mlp()
+    fully_shard(m[0])
+    fully_shard(m, ignored_params={m[2].bias})
+    assert not isinstance(m[2].bias, DTensor) and isinstance(m[0].bias, DTensor)
+    o1 = tp.optim.SGD([p for p in ref.parameters() if p.requires_grad], lr=0.1)
+    o2 = tp.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=0.1)
+    for _ in range(2):
+        o1.zero_grad()
+        o2.zero_grad()
+        ref(X).pow(2).mean().backward()
+        m(X[rank * n:(rank + 1) * n]).pow(2).mean().backward()
+        dist.all_reduce(m[2].bias.grad, op=dist.ReduceOp.AVG)  # ignored: the user's to reduce
+        o1.step()
+        o2.step()
+    assert m[0].bias.grad is None
+    for (k, a), b in zip(ref.named_parameters(), m.parameters()):
+        _close(b.full_tensor() if isinstance(b, DTensor) else b.detach(), a.detach(), 1e-9, k)
     # CPU offload: shards and gradients on the CPU, training unchanged
     m = _shard(_mlp(), True, offload_policy=CPUOffloadPolicy())
     _train(rank, world, X, Y, m)
