@@ -239,6 +239,21 @@ def _fsdp_checks(rank, world):
         assert all(layer._fsdp_group.unsharded is None for layer in (m, m[0], m[2], m[4]))
         assert all(isinstance(p.grad, DTensor) for p in m.parameters())
     impl._pack = pack
+    # saved-tensor hooks around a sharded forward still see the tensors FSDP does not keep
+    outer = []
+
+    def outer_pack(t):  # notes whether t lives on an unsharded parameter's storage
+        outer.append(t.untyped_storage().data_ptr() in impl._state()["saved"])
+        return t.clone()
+    m = _shard(_mlp(), True)
+    with tp.autograd.graph.saved_tensors_hooks(outer_pack, lambda t: t):
+        out = m(X[:4])
+    assert len(outer) >= 3 and not any(outer), outer
+    out.sum().backward()
+    ref = _mlp()
+    ref(X[:4]).sum().backward()
+    for (k, a), b in zip(ref.named_parameters(), m.parameters()):
+        _close(b.grad.full_tensor(), a.grad, 1e-12, ("outer hooks", k))
     m = _shard(_mlp(), False, reshard_after_forward=True)
     out = m(X[:4])
     assert m._fsdp_group.unsharded is not None  # the root keeps them for backward

@@ -110,6 +110,31 @@ def _unpack(x):
     return full.as_strided(x.shape, x.stride, x.offset)
 
 
+class _Outer:
+    """A saved tensor packed by the saved-tensor hooks around the FSDP module's forward."""
+    __slots__ = ("packed", "unpack")
+
+    def __init__(self, packed, unpack):
+        self.packed, self.unpack = packed, unpack
+
+
+def _hooks():
+    """(pack, unpack) for a forward: parameters become references; other tensors go to the
+    enclosing saved-tensor hooks if any (innermost hooks alone would apply otherwise)."""
+    active = tp.autograd.graph._active_hooks()
+    if not active:
+        return _pack, _unpack
+    outer_pack, outer_unpack = active[-1]
+
+    def pack(t):
+        r = _pack(t)
+        return r if isinstance(r, _Packed) else _Outer(outer_pack(t), outer_unpack)
+
+    def unpack(x):
+        return x.unpack(x.packed) if isinstance(x, _Outer) else _unpack(x)
+    return pack, unpack
+
+
 class _Unshard(tp.autograd.Function):
     """Identity on the unsharded parameters; its backward is the group's post-backward."""
 
@@ -308,7 +333,7 @@ class _FSDPParamGroup:
             for i, t in enumerate(self.unsharded or ()):
                 if t.numel():
                     st["saved"][t.untyped_storage().data_ptr()] = (self, i)
-            hooks = tp.autograd.graph.saved_tensors_hooks(_pack, _unpack)
+            hooks = tp.autograd.graph.saved_tensors_hooks(*_hooks())
             hooks.__enter__()
             st["hooked"].append(hooks)
         if self.mp.param_dtype is not None and self.mp.cast_forward_inputs:
