@@ -23,6 +23,8 @@ def lazy_submodule(package, name):
     ``import <package>.<name>``). Not a module-level ``__getattr__``: that would stop CPython
     from specialising every ``tp.<attr>`` lookup (measured: 29 -> 45 ns each)."""
     full = f'{package}.{name}'
+    if full in sys.modules:  # imported already (`import <package>.<name>` before the package ran)
+        return sys.modules[full]
     spec = importlib.util.find_spec(full)
     spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)

@@ -143,13 +143,13 @@ def _shard(m, nested, **kw):
     return fully_shard(m, **kw)
 
 
-def _train(rank, world, X, Y, model, steps=3, opt=tp.optim.AdamW, accumulate=False):
-    """Losses and final parameters of training ``model`` on this rank's share of X, Y
-    (world == 1: the single-process reference on the whole batch)."""
+def _train(rank, world, X, Y, model, steps=3, opt=tp.optim.AdamW, accumulate=False, optim=None):
+    """Losses of training ``model`` on this rank's share of X, Y (world == 1: the
+    single-process reference on the whole batch) with a new optimizer of class opt, or optim."""
     n = X.shape[0] // world
     lo, hi = rank * n, (rank + 1) * n
-    o = opt(model.parameters(), lr=0.05) if opt is tp.optim.AdamW else \
-        opt(model.parameters(), lr=0.1, momentum=0.9)
+    o = optim if optim is not None else opt(model.parameters(), lr=0.05) \
+        if opt is tp.optim.AdamW else opt(model.parameters(), lr=0.1, momentum=0.9)
     losses = []
     for step in range(steps):
         o.zero_grad()
@@ -184,8 +184,7 @@ def _fsdp_checks(rank, world):
     from tensorplay.distributed.fsdp import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy,
                                              fully_shard)
     from tensorplay.distributed.tensor import DTensor, Shard, distribute_tensor, init_device_mesh
-    tp.manual_seed(1)
-    X, Y = tp.randn(12, 6, dtype=tp.float64), tp.randn(12, 3, dtype=tp.float64)
+    X, Y = _batch()
     trained = {}
     for opt in (tp.optim.AdamW, tp.optim.SGD):
         ref = trained[opt] = _mlp()
@@ -399,7 +398,18 @@ def _save(rank, world, port, path):
              "r": distribute_tensor(extra["r"], mesh, [Replicate()]), "plain": extra["plain"],
              "obj": extra["obj"]}
     dcp.save(state, checkpoint_id=path)
+    # training state: two AdamW steps, model and optimizer (its moments are DTensors)
+    X, Y = _batch()
+    m = _shard(_mlp(), True)
+    o = tp.optim.AdamW(m.parameters(), lr=0.05)
+    _train(rank, world, X, Y, m, steps=2, optim=o)
+    dcp.save({"model": m.state_dict(), "optim": o.state_dict()}, checkpoint_id=path + "_train")
     dist.destroy_process_group()
+
+
+def _batch():
+    tp.manual_seed(1)
+    return tp.randn(12, 6, dtype=tp.float64), tp.randn(12, 3, dtype=tp.float64)
 
 
 def _load(rank, world, port, path):
@@ -444,6 +454,23 @@ def _load(rank, world, port, path):
     with pytest.raises(dcp.CheckpointException) as e:
         dcp.load({"plain": tp.zeros(7)}, checkpoint_id=path)
     assert isinstance(e.value.failures[0][0], ValueError) and "Size mismatch" in str(e.value)
+    # resume training saved on 2 ranks: one more step equals 3 steps of one process
+    X, Y = _batch()
+    m = _shard(_mlp(), True)
+    o = tp.optim.AdamW(m.parameters(), lr=0.0)
+    for p in m.parameters():
+        p.grad = tp.zeros_like(p)
+    o.step()  # creates the optimizer's state (lr 0: the parameters stay)
+    state = {"model": m.state_dict(), "optim": o.state_dict()}
+    dcp.load(state, checkpoint_id=path + "_train")
+    m.load_state_dict(state["model"])
+    o.load_state_dict(state["optim"])
+    assert o.param_groups[0]["lr"] == 0.05
+    _train(rank, world, X, Y, m, steps=1, optim=o)
+    ref = _mlp()
+    _train(0, 1, X, Y, ref, steps=3)
+    for (k, a), b in zip(ref.named_parameters(), m.parameters()):
+        _close(b.full_tensor(), a, 1e-9, ("resumed", k))
     dist.destroy_process_group()
 
 
@@ -479,8 +506,11 @@ def test_checkpoint_saved_on_2_ranks_loads_on_1_and_3(tmp_path):
 def test_submodules_load_once_in_any_import_order():
     # a lazy package's submodule imported before the package ran: one copy of its classes
     code = """
+import sys
 import tensorplay.distributed as dist
+import tensorplay.distributed.checkpoint as first  # before tensorplay.distributed ran
 dist.is_available()
+assert dist.checkpoint is first and sys.modules["tensorplay.distributed.checkpoint"] is first
 import tensorplay.distributed.tensor.placement_types as pt
 from tensorplay.distributed.checkpoint.state_dict import get_model_state_dict
 import tensorplay.distributed.tensor as t, tensorplay.distributed.tensor._api as api
