@@ -139,14 +139,14 @@ class _Unshard(tp.autograd.Function):
     """Identity on the unsharded parameters; its backward is the group's post-backward."""
 
     @staticmethod
-    def forward(ctx, group, dummy, *tensors):
-        ctx.group = group
+    def forward(ctx, group, train, dummy, *tensors):
+        ctx.group, ctx.train = group, train  # train: the group's indices of the tensors
         return tuple(t.view_as(t) for t in tensors)
 
     @staticmethod
     def backward(ctx, *grads):
-        ctx.group._post_backward(grads)
-        return (None, None) + (None,) * len(grads)
+        ctx.group._post_backward(grads, ctx.train)
+        return (None, None, None) + (None,) * len(grads)
 
 
 class _FSDPParam:
@@ -172,7 +172,10 @@ class _FSDPParam:
                     local = local.pin_memory()
         self.spec = _Spec(mesh, (Shard(0),), self.shape)
         self.sharded = Parameter(_make(local, self.spec), requires_grad=param.requires_grad)
-        self.requires_grad = param.requires_grad
+
+    @property
+    def requires_grad(self):
+        return self.sharded.requires_grad  # follows requires_grad_() on the sharded parameter
 
     @property
     def orig_dtype(self):
@@ -204,9 +207,9 @@ class _FSDPParamGroup:
     def dtype_of(self, i):
         return self.mp.param_dtype or self.fparams[i].orig_dtype
 
-    def _by_dtype(self, dtype_of):
+    def _by_dtype(self, dtype_of, which=None):
         groups = {}
-        for i, fp in enumerate(self.fparams):
+        for i in range(len(self.fparams)) if which is None else which:
             groups.setdefault(dtype_of(i), []).append(i)
         return groups
 
@@ -242,12 +245,15 @@ class _FSDPParamGroup:
                     off += s
         return out
 
-    def _reduce_scatter(self, grads):
+    def _reduce_scatter(self, grads, which):
+        """Averages grads[i] (unsharded) over the mesh into parameter i's `.grad` block, for
+        i in which."""
         import tensorplay.distributed as dist
         n = self.mesh.size()
         reduce_dtype = self.mp.reduce_dtype or self.mp.param_dtype
         with tp.no_grad():
-            for dtype, idx in self._by_dtype(lambda i: reduce_dtype or self.fparams[i].orig_dtype).items():
+            for dtype, idx in self._by_dtype(lambda i: reduce_dtype or self.fparams[i].orig_dtype,
+                                             which).items():
                 sizes = [self.fparams[i].chunk * self.fparams[i].rest for i in idx]
                 total = sum(sizes)
                 flat = tp.zeros((n, total), dtype=dtype, device=grads[idx[0]].device)
@@ -289,7 +295,7 @@ class _FSDPParamGroup:
             return
         self.unsharded = self._all_gather()
         for fp, t in zip(self.fparams, self.unsharded):
-            fp.set_attr(Parameter(t, requires_grad=False) if fp.requires_grad else t)
+            fp.set_attr(Parameter(t, requires_grad=fp.requires_grad))
 
     def reshard(self):
         if self.unsharded is None:
@@ -324,10 +330,9 @@ class _FSDPParamGroup:
         self._hooked = grad
         if grad:
             train = [i for i, fp in enumerate(self.fparams) if fp.requires_grad]
-            outs = _Unshard.apply(self, self._dummy, *[self.unsharded[i] for i in train])
+            outs = _Unshard.apply(self, train, self._dummy, *[self.unsharded[i] for i in train])
             if not isinstance(outs, tuple):
                 outs = (outs,)
-            self._train_idx = train
             for i, o in zip(train, outs):
                 self.fparams[i].set_attr(o)
             for i, t in enumerate(self.unsharded or ()):
@@ -367,14 +372,11 @@ class _FSDPParamGroup:
     def _pre_backward(self, grad):
         self.unshard()
 
-    def _post_backward(self, grads):
-        full = []
-        for k, i in enumerate(self._train_idx):
-            g = grads[k]
-            full.append(g if g is not None else tp.zeros(self.fparams[i].shape, dtype=self.dtype_of(i)))
-        grads = [None] * len(self.fparams)
-        for i, g in zip(self._train_idx, full):
-            grads[i] = g
+    def _post_backward(self, grads, train):
+        full = [None] * len(self.fparams)  # by group index; unused outputs contribute zeros
+        for i, g in zip(train, grads):
+            full[i] = g if g is not None else tp.zeros(self.fparams[i].shape, dtype=self.dtype_of(i))
+        grads = full
         if self._grad_accum is not None:
             grads = [a if g is None else (g if a is None else a + g)
                      for a, g in zip(self._grad_accum, grads)]
@@ -382,21 +384,9 @@ class _FSDPParamGroup:
         if not self.requires_grad_sync:
             self._grad_accum = grads
         else:
-            train = [i for i, g in enumerate(grads) if g is not None and self.fparams[i].requires_grad]
-            self._reduce_scatter_some(train, grads)
+            self._reduce_scatter(grads, [i for i, g in enumerate(grads)
+                                         if g is not None and self.fparams[i].requires_grad])
         self.reshard()
-
-    def _reduce_scatter_some(self, train, grads):
-        if len(train) == len(self.fparams):
-            self._reduce_scatter(grads)
-            return
-        # frozen parameters: reduce the others only
-        keep = self.fparams
-        try:
-            self.fparams = [keep[i] for i in train]
-            self._reduce_scatter([grads[i] for i in train])
-        finally:
-            self.fparams = keep
 
 
 def _cast(tree, dtype):
