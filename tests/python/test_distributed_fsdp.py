@@ -300,6 +300,24 @@ def _fsdp_checks(rank, world):
     _close(n2.full_tensor(), n1, 1e-9, "clip norm")
     for (k, a), b in zip(ref.named_parameters(), m.parameters()):
         _close(b.grad.full_tensor(), a.grad, 1e-9, ("clip", k))
+    # a forward that raises leaves no hooks behind
+    class Boom(tp.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = tp.nn.Linear(6, 3).double()
+
+        def forward(self, x, fail=False):
+            y = self.lin(x)
+            if fail:
+                raise ValueError("boom")
+            return y
+    boom = fully_shard(Boom())
+    with pytest.raises(ValueError, match="boom"):
+        boom(X[:2], fail=True)
+    assert not tp.autograd.graph._active_hooks() and impl._state()["depth"] == 0
+    assert not impl._state()["saved"]
+    boom(X[:2]).sum().backward()
+    assert isinstance(boom.lin.weight.grad, DTensor)
     # a frozen parameter gets no gradient; an ignored one stays a plain local parameter
     def frozen_mlp():
         m = _mlp()

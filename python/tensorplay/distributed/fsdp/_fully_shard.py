@@ -286,10 +286,6 @@ class _FSDPParamGroup:
                     off += s
 
     # ---- states ----
-    @property
-    def is_unsharded(self):
-        return self.unsharded is not None
-
     def unshard(self):
         if self.unsharded is not None or not self.fparams:
             return
@@ -354,12 +350,9 @@ class _FSDPParamGroup:
             for t in self.unsharded or ():
                 if t.numel():
                     st["saved"].pop(t.untyped_storage().data_ptr(), None)
-            if output is not None:
-                for t in tree_flatten(output)[0]:
-                    if isinstance(t, tp.Tensor) and t.requires_grad:
-                        t.register_hook(self._pre_backward)
-        if output is None:  # the forward raised
-            return None
+            for t in tree_flatten(output)[0]:  # output None: the forward raised
+                if isinstance(t, tp.Tensor) and t.requires_grad:
+                    t.register_hook(self._pre_backward)
         # the root keeps its parameters for the backward that follows at once; with no
         # backward to come (grad disabled) it reshards too, so that an optimizer step before
         # the next forward is not hidden by stale unsharded values
