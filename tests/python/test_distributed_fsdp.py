@@ -115,6 +115,8 @@ def _dtensor_checks(rank, world):
     # bad input: PyTorch's exception classes
     with pytest.raises(RuntimeError, match="aten.add.Tensor got mixed torch.Tensor and DTensor"):
         d + tp.ones(5, 4)
+    with pytest.raises(RuntimeError, match="aten.matmul.default got mixed"):
+        d @ tp.ones(4, 2)
     with pytest.raises(ValueError, match="same length"):
         distribute_tensor(x, mesh, [Shard(0), Shard(1)])
     with pytest.raises(ValueError, match="different placements"):

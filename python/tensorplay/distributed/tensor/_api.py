@@ -193,6 +193,9 @@ def _global_rule(func, flat, spec_tree, dts):
         if a._spec.mesh != mesh:
             raise RuntimeError(f"{func}: DTensor arguments on different device meshes "
                                f"({mesh} and {a._spec.mesh})")
+    for a in flat:
+        if isinstance(a, Tensor) and not isinstance(a, DTensor) and a.dim() != 0:
+            raise RuntimeError(_MIXED_MSG.format(func))
     full = [_to_full(a._local_tensor, a._spec) if isinstance(a, DTensor) else a for a in flat]
     args, kwargs = tree_unflatten(full, spec_tree)
     out = func(*args, **kwargs)
