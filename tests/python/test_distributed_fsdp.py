@@ -436,7 +436,9 @@ def _load(rank, world, port, path):
     import tensorplay.distributed.checkpoint as dcp
     from tensorplay.distributed.checkpoint.state_dict import (StateDictOptions,
                                                               get_model_state_dict,
-                                                              set_model_state_dict)
+                                                              get_optimizer_state_dict,
+                                                              set_model_state_dict,
+                                                              set_optimizer_state_dict)
     from tensorplay.distributed.tensor import Shard, distribute_tensor, init_device_mesh
     _init(rank, world, port)
     mesh = init_device_mesh("cpu", (world,))
@@ -488,9 +490,33 @@ def _load(rank, world, port, path):
     assert o.param_groups[0]["lr"] == 0.05
     _train(rank, world, X, Y, m, steps=1, optim=o)
     ref = _mlp()
-    _train(0, 1, X, Y, ref, steps=3)
+    ref_o = tp.optim.AdamW(ref.parameters(), lr=0.05)
+    _train(0, 1, X, Y, ref, steps=3, optim=ref_o)
     for (k, a), b in zip(ref.named_parameters(), m.parameters()):
         _close(b.full_tensor(), a, 1e-9, ("resumed", k))
+    # optimizer state dicts keyed by parameter names: the gathered one is one process's;
+    # one process's full state loads into a fresh sharded model and steps alike
+    _train(0, 1, X, Y, ref, steps=1, optim=ref_o)
+    _train(rank, world, X, Y, m, steps=1, optim=o)
+    full = StateDictOptions(full_state_dict=True)
+    osd = get_optimizer_state_dict(m, o, options=full)
+    rsd = get_optimizer_state_dict(ref, ref_o)
+    assert osd["param_groups"][0]["params"] == [k for k, _ in ref.named_parameters()]
+    for name, entry in rsd["state"].items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            _close(osd["state"][name][key], entry[key], 1e-9, (name, key))
+    m2 = _shard(_mlp(), True)
+    o2 = tp.optim.AdamW(m2.parameters(), lr=0.01)
+    set_model_state_dict(m2, ref.state_dict())
+    # copies: the state dict holds ref_o's own tensors, which its next step changes
+    set_optimizer_state_dict(m2, o2, {"state": {n: {k: v.clone() for k, v in e.items()}
+                                                for n, e in rsd["state"].items()},
+                                      "param_groups": rsd["param_groups"]})
+    assert o2.param_groups[0]["lr"] == 0.05
+    _train(0, 1, X, Y, ref, steps=1, optim=ref_o)
+    _train(rank, world, X, Y, m2, steps=1, optim=o2)
+    for (k, a), b in zip(ref.named_parameters(), m2.parameters()):
+        _close(b.full_tensor(), a, 1e-9, ("optimizer state loaded", k))
     dist.destroy_process_group()
 
 
