@@ -302,6 +302,31 @@ def _fsdp_checks(rank, world):
     _close(n2.full_tensor(), n1, 1e-9, "clip norm")
     for (k, a), b in zip(ref.named_parameters(), m.parameters()):
         _close(b.grad.full_tensor(), a.grad, 1e-9, ("clip", k))
+    # activation checkpointing inside sharded blocks, both variants: the reentrant one's
+    # recomputation reads the gathered parameters as leaves, whose gradients are reduced too
+    from tensorplay.utils.checkpoint import checkpoint
+
+    class Block(tp.nn.Module):
+        def __init__(self, reentrant):
+            super().__init__()
+            self.lin = tp.nn.Linear(6, 6).double()
+            self.reentrant = reentrant
+
+        def forward(self, x):
+            return checkpoint(lambda t: tp.tanh(self.lin(t)), x, use_reentrant=self.reentrant)
+    for reentrant in (False, True):
+        tp.manual_seed(4)
+        ref = tp.nn.Sequential(Block(reentrant), Block(reentrant))
+        tp.manual_seed(4)
+        blocks = tp.nn.Sequential(Block(reentrant), Block(reentrant))
+        for blk in blocks:
+            fully_shard(blk)
+        fully_shard(blocks)
+        ref(X.clone().requires_grad_()).pow(2).mean().backward()
+        blocks(X[rank * n:(rank + 1) * n].clone().requires_grad_()).pow(2).mean().backward()
+        for (k, a), b in zip(ref.named_parameters(), blocks.parameters()):
+            _close(b.grad.full_tensor(), a.grad, 1e-12, ("checkpoint", reentrant, k))
+        assert all(blk._fsdp_group.unsharded is None for blk in blocks)
     # a forward that raises leaves no hooks behind
     class Boom(tp.nn.Module):
         def __init__(self):

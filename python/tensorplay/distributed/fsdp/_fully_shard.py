@@ -17,6 +17,9 @@ to the chunk size, laid end to end) and one reduce-scatter per dtype.
   rebuilds the view on the new tensor (gathering too if it is called first). The outermost
   module of a forward keeps its parameters unsharded (backward needs them at once), as
   PyTorch's root does.
+- The gathered parameters are exposed as leaves whose post-accumulate-grad hooks reduce
+  like _Unshard's backward, for computations outside _Unshard (a reentrant activation
+  checkpoint's recomputation, code after an explicit unshard()).
 - set_requires_gradient_sync(False) keeps the unsharded gradients (summed) in the group; the
   next synced backward adds them before reducing.
 - Mixed precision: blocks are cast to param_dtype before the all-gather, gradients reduced in
@@ -290,8 +293,19 @@ class _FSDPParamGroup:
         if self.unsharded is not None or not self.fparams:
             return
         self.unsharded = self._all_gather()
-        for fp, t in zip(self.fparams, self.unsharded):
-            fp.set_attr(Parameter(t, requires_grad=fp.requires_grad))
+        for i, (fp, t) in enumerate(zip(self.fparams, self.unsharded)):
+            p = Parameter(t, requires_grad=fp.requires_grad)
+            if fp.requires_grad:
+                # used outside _Unshard (the recomputation of a reentrant checkpoint, or code
+                # after an explicit unshard()), the leaf's gradient is reduced like _Unshard's
+                p.register_post_accumulate_grad_hook(self._leaf_hook(i))
+            fp.set_attr(p)
+
+    def _leaf_hook(self, i):
+        def hook(p):
+            g, p.grad = p.grad, None
+            self._post_backward([g], [i])
+        return hook
 
     def reshard(self):
         if self.unsharded is None:
