@@ -112,6 +112,14 @@ def _dtensor_checks(rank, world):
         o2.step()
         assert tp.allclose(pa.full_tensor(), ref, atol=1e-6), opt_cls
     assert isinstance(o2.state[pa]["momentum_buffer"], DTensor)
+    # deepcopy: a new block on the same mesh, a Parameter stays one
+    import copy
+    pc = copy.deepcopy(pa)
+    assert isinstance(pc, tp.nn.Parameter) and isinstance(pc, DTensor) and pc.device_mesh is mesh
+    assert tp.equal(pc.to_local(), pa.to_local()) and isinstance(pc.grad, DTensor)
+    with tp.no_grad():
+        pc.add_(1)
+    assert not tp.equal(pc.to_local(), pa.to_local()) or pa.to_local().numel() == 0
     # bad input: PyTorch's exception classes
     with pytest.raises(RuntimeError, match="aten.add.Tensor got mixed torch.Tensor and DTensor"):
         d + tp.ones(5, 4)

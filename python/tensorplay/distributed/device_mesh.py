@@ -80,6 +80,9 @@ class DeviceMesh:
             return self
         raise KeyError(f"Invalid mesh_dim_name {name!r}; the mesh's names are {self.mesh_dim_names}")
 
+    def __deepcopy__(self, memo):
+        return self  # its process group cannot be copied; copies of DTensors share the mesh
+
     def __eq__(self, other):
         return isinstance(other, DeviceMesh) and (other is self or (
             other.device_type == self.device_type and other._ranks == self._ranks))

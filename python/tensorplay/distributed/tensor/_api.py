@@ -317,6 +317,24 @@ class DTensor(Tensor):
 
     __str__ = __repr__
 
+    def __deepcopy__(self, memo):
+        # a new block on the same mesh (a mesh, holding process groups, is not copied)
+        if id(self) in memo:
+            return memo[id(self)]
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        new = _make(self._local_tensor.detach().clone(), self._spec,
+                    requires_grad=self.requires_grad)
+        if getattr(self, "_is_param", False):
+            from tensorplay.nn import Parameter
+            new = Parameter(new, requires_grad=self.requires_grad)
+        memo[id(self)] = new
+        if self.grad is not None:
+            import copy
+            new.grad = copy.deepcopy(self.grad, memo)
+        return new
+
     def __reduce_ex__(self, protocol):
         # a DTensor's value spans processes: refuse, rather than pickle a wrapper without data
         raise RuntimeError("DTensor cannot be pickled directly; save it with "
