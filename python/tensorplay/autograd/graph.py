@@ -1,4 +1,6 @@
 """Node (grad_fn) methods, removable hook handles, and the saved-tensor hooks."""
+import threading
+
 from tensorplay import _C
 
 Node = _C._Node
@@ -51,10 +53,24 @@ class saved_tensors_hooks:
 
     def __enter__(self):
         _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        _active_hooks().append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
         _C._pop_saved_tensors_hooks()
+        _active_hooks().pop()
+
+
+_hooks_tls = threading.local()
+
+
+def _active_hooks():
+    """This thread's saved-tensor hook pairs, innermost last (a context that installs its own
+    pair can hand what it does not keep to the enclosing one, as FSDP does)."""
+    stack = getattr(_hooks_tls, "stack", None)
+    if stack is None:
+        stack = _hooks_tls.stack = []
+    return stack
 
 
 class save_on_cpu(saved_tensors_hooks):

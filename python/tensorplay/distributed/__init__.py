@@ -962,3 +962,13 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     objs = [list(scatter_object_input_list) if g.rank() == root else None]
     broadcast_object_list(objs, group=group, group_src=root)
     scatter_object_output_list[0] = objs[0][g.rank()]
+
+
+# ---- DTensor, FSDP, distributed checkpoints (loaded on first use) ----
+from tensorplay._lazy import lazy_submodule as _lazy  # noqa: E402
+
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: E402,F401  (torch.distributed's)
+
+tensor = _lazy(__name__, "tensor")
+fsdp = _lazy(__name__, "fsdp")
+checkpoint = _lazy(__name__, "checkpoint")

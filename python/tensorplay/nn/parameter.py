@@ -49,11 +49,16 @@ def _parameter_class(cls):
     if made is None:
         # One nanobind base only: the class derives from cls, and `isinstance(p, Parameter)`
         # holds through `__class__` (isinstance's fallback after the type test).
+        # a class with its own __torch_function__ (DTensor) keeps it, as PyTorch's parameter
+        # of such a class is the tensor itself; other classes compute as plain tensors
+        own = next((k.__dict__['__torch_function__'] for k in cls.__mro__[:-1]
+                    if k is not Tensor and '__torch_function__' in k.__dict__), None)
         made = _PARAMETER_CLASSES[cls] = type(cls.__name__, (cls,),
                                               {'__module__': cls.__module__,
                                                '__qualname__': cls.__qualname__,
                                                '_is_param': True,
-                                               '__torch_function__': _C._disabled_torch_function_impl,
+                                               '__torch_function__': own if own is not None
+                                               else _C._disabled_torch_function_impl,
                                                '__class__': property(lambda self: Parameter)})
     return made
 

@@ -94,6 +94,7 @@ def _device_dtype_check_for_fused(p):
 
 
 _DEFAULT_FUSED_DTYPES = {tp.float32, tp.float64}
+_PLAIN_DISPATCH = tp.Tensor.__torch_dispatch__
 
 
 def _use_fused_kernel(params, fused, foreach, differentiable):
@@ -102,6 +103,9 @@ def _use_fused_kernel(params, fused, foreach, differentiable):
     results are the for-loop path's; for any floating dtype with fused=True. Differentiable
     groups, and fused=False or foreach=False, take the per-tensor (for-loop) path."""
     if not params or differentiable or fused is False or foreach is False:
+        return False
+    # the kernel reads storage: subclasses with their own dispatch (DTensor) step per tensor
+    if any(type(p).__torch_dispatch__ is not _PLAIN_DISPATCH for p in params):
         return False
     if fused:
         return all(p.is_floating_point() for p in params)

@@ -352,10 +352,14 @@ class Module:
             with no_grad():
                 new = fn(param)
             param.data = new  # in place: optimizers keep pointing at the same Parameter
+            if type(new) is not Tensor and new.__dict__:
+                param.__dict__.update(new.__dict__)  # a wrapper subclass's state (DTensor)
             if param.grad is not None:
                 with no_grad():
                     g = fn(param.grad)
                 param.grad.data = g
+                if type(g) is not Tensor and g.__dict__:
+                    param.grad.__dict__.update(g.__dict__)
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
