@@ -287,6 +287,51 @@ def _boom(i):
         raise ValueError("boom")
 
 
+def _mismatch(rank, world, port):
+    os.environ["TP_DISTRIBUTED_DEBUG"] = "DETAIL"
+    _init(rank, world, port)
+    dist.all_reduce(tp.ones(4))  # the same on every rank: passes
+    with pytest.raises(RuntimeError, match="Detected mismatch between collectives") as e:
+        dist.all_reduce(tp.ones(4 + rank))  # shapes differ
+    assert "TensorShape=[[4]]" in str(e.value) and "TensorShape=[[5]]" in str(e.value)
+    with pytest.raises(RuntimeError, match="OpType=ALLREDUCE.*OpType=BROADCAST|OpType=BROADCAST.*OpType=ALLREDUCE"):
+        if rank == 0:
+            dist.all_reduce(tp.ones(3))
+        else:
+            dist.broadcast(tp.ones(3), src=0)
+    dist.destroy_process_group()
+
+
+def test_detail_debug_mode_detects_mismatched_collectives():
+    mp.spawn(_mismatch, args=(2, _port()), nprocs=2)
+
+
+def test_launcher_four_ranks_on_two_nodes(tmp_path):
+    # two launchers (--nnodes 2, --node-rank 0/1) of 2 workers each: one world of 4
+    script = tmp_path / "job4.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        import tensorplay as tp, tensorplay.distributed as dist
+        dist.init_process_group("gloo")
+        t = tp.ones(2) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        sys.stdout.write(f"ok {os.environ['RANK']} {os.environ['LOCAL_RANK']} "
+                         f"{os.environ['GROUP_RANK']} {dist.get_world_size()} {t.tolist()}\\n")
+        dist.destroy_process_group()
+    """))
+    port = str(_port())
+    procs = [subprocess.Popen([sys.executable, "-m", "tensorplay.distributed.run", "--nnodes", "2",
+                               "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr",
+                               "127.0.0.1", "--master-port", port, str(script)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for node in (0, 1)]
+    outs = [p.communicate(timeout=90) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    lines = sorted(line for o in outs for line in o[0].splitlines() if line.startswith("ok"))
+    assert lines == ["ok 0 0 0 4 [10.0, 10.0]", "ok 1 1 0 4 [10.0, 10.0]",
+                     "ok 2 0 1 4 [10.0, 10.0]", "ok 3 1 1 4 [10.0, 10.0]"]
+
+
 def test_launcher_sets_torchrun_env_and_reports_failures(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent("""

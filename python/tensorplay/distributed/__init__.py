@@ -281,6 +281,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         host = _local_host(addr)
     if not 0 <= rank < world_size:
         raise ValueError(f"Invalid rank {rank} for world_size {world_size}")
+    _DEBUG_DETAIL[0] = (os.environ.get("TP_DISTRIBUTED_DEBUG") or
+                        os.environ.get("TORCH_DISTRIBUTED_DEBUG", "")).upper() == "DETAIL"
     kind = "nccl" if backend == "nccl" else "gloo"
     device = -1
     if kind == "nccl":  # this rank's GPU: device_id, else LOCAL_RANK, else the current one
@@ -497,12 +499,52 @@ def _grank(g, r, what):
         raise ValueError(f"{what} rank {r} is not part of the group") from None
 
 
+# ---- TP_DISTRIBUTED_DEBUG=DETAIL (or TORCH_DISTRIBUTED_DEBUG): mismatched collectives ----
+_DEBUG_DETAIL = [False]  # read at init_process_group
+
+
+def _fingerprint(g, op_name, tensors, op=None, dtype=None):
+    """Before the collective, every rank of g publishes what it is about to run (the
+    operation, the reduction, dtypes and shapes) under the group's next sequence number and
+    compares it with the others': a rank that calls a different collective, or the same one
+    with another shape or dtype, makes every rank raise naming both, instead of hanging or
+    mixing buffers."""
+    seq = g._p2p_tag.get("fingerprint", 0) + 1
+    g._p2p_tag["fingerprint"] = seq
+    parts = [f"OpType={op_name.upper().replace('ALL_', 'ALL')}"]  # ALLREDUCE, ALLTOALL_SINGLE, ...
+    if op is not None:
+        parts.append(f"ReduceOp={getattr(op, 'name', op)}")
+    if tensors is not None:
+        parts.append("TensorShape=" + str([list(t.shape) for t in tensors]))
+        parts.append("TensorDtypes=" + str([str(t.dtype).replace("tensorplay.", "torch.")
+                                            for t in tensors]))
+    elif dtype is not None:
+        parts.append(f"TensorDtypes={str(dtype).replace('tensorplay.', 'torch.')}")
+    mine = "CollectiveFingerPrint(" + ", ".join(parts) + ")"
+    store = _world["store"]
+    key = f"fingerprint/{id(g) if g is not _world['pg'] else 'world'}/{seq}"
+    me = g.rank()
+    store.set(f"{key}/{me}", mine.encode())
+    timeout = timedelta(seconds=g._timeout)
+    for r in range(g.size()):
+        if r == me:
+            continue
+        store.wait([f"{key}/{r}"], timeout)
+        theirs = store.get(f"{key}/{r}").decode()
+        if theirs != mine:
+            raise RuntimeError(f"Detected mismatch between collectives on ranks. Rank {g._ranks[me]} "
+                               f"is running collective: {mine}, but Rank {g._ranks[r]} is running "
+                               f"collective: {theirs}.")
+
+
 # ---- collectives ----
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if not _rank_in(group):
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "all_reduce", (tensor,), op)
     name = _op_name(op, tensor.dtype)
     avg = name == "AVG"
     if avg and not (tensor.dtype.is_floating_point or _is_complex_dtype(tensor.dtype)):
@@ -524,6 +566,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "reduce", (tensor,), op)
     root = group_dst if group_dst is not None else _grank(g, 0 if dst is None else dst, "dst")
     name = _op_name(op, tensor.dtype)
     avg = name == "AVG"
@@ -547,6 +591,8 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "broadcast", (tensor,), None)
     root = group_src if group_src is not None else _grank(g, 0 if src is None else src, "src")
     buf = _contig(tensor)
     w = g._pg.broadcast(buf.data_ptr(), _nbytes(buf), root)
@@ -563,6 +609,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     _check_tensor(output_tensor, "output_tensor")
     _check_tensor(input_tensor, "input_tensor")
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "all_gather_into_tensor", (input_tensor,), None)
     if output_tensor.dtype != input_tensor.dtype:
         raise RuntimeError("all_gather_into_tensor: input and output must have the same dtype")
     if output_tensor.numel() != input_tensor.numel() * g.size():
@@ -582,6 +630,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "all_gather", (tensor,), None)
     if len(tensor_list) != g.size():
         raise ValueError(f"all_gather: tensor_list needs {g.size()} tensors, got {len(tensor_list)}")
     for t in tensor_list:
@@ -606,6 +656,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_tensor(output, "output")
     _check_tensor(input, "input")
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "reduce_scatter_tensor", (input,), op)
     if input.numel() != output.numel() * g.size():
         raise ValueError("input tensor must be the same size as output size times world size")
     flat = input.reshape(-1).clone()
@@ -616,6 +668,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if not _rank_in(group):
         return None
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "reduce_scatter", (*input_list,), op)
     if len(input_list) != g.size():
         raise ValueError(f"reduce_scatter: input_list needs {g.size()} tensors")
     for t in input_list:
@@ -650,6 +704,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "gather", (tensor,), None)
     root = group_dst if group_dst is not None else _grank(g, 0 if dst is None else dst, "dst")
     me = g.rank()
     if me == root:
@@ -674,6 +730,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return None
     _check_tensor(tensor)
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "scatter", (tensor,), None)
     root = group_src if group_src is not None else _grank(g, 0 if src is None else src, "src")
     me = g.rank()
     ins = []
@@ -703,6 +761,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     _check_tensor(output, "output")
     _check_tensor(input, "input")
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "all_to_all_single", None, None, dtype=input.dtype)
     n = g.size()
     if not output_split_sizes and not input_split_sizes:
         if input.numel() != output.numel() or input.shape[0] % n:
@@ -725,6 +785,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     if not _rank_in(group):
         return None
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "all_to_all", None, None, dtype=input_tensor_list[0].dtype if input_tensor_list else None)
     n = g.size()
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: both lists need {n} tensors")
@@ -781,6 +843,8 @@ def barrier(group=None, async_op=False, device_ids=None):
     if not _rank_in(group):
         return None
     g = _group(group)
+    if _DEBUG_DETAIL[0]:
+        _fingerprint(g, "barrier", (), None, dtype=None)
     return _finish(Work(g._pg.barrier()), async_op)
 
 
