@@ -384,15 +384,31 @@ Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const s
   TP_CHECK(scalar || reps.numel() == n,
            "repeats must have the same size as input along dim, but got repeats.size(0) = ",
            reps.numel(), " and input.size(", d, ") = ", n);
-  auto grid = identity_grid(input);
-  Index idx;
+  // the result's size first, checked for overflow, and allocated when it is large: absurd
+  // repeats raise (PyTorch's errors) instead of filling an index list for ever
+  int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t c = scalar ? r[0] : r[i];
     TP_CHECK(c >= 0, "Repeats must be non-negative");
+    TP_CHECK(!__builtin_add_overflow(total, c, &total),
+             "Storage size calculation overflowed with sizes=[", INT64_MAX, "]");
+  }
+  if (output_size) TP_CHECK(total == *output_size, "allocated size does not match required size");
+  DimVector sizes = dims_of(input);
+  sizes[size_t(d)] = total;
+  int64_t numel = 1;
+  for (int64_t s : sizes)
+    TP_CHECK(!__builtin_mul_overflow(numel, s, &numel), "Storage size calculation overflowed with sizes=",
+             shape_str(sizes));
+  if (numel == 0) return empty_tensor(sizes, input.dtype(), input.device());
+  if (total > (int64_t(1) << 24)) (void)empty_tensor(sizes, input.dtype(), input.device());
+  auto grid = identity_grid(input);
+  Index idx;
+  idx.reserve(size_t(total));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t c = scalar ? r[0] : r[i];
     for (int64_t j = 0; j < c; ++j) idx.push_back(i);
   }
-  if (output_size)
-    TP_CHECK(int64_t(idx.size()) == *output_size, "allocated size does not match required size");
   if (input.device().is_cuda()) {  // the source rows by index_select's kernel
     const int64_t count = int64_t(idx.size());
     Tensor host = empty_tensor(IntArrayRef(&count, 1), DType::Int64);
