@@ -66,7 +66,7 @@ SKIP = [
       'set_default_tensor_type', 'new', 'volatile', 'reinforce', 'symeig', 'lstsq', 'solve',
       'matrix_rank', 'chain_matmul_', 'NLLLoss2d', 'Container'],
      'legacy typed tensors/storages and removed APIs'),
-    (['xpu', 'mps', 'mtia', 'ipu', 'maia', 'is_xla', 'get_autocast_ipu_dtype', 'get_autocast_xla_dtype',
+    (['xpu', 'mps', 'mtia', 'ipu', 'maia', 'get_autocast_ipu_dtype', 'get_autocast_xla_dtype',
       'set_autocast_ipu_*', 'set_autocast_xla_*', 'is_autocast_ipu_enabled',
       'is_autocast_xla_enabled', 'is_distributed'],
      'device backends tensorplay does not target'),

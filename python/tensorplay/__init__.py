@@ -90,6 +90,8 @@ def numel(input):
 
 from tensorplay._ops import Tag, ops  # noqa: E402
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
+from tensorplay import _composite_ops  # noqa: E402
+_composite_ops._install(globals())  # cov, trapezoid, tp.exp_, Tensor.addr, ... (needs nn.functional)
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
@@ -108,6 +110,8 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
                                  set_float32_matmul_precision, use_deterministic_algorithms)
 
 OutOfMemoryError = _C.OutOfMemoryError
+from tensorplay import accelerator  # noqa: E402,F401
+from tensorplay._device_defaults import get_default_device, set_default_device  # noqa: E402,F401
 
 from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)
 import sys as _sys  # noqa: E402
