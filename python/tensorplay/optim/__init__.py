@@ -6,6 +6,7 @@ averaging (swa_utils), with torch.optim's API.
 """
 from tensorplay.optim import lr_scheduler, swa_utils  # noqa: F401
 from tensorplay.optim.adadelta import Adadelta
+from tensorplay.optim.adafactor import Adafactor
 from tensorplay.optim.adagrad import Adagrad
 from tensorplay.optim.adam import Adam
 from tensorplay.optim.adamax import Adamax
@@ -19,5 +20,5 @@ from tensorplay.optim.rmsprop import RMSprop
 from tensorplay.optim.rprop import Rprop
 from tensorplay.optim.sgd import SGD
 
-__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
+__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
            "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]

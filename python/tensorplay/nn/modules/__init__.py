@@ -49,3 +49,4 @@ from tensorplay.nn.modules.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBa
                                         LazyConvTranspose2d, LazyConvTranspose3d,
                                         LazyInstanceNorm1d, LazyInstanceNorm2d,
                                         LazyInstanceNorm3d)
+from tensorplay.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
