@@ -12,6 +12,7 @@ from tensorplay._creation import from_numpy, tensor as _tensor
 from tensorplay._statistics import _dtype_name, _require_tensor
 from tensorplay._tensor import contiguous_format
 from tensorplay._views import broadcast_shapes
+from tensorplay.func._vmap import BatchedTensor
 
 Tensor = _C.Tensor
 
@@ -32,6 +33,9 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return input.new_empty((0,))
+    if input.device.type == 'meta':
+        raise NotImplementedError("combinations: the result is built by masking, which the meta "
+                                  "device cannot run (as in PyTorch)")
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
     idx = _tensor(rows, dtype=_C.int64).reshape(-1)
@@ -63,6 +67,9 @@ def unravel_index(indices, shape):
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input`` (subtraction with the operands swapped)."""
     _require_tensor('rsub', 'input', input)
+    if not isinstance(other, (Tensor, int, float, bool)):
+        raise TypeError(f"rsub(): argument 'other' (position 2) must be Tensor or Number, not "
+                        f"{type(other).__name__}")
     if alpha == 1:
         return input.__rsub__(other)
     if isinstance(alpha, float) and not input.is_floating_point() and not (
@@ -127,29 +134,47 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def _check_scatter_src(src, target):
+def _clone_preserving_strides(t):
+    """A copy of ``t`` with its exact strides where they do not overlap (as PyTorch's
+    *_scatter ops return), else a contiguous copy."""
+    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1)
+    extent, dense = 0, True
+    for st, sz in dims:
+        if st <= extent:
+            return t.clone(memory_format=contiguous_format)
+        dense = dense and st == extent + 1
+        extent += (sz - 1) * st
+    if dense or isinstance(t, BatchedTensor):  # clone keeps a dense layout
+        return t.clone()
+    out = t.new_empty_strided(tuple(t.shape), tuple(t.stride()))
+    if t.device.type != 'meta':
+        out.copy_(t)
+    return out
+
+
+def _scatter_into(name, input, src, view_of):
+    _require_tensor(name, 'input', input)
+    _require_tensor(name, 'src', src, 2)
+    out = _clone_preserving_strides(input)
+    target = view_of(out)
+    if out.device.type == 'meta':  # no data to write; PyTorch checks no sizes there either
+        return out
     if tuple(src.shape) != tuple(target.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
                            f"= {list(src.shape)}, slice size = {list(target.shape)}")
-
-
-def _scatter_into(input, src, view_of):
-    _require_tensor('scatter', 'input', input)
-    out = input.clone(memory_format=contiguous_format)
-    target = view_of(out)
-    _check_scatter_src(src, target)
-    target.copy_(src)
+    if target.numel():
+        target.copy_(src)
     return out
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of ``input`` with the diagonal (``offset``, ``dim1``, ``dim2``) set to ``src``."""
-    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+    return _scatter_into('diagonal_scatter', input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
 def select_scatter(input, src, dim, index):
     """A copy of ``input`` with ``input.select(dim, index)`` set to ``src``."""
-    return _scatter_into(input, src, lambda t: t.select(dim, index))
+    return _scatter_into('select_scatter', input, src, lambda t: t.select(dim, index))
 
 
 def _slice(t, dim, start, end, step):
@@ -160,13 +185,13 @@ def _slice(t, dim, start, end, step):
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of ``input`` with the slice ``start:end:step`` along ``dim`` set to ``src``."""
-    return _scatter_into(input, src, lambda t: _slice(t, dim, start, end, step))
+    return _scatter_into('slice_scatter', input, src, lambda t: _slice(t, dim, start, end, step))
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of ``input`` with the elements ``input.as_strided(size, stride,
     storage_offset)`` reaches set to ``src``."""
-    return _scatter_into(input, src, lambda t: t.as_strided(size, stride, storage_offset))
+    return _scatter_into('as_strided_scatter', input, src, lambda t: t.as_strided(size, stride, storage_offset))
 
 
 def slice_copy(input, dim=0, start=None, end=None, step=1):
@@ -222,28 +247,32 @@ _INPLACE_FUNCTIONS = """
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)`` (``input`` ignored when beta is 0)."""
     _require_tensor('addr', 'input', input)
+    _require_tensor('addr', 'vec1', vec1, 2)
+    _require_tensor('addr', 'vec2', vec2, 3)
     if vec1.dim() != 1 or vec2.dim() != 1:
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D"
                            if vec1.dim() != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
     if input.dtype == _C.bool and vec1.dtype == _C.bool and vec2.dtype == _C.bool:
         product = vec1.unsqueeze(1) & vec2.unsqueeze(0) & bool(alpha)
-        result = product | (input & bool(beta))
+        result = (input & bool(beta)) | product
     else:
         if not (input.is_floating_point() or vec1.is_floating_point() or vec2.is_floating_point()):
             for name, value in (('beta', beta), ('alpha', alpha)):
                 if isinstance(value, float):
                     raise RuntimeError(f"For integral input tensors, argument {name} must not "
                                        f"be a floating point number.")
-        product = _C.outer(vec1, vec2) * alpha
-        dtype = _C.promote_types(input.dtype, product.dtype)
+        dtype = _C.promote_types(input.dtype, _C.promote_types(vec1.dtype, vec2.dtype))
+        # PyTorch's order of operations, which half types round after each of:
+        # beta * input + (alpha * vec1) * vec2
+        product = _C.outer(vec1 * alpha, vec2).to(dtype)
         if beta != 0:
-            result = product.to(dtype) + input * beta
+            result = input * beta + product
         elif input.requires_grad:
             # input is ignored (NaNs included), but its gradient is zeros, not None
-            result = product.to(dtype) + (input * 0).nan_to_num(0.0, 0.0, 0.0)
+            result = (input * 0).nan_to_num(0.0, 0.0, 0.0) + product
         else:
-            result = product.to(dtype)
+            result = product
     if tuple(broadcast_shapes(input.shape, product.shape)) != tuple(product.shape):
         raise RuntimeError(f"The size of tensor a ({input.shape[-1]}) must match the size of "
                            f"tensor b ({product.shape[-1]}) at non-singleton dimension 1")
@@ -357,7 +386,7 @@ def renorm(input, p, dim, maxnorm):
     others = [d for d in range(input.dim()) if d != dim]
     norm = _C.linalg_vector_norm(input, p, others, True)
     factor = _C.where(norm > maxnorm, maxnorm / (norm + 1e-7), norm.new_ones(()))
-    return input * factor
+    return (input * factor).contiguous()
 
 
 def _renorm_(self, p, dim, maxnorm):

@@ -47,6 +47,11 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
                 [-1.,  1.]])
     """
     _require_tensor('cov', 'input', input)
+    if input.dtype == _C.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    if input.device.type == 'meta':
+        raise NotImplementedError("cov(): data-dependent checks, not supported on the meta device "
+                                  "(as in PyTorch)")
     if input.dim() > 2:
         raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
@@ -111,6 +116,11 @@ def _wrap_dim(dim, ndim):
     return dim % n
 
 
+def _check_not_bool(name, y):
+    if y.dtype == _C.bool:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along ``dim``: sample points ``x`` (tensor) or a constant
     spacing ``dx`` (default 1).
@@ -124,7 +134,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
                         "cannot both be given")
     dim = _wrap_dim(dim, y.dim())
     if y.shape[dim] == 0:
-        return y.sum(dim) * 0
+        return y.new_zeros(tuple(y.shape[:dim]) + tuple(y.shape[dim + 1:]))
+    _check_not_bool('trapezoid', y)
     left, right = y.narrow(dim, 0, y.shape[dim] - 1), y.narrow(dim, 1, y.shape[dim] - 1)
     if isinstance(x, Tensor):
         return (_edges_along(x, y, dim) * (left + right)).sum(dim) / 2.0
@@ -140,6 +151,7 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal-rule integral along ``dim`` (one value fewer than ``y``)."""
     _require_tensor('cumulative_trapezoid', 'y', y)
+    _check_not_bool('cumulative_trapezoid', y)
     dim = _wrap_dim(dim, y.dim())
     n = y.shape[dim]
     if n == 0:
@@ -162,6 +174,8 @@ def cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'):
         if not t.is_floating_point():
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
                                f"{_dtype_name(t.dtype)}")
+        if t.dtype in (_C.float16, _C.bfloat16):
+            raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
