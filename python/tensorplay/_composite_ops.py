@@ -7,12 +7,13 @@ import operator
 
 import numpy as np
 
-from tensorplay import _C
+from tensorplay import _C, _statistics, _torch_aliases
 from tensorplay._creation import from_numpy, tensor as _tensor
 from tensorplay._statistics import _dtype_name, _require_tensor
 from tensorplay._tensor import contiguous_format
 from tensorplay._views import broadcast_shapes
 from tensorplay.func._vmap import BatchedTensor
+from tensorplay.nn import functional as F
 
 Tensor = _C.Tensor
 
@@ -428,8 +429,6 @@ def _inplace_from(name):
 def _install(namespace):
     """Puts the functions above into ``namespace`` (tensorplay's globals) and the methods
     on Tensor; called by tensorplay/__init__.py before the __torch_function__ wrappers."""
-    from tensorplay import _statistics
-    from tensorplay.nn import functional as F
     methods = {
         'addr': addr, 'addr_': _addr_, 'cumsum_': _cumsum_, 'cumprod_': _cumprod_,
         'is_nonzero': _is_nonzero, 'is_same_size': is_same_size, 'apply_': _apply_,
@@ -458,6 +457,20 @@ def _install(namespace):
     namespace['split_with_sizes'] = namespace['unsafe_split_with_sizes'] = _split_with_sizes
     namespace['unsafe_split'] = namespace['split']
     namespace['unsafe_chunk'] = namespace['chunk']
+    for name in ('hann_window', 'hamming_window', 'blackman_window', 'bartlett_window',
+                 'kaiser_window', 'dropout', 'dropout_', 'alpha_dropout', 'alpha_dropout_',
+                 'feature_dropout', 'feature_dropout_', 'feature_alpha_dropout',
+                 'feature_alpha_dropout_', 'celu', 'celu_', 'selu', 'selu_', 'threshold',
+                 'threshold_', 'rrelu', 'rrelu_', 'embedding', 'binary_cross_entropy_with_logits',
+                 'kl_div', 'cosine_embedding_loss', 'hinge_embedding_loss', 'margin_ranking_loss',
+                 'poisson_nll_loss', 'triplet_margin_loss', 'instance_norm', 'get_device',
+                 'is_inference', 'is_signed', 'typename', 'fill', 'row_stack', 'chain_matmul',
+                 'range', 'get_deterministic_debug_mode', 'set_deterministic_debug_mode',
+                 'is_anomaly_enabled', 'set_anomaly_enabled'):
+        namespace[name] = getattr(_torch_aliases, name)
+    for name in ('pixel_shuffle', 'pixel_unshuffle', 'channel_shuffle', 'cosine_similarity',
+                 'pairwise_distance', 'hardshrink', 'prelu', 'bilinear'):
+        namespace[name] = getattr(F, name)
     for view in _VIEWS_WITH_COPIES:
         namespace[f'{view}_copy'] = _copy_of(view)
     for name in _INPLACE_FUNCTIONS:

@@ -1,6 +1,8 @@
 """The PyTorch functions composed in Python (python/tensorplay/_statistics.py,
 _composite_ops.py, linalg.py's composites, accelerator.py, _device_defaults.py) against torch:
 values, dtypes, shapes, gradients and the exception class for bad input."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -23,7 +25,7 @@ def _to(lib, v, requires_grad=False):
 
 def _np(t):
     if isinstance(t, torch.Tensor):
-        return t.detach().numpy()
+        return t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy()
     return np.array(t.detach().tolist()).reshape(tuple(t.shape))
 
 
@@ -490,3 +492,130 @@ def test_torch_function_sees_new_functions():
         x.addr(x[:, 0], x[0])
         tp.linalg.vecdot(x, x)
     assert {'cov', 'exp_', 'addr', 'vecdot'} <= set(seen)
+
+
+# ---- top-level aliases (python/tensorplay/_torch_aliases.py) -------------------------------
+
+@pytest.mark.parametrize('name', ['hann_window', 'hamming_window', 'blackman_window', 'bartlett_window',
+                                  'kaiser_window'])
+def test_windows(name):
+    for n in (0, 1, 2, 7, 16):
+        for periodic in (True, False):
+            _check(lambda m: lambda: getattr(m, name)(n, periodic), atol=1e-6)
+            _check(lambda m: lambda: getattr(m, name)(n, periodic, dtype=m.float64), atol=1e-12)
+    _check(lambda m: lambda: getattr(m, name)(5, dtype=m.bfloat16), rtol=1e-2, atol=1e-2)
+    assert getattr(tp, name)(4, requires_grad=True).requires_grad
+    _raises(lambda m: lambda: getattr(m, name)(5, dtype=m.int64))
+    _raises(lambda m: lambda: getattr(m, name)(-1))
+
+
+def test_window_parameters():
+    _check(lambda m: lambda: m.hamming_window(9, False, 0.6, 0.3), atol=1e-6)
+    _check(lambda m: lambda: m.kaiser_window(9, False, 5.0, dtype=m.float64), atol=1e-12)
+
+
+@pytest.mark.parametrize('fn', [
+    lambda m: lambda x: m.celu(x, 0.7), lambda m: lambda x: m.selu(x), lambda m: lambda x: m.threshold(x, 0.1, -2.0),
+    lambda m: lambda x: m.rrelu(x), lambda m: lambda x: m.hardshrink(x, 0.3),
+    lambda m: lambda x: m.pixel_shuffle(x.repeat(4, 1).reshape(1, 4, 3, 5), 2),
+    lambda m: lambda x: m.pixel_unshuffle(x.repeat(4, 1).reshape(1, 1, 6, 10), 2),
+    lambda m: lambda x: m.channel_shuffle(x.repeat(4, 1).reshape(1, 4, 15), 2),
+    lambda m: lambda x: m.cosine_similarity(x, x.flip(0), 0), lambda m: lambda x: m.pairwise_distance(x, x * 2),
+    lambda m: lambda x: m.dropout(x, 0.5, False), lambda m: lambda x: m.alpha_dropout(x, 0.3, False),
+    lambda m: lambda x: m.feature_alpha_dropout(x, 0.3, False), lambda m: lambda x: m.feature_dropout(x, 0.3, False),
+    lambda m: lambda x: m.kl_div(x.log_softmax(1), x.softmax(1), 2),
+    lambda m: lambda x: m.kl_div(x.log_softmax(1), x.log_softmax(1), 0, log_target=True),
+    lambda m: lambda x: m.binary_cross_entropy_with_logits(x, x.sigmoid(), None, None, 0),
+    lambda m: lambda x: m.hinge_embedding_loss(x, m.ones_like(x).neg(), 1.0, 1),
+    lambda m: lambda x: m.margin_ranking_loss(x[0], x[1], x[2].sign(), 0.1, 2),
+    lambda m: lambda x: m.cosine_embedding_loss(x, x.flip(1), m.tensor([1.0, -1.0, 1.0], dtype=x.dtype), 0.0, 1),
+    lambda m: lambda x: m.poisson_nll_loss(x, x.abs(), True, False, 1e-8, 1),
+    lambda m: lambda x: m.triplet_margin_loss(x, x * 2, x.flip(0), 1.0, 2.0, 1e-6, True, 1),
+    lambda m: lambda x: m.embedding(x, m.tensor([[0, 2], [1, 1]])),
+    lambda m: lambda x: m.embedding(x, m.tensor([0, 2, 1]), 1),
+    lambda m: lambda x: m.instance_norm(x.reshape(1, 3, 5), None, None, None, None, True, 0.1, 1e-5, False),
+])
+def test_top_level_nn(fn):
+    _check(fn, X35, rtol=1e-6, atol=1e-7)
+
+
+def test_top_level_nn_inplace_and_random():
+    for name, args in (('celu_', (0.5,)), ('selu_', ()), ('threshold_', (0.0, 1.0)), ('dropout_', (0.3, False)),
+                       ('rrelu_', (0.1, 0.3, False)), ('alpha_dropout_', (0.2, False)),
+                       ('feature_dropout_', (0.2, False)), ('feature_alpha_dropout_', (0.2, False))):
+        x = tp.tensor(X35)
+        y = getattr(tp, name)(x, *args)
+        ref = getattr(torch, name)(torch.tensor(X35), *args)
+        _same(ref, x, 1e-6)
+        assert y is x
+    x = tp.ones(64, 8, 4)
+    y = tp.feature_dropout(x, 0.5, True)
+    per_channel = y.reshape(64, 8, 4)
+    assert bool(((per_channel == 0).all(2) | (per_channel == 2).all(2)).all())
+    y = tp.dropout(tp.ones(1000), 0.25, True)
+    assert set(y.unique().tolist()) <= {0.0, float(np.float32(4.0 / 3.0))}
+    _raises(lambda m: m.dropout, X35, 0.5)  # p and train are required
+    _check(lambda m: lambda x: m.kl_div(x, x.abs(), 3), X35)  # other integers: no reduction
+
+
+def test_top_level_queries():
+    for lib_arg in (np.ones(2, dtype=np.float32), np.ones(2, dtype=np.int64), np.ones(2, dtype=np.uint8)):
+        _check(lambda m: m.get_device, lib_arg, grad=False)
+        _check(lambda m: m.is_signed, lib_arg, grad=False)
+        _check(lambda m: m.is_inference, lib_arg, grad=False)
+    with tp.inference_mode():
+        assert tp.is_inference(tp.ones(2))
+    for obj in (3, 2.5, 'x', [1], None):
+        assert tp.typename(obj) == torch.typename(obj)
+    assert tp.typename(tp.ones(1)) == 'tensorplay.FloatTensor'
+    assert tp.typename(tp.ones(1, dtype=tp.int64)) == 'tensorplay.LongTensor'
+    assert tp.typename(tp.nn.Linear(1, 1)) == 'tensorplay.nn.modules.linear.Linear'
+    _raises(lambda m: m.get_device, 3)
+
+
+def test_fill_row_stack_chain_matmul_range():
+    _check(lambda m: lambda x: m.fill(x, 2.5), X35)
+    _check(lambda m: lambda x: m.fill(x, 2.5), np.arange(4))
+    _check(lambda m: lambda x, v: m.fill(x, v), X35, np.array(1.5))
+    _raises(lambda m: lambda x: m.fill(x, m.ones(2)), X35)
+    _check(lambda m: lambda a, b: m.row_stack([a, b]), X35, X45)
+    _check(lambda m: lambda a, b: m.row_stack((a[0], b[0])), X35, X45)
+    with pytest.warns(UserWarning):
+        _check(lambda m: lambda a, b, c: m.chain_matmul(a, b, c), X35, X45.T, X45)
+    for args, kw in (((1, 4), {}), ((0, 1, 0.25), {}), ((5, 1, -1.5), {}), ((0, 3), {'dtype': 'int64'}),
+                     ((0.5, 2.5, 0.5), {'dtype': 'float64'})):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            _check(lambda m: lambda: m.range(*args, **{k: getattr(m, v) for k, v in kw.items()}))
+    with pytest.warns(UserWarning, match='arange'):
+        tp.range(0, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        _raises(lambda m: lambda: m.range(0, 5, 0))
+        _raises(lambda m: lambda: m.range(5, 0, 1))
+        _raises(lambda m: lambda: m.range(3))
+
+
+def test_deterministic_debug_mode_and_anomaly():
+    before = tp.get_deterministic_debug_mode()
+    try:
+        for mode, want in (('warn', 1), (2, 2), ('default', 0), (1, 1), (0, 0)):
+            tp.set_deterministic_debug_mode(mode)
+            torch.set_deterministic_debug_mode(mode)
+            assert tp.get_deterministic_debug_mode() == torch.get_deterministic_debug_mode() == want
+        assert tp.are_deterministic_algorithms_enabled() is False
+        for bad, exc in (('loud', RuntimeError), (5, RuntimeError), (1.5, TypeError)):
+            with pytest.raises(exc):
+                tp.set_deterministic_debug_mode(bad)
+            with pytest.raises(exc):
+                torch.set_deterministic_debug_mode(bad)
+    finally:
+        tp.set_deterministic_debug_mode(before)
+        torch.set_deterministic_debug_mode(0)
+    assert tp.is_anomaly_enabled() is False
+    tp.set_anomaly_enabled(True)
+    try:
+        assert tp.is_anomaly_enabled() is True
+    finally:
+        tp.set_anomaly_enabled(False)
+    assert tp.is_anomaly_enabled() is False
