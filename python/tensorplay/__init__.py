@@ -110,7 +110,7 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
                                  set_float32_matmul_precision, use_deterministic_algorithms)
 
 OutOfMemoryError = _C.OutOfMemoryError
-from tensorplay import accelerator  # noqa: E402,F401
+from tensorplay import accelerator, fft  # noqa: E402,F401
 from tensorplay._device_defaults import get_default_device, set_default_device  # noqa: E402,F401
 
 from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)

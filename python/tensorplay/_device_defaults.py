@@ -8,7 +8,7 @@ from tensorplay.overrides import TorchFunctionMode, _pop_mode, _push_mode, \
 _FACTORIES = frozenset("""
     empty empty_permuted empty_strided ones zeros full arange range linspace logspace eye
     rand randn randint randperm tril_indices triu_indices tensor as_tensor asarray scalar_tensor
-    bartlett_window blackman_window hamming_window hann_window kaiser_window
+    bartlett_window blackman_window hamming_window hann_window kaiser_window fftfreq rfftfreq
 """.split())
 
 

@@ -619,3 +619,33 @@ def test_deterministic_debug_mode_and_anomaly():
     finally:
         tp.set_anomaly_enabled(False)
     assert tp.is_anomaly_enabled() is False
+
+
+# ---- tp.fft helpers -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('name', ['fftfreq', 'rfftfreq'])
+def test_fft_frequencies(name):
+    for n in (0, 1, 2, 5, 8):
+        for d in (1.0, 0.3):
+            _check(lambda m: lambda: getattr(m.fft, name)(n, d), rtol=0, atol=0)
+            _check(lambda m: lambda: getattr(m.fft, name)(n, d, dtype=m.float64), rtol=0, atol=0)
+    _check(lambda m: lambda: getattr(m.fft, name)(6, dtype=m.bfloat16), rtol=0, atol=0)
+    assert getattr(tp.fft, name)(3, requires_grad=True).requires_grad
+    out = tp.empty(3)
+    assert getattr(tp.fft, name)(4 if name == 'rfftfreq' else 3, out=out) is out
+    _raises(lambda m: lambda: getattr(m.fft, name)(3, dtype=m.int64))
+    _raises(lambda m: lambda: getattr(m.fft, name)(-5 if name == 'rfftfreq' else -1))
+    if name == 'rfftfreq':
+        for n in (-1, -2, -3):
+            _check(lambda m: lambda: m.fft.rfftfreq(n), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize('name', ['fftshift', 'ifftshift'])
+def test_fft_shifts(name):
+    for dim in (None, 0, 1, -1, (0, 1), (1,)):
+        _check(lambda m: lambda x: getattr(m.fft, name)(x, dim=dim), X35)
+        _check(lambda m: lambda x: getattr(m.fft, name)(x, dim), np.arange(24).reshape(2, 3, 4) if dim != (0, 1)
+               else np.arange(6).reshape(2, 3), grad=False)
+    _raises(lambda m: getattr(m.fft, name), np.array(2.0))  # no dims to roll: roll refuses
+    _raises(lambda m: lambda x: getattr(m.fft, name)(x, dim=()), X35)
+    _raises(lambda m: lambda x: getattr(m.fft, name)(x, dim=2), X35)
