@@ -94,6 +94,12 @@ def specs(L, dt, T=None):
         'Weibull': lambda: D.Weibull(T([1.0, 2.0, 0.5]), T([0.5, 1.5, 3.0])),
         'HalfNormal': lambda: D.HalfNormal(T([1.0, 0.5, 2.0])),
         'ContinuousBernoulli': lambda: D.ContinuousBernoulli(probs=T([0.2, 0.5, 0.9])),
+        'HalfCauchy': lambda: D.HalfCauchy(T([1.0, 0.5, 2.0])),
+        'Pareto': lambda: D.Pareto(T([1.0, 0.5, 2.0]), T([0.7, 2.5, 4.0])),
+        'InverseGamma': lambda: D.InverseGamma(T([0.5, 1.5, 3.0]), T([1.0, 0.5, 3.0])),
+        'Kumaraswamy': lambda: D.Kumaraswamy(T([0.5, 1.5, 3.0]), T([2.0, 0.7, 5.0])),
+        'FisherSnedecor': lambda: D.FisherSnedecor(T([1.0, 3.0, 6.0]), T([2.5, 5.0, 10.0])),
+        'LogisticNormal': lambda: D.LogisticNormal(T([[0.5, -1.0, 2.0]]), T([[1.0, 0.5, 2.0]])),
     }
 
 
@@ -104,11 +110,11 @@ APPROX_SAMPLES = {
     'MultivariateNormal': None, 'MultivariateNormalPrecision': None, 'MultivariateNormalTril': None,
     'LowRankMultivariateNormal': None, 'Laplace': None, 'LogNormal': None, 'Gumbel': None,
     'RelaxedBernoulli': None, 'RelaxedOneHotCategorical': None, 'ContinuousBernoulli': None,
-    'VonMises': 'float64',
+    'VonMises': 'float64', 'Pareto': None, 'InverseGamma': None, 'LogisticNormal': None,
 }
 # rsample through _standard_gamma / _sample_dirichlet: exact gradients here, PyTorch's are
 # approximations (Note [Exact reparameterised gradients] in csrc/kernels/functors/special_functions.h)
-EXACT_GRADIENTS = {'Beta', 'Gamma', 'Dirichlet', 'Chi2', 'StudentT'}
+EXACT_GRADIENTS = {'Beta', 'Gamma', 'Dirichlet', 'Chi2', 'StudentT', 'InverseGamma', 'FisherSnedecor'}
 
 
 def _spelled(obj):
