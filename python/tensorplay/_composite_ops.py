@@ -201,6 +201,15 @@ def slice_copy(input, dim=0, start=None, end=None, step=1):
     return _slice(input, dim, start, end, step).clone(memory_format=contiguous_format)
 
 
+def narrow_copy(input, dim, start, length):
+    """A new contiguous tensor holding ``input.narrow(dim, start, length)``."""
+    _require_tensor('narrow_copy', 'input', input)
+    if not -max(input.dim(), 1) <= dim < max(input.dim(), 1):
+        # PyTorch's kernel asserts here (RuntimeError), unlike narrow's IndexError
+        raise RuntimeError(f"narrow_copy: dim {dim} out of range for a {input.dim()}-D tensor")
+    return input.narrow(dim, start, length).clone(memory_format=contiguous_format)
+
+
 def _copy_of(view_name):
     """tp.<view>_copy: the view's elements in a new contiguous tensor (a tuple of them for
     the views that return several)."""
@@ -218,7 +227,7 @@ def _copy_of(view_name):
     return copy
 
 
-_VIEWS_WITH_COPIES = ('alias', 'as_strided', 'detach', 'diagonal', 'expand', 'narrow', 'permute',
+_VIEWS_WITH_COPIES = ('alias', 'as_strided', 'detach', 'diagonal', 'expand', 'permute',
                       'select', 'split', 'split_with_sizes', 'squeeze', 't', 'transpose', 'unbind',
                       'unfold', 'unsqueeze', 'view')
 
@@ -442,6 +451,7 @@ def _install(namespace):
         'histogram': _statistics.histogram, 'hardshrink': F.hardshrink, 'prelu': F.prelu,
         'clamp_max_': _inplace_from('clamp_max'), 'clamp_min_': _inplace_from('clamp_min'),
         'deg2rad_': _inplace_from('deg2rad'), 'rad2deg_': _inplace_from('rad2deg'),
+        'narrow_copy': narrow_copy, 'geqrf': namespace['geqrf'],
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
@@ -473,5 +483,6 @@ def _install(namespace):
         namespace[name] = getattr(F, name)
     for view in _VIEWS_WITH_COPIES:
         namespace[f'{view}_copy'] = _copy_of(view)
+    namespace['narrow_copy'] = narrow_copy
     for name in _INPLACE_FUNCTIONS:
         namespace[name] = _inplace_function(name)

@@ -375,3 +375,48 @@ def test_adafactor_errors(kw):
         torch.optim.Adafactor([torch.zeros(2, requires_grad=True)], **kw)
     with pytest.raises(ValueError):
         tp.optim.Adafactor([tp.zeros(2, requires_grad=True)], **kw)
+
+
+# ---- optim.Muon -----------------------------------------------------------------------------
+
+MUON_SHAPES = [(4, 3), (3, 6), (5, 5)]
+
+
+@pytest.mark.parametrize('kw', [{}, {'lr': 0.02, 'nesterov': False, 'adjust_lr_fn': 'match_rms_adamw'},
+                                {'momentum': 0.5, 'weight_decay': 0.0, 'ns_steps': 3},
+                                {'ns_coefficients': (2.0, -1.5, 0.5), 'eps': 1e-3}])
+@pytest.mark.parametrize('dtype', ['float64', 'float32'])
+def test_muon_trajectory(kw, dtype):
+    init = [RNG.standard_normal(s).astype(dtype) for s in MUON_SHAPES]
+    tparams = [torch.tensor(a, requires_grad=True) for a in init]
+    pparams = [tp.tensor(a, requires_grad=True) for a in init]
+    topt, popt = torch.optim.Muon(tparams, **kw), tp.optim.Muon(pparams, **kw)
+    for _ in range(6):
+        grads = [RNG.standard_normal(s).astype(dtype) for s in MUON_SHAPES]
+        for t, p, g in zip(tparams, pparams, grads):
+            t.grad, p.grad = torch.tensor(g), tp.tensor(g)
+        topt.step()
+        popt.step()
+        for t, p in zip(tparams, pparams):
+            np.testing.assert_allclose(_np(p), _np(t), rtol=0, atol=1e-6)
+    for t, p in zip(tparams, pparams):
+        _close(topt.state[t]['momentum_buffer'], popt.state[p]['momentum_buffer'])
+
+
+@pytest.mark.parametrize('kw', [{'lr': -1.0}, {'momentum': -0.1}, {'weight_decay': -1.0}, {'adjust_lr_fn': 'x'}])
+def test_muon_errors(kw):
+    with pytest.raises(ValueError):
+        torch.optim.Muon([torch.zeros(2, 2, requires_grad=True)], **kw)
+    with pytest.raises(ValueError):
+        tp.optim.Muon([tp.zeros(2, 2, requires_grad=True)], **kw)
+
+
+def test_muon_rejects_non_matrices():
+    for lib in (torch, tp):
+        with pytest.raises(ValueError, match='2D parameters'):
+            lib.optim.Muon([lib.zeros(3, requires_grad=True)])
+        p = lib.zeros(2, 2, requires_grad=True)
+        opt = lib.optim.Muon([p], ns_steps=100)
+        p.grad = lib.ones(2, 2)
+        with pytest.raises(ValueError):
+            opt.step()

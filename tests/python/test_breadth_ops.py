@@ -649,3 +649,20 @@ def test_fft_shifts(name):
     _raises(lambda m: getattr(m.fft, name), np.array(2.0))  # no dims to roll: roll refuses
     _raises(lambda m: lambda x: getattr(m.fft, name)(x, dim=()), X35)
     _raises(lambda m: lambda x: getattr(m.fft, name)(x, dim=2), X35)
+
+
+def test_functional_reexports_and_small_methods():
+    F = tp.nn.functional
+    for name in ('handle_torch_function', 'has_torch_function', 'has_torch_function_unary',
+                 'has_torch_function_variadic'):
+        assert getattr(F, name) is getattr(tp.overrides, name)
+        assert getattr(torch.nn.functional, name) is getattr(torch.overrides, name)
+    _check(lambda m: lambda a: a.narrow_copy(1, 1, 3), X35)
+    _check(lambda m: lambda a: a.narrow_copy(0, 0, 0), X35)
+    assert tp.tensor(X35).t().narrow_copy(0, 1, 2).is_contiguous()
+    _raises(lambda m: lambda a: a.narrow_copy(2, 0, 1), X35)
+    a = tp.tensor(X45)
+    q, tau = a.geqrf()
+    ref_q, ref_tau = torch.tensor(X45).geqrf()
+    np.testing.assert_allclose(np.abs(_np(q)), np.abs(_np(ref_q)), rtol=1e-10, atol=1e-12)
+    assert tuple(tau.shape) == tuple(ref_tau.shape)

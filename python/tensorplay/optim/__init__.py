@@ -13,6 +13,7 @@ from tensorplay.optim.adamax import Adamax
 from tensorplay.optim.adamw import AdamW
 from tensorplay.optim.asgd import ASGD
 from tensorplay.optim.lbfgs import LBFGS
+from tensorplay.optim.muon import Muon
 from tensorplay.optim.nadam import NAdam
 from tensorplay.optim.optimizer import Optimizer
 from tensorplay.optim.radam import RAdam
@@ -20,5 +21,5 @@ from tensorplay.optim.rmsprop import RMSprop
 from tensorplay.optim.rprop import Rprop
 from tensorplay.optim.sgd import SGD
 
-__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
+__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam", "Optimizer", "RAdam",
            "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]
