@@ -461,7 +461,7 @@ def _install(namespace):
                  'positive', 'dist', 'renorm'):
         namespace[name] = globals()[name]
     for name in ('cov', 'corrcoef', 'histogram', 'histogramdd', 'trapezoid', 'trapz',
-                 'cumulative_trapezoid', 'cdist', 'vander'):
+                 'cumulative_trapezoid', 'cdist', 'vander', 'gradient'):
         namespace[name] = getattr(_statistics, name)
     namespace['pdist'] = F.pdist
     namespace['split_with_sizes'] = namespace['unsafe_split_with_sizes'] = _split_with_sizes

@@ -300,3 +300,89 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         return return_types.histogram(hist, edges)
     return return_types.histogram(hist, edges[0])
 
+
+
+def _gradient_along(f, d, spacing, edge_order):
+    """The derivative estimate of ``f`` along dim ``d``: second-order central differences
+    inside, one-sided differences of order ``edge_order`` at the two ends; ``spacing`` a
+    number (uniform step) or a 1-D tensor of coordinates."""
+    n = f.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+
+    def part(start, length):
+        return f.narrow(d, start, length)
+
+    def along(v):  # a 1-D tensor of per-position factors, shaped to broadcast along d
+        shape = [1] * f.dim()
+        shape[d] = v.shape[0]
+        return v.reshape(shape)
+
+    if isinstance(spacing, Tensor):
+        x = spacing.to(f.dtype) if not spacing.is_floating_point() else spacing
+        dx = x.diff()
+        if n > 2:
+            dx1, dx2 = dx[:n - 2], dx[1:n - 1]
+            a = -dx2 / (dx1 * (dx1 + dx2))
+            b = (dx2 - dx1) / (dx1 * dx2)
+            c = dx1 / (dx2 * (dx1 + dx2))
+            inner = along(a) * part(0, n - 2) + along(b) * part(1, n - 2) + along(c) * part(2, n - 2)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx[0]
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx[n - 2]
+        else:
+            h1, h2 = dx[0], dx[1]
+            first = (-(2 * h1 + h2) / (h1 * (h1 + h2)) * part(0, 1) + (h1 + h2) / (h1 * h2) * part(1, 1)
+                     - h1 / (h2 * (h1 + h2)) * part(2, 1))
+            h1, h2 = dx[n - 3], dx[n - 2]
+            last = (h2 / (h1 * (h1 + h2)) * part(n - 3, 1) - (h1 + h2) / (h1 * h2) * part(n - 2, 1)
+                    + (2 * h2 + h1) / (h2 * (h1 + h2)) * part(n - 1, 1))
+    else:
+        h = spacing
+        if n > 2:
+            inner = (part(2, n - 2) - part(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / h
+            last = (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (-1.5 * part(0, 1) + 2 * part(1, 1) - 0.5 * part(2, 1)) / h
+            last = (0.5 * part(n - 3, 1) - 2 * part(n - 2, 1) + 1.5 * part(n - 1, 1)) / h
+    return _C.cat([first, inner, last] if n > 2 else [first, last], d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimates the gradient of a function sampled in ``input``, one tensor per dimension in
+    ``dim`` (all by default): central differences inside, one-sided at the edges.
+    ``spacing``: a number (the step of every dimension), one number per dimension, or one
+    1-D tensor of sample coordinates per dimension.
+
+        >>> tp.gradient(tp.tensor([1., 2., 4., 8.]))
+        (tensor([1.0000, 1.5000, 3.0000, 4.0000]),)
+    """
+    _require_tensor('gradient', 'input', input)
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if isinstance(dim, int):
+        dims = [dim]
+    else:
+        dims = list(builtins.range(input.dim())) if dim is None else list(dim)
+    dims = [_wrap_dim(d, input.dim()) for d in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {dims[0]} appears multiple times in the list of dims")
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            raise RuntimeError(
+                "torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                f"equal to 'self.dim() = {input.dim()}', since dim argument was not given, but got "
+                f"a list of length {len(spacing)}" if dim is None else
+                f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and "
+                f"dim arguments to have the same length, but got a spacing argument of length "
+                f"{len(spacing)} and a dim argument of length {len(dims)}.")
+        steps = list(spacing)
+    else:
+        steps = [spacing] * len(dims)
+    f = input if input.is_floating_point() else input.to(_C.get_default_dtype())
+    if input.dtype == _C.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    return tuple(_gradient_along(f, d, s, edge_order) for d, s in zip(dims, steps))

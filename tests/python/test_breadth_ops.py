@@ -666,3 +666,29 @@ def test_functional_reexports_and_small_methods():
     ref_q, ref_tau = torch.tensor(X45).geqrf()
     np.testing.assert_allclose(np.abs(_np(q)), np.abs(_np(ref_q)), rtol=1e-10, atol=1e-12)
     assert tuple(tau.shape) == tuple(ref_tau.shape)
+
+
+@pytest.mark.parametrize('edge_order', [1, 2])
+def test_gradient(edge_order):
+    x = RNG.standard_normal((4, 5, 3))
+    _check(lambda m: lambda a: m.gradient(a, edge_order=edge_order), x)
+    _check(lambda m: lambda a: m.gradient(a, spacing=0.5, dim=1, edge_order=edge_order), x)
+    _check(lambda m: lambda a: m.gradient(a, spacing=[2.0, 0.25], dim=(2, 0), edge_order=edge_order), x)
+    coords = [np.cumsum(RNG.uniform(0.5, 1.5, n)) for n in (4, 5, 3)]
+    _check(lambda m: lambda a, *c: m.gradient(a, spacing=list(c), edge_order=edge_order), x, *coords,
+           rtol=1e-9, atol=1e-12)
+    _check(lambda m: lambda a, c: m.gradient(a, spacing=[c], dim=-2, edge_order=edge_order), x, coords[1],
+           rtol=1e-9, atol=1e-12)
+    _check(lambda m: lambda a: m.gradient(a, edge_order=edge_order), np.array([[1, 2, 4, 8], [3, 5, 9, 20], [0, 1, 1, 7]]))
+    _check(lambda m: lambda a: m.gradient(a, edge_order=edge_order), X35.astype(np.float32), rtol=1e-5)
+
+
+def test_gradient_errors():
+    _raises(lambda m: lambda a: m.gradient(a, edge_order=3), X35)
+    _raises(lambda m: lambda a: m.gradient(a, edge_order=2), np.array([1.0, 2.0]))
+    _raises(lambda m: lambda a: m.gradient(a, spacing=[1.0, 2.0, 3.0]), X35)
+    _raises(lambda m: lambda a: m.gradient(a, spacing=[1.0, 2.0], dim=0), X35)
+    _raises(lambda m: lambda a: m.gradient(a, dim=(0, 0)), X35)
+    _raises(lambda m: lambda a: m.gradient(a, dim=2), X35)
+    assert tp.gradient(tp.tensor(2.0)) == () == torch.gradient(torch.tensor(2.0))
+    _raises(lambda m: m.gradient, np.array([True, False, True]))
