@@ -29,6 +29,7 @@ from tensorplay.distributions.gamma import Gamma
 from tensorplay.distributions.geometric import Geometric
 from tensorplay.distributions.gumbel import Gumbel
 from tensorplay.distributions.fishersnedecor import FisherSnedecor
+from tensorplay.distributions.generalized_pareto import GeneralizedPareto
 from tensorplay.distributions.half_cauchy import HalfCauchy
 from tensorplay.distributions.half_normal import HalfNormal
 from tensorplay.distributions.inverse_gamma import InverseGamma
@@ -65,5 +66,5 @@ __all__ = ['Bernoulli', 'Beta', 'Binomial', 'Categorical', 'Cauchy', 'Chi2', 'Co
            'OneHotCategorical', 'OneHotCategoricalStraightThrough', 'Poisson', 'RelaxedBernoulli',
            'RelaxedOneHotCategorical', 'ExpRelaxedCategorical', 'StudentT', 'TransformedDistribution', 'Uniform',
            'VonMises', 'Weibull', 'biject_to', 'kl_divergence', 'register_kl', 'transform_to',
-           'FisherSnedecor', 'HalfCauchy', 'InverseGamma', 'Kumaraswamy', 'LogisticNormal', 'Pareto']
+           'FisherSnedecor', 'GeneralizedPareto', 'HalfCauchy', 'InverseGamma', 'Kumaraswamy', 'LogisticNormal', 'Pareto']
 __all__.extend(transforms.__all__)
