@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from tensorplay import _C, _statistics, _torch_aliases
+from tensorplay import _C, _statistics, _torch_aliases, linalg
 from tensorplay._creation import from_numpy, tensor as _tensor
 from tensorplay._statistics import _dtype_name, _require_tensor
 from tensorplay._tensor import contiguous_format
@@ -426,6 +426,30 @@ def _split_with_sizes(self, split_sizes, dim=0):
     return self.split(list(split_sizes), dim)
 
 
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B for A = L L^T (``upper``: A = U^T U) given A's Cholesky factor
+    (a singular factor raises, where PyTorch returns inf/nan)."""
+    _require_tensor('cholesky_solve', 'input', B)
+    _require_tensor('cholesky_solve', 'input2', L, 2)
+    if L.dim() < 2 or L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"cholesky_solve: A must be batches of square matrices, but they are "
+                           f"{L.shape[-2] if L.dim() >= 2 else L.shape[-1]} by {L.shape[-1]} matrices")
+    # through A itself, so that L's gradient is PyTorch's full-matrix one, not a triangle
+    A = L.transpose(-2, -1) @ L if upper else L @ L.transpose(-2, -1)
+    result = linalg.solve(A, B)
+    return _write_back(out, result) if out is not None else result
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """The inverse of A = L L^T (``upper``: U^T U) from its Cholesky factor."""
+    _require_tensor('cholesky_inverse', 'input', L)
+    if L.dim() < 2 or L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are "
+                           f"{L.shape[-2] if L.dim() >= 2 else L.shape[-1]} by {L.shape[-1]} matrices")
+    eye = _C.eye(L.shape[-1], dtype=L.dtype, device=L.device).expand(L.shape)
+    return cholesky_solve(eye, L, upper, out=out)
+
+
 def _inplace_from(name):
     """Tensor.<name>_ from the out-of-place Tensor.<name> (result written back into self)."""
     def method(self, *args, **kwargs):
@@ -451,14 +475,15 @@ def _install(namespace):
         'histogram': _statistics.histogram, 'hardshrink': F.hardshrink, 'prelu': F.prelu,
         'clamp_max_': _inplace_from('clamp_max'), 'clamp_min_': _inplace_from('clamp_min'),
         'deg2rad_': _inplace_from('deg2rad'), 'rad2deg_': _inplace_from('rad2deg'),
-        'narrow_copy': narrow_copy, 'geqrf': namespace['geqrf'],
+        'narrow_copy': narrow_copy, 'geqrf': namespace['geqrf'], 'cholesky_solve': cholesky_solve,
+        'cholesky_inverse': cholesky_inverse,
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
     for name in ('combinations', 'unravel_index', 'rsub', 'scalar_tensor', 'empty_permuted',
                  'frombuffer', 'diagonal_scatter', 'select_scatter', 'slice_scatter',
                  'as_strided_scatter', 'slice_copy', 'addr', 'is_nonzero', 'is_same_size',
-                 'positive', 'dist', 'renorm'):
+                 'positive', 'dist', 'renorm', 'cholesky_solve', 'cholesky_inverse'):
         namespace[name] = globals()[name]
     for name in ('cov', 'corrcoef', 'histogram', 'histogramdd', 'trapezoid', 'trapz',
                  'cumulative_trapezoid', 'cdist', 'vander', 'gradient'):

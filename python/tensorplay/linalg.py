@@ -290,3 +290,55 @@ def vander(x, *, N=None):
     ones = x.new_ones(tuple(x.shape) + (1,))
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
     return _C.cat([ones, powers], -1)
+
+
+def _substitute(A, B, upper, unitriangular):
+    """X with A X = B for the triangle of A (batched), one row of X at a time: forward
+    substitution for lower triangles, back substitution for upper ones. A zero on the
+    diagonal gives inf/nan, as LAPACK's trsm does."""
+    n = A.shape[-1]
+    rows = [None] * n
+    order = range(n - 1, -1, -1) if upper else range(n)
+    for i in order:
+        acc = B[..., i, :]
+        known = [j for j in (range(i + 1, n) if upper else range(i)) if rows[j] is not None]
+        if known:
+            coeffs = _C.stack([A[..., i, j] for j in known], -1)
+            acc = acc - (coeffs.unsqueeze(-1) * _C.stack([rows[j] for j in known], -2)).sum(-2)
+        rows[i] = acc if unitriangular else acc / A[..., i, i].unsqueeze(-1)
+    return _C.stack(rows, -2)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (``left``) or X A = B, using only the upper or lower triangle of A
+    (its diagonal taken as ones with ``unitriangular``); batches broadcast.
+
+        >>> A = tp.tensor([[2., 1.], [0., 4.]])
+        >>> tp.linalg.solve_triangular(A, tp.tensor([[3.], [4.]]), upper=True)
+        tensor([[1.],
+                [1.]])
+    """
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but they "
+                           f"are {A.shape[-2] if A.dim() >= 2 else A.shape[-1]} by {A.shape[-1]} matrices")
+    if B.dim() < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+                           f"{eq} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    if not A.is_floating_point():
+        name = {_C.int32: 'Int', _C.int64: 'Long', _C.int16: 'Short', _C.int8: 'Char', _C.uint8: 'Byte',
+                _C.bool: 'Bool'}[A.dtype]
+        raise NotImplementedError(f'"triangular_solve_cpu" not implemented for \'{name}\'')
+    B = B.to(A.dtype)  # the result takes A's dtype, as PyTorch's
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        result = _substitute(A.transpose(-2, -1), B.transpose(-2, -1), not upper,
+                             unitriangular).transpose(-2, -1)
+    else:
+        result = _substitute(A, B, upper, unitriangular)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result

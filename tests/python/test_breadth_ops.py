@@ -692,3 +692,51 @@ def test_gradient_errors():
     _raises(lambda m: lambda a: m.gradient(a, dim=2), X35)
     assert tp.gradient(tp.tensor(2.0)) == () == torch.gradient(torch.tensor(2.0))
     _raises(lambda m: m.gradient, np.array([True, False, True]))
+
+
+# ---- triangular solves ----------------------------------------------------------------------
+
+TRI_A = RNG.standard_normal((3, 4, 4)) + np.eye(4) * 3
+
+
+@pytest.mark.parametrize('upper', [True, False])
+@pytest.mark.parametrize('left', [True, False])
+@pytest.mark.parametrize('unitriangular', [False, True])
+def test_solve_triangular(upper, left, unitriangular):
+    b = RNG.standard_normal((3, 4, 2) if left else (3, 2, 4))
+    _check(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=upper, left=left,
+                                                            unitriangular=unitriangular),
+           TRI_A, b, rtol=1e-10, atol=1e-12)
+    # batch broadcasting: one A for every right-hand side
+    _check(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=upper, left=left), TRI_A[0], b,
+           rtol=1e-10, atol=1e-12)
+
+
+def test_solve_triangular_edges():
+    _check(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=True), np.zeros((2, 2)), np.ones((2, 3)),
+           grad=False)
+    _check(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=False), TRI_A[0].astype(np.float32),
+           np.ones((4, 1)), rtol=1e-5, grad=False)
+    _raises(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=True), np.ones((2, 3)), np.ones((2, 3)))
+    _raises(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=True, left=False), TRI_A[0],
+            np.ones((4, 3)))
+    _raises(lambda m: lambda a, v: m.linalg.solve_triangular(a, v), TRI_A[0], np.ones((4, 3)))
+    _raises(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=True), np.eye(2, dtype=np.int32),
+            np.ones((2, 2), dtype=np.int32))
+    _check(lambda m: lambda a, v: m.linalg.solve_triangular(a, v, upper=True), TRI_A[0],
+           np.ones((4, 1), dtype=np.float32), rtol=1e-10, grad=False)
+
+
+@pytest.mark.parametrize('upper', [False, True])
+def test_cholesky_solve_and_inverse(upper):
+    spd = TRI_A @ np.swapaxes(TRI_A, -1, -2) + np.eye(4)
+    factor = np.linalg.cholesky(spd)
+    if upper:
+        factor = np.swapaxes(factor, -1, -2)
+    b = RNG.standard_normal((3, 4, 2))
+    _check(lambda m: lambda v, f: m.cholesky_solve(v, f, upper), b, factor, rtol=1e-9, atol=1e-11)
+    _check(lambda m: lambda v, f: v.cholesky_solve(f, upper=upper), b, factor, rtol=1e-9, atol=1e-11)
+    _check(lambda m: lambda f: m.cholesky_inverse(f, upper), factor, rtol=1e-9, atol=1e-11)
+    _check(lambda m: lambda f: f[0].cholesky_inverse(upper=upper), factor, rtol=1e-9, atol=1e-11)
+    _raises(lambda m: m.cholesky_inverse, np.ones((2, 3)))
+    _raises(lambda m: m.cholesky_solve, np.ones((2, 3)), np.ones((2, 3)))
