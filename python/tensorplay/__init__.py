@@ -98,6 +98,7 @@ from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
 from tensorplay import cuda  # noqa: E402,F401
 from tensorplay import cpu  # noqa: E402,F401
 from tensorplay import amp  # noqa: E402,F401
+GradScaler = amp.GradScaler  # noqa: E402  (PyTorch's torch.GradScaler)
 from tensorplay.amp.autocast_mode import (autocast, get_autocast_dtype,  # noqa: E402,F401
                                           is_autocast_enabled, set_autocast_dtype,
                                           set_autocast_enabled)

@@ -501,7 +501,9 @@ def _install(namespace):
                  'poisson_nll_loss', 'triplet_margin_loss', 'instance_norm', 'get_device',
                  'is_inference', 'is_signed', 'typename', 'fill', 'row_stack', 'chain_matmul',
                  'range', 'get_deterministic_debug_mode', 'set_deterministic_debug_mode',
-                 'is_anomaly_enabled', 'set_anomaly_enabled'):
+                 'is_anomaly_enabled', 'set_anomaly_enabled', 'get_autocast_cpu_dtype',
+                 'set_autocast_cpu_dtype', 'is_autocast_cpu_enabled', 'set_autocast_cpu_enabled',
+                 'get_autocast_gpu_dtype', 'set_autocast_gpu_dtype'):
         namespace[name] = getattr(_torch_aliases, name)
     for name in ('pixel_shuffle', 'pixel_unshuffle', 'channel_shuffle', 'cosine_similarity',
                  'pairwise_distance', 'hardshrink', 'prelu', 'bilinear'):

@@ -7,6 +7,7 @@ import warnings
 from tensorplay import _C, backends, linalg
 from tensorplay.nn import functional as F
 from tensorplay._creation import arange
+from tensorplay.amp import autocast_mode
 from tensorplay._shape_ops import vstack
 from tensorplay._statistics import _require_tensor
 
@@ -313,3 +314,29 @@ def is_anomaly_enabled():
 def set_anomaly_enabled(enabled, check_nan=True):
     """Turns autograd's anomaly detection on or off."""
     _C._set_anomaly_enabled(enabled, check_nan)
+
+
+# ---- the deprecated per-device autocast accessors ---------------------------------------------
+
+def _deprecated_autocast(name, replacement, call):
+    def fn(*args):
+        warnings.warn(f"tp.{name} is deprecated: use tp.{replacement}.", DeprecationWarning, stacklevel=2)
+        return call(*args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Deprecated: tp.{replacement}."
+    return fn
+
+
+get_autocast_cpu_dtype = _deprecated_autocast('get_autocast_cpu_dtype', "get_autocast_dtype('cpu')",
+                                              lambda: autocast_mode.get_autocast_dtype('cpu'))
+set_autocast_cpu_dtype = _deprecated_autocast('set_autocast_cpu_dtype', "set_autocast_dtype('cpu', dtype)",
+                                              lambda dtype: autocast_mode.set_autocast_dtype('cpu', dtype))
+is_autocast_cpu_enabled = _deprecated_autocast('is_autocast_cpu_enabled', "is_autocast_enabled('cpu')",
+                                               lambda: autocast_mode.is_autocast_enabled('cpu'))
+set_autocast_cpu_enabled = _deprecated_autocast(
+    'set_autocast_cpu_enabled', "set_autocast_enabled('cpu', enabled)",
+    lambda enabled: autocast_mode.set_autocast_enabled('cpu', enabled))
+get_autocast_gpu_dtype = _deprecated_autocast('get_autocast_gpu_dtype', "get_autocast_dtype('cuda')",
+                                              lambda: autocast_mode.get_autocast_dtype('cuda'))
+set_autocast_gpu_dtype = _deprecated_autocast('set_autocast_gpu_dtype', "set_autocast_dtype('cuda', dtype)",
+                                              lambda dtype: autocast_mode.set_autocast_dtype('cuda', dtype))

@@ -740,3 +740,28 @@ def test_cholesky_solve_and_inverse(upper):
     _check(lambda m: lambda f: f[0].cholesky_inverse(upper=upper), factor, rtol=1e-9, atol=1e-11)
     _raises(lambda m: m.cholesky_inverse, np.ones((2, 3)))
     _raises(lambda m: m.cholesky_solve, np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_deprecated_autocast_accessors():
+    pairs = [('get_autocast_cpu_dtype', ()), ('is_autocast_cpu_enabled', ()), ('get_autocast_gpu_dtype', ())]
+    for name, args in pairs:
+        with pytest.warns(DeprecationWarning):
+            ours = getattr(tp, name)(*args)
+        with pytest.warns(DeprecationWarning):
+            ref = getattr(torch, name)(*args)
+        assert str(ours).split('.')[-1] == str(ref).split('.')[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        try:
+            tp.set_autocast_cpu_dtype(tp.float16)
+            assert tp.get_autocast_dtype('cpu') == tp.float16
+            tp.set_autocast_cpu_enabled(True)
+            assert tp.is_autocast_enabled('cpu')
+            tp.set_autocast_gpu_dtype(tp.bfloat16)
+            assert tp.get_autocast_dtype('cuda') == tp.bfloat16
+        finally:
+            tp.set_autocast_cpu_enabled(False)
+            tp.set_autocast_cpu_dtype(tp.bfloat16)
+            tp.set_autocast_gpu_dtype(tp.float16)
+    assert tp.GradScaler is tp.amp.GradScaler
+    assert tp.get_autocast_cpu_dtype in tp.overrides.get_ignored_functions()
