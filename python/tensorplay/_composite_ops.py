@@ -4,6 +4,7 @@ combinations, unravel_index, rsub, scalar_tensor, empty_permuted, frombuffer, th
 Tensor methods such as addr, cumsum_, is_nonzero, apply_ and map_."""
 import itertools
 import operator
+import sys
 
 import numpy as np
 
@@ -450,6 +451,50 @@ def cholesky_inverse(L, upper=False, *, out=None):
     return cholesky_solve(eye, L, upper, out=out)
 
 
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the nonzero elements of ``input`` as tp.nonzero gives them, cut or padded
+    with ``fill_value`` to exactly ``size`` rows."""
+    _require_tensor('nonzero_static', 'input', input)
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = input.nonzero()
+    if found.shape[0] >= size:
+        return found[:size]
+    pad = found.new_full((size - found.shape[0], found.shape[1]), fill_value)
+    return _C.cat([found, pad], 0)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of each slice of ``v`` along ``dim`` (over all other dimensions), kept
+    broadcastable against ``v``; ``dim`` -1: the norm of all of ``v``."""
+    _require_tensor('norm_except_dim', 'v', v)
+    if dim == -1:
+        return linalg.vector_norm(v, pow)
+    others = [d for d in range(v.dim()) if d != dim]
+    return linalg.vector_norm(v, pow, dim=others, keepdim=True)
+
+
+def _device_module(device=None):
+    """The tensorplay module of a device type: tp.cuda for 'cuda', tp.cpu for 'cpu' (and for
+    None without an accelerator)."""
+    package = sys.modules['tensorplay']
+    if device is None:
+        accelerator = package.accelerator.current_accelerator()
+        name = 'cpu' if accelerator is None else accelerator.type
+    else:
+        name = (device if isinstance(device, _C.device) else _C.device(device)).type
+    if name not in ('cpu', 'cuda'):
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as "
+                           f"'torch.{name}'.")
+    return getattr(package, name)
+
+
+def to_dlpack(tensor):
+    """A DLPack capsule sharing ``tensor``'s memory (tensor.__dlpack__())."""
+    _require_tensor('to_dlpack', 'tensor', tensor)
+    return tensor.__dlpack__()
+
+
 def _inplace_from(name):
     """Tensor.<name>_ from the out-of-place Tensor.<name> (result written back into self)."""
     def method(self, *args, **kwargs):
@@ -476,14 +521,15 @@ def _install(namespace):
         'clamp_max_': _inplace_from('clamp_max'), 'clamp_min_': _inplace_from('clamp_min'),
         'deg2rad_': _inplace_from('deg2rad'), 'rad2deg_': _inplace_from('rad2deg'),
         'narrow_copy': narrow_copy, 'geqrf': namespace['geqrf'], 'cholesky_solve': cholesky_solve,
-        'cholesky_inverse': cholesky_inverse,
+        'cholesky_inverse': cholesky_inverse, 'nonzero_static': nonzero_static,
     }
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
     for name in ('combinations', 'unravel_index', 'rsub', 'scalar_tensor', 'empty_permuted',
                  'frombuffer', 'diagonal_scatter', 'select_scatter', 'slice_scatter',
                  'as_strided_scatter', 'slice_copy', 'addr', 'is_nonzero', 'is_same_size',
-                 'positive', 'dist', 'renorm', 'cholesky_solve', 'cholesky_inverse'):
+                 'positive', 'dist', 'renorm', 'cholesky_solve', 'cholesky_inverse',
+                 'nonzero_static', 'norm_except_dim', 'to_dlpack'):
         namespace[name] = globals()[name]
     for name in ('cov', 'corrcoef', 'histogram', 'histogramdd', 'trapezoid', 'trapz',
                  'cumulative_trapezoid', 'cdist', 'vander', 'gradient'):
@@ -511,5 +557,6 @@ def _install(namespace):
     for view in _VIEWS_WITH_COPIES:
         namespace[f'{view}_copy'] = _copy_of(view)
     namespace['narrow_copy'] = narrow_copy
+    namespace['get_device_module'] = _device_module
     for name in _INPLACE_FUNCTIONS:
         namespace[name] = _inplace_function(name)

@@ -765,3 +765,26 @@ def test_deprecated_autocast_accessors():
             tp.set_autocast_gpu_dtype(tp.float16)
     assert tp.GradScaler is tp.amp.GradScaler
     assert tp.get_autocast_cpu_dtype in tp.overrides.get_ignored_functions()
+
+
+def test_nonzero_static_norm_except_dim_and_devices():
+    x = np.array([[0, 1, 0], [2, 0, 3]])
+    for size, fill in ((5, -1), (2, 9), (3, 0), (0, -1)):
+        _check(lambda m: lambda a: m.nonzero_static(a, size=size, fill_value=fill), x)
+        _check(lambda m: lambda a: a.nonzero_static(size=size), x.astype(np.float32), grad=False)
+    _check(lambda m: lambda a: m.nonzero_static(a, size=2), np.array(3))
+    _raises(lambda m: lambda a: m.nonzero_static(a, size=-1), x)
+    v = RNG.standard_normal((3, 4, 5))
+    for p, d in ((2, 0), (2, 1), (3, 2), (2, -1), (1, 1)):
+        _check(lambda m: lambda a: m.norm_except_dim(a, p, d), v, rtol=1e-10)
+    assert tp.get_device_module('cpu') is tp.cpu and tp.get_device_module(tp.device('cpu')) is tp.cpu
+    assert tp.get_device_module('cuda') is tp.cuda
+    if not tp.cuda.is_available():
+        assert tp.get_device_module() is tp.cpu
+    with pytest.raises(RuntimeError, match="'meta'"):
+        tp.get_device_module('meta')
+    t = tp.arange(4.0)
+    back = tp.from_dlpack(tp.to_dlpack(t))
+    back[0] = 7.0
+    assert t[0].item() == 7.0  # shares memory
+    _raises(lambda m: m.to_dlpack, [1.0])
