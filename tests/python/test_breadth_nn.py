@@ -420,3 +420,31 @@ def test_muon_rejects_non_matrices():
         p.grad = lib.ones(2, 2)
         with pytest.raises(ValueError):
             opt.step()
+
+
+# ---- adaptive_max_pool3d --------------------------------------------------------------------
+
+@pytest.mark.parametrize('shape,size', [((2, 3, 5, 6, 7), (2, 3, 4)), ((3, 4, 4, 5), (3, None, 2)),
+                                        ((1, 2, 3, 3, 3), 1), ((1, 1, 4, 4, 4), (5, 5, 5)),
+                                        ((2, 1, 6, 2, 9), (4, 1, 3))])
+def test_adaptive_max_pool3d(shape, size):
+    x = RNG.standard_normal(shape)
+    tx, px = torch.tensor(x, requires_grad=True), tp.tensor(x, requires_grad=True)
+    tout, tidx = torch.nn.functional.adaptive_max_pool3d(tx, size, return_indices=True)
+    pout, pidx = tp.nn.functional.adaptive_max_pool3d_with_indices(px, size)
+    _close(tout, pout)
+    assert _np(pidx).tolist() == _np(tidx).tolist() and pidx.dtype == tp.int64
+    seed = RNG.standard_normal(tuple(tout.shape))
+    tout.backward(torch.tensor(seed))
+    pout.backward(tp.tensor(seed))
+    _close(tx.grad, px.grad)
+    _close(torch.nn.AdaptiveMaxPool3d(size)(tx.detach()), tp.nn.AdaptiveMaxPool3d(size)(px.detach()))
+
+
+def test_adaptive_max_pool3d_errors():
+    for shape in ((3, 5), (2, 3, 0, 4, 4)):
+        with pytest.raises(RuntimeError):
+            torch.nn.functional.adaptive_max_pool3d(torch.ones(shape), 2)
+        with pytest.raises(RuntimeError):
+            tp.nn.functional.adaptive_max_pool3d(tp.ones(shape), 2)
+    assert repr(tp.nn.AdaptiveMaxPool3d((2, 3, 4), True)) == repr(torch.nn.AdaptiveMaxPool3d((2, 3, 4), True))
