@@ -1,7 +1,7 @@
 """tensorplay.accelerator: the device-generic front of the one accelerator TensorPlay has
 (CUDA), as PyTorch's torch.accelerator. Without a usable GPU, ``is_available()`` is False,
 ``current_accelerator()`` is None and calls that need a device raise RuntimeError."""
-from tensorplay import _C, cuda
+from tensorplay import _C, cuda as _cuda
 
 __all__ = ['current_accelerator', 'current_device_idx', 'current_device_index', 'current_stream',
            'device_count', 'device_index', 'empty_cache', 'get_memory_info', 'is_available',
@@ -11,7 +11,7 @@ __all__ = ['current_accelerator', 'current_device_idx', 'current_device_index', 
 
 
 def _require():
-    if not cuda.is_available():
+    if not _cuda.is_available():
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
@@ -23,9 +23,9 @@ def _index(device):
     if isinstance(device, _C.device):
         if device.type != 'cuda':
             raise ValueError(f"{device.type} doesn't match the current accelerator cuda.")
-        return cuda.current_device() if device.index is None else device.index
+        return _cuda.current_device() if device.index is None else device.index
     if device is None:
-        return cuda.current_device()
+        return _cuda.current_device()
     if isinstance(device, int) and not isinstance(device, bool):
         return device
     raise TypeError(f"Unsupported device type: {type(device).__name__}")
@@ -37,31 +37,31 @@ def is_available():
         >>> tp.accelerator.is_available()   # on a machine without a GPU
         False
     """
-    return cuda.is_available()
+    return _cuda.is_available()
 
 
 def current_accelerator(check_available=False):
     """``tp.device('cuda')`` when TensorPlay was built with CUDA (and, with
     ``check_available``, a GPU is visible); otherwise None."""
-    if not cuda._compiled or (check_available and not cuda.is_available()):
+    if not _cuda._compiled or (check_available and not _cuda.is_available()):
         return None
     return _C.device('cuda')
 
 
 def device_count():
     """Number of visible accelerator devices (0 without one)."""
-    return cuda.device_count()
+    return _cuda.device_count()
 
 
 def current_device_index():
     """The calling thread's current accelerator ordinal."""
     _require()
-    return cuda.current_device()
+    return _cuda.current_device()
 
 
 def set_device_index(device, /):
     """Makes ``device`` (int, 'cuda:N', tp.device) the calling thread's current device."""
-    cuda.set_device(_index(device))
+    _cuda.set_device(_index(device))
 
 
 current_device_idx = current_device_index
@@ -89,54 +89,54 @@ class device_index:
 
 def synchronize(device=None, /):
     """Waits for all work queued on ``device`` (default: the current one)."""
-    cuda.synchronize(_index(device))
+    _cuda.synchronize(_index(device))
 
 
 def current_stream(device=None, /):
     """The current stream of ``device``."""
-    return cuda.current_stream(_index(device))
+    return _cuda.current_stream(_index(device))
 
 
 def set_stream(stream):
     """Makes ``stream`` current on its device."""
     _require()
-    cuda.set_stream(stream)
+    _cuda.set_stream(stream)
 
 
 def empty_cache():
     """Hands the caching allocator's unused blocks back to the device."""
     _require()
-    cuda.empty_cache()
+    _cuda.empty_cache()
 
 
 def get_memory_info(device_index=None, /):
     """(free bytes, total bytes) of the device."""
-    return cuda.mem_get_info(_index(device_index))
+    return _cuda.mem_get_info(_index(device_index))
 
 
 def memory_stats(device_index=None, /):
-    return cuda.memory_stats(_index(device_index))
+    return _cuda.memory_stats(_index(device_index))
 
 
 def memory_allocated(device_index=None, /):
-    return cuda.memory_allocated(_index(device_index))
+    return _cuda.memory_allocated(_index(device_index))
 
 
 def max_memory_allocated(device_index=None, /):
-    return cuda.max_memory_allocated(_index(device_index))
+    return _cuda.max_memory_allocated(_index(device_index))
 
 
 def memory_reserved(device_index=None, /):
-    return cuda.memory_reserved(_index(device_index))
+    return _cuda.memory_reserved(_index(device_index))
 
 
 def max_memory_reserved(device_index=None, /):
-    return cuda.max_memory_reserved(_index(device_index))
+    return _cuda.max_memory_reserved(_index(device_index))
 
 
 def reset_accumulated_memory_stats(device_index=None, /):
-    cuda.reset_accumulated_memory_stats(_index(device_index))
+    _cuda.reset_accumulated_memory_stats(_index(device_index))
 
 
 def reset_peak_memory_stats(device_index=None, /):
-    cuda.reset_peak_memory_stats(_index(device_index))
+    _cuda.reset_peak_memory_stats(_index(device_index))

@@ -2,7 +2,7 @@
 that centre a spectrum). The transforms themselves need complex tensors, which TensorPlay
 does not have yet."""
 from tensorplay import _C
-from tensorplay._creation import arange
+from tensorplay._creation import arange as _arange
 
 __all__ = ['fftfreq', 'rfftfreq', 'fftshift', 'ifftshift']
 
@@ -36,7 +36,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     dtype = _float_dtype('fftfreq', dtype)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    k = arange(n, dtype=dtype, device=device)
+    k = _arange(n, dtype=dtype, device=device)
     half = (n + 1) // 2
     k = _C.cat([k[:half], k[half:] - n]) if n > half else k
     return _finish(k.mul(_scale(n, d)), out, requires_grad)
@@ -49,7 +49,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
     size = int(n / 2) + 1  # C's truncating division, as PyTorch computes it
     if size < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {size}: [{size}]")
-    k = arange(size, dtype=dtype, device=device)
+    k = _arange(size, dtype=dtype, device=device)
     return _finish(k.mul(_scale(n, d)), out, requires_grad)
 
 
