@@ -90,12 +90,15 @@ def numel(input):
 
 from tensorplay._ops import Tag, ops  # noqa: E402
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
+from tensorplay import _composite_ops  # noqa: E402
+_composite_ops._install(globals())  # cov, trapezoid, tp.exp_, Tensor.addr, ... (needs nn.functional)
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)
 from tensorplay import cuda  # noqa: E402,F401
 from tensorplay import cpu  # noqa: E402,F401
 from tensorplay import amp  # noqa: E402,F401
+GradScaler = amp.GradScaler  # noqa: E402  (PyTorch's torch.GradScaler)
 from tensorplay.amp.autocast_mode import (autocast, get_autocast_dtype,  # noqa: E402,F401
                                           is_autocast_enabled, set_autocast_dtype,
                                           set_autocast_enabled)
@@ -108,6 +111,8 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
                                  set_float32_matmul_precision, use_deterministic_algorithms)
 
 OutOfMemoryError = _C.OutOfMemoryError
+from tensorplay import accelerator, fft  # noqa: E402,F401
+from tensorplay._device_defaults import get_default_device, set_default_device  # noqa: E402,F401
 
 from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)
 import sys as _sys  # noqa: E402

@@ -170,3 +170,175 @@ def householder_product(A, tau):
     columns with factors ``tau`` (see tp.geqrf); differentiable in both."""
     from tensorplay._householder import householder_product as product
     return product(A, tau)
+
+
+# ---- composites of other ops --------------------------------------------------------------
+
+def matmul(input, other, *, out=None):
+    """tp.matmul under its torch.linalg name."""
+    return _C.matmul(input, other, out=out) if out is not None else _C.matmul(input, other)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of the matrices in ``A`` (tp.diagonal with matrix-style defaults)."""
+    return _C.diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of ``x`` and ``y`` along ``dim`` (the other dimensions broadcast)."""
+    if x.shape[dim] != y.shape[dim]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[dim]}] and src "
+                           f"[{y.shape[dim]}] to have the same number of elements, but got "
+                           f"{x.shape[dim]} and {y.shape[dim]} elements respectively")
+    result = (x * y).sum(dim)
+    return out.copy_(result) if out is not None else result
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a list of matrices (the first and last may be vectors), multiplied in
+    the order that needs the fewest scalar products."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    for pos, t in ((0, first), (n - 1, last)):
+        if t.dim() not in (1, 2):
+            which = 'first' if pos == 0 else 'last'
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got "
+                               f"{t.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    mats = list(tensors)
+    if first.dim() == 1:
+        mats[0] = first.unsqueeze(0)
+    if last.dim() == 1:
+        mats[-1] = last.unsqueeze(1)
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(tensors[i].shape)} and {list(tensors[i + 1].shape)} "
+                               f"cannot be multiplied")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    # cost[i][j]: fewest multiplications for mats[i..j]; split[i][j]: where to cut
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k)
+                for k in range(i, j))
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return _C.mm(product(i, k), product(k + 1, j))
+
+    result = product(0, n - 1)
+    if first.dim() == 1:
+        result = result.squeeze(0)
+    if last.dim() == 1:
+        result = result.squeeze(-1)
+    return out.copy_(result) if out is not None else result
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The tensor B with tensordot(A, B, ind) the identity: A's first ``ind`` dimensions
+    against the rest, inverted as one square matrix."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = 1, 1
+    for s in A.shape[:ind]:
+        rows *= s
+    for s in A.shape[ind:]:
+        cols *= s
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    result = inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+    return out.copy_(result) if out is not None else result
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """The X with tensordot(A, X, X.dim()) == B (``dims``: A's dimensions moved to the end
+    first)."""
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.permute([d for d in range(A.dim()) if d not in dims] + dims)
+    rows = B.numel()
+    x_shape = tuple(A.shape[B.dim():])
+    cols = 1
+    for s in x_shape:
+        cols *= s
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) "
+                           f"== prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    result = solve(A.reshape(rows, cols), B.reshape(rows)).reshape(x_shape)
+    return out.copy_(result) if out is not None else result
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrices of the last dimension of ``x``: shape (..., n, N), columns
+    x**0, x**1, ..., x**(N-1)."""
+    if x.dim() < 1:
+        raise RuntimeError("N must be greater than 1.")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = x.new_ones(tuple(x.shape) + (1,))
+    powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
+    return _C.cat([ones, powers], -1)
+
+
+def _substitute(A, B, upper, unitriangular):
+    """X with A X = B for the triangle of A (batched), one row of X at a time: forward
+    substitution for lower triangles, back substitution for upper ones. A zero on the
+    diagonal gives inf/nan, as LAPACK's trsm does."""
+    n = A.shape[-1]
+    rows = [None] * n
+    order = range(n - 1, -1, -1) if upper else range(n)
+    for i in order:
+        acc = B[..., i, :]
+        known = [j for j in (range(i + 1, n) if upper else range(i)) if rows[j] is not None]
+        if known:
+            coeffs = _C.stack([A[..., i, j] for j in known], -1)
+            acc = acc - (coeffs.unsqueeze(-1) * _C.stack([rows[j] for j in known], -2)).sum(-2)
+        rows[i] = acc if unitriangular else acc / A[..., i, i].unsqueeze(-1)
+    return _C.stack(rows, -2)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (``left``) or X A = B, using only the upper or lower triangle of A
+    (its diagonal taken as ones with ``unitriangular``); batches broadcast.
+
+        >>> A = tp.tensor([[2., 1.], [0., 4.]])
+        >>> tp.linalg.solve_triangular(A, tp.tensor([[3.], [4.]]), upper=True)
+        tensor([[1.],
+                [1.]])
+    """
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but they "
+                           f"are {A.shape[-2] if A.dim() >= 2 else A.shape[-1]} by {A.shape[-1]} matrices")
+    if B.dim() < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+                           f"{eq} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    if not A.is_floating_point():
+        name = {_C.int32: 'Int', _C.int64: 'Long', _C.int16: 'Short', _C.int8: 'Char', _C.uint8: 'Byte',
+                _C.bool: 'Bool'}[A.dtype]
+        raise NotImplementedError(f'"triangular_solve_cpu" not implemented for \'{name}\'')
+    B = B.to(A.dtype)  # the result takes A's dtype, as PyTorch's
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        result = _substitute(A.transpose(-2, -1), B.transpose(-2, -1), not upper,
+                             unitriangular).transpose(-2, -1)
+    else:
+        result = _substitute(A, B, upper, unitriangular)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result

@@ -144,6 +144,10 @@ _IGNORED_NAMES = frozenset("""
     get_num_interop_threads is_autocast_enabled set_autocast_enabled get_autocast_dtype
     set_autocast_dtype autocast can_cast promote_types result_type_of finfo iinfo
     broadcast_shapes set_anomaly_enabled is_anomaly_enabled
+    handle_torch_function has_torch_function has_torch_function_unary has_torch_function_variadic
+    get_autocast_cpu_dtype set_autocast_cpu_dtype is_autocast_cpu_enabled set_autocast_cpu_enabled
+    get_autocast_gpu_dtype set_autocast_gpu_dtype get_deterministic_debug_mode
+    set_deterministic_debug_mode
 """.split())
 # Conversions: modes see them, but their data argument (a sequence, an array, a foreign
 # tensor with its own __torch_function__) never overloads them.

@@ -110,7 +110,7 @@ def _torch_cpu_layout(op, form, sample):
 
 # ops whose every sample is data-dependent on meta (torch raises for all of them)
 NO_META_SAMPLES = {'nonzero', 'argwhere', 'masked_select', 'unique', 'unique_consecutive',
-                   'bincount', 'equal', 'allclose',
+                   'bincount', 'equal', 'allclose', 'cov', 'corrcoef',
                    'linalg.lstsq',  # PyTorch has no meta kernel for it
                    '_standard_gamma_grad', '_dirichlet_grad'}  # nor for these
 

@@ -28,7 +28,14 @@ from tensorplay.distributions.exponential import Exponential
 from tensorplay.distributions.gamma import Gamma
 from tensorplay.distributions.geometric import Geometric
 from tensorplay.distributions.gumbel import Gumbel
+from tensorplay.distributions.fishersnedecor import FisherSnedecor
+from tensorplay.distributions.generalized_pareto import GeneralizedPareto
+from tensorplay.distributions.half_cauchy import HalfCauchy
 from tensorplay.distributions.half_normal import HalfNormal
+from tensorplay.distributions.inverse_gamma import InverseGamma
+from tensorplay.distributions.kumaraswamy import Kumaraswamy
+from tensorplay.distributions.logistic_normal import LogisticNormal
+from tensorplay.distributions.pareto import Pareto
 from tensorplay.distributions.independent import Independent
 from tensorplay.distributions.kl import _add_kl_info, kl_divergence, register_kl
 from tensorplay.distributions.laplace import Laplace
@@ -58,5 +65,6 @@ __all__ = ['Bernoulli', 'Beta', 'Binomial', 'Categorical', 'Cauchy', 'Chi2', 'Co
            'MixtureSameFamily', 'Multinomial', 'MultivariateNormal', 'NegativeBinomial', 'Normal',
            'OneHotCategorical', 'OneHotCategoricalStraightThrough', 'Poisson', 'RelaxedBernoulli',
            'RelaxedOneHotCategorical', 'ExpRelaxedCategorical', 'StudentT', 'TransformedDistribution', 'Uniform',
-           'VonMises', 'Weibull', 'biject_to', 'kl_divergence', 'register_kl', 'transform_to']
+           'VonMises', 'Weibull', 'biject_to', 'kl_divergence', 'register_kl', 'transform_to',
+           'FisherSnedecor', 'GeneralizedPareto', 'HalfCauchy', 'InverseGamma', 'Kumaraswamy', 'LogisticNormal', 'Pareto']
 __all__.extend(transforms.__all__)

@@ -6,12 +6,14 @@ averaging (swa_utils), with torch.optim's API.
 """
 from tensorplay.optim import lr_scheduler, swa_utils  # noqa: F401
 from tensorplay.optim.adadelta import Adadelta
+from tensorplay.optim.adafactor import Adafactor
 from tensorplay.optim.adagrad import Adagrad
 from tensorplay.optim.adam import Adam
 from tensorplay.optim.adamax import Adamax
 from tensorplay.optim.adamw import AdamW
 from tensorplay.optim.asgd import ASGD
 from tensorplay.optim.lbfgs import LBFGS
+from tensorplay.optim.muon import Muon
 from tensorplay.optim.nadam import NAdam
 from tensorplay.optim.optimizer import Optimizer
 from tensorplay.optim.radam import RAdam
@@ -19,5 +21,5 @@ from tensorplay.optim.rmsprop import RMSprop
 from tensorplay.optim.rprop import Rprop
 from tensorplay.optim.sgd import SGD
 
-__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
+__all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam", "Optimizer", "RAdam",
            "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]

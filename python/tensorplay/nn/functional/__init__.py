@@ -68,6 +68,8 @@ from tensorplay.nn.functional.conv_pool import (  # noqa: F401
     adaptive_max_pool1d_with_indices,
     adaptive_max_pool2d,
     adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -135,3 +137,6 @@ from tensorplay.nn.functional.loss import (  # noqa: F401
     triplet_margin_loss,
     triplet_margin_with_distance_loss)
 from tensorplay.nn.functional._common import Tensor, _legacy_reduction  # noqa: F401
+# the __torch_function__ helpers PyTorch's nn.functional re-exports (the same objects)
+from tensorplay.overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401
+                                  has_torch_function_unary, has_torch_function_variadic)

@@ -123,6 +123,38 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return (out, idx) if return_indices else out
 
 
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Adaptive max pooling over the last three dimensions of a 4-D or 5-D input: output cell
+    (i, j, k) takes the max of the input box [floor(i D / oD), ceil((i + 1) D / oD)) x ...
+    Built from adaptive_max_pool2d: the max over each depth bin first, then over the
+    height-width bins; the indices are flat positions in D*H*W."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{list(input.shape)}")
+    for d in range(input.dim() - 3, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"adaptive_max_pool3d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
+    out_d, out_h, out_w = _fill_none(input, output_size, 3)
+    depth, height, width = input.shape[-3:]
+    values, indices = [], []
+    for i in range(out_d):
+        start, end = (i * depth) // out_d, -((-(i + 1) * depth) // out_d)
+        slab, which = input.narrow(-3, start, end - start).max(-3)   # first max along depth
+        pooled, hw = adaptive_max_pool2d(slab, (out_h, out_w), True)
+        values.append(pooled)
+        if return_indices:
+            depth_at = which.flatten(-2).gather(-1, hw.flatten(-2)).view(hw.shape)
+            indices.append((start + depth_at) * (height * width) + hw)
+    out = tp.stack(values, -3)
+    return (out, tp.stack(indices, -3)) if return_indices else out
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
 def _fill_none(input, output_size, n):
     size = _pair(output_size, n)
     return [input.size(input.dim() - n + i) if s is None else s for i, s in enumerate(size)]

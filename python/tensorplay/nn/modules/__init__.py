@@ -30,7 +30,7 @@ from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, Batch
 from tensorplay.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
                                         ConvTranspose3d)
 from tensorplay.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,
-                                           AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d,
+                                           AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d,
                                            AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,
                                            MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
                                            MaxUnpool2d, MaxUnpool3d)
@@ -49,3 +49,4 @@ from tensorplay.nn.modules.lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBa
                                         LazyConvTranspose2d, LazyConvTranspose3d,
                                         LazyInstanceNorm1d, LazyInstanceNorm2d,
                                         LazyInstanceNorm3d)
+from tensorplay.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402,F401
