@@ -15,7 +15,10 @@ class _LazyModule(importlib.util._LazyModule):
             d = object.__getattribute__(self, "__dict__")
             if attr in d:
                 return d[attr]
-        return super().__getattribute__(attr)
+        # hand the module back to the standard library's lazy module, which loads it (3.12's
+        # loads only a module whose class is exactly its own)
+        self.__class__ = importlib.util._LazyModule
+        return getattr(self, attr)
 
 
 def lazy_submodule(package, name):
