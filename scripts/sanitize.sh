@@ -14,10 +14,12 @@ case "$kind" in
   *) echo "usage: $0 [address|thread] [pytest args...]" >&2; exit 2 ;;
 esac
 build=build/sanitize-$kind
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSE_CUDA=OFF \
-        -DTP_SANITIZE="$san" -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
-fi
+# TP_SAN_LEVELS: the CPU capability levels to build kernels for ("0;2" in CI: the baseline and
+# the highest; default all)
+launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUSE_CUDA=OFF \
+      -DTP_SANITIZE="$san" -DTP_CPU_LEVELS="${TP_SAN_LEVELS:-0;1;2}" \
+      -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build "$build" ${MAX_JOBS:+-j "$MAX_JOBS"}
 # a package tree whose _C is the instrumented one (the sources are the working tree's)
 pkg="$build/pkg"
@@ -25,7 +27,7 @@ rm -rf "$pkg" && mkdir -p "$pkg/tensorplay"
 for f in python/tensorplay/*; do
   case "$(basename "$f")" in _C*.so|version.py) ;; *) ln -s "$(realpath "$f")" "$pkg/tensorplay/" ;; esac
 done
-ln -s "$(realpath "$build"/_C*.so)" "$pkg/tensorplay/"
+for so in "$build"/_C*.so; do ln -s "$(realpath "$so")" "$pkg/tensorplay/"; done
 cp "$build/version.py" "$pkg/tensorplay/version.py"
 runtime=$(g++ -print-file-name="$lib")
 export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"

@@ -54,7 +54,7 @@ class DimVector {
   }
   void assign(const int64_t* p, size_t n) {
     reserve(n);
-    std::memmove(data(), p, n * sizeof(int64_t));
+    if (n) std::memmove(data(), p, n * sizeof(int64_t));  // p may be null when n is 0
     size_ = n;
   }
   bool operator==(const DimVector& o) const {
