@@ -8,9 +8,13 @@ the DLPack exchange API of the argument's type which stream to launch on: ours a
 ``tp.cuda.current_stream()`` (Note [DLPack exchange API]). So our tensors pass without
 copies and the kernel is ordered with our work on our stream, with nothing to patch (unlike
 Triton's driver, Note [Triton launches]). The one thing tile-lang's own call does with torch
-is allocating the outputs named by ``out_idx``: ``wrap_tilelang`` allocates them as our
-tensors instead (static dims from the kernel's parameters, symbolic ones bound from the
-inputs' shapes) and calls the compiled function with every parameter. Launches are skipped
+is allocating the outputs named by ``out_idx``. Since tile-lang 0.1.15 such a kernel is
+lowered to a callee-allocated ABI (the compiled function takes the inputs and one "anchor"
+tensor, and allocates its outputs through the anchor type's exchange API): we pass one of
+our tensors as the anchor, so the outputs are allocated by our allocator and come back as
+our tensors. With older tile-lang (every parameter passed), ``wrap_tilelang`` allocates the
+outputs itself (static dims from the kernel's parameters, symbolic ones bound from the
+inputs' shapes). Launches are skipped
 in fake kernels as Triton's are: a ``tile_lang_op``'s body with launches skipped is its fake
 kernel, and the outputs ``wrap_tilelang`` allocates there are fake tensors.
 tile-lang is never imported by us: a wrapped kernel brings it.
@@ -45,6 +49,7 @@ class wrap_tilelang:
         self.kernel = kernel
         self._params = list(kernel.params)
         self._out = sorted(int(i) for i in (getattr(adapter, 'result_idx', None) or []))
+        self._callee_allocates = bool(getattr(adapter, '_ffi_callee_allocated_output_abi', False))
         self._call = None
 
     def _compiled(self):
@@ -93,6 +98,8 @@ class wrap_tilelang:
             raise TypeError(f'wrap_tilelang: the kernel takes {n_in} inputs '
                             f'({len(self._out)} of its {len(self._params)} parameters are '
                             f'outputs), got {len(inputs)}')
+        if self._out and self._callee_allocates and not launches_skipped():
+            return self._call_callee_allocated(inputs)
         outs = self._allocate(inputs) if self._out else []
         if not launches_skipped():
             args, it_in, it_out = [], iter(inputs), iter(outs)
@@ -102,6 +109,24 @@ class wrap_tilelang:
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
+
+    def _call_callee_allocated(self, inputs):
+        # tile-lang >= 0.1.15 lowers out_idx kernels to the callee-allocated ABI: the function
+        # takes the inputs and one tensor whose type's exchange API allocates the outputs, and
+        # returns them. Ours is that tensor, so the outputs come from our allocator.
+        import tensorplay as tp
+        anchor = next((x for x in inputs if isinstance(x, tp.Tensor)), None)
+        if anchor is None:
+            anchor = tp.empty(0, device='cuda')
+        res = self._compiled()(*inputs, anchor)
+        if len(self._out) == 1:
+            return _ours(res)
+        return [_ours(r) for r in res]
+
+
+def _ours(x):
+    import tensorplay as tp
+    return x if isinstance(x, tp.Tensor) else tp.from_dlpack(x)
 
 
 def tile_lang_op(name, fn=None, /, *, mutates_args, schema=None):
