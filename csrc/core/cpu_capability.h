@@ -21,6 +21,13 @@ namespace tp::cpu {
 // templates by name. Everything a kernel file defines lives in TP_CPU_NS; for the library
 // code it includes (std::, core headers), the baseline objects come first on the link line,
 // so the linker keeps their copies of any shared inline function (it keeps the first).
+// That is only safe for code that means the same at every level. Headers whose inline code
+// depends on the level (the functors of kernels/functors/, with their libmvec vectors and
+// intrinsics) put it in `inline namespace TP_CPU_NS` when compiled in a kernel file, so each
+// level's copies are distinct symbols. Found by the -O0 sanitizer build (nothing inlined):
+// vec_load(const float*) returns __m512 at AVX-512 and __m128 at the baseline, the return
+// type is not part of the symbol, and the AVX-512 exp/sin/cos loops called the baseline's
+// copy (wrong values past the fourth lane). At -O2 it was always inlined, so hidden.
 enum class Capability : int { Default = 0, AVX2 = 1, AVX512 = 2 };
 constexpr int kNumCapabilities = 3;
 

@@ -4,7 +4,12 @@
 #pragma once
 #include <cmath>
 
+#include "core/cpu_capability.h"
+
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 
 inline constexpr double kSqrtHalf = 0.70710678118654752440;     // 1/sqrt(2)
 inline constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
@@ -207,4 +212,7 @@ template <class T> struct HardsigmoidBackward : Base<T> {
 #undef TP_VEC1
 #undef TP_VEC2
 
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/cpu_capability.h"
 #include "kernels/functors/special_math.h"
 #include "kernels/tensor_iterator.h"
 
@@ -21,6 +22,9 @@
 #define TP_VEC_LANES 16
 #define TP_MVEC(fn) _ZGVeN16v_##fn
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 using vec_f = __m512;
 inline vec_f vec_load(const float* p) { return _mm512_loadu_ps(p); }
 inline void vec_store(float* p, vec_f v) { _mm512_storeu_ps(p, v); }
@@ -38,12 +42,18 @@ inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) {
 inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LE_OQ), y, x);
 }
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors
 #elif defined(TP_HAVE_LIBMVEC) && defined(__AVX2__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define TP_VEC_LANES 8
 #define TP_MVEC(fn) _ZGVdN8v_##fn
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 using vec_f = __m256;
 inline vec_f vec_load(const float* p) { return _mm256_loadu_ps(p); }
 inline void vec_store(float* p, vec_f v) { _mm256_storeu_ps(p, v); }
@@ -61,12 +71,18 @@ inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) {
 inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LE_OQ));
 }
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors
 #elif defined(TP_HAVE_LIBMVEC) && defined(__SSE2__) && !defined(__CUDACC__)
 #include <emmintrin.h>
 #define TP_VEC_LANES 4
 #define TP_MVEC(fn) _ZGVbN4v_##fn
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 using vec_f = __m128;
 inline vec_f vec_load(const float* p) { return _mm_loadu_ps(p); }
 inline void vec_store(float* p, vec_f v) { _mm_storeu_ps(p, v); }
@@ -83,6 +99,9 @@ inline vec_f vec_blend(vec_f mask, vec_f x, vec_f y) {
 inline vec_f vec_select_gt(vec_f a, vec_f b, vec_f x, vec_f y) { return vec_blend(_mm_cmpgt_ps(a, b), x, y); }
 /// a <= b ? x : y per lane (false for NaN)
 inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) { return vec_blend(_mm_cmple_ps(a, b), x, y); }
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors
 #endif
 #ifdef TP_VEC_LANES
@@ -99,6 +118,9 @@ tp::functors::vec_f TP_MVEC(cosf)(tp::functors::vec_f);
 #endif
 
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 
 template <class T> constexpr bool kFloat = std::is_floating_point_v<T>;
 template <class T> constexpr bool kBool = std::is_same_v<T, bool>;
@@ -551,6 +573,9 @@ template <class T> struct ClampTensor : Base<T> {
   }
 };
 
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors
 #include "kernels/functors/activation.h"  // NOLINT: activation functors extend this set
 #include "kernels/functors/special.h"     // NOLINT: and the special functions

@@ -3,9 +3,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cpu_capability.h"
 #include "core/macros.h"
 
 namespace tp::functors {
+#ifdef TP_CPU_NS
+inline namespace TP_CPU_NS {  // Note [CPU capability]: per-level copies are distinct symbols
+#endif
 
 /// Inverse error function: a rational first guess refined by Newton steps on erf.
 template <class T>
@@ -52,4 +56,7 @@ TP_HD inline T lerp(T a, T b, T w) {
   return std::abs(w) < T(0.5) ? a + w * d : b - d * (T(1) - w);
 }
 
+#ifdef TP_CPU_NS
+}  // namespace TP_CPU_NS
+#endif
 }  // namespace tp::functors
