@@ -137,3 +137,26 @@ def test_ddp_on_cuda_matches_the_plain_module(nccl):
             o.step()
     for a, b in zip(ref.parameters(), model.parameters()):
         assert tp.allclose(a, b, atol=1e-6)
+
+
+def test_fsdp_on_cuda_matches_the_plain_module(nccl):
+    from tensorplay.distributed.fsdp import fully_shard
+    tp.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
+    model.load_state_dict(ref.state_dict())
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    o1 = tp.optim.SGD(ref.parameters(), lr=0.1)
+    o2 = tp.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        x = tp.randn(8, 16, device="cuda")
+        for m, o in ((ref, o1), (model, o2)):
+            o.zero_grad()
+            m(x).square().mean().backward()
+            o.step()
+    for a, b in zip(ref.parameters(), model.parameters()):
+        b = b.full_tensor() if hasattr(b, "full_tensor") else b
+        assert b.device.type == "cuda" and tp.allclose(a, b, atol=1e-6)

@@ -640,7 +640,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             raise RuntimeError("all_gather: every tensor of tensor_list must match the input's "
                                "size and dtype (use all_gather_object for uneven data)")
     inp = _contig(tensor)
-    flat = tp.empty((g.size() * inp.numel(),), dtype=inp.dtype)
+    flat = tp.empty((g.size() * inp.numel(),), dtype=inp.dtype, device=inp.device)
     w = g._pg.allgather(inp.data_ptr(), flat.data_ptr(), _nbytes(inp))
     n = inp.numel()
 
@@ -714,7 +714,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     inp = _contig(tensor)
-    flat = tp.empty((g.size() * inp.numel(),), dtype=inp.dtype) if me == root else inp
+    flat = tp.empty((g.size() * inp.numel(),), dtype=inp.dtype, device=inp.device) if me == root else inp
     w = g._pg.gather(inp.data_ptr(), flat.data_ptr(), _nbytes(inp), root)
     n = inp.numel()
 

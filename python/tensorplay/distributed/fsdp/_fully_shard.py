@@ -382,7 +382,8 @@ class _FSDPParamGroup:
     def _post_backward(self, grads, train):
         full = [None] * len(self.fparams)  # by group index; unused outputs contribute zeros
         for i, g in zip(train, grads):
-            full[i] = g if g is not None else tp.zeros(self.fparams[i].shape, dtype=self.dtype_of(i))
+            full[i] = g if g is not None else tp.zeros(self.fparams[i].shape, dtype=self.dtype_of(i),
+                                                       device=self.mesh.device_type)
         grads = full
         if self._grad_accum is not None:
             grads = [a if g is None else (g if a is None else a + g)
@@ -487,7 +488,9 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         if not dist.is_initialized():
             raise ValueError("Default process group has not been initialized, please make sure "
                              "to call init_process_group.")
-        mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+        # the default group's device: CUDA over NCCL, else the CPU (as PyTorch's default mesh)
+        mesh = init_device_mesh("cuda" if dist.get_backend() == "nccl" else "cpu",
+                                (dist.get_world_size(),))
     if not isinstance(mesh, DeviceMesh):
         raise ValueError(f"fully_shard expects a DeviceMesh, got {type(mesh).__name__}")
     if mesh.ndim != 1:
