@@ -35,7 +35,9 @@ cp "$build/version.py" "$pkg/tensorplay/version.py"
 # library's, e.g. torch's in the reference tests) aborts with a CHECK failure
 runtime="$(g++ -print-file-name="$lib"):$(g++ -print-file-name=libstdc++.so)"
 export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
-export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0:${ASAN_OPTIONS:-}"
+# allocator_may_return_null: an allocation larger than memory returns null (our allocator then
+# raises PyTorch's error, which tests/python/test_resources.py checks) instead of aborting
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
 export PYTHONMALLOC=malloc OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}

@@ -52,6 +52,7 @@ DType state_result(const ResultTypeState& st) {
 
 void cast_strided(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
                   int64_t n) {
+  if (n <= 0) return;  // an empty operand may have no storage (null pointers)
   if (sdt == ddt && ss == ds && ss == int64_t(element_size(sdt))) {
     std::memcpy(dst, src, size_t(n) * element_size(sdt));
     return;

@@ -214,7 +214,7 @@ nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.device().type != DeviceType::Meta, "Tensor.item() cannot be called on meta tensors");
   TP_CHECK(t.device().is_cpu(), "item: tensors on ", t.device().str(), " have no data");
   if (!t.data_ptr()) t.no_host_data();  // a wrapper subclass: no storage of its own
-  if (t.dtype() == DType::Bool) return nb::bool_(*t.data<bool>());
+  if (t.dtype() == DType::Bool) return nb::bool_(*reinterpret_cast<const uint8_t*>(t.data_ptr()) != 0);  // any nonzero byte
   if (is_floating(t.dtype())) {
     double v;
     cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);

@@ -35,7 +35,12 @@ PyObject* to_py<double>(double v) { return PyFloat_FromDouble(v); }
 
 template <class T>
 PyObject* to_list(const char* p, IntArrayRef sizes, IntArrayRef strides, size_t d) {
-  if (d == sizes.size()) return to_py(*reinterpret_cast<const T*>(p));
+  if (d == sizes.size()) {
+    // a bool tensor viewed from bytes (x.view(tp.bool)) may hold any byte: nonzero is True,
+    // read as a byte (loading a bool that is not 0 or 1 is undefined: UBSan)
+    if constexpr (std::is_same_v<T, bool>) return to_py(*reinterpret_cast<const uint8_t*>(p) != 0);
+    else return to_py(*reinterpret_cast<const T*>(p));
+  }
   PyObject* l = PyList_New(Py_ssize_t(sizes[d]));
   for (int64_t i = 0; i < sizes[d]; ++i)
     PyList_SET_ITEM(l, i, to_list<T>(p + i * strides[d] * int64_t(sizeof(T)), sizes, strides, d + 1));
