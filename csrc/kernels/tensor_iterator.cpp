@@ -236,7 +236,14 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
     TP_CHECK(o.device().type == device_.type,
              "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
              " instead");
-    if (!same_shape) resize_out(o, IntArrayRef(shape_.data(), nd));
+    if (!same_shape) {
+      // Like PyTorch's TensorIterator, a resized out= takes the inputs' memory layout
+      // (a transposed input gives a transposed result), not a contiguous one.
+      IntArrayRef sizes(shape_.data(), nd);
+      resize_out(o, sizes);
+      o.impl()->set_sizes_and_strides(DimVector(sizes.data(), nd), strides_in_order(sizes, perm_),
+                                      o.impl()->storage_offset());
+    }
     out_ = o;
   } else {
     DimVector strides = strides_in_order(IntArrayRef(shape_.data(), nd), perm_);

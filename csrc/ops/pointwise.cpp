@@ -38,7 +38,9 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
     return it.output();
   }
 #endif
-  if (it.device().type != DeviceType::Meta && it.numel() > 0) {
+  if (it.device().type != DeviceType::Meta) {
+    // The dtype check runs on empty inputs too: PyTorch dispatches on the dtype before it
+    // looks at the size (tp.floor of an empty bool tensor raises like a full one).
     Loop1d loop = pointwise_loops(it.device().type)[int(kernel)][int(it.compute_dtype())];
     if (!loop) {
       if (it.device().is_cpu())
@@ -47,7 +49,7 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
       TP_FAIL_NOT_IMPLEMENTED(cfg.op, ": no ", device_type_name(it.device().type),
                               " kernel for dtype ", dtype_name(it.common_dtype()));
     }
-    it.for_each(loop, p);
+    if (it.numel() > 0) it.for_each(loop, p);
     if (p.error.load(std::memory_order_relaxed) == kZeroDivision) TP_FAIL("ZeroDivisionError");
   }
   if (out.tensor && out.bump_version) out.tensor->impl()->bump_version();
