@@ -157,7 +157,11 @@ std::tuple<Tensor, Tensor, Tensor> unique_slices(const char* op, const Tensor& s
       g = group_runs(order, same);
     }
   });
-  Tensor values = index_select(self, d, index_tensor(g.first));
+  // PyTorch lays the result out with `dim` outermost (the slices are gathered along dim 0
+  // of the moved input, then moved back): strides (1, n) for dim=1 of a matrix.
+  Tensor moved = movedim(self, std::vector<int64_t>{d}, std::vector<int64_t>{0});
+  Tensor values = movedim(contiguous(index_select(moved, 0, index_tensor(g.first))),
+                          std::vector<int64_t>{0}, std::vector<int64_t>{d});
   return results(values, g, std::vector<int64_t>{n}, return_inverse, return_counts);
 }
 

@@ -233,15 +233,13 @@ Tensor.H = property(_H, doc="The conjugate transpose of a matrix.")
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the nonzero elements: an (n, ndim) tensor, or one 1-D tensor per dim."""
     _check_tensor(input, "nonzero")
+    if out is not None and not as_tuple:
+        return _C._nonzero(input, out=out)  # resizes a wrong-shaped out= column-major
     idx = _C._nonzero(input)
     if as_tuple:
         if input.dim() == 0:
             return (idx.reshape(-1)[:idx.shape[0]],)
         return tuple(idx[:, d] for d in range(input.dim()))
-    if out is not None:
-        if tuple(out.shape) != tuple(idx.shape):
-            raise RuntimeError(f"nonzero: out= needs shape {tuple(idx.shape)}, got {tuple(out.shape)}")
-        return out.copy_(idx)
     return idx
 
 

@@ -1,0 +1,102 @@
+"""Focused regression tests for the differential-fuzzing findings of docs/fuzz_findings.md:
+each runs the same call in torch and tensorplay and compares the outcome (result dtype,
+shape, strides, values, or the exception class)."""
+import warnings
+
+import pytest
+import torch
+
+import tensorplay as tp
+
+
+def _both(fn):
+    """fn(lib) in torch and tensorplay: ('ok', result) or ('raised', exception class name)."""
+    out = []
+    for lib in (torch, tp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # torch's warning on resizing a non-empty out=
+            try:
+                out.append(('ok', fn(lib)))
+            except Exception as e:  # noqa: BLE001 - the class is the outcome
+                out.append(('raised', type(e).__name__))
+    return out
+
+
+def _same_outcome(fn):
+    (ts, t), (ls, l) = _both(fn)
+    assert ts == ls, f'torch {ts} {t}, tensorplay {ls} {l}'
+    if ts == 'raised':
+        assert t == l
+    return t, l
+
+
+def _same_layout(fn):
+    t, l = _same_outcome(fn)
+    if isinstance(t, str):  # both raised the same class
+        return
+    assert tuple(t.shape) == tuple(l.shape)
+    assert t.stride() == l.stride()
+    assert t.tolist() == l.tolist()
+
+
+# F4: dtype checks also run on empty inputs
+@pytest.mark.parametrize('op', ['floor', 'ceil', 'trunc', 'round', 'abs', 'frac', 'bitwise_not'])
+@pytest.mark.parametrize('dtype', ['bool', 'float32', 'int64'])
+@pytest.mark.parametrize('shape', [(2,), (0,)])
+def test_unary_dtype_support_on_empty(op, dtype, shape):
+    _same_outcome(lambda lib: getattr(lib, op)(lib.ones(shape, dtype=getattr(lib, dtype))).dtype is not None)
+
+
+@pytest.mark.parametrize('op', ['remainder', 'fmod', 'hypot', 'gcd', 'bitwise_or', 'bitwise_left_shift'])
+@pytest.mark.parametrize('dtype', ['bool', 'float32', 'int32'])
+def test_binary_dtype_support_on_empty(op, dtype):
+    _same_outcome(lambda lib: getattr(lib, op)(lib.ones(0, dtype=getattr(lib, dtype)),
+                                               lib.ones(0, dtype=getattr(lib, dtype))).shape == (0,))
+
+
+# F1: an out= that is resized takes the inputs' layout
+@pytest.mark.parametrize('out_shape', [(0,), (5,), (3, 4)])
+def test_resized_out_follows_input_layout(out_shape):
+    def call(lib):
+        x = lib.arange(12.).reshape(4, 3).t()
+        o = lib.empty(out_shape)
+        lib.sinh(x, out=o)
+        return o
+    _same_layout(call)
+
+    def call2(lib):
+        x = lib.arange(24.).reshape(2, 3, 4).permute(2, 0, 1)
+        o = lib.empty(0, dtype=lib.bool)
+        return lib.eq(x, x[:1], out=o)
+    _same_layout(call2)
+
+
+# F2: nonzero / argwhere / unique(dim=) results are laid out like PyTorch's
+@pytest.mark.parametrize('shape', [(3, 4), (5,), (), (2, 3, 4), (0, 3)])
+def test_nonzero_argwhere_layout(shape):
+    def values(lib):
+        return (lib.arange(max(1, torch.Size(shape).numel())) % 3)[:torch.Size(shape).numel()].reshape(shape)
+    _same_layout(lambda lib: lib.nonzero(values(lib)))
+    _same_layout(lambda lib: lib.argwhere(values(lib)))
+    _same_layout(lambda lib: values(lib).nonzero())
+
+
+@pytest.mark.parametrize('out', ['empty', 'right', 'wrong', 'float'])
+def test_nonzero_out(out):
+    def call(lib):
+        x = lib.tensor([[1., 0., 2.], [0., 3., 4.]])
+        o = {'empty': lambda: lib.empty(0, dtype=lib.int64), 'right': lambda: lib.zeros(4, 2, dtype=lib.int64),
+             'wrong': lambda: lib.zeros(5, dtype=lib.int64), 'float': lambda: lib.zeros(0)}[out]()
+        r = lib.nonzero(x, out=o)
+        assert r is o
+        return o
+    _same_layout(call)
+
+
+@pytest.mark.parametrize('dim', [0, 1, 2, -1])
+@pytest.mark.parametrize('fn', ['unique', 'unique_consecutive'])
+def test_unique_dim_layout(fn, dim):
+    def call(lib):
+        x = lib.tensor([[[1, 0], [1, 1], [0, 1]], [[1, 0], [1, 1], [1, 1]]])
+        return getattr(lib, fn)(x, dim=dim)
+    _same_layout(call)
