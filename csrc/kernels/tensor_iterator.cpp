@@ -188,13 +188,15 @@ void TensorIterator::compute_dtypes(const IterConfig& cfg) {
   compute_dtype_ = common_dtype_;
   if (cfg.half_to_float && (compute_dtype_ == DType::Float16 || compute_dtype_ == DType::BFloat16))
     compute_dtype_ = DType::Float32;
-  kernel_out_dtype_ = cfg.promote == Promote::BoolOut ? DType::Bool : compute_dtype_;
+  bool bool_out = cfg.promote == Promote::BoolOut || cfg.promote == Promote::BoolOutOnly;
+  kernel_out_dtype_ = bool_out ? DType::Bool : compute_dtype_;
 }
 
 void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out) {
   DType result = cfg.result_dtype != DType::Undefined ? cfg.result_dtype
-                 : cfg.promote == Promote::BoolOut    ? DType::Bool
-                                                      : common_dtype_;
+                 : cfg.promote == Promote::BoolOut || cfg.promote == Promote::BoolOutOnly
+                     ? DType::Bool
+                     : common_dtype_;
   // Iteration order: fastest dim first, following the inputs' memory layout.
   size_t nd = shape_.size();
   perm_.resize(nd);
@@ -229,6 +231,11 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
       TP_CHECK(same_shape, "output with shape ", shape_str(o.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape_));
     }
+    if (cfg.promote == Promote::Same)
+      TP_CHECK(o.dtype() == common_dtype_, "Found dtype ", dtype_scalar_name(o.dtype()),
+               " but expected ", dtype_scalar_name(common_dtype_));
+    else if (cfg.promote == Promote::BoolOutOnly)
+      TP_CHECK(o.dtype() == DType::Bool, cfg.op, " does not support non-boolean outputs.");
     TP_CHECK(can_cast(kernel_out_dtype_ == DType::Bool ? DType::Bool : common_dtype_, o.dtype()) ||
                  cfg.result_dtype != DType::Undefined,
              "result type ", dtype_scalar_name(common_dtype_),

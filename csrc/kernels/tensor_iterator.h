@@ -31,6 +31,10 @@ enum class Promote : uint8_t {
   Common,      // result = promoted input dtype
   IntToFloat,  // like Common, but integral/bool results become the default float
   BoolOut,     // compute in the promoted dtype, write bool
+  Same,        // like Common, but an out= must have the input's dtype (PyTorch's unary_op:
+               // "Found dtype Float but expected Long")
+  BoolOutOnly, // like BoolOut, but an out= must be bool ("isposinf does not support
+               // non-boolean outputs.")
 };
 
 struct IterConfig {

@@ -71,13 +71,6 @@ EXPECTED = {
     # F11
     ('conv_transpose3d', 0): ('only-torch-raised', 'F11'),
     ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),
-    # F5
-    ('trunc', 1): ('only-torch-raised', 'F5'),
-    ('round', 2): ('only-torch-raised', 'F5'),
-    ('isposinf', 5): ('only-torch-raised', 'F5'),
-    ('isneginf', 0): ('only-torch-raised', 'F5'),
-    ('eye', 4): ('only-torch-raised', 'F5'),
-    ('eye', 5): ('only-torch-raised', 'F5'),
     # F6
     ('mv', 6): ('exception-class', 'F6'),
     ('vdot', 3): ('exception-class', 'F6'),

@@ -100,3 +100,41 @@ def test_unique_dim_layout(fn, dim):
         x = lib.tensor([[[1, 0], [1, 1], [0, 1]], [[1, 0], [1, 1], [1, 1]]])
         return getattr(lib, fn)(x, dim=dim)
     _same_layout(call)
+
+
+# F5: out= dtype checks
+@pytest.mark.parametrize('op', ['abs', 'neg', 'sign', 'sgn', 'floor', 'ceil', 'trunc', 'fix', 'round',
+                                'frac', 'bitwise_not', 'nan_to_num', 'isposinf', 'isneginf', 'signbit',
+                                'square', 'exp', 'logical_not'])
+@pytest.mark.parametrize('dtypes', [('float32', 'float64'), ('int64', 'int32'), ('int64', 'float32'),
+                                    ('float32', 'bool'), ('int32', 'int32')])
+def test_unary_out_dtype(op, dtypes):
+    def call(lib):
+        x = lib.tensor([1.5, -2.0, 0.0]).to(getattr(lib, dtypes[0]))
+        o = lib.empty(3, dtype=getattr(lib, dtypes[1]))
+        return getattr(lib, op)(x, out=o)
+    _same_outcome(call)
+
+
+def test_clamp_scalar_out_dtype():
+    _same_outcome(lambda lib: lib.clamp(lib.tensor([1, 5], dtype=lib.int8), None, 1,
+                                        out=lib.empty(2, dtype=lib.int64)))
+    _same_outcome(lambda lib: lib.clamp(lib.tensor([1, 5]), 0.5, out=lib.empty(2)))
+    _same_outcome(lambda lib: lib.tensor([1, 5]).clamp_(0.5))
+
+
+@pytest.mark.parametrize('factory', [
+    lambda lib, **kw: lib.zeros(3, **kw), lambda lib, **kw: lib.ones(2, 2, **kw),
+    lambda lib, **kw: lib.empty(3, **kw), lambda lib, **kw: lib.full((3,), 2, **kw),
+    lambda lib, **kw: lib.arange(4, **kw), lambda lib, **kw: lib.linspace(0, 1, 5, **kw),
+    lambda lib, **kw: lib.logspace(0, 1, 5, **kw), lambda lib, **kw: lib.eye(3, **kw)])
+@pytest.mark.parametrize('dtype', [None, 'int32', 'float64'])
+def test_factory_out_dtype(factory, dtype):
+    def call(lib):
+        kw = {} if dtype is None else {'dtype': getattr(lib, dtype)}
+        o = lib.empty(0, dtype=lib.float64)
+        r = factory(lib, out=o, **kw)
+        assert r is o
+        return str(o.dtype).split('.')[-1], tuple(o.shape)
+    t, l = _same_outcome(call)
+    assert t == l

@@ -37,7 +37,8 @@ DTYPE_SETS = {
 CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int16_t",
             "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double"}
 PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
-           "bool_out": "Promote::BoolOut"}
+           "bool_out": "Promote::BoolOut", "same": "Promote::Same",
+           "bool_out_only": "Promote::BoolOutOnly"}
 CPU_SHARDS = 3  # also cpu_stubs.h's kPointwiseShards
 CUDA_SHARDS = 16
 
