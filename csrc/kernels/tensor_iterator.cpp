@@ -227,7 +227,12 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
   if (out.tensor && out.tensor->defined()) {
     const Tensor& o = *out.tensor;
     bool same_shape = size_t(o.dim()) == nd && std::equal(shape_.begin(), shape_.end(), o.sizes().begin());
-    if (out.inplace) {
+    // An out= that is one of the inputs is read and written, like self in place: PyTorch's
+    // TensorIterator refuses to resize it.
+    bool read_write = out.inplace;
+    for (int i = 0; i < ninputs_ && !read_write && !same_shape; ++i)
+      read_write = inputs_[i]->impl() == o.impl();
+    if (read_write) {
       TP_CHECK(same_shape, "output with shape ", shape_str(o.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape_));
     }

@@ -138,3 +138,29 @@ def test_factory_out_dtype(factory, dtype):
         return str(o.dtype).split('.')[-1], tuple(o.shape)
     t, l = _same_outcome(call)
     assert t == l
+
+
+# F10: bool products with an empty operand return before the dtype check, as in PyTorch
+@pytest.mark.parametrize('call', [
+    lambda lib, o: lib.mm(o(0, 3), o(3, 2)), lambda lib, o: lib.mm(o(2, 0), o(0, 2)),
+    lambda lib, o: lib.mv(o(2, 0), o(0)), lambda lib, o: lib.bmm(o(1, 2, 0), o(1, 0, 2)),
+    lambda lib, o: lib.matmul(o(2, 0), o(0, 2)), lambda lib, o: lib.dot(o(0), o(0)),
+    lambda lib, o: lib.inner(o(2, 0), o(3, 0)), lambda lib, o: lib.linalg.matrix_power(o(0, 0), 3),
+    lambda lib, o: lib.tensordot(o(2, 0), o(0, 2), 1), lambda lib, o: lib.mm(o(2, 2), o(2, 2)),
+    lambda lib, o: lib.addmm(o(2, 2), o(2, 0), o(0, 2)), lambda lib, o: lib.addmm(o(2, 2), o(2, 0), o(0, 2), beta=0),
+    lambda lib, o: lib.addmv(o(2), o(2, 0), o(0)), lambda lib, o: lib.baddbmm(o(1, 2, 2), o(1, 2, 0), o(1, 0, 2))])
+def test_bool_products_of_empty(call):
+    def run(lib):
+        r = call(lib, lambda *s: lib.ones(*s, dtype=lib.bool))
+        return tuple(r.shape), r.tolist()
+    t, l = _same_outcome(run)
+    assert t == l
+
+
+# D3 narrowed: a pointwise out= that is also an input is not resized (PyTorch's TensorIterator)
+def test_out_that_is_an_input_is_not_resized():
+    def run(lib):
+        a = lib.ones(3)
+        return lib.add(a, lib.ones(2, 3), out=a)
+    _same_outcome(run)
+    _same_layout(lambda lib: (lambda a: lib.mul(a, lib.ones(2, 3), out=a))(lib.ones(2, 3)))
