@@ -77,11 +77,7 @@ EXPECTED = {
     # F7
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),
-    ('aminmax', 2): ('exception-class', 'F7'),
-    ('cummax', 2): ('exception-class', 'F7'),
     ('kthvalue', 6): ('exception-class', 'F7'),
-    ('median', 0): ('exception-class', 'F7'),
-    ('mode', 6): ('exception-class', 'F7'),
     ('diag_embed', 0): ('exception-class', 'F7'),
     ('unflatten', 7): ('exception-class', 'F7'),
     # F8

@@ -164,3 +164,11 @@ def test_out_that_is_an_input_is_not_resized():
         return lib.add(a, lib.ones(2, 3), out=a)
     _same_outcome(run)
     _same_layout(lambda lib: (lambda a: lib.mul(a, lib.ones(2, 3), out=a))(lib.ones(2, 3)))
+
+
+# F7: a Tensor where a tuple out= belongs is a TypeError before any other check
+@pytest.mark.parametrize('call', [lambda lib, x, o: lib.frexp(x, out=o), lambda lib, x, o: lib.median(x, 7, out=o),
+                                  lambda lib, x, o: lib.cummax(x, 7, out=o), lambda lib, x, o: lib.aminmax(x, dim=7, out=o),
+                                  lambda lib, x, o: lib.mode(x, 7, out=o)])
+def test_tuple_out_checked_first(call):
+    _same_outcome(lambda lib: call(lib, lib.tensor([1.0, 2.0]), lib.empty(2)))

@@ -634,9 +634,11 @@ def function_defs(op, fdecl, fargs, star, doc):
         guards += "".join(
             f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
             f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
-        # a tuple result is computed, then copied into the out= tensors
+        # a tuple result is computed, then copied into the out= tensors; as in PyTorch, a
+        # wrong out= (a Tensor where a tuple belongs) is refused before the op checks anything
         fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {fargs}); return nb::borrow(out);\n"
                 if len(op.returns) == 1 else
+                f'      check_tuple_out("{op.name}", out);\n'
                 f'      return tuple_out("{op.name}", tp::{op.name}({fargs}), out);\n')
         if len(op.returns) > 1:
             body_fn = f"return {py_call(op, fargs)};"
