@@ -211,6 +211,7 @@ Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 
 Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
   check_same_device({&self, &vec});
+  if (self.dim() == 0) (void)size_at(self, 0);  // PyTorch reads it before its shape check
   check_mv(nullptr, self, vec);
   int64_t sizes[1] = {self.size(0)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &vec});
@@ -395,6 +396,7 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
 Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                    const Scalar& beta, const Scalar& alpha, OutArg out) {
   check_same_device({&self, &batch1, &batch2});
+  (void)size_at(batch1, 1), (void)size_at(batch2, 2);  // PyTorch reads them first
   TP_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(batch1.size(0) == batch2.size(0),
@@ -520,6 +522,7 @@ Tensor kron_impl(const Tensor& self, const Tensor& other, OutArg out) {
 
 Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, OutArg out) {
   TP_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  (void)size_at(self, dim);
   int64_t d = wrap_dim(dim, self.dim());
   TP_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
            " must have length 3. Got ", self.size(d), " and ", other.size(d));

@@ -1066,6 +1066,7 @@ cuda::BlockGeom cuda_blocks(const ConvShape& g) {
 
 Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
                    IntArrayRef stride, OutArg) {
+  if (self.dim() < 3) (void)size_at(self, 1), (void)size_at(self, 2);  // PyTorch reads them first
   bool ok = self.dim() == 3 || self.dim() == 4;
   for (int64_t i = self.dim() - 3; ok && i < self.dim(); ++i) ok = i == self.dim() - 4 || self.size(i) != 0;
   TP_CHECK(ok, "Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "

@@ -19,7 +19,9 @@
 #include "kernels/tensor_iterator.h"
 #include "ops/meta.h"
 #include "ops/nn.h"
+#include "ops/shape_utils.h"
 #include "ops/nn_pool.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
 #include "cuda/nn_spatial.h"
@@ -63,6 +65,7 @@ void base_shape(PoolShape& g, const Tensor& self, int64_t nsp) {
 PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool count_include_pad,
                         bool is_max, const char* op) {
+  if (!is_max && nsp == 2) (void)size_at(self, -3);  // PyTorch's avg_pool2d reads it first
   check_pool_input(self, nsp, op);
   const int64_t one = 1;
   TP_CHECK(!kernel_size.empty(), op, ": kernel_size must either be a single int, or a tuple of ", nsp, " ints");

@@ -69,11 +69,8 @@ EXPECTED = {
     ('conv_transpose3d', 0): ('only-torch-raised', 'F11'),
     ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),
     # F6
-    ('mv', 6): ('exception-class', 'F6'),
     ('vdot', 3): ('exception-class', 'F6'),
-    ('addbmm', 0): ('exception-class', 'F6'),
     ('group_norm', 0): ('exception-class', 'F6'),
-    ('nn.functional.scaled_dot_product_attention', 1): ('exception-class', 'F6'),
     # F7
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),

@@ -172,3 +172,29 @@ def test_out_that_is_an_input_is_not_resized():
                                   lambda lib, x, o: lib.mode(x, 7, out=o)])
 def test_tuple_out_checked_first(call):
     _same_outcome(lambda lib: call(lib, lib.tensor([1.0, 2.0]), lib.empty(2)))
+
+
+# F6: the exception class where PyTorch reads a size of a 0-d (or too small) tensor first
+_F = lambda lib: lib.nn.functional
+
+
+@pytest.mark.parametrize('call', [
+    lambda lib, x: _F(lib).avg_pool2d(x, 2), lambda lib, x: _F(lib).unfold(x, 2),
+    lambda lib, x: lib.addbmm(lib.ones(2, 2), x, lib.ones(1, 2, 2)),
+    lambda lib, x: lib.addbmm(lib.ones(2, 2), lib.ones(1, 2, 2), x),
+    lambda lib, x: lib.mv(x, lib.ones(2)), lambda lib, x: lib.linalg.cross(x, x),
+    lambda lib, x: _F(lib).grid_sample(x, lib.ones(1, 2, 2, 2), align_corners=False),
+    lambda lib, x: _F(lib).grid_sample(lib.ones(1, 1, 2, 2), x, align_corners=False),
+    lambda lib, x: lib.repeat_interleave(x, lib.tensor([1, 2]), dim=0),
+    lambda lib, x: _F(lib).scaled_dot_product_attention(x, lib.ones(2, 2), lib.ones(2, 2)),
+    lambda lib, x: lib.split(x, 1), lambda lib, x: lib.chunk(x, 2)])
+@pytest.mark.parametrize('shape', [(), (2,), (2, 2)])
+def test_error_class_on_small_inputs(call, shape):
+    _same_outcome(lambda lib: call(lib, lib.ones(shape)))
+
+
+@pytest.mark.parametrize('shape', [(2,), (2, 2), (1, 2, 2), (1, 1, 2, 2), (1, 1, 1, 2, 2)])
+@pytest.mark.parametrize('pad', [(1,), (1, 1), (1, 1, 1, 1), (1, 1, 1, 1, 1, 1)])
+@pytest.mark.parametrize('mode', ['constant', 'reflect', 'replicate', 'circular'])
+def test_pad_checks(shape, pad, mode):
+    _same_outcome(lambda lib: _F(lib).pad(lib.ones(shape), pad, mode=mode).shape)
