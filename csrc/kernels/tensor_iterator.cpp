@@ -293,6 +293,21 @@ void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op) 
            "performing the operation.");
 }
 
+void check_no_overlap(const Tensor& out, const Tensor& in) {
+  const TensorImpl* o = out.impl();
+  const TensorImpl* s = in.impl();
+  if (!s->numel() || !o->numel() || s->storage().get() != o->storage().get()) return;
+  bool overlap = s == o;
+  if (!overlap && s->is_non_overlapping_and_dense() && o->is_non_overlapping_and_dense()) {
+    auto bytes = [](const TensorImpl* t) { return t->numel() * int64_t(element_size(t->dtype())); };
+    const char *lo1 = s->data_ptr(), *lo2 = o->data_ptr();
+    overlap = lo1 < lo2 + bytes(o) && lo2 < lo1 + bytes(s);
+  }
+  TP_CHECK(!overlap, "unsupported operation: some elements of the input tensor and the written-to "
+           "tensor refer to a single memory location. Please clone() the tensor before performing "
+           "the operation.");
+}
+
 void TensorIterator::reorder_and_coalesce() {
   size_t nd = shape_.size();
   int nops = ninputs_ + 1;

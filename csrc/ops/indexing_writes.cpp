@@ -303,6 +303,14 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
 /// (dtype checked, resized to self's shape as PyTorch does, then filled with self) or a
 /// new copy: contiguous (`contiguous_result`: PyTorch's structured kernels, scatter and
 /// index_add/copy/reduce) or in self's layout (clone: index_put, index_fill, put).
+/// PyTorch's overlap checks of the index writes: the written tensor (out=, or self in place)
+/// shares no memory with the index or the source.
+void check_written(OutArg out, std::initializer_list<const Tensor*> inputs) {
+  if (!out.tensor) return;
+  for (const Tensor* t : inputs)
+    if (t) check_no_overlap(*out.tensor, *t);
+}
+
 Tensor updated_copy(const Tensor& self, OutArg out, bool contiguous_result) {
   if (out.tensor && out.inplace) return self;
   if (!out.tensor && !contiguous_result) return clone(self);
@@ -500,6 +508,7 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   IndexRules rule{"index_add_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Runtime, false};
   Tensor idx = checked_dim_index(rule, self, dim, index);
   check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   with_opmath(res, [&](const Tensor& work) {
@@ -526,6 +535,7 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",
            dtype_scalar_name(source.dtype()));
   check_source("index_copy_", self, dim, idx, source, ErrorKind::Index);
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   write_slices(res, dim, idx, source, Reduce::Assign);
@@ -556,6 +566,7 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   if ((r == Reduce::Mean || !include_self || self.dim() <= 1) && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"", reduce, "\"", include_self ? "" : " without self",
                             " is not implemented for 'Bool'");
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   if (!include_self)
@@ -680,6 +691,7 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   Tensor idx = scatter_checks(op, self, dim, index, src);
   if (r == Reduce::Mean && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED(op, "(): \"mean\" is not implemented for 'Bool'");
+  check_written(out, {&index, src});
   Tensor res = updated_copy(self, out, true);
   if (!idx.defined() || is_meta(res)) return res;
   Tensor dst = at_least_1d(res);

@@ -168,6 +168,10 @@ void median_row(const T* row, int64_t n, bool ignore_nan, T& value, int64_t& ind
 
 std::tuple<Tensor, Tensor> median_dim(const char* op, bool ignore_nan, const Tensor& self,
                                       int64_t dim, bool keepdim) {
+  // the dim and its size first, then the dtype, as PyTorch
+  int64_t d = wrap_dim(dim, self.dim());
+  TP_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "median(): Expected reduction dim ", d,
+                 " to have non-zero size.");
   reject_bool(op, self);
   return reduce_rows(
       op, self, dim, keepdim,
@@ -344,6 +348,7 @@ std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) 
 
 Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
   check_device("logcumsumexp", self);
+  (void)wrap_dim(dim, self.dim());  // the dim before the dtype, as PyTorch
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);
@@ -367,11 +372,11 @@ Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
 }
 
 std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t dim, bool keepdim, OutArg) {
-  reject_bool("kthvalue", self);
   int64_t d = wrap_dim(dim, self.dim());
   int64_t len = self.dim() ? self.size(d) : 1;
   if (len > 0)
     TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
+  reject_bool("kthvalue", self);  // after the dim and k checks, as PyTorch
   return reduce_rows(
       "kthvalue", self, dim, keepdim,
       [&](const auto* row, int64_t n, auto& value, int64_t& index) {

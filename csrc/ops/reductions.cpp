@@ -116,11 +116,12 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
            device_type_name(self.device().type), " kernel");
   Plan p = make_plan(op, self, dim, keepdim, kind != Kind::All && kind != Kind::Any);
   if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0) {
+    // PyTorch asks for a dim first (RuntimeError), then names an empty reduced one (IndexError)
+    TP_CHECK(dim && !dim->empty(), op, "(): Expected reduction dim to be specified for "
+             "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
     for (int64_t i = 0; i < self.dim(); ++i)
       TP_CHECK_INDEX(!(p.reduced[size_t(i)] && self.size(i) == 0), op, "(): Expected reduction dim ",
                      i, " to have non-zero size.");
-    TP_CHECK(self.dim() > 0 || self.numel() > 0, op, "(): Expected reduction dim to be specified "
-             "for input.numel() == 0.");
   }
   Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
   DType kdt = kernel_dtype(kind, compute_dtype);

@@ -191,26 +191,35 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
     TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
                   "input types can't be cast to the desired output type ",
                   dtype_scalar_name(out.tensor->dtype()));
-  Tensor res = out.tensor || !all_channels_last(tensors)
-                   ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
-                   : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
-  if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs)
+  int64_t total_numel = 1;
+  for (int64_t s : sizes) total_numel *= s;
+  if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs), checked
+    // before out= is resized, as PyTorch's (its resize keeps the input's memory)
     auto span = [](const Tensor& t) {
       int64_t extent = 1;
       for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
       const char* lo = static_cast<const char*>(t.data_ptr());
       return std::pair{lo, lo + extent * int64_t(t.itemsize())};
     };
-    if (res.numel() && !is_meta(res))
+    if (total_numel && !is_meta(*out.tensor))
       for (const Tensor& t : tensors) {
-        if (!t.numel() || t.impl()->storage() != res.impl()->storage()) continue;
+        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap)
+        TP_CHECK(t.impl() != out.tensor->impl(), "unsupported operation: some elements of the "
+                 "input tensor and the written-to tensor refer to a single memory location. "
+                 "Please clone() the tensor before performing the operation.");
+        if (!t.numel() || !out.tensor->numel() ||
+            t.impl()->storage() != out.tensor->impl()->storage())
+          continue;
         auto [a0, a1] = span(t);
-        auto [b0, b1] = span(res);
+        auto [b0, b1] = span(*out.tensor);
         TP_CHECK(a1 <= b0 || b1 <= a0, "unsupported operation: some elements of the input tensor "
                  "and the written-to tensor refer to a single memory location. Please clone() the "
                  "tensor before performing the operation.");
       }
   }
+  Tensor res = out.tensor || !all_channels_last(tensors)
+                   ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
+                   : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
   if (cat_contiguous(tensors, res, dim)) {
     res.impl()->bump_version();
     return res;
@@ -230,12 +239,12 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
 Tensor stack_impl(TensorList tensors, int64_t dim, OutArg out) {
   TP_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   const Tensor& first = tensors[0];
+  dim = wrap_dim(dim, first.dim() + 1);  // before the sizes, as PyTorch
   for (size_t i = 1; i < tensors.size(); ++i)
     TP_CHECK(std::equal(first.sizes().begin(), first.sizes().end(), tensors[i].sizes().begin(),
                         tensors[i].sizes().end()),
              "stack expects each tensor to be equal size, but got ", shape_str(first.sizes()),
              " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
-  dim = wrap_dim(dim, first.dim() + 1);
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) {  // unsqueeze(dim): a size-1 dim
@@ -365,6 +374,7 @@ Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const s
   Tensor input = self;
   int64_t d = 0;
   if (dim) {
+    (void)size_at(self, *dim);  // a 0-d tensor: PyTorch's IndexError
     d = wrap_dim(*dim, self.dim());
   } else {
     input = reshape_impl(self, std::array<int64_t, 1>{-1}, {});
@@ -532,11 +542,13 @@ Tensor diagonal_view(const Tensor& t, int64_t offset, int64_t d1, int64_t d2) {
 }  // namespace
 
 Tensor diag_embed_impl(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2, OutArg) {
-  TP_CHECK(self.dim() >= 1, "diag_embed: input must be at least 1-D");
+  // PyTorch's order: the dims (IndexError), then their distinctness, then the input's rank
   int64_t nd = self.dim() + 1;
+  int64_t given1 = dim1, given2 = dim2;
   dim1 = wrap_dim(dim1, nd);
   dim2 = wrap_dim(dim2, nd);
-  TP_CHECK(dim1 != dim2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  TP_CHECK(dim1 != dim2, "diagonal dimensions cannot be identical ", given1, ", ", given2);
+  TP_CHECK(self.dim() >= 1, "diag_embed: input must be at least 1-D");
   int64_t n = self.size(self.dim() - 1) + (offset < 0 ? -offset : offset);
   DimVector sizes;
   for (int64_t d = 0, k = 0; d < nd; ++d)

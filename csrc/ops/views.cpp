@@ -341,8 +341,9 @@ Tensor flatten_impl(const Tensor& self, int64_t start_dim, int64_t end_dim, OutA
 
 Tensor unflatten_impl(const Tensor& self, int64_t dim, IntArrayRef sizes, OutArg) {
   int64_t nd = self.dim();
-  TP_CHECK(nd > 0, "unflatten: Dimension specified as ", dim, " but tensor has no dimensions");
-  dim = wrap_dim(dim, nd);
+  int64_t given = dim;
+  dim = wrap_dim(dim, nd);  // PyTorch wraps first: IndexError past [-1, 0] on a 0-d tensor
+  TP_CHECK(nd > 0, "unflatten: Dimension specified as ", given, " but tensor has no dimensions");
   TP_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
   DimVector inner = infer_size(sizes, self.size(dim));
   DimVector shape;

@@ -75,11 +75,6 @@ EXPECTED = {
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),
     ('kthvalue', 6): ('exception-class', 'F7'),
-    ('diag_embed', 0): ('exception-class', 'F7'),
-    ('unflatten', 7): ('exception-class', 'F7'),
-    # F8
-    ('stack', 3): ('only-torch-raised', 'F8'),
-    ('vstack', 0): ('only-torch-raised', 'F8'),
     # D5
     ('logdet', 0): ('value', 'D5'),
     ('linalg.cholesky_ex', 3): ('value', 'D5'),

@@ -198,3 +198,41 @@ def test_error_class_on_small_inputs(call, shape):
 @pytest.mark.parametrize('mode', ['constant', 'reflect', 'replicate', 'circular'])
 def test_pad_checks(shape, pad, mode):
     _same_outcome(lambda lib: _F(lib).pad(lib.ones(shape), pad, mode=mode).shape)
+
+
+# F8: a written tensor that shares memory with an input it reads is refused
+_OVERLAP = {
+    'hstack': lambda lib: (lambda a, b: lib.hstack((a, b), out=b))(lib.tensor(1.0), lib.tensor(2.0)),
+    'stack': lambda lib: (lambda a, b: lib.stack([a, b], -1, out=b))(lib.ones(2, 3), lib.ones(2, 3)),
+    'cat': lambda lib: (lambda a, b: lib.cat([a, b], out=b))(lib.ones(2, 3), lib.ones(2, 3)),
+    'cat_empty_out': lambda lib: (lambda a, b: lib.cat([a, b], out=a))(lib.ones(0), lib.ones(2, 3)),
+    'column_stack': lambda lib: (lambda x: lib.column_stack([x, x], out=x))(lib.ones(4)),
+    'scatter_add_src': lambda lib: (lambda x, s: lib.scatter_add(x, 0, lib.tensor([0, 1, 2]), s, out=s))(
+        lib.ones(3), lib.ones(3)),
+    'scatter_add_self': lambda lib: (lambda x, s: lib.scatter_add(x, 0, lib.tensor([0, 1, 2]), s, out=x))(
+        lib.ones(3), lib.ones(3)),
+    'scatter_inplace': lambda lib: (lambda x: x.scatter_(0, lib.tensor([0, 1, 2]), x))(lib.ones(3)),
+    'index_add_src': lambda lib: (lambda s: lib.index_add(lib.ones(3), 0, lib.tensor([0]), s, out=s))(lib.ones(1)),
+    'index_copy_inplace': lambda lib: (lambda x: x.index_copy_(0, lib.tensor([0, 1, 2]), x))(lib.ones(3)),
+    'index_add_index': lambda lib: (lambda i: lib.index_add(lib.ones(3, dtype=lib.int64), 0, i, i, out=i))(
+        lib.tensor([0, 1, 2])),
+}
+
+
+@pytest.mark.parametrize('name', sorted(_OVERLAP))
+def test_written_tensor_overlapping_an_input(name):
+    _same_outcome(lambda lib: tuple(_OVERLAP[name](lib).shape))
+
+
+# F7: PyTorch's order of checks (the dim, then sizes or dtypes)
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.kthvalue(lib.tensor([True]), 1, 5), lambda lib: lib.kthvalue(lib.tensor([True, False]), 5, 0),
+    lambda lib: lib.amax(lib.ones(0, 3)), lambda lib: lib.amax(lib.ones(0, 3), 0), lambda lib: lib.amin(lib.ones(0, 3), ()),
+    lambda lib: lib.median(lib.tensor([True]), 5), lambda lib: lib.median(lib.zeros(0, dtype=lib.bool), 0),
+    lambda lib: lib.nanmedian(lib.tensor([True]), 1),
+    lambda lib: lib.logcumsumexp(lib.ones(2, dtype=lib.int32), 4),
+    lambda lib: lib.stack([lib.ones(2), lib.ones(3)], 5), lambda lib: lib.unflatten(lib.tensor(1.0), 1, (1,)),
+    lambda lib: lib.unflatten(lib.tensor(1.0), 0, (1,)), lambda lib: lib.diag_embed(lib.tensor(1.0), 0, 0, 1),
+    lambda lib: lib.diag_embed(lib.tensor(1.0), 0, 0, -1)])
+def test_order_of_checks(call):
+    _same_outcome(lambda lib: tuple(call(lib)[0].shape) if isinstance(call(lib), tuple) else tuple(call(lib).shape))
