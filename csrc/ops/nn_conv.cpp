@@ -490,6 +490,18 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
+  bool empty_kernel = false;
+  for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;
+  if (empty_kernel && !is_meta(input)) {
+    TP_CHECK(!(transposed && g.nsp == 3), "non-empty 5D (n_output_plane x n_input_plane x kernel_depth x "
+             "kernel_height x kernel_width) tensor expected for weight, but got: ", shape_str(weight.sizes()));
+    if (g.nsp == 3)
+      TP_FAIL("kernel size should be greater than zero, but got: ", weight.size(2), " x ", weight.size(3), " x ",
+              weight.size(4), " (TxHxW)");
+    TP_FAIL("kernel size should be greater than zero, but got kernel_height: ", g.nsp == 2 ? weight.size(2) : 1,
+            " kernel_width: ", weight.size(weight.dim() - 1));
+  }
   return g;
 }
 

@@ -257,3 +257,38 @@ def test_linalg_out_layout(fn, out_shape):
 @pytest.mark.parametrize('dtype', ['float32', 'bool', 'int32'])
 def test_legacy_cholesky_of_empty(shape, dtype):
     _same_layout(lambda lib: lib.cholesky(lib.ones(shape, dtype=getattr(lib, dtype))))
+
+
+# dtype rules of the norms and pools (mixed dtypes on CPU, pooling to size 1 is a mean, empty
+# inputs skip the 2-d kernel's dtype dispatch, replication pads of bool on meta)
+@pytest.mark.parametrize('call', [
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(1, 2, 2, dtype=lib.int32), 1),
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(0, 3, 6, 6, dtype=lib.int32), 4),
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(1, 3, 6, 6, dtype=lib.int32), 4),
+    lambda lib, F: F.adaptive_avg_pool1d(lib.ones(0, 2, 3, dtype=lib.int32), 2),
+    lambda lib, F: F.adaptive_avg_pool3d(lib.ones(0, 1, 2, 2, 2, dtype=lib.int32), 1),
+    lambda lib, F: F.adaptive_avg_pool3d(lib.ones(0, 1, 2, 2, 2, dtype=lib.int32), 2),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3), lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64)),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3, dtype=lib.bfloat16), lib.zeros(3), lib.ones(3)),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3, dtype=lib.float64), lib.zeros(3), lib.ones(3)),
+    lambda lib, F: F.group_norm(lib.ones(2, 4), 2, weight=lib.ones(4, dtype=lib.float64)),
+    lambda lib, F: F.group_norm(lib.ones(2, 4, dtype=lib.bfloat16), 2, weight=lib.ones(4)),
+    lambda lib, F: F.pad(lib.ones(1, 2, 3, dtype=lib.bool, device='meta'), (1, 1), mode='replicate'),
+    lambda lib, F: F.pad(lib.ones(1, 2, 3, dtype=lib.bool, device='meta'), (1, 1), mode='reflect')])
+def test_norm_and_pool_dtype_rules(call):
+    t, l = _same_outcome(lambda lib: (str(call(lib, lib.nn.functional).dtype).split('.')[-1],
+                                      tuple(call(lib, lib.nn.functional).shape)))
+    assert t == l
+
+
+# C6: a convolution with an empty kernel is refused (it wrote out of bounds: heap corruption)
+@pytest.mark.parametrize('call', [
+    lambda F, lib: F.conv1d(lib.ones(1, 2, 5), lib.ones(3, 2, 0)),
+    lambda F, lib: F.conv2d(lib.ones(1, 2, 5, 5), lib.ones(3, 2, 0, 3)),
+    lambda F, lib: F.conv2d(lib.ones(1, 2, 5, 5), lib.ones(3, 2, 3, 0)),
+    lambda F, lib: F.conv3d(lib.ones(1, 2, 5, 5, 5), lib.ones(3, 2, 3, 0, 3)),
+    lambda F, lib: F.conv_transpose1d(lib.ones(1, 2, 5), lib.ones(2, 3, 0)),
+    lambda F, lib: F.conv_transpose2d(lib.ones(1, 2, 5, 5), lib.ones(2, 3, 0, 3)),
+    lambda F, lib: F.conv_transpose3d(lib.ones(1, 2, 5, 5, 5), lib.ones(2, 3, 3, 0, 3))])
+def test_conv_empty_kernel(call):
+    _same_outcome(lambda lib: call(lib.nn.functional, lib).shape)
