@@ -307,6 +307,11 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
 /// shares no memory with the index or the source.
 void check_written(OutArg out, std::initializer_list<const Tensor*> inputs) {
   if (!out.tensor) return;
+  const Tensor& o = *out.tensor;  // PyTorch's assert_no_internal_overlap: no expanded written dim
+  for (int64_t d = 0; d < o.dim(); ++d)
+    TP_CHECK(!(o.stride(d) == 0 && o.size(d) > 1), "unsupported operation: more than one element of the "
+             "written-to tensor refers to a single memory location. Please clone() the tensor before "
+             "performing the operation.");
   for (const Tensor* t : inputs)
     if (t) check_no_overlap(*out.tensor, *t);
 }

@@ -664,6 +664,7 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
 
 Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight,
                        const std::optional<Tensor>& bias, double eps, bool, OutArg) {
+  (void)size_at(input, 0), (void)size_at(input, 1);  // PyTorch reads N and C first: IndexError
   TP_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ", input.dim());
   const int64_t n = input.size(0), c = input.size(1);
   TP_CHECK(num_groups > 0 && c % num_groups == 0, "Expected number of channels in input to be divisible by ",

@@ -348,7 +348,11 @@ std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) 
 
 Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
   check_device("logcumsumexp", self);
-  (void)wrap_dim(dim, self.dim());  // the dim before the dtype, as PyTorch
+  // PyTorch's order: out='s dtype, the dim, then the input's dtype
+  if (out.tensor && !out.inplace)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "expected scalar_type ", dtype_scalar_name(self.dtype()),
+             " but found ", dtype_scalar_name(out.tensor->dtype()));
+  (void)wrap_dim(dim, self.dim());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);

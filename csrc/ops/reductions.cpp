@@ -192,21 +192,46 @@ Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool kee
                 result, compute_for(in), out);
 }
 
+// PyTorch checks a reduction's out= dtype before its dims
+static void check_same_out_dtype(const Tensor& self, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected the dtype for input and out to match, but got ",
+           dtype_scalar_name(self.dtype()), " for input's dtype and ", dtype_scalar_name(out.tensor->dtype()),
+           " for out's dtype.");
+}
+
+static void check_bool_out(const char* op, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  DType dt = out.tensor->dtype();
+  TP_CHECK(dt == DType::Bool || dt == DType::UInt8, op, " only supports bool tensor for result, got: ",
+           dtype_scalar_name(dt));
+}
+
 Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  check_same_out_dtype(self, out);
   return reduce("amax", Kind::Max, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
 }
 
 Tensor amin_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  check_same_out_dtype(self, out);
   return reduce("amin", Kind::Min, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
 }
 
 Tensor all_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
-  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  check_bool_out("all", out);
+  // an out= may be bool or uint8 whatever the input (PyTorch)
+  DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
+                 : self.dtype() == DType::UInt8 ? DType::UInt8
+                                                : DType::Bool;
   return reduce("all", Kind::All, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 
 Tensor any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
-  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  check_bool_out("any", out);
+  // an out= may be bool or uint8 whatever the input (PyTorch)
+  DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
+                 : self.dtype() == DType::UInt8 ? DType::UInt8
+                                                : DType::Bool;
   return reduce("any", Kind::Any, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 

@@ -406,6 +406,11 @@ Tensor expand_impl(const Tensor& self, IntArrayRef size, OutArg) {
     TP_CHECK(have == want || have == 1, "The expanded size of the tensor (", want,
              ") must match the existing size (", have, ") at non-singleton dimension ", i,
              ".  Target sizes: ", shape_str(size), ".  Tensor sizes: ", shape_str(self.sizes()));
+    // PyTorch lets a size-1 dim take any negative size (a tensor of negative size, or its
+    // "numel: integer multiplication overflow"); only -1 (keep) is meaningful
+    TP_CHECK(want >= 0, "The expanded size of the tensor (", want, ") must be non-negative at dimension ",
+             i, " (-1 keeps the existing size).  Target sizes: ", shape_str(size), ".  Tensor sizes: ",
+             shape_str(self.sizes()));
     sizes[i] = want;
     strides[i] = have == want ? self.stride(j) : 0;
   }

@@ -66,7 +66,6 @@ EXPECTED = {
     ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),
     # F6
     ('vdot', 3): ('exception-class', 'F6'),
-    ('group_norm', 0): ('exception-class', 'F6'),
     # F7
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),

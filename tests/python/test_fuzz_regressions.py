@@ -292,3 +292,28 @@ def test_norm_and_pool_dtype_rules(call):
     lambda F, lib: F.conv_transpose3d(lib.ones(1, 2, 5, 5, 5), lib.ones(2, 3, 3, 0, 3))])
 def test_conv_empty_kernel(call):
     _same_outcome(lambda lib: call(lib.nn.functional, lib).shape)
+
+
+# out= dtype checked before the dims (reductions), negative expand sizes, aten group_norm's IndexError
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.amax(lib.ones(2, 3), 5, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.amin(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.any(lib.ones(2, 3), 5, out=lib.empty(0)),
+    lambda lib: lib.any(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.uint8)),
+    lambda lib: lib.all(lib.ones(2, 3), out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.logcumsumexp(lib.ones(2, 3), 5, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.group_norm(lib.tensor(1.0), 1), lambda lib: lib.group_norm(lib.ones(2), 1),
+    lambda lib: lib.nn.functional.group_norm(lib.tensor(1.0), 1),
+    lambda lib: lib.ones(2, 1).expand(2, -3), lambda lib: lib.ones(1).expand(3, -1)])
+def test_checks_before_dims_and_sizes(call):
+    _same_outcome(lambda lib: tuple(call(lib).shape))
+
+
+# F13: an index write into an expanded (self-overlapping) tensor is refused like PyTorch
+@pytest.mark.parametrize('call', [
+    lambda lib, x, i: x.index_add_(0, i, lib.ones(1)), lambda lib, x, i: x.index_copy_(0, i, lib.ones(1)),
+    lambda lib, x, i: x.scatter_(0, i, lib.ones(1)), lambda lib, x, i: x.index_reduce_(0, i, lib.ones(1), 'prod'),
+    lambda lib, x, i: lib.index_add(lib.ones(3), 0, i, lib.ones(1), out=x), lambda lib, x, i: x.fill_(1.0),
+    lambda lib, x, i: lib.any(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.uint8))])
+def test_index_writes_into_expanded(call):
+    _same_outcome(lambda lib: tuple(call(lib, lib.ones(1).expand(3), lib.tensor([0])).shape))

@@ -663,9 +663,12 @@ def main(argv=None):
         with os.fdopen(r, 'rb') as pipe:
             while True:
                 left = deadline - time.monotonic()
-                ready, _, _ = select.select([pipe], [], [], min(max(left, 0), args.hang_seconds))
+                wait = min(max(left, 0), args.hang_seconds)
+                ready, _, _ = select.select([pipe], [], [], wait)
                 if not ready:
-                    if left > 0 and started is not None:
+                    # a hang only when the case ran the whole hang_seconds: a case still
+                    # running when the deadline comes is just cut off
+                    if wait >= args.hang_seconds and started is not None:
                         mismatches.append(_dead(args, started, calling, 'hang'))
                         position = started + 1
                     proc.kill()
