@@ -380,7 +380,8 @@ std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t 
   int64_t len = self.dim() ? self.size(d) : 1;
   if (len > 0)
     TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
-  reject_bool("kthvalue", self);  // after the dim and k checks, as PyTorch
+  TP_CHECK_INDEX(len > 0, "kthvalue(): Expected reduction dim ", d, " to have non-zero size.");
+  reject_bool("kthvalue", self);  // after the dim, k and size checks, as PyTorch
   return reduce_rows(
       "kthvalue", self, dim, keepdim,
       [&](const auto* row, int64_t n, auto& value, int64_t& index) {

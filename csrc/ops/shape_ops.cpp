@@ -370,7 +370,10 @@ Tensor tile_impl(const Tensor& self, IntArrayRef dims, OutArg) {
 Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const std::optional<int64_t>& dim,
                               const std::optional<int64_t>& output_size, OutArg) {
   TP_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor");
-  TP_CHECK(is_integral(repeats.dtype(), false), "repeats has to be Long or Int tensor");
+  // PyTorch's kernel dispatches on int32 / int64 repeats only
+  TP_CHECK_KIND(ErrorKind::NotImplemented, repeats.dtype() == DType::Int32 || repeats.dtype() == DType::Int64,
+                "\"repeat_interleave_", repeats.device().is_cuda() ? "cuda" : "cpu", "\" not implemented for '",
+                dtype_scalar_name(repeats.dtype()), "'");
   Tensor input = self;
   int64_t d = 0;
   if (dim) {

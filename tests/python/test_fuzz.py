@@ -69,7 +69,6 @@ EXPECTED = {
     # F7
     ('index_reduce', 4): ('exception-class', 'F7'),
     ('conv_transpose1d', 6): ('exception-class', 'F7'),
-    ('kthvalue', 6): ('exception-class', 'F7'),
     # D5
     ('logdet', 0): ('value', 'D5'),
     ('linalg.cholesky_ex', 3): ('value', 'D5'),

@@ -317,3 +317,14 @@ def test_checks_before_dims_and_sizes(call):
     lambda lib, x, i: lib.any(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.uint8))])
 def test_index_writes_into_expanded(call):
     _same_outcome(lambda lib: tuple(call(lib, lib.ones(1).expand(3), lib.tensor([0])).shape))
+
+
+# repeat_interleave's repeats dtypes (int32/int64 only), kthvalue over an empty dim before its dtype
+@pytest.mark.parametrize('dtype', ['int8', 'uint8', 'int16', 'int32', 'int64', 'bool', 'float32'])
+def test_repeat_interleave_repeats_dtype(dtype):
+    _same_outcome(lambda lib: lib.repeat_interleave(lib.ones(3), lib.ones(3, dtype=getattr(lib, dtype))).shape)
+
+
+@pytest.mark.parametrize('dtype', ['bool', 'float32'])
+def test_kthvalue_empty_dim(dtype):
+    _same_outcome(lambda lib: lib.zeros(6, 0, dtype=getattr(lib, dtype)).kthvalue(1, 1)[0].shape)
