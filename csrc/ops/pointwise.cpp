@@ -249,6 +249,11 @@ Tensor where_impl(const Tensor& condition, const Tensor& self, const Tensor& oth
   TP_CHECK(condition.dtype() == DType::Bool,
            "where expected condition to be a boolean tensor, but got a tensor with dtype ",
            dtype_scalar_name(condition.dtype()));
+  if (out.tensor && !out.inplace) {  // PyTorch: out= has exactly the result type
+    DType rt = result_type({&self, &other});
+    TP_CHECK(out.tensor->dtype() == rt, "Expected out type to be ", dtype_scalar_name(rt), " but got ",
+             dtype_scalar_name(out.tensor->dtype()));
+  }
   IterConfig cfg{"where", Promote::Common};
   cfg.first_input_fixed = true;
   return run_pointwise(PwKernel::Where, cfg, out, {&condition, &self, &other}, {});

@@ -157,6 +157,14 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
   return res.dtype() == result_dtype ? res : _to_dtype(res, result_dtype);
 }
 
+/// Without dtype=, PyTorch's sum / prod write any out= dtype (the result is cast into it).
+Tensor cast_into_out(const Tensor& r, OutArg out) {
+  const Tensor& o = *out.tensor;
+  resize_out(o, r.sizes());
+  copy_(const_cast<Tensor&>(o), r);
+  return o;
+}
+
 DType compute_for(DType dt) {
   return dt == DType::Float16 || dt == DType::BFloat16 ? DType::Float32 : dt;
 }
@@ -165,6 +173,8 @@ DType compute_for(DType dt) {
 
 Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 const std::optional<DType>& dtype, OutArg out) {
+  if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
+    return cast_into_out(sum_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   return reduce("sum", Kind::Sum, dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, result,
@@ -184,6 +194,8 @@ Tensor mean_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
 
 Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool keepdim,
                  const std::optional<DType>& dtype, OutArg out) {
+  if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
+    return cast_into_out(prod_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   int64_t d = dim.value_or(0);

@@ -458,8 +458,33 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
   }
 }
 
+/// The C++ type name PyTorch's out= checks of triu / tril / diag print ("long int").
+const char* cpp_type_name(DType dt) {
+  switch (dt) {
+    case DType::Bool: return "bool";
+    case DType::UInt8: return "unsigned char";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short int";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    default: return dtype_name(dt);
+  }
+}
+
+/// An out= of triu / tril / diag must have self's dtype (PyTorch: no cast).
+void check_out_dtype_exact(const Tensor& self, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ", cpp_type_name(self.dtype()),
+           ", but got ", cpp_type_name(out.tensor->dtype()), " instead");
+}
+
 Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool lower, OutArg out) {
   TP_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
+  check_out_dtype_exact(self, out);
   Tensor res;
   if (out.tensor && out.inplace) {
     res = self;
@@ -564,6 +589,7 @@ Tensor diag_embed_impl(const Tensor& self, int64_t offset, int64_t dim1, int64_t
 
 Tensor diag_impl(const Tensor& self, int64_t diagonal, OutArg out) {
   TP_CHECK(self.dim() == 1 || self.dim() == 2, "Supports 1D or 2D tensors. Got ", self.dim(), "D");
+  check_out_dtype_exact(self, out);
   if (self.dim() == 1) {
     Tensor r = diag_embed_impl(self, diagonal, 0, 1, {});
     if (!out.tensor) return r;

@@ -60,7 +60,6 @@ EXPECTED = {
     ('_fused_rms_norm', 6): ('only-ours-raised', 'F10'),
     ('grid_sampler', 2): ('only-ours-raised', 'F10'),
     ('grid_sampler', 4): ('only-ours-raised', 'F10'),
-    ('sum', 4): ('only-ours-raised', 'F10'),
     # F11
     ('conv_transpose3d', 0): ('only-torch-raised', 'F11'),
     ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),

@@ -328,3 +328,19 @@ def test_repeat_interleave_repeats_dtype(dtype):
 @pytest.mark.parametrize('dtype', ['bool', 'float32'])
 def test_kthvalue_empty_dim(dtype):
     _same_outcome(lambda lib: lib.zeros(6, 0, dtype=getattr(lib, dtype)).kthvalue(1, 1)[0].shape)
+
+
+# F5 (more): sum / prod without dtype= write any out= dtype; triu / tril / diag / where refuse another one
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, out=lib.empty(0)),
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, out=lib.empty(0, dtype=lib.bool)),
+    lambda lib: lib.prod(lib.tensor([1, 2, 3]), 0, out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, dtype=lib.int64, out=lib.empty(0)),
+    lambda lib: lib.triu(lib.ones(2, 2), out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.tril(lib.ones(2, 2), out=lib.empty(0)),
+    lambda lib: lib.diag(lib.ones(2), out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.diag(lib.ones(2, 2), out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.where(lib.tensor([True]), lib.ones(1), lib.ones(1), out=lib.empty(0, dtype=lib.float64))])
+def test_out_dtype_rules_more(call):
+    t, l = _same_outcome(lambda lib: (str(call(lib).dtype).split('.')[-1], call(lib).tolist()))
+    assert t == l
