@@ -247,8 +247,9 @@ Tensor select_impl(const Tensor& self, int64_t dim, int64_t index, OutArg) {
 
 Tensor unfold_impl(const Tensor& self, int64_t dimension, int64_t size, int64_t step, OutArg) {
   int64_t nd = self.dim();
-  int64_t d = nd == 0 ? 0 : wrap_dim(dimension, nd);
+  int64_t d = wrap_dim(dimension, nd);  // a 0-d tensor takes dims -1 and 0 (PyTorch's IndexError past them)
   int64_t len = nd == 0 ? 1 : self.size(d);
+  TP_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   TP_CHECK(size <= len, "maximum size for tensor at dimension ", d, " is ", len, " but size is ", size);
   TP_CHECK(step > 0, "step is ", step, " but must be > 0");
   DimVector sizes = sizes_of(self), strides = strides_of(self);

@@ -39,7 +39,6 @@ EXPECTED = {
     ('logcumsumexp', 6): ('only-ours-raised', 'D2'),
     ('cat', 2): ('exception-class', 'D2'),
     ('meshgrid', 5): ('only-torch-raised', 'D2'),
-    ('unfold', 2): ('only-torch-raised', 'D2'),
     ('conv2d', 0): ('only-ours-raised', 'D2'),  # a meta input with a CPU weight
     ('_standard_gamma_grad', 0): ('only-torch-raised', 'D2'),
     ('_standard_gamma_grad', 7): ('exception-class', 'D2'),

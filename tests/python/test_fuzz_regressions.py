@@ -344,3 +344,13 @@ def test_kthvalue_empty_dim(dtype):
 def test_out_dtype_rules_more(call):
     t, l = _same_outcome(lambda lib: (str(call(lib).dtype).split('.')[-1], call(lib).tolist()))
     assert t == l
+
+
+# unfold's dim (IndexError, also on a 0-d tensor) and negative size; renorm's dim range and NaN maxnorm
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.tensor(1.0).unfold(1, 3, 1), lambda lib: lib.tensor(1.0).unfold(-1, 1, 1),
+    lambda lib: lib.ones(3).unfold(0, -1, 1), lambda lib: lib.ones(3).unfold(5, 1, 1),
+    lambda lib: lib.ones(2, 3).renorm(2, 7, 1.0), lambda lib: lib.ones(2, 3).renorm(2, 0, float('nan')),
+    lambda lib: lib.ones(2, 3).renorm(2, -2, 1.0)])
+def test_unfold_renorm_checks(call):
+    _same_outcome(lambda lib: tuple(call(lib).shape))
