@@ -71,9 +71,14 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
   if (self.dim()) sizes[d] = n;
   Tensor out = empty_tensor(sizes, self.dtype(), self.device());
   if (is_meta(out)) return out;
+  TP_CHECK(self.dim() == 0 || n == 0 || size > 0, "index_select(): self indexing axis dim should be positive");
   const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
-    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
+  for (int64_t i = 0; i < n; ++i) {
+    if (ip[i] >= 0 && ip[i] < size) continue;
+    // PyTorch's CPU kernel for dim 1 of a matrix or more raises RuntimeError, the others IndexError
+    TP_CHECK(!(self.dim() > 1 && d == 1), "INDICES element is out of DATA bounds, id=", ip[i], " axis_dim=", size);
+    TP_CHECK_INDEX(false, "index_select(): index out of range in self");
+  }
   // Rows of `inner` contiguous elements: out[o, i, :] = x[o, index[i], :].
   Tensor x = contiguous(self);
   int64_t outer = 1, inner = 1;

@@ -354,3 +354,11 @@ def test_out_dtype_rules_more(call):
     lambda lib: lib.ones(2, 3).renorm(2, -2, 1.0)])
 def test_unfold_renorm_checks(call):
     _same_outcome(lambda lib: tuple(call(lib).shape))
+
+
+# index_select's errors: RuntimeError for dim 1 of a matrix or more (PyTorch's dim-1 kernel) and for an
+# empty indexed dim, IndexError otherwise
+@pytest.mark.parametrize('shape, dim', [((4, 6), 0), ((4, 6), 1), ((2, 4, 6), 1), ((2, 4, 6), 2), ((0, 0), 0),
+                                        ((3, 0), 1), ((6,), 0), ((0, 3), 1)])
+def test_index_select_errors(shape, dim):
+    _same_outcome(lambda lib: lib.ones(shape).index_select(dim, lib.tensor([7])).shape)
