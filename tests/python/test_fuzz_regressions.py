@@ -362,3 +362,14 @@ def test_unfold_renorm_checks(call):
                                         ((3, 0), 1), ((6,), 0), ((0, 3), 1)])
 def test_index_select_errors(shape, dim):
     _same_outcome(lambda lib: lib.ones(shape).index_select(dim, lib.tensor([7])).shape)
+
+
+# bincount of an empty input: int64 zeros before the weights are checked
+@pytest.mark.parametrize('weights', [None, (5,), (2, 2)])
+def test_bincount_empty(weights):
+    def call(lib):
+        w = None if weights is None else lib.ones(weights)
+        r = lib.bincount(lib.tensor([], dtype=lib.int64), weights=w, minlength=3)
+        return str(r.dtype).split('.')[-1], r.tolist()
+    t, l = _same_outcome(call)
+    assert t == l
