@@ -445,7 +445,10 @@ Tensor linalg_cholesky_impl(const Tensor& A, bool upper, OutArg out) {
 
 Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
   DType dt = self.dtype();
-  if (self.numel() == 0) {  // PyTorch's legacy cholesky returns an empty result before any check
+  const bool square = self.dim() >= 2 && self.size(-1) == self.size(-2);
+  // PyTorch's legacy cholesky returns an empty result before any check (a float batch of square
+  // matrices takes the usual path, which keeps the result's autograd history)
+  if (self.numel() == 0 && !(square && is_floating(dt) && dt != DType::Float16 && dt != DType::BFloat16)) {
     if (out.tensor) {
       resize_out(*out.tensor, self.sizes());
       return *out.tensor;
