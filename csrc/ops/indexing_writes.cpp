@@ -535,6 +535,10 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   if (out.tensor && !out.inplace)
     TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
              dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
+  // a 0-d source takes exactly one index, checked before the bounds (PyTorch's meta function)
+  if (source.dim() == 0 && index.dim() <= 1)
+    TP_CHECK_INDEX(index.numel() == 1, "index_copy_(): When source is scalar, index should have one element (got ",
+                   index.numel(), ")");
   Tensor idx = checked_dim_index(rule, self, dim, index);
   TP_CHECK(source.dtype() == self.dtype(), "index_copy_(): self and source expected to have the same "
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",

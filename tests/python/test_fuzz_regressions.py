@@ -373,3 +373,9 @@ def test_bincount_empty(weights):
         return str(r.dtype).split('.')[-1], r.tolist()
     t, l = _same_outcome(call)
     assert t == l
+
+
+# index_copy with a 0-d source: exactly one index (IndexError), checked before the bounds
+@pytest.mark.parametrize('index', [[0, 1, 2], [0], [9, 1, 2]])
+def test_index_copy_scalar_source(index):
+    _same_outcome(lambda lib: lib.ones(4, 6).index_copy(0, lib.tensor(index), lib.tensor(1.0)).shape)
