@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long differential fuzzing run of the op database against PyTorch (python/tensorplay/testing/fuzz.py).
-#   scripts/fuzz.sh --minutes N [--seed S] [--batch B] [--start P] [--report STEM]
+#   scripts/fuzz.sh --minutes N [--seed S] [--batch B] [--start P] [--end P] [--report STEM]
 # Prints mismatches grouped by op and kind; writes STEM.txt (every mismatch) and STEM_repro.py
 # (a standalone snippet per mismatch). Each worker runs in a subprocess: a crash or a hang is
 # recorded against its case (and the library that was running) and the run goes on.

@@ -189,13 +189,15 @@ void TensorIterator::compute_dtypes(const IterConfig& cfg) {
   compute_dtype_ = common_dtype_;
   if (cfg.half_to_float && (compute_dtype_ == DType::Float16 || compute_dtype_ == DType::BFloat16))
     compute_dtype_ = DType::Float32;
-  kernel_out_dtype_ = cfg.promote == Promote::BoolOut ? DType::Bool : compute_dtype_;
+  bool bool_out = cfg.promote == Promote::BoolOut || cfg.promote == Promote::BoolOutOnly;
+  kernel_out_dtype_ = bool_out ? DType::Bool : compute_dtype_;
 }
 
 void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out) {
   DType result = cfg.result_dtype != DType::Undefined ? cfg.result_dtype
-                 : cfg.promote == Promote::BoolOut    ? DType::Bool
-                                                      : common_dtype_;
+                 : cfg.promote == Promote::BoolOut || cfg.promote == Promote::BoolOutOnly
+                     ? DType::Bool
+                     : common_dtype_;
   // Iteration order: fastest dim first, following the inputs' memory layout.
   size_t nd = shape_.size();
   perm_.resize(nd);
@@ -226,10 +228,20 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
   if (out.tensor && out.tensor->defined()) {
     const Tensor& o = *out.tensor;
     bool same_shape = size_t(o.dim()) == nd && std::equal(shape_.begin(), shape_.end(), o.sizes().begin());
-    if (out.inplace) {
+    // An out= that is one of the inputs is read and written, like self in place: PyTorch's
+    // TensorIterator refuses to resize it.
+    bool read_write = out.inplace;
+    for (int i = 0; i < ninputs_ && !read_write && !same_shape; ++i)
+      read_write = inputs_[i]->impl() == o.impl();
+    if (read_write) {
       TP_CHECK(same_shape, "output with shape ", shape_str(o.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape_));
     }
+    if (cfg.promote == Promote::Same)
+      TP_CHECK(o.dtype() == common_dtype_, "Found dtype ", dtype_scalar_name(o.dtype()),
+               " but expected ", dtype_scalar_name(common_dtype_));
+    else if (cfg.promote == Promote::BoolOutOnly)
+      TP_CHECK(o.dtype() == DType::Bool, cfg.op, " does not support non-boolean outputs.");
     TP_CHECK(can_cast(kernel_out_dtype_ == DType::Bool ? DType::Bool : common_dtype_, o.dtype()) ||
                  cfg.result_dtype != DType::Undefined,
              "result type ", dtype_scalar_name(common_dtype_),
@@ -237,7 +249,14 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
     TP_CHECK(o.device().type == device_.type,
              "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
              " instead");
-    if (!same_shape) resize_out(o, IntArrayRef(shape_.data(), nd));
+    if (!same_shape) {
+      // Like PyTorch's TensorIterator, a resized out= takes the inputs' memory layout
+      // (a transposed input gives a transposed result), not a contiguous one.
+      IntArrayRef sizes(shape_.data(), nd);
+      resize_out(o, sizes);
+      o.impl()->set_sizes_and_strides(DimVector(sizes.data(), nd), strides_in_order(sizes, perm_),
+                                      o.impl()->storage_offset());
+    }
     out_ = o;
   } else {
     DimVector strides = strides_in_order(IntArrayRef(shape_.data(), nd), perm_);
@@ -273,6 +292,21 @@ void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op) 
            op, ": unsupported operation: some elements of the input tensor and the written-to "
            "tensor refer to a single memory location. Please clone() the tensor before "
            "performing the operation.");
+}
+
+void check_no_overlap(const Tensor& out, const Tensor& in) {
+  const TensorImpl* o = out.impl();
+  const TensorImpl* s = in.impl();
+  if (!s->numel() || !o->numel() || s->storage().get() != o->storage().get()) return;
+  bool overlap = s == o;
+  if (!overlap && s->is_non_overlapping_and_dense() && o->is_non_overlapping_and_dense()) {
+    auto bytes = [](const TensorImpl* t) { return t->numel() * int64_t(element_size(t->dtype())); };
+    const char *lo1 = s->data_ptr(), *lo2 = o->data_ptr();
+    overlap = lo1 < lo2 + bytes(o) && lo2 < lo1 + bytes(s);
+  }
+  TP_CHECK(!overlap, "unsupported operation: some elements of the input tensor and the written-to "
+           "tensor refer to a single memory location. Please clone() the tensor before performing "
+           "the operation.");
 }
 
 void TensorIterator::reorder_and_coalesce() {

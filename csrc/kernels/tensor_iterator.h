@@ -31,6 +31,10 @@ enum class Promote : uint8_t {
   Common,      // result = promoted input dtype
   IntToFloat,  // like Common, but integral/bool results become the default float
   BoolOut,     // compute in the promoted dtype, write bool
+  Same,        // like Common, but an out= must have the input's dtype (PyTorch's unary_op:
+               // "Found dtype Float but expected Long")
+  BoolOutOnly, // like BoolOut, but an out= must be bool ("isposinf does not support
+               // non-boolean outputs.")
 };
 
 struct IterConfig {
@@ -133,6 +137,10 @@ class TensorIterator {
 
 /// Raises PyTorch's error when `in` and `out` share some, but not all, of their memory.
 void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op);
+
+/// PyTorch's assert_no_overlap: the written tensor shares no element with `in` (a full overlap,
+/// out= being `in` itself, fails too). Judged on dense layouts, like PyTorch.
+void check_no_overlap(const Tensor& out, const Tensor& in);
 
 /// Converts n elements between dtypes with strides in bytes (the copy kernel's core).
 void cast_strided(const char* src, int64_t sstride, DType sdt, char* dst, int64_t dstride,

@@ -157,7 +157,11 @@ std::tuple<Tensor, Tensor, Tensor> unique_slices(const char* op, const Tensor& s
       g = group_runs(order, same);
     }
   });
-  Tensor values = index_select(self, d, index_tensor(g.first));
+  // PyTorch lays the result out with `dim` outermost (the slices are gathered along dim 0
+  // of the moved input, then moved back): strides (1, n) for dim=1 of a matrix.
+  Tensor moved = movedim(self, std::vector<int64_t>{d}, std::vector<int64_t>{0});
+  Tensor values = movedim(contiguous(index_select(moved, 0, index_tensor(g.first))),
+                          std::vector<int64_t>{0}, std::vector<int64_t>{d});
   return results(values, g, std::vector<int64_t>{n}, return_inverse, return_counts);
 }
 
@@ -185,6 +189,8 @@ Tensor bincount_impl(const Tensor& self, const std::optional<Tensor>& weights, i
                 dtype_scalar_name(self.dtype()), "'");
   TP_CHECK(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs.");
   TP_CHECK(minlength >= 0, "bincount: minlength should be >= 0");
+  // an empty input gives int64 zeros before the weights are looked at (PyTorch)
+  if (self.numel() == 0) return zeros(std::vector<int64_t>{minlength}, DType::Int64, self.device());
   if (weights) {
     TP_CHECK(weights->dim() == 1 && weights->size(0) == self.size(0),
              "bincount: weights should be 1-d and have the same length as input");
@@ -192,7 +198,6 @@ Tensor bincount_impl(const Tensor& self, const std::optional<Tensor>& weights, i
              device_type_name(self.device().type), ")");
   }
   int64_t n = self.numel();
-  if (n == 0) return zeros(std::vector<int64_t>{minlength}, DType::Int64, self.device());
   Tensor x = contiguous(_to_dtype(self, DType::Int64));
   int64_t top = host_copy(amax(x)).data<int64_t>()[0];  // on the GPU: reads back, as PyTorch does
   TP_CHECK(host_copy(amin(x)).data<int64_t>()[0] >= 0, "bincount only supports 1-d non-negative integral inputs.");

@@ -19,6 +19,18 @@ Device device_or_cpu(const std::optional<Device>& d) {
   return d ? *d : Device(DeviceType::CPU);
 }
 
+/// PyTorch's checks of a factory's out=: an explicit dtype= or device= must be out's.
+void check_factory_out(const std::optional<DType>& dtype, const std::optional<Device>& device,
+                       OutArg out) {
+  if (!out.tensor) return;
+  const Tensor& o = *out.tensor;
+  TP_CHECK(!dtype || *dtype == o.dtype(), "dtype ", dtype_scalar_name(*dtype),
+           " does not match dtype of out parameter (", dtype_scalar_name(o.dtype()), ")");
+  TP_CHECK(!device || device->type == o.device().type, "device type ",
+           device_type_name(device->type), " does not match device type of out parameter (",
+           device_type_name(o.device().type), ")");
+}
+
 /// The result tensor of a factory: `out` resized to `size`, or a new tensor.
 Tensor factory_result(IntArrayRef size, DType dtype, const std::optional<Device>& device,
                       bool requires_grad, OutArg out) {
@@ -72,6 +84,7 @@ Tensor via_host(const std::optional<Device>& device, bool requires_grad, OutArg 
 
 Tensor empty_impl(IntArrayRef size, const std::optional<DType>& dtype,
                   const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   return factory_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
 }
 
@@ -85,6 +98,7 @@ Tensor empty_strided_impl(IntArrayRef size, IntArrayRef stride, const std::optio
 
 Tensor full_impl(IntArrayRef size, const Scalar& fill_value, const std::optional<DType>& dtype,
                  const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   DType dt = dtype ? *dtype
              : fill_value.is_bool() ? DType::Bool
              : fill_value.is_integral() ? DType::Int64
@@ -96,19 +110,24 @@ Tensor full_impl(IntArrayRef size, const Scalar& fill_value, const std::optional
 
 Tensor zeros_impl(IntArrayRef size, const std::optional<DType>& dtype,
                   const std::optional<Device>& device, bool requires_grad, OutArg out) {
-  return full_impl(size, Scalar(int64_t(0)), dtype.value_or(default_dtype()), device,
-                   requires_grad, out);
+  check_factory_out(dtype, device, out);
+  // without dtype=, an out= keeps its own dtype
+  DType dt = dtype ? *dtype : out.tensor ? out.tensor->dtype() : default_dtype();
+  return full_impl(size, Scalar(int64_t(0)), dt, device, requires_grad, out);
 }
 
 Tensor ones_impl(IntArrayRef size, const std::optional<DType>& dtype,
                  const std::optional<Device>& device, bool requires_grad, OutArg out) {
-  return full_impl(size, Scalar(int64_t(1)), dtype.value_or(default_dtype()), device,
-                   requires_grad, out);
+  check_factory_out(dtype, device, out);
+  // without dtype=, an out= keeps its own dtype
+  DType dt = dtype ? *dtype : out.tensor ? out.tensor->dtype() : default_dtype();
+  return full_impl(size, Scalar(int64_t(1)), dt, device, requires_grad, out);
 }
 
 Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
                    const std::optional<DType>& dtype, const std::optional<Device>& device,
                    bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   if (wants_cuda(device, out))
     return via_host(device, requires_grad, out, [&](OutArg o) {
       return arange_impl(start, end, step, dtype, std::nullopt, false, o);
@@ -172,6 +191,7 @@ Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_
 Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   if (wants_cuda(device, out))
     return via_host(device, requires_grad, out, [&](OutArg o) {
       return linspace_impl(start, end, steps, dtype, std::nullopt, false, o);
@@ -182,6 +202,7 @@ Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
 Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, double base,
                      const std::optional<DType>& dtype, const std::optional<Device>& device,
                      bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   if (wants_cuda(device, out))
     return via_host(device, requires_grad, out, [&](OutArg o) {
       return logspace_impl(start, end, steps, base, dtype, std::nullopt, false, o);
@@ -191,6 +212,7 @@ Tensor logspace_impl(const Scalar& start, const Scalar& end, int64_t steps, doub
 
 Tensor eye_impl(int64_t n, const std::optional<int64_t>& m, const std::optional<DType>& dtype,
                 const std::optional<Device>& device, bool requires_grad, OutArg out) {
+  check_factory_out(dtype, device, out);
   if (wants_cuda(device, out))
     return via_host(device, requires_grad, out, [&](OutArg o) {
       return eye_impl(n, m, dtype, std::nullopt, false, o);

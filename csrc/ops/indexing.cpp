@@ -71,9 +71,14 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
   if (self.dim()) sizes[d] = n;
   Tensor out = empty_tensor(sizes, self.dtype(), self.device());
   if (is_meta(out)) return out;
+  TP_CHECK(self.dim() == 0 || n == 0 || size > 0, "index_select(): self indexing axis dim should be positive");
   const int64_t* ip = idx.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i)
-    TP_CHECK_INDEX(ip[i] >= 0 && ip[i] < size, "index_select(): index out of range in self");
+  for (int64_t i = 0; i < n; ++i) {
+    if (ip[i] >= 0 && ip[i] < size) continue;
+    // PyTorch's CPU kernel for dim 1 of a matrix or more raises RuntimeError, the others IndexError
+    TP_CHECK(!(self.dim() > 1 && d == 1), "INDICES element is out of DATA bounds, id=", ip[i], " axis_dim=", size);
+    TP_CHECK_INDEX(false, "index_select(): index out of range in self");
+  }
   // Rows of `inner` contiguous elements: out[o, i, :] = x[o, index[i], :].
   Tensor x = contiguous(self);
   int64_t outer = 1, inner = 1;
@@ -268,7 +273,30 @@ Tensor masked_select_impl(const Tensor& self, const Tensor& mask, OutArg) {
   return out;
 }
 
-Tensor nonzero_impl(const Tensor& self, OutArg) {
+namespace {
+Tensor nonzero_rows(const Tensor& self);
+}  // namespace
+
+Tensor nonzero_impl(const Tensor& self, OutArg out) {
+  if (!out.tensor) return nonzero_rows(self);
+  Tensor& o = const_cast<Tensor&>(*out.tensor);
+  TP_CHECK(o.dtype() == DType::Int64, "nonzero: Expected out tensor to have scalar type Long "
+           "but got scalar type", dtype_scalar_name(o.dtype()));
+  TP_CHECK(o.device() == self.device(), "nonzero: Expected out tensor to be on device ",
+           self.device().str(), " but got ", o.device().str());
+  Tensor r = nonzero_rows(self);
+  if (!std::equal(r.sizes().begin(), r.sizes().end(), o.sizes().begin(), o.sizes().end())) {
+    // a resized out= is column-major, as PyTorch makes it
+    resize_out(o, r.sizes());
+    o.impl()->set_sizes_and_strides(DimVector(r.sizes().data(), r.sizes().size()),
+                                    DimVector{1, r.size(0)}, 0);
+  }
+  copy_impl(o, r, false, OutArg::none());
+  return o;
+}
+
+namespace {
+Tensor nonzero_rows(const Tensor& self) {
   if (self.device().is_cuda()) {  // reads the count back: PyTorch synchronises here too
     Tensor x = contiguous(self);
 #ifdef TP_USE_CUDA
@@ -279,12 +307,17 @@ Tensor nonzero_impl(const Tensor& self, OutArg) {
   const bool* p = x.data<bool>();
   int64_t n = x.numel(), nd = self.dim(), count = 0;
   for (int64_t i = 0; i < n; ++i) count += p[i];
+  // Column-major like PyTorch's: shape (count, nd), strides (1, count).
   int64_t sz[2] = {count, nd};
-  Tensor out = empty_tensor(sz, DType::Int64);
+  int64_t st[2] = {1, count};
+  Tensor out = empty_strided_tensor(sz, st, DType::Int64, self.device());
   int64_t* o = out.data<int64_t>();
   std::vector<int64_t> ctr(size_t(std::max<int64_t>(nd, 1)), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (p[i]) for (int64_t k = 0; k < nd; ++k) *o++ = ctr[size_t(k)];
+  for (int64_t i = 0, row = 0; i < n; ++i) {
+    if (p[i]) {
+      for (int64_t k = 0; k < nd; ++k) o[k * count + row] = ctr[size_t(k)];
+      ++row;
+    }
     for (int64_t k = nd - 1; k >= 0; --k) {
       if (++ctr[size_t(k)] < self.size(k)) break;
       ctr[size_t(k)] = 0;
@@ -292,5 +325,6 @@ Tensor nonzero_impl(const Tensor& self, OutArg) {
   }
   return out;
 }
+}  // namespace
 
 }  // namespace tp

@@ -303,6 +303,19 @@ void write_rows(const Tensor& dst, const std::vector<Tensor>& idx, Tensor value,
 /// (dtype checked, resized to self's shape as PyTorch does, then filled with self) or a
 /// new copy: contiguous (`contiguous_result`: PyTorch's structured kernels, scatter and
 /// index_add/copy/reduce) or in self's layout (clone: index_put, index_fill, put).
+/// PyTorch's overlap checks of the index writes: the written tensor (out=, or self in place)
+/// shares no memory with the index or the source.
+void check_written(OutArg out, std::initializer_list<const Tensor*> inputs) {
+  if (!out.tensor) return;
+  const Tensor& o = *out.tensor;  // PyTorch's assert_no_internal_overlap: no expanded written dim
+  for (int64_t d = 0; d < o.dim(); ++d)
+    TP_CHECK(!(o.stride(d) == 0 && o.size(d) > 1), "unsupported operation: more than one element of the "
+             "written-to tensor refers to a single memory location. Please clone() the tensor before "
+             "performing the operation.");
+  for (const Tensor* t : inputs)
+    if (t) check_no_overlap(*out.tensor, *t);
+}
+
 Tensor updated_copy(const Tensor& self, OutArg out, bool contiguous_result) {
   if (out.tensor && out.inplace) return self;
   if (!out.tensor && !contiguous_result) return clone(self);
@@ -500,6 +513,7 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   IndexRules rule{"index_add_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Runtime, false};
   Tensor idx = checked_dim_index(rule, self, dim, index);
   check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   with_opmath(res, [&](const Tensor& work) {
@@ -521,11 +535,16 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   if (out.tensor && !out.inplace)
     TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
              dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
+  // a 0-d source takes exactly one index, checked before the bounds (PyTorch's meta function)
+  if (source.dim() == 0 && index.dim() <= 1)
+    TP_CHECK_INDEX(index.numel() == 1, "index_copy_(): When source is scalar, index should have one element (got ",
+                   index.numel(), ")");
   Tensor idx = checked_dim_index(rule, self, dim, index);
   TP_CHECK(source.dtype() == self.dtype(), "index_copy_(): self and source expected to have the same "
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",
            dtype_scalar_name(source.dtype()));
   check_source("index_copy_", self, dim, idx, source, ErrorKind::Index);
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   write_slices(res, dim, idx, source, Reduce::Assign);
@@ -556,6 +575,7 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   if ((r == Reduce::Mean || !include_self || self.dim() <= 1) && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"", reduce, "\"", include_self ? "" : " without self",
                             " is not implemented for 'Bool'");
+  check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   if (!include_self)
@@ -680,6 +700,7 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
   Tensor idx = scatter_checks(op, self, dim, index, src);
   if (r == Reduce::Mean && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED(op, "(): \"mean\" is not implemented for 'Bool'");
+  check_written(out, {&index, src});
   Tensor res = updated_copy(self, out, true);
   if (!idx.defined() || is_meta(res)) return res;
   Tensor dst = at_least_1d(res);

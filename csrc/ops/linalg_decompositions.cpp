@@ -167,9 +167,15 @@ Tensor finish_out(OutArg out, const Tensor& res) {
   TP_CHECK(out.tensor->dtype() == res.dtype(), "Expected out tensor to have dtype ",
            dtype_scalar_name(res.dtype()), ", but got ", dtype_scalar_name(out.tensor->dtype()),
            " instead");
-  resize_out(*out.tensor, res.sizes());
-  copy_(*out.tensor, res);
-  return *out.tensor;
+  const Tensor& o = *out.tensor;
+  if (!std::equal(res.sizes().begin(), res.sizes().end(), o.sizes().begin(), o.sizes().end())) {
+    // a resized out= takes the result's layout (column-major LAPACK factors), as in PyTorch
+    resize_out(o, res.sizes());
+    o.impl()->set_sizes_and_strides(DimVector(res.sizes().data(), res.sizes().size()),
+                                    preserving_strides(res.sizes(), res.strides()), 0);
+  }
+  copy_(o, res);
+  return o;
 }
 
 /// The workspace size a LAPACK query (lwork = -1) wrote to work[0], at least 1.
@@ -439,10 +445,26 @@ Tensor linalg_cholesky_impl(const Tensor& A, bool upper, OutArg out) {
 
 Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
   DType dt = self.dtype();
+  const bool square = self.dim() >= 2 && self.size(-1) == self.size(-2);
+  // PyTorch's legacy cholesky returns an empty result before any check (a float batch of square
+  // matrices takes the usual path, which keeps the result's autograd history)
+  if (self.numel() == 0 && !(square && is_floating(dt) && dt != DType::Float16 && dt != DType::BFloat16)) {
+    if (out.tensor) {
+      resize_out(*out.tensor, self.sizes());
+      return *out.tensor;
+    }
+    return empty_tensor(self.sizes(), dt, self.device());
+  }
   if (!is_floating(dt) || dt == DType::Float16 || dt == DType::BFloat16)
     TP_FAIL_NOT_IMPLEMENTED("\"cholesky_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
-  if (out.tensor) return linalg_cholesky_out(const_cast<Tensor&>(*out.tensor), self, upper);
-  return linalg_cholesky(self, upper);
+  if (!out.tensor) return linalg_cholesky(self, upper);
+  // the legacy out= is resized contiguous (PyTorch copies the factor into it), not column-major
+  Tensor r = linalg_cholesky(self, upper);
+  TP_CHECK(out.tensor->dtype() == r.dtype(), "Expected out tensor to have dtype ",
+           dtype_scalar_name(r.dtype()), ", but got ", dtype_scalar_name(out.tensor->dtype()), " instead");
+  resize_out(*out.tensor, r.sizes());
+  copy_(*out.tensor, r);
+  return *out.tensor;
 }
 
 // ------------------------------------------------------------------ QR

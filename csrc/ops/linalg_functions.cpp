@@ -220,8 +220,8 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
   uint64_t p = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
   // A^1 is a new contiguous copy whatever A's layout, as in PyTorch (A^-1 keeps inv's).
   if (p == 1) return finish_out(out, n < 0 ? base : base.is_contiguous() ? clone(base) : contiguous(base));
-  TP_CHECK_KIND(ErrorKind::NotImplemented, A.dtype() != DType::Bool,
-                "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  TP_CHECK_KIND(ErrorKind::NotImplemented, A.dtype() != DType::Bool || A.numel() == 0,
+                "\"addmm_impl_cpu_\" not implemented for 'Bool'");  // an empty mm returns first
   // z runs through base^(2^i); the result gathers the z of each set bit of p.
   Tensor z, res;
   while (p) {

@@ -24,16 +24,25 @@ namespace {
 /// The NotImplementedError PyTorch raises for a dtype its product kernel lacks: bool on
 /// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16.
 void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel,
-                        const Tensor* other = nullptr) {
+                        const Tensor* other = nullptr, bool empty_returns = true) {
   DType dt = t.dtype();
   bool cuda = t.device().is_cuda();
-  // PyTorch's CUDA products return before dispatching on the dtype when an operand is empty.
-  if (cuda && (t.numel() == 0 || (other && other->numel() == 0))) return;
+  // PyTorch's products return before dispatching on the dtype when an operand is empty
+  // (a bool mm of a 2x0 and a 0x2 matrix gives zeros); its CPU dot does not.
+  if ((empty_returns || cuda) && (t.numel() == 0 || (other && other->numel() == 0))) return;
   bool ok = cuda ? dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 ||
                        dt == DType::BFloat16
                  : dt != DType::Bool;
   TP_CHECK_KIND(ErrorKind::NotImplemented, ok, "\"", cuda ? cuda_kernel : cpu_kernel,
                 "\" not implemented for '", dtype_scalar_name(dt), "'");
+}
+
+/// A bool add*mm passes the dtype check only when an operand is empty; PyTorch then scales
+/// the result by beta in place, which a number beta cannot do to a bool tensor.
+void check_bool_beta(DType dt, const Scalar& beta) {
+  if (dt != DType::Bool || beta.is_bool() || beta.to_double() == 0) return;
+  TP_FAIL("result type ", beta.is_floating() ? "Float" : "Long",
+          " can't be cast to the desired output type Bool");
 }
 
 void check_same_dtype(const Tensor& a, const Tensor& b) {
@@ -101,6 +110,10 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
   int64_t batch = nd == 3 ? a.size(0) : 1;
   int64_t m = a.size(nd - 2), k = a.size(nd - 1), n = b.size(nd - 1);
   if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0 && a.dtype() == DType::Bool) {  // no bool gemm: an empty sum is false
+    if (beta == 0) zero_impl(c, OutArg{&c, true});
+    return;
+  }
   if (c.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     return cuda::blas::gemm(a, b, c, alpha, beta);
@@ -162,7 +175,7 @@ void check_dot(const Tensor& a, const Tensor& b) {
   TP_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
            "] and src [", b.size(0), "] to have the same number of elements, but got ",
            a.size(0), " and ", b.size(0), " elements respectively");
-  check_kernel_dtype(a, "dot", "dot");
+  check_kernel_dtype(a, "dot", "dot", nullptr, /*empty_returns=*/false);
 }
 
 /// `vec` (k) as a k x 1 matrix view.
@@ -198,6 +211,7 @@ Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 
 Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
   check_same_device({&self, &vec});
+  if (self.dim() == 0) (void)size_at(self, 0);  // PyTorch reads it before its shape check
   check_mv(nullptr, self, vec);
   int64_t sizes[1] = {self.size(0)};
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &vec});
@@ -331,6 +345,7 @@ Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
   int64_t sizes[2] = {mat1.size(0), mat2.size(1)};
   check_broadcastable(self, sizes);
   DType dt = mat1.dtype();
+  check_bool_beta(dt, beta);
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat1, &mat2, &self});
   if (d.meta()) return d.finish();
@@ -369,6 +384,7 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
   int64_t sizes[3] = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_broadcastable(self, sizes);
   DType dt = batch1.dtype();
+  check_bool_beta(dt, beta);
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
   if (d.meta()) return d.finish();
@@ -380,6 +396,7 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
 Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch2,
                    const Scalar& beta, const Scalar& alpha, OutArg out) {
   check_same_device({&self, &batch1, &batch2});
+  (void)size_at(batch1, 1), (void)size_at(batch2, 2);  // PyTorch reads them first
   TP_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(batch1.size(0) == batch2.size(0),
@@ -390,6 +407,7 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
   check_same_dtype(self, batch1);
   check_same_dtype(batch1, batch2);
   check_kernel_dtype(batch1, "addbmm", "addmm_cuda", &batch2);
+  check_bool_beta(batch1.dtype(), beta);
   // The sum over the batch is one GEMM: (m, B*k) @ (B*k, n).
   int64_t nb = batch1.size(0), m = batch1.size(1), k = batch1.size(2), n = batch2.size(2);
   int64_t sizes[2] = {m, n};
@@ -504,6 +522,7 @@ Tensor kron_impl(const Tensor& self, const Tensor& other, OutArg out) {
 
 Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, OutArg out) {
   TP_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of dimensions.");
+  (void)size_at(self, dim);
   int64_t d = wrap_dim(dim, self.dim());
   TP_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
            " must have length 3. Got ", self.size(d), " and ", other.size(d));

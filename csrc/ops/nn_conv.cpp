@@ -490,6 +490,18 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
+  bool empty_kernel = false;
+  for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;
+  if (empty_kernel && !is_meta(input)) {
+    TP_CHECK(!(transposed && g.nsp == 3), "non-empty 5D (n_output_plane x n_input_plane x kernel_depth x "
+             "kernel_height x kernel_width) tensor expected for weight, but got: ", shape_str(weight.sizes()));
+    if (g.nsp == 3)
+      TP_FAIL("kernel size should be greater than zero, but got: ", weight.size(2), " x ", weight.size(3), " x ",
+              weight.size(4), " (TxHxW)");
+    TP_FAIL("kernel size should be greater than zero, but got kernel_height: ", g.nsp == 2 ? weight.size(2) : 1,
+            " kernel_width: ", weight.size(weight.dim() - 1));
+  }
   return g;
 }
 
@@ -1066,6 +1078,7 @@ cuda::BlockGeom cuda_blocks(const ConvShape& g) {
 
 Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
                    IntArrayRef stride, OutArg) {
+  if (self.dim() < 3) (void)size_at(self, 1), (void)size_at(self, 2);  // PyTorch reads them first
   bool ok = self.dim() == 3 || self.dim() == 4;
   for (int64_t i = self.dim() - 3; ok && i < self.dim(); ++i) ok = i == self.dim() - 4 || self.size(i) != 0;
   TP_CHECK(ok, "Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "

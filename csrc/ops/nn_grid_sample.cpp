@@ -39,6 +39,7 @@ DType compute_dtype(DType dt) { return is_float16_or_bfloat16(dt) ? DType::Float
 /// PyTorch's checks of grid_sampler (shapes) and of its kernels (dtypes, modes).
 Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int64_t mode, int64_t padding,
                        const char* kernel) {
+  (void)size_at(input, 0), (void)size_at(grid, 0);  // a 0-d tensor: PyTorch's IndexError
   TP_CHECK(input.dim() >= 1 && grid.dim() >= 1 && input.size(0) == grid.size(0),
            "grid_sampler(): expected grid and input to have same batch size, but got input with sizes ",
            shape_str(input.sizes()), " and grid with sizes ", shape_str(grid.sizes()));

@@ -197,6 +197,18 @@ bool layer_norm_mixed(const Tensor& input, const std::optional<Tensor>& weight, 
   return true;
 }
 
+/// PyTorch's CPU mixed-dtype rule of batch_norm / group_norm: parameters of a dtype other than
+/// the input's must all be float32, and the input then float16 / bfloat16.
+void check_mixed_cpu(const Tensor& input, std::initializer_list<const std::optional<Tensor>*> params) {
+  if (!input.device().is_cpu()) return;
+  bool differ = false;
+  for (const auto* p : params) differ = differ || (*p && (*p)->dtype() != input.dtype());
+  if (!differ) return;
+  for (const auto* p : params)
+    TP_CHECK(!*p || (*p)->dtype() == DType::Float32, "mixed dtype (CPU): expect parameter to have scalar type of Float");
+  TP_CHECK(is_float16_or_bfloat16(input.dtype()), "mixed dtype (CPU): all inputs must share same datatype.");
+}
+
 DimVector stat_sizes(const Tensor& input, int64_t nd) {
   DimVector r(input.sizes().data(), input.dim());
   for (int64_t i = input.dim() - nd; i < input.dim(); ++i) r[i] = 1;
@@ -365,6 +377,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   check_channel_vector(running_mean, c, "running_mean");
   check_channel_vector(running_var, c, "running_var");
   TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
+  check_mixed_cpu(input, {&weight, &bias, &running_mean, &running_var});
   if (is_meta(input)) {  // PyTorch's meta function: the output in the input's layout, statistics in the accumulation dtype
     TP_CHECK(is_floating(input.dtype()), "mean(): could not infer output dtype. Input dtype must be either a floating "
              "point or complex dtype. Got: ", dtype_scalar_name(input.dtype()));
@@ -555,6 +568,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
              " to be a vector of size equal to the number of channels in input, but got ",
              v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
              shape_str(input.sizes()));
+  check_mixed_cpu(input, {&weight, &bias});
   const GroupBlocks blk(input, group);
   const int64_t stats[2] = {N, group};
   const DType dt = input.dtype(), cdt = compute_dtype(dt);
@@ -650,6 +664,7 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad, const
 
 Tensor group_norm_impl(const Tensor& input, int64_t num_groups, const std::optional<Tensor>& weight,
                        const std::optional<Tensor>& bias, double eps, bool, OutArg) {
+  (void)size_at(input, 0), (void)size_at(input, 1);  // PyTorch reads N and C first: IndexError
   TP_CHECK(input.dim() >= 2, "Expected at least 2 dimensions for input tensor but received ", input.dim());
   const int64_t n = input.size(0), c = input.size(1);
   TP_CHECK(num_groups > 0 && c % num_groups == 0, "Expected number of channels in input to be divisible by ",

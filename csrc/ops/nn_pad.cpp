@@ -157,7 +157,10 @@ Tensor pad_run(const Tensor& self, IntArrayRef padding, int64_t nsp, bool reflec
   TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
            " kernel");
   Tensor y = empty_tensor(padded_sizes(self.sizes(), m), self.dtype(), self.device());
-  if (is_meta(self)) return y;  // (PyTorch's meta function checks no dtype: that is its kernels')
+  if (is_meta(self)) {  // PyTorch's meta functions check the dtype of replication pads only
+    TP_CHECK(reflect || self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'torch.bool'");
+    return y;
+  }
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
   Tensor x = contiguous(self);
   if (self.device().is_cuda()) {

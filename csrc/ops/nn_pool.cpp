@@ -19,7 +19,9 @@
 #include "kernels/tensor_iterator.h"
 #include "ops/meta.h"
 #include "ops/nn.h"
+#include "ops/shape_utils.h"
 #include "ops/nn_pool.h"
+#include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
 #include "cuda/nn_spatial.h"
@@ -63,6 +65,7 @@ void base_shape(PoolShape& g, const Tensor& self, int64_t nsp) {
 PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, bool count_include_pad,
                         bool is_max, const char* op) {
+  if (!is_max && nsp == 2) (void)size_at(self, -3);  // PyTorch's avg_pool2d reads it first
   check_pool_input(self, nsp, op);
   const int64_t one = 1;
   TP_CHECK(!kernel_size.empty(), op, ": kernel_size must either be a single int, or a tuple of ", nsp, " ints");
@@ -430,8 +433,15 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
 
 #define TP_ADAPTIVE_AVG(N)                                                                                   \
   Tensor adaptive_avg_pool##N##d_impl(const Tensor& self, IntArrayRef output_size, OutArg) {                 \
-    floats_only(self, "adaptive_avg_pool" #N "d");                                                           \
+    /* PyTorch pools to size 1 with a mean (mean's dtype error), and its 2-d kernel returns      */        \
+    /* before its dtype dispatch on an empty input */                                                        \
+    bool to_one = std::all_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 1; }); \
+    TP_CHECK(!to_one || is_floating(self.dtype()), "mean(): could not infer output dtype. Input dtype must "    \
+             "be either a floating point or complex dtype. Got: ", dtype_scalar_name(self.dtype()));         \
+    if (N == 3 || self.numel() != 0) floats_only(self, "adaptive_avg_pool" #N "d");                          \
     PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d");                          \
+    if (N <= 2 && self.numel() == 0 && !is_meta(self))                                                       \
+      return empty_tensor(out_sizes(self, g), self.dtype(), self.device());                                  \
     /* pooled to one element per plane, PyTorch takes a mean (on meta, its dtype check is mean's) */         \
     TP_CHECK(!is_meta(self) || g.out_numel() != 1 || is_floating(self.dtype()), "mean(): could not infer "  \
              "output dtype. Input dtype must be either a floating point or complex dtype. Got: ",            \

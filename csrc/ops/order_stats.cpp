@@ -168,6 +168,10 @@ void median_row(const T* row, int64_t n, bool ignore_nan, T& value, int64_t& ind
 
 std::tuple<Tensor, Tensor> median_dim(const char* op, bool ignore_nan, const Tensor& self,
                                       int64_t dim, bool keepdim) {
+  // the dim and its size first, then the dtype, as PyTorch
+  int64_t d = wrap_dim(dim, self.dim());
+  TP_CHECK_INDEX(self.dim() == 0 || self.size(d) > 0, "median(): Expected reduction dim ", d,
+                 " to have non-zero size.");
   reject_bool(op, self);
   return reduce_rows(
       op, self, dim, keepdim,
@@ -344,6 +348,11 @@ std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) 
 
 Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
   check_device("logcumsumexp", self);
+  // PyTorch's order: out='s dtype, the dim, then the input's dtype
+  if (out.tensor && !out.inplace)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "expected scalar_type ", dtype_scalar_name(self.dtype()),
+             " but found ", dtype_scalar_name(out.tensor->dtype()));
+  (void)wrap_dim(dim, self.dim());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);
@@ -367,11 +376,12 @@ Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
 }
 
 std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t dim, bool keepdim, OutArg) {
-  reject_bool("kthvalue", self);
   int64_t d = wrap_dim(dim, self.dim());
   int64_t len = self.dim() ? self.size(d) : 1;
   if (len > 0)
     TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
+  TP_CHECK_INDEX(len > 0, "kthvalue(): Expected reduction dim ", d, " to have non-zero size.");
+  reject_bool("kthvalue", self);  // after the dim, k and size checks, as PyTorch
   return reduce_rows(
       "kthvalue", self, dim, keepdim,
       [&](const auto* row, int64_t n, auto& value, int64_t& index) {

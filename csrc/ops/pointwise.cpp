@@ -38,7 +38,9 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
     return it.output();
   }
 #endif
-  if (it.device().type != DeviceType::Meta && it.numel() > 0) {
+  if (it.device().type != DeviceType::Meta) {
+    // The dtype check runs on empty inputs too: PyTorch dispatches on the dtype before it
+    // looks at the size (tp.floor of an empty bool tensor raises like a full one).
     Loop1d loop = pointwise_loops(it.device().type)[int(kernel)][int(it.compute_dtype())];
     if (!loop) {
       if (it.device().is_cpu())
@@ -47,7 +49,7 @@ Tensor run_pointwise(PwKernel kernel, const IterConfig& cfg, OutArg out,
       TP_FAIL_NOT_IMPLEMENTED(cfg.op, ": no ", device_type_name(it.device().type),
                               " kernel for dtype ", dtype_name(it.common_dtype()));
     }
-    it.for_each(loop, p);
+    if (it.numel() > 0) it.for_each(loop, p);
     if (p.error.load(std::memory_order_relaxed) == kZeroDivision) TP_FAIL("ZeroDivisionError");
   }
   if (out.tensor && out.bump_version) out.tensor->impl()->bump_version();
@@ -181,17 +183,21 @@ Tensor logit_impl(const Tensor& self, const std::optional<double>& eps, OutArg o
 
 Tensor round_impl(const Tensor& self, int64_t decimals, OutArg out) {
   if (decimals == 0)
-    return run_pointwise(PwKernel::Round, {"round", Promote::Common}, out, {&self}, {});
+    return run_pointwise(PwKernel::Round, {"round", Promote::Same}, out, {&self}, {});
   if (is_integral(self.dtype(), true))
     TP_FAIL_NOT_IMPLEMENTED("\"round_cpu\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   KernelParams p;
   p.i0 = decimals;
-  return run_pointwise(PwKernel::RoundDecimals, {"round", Promote::Common}, out, {&self}, p);
+  return run_pointwise(PwKernel::RoundDecimals, {"round", Promote::Same}, out, {&self}, p);
 }
 
 Tensor nan_to_num_impl(const Tensor& self, const std::optional<double>& nan,
                        const std::optional<double>& posinf, const std::optional<double>& neginf,
                        OutArg out) {
+  if (out.tensor && !out.inplace)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "nan_to_num: dtype of out: ",
+             dtype_scalar_name(out.tensor->dtype()), " should be same as input: ",
+             dtype_scalar_name(self.dtype()));
   KernelParams p;
   DType dt = self.dtype();
   double hi = dt == DType::Float16 ? 65504.0
@@ -224,7 +230,10 @@ Tensor clamp_impl(const Tensor& self, const std::optional<Tensor>& min,
     // Promotion still sees the bounds (an int tensor clamped by a float becomes float).
     DType dt = lo && hi ? result_type({&self, lo, hi}) : lo ? result_type({&self, lo})
                                                             : result_type({&self, hi});
-    IterConfig cfg{"clamp", Promote::Common};
+    // In place, the promoted dtype must be self's; an out= must have it (PyTorch's unary_op)
+    TP_CHECK(!out.inplace || dt == self.dtype(), "result type ", dtype_scalar_name(dt),
+             " can't be cast to the desired output type ", dtype_scalar_name(self.dtype()));
+    IterConfig cfg{"clamp", Promote::Same};
     // The kernel runs in the promoted dtype (an int tensor clamped by 1.5 computes in float).
     Tensor input = dt == self.dtype() ? self : to_dtype_impl(self, dt, false, OutArg::none());
     return run_pointwise(PwKernel::ClampScalar, cfg, out, {&input}, p);
@@ -240,6 +249,11 @@ Tensor where_impl(const Tensor& condition, const Tensor& self, const Tensor& oth
   TP_CHECK(condition.dtype() == DType::Bool,
            "where expected condition to be a boolean tensor, but got a tensor with dtype ",
            dtype_scalar_name(condition.dtype()));
+  if (out.tensor && !out.inplace) {  // PyTorch: out= has exactly the result type
+    DType rt = result_type({&self, &other});
+    TP_CHECK(out.tensor->dtype() == rt, "Expected out type to be ", dtype_scalar_name(rt), " but got ",
+             dtype_scalar_name(out.tensor->dtype()));
+  }
   IterConfig cfg{"where", Promote::Common};
   cfg.first_input_fixed = true;
   return run_pointwise(PwKernel::Where, cfg, out, {&condition, &self, &other}, {});

@@ -116,11 +116,12 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
            device_type_name(self.device().type), " kernel");
   Plan p = make_plan(op, self, dim, keepdim, kind != Kind::All && kind != Kind::Any);
   if ((kind == Kind::Max || kind == Kind::Min) && p.count == 0) {
+    // PyTorch asks for a dim first (RuntimeError), then names an empty reduced one (IndexError)
+    TP_CHECK(dim && !dim->empty(), op, "(): Expected reduction dim to be specified for "
+             "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
     for (int64_t i = 0; i < self.dim(); ++i)
       TP_CHECK_INDEX(!(p.reduced[size_t(i)] && self.size(i) == 0), op, "(): Expected reduction dim ",
                      i, " to have non-zero size.");
-    TP_CHECK(self.dim() > 0 || self.numel() > 0, op, "(): Expected reduction dim to be specified "
-             "for input.numel() == 0.");
   }
   Tensor x = self.dtype() == compute_dtype ? self : _to_dtype(self, compute_dtype);
   DType kdt = kernel_dtype(kind, compute_dtype);
@@ -156,6 +157,14 @@ Tensor reduce(const char* op, Kind kind, const Tensor& self, OptionalIntArrayRef
   return res.dtype() == result_dtype ? res : _to_dtype(res, result_dtype);
 }
 
+/// Without dtype=, PyTorch's sum / prod write any out= dtype (the result is cast into it).
+Tensor cast_into_out(const Tensor& r, OutArg out) {
+  const Tensor& o = *out.tensor;
+  resize_out(o, r.sizes());
+  copy_(const_cast<Tensor&>(o), r);
+  return o;
+}
+
 DType compute_for(DType dt) {
   return dt == DType::Float16 || dt == DType::BFloat16 ? DType::Float32 : dt;
 }
@@ -164,6 +173,8 @@ DType compute_for(DType dt) {
 
 Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 const std::optional<DType>& dtype, OutArg out) {
+  if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
+    return cast_into_out(sum_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   return reduce("sum", Kind::Sum, dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, result,
@@ -183,6 +194,8 @@ Tensor mean_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
 
 Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool keepdim,
                  const std::optional<DType>& dtype, OutArg out) {
+  if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
+    return cast_into_out(prod_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   int64_t d = dim.value_or(0);
@@ -191,21 +204,46 @@ Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool kee
                 result, compute_for(in), out);
 }
 
+// PyTorch checks a reduction's out= dtype before its dims
+static void check_same_out_dtype(const Tensor& self, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected the dtype for input and out to match, but got ",
+           dtype_scalar_name(self.dtype()), " for input's dtype and ", dtype_scalar_name(out.tensor->dtype()),
+           " for out's dtype.");
+}
+
+static void check_bool_out(const char* op, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  DType dt = out.tensor->dtype();
+  TP_CHECK(dt == DType::Bool || dt == DType::UInt8, op, " only supports bool tensor for result, got: ",
+           dtype_scalar_name(dt));
+}
+
 Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  check_same_out_dtype(self, out);
   return reduce("amax", Kind::Max, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
 }
 
 Tensor amin_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
+  check_same_out_dtype(self, out);
   return reduce("amin", Kind::Min, self, dim, keepdim, self.dtype(), compute_for(self.dtype()), out);
 }
 
 Tensor all_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
-  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  check_bool_out("all", out);
+  // an out= may be bool or uint8 whatever the input (PyTorch)
+  DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
+                 : self.dtype() == DType::UInt8 ? DType::UInt8
+                                                : DType::Bool;
   return reduce("all", Kind::All, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 
 Tensor any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutArg out) {
-  DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  check_bool_out("any", out);
+  // an out= may be bool or uint8 whatever the input (PyTorch)
+  DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
+                 : self.dtype() == DType::UInt8 ? DType::UInt8
+                                                : DType::Bool;
   return reduce("any", Kind::Any, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 

@@ -191,26 +191,35 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
     TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
                   "input types can't be cast to the desired output type ",
                   dtype_scalar_name(out.tensor->dtype()));
-  Tensor res = out.tensor || !all_channels_last(tensors)
-                   ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
-                   : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
-  if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs)
+  int64_t total_numel = 1;
+  for (int64_t s : sizes) total_numel *= s;
+  if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs), checked
+    // before out= is resized, as PyTorch's (its resize keeps the input's memory)
     auto span = [](const Tensor& t) {
       int64_t extent = 1;
       for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
       const char* lo = static_cast<const char*>(t.data_ptr());
       return std::pair{lo, lo + extent * int64_t(t.itemsize())};
     };
-    if (res.numel() && !is_meta(res))
+    if (total_numel && !is_meta(*out.tensor))
       for (const Tensor& t : tensors) {
-        if (!t.numel() || t.impl()->storage() != res.impl()->storage()) continue;
+        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap)
+        TP_CHECK(t.impl() != out.tensor->impl(), "unsupported operation: some elements of the "
+                 "input tensor and the written-to tensor refer to a single memory location. "
+                 "Please clone() the tensor before performing the operation.");
+        if (!t.numel() || !out.tensor->numel() ||
+            t.impl()->storage() != out.tensor->impl()->storage())
+          continue;
         auto [a0, a1] = span(t);
-        auto [b0, b1] = span(res);
+        auto [b0, b1] = span(*out.tensor);
         TP_CHECK(a1 <= b0 || b1 <= a0, "unsupported operation: some elements of the input tensor "
                  "and the written-to tensor refer to a single memory location. Please clone() the "
                  "tensor before performing the operation.");
       }
   }
+  Tensor res = out.tensor || !all_channels_last(tensors)
+                   ? result_for(out, sizes, out.tensor ? out.tensor->dtype() : dtype, ref->device())
+                   : empty_strided_tensor(sizes, channels_last_strides(sizes), dtype, ref->device());
   if (cat_contiguous(tensors, res, dim)) {
     res.impl()->bump_version();
     return res;
@@ -230,12 +239,12 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
 Tensor stack_impl(TensorList tensors, int64_t dim, OutArg out) {
   TP_CHECK(!tensors.empty(), "stack expects a non-empty TensorList");
   const Tensor& first = tensors[0];
+  dim = wrap_dim(dim, first.dim() + 1);  // before the sizes, as PyTorch
   for (size_t i = 1; i < tensors.size(); ++i)
     TP_CHECK(std::equal(first.sizes().begin(), first.sizes().end(), tensors[i].sizes().begin(),
                         tensors[i].sizes().end()),
              "stack expects each tensor to be equal size, but got ", shape_str(first.sizes()),
              " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
-  dim = wrap_dim(dim, first.dim() + 1);
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) {  // unsqueeze(dim): a size-1 dim
@@ -361,10 +370,14 @@ Tensor tile_impl(const Tensor& self, IntArrayRef dims, OutArg) {
 Tensor repeat_interleave_impl(const Tensor& self, const Tensor& repeats, const std::optional<int64_t>& dim,
                               const std::optional<int64_t>& output_size, OutArg) {
   TP_CHECK(repeats.dim() <= 1, "repeats must be 0-dim or 1-dim tensor");
-  TP_CHECK(is_integral(repeats.dtype(), false), "repeats has to be Long or Int tensor");
+  // PyTorch's kernel dispatches on int32 / int64 repeats only
+  TP_CHECK_KIND(ErrorKind::NotImplemented, repeats.dtype() == DType::Int32 || repeats.dtype() == DType::Int64,
+                "\"repeat_interleave_", repeats.device().is_cuda() ? "cuda" : "cpu", "\" not implemented for '",
+                dtype_scalar_name(repeats.dtype()), "'");
   Tensor input = self;
   int64_t d = 0;
   if (dim) {
+    (void)size_at(self, *dim);  // a 0-d tensor: PyTorch's IndexError
     d = wrap_dim(*dim, self.dim());
   } else {
     input = reshape_impl(self, std::array<int64_t, 1>{-1}, {});
@@ -445,8 +458,33 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
   }
 }
 
+/// The C++ type name PyTorch's out= checks of triu / tril / diag print ("long int").
+const char* cpp_type_name(DType dt) {
+  switch (dt) {
+    case DType::Bool: return "bool";
+    case DType::UInt8: return "unsigned char";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short int";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    default: return dtype_name(dt);
+  }
+}
+
+/// An out= of triu / tril / diag must have self's dtype (PyTorch: no cast).
+void check_out_dtype_exact(const Tensor& self, OutArg out) {
+  if (!out.tensor || out.inplace) return;
+  TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ", cpp_type_name(self.dtype()),
+           ", but got ", cpp_type_name(out.tensor->dtype()), " instead");
+}
+
 Tensor triangle(const char* name, const Tensor& self, int64_t diagonal, bool lower, OutArg out) {
   TP_CHECK(self.dim() >= 2, name, ": input tensor must have at least 2 dimensions");
+  check_out_dtype_exact(self, out);
   Tensor res;
   if (out.tensor && out.inplace) {
     res = self;
@@ -532,11 +570,13 @@ Tensor diagonal_view(const Tensor& t, int64_t offset, int64_t d1, int64_t d2) {
 }  // namespace
 
 Tensor diag_embed_impl(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2, OutArg) {
-  TP_CHECK(self.dim() >= 1, "diag_embed: input must be at least 1-D");
+  // PyTorch's order: the dims (IndexError), then their distinctness, then the input's rank
   int64_t nd = self.dim() + 1;
+  int64_t given1 = dim1, given2 = dim2;
   dim1 = wrap_dim(dim1, nd);
   dim2 = wrap_dim(dim2, nd);
-  TP_CHECK(dim1 != dim2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  TP_CHECK(dim1 != dim2, "diagonal dimensions cannot be identical ", given1, ", ", given2);
+  TP_CHECK(self.dim() >= 1, "diag_embed: input must be at least 1-D");
   int64_t n = self.size(self.dim() - 1) + (offset < 0 ? -offset : offset);
   DimVector sizes;
   for (int64_t d = 0, k = 0; d < nd; ++d)
@@ -549,6 +589,7 @@ Tensor diag_embed_impl(const Tensor& self, int64_t offset, int64_t dim1, int64_t
 
 Tensor diag_impl(const Tensor& self, int64_t diagonal, OutArg out) {
   TP_CHECK(self.dim() == 1 || self.dim() == 2, "Supports 1D or 2D tensors. Got ", self.dim(), "D");
+  check_out_dtype_exact(self, out);
   if (self.dim() == 1) {
     Tensor r = diag_embed_impl(self, diagonal, 0, 1, {});
     if (!out.tensor) return r;

@@ -15,6 +15,14 @@ inline int64_t wrap_dim(int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
+/// t.size(dim) with PyTorch's IndexErrors: "Dimension specified as 0 but tensor has no
+/// dimensions" for a 0-d tensor, else wrap_dim's. Ops call it where PyTorch reads a size
+/// before its own shape checks, so that they raise the same class.
+inline int64_t size_at(const Tensor& t, int64_t dim) {
+  TP_CHECK_INDEX(t.dim() > 0, "Dimension specified as ", dim, " but tensor has no dimensions");
+  return t.size(wrap_dim(dim, t.dim()));
+}
+
 /// The shape `a` and `b` broadcast to; RuntimeError naming `op` if they do not.
 DimVector broadcast_shapes_of(const Tensor& a, const Tensor& b, const char* op);
 

@@ -128,7 +128,7 @@ Tensor float_power_impl(const Tensor& self, const Tensor& exponent, OutArg out) 
 Tensor signbit_impl(const Tensor& self, OutArg out) {
   if (out.tensor)
     TP_CHECK(out.tensor->dtype() == DType::Bool, "signbit does not support non-boolean outputs.");
-  return run_pointwise(PwKernel::Signbit, {"signbit", Promote::BoolOut}, out, {&self}, {});
+  return run_pointwise(PwKernel::Signbit, {"signbit", Promote::BoolOutOnly}, out, {&self}, {});
 }
 
 // The reparameterised gradients: pointwise kernels on CPU and CUDA; no meta kernel (PyTorch

@@ -247,8 +247,9 @@ Tensor select_impl(const Tensor& self, int64_t dim, int64_t index, OutArg) {
 
 Tensor unfold_impl(const Tensor& self, int64_t dimension, int64_t size, int64_t step, OutArg) {
   int64_t nd = self.dim();
-  int64_t d = nd == 0 ? 0 : wrap_dim(dimension, nd);
+  int64_t d = wrap_dim(dimension, nd);  // a 0-d tensor takes dims -1 and 0 (PyTorch's IndexError past them)
   int64_t len = nd == 0 ? 1 : self.size(d);
+  TP_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   TP_CHECK(size <= len, "maximum size for tensor at dimension ", d, " is ", len, " but size is ", size);
   TP_CHECK(step > 0, "step is ", step, " but must be > 0");
   DimVector sizes = sizes_of(self), strides = strides_of(self);
@@ -341,8 +342,9 @@ Tensor flatten_impl(const Tensor& self, int64_t start_dim, int64_t end_dim, OutA
 
 Tensor unflatten_impl(const Tensor& self, int64_t dim, IntArrayRef sizes, OutArg) {
   int64_t nd = self.dim();
-  TP_CHECK(nd > 0, "unflatten: Dimension specified as ", dim, " but tensor has no dimensions");
-  dim = wrap_dim(dim, nd);
+  int64_t given = dim;
+  dim = wrap_dim(dim, nd);  // PyTorch wraps first: IndexError past [-1, 0] on a 0-d tensor
+  TP_CHECK(nd > 0, "unflatten: Dimension specified as ", given, " but tensor has no dimensions");
   TP_CHECK(!sizes.empty(), "unflatten: sizes must be non-empty");
   DimVector inner = infer_size(sizes, self.size(dim));
   DimVector shape;
@@ -405,6 +407,11 @@ Tensor expand_impl(const Tensor& self, IntArrayRef size, OutArg) {
     TP_CHECK(have == want || have == 1, "The expanded size of the tensor (", want,
              ") must match the existing size (", have, ") at non-singleton dimension ", i,
              ".  Target sizes: ", shape_str(size), ".  Tensor sizes: ", shape_str(self.sizes()));
+    // PyTorch lets a size-1 dim take any negative size (a tensor of negative size, or its
+    // "numel: integer multiplication overflow"); only -1 (keep) is meaningful
+    TP_CHECK(want >= 0, "The expanded size of the tensor (", want, ") must be non-negative at dimension ",
+             i, " (-1 keeps the existing size).  Target sizes: ", shape_str(size), ".  Tensor sizes: ",
+             shape_str(self.sizes()));
     sizes[i] = want;
     strides[i] = have == want ? self.stride(j) : 0;
   }

@@ -51,6 +51,8 @@ nb::object named_result(const char* op, std::tuple<Ts...> r) {
 }
 /// out= of a two-tensor op: copies `r` into the tensors of the sequence `out` (resized when
 /// their shape differs; their dtypes must match) and returns them as the op's named tuple.
+/// Raises PyTorch's TypeError unless `out` is a tuple (or list) of 2 Tensors.
+void check_tuple_out(const char* op, nb::handle out);
 nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out);
 /// Python number for element 0 of `t`, by its dtype.
 nb::object tensor_item(const Tensor& t);

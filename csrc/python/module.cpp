@@ -179,10 +179,17 @@ nb::object named_tuple(const char* op, nb::tuple fields) {
   return nb::steal(r);
 }
 
-nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out) {
+void check_tuple_out(const char* op, nb::handle out) {
   bool seq = nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out);
-  if (!seq || nb::len(out) != 2 || !nb::isinstance<Tensor>(out[0]) || !nb::isinstance<Tensor>(out[1]))
+  if (!seq)
+    throw nb::type_error((std::string(op) + "(): argument 'out' must be tuple of Tensors, not " +
+                          nb::cast<std::string>(out.type().attr("__name__"))).c_str());
+  if (nb::len(out) != 2 || !nb::isinstance<Tensor>(out[0]) || !nb::isinstance<Tensor>(out[1]))
     throw nb::type_error((std::string(op) + "(): argument 'out' must be a tuple of 2 Tensors").c_str());
+}
+
+nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle out) {
+  check_tuple_out(op, out);
   try {
     write_out(op, std::get<0>(r), OutArg{&nb::cast<Tensor&>(out[0]), false});
     write_out(op, std::get<1>(r), OutArg{&nb::cast<Tensor&>(out[1]), false});

@@ -388,11 +388,14 @@ def renorm(input, p, dim, maxnorm):
     _require_tensor('renorm', 'input', input)
     if p <= 0:
         raise RuntimeError(f"renorm: non-positive-norm not supported")
-    if maxnorm < 0:
+    if not maxnorm >= 0:  # NaN too
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            f"dimensions")
+    if not -input.dim() <= dim < input.dim():
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, "
+                         f"{input.dim() - 1}], but got {dim})")
     dim = dim % input.dim()
     others = [d for d in range(input.dim()) if d != dim]
     norm = _C.linalg_vector_norm(input, p, others, True)

@@ -44,6 +44,8 @@ def squeeze(input, dim=None):
 def split(tensor, split_size_or_sections, dim=0):
     """Splits into chunks of ``split_size`` (the last may be smaller) or of the listed sizes."""
     _check_tensor(tensor, "split", "tensor")
+    if tensor.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = _dim_range(dim, tensor.dim(), "split")
     length = tensor.shape[d] if tensor.dim() else 1
     if isinstance(split_size_or_sections, (list, tuple)):
@@ -69,6 +71,8 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     """At most ``chunks`` views of equal size (the last may be smaller)."""
     _check_tensor(input, "chunk")
+    if input.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _dim_range(dim, input.dim(), "chunk")
@@ -233,15 +237,13 @@ Tensor.H = property(_H, doc="The conjugate transpose of a matrix.")
 def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the nonzero elements: an (n, ndim) tensor, or one 1-D tensor per dim."""
     _check_tensor(input, "nonzero")
+    if out is not None and not as_tuple:
+        return _C._nonzero(input, out=out)  # resizes a wrong-shaped out= column-major
     idx = _C._nonzero(input)
     if as_tuple:
         if input.dim() == 0:
             return (idx.reshape(-1)[:idx.shape[0]],)
         return tuple(idx[:, d] for d in range(input.dim()))
-    if out is not None:
-        if tuple(out.shape) != tuple(idx.shape):
-            raise RuntimeError(f"nonzero: out= needs shape {tuple(idx.shape)}, got {tuple(out.shape)}")
-        return out.copy_(idx)
     return idx
 
 

@@ -37,7 +37,8 @@ DTYPE_SETS = {
 CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int16_t",
             "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double"}
 PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
-           "bool_out": "Promote::BoolOut"}
+           "bool_out": "Promote::BoolOut", "same": "Promote::Same",
+           "bool_out_only": "Promote::BoolOutOnly"}
 CPU_SHARDS = 3  # also cpu_stubs.h's kPointwiseShards
 CUDA_SHARDS = 16
 
@@ -633,9 +634,11 @@ def function_defs(op, fdecl, fargs, star, doc):
         guards += "".join(
             f'      if (!{name}) throw nb::type_error("{op.name}() received an invalid combination '
             f'of arguments: out= needs \'{name}\'");\n' for name in op.entry.get("out_needs", []))
-        # a tuple result is computed, then copied into the out= tensors
+        # a tuple result is computed, then copied into the out= tensors; as in PyTorch, a
+        # wrong out= (a Tensor where a tuple belongs) is refused before the op checks anything
         fill = (f"      tp::{op.name}_out(nb::cast<Tensor&>(out), {fargs}); return nb::borrow(out);\n"
                 if len(op.returns) == 1 else
+                f'      check_tuple_out("{op.name}", out);\n'
                 f'      return tuple_out("{op.name}", tp::{op.name}({fargs}), out);\n')
         if len(op.returns) > 1:
             body_fn = f"return {py_call(op, fargs)};"

@@ -643,6 +643,8 @@ def main(argv=None):
     p.add_argument('--batch', type=int, default=20, help='cases per op before moving to the next op')
     p.add_argument('--start', type=int, default=0, help='position to start at (to resume a run)')
     p.add_argument('--rounds', type=int, help='stop after this many rounds over all ops')
+    p.add_argument('--end', type=int, help='stop at this position (rerun the cases of an earlier run: '
+                   'its "resume with --start" position)')
     p.add_argument('--report', default='fuzz_report', help='stem of the .txt summary and _repro.py files')
     p.add_argument('--hang-seconds', type=float, default=60)
     p.add_argument('--worker', type=int, help=argparse.SUPPRESS)
@@ -653,6 +655,8 @@ def main(argv=None):
     deadline = time.monotonic() + 60 * args.minutes
     position, mismatches, cases = args.start, [], 0
     end = args.rounds * len(db.op_db) * args.batch if args.rounds else math.inf
+    if args.end is not None:
+        end = min(end, args.end)
     while time.monotonic() < deadline and position < end:
         r, w = os.pipe()
         cmd = [sys.executable, '-m', 'tensorplay.testing.fuzz', '--minutes', '0', '--seed',
@@ -663,9 +667,12 @@ def main(argv=None):
         with os.fdopen(r, 'rb') as pipe:
             while True:
                 left = deadline - time.monotonic()
-                ready, _, _ = select.select([pipe], [], [], min(max(left, 0), args.hang_seconds))
+                wait = min(max(left, 0), args.hang_seconds)
+                ready, _, _ = select.select([pipe], [], [], wait)
                 if not ready:
-                    if left > 0 and started is not None:
+                    # a hang only when the case ran the whole hang_seconds: a case still
+                    # running when the deadline comes is just cut off
+                    if wait >= args.hang_seconds and started is not None:
                         mismatches.append(_dead(args, started, calling, 'hang'))
                         position = started + 1
                     proc.kill()

@@ -79,6 +79,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.dim() < 2:  # F.group_norm's own check (aten's group_norm raises IndexError first)
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     fused = _op("group_norm")
     if fused is not None:
         return fused(input, num_groups, weight, bias, eps)

@@ -30,12 +30,21 @@ def _pad_index(n, before, after, mode):
 
 def pad(input, pad, mode="constant", value=None):
     """Pads the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...)."""
+    # PyTorch's checks and error classes (RuntimeError; NotImplementedError for a
+    # non-constant mode whose pad length does not fit the input's dims)
     if len(pad) % 2:
-        raise ValueError("Padding length must be divisible by 2")
+        raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.dim():
-        raise ValueError("Padding length should be less than or equal to two times the input "
-                         "dimension but got padding length {} and input of dimension {}".format(
-                             len(pad), input.dim()))
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           "dimension but got padding length {} and input of dimension {}".format(
+                               len(pad), input.dim()))
+    if mode != "constant":
+        if mode not in ("reflect", "replicate", "circular"):
+            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        if value is not None and value != 0:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        if len(pad) // 2 not in (1, 2, 3) or input.dim() not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+            raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.")
     if mode == "constant" and _op("constant_pad_nd") is not None:
         return _op("constant_pad_nd")(input, list(pad), 0.0 if value is None else value)
     if mode in ("reflect", "replicate") and (value is None or value == 0):

@@ -1,0 +1,381 @@
+"""Focused regression tests for the differential-fuzzing findings of docs/fuzz_findings.md:
+each runs the same call in torch and tensorplay and compares the outcome (result dtype,
+shape, strides, values, or the exception class)."""
+import warnings
+
+import pytest
+import torch
+
+import tensorplay as tp
+
+
+def _both(fn):
+    """fn(lib) in torch and tensorplay: ('ok', result) or ('raised', exception class name)."""
+    out = []
+    for lib in (torch, tp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # torch's warning on resizing a non-empty out=
+            try:
+                out.append(('ok', fn(lib)))
+            except Exception as e:  # noqa: BLE001 - the class is the outcome
+                out.append(('raised', type(e).__name__))
+    return out
+
+
+def _same_outcome(fn):
+    (ts, t), (ls, l) = _both(fn)
+    assert ts == ls, f'torch {ts} {t}, tensorplay {ls} {l}'
+    if ts == 'raised':
+        assert t == l
+    return t, l
+
+
+def _same_layout(fn):
+    t, l = _same_outcome(fn)
+    if isinstance(t, str):  # both raised the same class
+        return
+    assert tuple(t.shape) == tuple(l.shape)
+    assert t.stride() == l.stride()
+    torch.testing.assert_close(torch.tensor(l.tolist()), torch.tensor(t.tolist()), check_dtype=False)
+
+
+# F4: dtype checks also run on empty inputs
+@pytest.mark.parametrize('op', ['floor', 'ceil', 'trunc', 'round', 'abs', 'frac', 'bitwise_not'])
+@pytest.mark.parametrize('dtype', ['bool', 'float32', 'int64'])
+@pytest.mark.parametrize('shape', [(2,), (0,)])
+def test_unary_dtype_support_on_empty(op, dtype, shape):
+    _same_outcome(lambda lib: getattr(lib, op)(lib.ones(shape, dtype=getattr(lib, dtype))).dtype is not None)
+
+
+@pytest.mark.parametrize('op', ['remainder', 'fmod', 'hypot', 'gcd', 'bitwise_or', 'bitwise_left_shift'])
+@pytest.mark.parametrize('dtype', ['bool', 'float32', 'int32'])
+def test_binary_dtype_support_on_empty(op, dtype):
+    _same_outcome(lambda lib: getattr(lib, op)(lib.ones(0, dtype=getattr(lib, dtype)),
+                                               lib.ones(0, dtype=getattr(lib, dtype))).shape == (0,))
+
+
+# F1: an out= that is resized takes the inputs' layout
+@pytest.mark.parametrize('out_shape', [(0,), (5,), (3, 4)])
+def test_resized_out_follows_input_layout(out_shape):
+    def call(lib):
+        x = lib.arange(12.).reshape(4, 3).t()
+        o = lib.empty(out_shape)
+        lib.sinh(x, out=o)
+        return o
+    _same_layout(call)
+
+    def call2(lib):
+        x = lib.arange(24.).reshape(2, 3, 4).permute(2, 0, 1)
+        o = lib.empty(0, dtype=lib.bool)
+        return lib.eq(x, x[:1], out=o)
+    _same_layout(call2)
+
+
+# F2: nonzero / argwhere / unique(dim=) results are laid out like PyTorch's
+@pytest.mark.parametrize('shape', [(3, 4), (5,), (), (2, 3, 4), (0, 3)])
+def test_nonzero_argwhere_layout(shape):
+    def values(lib):
+        return (lib.arange(max(1, torch.Size(shape).numel())) % 3)[:torch.Size(shape).numel()].reshape(shape)
+    _same_layout(lambda lib: lib.nonzero(values(lib)))
+    _same_layout(lambda lib: lib.argwhere(values(lib)))
+    _same_layout(lambda lib: values(lib).nonzero())
+
+
+@pytest.mark.parametrize('out', ['empty', 'right', 'wrong', 'float'])
+def test_nonzero_out(out):
+    def call(lib):
+        x = lib.tensor([[1., 0., 2.], [0., 3., 4.]])
+        o = {'empty': lambda: lib.empty(0, dtype=lib.int64), 'right': lambda: lib.zeros(4, 2, dtype=lib.int64),
+             'wrong': lambda: lib.zeros(5, dtype=lib.int64), 'float': lambda: lib.zeros(0)}[out]()
+        r = lib.nonzero(x, out=o)
+        assert r is o
+        return o
+    _same_layout(call)
+
+
+@pytest.mark.parametrize('dim', [0, 1, 2, -1])
+@pytest.mark.parametrize('fn', ['unique', 'unique_consecutive'])
+def test_unique_dim_layout(fn, dim):
+    def call(lib):
+        x = lib.tensor([[[1, 0], [1, 1], [0, 1]], [[1, 0], [1, 1], [1, 1]]])
+        return getattr(lib, fn)(x, dim=dim)
+    _same_layout(call)
+
+
+# F5: out= dtype checks
+@pytest.mark.parametrize('op', ['abs', 'neg', 'sign', 'sgn', 'floor', 'ceil', 'trunc', 'fix', 'round',
+                                'frac', 'bitwise_not', 'nan_to_num', 'isposinf', 'isneginf', 'signbit',
+                                'square', 'exp', 'logical_not'])
+@pytest.mark.parametrize('dtypes', [('float32', 'float64'), ('int64', 'int32'), ('int64', 'float32'),
+                                    ('float32', 'bool'), ('int32', 'int32')])
+def test_unary_out_dtype(op, dtypes):
+    def call(lib):
+        x = lib.tensor([1.5, -2.0, 0.0]).to(getattr(lib, dtypes[0]))
+        o = lib.empty(3, dtype=getattr(lib, dtypes[1]))
+        return getattr(lib, op)(x, out=o)
+    _same_outcome(call)
+
+
+def test_clamp_scalar_out_dtype():
+    _same_outcome(lambda lib: lib.clamp(lib.tensor([1, 5], dtype=lib.int8), None, 1,
+                                        out=lib.empty(2, dtype=lib.int64)))
+    _same_outcome(lambda lib: lib.clamp(lib.tensor([1, 5]), 0.5, out=lib.empty(2)))
+    _same_outcome(lambda lib: lib.tensor([1, 5]).clamp_(0.5))
+
+
+@pytest.mark.parametrize('factory', [
+    lambda lib, **kw: lib.zeros(3, **kw), lambda lib, **kw: lib.ones(2, 2, **kw),
+    lambda lib, **kw: lib.empty(3, **kw), lambda lib, **kw: lib.full((3,), 2, **kw),
+    lambda lib, **kw: lib.arange(4, **kw), lambda lib, **kw: lib.linspace(0, 1, 5, **kw),
+    lambda lib, **kw: lib.logspace(0, 1, 5, **kw), lambda lib, **kw: lib.eye(3, **kw)])
+@pytest.mark.parametrize('dtype', [None, 'int32', 'float64'])
+def test_factory_out_dtype(factory, dtype):
+    def call(lib):
+        kw = {} if dtype is None else {'dtype': getattr(lib, dtype)}
+        o = lib.empty(0, dtype=lib.float64)
+        r = factory(lib, out=o, **kw)
+        assert r is o
+        return str(o.dtype).split('.')[-1], tuple(o.shape)
+    t, l = _same_outcome(call)
+    assert t == l
+
+
+# F10: bool products with an empty operand return before the dtype check, as in PyTorch
+@pytest.mark.parametrize('call', [
+    lambda lib, o: lib.mm(o(0, 3), o(3, 2)), lambda lib, o: lib.mm(o(2, 0), o(0, 2)),
+    lambda lib, o: lib.mv(o(2, 0), o(0)), lambda lib, o: lib.bmm(o(1, 2, 0), o(1, 0, 2)),
+    lambda lib, o: lib.matmul(o(2, 0), o(0, 2)), lambda lib, o: lib.dot(o(0), o(0)),
+    lambda lib, o: lib.inner(o(2, 0), o(3, 0)), lambda lib, o: lib.linalg.matrix_power(o(0, 0), 3),
+    lambda lib, o: lib.tensordot(o(2, 0), o(0, 2), 1), lambda lib, o: lib.mm(o(2, 2), o(2, 2)),
+    lambda lib, o: lib.addmm(o(2, 2), o(2, 0), o(0, 2)), lambda lib, o: lib.addmm(o(2, 2), o(2, 0), o(0, 2), beta=0),
+    lambda lib, o: lib.addmv(o(2), o(2, 0), o(0)), lambda lib, o: lib.baddbmm(o(1, 2, 2), o(1, 2, 0), o(1, 0, 2))])
+def test_bool_products_of_empty(call):
+    def run(lib):
+        r = call(lib, lambda *s: lib.ones(*s, dtype=lib.bool))
+        return tuple(r.shape), r.tolist()
+    t, l = _same_outcome(run)
+    assert t == l
+
+
+# D3 narrowed: a pointwise out= that is also an input is not resized (PyTorch's TensorIterator)
+def test_out_that_is_an_input_is_not_resized():
+    def run(lib):
+        a = lib.ones(3)
+        return lib.add(a, lib.ones(2, 3), out=a)
+    _same_outcome(run)
+    _same_layout(lambda lib: (lambda a: lib.mul(a, lib.ones(2, 3), out=a))(lib.ones(2, 3)))
+
+
+# F7: a Tensor where a tuple out= belongs is a TypeError before any other check
+@pytest.mark.parametrize('call', [lambda lib, x, o: lib.frexp(x, out=o), lambda lib, x, o: lib.median(x, 7, out=o),
+                                  lambda lib, x, o: lib.cummax(x, 7, out=o), lambda lib, x, o: lib.aminmax(x, dim=7, out=o),
+                                  lambda lib, x, o: lib.mode(x, 7, out=o)])
+def test_tuple_out_checked_first(call):
+    _same_outcome(lambda lib: call(lib, lib.tensor([1.0, 2.0]), lib.empty(2)))
+
+
+# F6: the exception class where PyTorch reads a size of a 0-d (or too small) tensor first
+_F = lambda lib: lib.nn.functional
+
+
+@pytest.mark.parametrize('call', [
+    lambda lib, x: _F(lib).avg_pool2d(x, 2), lambda lib, x: _F(lib).unfold(x, 2),
+    lambda lib, x: lib.addbmm(lib.ones(2, 2), x, lib.ones(1, 2, 2)),
+    lambda lib, x: lib.addbmm(lib.ones(2, 2), lib.ones(1, 2, 2), x),
+    lambda lib, x: lib.mv(x, lib.ones(2)), lambda lib, x: lib.linalg.cross(x, x),
+    lambda lib, x: _F(lib).grid_sample(x, lib.ones(1, 2, 2, 2), align_corners=False),
+    lambda lib, x: _F(lib).grid_sample(lib.ones(1, 1, 2, 2), x, align_corners=False),
+    lambda lib, x: lib.repeat_interleave(x, lib.tensor([1, 2]), dim=0),
+    lambda lib, x: _F(lib).scaled_dot_product_attention(x, lib.ones(2, 2), lib.ones(2, 2)),
+    lambda lib, x: lib.split(x, 1), lambda lib, x: lib.chunk(x, 2)])
+@pytest.mark.parametrize('shape', [(), (2,), (2, 2)])
+def test_error_class_on_small_inputs(call, shape):
+    _same_outcome(lambda lib: call(lib, lib.ones(shape)))
+
+
+@pytest.mark.parametrize('shape', [(2,), (2, 2), (1, 2, 2), (1, 1, 2, 2), (1, 1, 1, 2, 2)])
+@pytest.mark.parametrize('pad', [(1,), (1, 1), (1, 1, 1, 1), (1, 1, 1, 1, 1, 1)])
+@pytest.mark.parametrize('mode', ['constant', 'reflect', 'replicate', 'circular'])
+def test_pad_checks(shape, pad, mode):
+    _same_outcome(lambda lib: _F(lib).pad(lib.ones(shape), pad, mode=mode).shape)
+
+
+# F8: a written tensor that shares memory with an input it reads is refused
+_OVERLAP = {
+    'hstack': lambda lib: (lambda a, b: lib.hstack((a, b), out=b))(lib.tensor(1.0), lib.tensor(2.0)),
+    'stack': lambda lib: (lambda a, b: lib.stack([a, b], -1, out=b))(lib.ones(2, 3), lib.ones(2, 3)),
+    'cat': lambda lib: (lambda a, b: lib.cat([a, b], out=b))(lib.ones(2, 3), lib.ones(2, 3)),
+    'cat_empty_out': lambda lib: (lambda a, b: lib.cat([a, b], out=a))(lib.ones(0), lib.ones(2, 3)),
+    'column_stack': lambda lib: (lambda x: lib.column_stack([x, x], out=x))(lib.ones(4)),
+    'scatter_add_src': lambda lib: (lambda x, s: lib.scatter_add(x, 0, lib.tensor([0, 1, 2]), s, out=s))(
+        lib.ones(3), lib.ones(3)),
+    'scatter_add_self': lambda lib: (lambda x, s: lib.scatter_add(x, 0, lib.tensor([0, 1, 2]), s, out=x))(
+        lib.ones(3), lib.ones(3)),
+    'scatter_inplace': lambda lib: (lambda x: x.scatter_(0, lib.tensor([0, 1, 2]), x))(lib.ones(3)),
+    'index_add_src': lambda lib: (lambda s: lib.index_add(lib.ones(3), 0, lib.tensor([0]), s, out=s))(lib.ones(1)),
+    'index_copy_inplace': lambda lib: (lambda x: x.index_copy_(0, lib.tensor([0, 1, 2]), x))(lib.ones(3)),
+    'index_add_index': lambda lib: (lambda i: lib.index_add(lib.ones(3, dtype=lib.int64), 0, i, i, out=i))(
+        lib.tensor([0, 1, 2])),
+}
+
+
+@pytest.mark.parametrize('name', sorted(_OVERLAP))
+def test_written_tensor_overlapping_an_input(name):
+    _same_outcome(lambda lib: tuple(_OVERLAP[name](lib).shape))
+
+
+# F7: PyTorch's order of checks (the dim, then sizes or dtypes)
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.kthvalue(lib.tensor([True]), 1, 5), lambda lib: lib.kthvalue(lib.tensor([True, False]), 5, 0),
+    lambda lib: lib.amax(lib.ones(0, 3)), lambda lib: lib.amax(lib.ones(0, 3), 0), lambda lib: lib.amin(lib.ones(0, 3), ()),
+    lambda lib: lib.median(lib.tensor([True]), 5), lambda lib: lib.median(lib.zeros(0, dtype=lib.bool), 0),
+    lambda lib: lib.nanmedian(lib.tensor([True]), 1),
+    lambda lib: lib.logcumsumexp(lib.ones(2, dtype=lib.int32), 4),
+    lambda lib: lib.stack([lib.ones(2), lib.ones(3)], 5), lambda lib: lib.unflatten(lib.tensor(1.0), 1, (1,)),
+    lambda lib: lib.unflatten(lib.tensor(1.0), 0, (1,)), lambda lib: lib.diag_embed(lib.tensor(1.0), 0, 0, 1),
+    lambda lib: lib.diag_embed(lib.tensor(1.0), 0, 0, -1)])
+def test_order_of_checks(call):
+    _same_outcome(lambda lib: tuple(call(lib)[0].shape) if isinstance(call(lib), tuple) else tuple(call(lib).shape))
+
+
+# F1 (linalg): a resized out= takes the factor's column-major layout; the legacy cholesky's stays
+# contiguous, and returns an empty result for an empty input before any check
+@pytest.mark.parametrize('fn', ['linalg.cholesky', 'linalg.inv', 'inverse', 'cholesky'])
+@pytest.mark.parametrize('out_shape', [(0,), (3, 3), (5,)])
+def test_linalg_out_layout(fn, out_shape):
+    def call(lib):
+        f = lib.linalg.cholesky if fn == 'linalg.cholesky' else lib.linalg.inv if fn == 'linalg.inv' \
+            else getattr(lib, fn)
+        a = lib.eye(3) + 0.1
+        o = lib.empty(out_shape)
+        f(a, out=o)
+        return o
+    _same_layout(call)
+
+
+@pytest.mark.parametrize('shape', [(0, 3), (4, 0), (0, 0), (2, 0, 3)])
+@pytest.mark.parametrize('dtype', ['float32', 'bool', 'int32'])
+def test_legacy_cholesky_of_empty(shape, dtype):
+    _same_layout(lambda lib: lib.cholesky(lib.ones(shape, dtype=getattr(lib, dtype))))
+
+
+# dtype rules of the norms and pools (mixed dtypes on CPU, pooling to size 1 is a mean, empty
+# inputs skip the 2-d kernel's dtype dispatch, replication pads of bool on meta)
+@pytest.mark.parametrize('call', [
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(1, 2, 2, dtype=lib.int32), 1),
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(0, 3, 6, 6, dtype=lib.int32), 4),
+    lambda lib, F: F.adaptive_avg_pool2d(lib.ones(1, 3, 6, 6, dtype=lib.int32), 4),
+    lambda lib, F: F.adaptive_avg_pool1d(lib.ones(0, 2, 3, dtype=lib.int32), 2),
+    lambda lib, F: F.adaptive_avg_pool3d(lib.ones(0, 1, 2, 2, 2, dtype=lib.int32), 1),
+    lambda lib, F: F.adaptive_avg_pool3d(lib.ones(0, 1, 2, 2, 2, dtype=lib.int32), 2),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3), lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64)),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3, dtype=lib.bfloat16), lib.zeros(3), lib.ones(3)),
+    lambda lib, F: F.batch_norm(lib.ones(2, 3, dtype=lib.float64), lib.zeros(3), lib.ones(3)),
+    lambda lib, F: F.group_norm(lib.ones(2, 4), 2, weight=lib.ones(4, dtype=lib.float64)),
+    lambda lib, F: F.group_norm(lib.ones(2, 4, dtype=lib.bfloat16), 2, weight=lib.ones(4)),
+    lambda lib, F: F.pad(lib.ones(1, 2, 3, dtype=lib.bool, device='meta'), (1, 1), mode='replicate'),
+    lambda lib, F: F.pad(lib.ones(1, 2, 3, dtype=lib.bool, device='meta'), (1, 1), mode='reflect')])
+def test_norm_and_pool_dtype_rules(call):
+    t, l = _same_outcome(lambda lib: (str(call(lib, lib.nn.functional).dtype).split('.')[-1],
+                                      tuple(call(lib, lib.nn.functional).shape)))
+    assert t == l
+
+
+# C6: a convolution with an empty kernel is refused (it wrote out of bounds: heap corruption)
+@pytest.mark.parametrize('call', [
+    lambda F, lib: F.conv1d(lib.ones(1, 2, 5), lib.ones(3, 2, 0)),
+    lambda F, lib: F.conv2d(lib.ones(1, 2, 5, 5), lib.ones(3, 2, 0, 3)),
+    lambda F, lib: F.conv2d(lib.ones(1, 2, 5, 5), lib.ones(3, 2, 3, 0)),
+    lambda F, lib: F.conv3d(lib.ones(1, 2, 5, 5, 5), lib.ones(3, 2, 3, 0, 3)),
+    lambda F, lib: F.conv_transpose1d(lib.ones(1, 2, 5), lib.ones(2, 3, 0)),
+    lambda F, lib: F.conv_transpose2d(lib.ones(1, 2, 5, 5), lib.ones(2, 3, 0, 3)),
+    lambda F, lib: F.conv_transpose3d(lib.ones(1, 2, 5, 5, 5), lib.ones(2, 3, 3, 0, 3))])
+def test_conv_empty_kernel(call):
+    _same_outcome(lambda lib: call(lib.nn.functional, lib).shape)
+
+
+# out= dtype checked before the dims (reductions), negative expand sizes, aten group_norm's IndexError
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.amax(lib.ones(2, 3), 5, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.amin(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.any(lib.ones(2, 3), 5, out=lib.empty(0)),
+    lambda lib: lib.any(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.uint8)),
+    lambda lib: lib.all(lib.ones(2, 3), out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.logcumsumexp(lib.ones(2, 3), 5, out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.group_norm(lib.tensor(1.0), 1), lambda lib: lib.group_norm(lib.ones(2), 1),
+    lambda lib: lib.nn.functional.group_norm(lib.tensor(1.0), 1),
+    lambda lib: lib.ones(2, 1).expand(2, -3), lambda lib: lib.ones(1).expand(3, -1)])
+def test_checks_before_dims_and_sizes(call):
+    _same_outcome(lambda lib: tuple(call(lib).shape))
+
+
+# F13: an index write into an expanded (self-overlapping) tensor is refused like PyTorch
+@pytest.mark.parametrize('call', [
+    lambda lib, x, i: x.index_add_(0, i, lib.ones(1)), lambda lib, x, i: x.index_copy_(0, i, lib.ones(1)),
+    lambda lib, x, i: x.scatter_(0, i, lib.ones(1)), lambda lib, x, i: x.index_reduce_(0, i, lib.ones(1), 'prod'),
+    lambda lib, x, i: lib.index_add(lib.ones(3), 0, i, lib.ones(1), out=x), lambda lib, x, i: x.fill_(1.0),
+    lambda lib, x, i: lib.any(lib.ones(2, 3), 1, out=lib.empty(0, dtype=lib.uint8))])
+def test_index_writes_into_expanded(call):
+    _same_outcome(lambda lib: tuple(call(lib, lib.ones(1).expand(3), lib.tensor([0])).shape))
+
+
+# repeat_interleave's repeats dtypes (int32/int64 only), kthvalue over an empty dim before its dtype
+@pytest.mark.parametrize('dtype', ['int8', 'uint8', 'int16', 'int32', 'int64', 'bool', 'float32'])
+def test_repeat_interleave_repeats_dtype(dtype):
+    _same_outcome(lambda lib: lib.repeat_interleave(lib.ones(3), lib.ones(3, dtype=getattr(lib, dtype))).shape)
+
+
+@pytest.mark.parametrize('dtype', ['bool', 'float32'])
+def test_kthvalue_empty_dim(dtype):
+    _same_outcome(lambda lib: lib.zeros(6, 0, dtype=getattr(lib, dtype)).kthvalue(1, 1)[0].shape)
+
+
+# F5 (more): sum / prod without dtype= write any out= dtype; triu / tril / diag / where refuse another one
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, out=lib.empty(0)),
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, out=lib.empty(0, dtype=lib.bool)),
+    lambda lib: lib.prod(lib.tensor([1, 2, 3]), 0, out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.sum(lib.tensor([1, 2, 3]), 0, dtype=lib.int64, out=lib.empty(0)),
+    lambda lib: lib.triu(lib.ones(2, 2), out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.tril(lib.ones(2, 2), out=lib.empty(0)),
+    lambda lib: lib.diag(lib.ones(2), out=lib.empty(0, dtype=lib.float64)),
+    lambda lib: lib.diag(lib.ones(2, 2), out=lib.empty(0, dtype=lib.int32)),
+    lambda lib: lib.where(lib.tensor([True]), lib.ones(1), lib.ones(1), out=lib.empty(0, dtype=lib.float64))])
+def test_out_dtype_rules_more(call):
+    t, l = _same_outcome(lambda lib: (str(call(lib).dtype).split('.')[-1], call(lib).tolist()))
+    assert t == l
+
+
+# unfold's dim (IndexError, also on a 0-d tensor) and negative size; renorm's dim range and NaN maxnorm
+@pytest.mark.parametrize('call', [
+    lambda lib: lib.tensor(1.0).unfold(1, 3, 1), lambda lib: lib.tensor(1.0).unfold(-1, 1, 1),
+    lambda lib: lib.ones(3).unfold(0, -1, 1), lambda lib: lib.ones(3).unfold(5, 1, 1),
+    lambda lib: lib.ones(2, 3).renorm(2, 7, 1.0), lambda lib: lib.ones(2, 3).renorm(2, 0, float('nan')),
+    lambda lib: lib.ones(2, 3).renorm(2, -2, 1.0)])
+def test_unfold_renorm_checks(call):
+    _same_outcome(lambda lib: tuple(call(lib).shape))
+
+
+# index_select's errors: RuntimeError for dim 1 of a matrix or more (PyTorch's dim-1 kernel) and for an
+# empty indexed dim, IndexError otherwise
+@pytest.mark.parametrize('shape, dim', [((4, 6), 0), ((4, 6), 1), ((2, 4, 6), 1), ((2, 4, 6), 2), ((0, 0), 0),
+                                        ((3, 0), 1), ((6,), 0), ((0, 3), 1)])
+def test_index_select_errors(shape, dim):
+    _same_outcome(lambda lib: lib.ones(shape).index_select(dim, lib.tensor([7])).shape)
+
+
+# bincount of an empty input: int64 zeros before the weights are checked
+@pytest.mark.parametrize('weights', [None, (5,), (2, 2)])
+def test_bincount_empty(weights):
+    def call(lib):
+        w = None if weights is None else lib.ones(weights)
+        r = lib.bincount(lib.tensor([], dtype=lib.int64), weights=w, minlength=3)
+        return str(r.dtype).split('.')[-1], r.tolist()
+    t, l = _same_outcome(call)
+    assert t == l
+
+
+# index_copy with a 0-d source: exactly one index (IndexError), checked before the bounds
+@pytest.mark.parametrize('index', [[0, 1, 2], [0], [9, 1, 2]])
+def test_index_copy_scalar_source(index):
+    _same_outcome(lambda lib: lib.ones(4, 6).index_copy(0, lib.tensor(index), lib.tensor(1.0)).shape)
