@@ -39,7 +39,7 @@ export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
 # raises PyTorch's error, which tests/python/test_resources.py checks) instead of aborting
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp:${TSAN_OPTIONS:-}"
 # TSan: one OpenMP thread (libgomp is not instrumented: its barriers would read as races);
 # the threads under test are the tests' own and the autograd engine's
 omp=2; [ "$kind" = thread ] && omp=1
