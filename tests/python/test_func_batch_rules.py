@@ -51,7 +51,7 @@ CASES = {
     'pads': (lambda p, x: (nnf.pad(x * p['s'], (1, 2), 'reflect').pow(2).sum()
                            + nnf.pad(x * p['s'], (2, 1, 1, 0), 'replicate').pow(2).sum()
                            + nnf.pad(x * p['s'], (1, 1, 2, 2), value=0.5).pow(2).sum()),
-             {'s': _t(3, 1, 1)}, _t(2, 3, 4, 5)),
+             {'s': _t(3, 1, 1)}, _t(3, 4, 5)),  # 3-D: PyTorch's 1-D reflect pad takes 2-D/3-D
     'layer_norm': (lambda p, x: nnf.layer_norm(x, (4, 5), p['w'], p['b']),
                    {'w': _t(4, 5), 'b': _t(4, 5)}, _t(3, 4, 5)),
     'rms_norm': (lambda p, x: nnf.rms_norm(x, (5,), p['w']), {'w': _t(5)}, _t(2, 3, 5)),
