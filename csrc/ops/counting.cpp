@@ -3,6 +3,7 @@
 // with the sort op, flags run starts and scans them; bincount and histc add atomically.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -201,6 +202,8 @@ Tensor bincount_impl(const Tensor& self, const std::optional<Tensor>& weights, i
   Tensor x = contiguous(_to_dtype(self, DType::Int64));
   int64_t top = host_copy(amax(x)).data<int64_t>()[0];  // on the GPU: reads back, as PyTorch does
   TP_CHECK(host_copy(amin(x)).data<int64_t>()[0] >= 0, "bincount only supports 1-d non-negative integral inputs.");
+  TP_CHECK(top < std::numeric_limits<int64_t>::max(), "maximum value of input overflowed, it should be < ",
+           std::numeric_limits<int64_t>::max(), " but got ", top);  // top + 1 bins
   int64_t bins = std::max(minlength, top + 1);
   DType result = weights && weights->dtype() == DType::Float32 ? DType::Float32 : DType::Float64;
   if (self.device().is_cuda()) {

@@ -60,9 +60,11 @@ struct ProductDst {
   Tensor dst;
   const Tensor* out = nullptr;
   bool direct = true;
+  bool resize = false;  // out= is an input that must be resized: only once the product is done
 
   Tensor finish() const {
     if (!out) return dst;
+    if (resize) resize_out(*out, dst.sizes());
     if (!direct) copy_(*out, dst);
     return *out;
   }
@@ -84,7 +86,15 @@ ProductDst product_dst(OutArg out, IntArrayRef sizes, DType dtype, Device device
   } else {
     TP_CHECK(o.dtype() == dtype, "Expected out tensor to have dtype ", dtype_scalar_name(dtype),
              ", but got ", dtype_scalar_name(o.dtype()), " instead");
-    resize_out(o, sizes);
+    if (!std::equal(sizes.begin(), sizes.end(), o.sizes().begin(), o.sizes().end())) {
+      // An out= that is one of the inputs (addmv(v, m, x, out=m)) is resized only after the
+      // product has read it: resized first, the kernel read a matrix of the new shape past its
+      // storage (heap corruption; fuzz seed 20261209). PyTorch resizes first and then fails or
+      // reads the clobbered input (docs/fuzz_findings.md, D3).
+      for (const Tensor* t : inputs)
+        if (t->defined() && shares_memory(o, *t)) return {empty_tensor(sizes, dtype, device), &o, false, true};
+      resize_out(o, sizes);
+    }
   }
   bool direct = o.is_contiguous();
   for (const Tensor* t : inputs)
@@ -454,6 +464,7 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   DimVector perm_a, perm_b, sizes;
   int64_t k = 1;
   for (size_t i = 0; i < dims_self.size(); ++i) {
+    (void)size_at(self, dims_self[i]), (void)size_at(other, dims_other[i]);  // 0-d: IndexError
     int64_t da = wrap_dim(dims_self[i], na), db = wrap_dim(dims_other[i], nb);
     TP_CHECK(self.size(da) == other.size(db), "contracted dimensions need to match, but first has size ",
              self.size(da), " in dim ", dims_self[i], " and second has size ", other.size(db),

@@ -379,3 +379,45 @@ def test_bincount_empty(weights):
 @pytest.mark.parametrize('index', [[0, 1, 2], [0], [9, 1, 2]])
 def test_index_copy_scalar_source(index):
     _same_outcome(lambda lib: lib.ones(4, 6).index_copy(0, lib.tensor(index), lib.tensor(1.0)).shape)
+
+
+# gcd/lcm of the most negative integer (Note [gcd and lcm of the most negative integer]):
+# gcd(INT_MIN, 5) was -1 and lcm divided INT_MIN by -1, a SIGFPE (PyTorch 2.13 dies there
+# too, so the reference is Python's math on the magnitudes, wrapped into the dtype)
+@pytest.mark.parametrize('dtype,bits', [('int8', 8), ('int16', 16), ('int32', 32), ('int64', 64)])
+def test_gcd_lcm_of_the_most_negative_integer(dtype, bits):
+    import math
+    lo = -(1 << (bits - 1))
+    others = [5, 3, -7, 8, -8, 1, -1, 0, lo, (1 << (bits - 1)) - 1]
+
+    def wrap(v):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+    a = tp.full((len(others),), lo, dtype=getattr(tp, dtype))
+    b = tp.tensor(others, dtype=getattr(tp, dtype))
+    assert tp.gcd(a, b).tolist() == [wrap(math.gcd(lo, o)) for o in others]
+    assert tp.lcm(a, b).tolist() == [wrap(math.lcm(lo, o)) for o in others]
+    # where PyTorch's arithmetic is defined, the same values as PyTorch's
+    t = torch.tensor([lo], dtype=getattr(torch, dtype))
+    for o in (8, -8, 1, 0):
+        ot = torch.tensor([o], dtype=getattr(torch, dtype))
+        oo = tp.tensor([o], dtype=getattr(tp, dtype))
+        assert tp.gcd(a[:1], oo).tolist() == torch.gcd(t, ot).tolist()
+        assert tp.lcm(a[:1], oo).tolist() == torch.lcm(t, ot).tolist()
+
+
+# crashes of fuzz seed 20261209 (10 minutes at the session's end), each now an outcome
+def test_addmv_out_is_its_matrix_and_must_be_resized_does_not_corrupt_the_heap():
+    m = tp.arange(12, dtype=tp.float64).reshape(3, 4)
+    ref = tp.addmv(tp.ones(3, dtype=tp.float64), m.clone(), tp.ones(4, dtype=tp.float64), beta=0)
+    out = tp.addmv(tp.ones(3, dtype=tp.float64), m, tp.ones(4, dtype=tp.float64), beta=0, out=m)
+    assert out is m and m.shape == (3,) and m.tolist() == ref.tolist()  # read before resized (D3)
+
+
+def test_tensordot_contracting_a_0d_tensor_raises_indexerror():
+    _same_outcome(lambda lib: lib.tensordot(lib.ones(2, 3, dtype=lib.bool), lib.tensor(True),
+                                            dims=([1], [0])))
+
+
+def test_bincount_of_the_largest_int64_raises():
+    _same_outcome(lambda lib: lib.bincount(lib.tensor([1, 2 ** 63 - 1]), lib.ones(2)))

@@ -99,30 +99,39 @@ template <class T> struct DirichletGrad : Base<T> {
 };
 
 // ---------------------------------------------------------------- integers and bits
-template <class T> static TP_HD inline T int_abs(T x) {
-  if constexpr (std::is_signed_v<T>) return T(x < 0 ? -x : x);
-  else return x;
+// Note [gcd and lcm of the most negative integer]
+// |INT_MIN| does not fit its type: taken in the signed type it stays negative, Euclid's
+// remainders then go negative too, gcd(INT_MIN, 5) came out -1 and lcm divided INT_MIN by
+// -1, a SIGFPE that killed the process (PyTorch 2.13 dies the same way). Both work on
+// magnitudes in an unsigned type at least 32 bits wide, so every step is defined; the
+// result wraps into T as PyTorch's does where its arithmetic is defined (gcd(INT_MIN, 0) =
+// INT_MIN, lcm(INT_MIN, 8) = INT_MIN).
+template <class T>
+using GcdWord = std::make_unsigned_t<std::conditional_t<(sizeof(T) < 4), int32_t, T>>;
+template <class T> static TP_HD inline GcdWord<T> magnitude(T x) {
+  using W = GcdWord<T>;
+  if constexpr (std::is_signed_v<T>) return x < 0 ? W(W(0) - W(x)) : W(x);
+  else return W(x);
 }
-template <class T> static TP_HD inline T gcd_of(T a, T b) {
-  a = int_abs(a), b = int_abs(b);
+template <class W> static TP_HD inline W gcd_word(W a, W b) {
   while (a != 0) {
-    T c = a;
-    a = T(b % a);
+    W c = a;
+    a = b % a;
     b = c;
   }
   return b;
 }
 template <class T> struct Gcd : Base<T> {
   using Base<T>::Base;
-  TP_HD T operator()(T a, T b) const { return gcd_of(a, b); }
+  TP_HD T operator()(T a, T b) const { return T(gcd_word(magnitude(a), magnitude(b))); }
 };
 template <class T> struct Lcm : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T a, T b) const {
-    T g = gcd_of(a, b);
+    const auto x = magnitude(a), y = magnitude(b);
+    const auto g = gcd_word(x, y);
     if (g == 0) return T(0);
-    auto m = a / g * b;  // in int for the narrow types (wrapping only when stored), as PyTorch's
-    return T(m < 0 ? -m : m);
+    return T(x / g * y);  // |a / g * b|, wrapping only when stored (as PyTorch's for narrow types)
   }
 };
 /// values where x is 0, else 1 for x > 0 and 0 below (NaN too).
