@@ -16,6 +16,22 @@ size_t element_size(DType dt) {
   return sizes[int(dt)];
 }
 
+const char* cpp_type_name(DType dt) {
+  switch (dt) {
+    case DType::Bool: return "bool";
+    case DType::UInt8: return "unsigned char";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short int";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    default: return dtype_name(dt);
+  }
+}
+
 const char* dtype_name(DType dt) {
   static constexpr const char* names[] = {"bool",    "uint8",   "int8",     "int16",
                                           "int32",   "int64",   "float16",  "bfloat16",

@@ -42,6 +42,9 @@ size_t element_size(DType dt);
 const char* dtype_name(DType dt);
 /// PyTorch's ScalarType name used in error messages, e.g. "Float", "Long".
 const char* dtype_scalar_name(DType dt);
+/// The C++ type name PyTorch prints in some checks ("long int", "c10::Half"): random_'s
+/// range errors, the out= dtype checks of triu / tril / diag.
+const char* cpp_type_name(DType dt);
 
 inline bool is_floating(DType dt) { return dt >= DType::Float16 && dt <= DType::Float64; }
 inline bool is_integral(DType dt, bool include_bool) {

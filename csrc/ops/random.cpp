@@ -145,23 +145,6 @@ void visit_floating(DType dt, const char* kernel, F&& f) {
   }
 }
 
-/// PyTorch's names for dtypes in random_'s range errors (C++ type names).
-const char* cpp_type_name(DType dt) {
-  switch (dt) {
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "unsigned char";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short int";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    default: return "?";
-  }
-}
-
 template <class T> constexpr int mantissa_digits() { return std::numeric_limits<T>::digits; }
 template <> constexpr int mantissa_digits<Half>() { return 11; }
 template <> constexpr int mantissa_digits<BFloat16>() { return 8; }

@@ -458,23 +458,6 @@ void zero_triangle(const Tensor& t, int64_t diagonal, bool lower) {
   }
 }
 
-/// The C++ type name PyTorch's out= checks of triu / tril / diag print ("long int").
-const char* cpp_type_name(DType dt) {
-  switch (dt) {
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "unsigned char";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short int";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    default: return dtype_name(dt);
-  }
-}
-
 /// An out= of triu / tril / diag must have self's dtype (PyTorch: no cast).
 void check_out_dtype_exact(const Tensor& self, OutArg out) {
   if (!out.tensor || out.inplace) return;

@@ -121,42 +121,42 @@ def test_errors(nccl):
         dist.all_reduce(tp.ones(3, dtype=tp.int16, device="cuda"))
 
 
-def test_ddp_on_cuda_matches_the_plain_module(nccl):
+def _mlp_pair():
+    """Two equal MLPs on the GPU: the plain reference and the one to wrap."""
     tp.manual_seed(0)
     ref = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
     model.load_state_dict(ref.state_dict())
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[0])
+    return ref, model
+
+
+def _train_side_by_side(ref, wrapped, steps=3):
+    """The same SGD steps on the same batches for the reference and the wrapped module."""
     o1 = tp.optim.SGD(ref.parameters(), lr=0.1)
-    o2 = tp.optim.SGD(ddp.parameters(), lr=0.1)
-    for step in range(3):
+    o2 = tp.optim.SGD(wrapped.parameters(), lr=0.1)
+    for step in range(steps):
         x = tp.randn(8, 16, device="cuda")
-        for m, o in ((ref, o1), (ddp, o2)):
+        for m, o in ((ref, o1), (wrapped, o2)):
             o.zero_grad()
             m(x).square().mean().backward()
             o.step()
+
+
+def test_ddp_on_cuda_matches_the_plain_module(nccl):
+    ref, model = _mlp_pair()
+    _train_side_by_side(ref, nn.parallel.DistributedDataParallel(model, device_ids=[0]))
     for a, b in zip(ref.parameters(), model.parameters()):
         assert tp.allclose(a, b, atol=1e-6)
 
 
 def test_fsdp_on_cuda_matches_the_plain_module(nccl):
     from tensorplay.distributed.fsdp import fully_shard
-    tp.manual_seed(0)
-    ref = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).cuda()
-    model.load_state_dict(ref.state_dict())
+    ref, model = _mlp_pair()
     for layer in model:
         if isinstance(layer, nn.Linear):
             fully_shard(layer)
     fully_shard(model)
-    o1 = tp.optim.SGD(ref.parameters(), lr=0.1)
-    o2 = tp.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(3):
-        x = tp.randn(8, 16, device="cuda")
-        for m, o in ((ref, o1), (model, o2)):
-            o.zero_grad()
-            m(x).square().mean().backward()
-            o.step()
+    _train_side_by_side(ref, model)
     for a, b in zip(ref.parameters(), model.parameters()):
         b = b.full_tensor() if hasattr(b, "full_tensor") else b
         assert b.device.type == "cuda" and tp.allclose(a, b, atol=1e-6)
