@@ -112,6 +112,27 @@ __device__ __forceinline__ typename R::O apply_at(const F& f, const PwArgs<N, T,
   else return f(load_one<0, R>(a, i), load_one<1, R>(a, i), load_one<2, R>(a, i));
 }
 
+/// Operands' vector at element i (a multiple of V) through f, stored as one pack.
+template <int N, class F, class R, int V, class T, class C>
+__device__ __forceinline__ void pack_at(const F& f, const PwArgs<N, T, C>& a, int64_t i) {
+  using SO = typename R::SO;
+  typename R::template In<0> x0[V];
+  typename R::template In<(N > 1 ? 1 : 0)> x1[V];
+  typename R::template In<(N > 2 ? 2 : 0)> x2[V];
+  if constexpr (N > 0) load_pack<0, R, V>(a, i, x0);
+  if constexpr (N > 1) load_pack<1, R, V>(a, i, x1);
+  if constexpr (N > 2) load_pack<2, R, V>(a, i, x2);
+  Pack<SO, V> r;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if constexpr (N == 0) r.v[j] = to_storage<SO>(f());
+    else if constexpr (N == 1) r.v[j] = to_storage<SO>(f(x0[j]));
+    else if constexpr (N == 2) r.v[j] = to_storage<SO>(f(x0[j], x1[j]));
+    else r.v[j] = to_storage<SO>(f(x0[j], x1[j], x2[j]));
+  }
+  *reinterpret_cast<Pack<SO, V>*>(reinterpret_cast<SO*>(a.ptr[0]) + i) = r;
+}
+
 template <int N, class F, class R, class T, class C>
 __global__ void __launch_bounds__(kContigThreads)
 pw_contig_kernel(F f, PwArgs<N, T, C> a, int64_t n) {
@@ -120,8 +141,15 @@ pw_contig_kernel(F f, PwArgs<N, T, C> a, int64_t n) {
   using SO = typename R::SO;
   SO* out = reinterpret_cast<SO*>(a.ptr[0]);
   int64_t start = int64_t(blockIdx.x) * kBlockWork;
-  if (n - start < kBlockWork) {  // the last, partial block: one element at a time
-    for (int64_t i = start + threadIdx.x; i < n; i += kContigThreads)
+  if (n - start < kBlockWork) {
+    // The last, partial block (the only one below kBlockWork elements): whole vectors, then
+    // the few elements after the last. One element at a time, a thread's loads waited on its
+    // previous store (they may alias), so a 1024-element op took 1.6 us on the H100 where
+    // PyTorch's vectorised kernel takes 1.0 (a CUDA graph of 20 such ops replayed at 1.3x).
+    const int64_t nvec = (n - start) / V;
+    for (int64_t q = threadIdx.x; q < nvec; q += kContigThreads)
+      pack_at<N, F, R, V>(f, a, start + q * V);
+    for (int64_t i = start + nvec * V + threadIdx.x; i < n; i += kContigThreads)
       out[i] = to_storage<SO>(apply_at<N, F, R>(f, a, i));
     return;
   }
