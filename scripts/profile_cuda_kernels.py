@@ -2,7 +2,7 @@
 runs a few times under torch.profiler (CUPTI records every kernel of the process, ours
 too) and the top kernels by total device time are printed per library.
 
-    python3 scripts/profile_cuda_kernels.py [conv_block] [sdpa] [mlp_bf16] [gpt]
+    python3 scripts/profile_cuda_kernels.py [chain_small] [conv_block] [sdpa] [mlp_bf16] [gpt]
 
 The step count and total kernel time per step are printed too: a step whose wall time
 (bench_cuda_train.py) is well above its kernel time is bound by the host.
@@ -62,7 +62,20 @@ def gpt_step(lib, vocab=50257, d=768, heads=12, layers=12, seq=1024, batch=8):
     return step_fn(lib, model, lambda o, t: ce(o.flatten(0, 1), t.flatten()), idx, idx, lib.bfloat16, "cuda")
 
 
-CASES = {"conv_block": conv_block, "sdpa": sdpa, "mlp_bf16": mlp_bf16, "gpt": gpt_step}
+def chain_small(lib, n=1024):
+    """bench_cuda_graphs' chain of 20 pointwise ops on 1024 float32, eager: the per-kernel
+    device times behind the graph replay's ratio (each kernel is about a microsecond)."""
+    x = lib.randn(n, device="cuda")
+
+    def step():
+        y = x
+        for _ in range(10):
+            y = lib.sin(y * 1.001)
+        return y
+    return step
+
+
+CASES = {"chain_small": chain_small, "conv_block": conv_block, "sdpa": sdpa, "mlp_bf16": mlp_bf16, "gpt": gpt_step}
 
 
 def main():
@@ -85,7 +98,7 @@ def main():
             launches = sum(e.count for e in events) // 3
             print(f"== {name} {lib.__name__}: {total / 1e3:.3f} ms of kernels per step, {launches} kernels")
             for e in events[:25]:
-                print(f"  {e.device_time_total / 3 / 1e3:9.3f} ms  x{e.count // 3:<4} {e.key[:110]}")
+                print(f"  {e.device_time_total / 3:10.1f} us  x{e.count // 3:<4} {e.key[:110]}")
 
 
 if __name__ == "__main__":

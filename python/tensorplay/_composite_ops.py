@@ -40,7 +40,7 @@ def combinations(input, r=2, with_replacement=False):
                                   "device cannot run (as in PyTorch)")
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
-    idx = _tensor(rows, dtype=_C.int64).reshape(-1)
+    idx = _tensor(rows, dtype=_C.int64, device=input.device).reshape(-1)
     return input.index_select(0, idx).reshape(len(rows), r)
 
 
