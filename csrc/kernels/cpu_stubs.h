@@ -231,6 +231,15 @@ using ConvWinogradFn = void (*)(const conv::ConvShape& g, bool transposed, const
                                 const float* bias, float* out);
 extern KernelStub<ConvWinogradFn> conv_winograd_stub;
 
+/// The register-tiled direct convolution (conv_tiled_kernel.cpp, Note [Register-tiled
+/// convolution]) of a 1-D or 2-D float32 convolution of geometry g on contiguous tensors:
+/// out = conv(in, w) + bias (null: none), or with `transposed` (stride 1, no output padding,
+/// padding at most the kernel's reach) its input gradient out = conv_transpose(in, w) + bias;
+/// w is the plain convolution's weight.
+using ConvTiledFn = void (*)(const conv::ConvShape& g, bool transposed, const float* in, const float* w,
+                             const float* bias, float* out);
+extern KernelStub<ConvTiledFn> conv_tiled_stub;
+
 /// The weight gradient's Winograd transforms (Note [Winograd weight gradient] in
 /// ops/nn_conv.cpp) of output tiles [t0, t0 + nt) of the 3x3 convolution g: V (36 x cin x TB)
 /// of the input x, Y (36 x cout x TB) of the output gradient gy; TB a multiple of 16.

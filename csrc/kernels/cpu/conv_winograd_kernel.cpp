@@ -28,6 +28,7 @@
 // block are split instead (each part transforms the block's input itself).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
@@ -55,7 +56,13 @@ inline vf ld(const float* p) {
   return v;
 }
 inline void st(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-inline vf splat(float x) { return vf{} + x; }
+/// x in every lane: a broadcast (`vf{} + x` would add 0 first, for -0.0, and broadcast from a
+/// register, on the port the multiply-adds need).
+template <size_t... I>
+inline vf splat_lanes(float x, std::index_sequence<I...>) {
+  return vf{((void)I, x)...};
+}
+inline vf splat(float x) { return splat_lanes(x, std::make_index_sequence<VW>{}); }
 
 /// The six rows of B^T d for one column of d (d0..d5 the column's entries).
 template <class V>
