@@ -18,6 +18,7 @@ constinit KernelStub<ConvForwardFn> conv_direct_forward_stub;
 constinit KernelStub<ConvBackwardFn> conv_direct_input_stub, conv_direct_weight_stub;
 constinit KernelStub<ConvWinogradFn> conv_winograd_stub;
 constinit KernelStub<ConvTiledFn> conv_tiled_stub;
+constinit KernelStub<ConvTiledWeightFn> conv_tiled_weight_stub;
 constinit KernelStub<ConvWinogradWeightFn> conv_winograd_weight_transforms_stub;
 constinit KernelStub<Im2colFn> im2col_stub;
 constinit KernelStub<Col2imFn> col2im_stub;

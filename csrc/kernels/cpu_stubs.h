@@ -240,6 +240,11 @@ using ConvTiledFn = void (*)(const conv::ConvShape& g, bool transposed, const fl
                              const float* bias, float* out);
 extern KernelStub<ConvTiledFn> conv_tiled_stub;
 
+/// Its weight gradient: gw (contiguous) of the 1-D or 2-D float32 convolution g from its
+/// input x and output gradient gy (contiguous).
+using ConvTiledWeightFn = void (*)(const conv::ConvShape& g, const float* x, const float* gy, float* gw);
+extern KernelStub<ConvTiledWeightFn> conv_tiled_weight_stub;
+
 /// The weight gradient's Winograd transforms (Note [Winograd weight gradient] in
 /// ops/nn_conv.cpp) of output tiles [t0, t0 + nt) of the 3x3 convolution g: V (36 x cin x TB)
 /// of the input x, Y (36 x cout x TB) of the output gradient gy; TB a multiple of 16.

@@ -215,7 +215,7 @@ std::vector<float> pack_weights(const Geom& G, const float* w, bool transposed) 
 
 /// n floats of this thread's scratch buffer `which`, kept between calls.
 float* scratch(int which, size_t n) {
-  thread_local std::vector<float> bufs[2];
+  thread_local std::vector<float> bufs[3];
   if (bufs[which].size() < n) bufs[which].resize(n);
   return bufs[which].data();
 }
@@ -302,6 +302,165 @@ void tiled_conv(const Geom& G, const float* x, const float* w, bool transposed, 
   }
 }
 
+// ------------------------------------------------------------------ weight gradient
+// (Note [Register-tiled convolution]) gw[co][t] = sum over samples and flat columns j of
+// gy[co][j] * B[t][j], B read through the same Source as the forward, gy copied to the flat
+// columns (zeros in the dropped ones). A micro-kernel holds RW output channels x UW taps of
+// vector accumulators over a sample's columns; they are kept as vectors between samples (in
+// V, per thread) and summed across their lanes once at the end: summing each sample's lanes
+// cost as much as the products on 28x28 planes (3x3 stride 2: 10.9 ms vs 9.0 with im2col +
+// GEMM, 1 thread).
+
+#if TP_CPU_CAPABILITY >= 2
+constexpr int RW = 4, UW = 6;  // 24 accumulators + 4 gy vectors + 1 of B: 29 of 32 registers
+#else
+constexpr int RW = 2, UW = 5;  // 10 + 2 + 1 of 16
+#endif
+constexpr int64_t kVBlock = int64_t(RW) * UW * VW;  // floats of V per (channel block, tap block)
+
+/// v[r][u] (RW x UW vectors) += sum_j g[r * ldg + j] * src[off[u] + j] for r < R, u < U, j < cols
+/// (a multiple of VW).
+template <int R, int U>
+void dot_kernel(const float* __restrict g, int64_t ldg, const float* __restrict src, const int64_t* __restrict off,
+                int64_t cols, float* __restrict v) {
+  vf a[R][U];
+  for (int r = 0; r < R; ++r)
+    for (int u = 0; u < U; ++u) a[r][u] = ld(v + (r * UW + u) * VW);
+  const float* b[U];
+  for (int u = 0; u < U; ++u) b[u] = src + off[u];
+  for (int64_t j = 0; j < cols; j += VW) {
+    vf gv[R];
+    for (int r = 0; r < R; ++r) gv[r] = ld(g + r * ldg + j);
+    for (int u = 0; u < U; ++u) {
+      const vf x = ld(b[u] + j);
+      for (int r = 0; r < R; ++r) a[r][u] += gv[r] * x;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int u = 0; u < U; ++u) st(v + (r * UW + u) * VW, a[r][u]);
+}
+
+using DotFn = void (*)(const float*, int64_t, const float*, const int64_t*, int64_t, float*);
+
+template <int R, int... U>
+constexpr std::array<DotFn, sizeof...(U)> dot_row(std::integer_sequence<int, U...>) {
+  return {&dot_kernel<R, U + 1>...};
+}
+template <int... R>
+constexpr std::array<std::array<DotFn, UW>, sizeof...(R)> dot_table(std::integer_sequence<int, R...>) {
+  return {dot_row<R + 1>(std::make_integer_sequence<int, UW>{})...};
+}
+/// dot_kernels[R - 1][U - 1]: the kernel of R output channels and U taps.
+constexpr auto dot_kernels = dot_table(std::make_integer_sequence<int, RW>{});
+
+/// gy's planes (COG x OH x OW) of one (sample, group) as flat columns (COG x cols), zeros past
+/// each output row and up to cols (a multiple of VW).
+void flatten_grad(const Geom& G, const Source& s, const float* gy, int64_t cols, float* dst) {
+  for (int64_t o = 0; o < G.cog(); ++o) {
+    float* row = dst + o * cols;
+    const float* plane = gy + o * G.oh * G.ow;
+    if (s.wq == G.ow) {
+      std::memcpy(row, plane, size_t(G.oh * G.ow) * sizeof(float));
+    } else {
+      for (int64_t oh = 0; oh < G.oh; ++oh) {
+        std::memcpy(row + oh * s.wq, plane + oh * G.ow, size_t(G.ow) * sizeof(float));
+        std::fill_n(row + oh * s.wq + G.ow, s.wq - G.ow, 0.0f);
+      }
+    }
+    std::fill(row + G.oh * s.wq, row + cols, 0.0f);
+  }
+}
+
+/// Adds the products of one (sample, group) into its group's V (channel blocks x tap blocks x
+/// kVBlock): src its Source's data, g its flat gradient (COG x cols); channel blocks [b0, b1).
+void weight_pair(const Geom& G, const Source& s, const float* src, const float* g, int64_t cols, float* V,
+                 int64_t b0, int64_t b1) {
+  const int64_t taps = int64_t(s.off.size()), tblocks = (taps + UW - 1) / UW;
+  for (int64_t ob = b0; ob < b1; ++ob) {
+    const int64_t r = std::min<int64_t>(RW, G.cog() - ob * RW);
+    for (int64_t tb = 0; tb < tblocks; ++tb) {
+      const int64_t u = std::min<int64_t>(UW, taps - tb * UW);
+      dot_kernels[size_t(r - 1)][size_t(u - 1)](g + ob * RW * cols, cols, src, s.off.data() + tb * UW, cols,
+                                                 V + (ob * tblocks + tb) * kVBlock);
+    }
+  }
+}
+
+/// gw[group][o][t] += the lane sums of V's vectors (one V per group, channel blocks [b0, b1)).
+void add_lane_sums(const Geom& G, int64_t taps, const float* V, float* gw, int64_t b0, int64_t b1) {
+  const int64_t tblocks = (taps + UW - 1) / UW, ob_count = (G.cog() + RW - 1) / RW;
+  for (int64_t grp = 0; grp < G.groups; ++grp)
+    for (int64_t ob = b0; ob < b1; ++ob)
+      for (int64_t tb = 0; tb < tblocks; ++tb) {
+        const float* v = V + ((grp * ob_count + ob) * tblocks + tb) * kVBlock;
+        for (int64_t r = 0; r < RW && ob * RW + r < G.cog(); ++r)
+          for (int64_t u = 0; u < UW && tb * UW + u < taps; ++u) {
+            const vf x = ld(v + (r * UW + u) * VW);
+            float sum = 0;
+            for (int i = 0; i < VW; ++i) sum += x[i];
+            gw[(grp * G.cog() + ob * RW + r) * taps + tb * UW + u] += sum;
+          }
+      }
+}
+
+/// The weight gradient gw (contiguous, the plain weight's shape) of the 1-D or 2-D convolution
+/// g from its input x and output gradient gy (row-major).
+void tiled_weight_kernel(const conv::ConvShape& g, const float* x, const float* gy, float* gw) {
+  Geom G;
+  G.n = g.n;
+  G.groups = g.groups;
+  G.ci = g.cin;
+  G.co = g.cout;
+  G.h = g.in[1];
+  G.w = g.in[2];
+  G.oh = g.out[1];
+  G.ow = g.out[2];
+  G.kh = g.k[1];
+  G.kw = g.k[2];
+  G.sh = g.s[1];
+  G.sw = g.s[2];
+  G.ph = g.p[1];
+  G.pw = g.p[2];
+  G.dh = g.d[1];
+  G.dw = g.d[2];
+  Source s = plan_source(G);
+  s.view = false;  // the sums read whole vectors past the last column: always a padded copy
+  const int64_t cols = (s.cols + VW - 1) / VW * VW, cog = G.cog(), taps = int64_t(s.off.size());
+  const int64_t oblocks = (cog + RW - 1) / RW, tblocks = (taps + UW - 1) / UW;
+  const int64_t vsize = G.groups * oblocks * tblocks * kVBlock, pairs = G.n * G.groups;
+  const int threads = std::max(1, get_num_threads());
+  std::fill_n(gw, G.co * taps, 0.0f);
+  auto load = [&](int64_t p, float* buf, float* gbuf) {
+    fill_source(G, s, x + p * G.cig() * G.h * G.w, buf);
+    flatten_grad(G, s, gy + p * cog * G.oh * G.ow, cols, gbuf);
+  };
+  auto group_v = [&](float* V, int64_t p) { return V + (p % G.groups) * oblocks * tblocks * kVBlock; };
+  if (pairs >= threads) {  // each thread its pairs, into its own V; the lane sums add up after
+    std::vector<float> V(size_t(threads * vsize), 0.0f);
+    parallel_for(0, threads, 1, [&](int64_t tb, int64_t te) {
+      for (int64_t th = tb; th < te; ++th) {
+        float* buf = scratch(0, size_t(s.size));
+        float* gbuf = scratch(2, size_t(cog * cols));
+        for (int64_t p = pairs * th / threads; p < pairs * (th + 1) / threads; ++p) {
+          load(p, buf, gbuf);
+          weight_pair(G, s, buf, gbuf, cols, group_v(V.data() + th * vsize, p), 0, oblocks);
+        }
+      }
+    });
+    for (int th = 0; th < threads; ++th) add_lane_sums(G, taps, V.data() + th * vsize, gw, 0, oblocks);
+    return;
+  }
+  // fewer pairs than threads: the threads split each pair's channel blocks
+  std::vector<float> V(size_t(vsize), 0.0f), buf(size_t(s.size)), gbuf(size_t(cog * cols));
+  for (int64_t p = 0; p < pairs; ++p) {
+    load(p, buf.data(), gbuf.data());
+    parallel_for(0, oblocks, 1, [&](int64_t b0, int64_t b1) {
+      weight_pair(G, s, buf.data(), gbuf.data(), cols, group_v(V.data(), p), b0, b1);
+    });
+  }
+  add_lane_sums(G, taps, V.data(), gw, 0, oblocks);
+}
+
 /// The forward (transposed = false) of the 1-D or 2-D convolution g, or the input gradient
 /// (transposed: in = gy, out = gx) of a stride-1 one, whose padding is at most its kernel's
 /// reach: out = conv(in, w) + bias (null: none). Row-major tensors.
@@ -341,5 +500,6 @@ void tiled_kernel(const conv::ConvShape& g, bool transposed, const float* in, co
 }  // namespace
 
 TP_REGISTER_CPU_KERNEL(conv_tiled_stub, &tiled_kernel);
+TP_REGISTER_CPU_KERNEL(conv_tiled_weight_stub, &tiled_weight_kernel);
 
 }  // namespace tp::cpu::TP_CPU_NS
