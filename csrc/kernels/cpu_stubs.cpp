@@ -4,6 +4,7 @@ namespace tp::cpu {
 
 constinit KernelStub<FillLoops> pointwise_shard_stubs[kPointwiseShards];
 constinit KernelStub<CastFn> cast_stub;
+constinit KernelStub<TransposeCopyFn> transpose_copy_stub;
 constinit KernelStub<ReduceFn> reduce_stub;
 constinit KernelStub<SoftmaxFn> softmax_stub;
 constinit KernelStub<SoftmaxBackwardFn> softmax_backward_stub;

@@ -25,6 +25,11 @@ using CastFn = void (*)(const char* src, int64_t ss, DType sdt, char* dst, int64
                         int64_t n);
 extern KernelStub<CastFn> cast_stub;
 
+/// dst[b][a][j] = src[b][j][a] for b < batch, a < A, j < B, elements of itemsize 1, 2, 4 or 8
+/// bytes, both dense (Note [Transposing copies]).
+using TransposeCopyFn = void (*)(int64_t itemsize, const char* src, char* dst, int64_t batch, int64_t A, int64_t B);
+extern KernelStub<TransposeCopyFn> transpose_copy_stub;
+
 /// The reductions of reductions.cpp; the order of cuda::ReduceKind.
 enum class ReduceKind { Sum, Prod, Max, Min, All, Any };
 /// Reduces a contiguous [B, R, K] block of dtype dt (not a half type) over R (R > 0) into

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/cpu_stubs.h"
 #include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "tensorplay/ops_api.h"
@@ -41,6 +42,44 @@ bool try_dense_copy(const Tensor& dst, const Tensor& src) {
     if (b < e) cast_strided(s + b * ss, ss, src.dtype(), d + b * ds, ds, dst.dtype(), e - b);
   }
   return true;
+}
+
+/// Same-dtype copies between dense layouts whose orders are a rotation of each other after a
+/// common prefix (channels last <-> row-major, a transposed matrix made contiguous) run as
+/// batches of tiled transposes (Note [Transposing copies]).
+bool try_transpose_copy(const Tensor& dst, const Tensor& src) {
+  const int64_t nd = dst.dim(), item = int64_t(dst.itemsize());
+  if (src.dtype() != dst.dtype() || !dst.device().is_cpu() || !src.device().is_cpu() || src.dim() != nd ||
+      dst.numel() < 4096 || (item != 1 && item != 2 && item != 4 && item != 8) ||
+      !std::equal(dst.sizes().begin(), dst.sizes().end(), src.sizes().begin(), src.sizes().end()) ||
+      !dst.impl()->is_non_overlapping_and_dense() || !src.impl()->is_non_overlapping_and_dense())
+    return false;
+  // each layout's dims of size > 1, outermost first
+  DimVector od, os;
+  for (int64_t i = 0; i < nd; ++i)
+    if (dst.size(i) > 1) od.push_back(i);
+  os = od;
+  auto by = [](const Tensor& t) { return [&t](int64_t a, int64_t b) { return t.stride(a) > t.stride(b); }; };
+  std::stable_sort(od.begin(), od.end(), by(dst));
+  std::stable_sort(os.begin(), os.end(), by(src));
+  size_t p = 0;
+  while (p < od.size() && od[p] == os[p]) ++p;
+  const size_t m = od.size() - p;
+  if (m < 2) return false;
+  // dst's remaining order X, src's: X[k:] + X[:k]
+  for (size_t k = 1; k < m; ++k) {
+    bool rot = true;
+    for (size_t i = 0; i < m && rot; ++i) rot = os[p + i] == od[p + (i + k) % m];
+    if (!rot) continue;
+    int64_t batch = 1, A = 1, B = 1;
+    for (size_t i = 0; i < p; ++i) batch *= dst.size(od[i]);
+    for (size_t i = 0; i < k; ++i) A *= dst.size(od[p + i]);
+    for (size_t i = k; i < m; ++i) B *= dst.size(od[p + i]);
+    if (A < 8 || B < 8) return false;
+    cpu::transpose_copy_stub(item, src.data_ptr(), dst.data_ptr(), batch, A, B);
+    return true;
+  }
+  return false;
 }
 
 Tensor empty_preserving(const Tensor& self, DType dtype) {
@@ -104,7 +143,7 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
                                                      : Scalar(*src.data<int64_t>());
     return fill_impl(self, v, OutArg{&self, true});
   }
-  if (!try_dense_copy(self, src)) {
+  if (!try_dense_copy(self, src) && !try_transpose_copy(self, src)) {
     IterConfig cfg{"copy_", Promote::Common};
     cfg.result_dtype = self.dtype();
     Tensor out = self;

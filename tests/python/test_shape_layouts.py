@@ -160,3 +160,30 @@ def test_preserve_format_of_non_dense_views_matches_torch(view, op):
     assert tuple(b.stride()) == tuple(a.stride())
     if op != "empty_like":
         np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
+# ---- Note [Transposing copies]: dense copies whose layouts are rotations of each other (channels
+# last <-> row-major, transposed matrices) run as tiled transposes; every element lands right
+
+@pytest.mark.parametrize('dtype', ['uint8', 'float16', 'float32', 'int64', 'bool'])
+@pytest.mark.parametrize('case', [
+    ((3, 37, 19, 23), lambda t, lib: t.contiguous(memory_format=lib.channels_last)),
+    ((3, 37, 19, 23), lambda t, lib: t.contiguous(memory_format=lib.channels_last).contiguous()),
+    ((2, 9, 5, 11, 13), lambda t, lib: t.contiguous(memory_format=lib.channels_last_3d)),
+    ((2, 9, 5, 11, 13), lambda t, lib: t.contiguous(memory_format=lib.channels_last_3d).contiguous()),
+    ((129, 65), lambda t, lib: t.t().contiguous()),
+    ((4, 1, 70, 90), lambda t, lib: t.transpose(2, 3).contiguous()),
+    ((5, 40, 33), lambda t, lib: t.permute(2, 0, 1).contiguous()),
+    ((6, 40, 33, 2), lambda t, lib: t.permute(0, 2, 1, 3).contiguous()),  # not a rotation
+], ids=['to_cl', 'from_cl', 'to_cl3d', 'from_cl3d', 't', 'transpose_last', 'rotate3', 'swap_middle'])
+def test_transposing_copies_match_torch(case, dtype):
+    shape, f = case
+    n = int(np.prod(shape))
+    ref = torch.arange(n).reshape(shape).remainder(251).to(getattr(torch, dtype))
+    ours = tp.arange(n).reshape(shape).remainder(251).to(getattr(tp, dtype))
+    a, b = f(ours, tp), f(ref, torch)
+    assert tuple(a.shape) == tuple(b.shape) and tuple(a.stride()) == tuple(b.stride())
+    assert np.array_equal(a.numpy(), b.numpy())
+    out = tp.empty_like(a)
+    out.copy_(f(ours, tp))  # copy_ into a dense destination of the same layout
+    assert np.array_equal(out.numpy(), b.numpy())

@@ -2,9 +2,12 @@
 // TensorIterator's operand casting (cast_strided). Compiled once per CPU capability level.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "core/parallel.h"
 #include "kernels/cpu_stubs.h"
 
 namespace tp::cpu::TP_CPU_NS {
@@ -71,8 +74,43 @@ void cast_kernel(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, 
   });
 }
 
+/// Note [Transposing copies]: dst[b][a][j] = src[b][j][a] for b < batch, a < A, j < B (dst
+/// rows of B elements, src rows of A), in square tiles of kTile x kTile elements: a tile's
+/// source rows and destination rows both stay in the L1 cache, so every cache line read or
+/// written is used whole (a row-by-row loop writes one element per line of a channels-last to
+/// row-major copy of 64 channels: 2.0 ms for 8x64x56x56 float32, as PyTorch's, against 0.9).
+template <class T>
+void transpose_tiles(const T* __restrict src, T* __restrict dst, int64_t A, int64_t B, int64_t a0, int64_t a1) {
+  constexpr int64_t kTile = 32;
+  for (int64_t a = a0; a < a1; a += kTile) {
+    const int64_t ae = std::min(a1, a + kTile);
+    for (int64_t j = 0; j < B; j += kTile) {
+      const int64_t je = std::min(B, j + kTile);
+      for (int64_t x = a; x < ae; ++x)
+        for (int64_t y = j; y < je; ++y) dst[x * B + y] = src[y * A + x];
+    }
+  }
+}
+
+void transpose_kernel(int64_t itemsize, const char* src, char* dst, int64_t batch, int64_t A, int64_t B) {
+  const int64_t per = A * B, tiles = (A + 31) / 32;
+  parallel_for(0, batch * tiles, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / tiles, a0 = (u % tiles) * 32, a1 = std::min(A, a0 + 32);
+      const int64_t off = b * per * itemsize;
+      switch (itemsize) {
+        case 1: transpose_tiles(reinterpret_cast<const uint8_t*>(src + off), reinterpret_cast<uint8_t*>(dst + off), A, B, a0, a1); break;
+        case 2: transpose_tiles(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<uint16_t*>(dst + off), A, B, a0, a1); break;
+        case 4: transpose_tiles(reinterpret_cast<const uint32_t*>(src + off), reinterpret_cast<uint32_t*>(dst + off), A, B, a0, a1); break;
+        default: transpose_tiles(reinterpret_cast<const uint64_t*>(src + off), reinterpret_cast<uint64_t*>(dst + off), A, B, a0, a1); break;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 TP_REGISTER_CPU_KERNEL(cast_stub, &cast_kernel);
+TP_REGISTER_CPU_KERNEL(transpose_copy_stub, &transpose_kernel);
 
 }  // namespace tp::cpu::TP_CPU_NS
