@@ -237,12 +237,13 @@ using ConvWinogradFn = void (*)(const conv::ConvShape& g, bool transposed, const
 extern KernelStub<ConvWinogradFn> conv_winograd_stub;
 
 /// The register-tiled direct convolution (conv_tiled_kernel.cpp, Note [Register-tiled
-/// convolution]) of a 1-D or 2-D float32 convolution of geometry g on contiguous tensors:
-/// out = conv(in, w) + bias (null: none), or with `transposed` (stride 1, no output padding,
-/// padding at most the kernel's reach) its input gradient out = conv_transpose(in, w) + bias;
-/// w is the plain convolution's weight.
-using ConvTiledFn = void (*)(const conv::ConvShape& g, bool transposed, const float* in, const float* w,
-                             const float* bias, float* out);
+/// convolution]) of a 1-D or 2-D float32 convolution of geometry g on contiguous tensors (or
+/// with `channels_last` dense channels-last ones, groups 1): out = conv(in, w) + bias (null:
+/// none), or with `transposed` (stride 1, no output padding, padding at most the kernel's
+/// reach) its input gradient out = conv_transpose(in, w) + bias; w is the plain convolution's
+/// weight, row-major.
+using ConvTiledFn = void (*)(const conv::ConvShape& g, bool transposed, bool channels_last, const float* in,
+                             const float* w, const float* bias, float* out);
 extern KernelStub<ConvTiledFn> conv_tiled_stub;
 
 /// Its weight gradient: gw (contiguous) of the 1-D or 2-D float32 convolution g from its

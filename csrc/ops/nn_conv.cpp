@@ -42,9 +42,10 @@
 //      thread, 8x64x56x56 unless stated, before (im2col + GEMM or direct loops) -> after:
 //      1x1 2.36 -> 1.36 ms, 3x3 stride 2 -> 128 9.9 -> 7.4, 1x1 stride 2 -> 128 1.17 -> 1.05,
 //      dilation 2: 21 -> 13, groups 8: 4.5 -> 2.1, 7x7/2 stem 8x3x224x224: 28 -> 17, 5x5 stem
-//      16x3x64x64: 4.3 -> 2.6, 3x3 64x1x28x28 -> 32 (direct loops): 0.95 -> 0.69 ms. Ungrouped
-//      channels-last convolutions keep their native paths below (the tiled kernel would need
-//      a row-major copy of each: 3x3 stride 2, 10 vs 7.4-8.2 ms).
+//      16x3x64x64: 4.3 -> 2.6, 3x3 64x1x28x28 -> 32 (direct loops): 0.95 -> 0.69 ms.
+//      Ungrouped channels-last convolutions run its channels-last form natively (1x1: 2.0 ->
+//      1.33 ms; 3x3 stride 2 -> 128: 7.4-8.2 -> 7.2 ms, PyTorch 5.2), grouped ones through a
+//      row-major copy.
 //   3. Direct loops (Note [Direct convolution taps]): depthwise convolutions, and small
 //      stride-1 ones (kDirectMaxMacs).
 //   4. im2col + GEMM (Note [Convolution as GEMM]), per sample, or batch-folded for output
@@ -853,16 +854,18 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
   }
   const bool cl = conv_channels_last(input.sizes(), input.strides(), weight.sizes(), weight.strides(), input.dtype());
   return widened(input.dtype(), [&](DType dt) {
-    if (cl && g.pointwise()) {
+    // a channels-last 1x1 convolution: one GEMM over the batch's pixels, unless the tiled
+    // kernel runs it (8x64x56x56, 1 thread: 2.0 -> 1.33 ms; PyTorch 1.6)
+    if (cl && g.pointwise() && !(g.groups == 1 && tiled_conv(g, dt, transposed))) {
       Tensor b = bias ? as_compute(*bias, dt) : Tensor();
       return pointwise_channels_last(g, with_layout(to_compute(input, dt), true), as_compute(weight, dt), b,
                                      transposed, dt);
     }
-    // channels last natively: depthwise (direct loops) and ungrouped (GEMM) unless Winograd
-    // runs; else row-major, then laid out
     const bool wino = winograd_conv(g, dt, transposed);
-    const bool tiled = !wino && !(cl && g.groups == 1) && tiled_conv(g, dt, transposed);
-    const bool native_cl = cl && !wino && !tiled && (g.depthwise() || g.groups == 1);
+    const bool tiled = !wino && tiled_conv(g, dt, transposed);
+    // channels last natively: the tiled kernel (ungrouped), depthwise (direct loops) and
+    // ungrouped (GEMM) unless Winograd runs; else row-major, then laid out
+    const bool native_cl = cl && !wino && (g.depthwise() || g.groups == 1);
     Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
     Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
@@ -875,9 +878,10 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return cl ? with_layout(y, true) : y;
     }
     if (tiled) {  // adds the bias
-      cpu::conv_tiled_stub(g, transposed, x.data<float>(), w.data<float>(), b.defined() ? b.data<float>() : nullptr,
-                           y.data<float>());
-      return cl ? with_layout(y, true) : y;
+      const Tensor wr = native_cl ? as_compute(weight, dt) : w;  // row-major either way
+      cpu::conv_tiled_stub(g, transposed, native_cl, x.data<float>(), wr.data<float>(),
+                           b.defined() ? b.data<float>() : nullptr, y.data<float>());
+      return cl && !native_cl ? with_layout(y, true) : y;
     }
     visit_compute(dt, [&](auto t) {
       using T = decltype(t);

@@ -461,11 +461,136 @@ void tiled_weight_kernel(const conv::ConvShape& g, const float* x, const float* 
   add_lane_sums(G, taps, V.data(), gw, 0, oblocks);
 }
 
+// ------------------------------------------------------------------ channels last
+// (Note [Register-tiled convolution]) With channels-last tensors the roles swap: an output
+// pixel's channels are contiguous, so the micro-kernel keeps R pixels of an output row x U
+// vectors of output channels in registers, and per tap (kh, kw, ci) loads U vectors of the
+// packed weights (taps x output channels) and broadcasts the R pixels' input value. Pixels of
+// a row are sw * C floats apart in the input, so a stride needs no phase planes and no column
+// is computed to be dropped; padding is a zero-padded copy of the input (none when unpadded).
+// The taps run in passes of kNhwcTaps, so their weights stay in the L1 cache while every pixel
+// block of a row reads them (3x3 stride 2, 64 -> 128 channels, 1 thread: 8.2 -> 6.6 ms).
+
+#if TP_CPU_CAPABILITY >= 2
+constexpr int kPixU = 4;                      // vectors of output channels
+constexpr int kPixR[kPixU] = {12, 12, 8, 6};  // pixels per micro-kernel, for U = 1..4
+#else
+constexpr int kPixU = 2;
+constexpr int kPixR[kPixU] = {6, 6};  // 12 accumulators + 2 + 1 of 16 registers
+#endif
+constexpr int kPixMaxR = 12;
+constexpr int64_t kNhwcTaps = 64;
+
+/// c[r][u] = (accumulate ? c[r][u] : bias[u] or 0) + sum_t a[toff[t] + r * astride] *
+/// w[t * ldw + u] (R pixels, U vectors of output channels).
+template <int R, int U>
+void pixel_kernel(const float* __restrict a, int64_t astride, const int64_t* __restrict toff, int64_t taps,
+                  const float* __restrict w, int64_t ldw, const float* bias, bool accumulate, float* __restrict c,
+                  int64_t ldc) {
+  vf acc[R][U];
+  for (int u = 0; u < U; ++u) {
+    const vf b = bias ? ld(bias + u * VW) : vf{};
+    for (int r = 0; r < R; ++r) acc[r][u] = accumulate ? ld(c + r * ldc + u * VW) : b;
+  }
+  for (int64_t t = 0; t < taps; ++t) {
+    const float* s = a + toff[t];
+    const float* wt = w + t * ldw;
+    vf wv[U];
+    for (int u = 0; u < U; ++u) wv[u] = ld(wt + u * VW);
+    for (int r = 0; r < R; ++r) {
+      const vf b = splat(s[r * astride]);
+      for (int u = 0; u < U; ++u) acc[r][u] += b * wv[u];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int u = 0; u < U; ++u) st(c + r * ldc + u * VW, acc[r][u]);
+}
+
+using PixelFn = void (*)(const float*, int64_t, const int64_t*, int64_t, const float*, int64_t, const float*, bool,
+                         float*, int64_t);
+
+template <int U, int... R>
+constexpr std::array<PixelFn, kPixMaxR> pixel_row(std::integer_sequence<int, R...>) {
+  return {(R + 1 <= kPixR[U - 1] ? &pixel_kernel<(R + 1 <= kPixR[U - 1] ? R + 1 : 1), U> : nullptr)...};
+}
+template <int... U>
+constexpr std::array<std::array<PixelFn, kPixMaxR>, kPixU> pixel_table(std::integer_sequence<int, U...>) {
+  return {pixel_row<U + 1>(std::make_integer_sequence<int, kPixMaxR>{})...};
+}
+/// pixel_kernels[U - 1][R - 1]: the kernel of R pixels and U vectors (R <= kPixR[U - 1]).
+constexpr auto pixel_kernels = pixel_table(std::make_integer_sequence<int, kPixU>{});
+
+/// The forward of the channels-last convolution G (groups 1), or with `transposed` its stride-1
+/// input gradient (G already the transposed geometry): y = conv(x, w) + bias, x and y dense
+/// channels last, w the plain weight, row-major.
+void tiled_conv_nhwc(const Geom& G, const float* x, const float* w, bool transposed, const float* bias, float* y) {
+  const int64_t C = G.ci, K = G.co, taps = G.kh * G.kw * C;
+  const int64_t kpad = (K + VW - 1) / VW * VW;
+  // weights as (kh, kw, ci) x output channels, zero past K; bias likewise
+  std::vector<float> wp(size_t(taps * kpad), 0.0f), bp(size_t(kpad), 0.0f);
+  for (int64_t o = 0; o < K; ++o)
+    for (int64_t i = 0; i < G.kh; ++i)
+      for (int64_t j = 0; j < G.kw; ++j)
+        for (int64_t c = 0; c < C; ++c)
+          wp[size_t(((i * G.kw + j) * C + c) * kpad + o)] =
+              transposed ? w[((c * K + o) * G.kh + G.kh - 1 - i) * G.kw + G.kw - 1 - j]
+                         : w[((o * C + c) * G.kh + i) * G.kw + j];
+  if (bias) std::copy(bias, bias + K, bp.begin());
+  // the input, zero-padded (itself when unpadded)
+  const int64_t hp = G.h + 2 * G.ph, wpd = G.w + 2 * G.pw;
+  std::vector<float> padded;
+  const float* src = x;
+  if (G.ph || G.pw) {
+    padded.assign(size_t(G.n * hp * wpd * C), 0.0f);
+    parallel_for(0, G.n * G.h, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / G.h, ih = r % G.h;
+        std::memcpy(padded.data() + ((n * hp + ih + G.ph) * wpd + G.pw) * C, x + r * G.w * C,
+                    size_t(G.w * C) * sizeof(float));
+      }
+    });
+    src = padded.data();
+  }
+  std::vector<int64_t> toff(static_cast<size_t>(taps));
+  for (int64_t i = 0, t = 0; i < G.kh; ++i)
+    for (int64_t j = 0; j < G.kw; ++j)
+      for (int64_t c = 0; c < C; ++c, ++t) toff[size_t(t)] = (i * G.dh * wpd + j * G.dw) * C + c;
+  const int64_t astride = G.sw * C, cv = kpad / VW;
+  parallel_for(0, G.n * G.oh, 1, [&](int64_t r0, int64_t r1) {
+    float* rowtile = scratch(0, size_t(G.ow * kPixU * VW));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / G.oh, oh = row % G.oh;
+      const float* a_row = src + (n * hp + oh * G.sh) * wpd * C;
+      float* y_row = y + row * G.ow * K;
+      for (int64_t v0 = 0; v0 < cv; v0 += kPixU) {
+        const int64_t u = std::min<int64_t>(kPixU, cv - v0), co = v0 * VW, rmax = kPixR[u - 1];
+        const bool whole = co + u * VW <= K;  // else the block's last vector is partly padding
+        float* c0 = whole ? y_row + co : rowtile;
+        const int64_t ldc = whole ? K : u * VW;
+        for (int64_t t0 = 0; t0 < taps; t0 += kNhwcTaps) {
+          const int64_t tn = std::min(kNhwcTaps, taps - t0);
+          for (int64_t ow = 0; ow < G.ow; ow += rmax) {
+            const int64_t r = std::min(rmax, G.ow - ow);
+            pixel_kernels[size_t(u - 1)][size_t(r - 1)](a_row + ow * astride, astride, toff.data() + t0, tn,
+                                                        wp.data() + t0 * kpad + co, kpad,
+                                                        bias && t0 == 0 ? bp.data() + co : nullptr, t0 > 0,
+                                                        c0 + ow * ldc, ldc);
+          }
+        }
+        if (!whole)
+          for (int64_t i = 0; i < G.ow; ++i)
+            std::memcpy(y_row + i * K + co, rowtile + i * u * VW, size_t(K - co) * sizeof(float));
+      }
+    }
+  });
+}
+
 /// The forward (transposed = false) of the 1-D or 2-D convolution g, or the input gradient
 /// (transposed: in = gy, out = gx) of a stride-1 one, whose padding is at most its kernel's
-/// reach: out = conv(in, w) + bias (null: none). Row-major tensors.
-void tiled_kernel(const conv::ConvShape& g, bool transposed, const float* in, const float* w, const float* bias,
-                  float* out) {
+/// reach: out = conv(in, w) + bias (null: none). Row-major tensors, or dense channels-last
+/// ones (groups 1); w row-major.
+void tiled_kernel(const conv::ConvShape& g, bool transposed, bool channels_last, const float* in, const float* w,
+                  const float* bias, float* out) {
   Geom G;
   G.n = g.n;
   G.groups = g.groups;
@@ -494,6 +619,7 @@ void tiled_kernel(const conv::ConvShape& g, bool transposed, const float* in, co
     G.ph = g.d[1] * (g.k[1] - 1) - g.p[1];
     G.pw = g.d[2] * (g.k[2] - 1) - g.p[2];
   }
+  if (channels_last) return tiled_conv_nhwc(G, in, w, transposed, bias, out);
   tiled_conv(G, in, w, transposed, bias, out);
 }
 
