@@ -233,14 +233,24 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
   TP_CHECK(std::equal(self.sizes().begin(), self.sizes().end(), indices.sizes().begin(), indices.sizes().end()), op,
            ": Expected shape of indices to be same as that of the input tensor (", shape_str(self.sizes()),
            ") but got indices tensor with shape: ", shape_str(indices.sizes()));
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || is_meta(self), "\"", op,
-                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TP_CHECK(self.size(i) > 0, op, ": Expected input to have non-zero size for non-batch dimensions, but got ",
+             shape_str(self.sizes()), " with dimension ", i, " being empty.");
   DimVector out_sizes(self.sizes().data(), size_t(self.dim() - nsp));
   int64_t plane_out = 1;
   for (int64_t v : output_size) {
+    TP_CHECK(v >= 0, op, ": output_size must contain non-negative spatial dimensions, but got output_size=",
+             shape_str(output_size));
     out_sizes.push_back(v);
     plane_out *= v;
   }
+  // PyTorch returns an empty result before its dtype dispatch
+  if (plane_out == 0 && !is_meta(self)) {
+    check_same_device(self, indices);
+    return empty_tensor(out_sizes, self.dtype(), self.device());
+  }
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || is_meta(self), "\"", op,
+                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   const int64_t planes = [&] {
     int64_t p = 1;
     for (int64_t i = 0; i < self.dim() - nsp; ++i) p *= self.size(i);

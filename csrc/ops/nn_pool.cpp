@@ -44,12 +44,19 @@ DimVector expand(IntArrayRef v, int64_t nsp, IntArrayRef fallback, const char* o
   return r;
 }
 
-void check_pool_input(const Tensor& self, int64_t nsp, const char* op) {
+/// `adaptive`: the adaptive pools' check and message; `spatial_only`: only the pooled dims must be
+/// non-empty (PyTorch's adaptive_avg_pool1d/2d pool zero channels, the others refuse them).
+void check_pool_input(const Tensor& self, int64_t nsp, const char* op, bool adaptive = false,
+                      bool spatial_only = false) {
   TP_CHECK(self.dim() == nsp + 1 || self.dim() == nsp + 2, op, ": Expected ", nsp + 1, "D or ", nsp + 2,
            "D (batch mode) tensor for input, but got: ", shape_str(self.sizes()));
-  for (int64_t i = 1; i < self.dim(); ++i)
-    TP_CHECK(self.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
+  for (int64_t i = spatial_only ? self.dim() - nsp : 1; i < self.dim(); ++i) {
+    if (self.size(i) > 0) continue;
+    TP_CHECK(!adaptive, op, "(): Expected input to have non-zero size for non-batch dimensions, but input has "
+             "sizes ", shape_str(self.sizes()), " with dimension ", i, " being empty");
+    TP_CHECK(false, op, ": Expected input's non-batch dimensions to have positive length, but input has "
              "a shape of ", shape_str(self.sizes()), " and non-zero size for dim ", i);
+  }
   TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
            " kernel");
 }
@@ -118,8 +125,9 @@ PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size
 }
 
 /// Windows of an adaptive pooling: [floor(o*in/out), ceil((o+1)*in/out)).
-PoolShape adaptive_shape(const Tensor& self, int64_t nsp, IntArrayRef output_size, const char* op) {
-  check_pool_input(self, nsp, op);
+PoolShape adaptive_shape(const Tensor& self, int64_t nsp, IntArrayRef output_size, const char* op,
+                         bool spatial_only = false) {
+  check_pool_input(self, nsp, op, true, spatial_only);
   TP_CHECK(int64_t(output_size.size()) == nsp || output_size.size() == 1, op, ": output_size must be ", nsp);
   PoolShape g;
   base_shape(g, self, nsp);
@@ -439,7 +447,7 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
     TP_CHECK(!to_one || is_floating(self.dtype()), "mean(): could not infer output dtype. Input dtype must "    \
              "be either a floating point or complex dtype. Got: ", dtype_scalar_name(self.dtype()));         \
     if (N == 3 || self.numel() != 0) floats_only(self, "adaptive_avg_pool" #N "d");                          \
-    PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d");                          \
+    PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d", N <= 2);                  \
     if (N <= 2 && self.numel() == 0 && !is_meta(self))                                                       \
       return empty_tensor(out_sizes(self, g), self.dtype(), self.device());                                  \
     /* pooled to one element per plane, PyTorch takes a mean (on meta, its dtype check is mean's) */         \
@@ -456,7 +464,7 @@ TP_ADAPTIVE_AVG(3)
 
 Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, int64_t spatial_dims, OutArg) {
   DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
-  PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
+  PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward", spatial_dims <= 2);
   fill_unit_windows(g);
   check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();

@@ -421,3 +421,114 @@ def test_tensordot_contracting_a_0d_tensor_raises_indexerror():
 
 def test_bincount_of_the_largest_int64_raises():
     _same_outcome(lambda lib: lib.bincount(lib.tensor([1, 2 ** 63 - 1]), lib.ones(2)))
+
+
+# triage of seed 20261209 (branch fuzz3): results compared with torch's, value for value
+def _same_result(fn):
+    t, l = _same_outcome(fn)
+    if isinstance(t, str):  # both raised the same class
+        return
+    assert db_dtype(l) == str(t.dtype).replace('torch.', '') and tuple(l.shape) == tuple(t.shape)
+    assert l.tolist() == t.tolist()
+
+
+def db_dtype(t):
+    return str(t.dtype).replace('tensorplay.', '')
+
+
+@pytest.mark.parametrize('shape', [(2, 0, 7), (0, 2, 7), (2, 3, 0), (3, 0), (0, 7)])
+def test_adaptive_avg_pool1d_of_zero_channels(shape):
+    _same_result(lambda lib: lib.adaptive_avg_pool1d(lib.zeros(shape), 4))
+
+
+@pytest.mark.parametrize('shape', [(2, 0, 7, 3), (2, 3, 0, 3), (3, 0, 3), (0, 7, 3), (2, 0, 7, 3, 2)])
+def test_adaptive_pools_of_empty_dims(shape):
+    _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.zeros(shape[:4]), (4, 2)))
+    _same_result(lambda lib: lib.nn.functional.adaptive_max_pool2d(lib.zeros(shape[:4]), (4, 2))[0])
+    if len(shape) >= 4:
+        _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool3d(lib.zeros(shape + (2,) * (5 - len(shape))),
+                                                                       (4, 2, 1)))
+
+
+@pytest.mark.parametrize('case', ['int-empty', 'float-weight-empty', 'empty-weight', 'int', 'int-float-weight',
+                                  'half-double-weight', 'float-bool-bias', 'bf16-float-bias'])
+def test_batch_norm_checks_in_pytorchs_order(case):
+    def call(lib):
+        z = lib.zeros
+        x = {'int-empty': z(2, 0, 4, dtype=lib.int16), 'float-weight-empty': z(2, 0, 4, dtype=lib.int16),
+             'empty-weight': z(2, 0, 4), 'int': z(2, 3, 4, dtype=lib.int32),
+             'int-float-weight': z(2, 3, 4, dtype=lib.int32), 'half-double-weight': z(2, 3, 4, dtype=lib.float16),
+             'float-bool-bias': z(2, 3, 4), 'bf16-float-bias': z(2, 3, 4, dtype=lib.bfloat16)}[case]
+        w = {'int-empty': z(3, dtype=lib.int16) + 2, 'float-weight-empty': z(3) + 2, 'empty-weight': z(0),
+             'int': z(3, dtype=lib.int32), 'int-float-weight': z(3, dtype=lib.float64),
+             'half-double-weight': z(3, dtype=lib.float64), 'float-bool-bias': z(3),
+             'bf16-float-bias': z(3, dtype=lib.bfloat16)}[case]
+        b = {'float-weight-empty': z(3) + 1, 'float-bool-bias': z(3, dtype=lib.bool),
+             'bf16-float-bias': z(3)}.get(case)
+        return lib.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, True)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', ['int', 'int-sizes', 'int-mixed', 'later-param', 'groups'])
+def test_native_group_norm_checks_in_pytorchs_order(case):
+    def call(lib):
+        x = lib.zeros(2, 4, 2, dtype=lib.float32 if case == 'later-param' else lib.int16)
+        w = {'int-mixed': lib.ones(4, dtype=lib.float64), 'later-param': lib.ones(4)}.get(case)
+        b = {'later-param': lib.ones(4, dtype=lib.int32)}.get(case)
+        hxw = 3 if case == 'int-sizes' else 2
+        return lib.native_group_norm(x, w, b, 2, 4, hxw, 3 if case == 'groups' else 2, 1e-5)[0]
+    _same_result(call)
+
+
+@pytest.mark.parametrize('dtype', ['int8', 'int16', 'int32', 'int64', 'uint8'])
+@pytest.mark.parametrize('src', ['float32', 'float64', 'float16', 'bfloat16'])
+def test_float_to_int_casts_of_nan_inf_and_out_of_range(src, dtype):
+    values = [float('nan'), float('inf'), -float('inf'), 3e10, -3e10, 2.5, -7.9, 40000.7, 2147483903.0]
+    _same_result(lambda lib: lib.tensor(values, dtype=getattr(lib, src)).to(getattr(lib, dtype)))
+
+
+def test_isclose_of_opposite_infinities():
+    inf, nan = float('inf'), float('nan')
+    for equal_nan in (False, True):
+        _same_result(lambda lib: lib.isclose(lib.tensor([inf, inf, -inf, nan, 1.0, inf]),
+                                             lib.tensor([-inf, inf, inf, nan, inf, 1.0]), equal_nan=equal_nan))
+
+
+@pytest.mark.parametrize('shape,reps', [((2, 0), (2, -1)), ((2, 0), (-1, 2)), ((2, 3), (-1, 0)), ((2, 0), (1, -2, 3)),
+                                        ((2, 3), (2, -1)), ((0,), (-1, 2))])
+def test_repeat_checks_the_result_sizes(shape, reps):
+    _same_result(lambda lib: lib.zeros(shape).repeat(*reps))
+    _same_result(lambda lib: lib.zeros(shape).tile(reps))
+
+
+def test_repeat_on_meta_refuses_negative_repeats():
+    _same_outcome(lambda lib: lib.zeros(2, 0, device='meta').repeat(2, -1).shape)
+
+
+@pytest.mark.parametrize('a,b', [((2, 0, 3), (2, 3, 4)), ((2, 1, 0), (2, 0, 4)), ((2, 1, 3), (2, 3, 0)),
+                                 ((2, 1, 3), (2, 3, 4))])
+@pytest.mark.parametrize('da,db', [('int16', 'bool'), ('float32', 'int64'), ('int64', 'float32')])
+def test_bmm_of_an_empty_operand_skips_the_dtype_check(a, b, da, db):
+    _same_result(lambda lib: lib.bmm(lib.zeros(a, dtype=getattr(lib, da)), lib.zeros(b, dtype=getattr(lib, db))))
+
+
+@pytest.mark.parametrize('case', ['empty-out', 'empty-out-int', 'zero-channels', 'negative', 'int', 'empty-batch'])
+def test_max_unpool2d_empty_results_and_checks(case):
+    def call(lib):
+        i = lib.tensor([4, 6, 8, 11, 0, 7, 12, 10, 5, 6, 12, 10]).reshape(1, 3, 2, 2)
+        x = lib.arange(12.).reshape(1, 3, 2, 2)
+        size = [4, 4]
+        if case == 'empty-out':
+            size = [4, 0]
+        elif case == 'empty-out-int':
+            x, size = x.int(), [0, 4]
+        elif case == 'zero-channels':
+            x, i = x[:, :0], i[:, :0]
+        elif case == 'negative':
+            size = [-1, 4]
+        elif case == 'int':
+            x = x.int()
+        elif case == 'empty-batch':
+            x, i = x[:0], i[:0]
+        return lib._C._nn.max_unpool2d(x, i, size) if lib is torch else lib.max_unpool2d(x, i, size)
+    _same_result(call)
