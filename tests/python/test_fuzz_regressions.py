@@ -532,3 +532,38 @@ def test_max_unpool2d_empty_results_and_checks(case):
             x, i = x[:0], i[:0]
         return lib._C._nn.max_unpool2d(x, i, size) if lib is torch else lib.max_unpool2d(x, i, size)
     _same_result(call)
+
+
+# linalg of empty float16/bfloat16/bool input: PyTorch's kernels return it before their dtype
+# dispatch (geqrf and inv's low-precision check do not)
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16', 'bool', 'int8'])
+@pytest.mark.parametrize('shape', [(0, 0), (2, 0, 0), (0, 3, 3), (3, 3), (0, 3)])
+@pytest.mark.parametrize('op', ['svdvals', 'det', 'slogdet', 'cholesky', 'cholesky_ex', 'solve', 'inv', 'eigvalsh',
+                                'qr', 'matrix_norm2'])
+def test_linalg_of_empty_low_precision_input(op, shape, dtype):
+    def call(lib):
+        x = lib.zeros(shape, dtype=getattr(lib, dtype))
+        if op == 'solve':
+            return lib.linalg.solve(x, x)
+        if op == 'matrix_norm2':
+            return lib.linalg.matrix_norm(x, 2)
+        r = getattr(lib.linalg, op)(x)
+        return r[0] if isinstance(r, tuple) else r
+    _same_result(call)
+
+
+# out= of matrix_rank / pinv / matrix_power takes any dtype the result casts to safely
+@pytest.mark.parametrize('out_dtype', ['float16', 'int32', 'float64', 'bool', 'int64'])
+@pytest.mark.parametrize('op', ['matrix_rank', 'matrix_rank_empty', 'pinv', 'pinv_empty', 'power0', 'power1',
+                                'power-1', 'power2', 'power2_empty'])
+def test_linalg_out_dtype_rules(op, out_dtype):
+    def call(lib):
+        o = lib.zeros(0, dtype=getattr(lib, out_dtype))
+        eye = lib.eye(3) * 2
+        if op.startswith('matrix_rank'):
+            return lib.linalg.matrix_rank(lib.zeros(2, 0, 3) if op.endswith('empty') else eye, out=o)
+        if op.startswith('pinv'):
+            return lib.linalg.pinv(lib.zeros(0, 3) if op.endswith('empty') else eye, out=o)
+        n = int(op[5:].split('_')[0])
+        return lib.linalg.matrix_power(lib.zeros(0, 0) if op.endswith('empty') else eye, n, out=o)
+    _same_result(call)
