@@ -930,7 +930,7 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
     }
   }
   DType ct = promote_types(bd.dtype(), self.dtype());
-  if (ct == DType::Bool)
+  if (ct == DType::Bool && self.numel() != 0)  // PyTorch returns an empty input before its dispatch
     TP_FAIL_NOT_IMPLEMENTED("searchsorted: not implemented for 'Bool'");
   DType rt = out_int32 ? DType::Int32 : DType::Int64;
   Tensor res;
@@ -955,7 +955,8 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
   }
   Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(vals, ct));
   int64_t len = bd.size(bd.dim() - 1), rows_per = bd.dim() == 1 ? 0 : (self.dim() ? self.size(self.dim() - 1) : 1);
-  if (b.device().is_cuda()) {
+  if (v.numel() == 0) {
+  } else if (b.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::searchsorted(b, v, sort.defined() ? sort.device_data<int64_t>() : nullptr, len, rows_per,
                        right, res);

@@ -572,9 +572,10 @@ Tensor cross_impl(const Tensor& self, const Tensor& other, const std::optional<i
 }
 
 Tensor trace_impl(const Tensor& self, OutArg) {
-  TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  // PyTorch dispatches on the dtype before it checks the dims
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,
                 "\"trace\" not implemented for 'Bool'");
+  TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   return sum(diagonal(self, 0, 0, 1));
 }
 

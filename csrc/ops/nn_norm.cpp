@@ -77,6 +77,8 @@ Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& 
   const DType out_dt = dtype ? *dtype : self.dtype();
   // row-major in out_dt (PyTorch's meta function checks no dtype: that is its kernels')
   if (is_meta(self)) return empty_tensor(self.sizes(), out_dt, self.device());
+  // PyTorch's CPU kernel returns an empty input before its dtype dispatch
+  if (self.numel() == 0 && self.device().is_cpu()) return empty_tensor(self.sizes(), out_dt, self.device());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(out_dt), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
                 dtype_scalar_name(out_dt), "'");
 #ifdef TP_USE_CUDA

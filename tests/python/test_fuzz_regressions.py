@@ -567,3 +567,53 @@ def test_linalg_out_dtype_rules(op, out_dtype):
         n = int(op[5:].split('_')[0])
         return lib.linalg.matrix_power(lib.zeros(0, 0) if op.endswith('empty') else eye, n, out=o)
     _same_result(call)
+
+
+# empty inputs PyTorch returns before its dtype dispatch or dim check; trace's dtype first
+@pytest.mark.parametrize('case', ['cummin-dim2', 'cummax-dim-5', 'cummin-bool', 'cummax-1d-dim1', 'cummin-0d-dim1',
+                                  'cumsum-dim2'])
+def test_cummax_cummin_of_empty_input(case):
+    def call(lib):
+        x = {'cummin-bool': lib.zeros(0, 3, dtype=lib.bool), 'cummax-1d-dim1': lib.zeros(0),
+             'cummin-0d-dim1': lib.tensor(1.)}.get(case, lib.zeros(0, 3))
+        dim = {'cummin-dim2': 2, 'cummax-dim-5': -5, 'cumsum-dim2': 2}.get(case, 1)
+        if case == 'cumsum-dim2':
+            return lib.cumsum(x, dim)
+        return getattr(lib, case[:6])(x, dim)[0]
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', ['empty-self', 'empty-both', 'empty-self-2d', 'nonempty', 'int32-out'])
+def test_searchsorted_of_empty_bool_input(case):
+    def call(lib):
+        z = lib.zeros
+        b = lib.bool
+        if case == 'empty-self':
+            return lib.bucketize(z(0, 2, dtype=b), z(6, dtype=b))
+        if case == 'empty-both':
+            return lib.bucketize(z(0, 2, dtype=b), z(0, dtype=b))
+        if case == 'empty-self-2d':
+            return lib.searchsorted(z(0, 6, dtype=b), z(0, 2, dtype=b))
+        if case == 'int32-out':
+            return lib.searchsorted(z(6, dtype=b), z(0, dtype=b), out_int32=True)
+        return lib.searchsorted(lib.tensor([False, True]), lib.tensor([True]))
+    _same_result(call)
+
+
+@pytest.mark.parametrize('op', ['softmax', 'log_softmax'])
+@pytest.mark.parametrize('dtype', ['int32', 'bool', 'float32'])
+@pytest.mark.parametrize('shape,dim', [((2, 0), 1), ((0, 3), 1), ((2, 0), 5), ((2, 3), 1)])
+def test_softmax_of_empty_integer_input(op, dtype, shape, dim):
+    _same_result(lambda lib: getattr(lib, op)(lib.zeros(shape, dtype=getattr(lib, dtype)), dim))
+
+
+@pytest.mark.parametrize('shape', [(), (2,), (2, 2), (2, 2, 2), (0, 0)])
+@pytest.mark.parametrize('dtype', ['bool', 'float32'])
+def test_trace_checks_the_dtype_first(shape, dtype):
+    _same_result(lambda lib: lib.trace(lib.zeros(shape, dtype=getattr(lib, dtype))))
+
+
+@pytest.mark.parametrize('k,dim', [(1, 0), (0, 0), (1, 1), (1, -1)])
+@pytest.mark.parametrize('shape', [(), (1,)])
+def test_kthvalue_of_a_0d_bool_tensor(shape, k, dim):
+    _same_result(lambda lib: lib.kthvalue(lib.ones(shape, dtype=lib.bool), k, dim)[0])
