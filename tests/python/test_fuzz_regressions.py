@@ -617,3 +617,25 @@ def test_trace_checks_the_dtype_first(shape, dtype):
 @pytest.mark.parametrize('shape', [(), (1,)])
 def test_kthvalue_of_a_0d_bool_tensor(shape, k, dim):
     _same_result(lambda lib: lib.kthvalue(lib.ones(shape, dtype=lib.bool), k, dim)[0])
+
+
+# an empty indexed dim: PyTorch's index_add writes nothing and checks no bounds; its
+# index_copy/index_fill restride self over the index first (RuntimeError where self's other
+# dims hold elements, nothing written where they do not)
+@pytest.mark.parametrize('case', range(12))
+def test_index_writes_into_an_empty_dim(case):
+    def call(lib):
+        z = lib.zeros
+        return [lambda: z(0, 0).index_fill_(1, lib.tensor([2]), 1.),
+                lambda: z(4, 0).index_fill_(1, lib.tensor([2]), 1.),
+                lambda: z(0, 4).index_fill_(0, lib.tensor([-2]), 1.),
+                lambda: z(0).index_fill_(0, lib.tensor([2]), 1.),
+                lambda: z(0, 6).index_copy_(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(0).index_copy_(0, lib.tensor([3]), z(1)),
+                lambda: z(0, 6).index_add_(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(0, 0).index_copy_(0, lib.tensor([3, 1, 2]), z(3, 0)),
+                lambda: z(0, 6).index_add_(0, lib.tensor([3, 1, 2]), z(2, 6)),
+                lambda: z(0, 6).index_copy_(0, lib.tensor([3, 1, 2]), z(2, 6)),
+                lambda: z(0, 6).index_add(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(4, 2).index_fill_(1, lib.tensor([2]), 1.)][case]()
+    _same_result(call)
