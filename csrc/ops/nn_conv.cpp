@@ -416,10 +416,6 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(input.dim() == weight.dim(), "Expected ", weight.dim(), "-dimensional input for ", weight.dim(),
            "-dimensional weight ", shape_str(weight.sizes()), ", but got ", input.dim(),
            "-dimensional input of size ", shape_str(input.sizes()), " instead");
-  TP_CHECK(input.dtype() == weight.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()),
-           " but found ", dtype_scalar_name(weight.dtype()));
-  TP_CHECK(!bias || bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()),
-           ") and bias type (", dtype_name(bias->dtype()), ") should be the same");
   TP_CHECK(input.device().is_cpu() || input.device().is_cuda() || is_meta(input), "no ", input.device().str(),
            " kernel");
   TP_CHECK(weight.device() == input.device() && (!bias || bias->device() == input.device()),
@@ -490,6 +486,23 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // PyTorch's CPU kernel is picked by the input's dtype after the shape checks: a dtype it lacks
+  // raises NotImplementedError before the weight's dtype is compared (an empty input returns)
+  const DType in_dt = input.dtype();
+  if (input.device().is_cpu() && input.numel() != 0 && !is_floating(in_dt)) {
+    const bool dilated = g.d[0] > 1 || g.d[1] > 1 || g.d[2] > 1;
+    const char* kernel = transposed ? (g.nsp == 3 ? "slow_conv_transpose3d_out_cpu" : "slow_conv_transpose2d_out_cpu")
+                         : dilated  ? "slow_conv_dilated<>"
+                         : g.nsp == 3 ? "compute_columns3d"
+                                      : "slow_conv2d_cpu";
+    const bool ok = in_dt != DType::Bool && (in_dt == DType::Int64 || (!transposed && !dilated));
+    TP_CHECK_KIND(ErrorKind::NotImplemented, ok, "\"", kernel, "\" not implemented for '", dtype_scalar_name(in_dt),
+                  "'");
+  }
+  TP_CHECK(in_dt == weight.dtype(), "expected scalar type ", dtype_scalar_name(in_dt), " but found ",
+           dtype_scalar_name(weight.dtype()));
+  TP_CHECK(!bias || bias->dtype() == in_dt, "Input type (", dtype_name(in_dt), ") and bias type (",
+           dtype_name(bias->dtype()), ") should be the same");
   // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
   bool empty_kernel = false;
   for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;

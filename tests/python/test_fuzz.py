@@ -66,7 +66,6 @@ EXPECTED = {
     ('vdot', 3): ('only-torch-raised', 'D3'),  # out= is an input: PyTorch resizes it to 0-d, then refuses it
     # F7
     ('index_reduce', 4): ('exception-class', 'F7'),
-    ('conv_transpose1d', 6): ('exception-class', 'F7'),
     # D5
     ('logdet', 0): ('value', 'D5'),
     ('linalg.cholesky_ex', 3): ('value', 'D5'),

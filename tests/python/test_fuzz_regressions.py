@@ -639,3 +639,28 @@ def test_index_writes_into_an_empty_dim(case):
                 lambda: z(0, 6).index_add(0, lib.tensor([3, 1, 2]), z(3, 6)),
                 lambda: z(4, 2).index_fill_(1, lib.tensor([2]), 1.)][case]()
     _same_result(call)
+
+
+# convolutions: PyTorch's CPU kernel, picked by the input's dtype after the shape checks,
+# raises NotImplementedError for a dtype it lacks before the weight's dtype is compared
+@pytest.mark.parametrize('xd,wd', [('int32', 'float32'), ('bool', 'int64'), ('int64', 'int64'), ('float32', 'int32'),
+                                   ('float16', 'float32'), ('int32', 'float16'), ('int32', 'int32')])
+@pytest.mark.parametrize('case', ['ct1d', 'ct2d', 'ct3d', 'c1d', 'c2d', 'c2d-dil', 'c3d', 'c3d-dil', 'c2d-empty',
+                                  'c2d-badshape'])
+def test_convolution_dtype_checks_in_pytorchs_order(case, xd, wd):
+    def call(lib):
+        F = lib.nn.functional
+
+        def z(*s, dt):
+            return lib.zeros(*s, dtype=getattr(lib, dt))
+        return {'ct1d': lambda: F.conv_transpose1d(z(1, 4, 3, dt=xd), z(4, 1, 3, dt=wd)),
+                'ct2d': lambda: F.conv_transpose2d(z(1, 4, 3, 3, dt=xd), z(4, 1, 3, 3, dt=wd), stride=2),
+                'ct3d': lambda: F.conv_transpose3d(z(1, 4, 3, 3, 3, dt=xd), z(4, 1, 3, 3, 3, dt=wd)),
+                'c1d': lambda: F.conv1d(z(1, 4, 5, dt=xd), z(2, 4, 3, dt=wd)),
+                'c2d': lambda: F.conv2d(z(1, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd)),
+                'c2d-dil': lambda: F.conv2d(z(1, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd), dilation=2),
+                'c3d': lambda: F.conv3d(z(1, 4, 5, 5, 5, dt=xd), z(2, 4, 3, 3, 3, dt=wd)),
+                'c3d-dil': lambda: F.conv3d(z(1, 4, 5, 5, 5, dt=xd), z(2, 4, 3, 3, 3, dt=wd), dilation=2),
+                'c2d-empty': lambda: F.conv2d(z(0, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=xd)),
+                'c2d-badshape': lambda: F.conv2d(z(1, 3, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd))}[case]()
+    _same_outcome(call)
