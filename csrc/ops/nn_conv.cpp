@@ -444,6 +444,8 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   }
   int64_t out_channels;
   if (!transposed) {
+    TP_CHECK(weight.size(0) >= groups || is_meta(input), "Given groups=", groups, ", expected weight to be at least ", groups,
+             " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
     TP_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ",
              groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
     TP_CHECK(input.size(1) == weight.size(1) * groups, "Given groups=", groups, ", weight of size ",
@@ -486,6 +488,19 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // PyTorch's convolution takes empty inputs only where the batch or channels are empty, and
+  // its transposed kernels want a non-empty weight
+  if (!is_meta(input)) {
+    bool empty_spatial = false;
+    for (int64_t i = 2; i < input.dim(); ++i) empty_spatial = empty_spatial || input.size(i) == 0;
+    TP_CHECK(!empty_spatial, "Only zero batch or zero channel inputs are supported, but got input shape: ",
+             shape_str(input.sizes()));
+    if (transposed && weight.numel() == 0 && input.numel() != 0) {
+      TP_CHECK(g.nsp != 3, "non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+               "kernel_width) tensor expected for weight, but got: ", shape_str(weight.sizes()));
+      TP_FAIL("non-empty 2D or 4D weight tensor expected, but got: ", shape_str(weight.sizes()));
+    }
+  }
   // PyTorch's CPU kernel is picked by the input's dtype after the shape checks: a dtype it lacks
   // raises NotImplementedError before the weight's dtype is compared (an empty input returns)
   const DType in_dt = input.dtype();

@@ -664,3 +664,27 @@ def test_convolution_dtype_checks_in_pytorchs_order(case, xd, wd):
                 'c2d-empty': lambda: F.conv2d(z(0, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=xd)),
                 'c2d-badshape': lambda: F.conv2d(z(1, 3, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd))}[case]()
     _same_outcome(call)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'int64'])
+@pytest.mark.parametrize('case', ['zero-spatial', 'zero-spatial-pad', 'ct-zero-spatial', 'zero-batch', 'zero-chan',
+                                  'groups-empty-w', 'groups-more-than-w', 'groups-div', 'ct1d-empty-w', 'ct2d-empty-w',
+                                  'ct3d-empty-w'])
+def test_convolution_empty_inputs_and_weights(case, dtype):
+    def call(lib):
+        F = lib.nn.functional
+
+        def z(*s):
+            return lib.zeros(*s, dtype=getattr(lib, dtype))
+        return {'zero-spatial': lambda: F.conv2d(z(2, 4, 0, 5), z(3, 4, 1, 1)),
+                'zero-spatial-pad': lambda: F.conv2d(z(2, 4, 0, 5), z(3, 4, 1, 1), padding=1),
+                'ct-zero-spatial': lambda: F.conv_transpose2d(z(2, 4, 0, 5), z(4, 3, 1, 3)),
+                'zero-batch': lambda: F.conv2d(z(0, 4, 3, 5), z(3, 4, 1, 1)),
+                'zero-chan': lambda: F.conv2d(z(2, 0, 3, 5), z(3, 0, 1, 1)),
+                'groups-empty-w': lambda: F.conv2d(z(2, 4, 3, 5), z(0, 1, 3, 3), groups=4),
+                'groups-more-than-w': lambda: F.conv2d(z(2, 4, 3, 5), z(2, 1, 3, 3), groups=4),
+                'groups-div': lambda: F.conv2d(z(2, 4, 3, 5), z(6, 1, 3, 3), groups=4),
+                'ct1d-empty-w': lambda: F.conv_transpose1d(z(2, 4, 5), z(4, 0, 1), groups=4),
+                'ct2d-empty-w': lambda: F.conv_transpose2d(z(2, 4, 5, 5), z(4, 0, 1, 1), groups=4),
+                'ct3d-empty-w': lambda: F.conv_transpose3d(z(2, 4, 5, 5, 5), z(4, 0, 1, 1, 1), groups=4)}[case]()
+    _same_outcome(call)
