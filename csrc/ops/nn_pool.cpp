@@ -446,9 +446,10 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
     bool to_one = std::all_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 1; }); \
     TP_CHECK(!to_one || is_floating(self.dtype()), "mean(): could not infer output dtype. Input dtype must "    \
              "be either a floating point or complex dtype. Got: ", dtype_scalar_name(self.dtype()));         \
-    if (N == 3 || self.numel() != 0) floats_only(self, "adaptive_avg_pool" #N "d");                          \
+    const bool none_out = std::any_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 0; }); \
+    if (N == 3 || (self.numel() != 0 && !none_out)) floats_only(self, "adaptive_avg_pool" #N "d");           \
     PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d", N <= 2);                  \
-    if (N <= 2 && self.numel() == 0 && !is_meta(self))                                                       \
+    if (N <= 2 && (self.numel() == 0 || none_out) && !is_meta(self))                                         \
       return empty_tensor(out_sizes(self, g), self.dtype(), self.device());                                  \
     /* pooled to one element per plane, PyTorch takes a mean (on meta, its dtype check is mean's) */         \
     TP_CHECK(!is_meta(self) || g.out_numel() != 1 || is_floating(self.dtype()), "mean(): could not infer "  \

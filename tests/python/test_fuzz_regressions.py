@@ -688,3 +688,10 @@ def test_convolution_empty_inputs_and_weights(case, dtype):
                 'ct2d-empty-w': lambda: F.conv_transpose2d(z(2, 4, 5, 5), z(4, 0, 1, 1), groups=4),
                 'ct3d-empty-w': lambda: F.conv_transpose3d(z(2, 4, 5, 5, 5), z(4, 0, 1, 1, 1), groups=4)}[case]()
     _same_outcome(call)
+
+
+@pytest.mark.parametrize('dtype', ['int16', 'float32', 'bool'])
+@pytest.mark.parametrize('shape,size', [((3, 4, 5), 0), ((3, 4, 5), (0, 2)), ((3, 4, 5), (2, 2)), ((2, 3, 4, 5), (2, 0)),
+                                        ((3, 0, 5), (0, 2))])
+def test_adaptive_avg_pool2d_to_an_empty_size_skips_the_dtype_check(shape, size, dtype):
+    _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.ones(shape, dtype=getattr(lib, dtype)), size))
