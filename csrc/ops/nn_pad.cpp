@@ -66,7 +66,8 @@ struct PadMap {
 PadMap pad_map(IntArrayRef self_sizes, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   const int64_t nd = int64_t(self_sizes.size());
   bool ok = nd == nsp + 1 || nd == nsp + 2;
-  for (int64_t i = 1; ok && i < nd; ++i) ok = self_sizes[size_t(i)] != 0;
+  // an unbatched input's dim 0 holds channels, which must not be empty either
+  for (int64_t i = nd == nsp + 2 ? 1 : 0; ok && i < nd; ++i) ok = self_sizes[size_t(i)] != 0;
   TP_CHECK(ok, op, ": Expected ", nsp + 1, "D or ", nsp + 2, "D (batch mode) tensor with possibly 0 batch size and "
            "other non-zero dimensions for input, but got: ", shape_str(self_sizes));
   TP_CHECK(int64_t(padding.size()) == 2 * nsp, op, ": padding size is expected to be ", 2 * nsp, ", but got: ",

@@ -50,7 +50,9 @@ void check_pool_input(const Tensor& self, int64_t nsp, const char* op, bool adap
                       bool spatial_only = false) {
   TP_CHECK(self.dim() == nsp + 1 || self.dim() == nsp + 2, op, ": Expected ", nsp + 1, "D or ", nsp + 2,
            "D (batch mode) tensor for input, but got: ", shape_str(self.sizes()));
-  for (int64_t i = spatial_only ? self.dim() - nsp : 1; i < self.dim(); ++i) {
+  // the adaptive pools let an unbatched input's channels (dim 0) be empty; the others do not
+  const int64_t first = spatial_only ? self.dim() - nsp : adaptive || self.dim() == nsp + 2 ? 1 : 0;
+  for (int64_t i = first; i < self.dim(); ++i) {
     if (self.size(i) > 0) continue;
     TP_CHECK(!adaptive, op, "(): Expected input to have non-zero size for non-batch dimensions, but input has "
              "sizes ", shape_str(self.sizes()), " with dimension ", i, " being empty");
@@ -90,6 +92,10 @@ PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size
              ": pad should be at most half of effective kernel size, but got pad=", p[i], ", kernel_size=", k[i],
              " and dilation=", d[i]);
   }
+  // PyTorch's avg_pool3d wants the unpadded input at least as large as the kernel
+  TP_CHECK(is_max || nsp != 3 || (g.in[0] >= k[0] && g.in[1] >= k[1] && g.in[2] >= k[2]), op,
+           ": input image (T: ", g.in[0], " H: ", g.in[1], " W: ", g.in[2], ") smaller than kernel size (kT: ", k[0],
+           " kH: ", k[1], " kW: ", k[2], ")");
   std::string in_s, out_s;
   bool bad = false;
   for (int64_t i = 0; i < nsp; ++i) {

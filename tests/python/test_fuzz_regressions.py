@@ -695,3 +695,35 @@ def test_convolution_empty_inputs_and_weights(case, dtype):
                                         ((3, 0, 5), (0, 2))])
 def test_adaptive_avg_pool2d_to_an_empty_size_skips_the_dtype_check(shape, size, dtype):
     _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.ones(shape, dtype=getattr(lib, dtype)), size))
+
+
+# an unbatched input's dim 0 holds channels: pools and reflection/replication pads refuse it
+# empty (the adaptive pools do not); avg_pool3d wants the unpadded input as large as the kernel;
+# cdist refuses a NaN p
+@pytest.mark.parametrize('case', ['ap3d-small', 'ap3d-ok', 'mp3d-small', 'ap3d-4d-zero', 'ap3d-5d-zero', 'mp3d-4d-zero',
+                                  'mp2d-3d-zero', 'ap2d-3d-zero', 'ap1d-2d-zero', 'mp1d-2d-zero', 'aap2d-3d-zero',
+                                  'amp2d-3d-zero', 'rp1d-2d-zero', 'rp1d-3d-zero-batch', 'rpl1d-2d-zero',
+                                  'rp2d-3d-zero', 'rpl3d-4d-zero', 'circ-2d-zero', 'cdist-nan'])
+def test_pools_and_pads_of_empty_unbatched_input(case):
+    def call(lib):
+        F, z = lib.nn.functional, lib.zeros
+        return {'ap3d-small': lambda: F.avg_pool3d(z(2, 3, 1, 5, 5), 3, 2, 1),
+                'ap3d-ok': lambda: F.avg_pool3d(z(2, 3, 3, 5, 5), 3, 2, 1),
+                'mp3d-small': lambda: F.max_pool3d(z(2, 3, 1, 5, 5), 3, 2, 1),
+                'ap3d-4d-zero': lambda: F.avg_pool3d(z(0, 5, 5, 5), 2),
+                'ap3d-5d-zero': lambda: F.avg_pool3d(z(0, 2, 5, 5, 5), 2),
+                'mp3d-4d-zero': lambda: F.max_pool3d(z(0, 5, 5, 5), 2),
+                'mp2d-3d-zero': lambda: F.max_pool2d(z(0, 5, 5), 2),
+                'ap2d-3d-zero': lambda: F.avg_pool2d(z(0, 5, 5), 2),
+                'ap1d-2d-zero': lambda: F.avg_pool1d(z(0, 5), 2),
+                'mp1d-2d-zero': lambda: F.max_pool1d(z(0, 5), 2),
+                'aap2d-3d-zero': lambda: F.adaptive_avg_pool2d(z(0, 5, 5), 2),
+                'amp2d-3d-zero': lambda: F.adaptive_max_pool2d(z(0, 5, 5), 2),
+                'rp1d-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='reflect'),
+                'rp1d-3d-zero-batch': lambda: F.pad(z(0, 2, 4), [1, 1], mode='reflect'),
+                'rpl1d-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='replicate'),
+                'rp2d-3d-zero': lambda: F.pad(z(0, 4, 4), [1, 1, 1, 1], mode='reflect'),
+                'rpl3d-4d-zero': lambda: F.pad(z(0, 4, 4, 4), [1, 1, 1, 1, 1, 1], mode='replicate'),
+                'circ-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='circular'),
+                'cdist-nan': lambda: lib.cdist(z(3, 2), z(4, 2), p=float('nan'))}[case]()
+    _same_result(call)
