@@ -454,7 +454,8 @@ struct IndexRules {
 };
 
 /// The checked, wrapped dim and the index as int64.
-Tensor checked_dim_index(const IndexRules& rule, const Tensor& self, int64_t& dim, const Tensor& index) {
+Tensor checked_dim_index(const IndexRules& rule, const Tensor& self, int64_t& dim, const Tensor& index,
+                         bool bounds = true) {
   dim = wrap_dim(dim, self.dim());
   DType it = index.dtype();
   bool ok = it == DType::Int64 || (rule.int32_ok && it == DType::Int32);
@@ -467,8 +468,25 @@ Tensor checked_dim_index(const IndexRules& rule, const Tensor& self, int64_t& di
     fail(rule.vector_kind, rule.op, "(): Index is supposed to be a vector, but got dim: ", index.dim(),
          " with size: ", shape_str(index.sizes()));
   Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
-  check_bounds(idx, self.dim() ? self.size(dim) : 1, rule.negative, rule.bounds_kind, nullptr, dim);
+  if (bounds) check_bounds(idx, self.dim() ? self.size(dim) : 1, rule.negative, rule.bounds_kind, nullptr, dim);
   return idx;
+}
+
+/// Whether self's indexed dim is empty while the index is not. PyTorch's index_add then writes
+/// nothing and checks no bounds; its index_copy/index_fill restride self over the index first,
+/// which fails (RuntimeError) where self's other dims hold elements and else writes nothing.
+bool empty_indexed_dim(const Tensor& self, int64_t dim, const Tensor& index) {
+  return self.dim() > 0 && dim >= -self.dim() && dim < self.dim() && self.size(wrap_dim(dim, self.dim())) == 0 &&
+         index.numel() != 0;
+}
+
+void check_restride(const char* op, const Tensor& self, int64_t dim, const Tensor& idx) {
+  int64_t others = 1;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (d != dim) others *= self.size(d);
+  if (others == 0) return;
+  const int64_t first = host_copy(idx).data<int64_t>()[0];
+  TP_FAIL(op, "(): index ", first, " is out of bounds for dimension ", dim, " with size 0");
 }
 
 /// Checks `source` against self for index_add/copy/reduce: same dtype, same shape apart
@@ -511,11 +529,12 @@ Tensor slices_value(const Tensor& self, int64_t dim, int64_t n, const Tensor& sc
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, OutArg out) {
   IndexRules rule{"index_add_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Runtime, false};
-  Tensor idx = checked_dim_index(rule, self, dim, index);
+  const bool empty_dim = empty_indexed_dim(self, dim, index);
+  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
   check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
   check_written(out, {&index, &source});
   Tensor res = updated_copy(self, out, true);
-  if (is_meta(res)) return res;
+  if (is_meta(res) || empty_dim) return res;
   with_opmath(res, [&](const Tensor& work) {
     Tensor src = _to_dtype(source, work.dtype());
     if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
@@ -539,14 +558,16 @@ Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   if (source.dim() == 0 && index.dim() <= 1)
     TP_CHECK_INDEX(index.numel() == 1, "index_copy_(): When source is scalar, index should have one element (got ",
                    index.numel(), ")");
-  Tensor idx = checked_dim_index(rule, self, dim, index);
+  const bool empty_dim = empty_indexed_dim(self, dim, index);
+  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
   TP_CHECK(source.dtype() == self.dtype(), "index_copy_(): self and source expected to have the same "
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",
            dtype_scalar_name(source.dtype()));
   check_source("index_copy_", self, dim, idx, source, ErrorKind::Index);
   check_written(out, {&index, &source});
+  if (empty_dim && !is_meta(self)) check_restride("index_copy_", self, dim, idx);
   Tensor res = updated_copy(self, out, true);
-  if (is_meta(res)) return res;
+  if (is_meta(res) || empty_dim) return res;
   write_slices(res, dim, idx, source, Reduce::Assign);
   res.impl()->bump_version();
   return res;
@@ -557,9 +578,11 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   IndexRules rule{"index_fill_", false, ErrorKind::Index, ErrorKind::Runtime, ErrorKind::Index, true};
   TP_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
            "with ", value.dim(), " dimension(s).");
-  Tensor idx = checked_dim_index(rule, self, dim, index);
+  const bool empty_dim = empty_indexed_dim(self, dim, index);
+  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
+  if (empty_dim && !is_meta(self)) check_restride("index_fill_", self, dim, idx);
   Tensor res = updated_copy(self, out, false);
-  if (is_meta(res)) return res;
+  if (is_meta(res) || empty_dim) return res;
   write_slices(res, dim, idx, slices_value(self, dim, idx.numel(), value), Reduce::Assign);
   res.impl()->bump_version();
   return res;
@@ -930,7 +953,7 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
     }
   }
   DType ct = promote_types(bd.dtype(), self.dtype());
-  if (ct == DType::Bool)
+  if (ct == DType::Bool && self.numel() != 0)  // PyTorch returns an empty input before its dispatch
     TP_FAIL_NOT_IMPLEMENTED("searchsorted: not implemented for 'Bool'");
   DType rt = out_int32 ? DType::Int32 : DType::Int64;
   Tensor res;
@@ -955,7 +978,8 @@ Tensor searchsorted_impl(const Tensor& sorted_sequence, const Tensor& self, bool
   }
   Tensor b = contiguous(_to_dtype(bd, ct)), v = contiguous(_to_dtype(vals, ct));
   int64_t len = bd.size(bd.dim() - 1), rows_per = bd.dim() == 1 ? 0 : (self.dim() ? self.size(self.dim() - 1) : 1);
-  if (b.device().is_cuda()) {
+  if (v.numel() == 0) {
+  } else if (b.device().is_cuda()) {
 #ifdef TP_USE_CUDA
     cuda::searchsorted(b, v, sort.defined() ? sort.device_data<int64_t>() : nullptr, len, rows_per,
                        right, res);

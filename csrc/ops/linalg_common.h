@@ -28,7 +28,9 @@ bool is_vector_rhs(const Tensor& A, const Tensor& B);
 /// Checks A is a (batch of) float32/float64 matrix, square if asked. float16/bfloat16
 /// raise NotImplementedError naming `half_kernel` (PyTorch's CPU kernel, e.g. "lu_cpu"),
 /// or, when it is null, RuntimeError "Low precision dtypes not supported".
-void check_matrix(const Tensor& A, const char* half_kernel, bool square);
+/// With `empty_returns`, an empty float16/bfloat16 input passes (PyTorch's kernel returns it
+/// before its dtype dispatch; its geqrf does not).
+void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns = true);
 /// Checks A is on a device with solvers (CPU or, in CUDA builds, CUDA).
 void check_solver_device(const Tensor& A);
 
@@ -52,6 +54,9 @@ int64_t first_failure(const Tensor& info, int* value);
 [[noreturn]] void fail_eigh(const Tensor& A, int64_t b, int info);
 /// res, or res copied into out= (which must have res's dtype; resized as needed).
 Tensor finish_out(OutArg out, const Tensor& res);
+/// res into out= of any dtype res safely casts to (PyTorch's rule for matrix_rank, pinv and
+/// matrix_power's copies), else "Expected result to be safely castable ...".
+Tensor finish_out_cast(OutArg out, const Tensor& res);
 
 /// Calls f(float{}) or f(double{}) by dt (callers have checked dt is one of the two).
 template <class F>

@@ -61,15 +61,19 @@ int lapack_int(int64_t v) {
   return int(std::max<int64_t>(v, 1));
 }
 
-void check_matrix(const Tensor& A, const char* half_kernel, bool square) {
+void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns) {
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
   DType dt = A.dtype();
   TP_CHECK(is_floating(dt), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(dt));
   if (dt == DType::Float16 || dt == DType::BFloat16) {
-    if (half_kernel)
-      TP_FAIL_NOT_IMPLEMENTED("\"", half_kernel, "\" not implemented for '", dtype_scalar_name(dt), "'");
-    TP_FAIL("Low precision dtypes not supported. Got ", dtype_scalar_name(dt));
+    // PyTorch's CPU kernels return an empty input before their dtype dispatch
+    if (half_kernel) {
+      if (A.numel() != 0 || !empty_returns || A.device().is_cuda())
+        TP_FAIL_NOT_IMPLEMENTED("\"", half_kernel, "\" not implemented for '", dtype_scalar_name(dt), "'");
+    } else {
+      TP_FAIL("Low precision dtypes not supported. Got ", dtype_scalar_name(dt));
+    }
   }
   if (square)
     TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
@@ -84,6 +88,14 @@ void check_solver_device(const Tensor& A) {
 #endif
   TP_CHECK(A.device().is_cpu(), "no ", A.device().str(), " kernel yet");
 }
+
+/// An empty input of a dtype the CPU kernels lack (only empty ones pass check_matrix and eigh's
+/// check): PyTorch returns it before its dtype dispatch; ours solves it as float32 and casts back.
+static bool solve_as_float(const Tensor& A) {
+  return A.numel() == 0 && A.device().is_cpu() && A.dtype() != DType::Float32 && A.dtype() != DType::Float64;
+}
+
+static Tensor cast_defined(const Tensor& t, DType dt) { return t.defined() ? _to_dtype(t, dt) : t; }
 
 bool is_vector_rhs(const Tensor& A, const Tensor& B) {
   return B.dim() == 1 || (B.dim() == A.dim() - 1 &&
@@ -178,6 +190,15 @@ Tensor finish_out(OutArg out, const Tensor& res) {
   return o;
 }
 
+Tensor finish_out_cast(OutArg out, const Tensor& res) {
+  if (!out.tensor) return res;
+  TP_CHECK(can_cast(res.dtype(), out.tensor->dtype()), "Expected result to be safely castable from ",
+           dtype_scalar_name(res.dtype()), " dtype, but got result with dtype ",
+           dtype_scalar_name(out.tensor->dtype()));
+  if (out.tensor->dtype() == res.dtype()) return finish_out(out, res);
+  return finish_out(out, _to_dtype(res, out.tensor->dtype()));
+}
+
 /// The workspace size a LAPACK query (lwork = -1) wrote to work[0], at least 1.
 template <class T>
 int query_lwork(T work0) {
@@ -246,6 +267,7 @@ using namespace linalg;
 
 Tensor linalg_det_impl(const Tensor& A, OutArg out) {
   check_matrix(A, "lu_cpu", true);
+  if (solve_as_float(A)) return finish_out(out, _to_dtype(linalg_det_impl(_to_dtype(A, DType::Float32), {}), A.dtype()));
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return finish_out(out, cuda::linalg::det(A));
 #endif
@@ -351,6 +373,9 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
   TP_CHECK(A.dtype() == B.dtype(), "Expected A and B to have the same dtype, but found A of type ",
            dtype_scalar_name(A.dtype()), " and B of type ", dtype_scalar_name(B.dtype()),
            " instead");
+  if (solve_as_float(A))
+    return finish_out(out, _to_dtype(linalg_solve_impl(_to_dtype(A, DType::Float32), _to_dtype(B, DType::Float32),
+                                                       left, {}), A.dtype()));
   int64_t n = rows(A);
   bool vector_case = is_vector_rhs(A, B);
   Tensor Bm = vector_case ? unsqueeze(B, -1) : B;
@@ -426,6 +451,10 @@ std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
 std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
                                                    OutArg) {
   check_matrix(A, "cholesky_cpu", true);
+  if (solve_as_float(A)) {
+    auto [L, info] = linalg_cholesky_ex_impl(_to_dtype(A, DType::Float32), upper, check_errors, {});
+    return {_to_dtype(L, A.dtype()), info};
+  }
   Tensor L, info_t;
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) std::tie(L, info_t) = cuda::linalg::cholesky(A, upper);
@@ -471,7 +500,7 @@ Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
 std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mode, OutArg) {
   TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
            mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
-  check_matrix(A, "geqrf_cpu", false);
+  check_matrix(A, "geqrf_cpu", false, /*empty_returns=*/false);
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::qr(A, mode);
 #endif
@@ -519,6 +548,10 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::svd(A, compute_uv, full_matrices);
 #endif
+  if (solve_as_float(A)) {  // empty float16/bfloat16 (check_matrix): no dtype dispatch
+    SvdResult r = linalg::svd(_to_dtype(A, DType::Float32), compute_uv, full_matrices);
+    return {cast_defined(r.U, A.dtype()), cast_defined(r.S, A.dtype()), cast_defined(r.Vh, A.dtype())};
+  }
   DimVector batch = batch_of(A);
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
@@ -573,6 +606,14 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
 EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   TP_CHECK(uplo == "L" || uplo == "U", "Expected UPLO argument to be 'L' or 'U', but got ", uplo);
   DType dt = A.dtype();
+  TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
+  TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A), " by ", cols(A),
+           " matrices");
+  // PyTorch's CPU kernel returns an empty input, of any dtype, before its dtype dispatch
+  if (solve_as_float(A)) {
+    EighResult r = eigh(_to_dtype(A, DType::Float32), compute_v, uplo);
+    return {_to_dtype(r.eigenvalues, dt), _to_dtype(r.eigenvectors, dt)};
+  }
   if (dt != DType::Float32 && dt != DType::Float64)
     TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
   check_matrix(A, nullptr, true);

@@ -121,11 +121,11 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
   int64_t m = rows(A), n = cols(A), nb = count(batch);
   if (hermitian) check_matrix(A, nullptr, true);
   Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype(), A.device());
-  if (res.numel() == 0) return finish_out(out, zero_(res));
-  if (is_meta(res)) return finish_out(out, res);
+  if (res.numel() == 0) return finish_out_cast(out, zero_(res));
+  if (is_meta(res)) return finish_out_cast(out, res);
   if (!A.device().is_cpu()) {
     check_solver_device(A);
-    return finish_out(out, pinv_by_ops(A, tols, hermitian));
+    return finish_out_cast(out, pinv_by_ops(A, tols, hermitian));
   }
   dispatch_float(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -164,7 +164,7 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
     blas::gemm_batched(A.dtype(), nb, n, m, k, 1.0, {vh, k, 1}, k * n, {r.U.data<T>(), m, 1},
                        m * k, 0.0, res.data_ptr(), m, n * m);
   });
-  return finish_out(out, res);
+  return finish_out_cast(out, res);
 }
 
 Tensor pinverse_composite(const Tensor& self, double rcond, OutArg) {
@@ -179,15 +179,15 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
   const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
   Tensor rank = zeros(batch, DType::Int64, A.device());
-  if (m == 0 || n == 0) return finish_out(out, rank);
+  if (m == 0 || n == 0) return finish_out_cast(out, rank);
   Tensor values = hermitian ? linalg::eigh(A, false, "L").eigenvalues
                             : (check_matrix(A, "linalg_svd_cpu", false), linalg::svd(A, false, false).S);
-  if (is_meta(rank)) return finish_out(out, rank);
+  if (is_meta(rank)) return finish_out_cast(out, rank);
   if (!A.device().is_cpu()) {  // |values| above each matrix's cut-off
     std::array<int64_t, 1> last{-1};
     Tensor mags = abs(values);
     Tensor tol = unsqueeze(tols.cutoffs(amax(mags, last), m, n), -1);
-    return finish_out(out, sum(gt(mags, tol), last));
+    return finish_out_cast(out, sum(gt(mags, tol), last));
   }
   int64_t k = cols(values);
   dispatch_float(A.dtype(), [&](auto zero) {
@@ -202,7 +202,7 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
       rank.data<int64_t>()[b] = r;
     }
   });
-  return finish_out(out, rank);
+  return finish_out_cast(out, rank);
 }
 
 Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
@@ -210,16 +210,21 @@ Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
            " by ", cols(A), " matrices");
   int64_t size = rows(A);
+  // out= must take the result's dtype safely; a product (n >= 2) must have it exactly (matmul's out=)
+  if (out.tensor) TP_CHECK(can_cast(A.dtype(), out.tensor->dtype()), "Expected result to be safely castable from ",
+                           dtype_scalar_name(A.dtype()), " dtype, but got result with dtype ",
+                           dtype_scalar_name(out.tensor->dtype()));
   if (n == 0) {  // the identity; where() keeps A's history (a zero gradient), as PyTorch
     Tensor res = where(zeros(IntArrayRef(), DType::Bool, A.device()), A,
                        eye(size, std::nullopt, A.dtype(), A.device()));
-    return finish_out(out, contiguous(res));
+    return finish_out_cast(out, contiguous(res));
   }
   // Written with tp::matmul / linalg_inv, which record their own gradients.
   Tensor base = n < 0 ? linalg_inv(A) : A;
   uint64_t p = n < 0 ? uint64_t(0) - uint64_t(n) : uint64_t(n);
   // A^1 is a new contiguous copy whatever A's layout, as in PyTorch (A^-1 keeps inv's).
-  if (p == 1) return finish_out(out, n < 0 ? base : base.is_contiguous() ? clone(base) : contiguous(base));
+  if (p == 1 && n < 0) return finish_out(out, base);  // inv's out= rule: its dtype exactly
+  if (p == 1) return finish_out_cast(out, base.is_contiguous() ? clone(base) : contiguous(base));
   TP_CHECK_KIND(ErrorKind::NotImplemented, A.dtype() != DType::Bool || A.numel() == 0,
                 "\"addmm_impl_cpu_\" not implemented for 'Bool'");  // an empty mm returns first
   // z runs through base^(2^i); the result gathers the z of each set bit of p.

@@ -120,7 +120,8 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
   int64_t batch = nd == 3 ? a.size(0) : 1;
   int64_t m = a.size(nd - 2), k = a.size(nd - 1), n = b.size(nd - 1);
   if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0 && a.dtype() == DType::Bool) {  // no bool gemm: an empty sum is false
+  // no bool gemm, nor one of mixed dtypes (bmm of empty operands): an empty sum is zero
+  if (k == 0 && (a.dtype() == DType::Bool || a.dtype() != b.dtype() || b.dtype() != c.dtype())) {
     if (beta == 0) zero_impl(c, OutArg{&c, true});
     return;
   }
@@ -152,13 +153,15 @@ void check_mm(const Tensor& self, const Tensor& mat2) {
   check_kernel_dtype(self, "addmm_impl_cpu_", "addmm_cuda", &mat2);
 }
 
-void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel) {
+/// `empty_mixes`: PyTorch's bmm returns before its dtype check when an operand is empty (its
+/// result then has batch2's dtype; its meta function checks them); baddbmm checks the dtypes first.
+void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel, bool empty_mixes = false) {
   TP_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(b2.size(0) == b1.size(0) && b2.size(1) == b1.size(2),
            "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
            b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
-  check_same_dtype(b1, b2);
+  if (!empty_mixes || is_meta(b1) || (b1.numel() != 0 && b2.numel() != 0)) check_same_dtype(b1, b2);
   check_kernel_dtype(b1, kernel, "baddbmm_cuda", &b2);
 }
 
@@ -211,9 +214,9 @@ Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 
 Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
   check_same_device({&self, &mat2});
-  check_bmm(self, mat2, "bmm");
+  check_bmm(self, mat2, "bmm", /*empty_mixes=*/true);
   int64_t sizes[3] = {self.size(0), self.size(1), mat2.size(2)};
-  ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &mat2});
+  ProductDst d = product_dst(out, sizes, mat2.dtype(), self.device(), {&self, &mat2});
   if (d.meta()) return d.finish();
   run_gemm(self, mat2, d.dst, 1.0, 0.0);
   return d.finish();
@@ -569,9 +572,10 @@ Tensor cross_impl(const Tensor& self, const Tensor& other, const std::optional<i
 }
 
 Tensor trace_impl(const Tensor& self, OutArg) {
-  TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  // PyTorch dispatches on the dtype before it checks the dims
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,
                 "\"trace\" not implemented for 'Bool'");
+  TP_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   return sum(diagonal(self, 0, 0, 1));
 }
 

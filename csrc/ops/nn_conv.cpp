@@ -463,10 +463,6 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(input.dim() == weight.dim(), "Expected ", weight.dim(), "-dimensional input for ", weight.dim(),
            "-dimensional weight ", shape_str(weight.sizes()), ", but got ", input.dim(),
            "-dimensional input of size ", shape_str(input.sizes()), " instead");
-  TP_CHECK(input.dtype() == weight.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()),
-           " but found ", dtype_scalar_name(weight.dtype()));
-  TP_CHECK(!bias || bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()),
-           ") and bias type (", dtype_name(bias->dtype()), ") should be the same");
   TP_CHECK(input.device().is_cpu() || input.device().is_cuda() || is_meta(input), "no ", input.device().str(),
            " kernel");
   TP_CHECK(weight.device() == input.device() && (!bias || bias->device() == input.device()),
@@ -495,6 +491,8 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   }
   int64_t out_channels;
   if (!transposed) {
+    TP_CHECK(weight.size(0) >= groups || is_meta(input), "Given groups=", groups, ", expected weight to be at least ", groups,
+             " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
     TP_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ",
              groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
     TP_CHECK(input.size(1) == weight.size(1) * groups, "Given groups=", groups, ", weight of size ",
@@ -537,6 +535,36 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // PyTorch's convolution takes empty inputs only where the batch or channels are empty, and
+  // its transposed kernels want a non-empty weight
+  if (!is_meta(input)) {
+    bool empty_spatial = false;
+    for (int64_t i = 2; i < input.dim(); ++i) empty_spatial = empty_spatial || input.size(i) == 0;
+    TP_CHECK(!empty_spatial, "Only zero batch or zero channel inputs are supported, but got input shape: ",
+             shape_str(input.sizes()));
+    if (transposed && weight.numel() == 0 && input.numel() != 0) {
+      TP_CHECK(g.nsp != 3, "non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+               "kernel_width) tensor expected for weight, but got: ", shape_str(weight.sizes()));
+      TP_FAIL("non-empty 2D or 4D weight tensor expected, but got: ", shape_str(weight.sizes()));
+    }
+  }
+  // PyTorch's CPU kernel is picked by the input's dtype after the shape checks: a dtype it lacks
+  // raises NotImplementedError before the weight's dtype is compared (an empty input returns)
+  const DType in_dt = input.dtype();
+  if (input.device().is_cpu() && input.numel() != 0 && !is_floating(in_dt)) {
+    const bool dilated = g.d[0] > 1 || g.d[1] > 1 || g.d[2] > 1;
+    const char* kernel = transposed ? (g.nsp == 3 ? "slow_conv_transpose3d_out_cpu" : "slow_conv_transpose2d_out_cpu")
+                         : dilated  ? "slow_conv_dilated<>"
+                         : g.nsp == 3 ? "compute_columns3d"
+                                      : "slow_conv2d_cpu";
+    const bool ok = in_dt != DType::Bool && (in_dt == DType::Int64 || (!transposed && !dilated));
+    TP_CHECK_KIND(ErrorKind::NotImplemented, ok, "\"", kernel, "\" not implemented for '", dtype_scalar_name(in_dt),
+                  "'");
+  }
+  TP_CHECK(in_dt == weight.dtype(), "expected scalar type ", dtype_scalar_name(in_dt), " but found ",
+           dtype_scalar_name(weight.dtype()));
+  TP_CHECK(!bias || bias->dtype() == in_dt, "Input type (", dtype_name(in_dt), ") and bias type (",
+           dtype_name(bias->dtype()), ") should be the same");
   // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
   bool empty_kernel = false;
   for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;

@@ -77,6 +77,8 @@ Tensor softmax_run(const Tensor& self, int64_t dim, const std::optional<DType>& 
   const DType out_dt = dtype ? *dtype : self.dtype();
   // row-major in out_dt (PyTorch's meta function checks no dtype: that is its kernels')
   if (is_meta(self)) return empty_tensor(self.sizes(), out_dt, self.device());
+  // PyTorch's CPU kernel returns an empty input before its dtype dispatch
+  if (self.numel() == 0 && self.device().is_cpu()) return empty_tensor(self.sizes(), out_dt, self.device());
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(out_dt), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
                 dtype_scalar_name(out_dt), "'");
 #ifdef TP_USE_CUDA
@@ -199,14 +201,26 @@ bool layer_norm_mixed(const Tensor& input, const std::optional<Tensor>& weight, 
 
 /// PyTorch's CPU mixed-dtype rule of batch_norm / group_norm: parameters of a dtype other than
 /// the input's must all be float32, and the input then float16 / bfloat16.
-void check_mixed_cpu(const Tensor& input, std::initializer_list<const std::optional<Tensor>*> params) {
-  if (!input.device().is_cpu()) return;
-  bool differ = false;
-  for (const auto* p : params) differ = differ || (*p && (*p)->dtype() != input.dtype());
-  if (!differ) return;
+bool check_mixed_cpu(const Tensor& input, std::initializer_list<const std::optional<Tensor>*> params) {
+  if (!input.device().is_cpu()) return false;
+  // PyTorch's is_mixed_type: the first defined parameter's dtype is not the input's (a later one
+  // of another dtype is left to the kernel's dtype dispatch)
+  const std::optional<Tensor>* first = nullptr;
+  for (const auto* p : params)
+    if (p->has_value() && !first) first = p;
+  if (!first || (*first)->dtype() == input.dtype()) return false;
   for (const auto* p : params)
     TP_CHECK(!*p || (*p)->dtype() == DType::Float32, "mixed dtype (CPU): expect parameter to have scalar type of Float");
   TP_CHECK(is_float16_or_bfloat16(input.dtype()), "mixed dtype (CPU): all inputs must share same datatype.");
+  return true;
+}
+
+/// Not mixed (check_mixed_cpu false), PyTorch's CPU kernels want every parameter in the
+/// input's dtype (checked after their dtype dispatch).
+void check_params_dtype(const Tensor& input, std::initializer_list<const std::optional<Tensor>*> params) {
+  for (const auto* p : params)
+    TP_CHECK(!*p || (*p)->dtype() == input.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()),
+             " but found ", dtype_scalar_name((*p)->dtype()));
 }
 
 DimVector stat_sizes(const Tensor& input, int64_t nd) {
@@ -377,7 +391,10 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_impl(const Tensor& input, c
   check_channel_vector(running_mean, c, "running_mean");
   check_channel_vector(running_var, c, "running_var");
   TP_CHECK(training || (running_mean && running_var), "running_mean and running_var must be defined in evaluation mode");
-  check_mixed_cpu(input, {&weight, &bias, &running_mean, &running_var});
+  // PyTorch's CPU kernel dispatches on the input's dtype before its mixed-dtype check
+  if (input.device().is_cpu()) check_floating(compute_dtype(input.dtype()), "batch_norm");
+  if (!check_mixed_cpu(input, {&weight, &bias, &running_mean, &running_var}) && input.device().is_cpu())
+    check_params_dtype(input, {&weight, &bias, &running_mean, &running_var});
   if (is_meta(input)) {  // PyTorch's meta function: the output in the input's layout, statistics in the accumulation dtype
     TP_CHECK(is_floating(input.dtype()), "mean(): could not infer output dtype. Input dtype must be either a floating "
              "point or complex dtype. Got: ", dtype_scalar_name(input.dtype()));
@@ -506,6 +523,14 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(const Tensor& grad, const
 Tensor batch_norm_impl(const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                        const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
                        bool training, double momentum, double eps, bool, OutArg) {
+  // PyTorch's batch_norm returns an empty input scaled by weight[0] and shifted by bias[0]
+  // before any other check (so an int input, or parameters of any size, pass there)
+  if (input.numel() == 0 && input.dim() >= 2) {
+    Tensor out = clone(input);
+    if (weight) out = out * select(*weight, 0, 0);
+    if (bias) out = out + select(*bias, 0, 0);
+    return out;
+  }
   return std::get<0>(native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps));
 }
 
@@ -559,8 +584,12 @@ struct GroupBlocks {
 std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, int64_t N, int64_t C,
                                                           int64_t HxW, int64_t group, double eps, OutArg) {
-  TP_CHECK(input.dim() >= 2 && input.numel() == N * C * HxW && input.size(0) == N && input.size(1) == C,
-           "Expected X.numel() == N * C * HxW to be true, but got false.");
+  // PyTorch's CPU kernel checks the sizes after its dtype dispatch
+  auto check_sizes = [&] {
+    TP_CHECK(input.dim() >= 2 && input.numel() == N * C * HxW && input.size(0) == N && input.size(1) == C,
+             "Expected X.numel() == N * C * HxW to be true, but got false.");
+  };
+  if (input.dim() < 2) check_sizes();
   TP_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got "
            "input of shape ", shape_str(input.sizes()), " and num_groups=", group);
   for (const auto* v : {&weight, &bias})
@@ -568,11 +597,12 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
              " to be a vector of size equal to the number of channels in input, but got ",
              v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
              shape_str(input.sizes()));
-  check_mixed_cpu(input, {&weight, &bias});
+  const bool mixed = check_mixed_cpu(input, {&weight, &bias});
   const GroupBlocks blk(input, group);
   const int64_t stats[2] = {N, group};
   const DType dt = input.dtype(), cdt = compute_dtype(dt);
   if (is_meta(input)) {  // PyTorch's meta function: any layout in, the suggested one out; statistics in dt
+    check_sizes();
     TP_CHECK(is_floating(dt), "mean(): could not infer output dtype. Input dtype must be either a floating point or "
              "complex dtype. Got: ", dtype_scalar_name(dt));
     Tensor y = blk.cl ? empty_strided_tensor(input.sizes(), channels_last_strides(input.sizes()), dt, input.device())
@@ -582,6 +612,11 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
   }
   TP_CHECK(blk.cl ? is_channels_last_dense(input) : input.is_contiguous(),
            "Expected X.is_contiguous(memory_format) to be true, but got false.");
+  if (input.device().is_cpu()) {
+    check_floating(cdt, "GroupNormKernelImpl");
+    if (!mixed) check_params_dtype(input, {&weight, &bias});
+  }
+  check_sizes();
 #ifdef TP_USE_CUDA
   if (input.device().is_cuda()) {  // the kernel reads row-major (N, C, HxW) data
     check_devices(input, {&weight, &bias});

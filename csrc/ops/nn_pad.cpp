@@ -66,7 +66,8 @@ struct PadMap {
 PadMap pad_map(IntArrayRef self_sizes, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   const int64_t nd = int64_t(self_sizes.size());
   bool ok = nd == nsp + 1 || nd == nsp + 2;
-  for (int64_t i = 1; ok && i < nd; ++i) ok = self_sizes[size_t(i)] != 0;
+  // an unbatched input's dim 0 holds channels, which must not be empty either
+  for (int64_t i = nd == nsp + 2 ? 1 : 0; ok && i < nd; ++i) ok = self_sizes[size_t(i)] != 0;
   TP_CHECK(ok, op, ": Expected ", nsp + 1, "D or ", nsp + 2, "D (batch mode) tensor with possibly 0 batch size and "
            "other non-zero dimensions for input, but got: ", shape_str(self_sizes));
   TP_CHECK(int64_t(padding.size()) == 2 * nsp, op, ": padding size is expected to be ", 2 * nsp, ", but got: ",
@@ -233,14 +234,24 @@ Tensor unpool_run(const Tensor& self, const Tensor& indices, IntArrayRef output_
   TP_CHECK(std::equal(self.sizes().begin(), self.sizes().end(), indices.sizes().begin(), indices.sizes().end()), op,
            ": Expected shape of indices to be same as that of the input tensor (", shape_str(self.sizes()),
            ") but got indices tensor with shape: ", shape_str(indices.sizes()));
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || is_meta(self), "\"", op,
-                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
+  for (int64_t i = 1; i < self.dim(); ++i)
+    TP_CHECK(self.size(i) > 0, op, ": Expected input to have non-zero size for non-batch dimensions, but got ",
+             shape_str(self.sizes()), " with dimension ", i, " being empty.");
   DimVector out_sizes(self.sizes().data(), size_t(self.dim() - nsp));
   int64_t plane_out = 1;
   for (int64_t v : output_size) {
+    TP_CHECK(v >= 0, op, ": output_size must contain non-negative spatial dimensions, but got output_size=",
+             shape_str(output_size));
     out_sizes.push_back(v);
     plane_out *= v;
   }
+  // PyTorch returns an empty result before its dtype dispatch
+  if (plane_out == 0 && !is_meta(self)) {
+    check_same_device(self, indices);
+    return empty_tensor(out_sizes, self.dtype(), self.device());
+  }
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()) || is_meta(self), "\"", op,
+                "\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
   const int64_t planes = [&] {
     int64_t p = 1;
     for (int64_t i = 0; i < self.dim() - nsp; ++i) p *= self.size(i);

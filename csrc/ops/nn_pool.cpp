@@ -44,12 +44,21 @@ DimVector expand(IntArrayRef v, int64_t nsp, IntArrayRef fallback, const char* o
   return r;
 }
 
-void check_pool_input(const Tensor& self, int64_t nsp, const char* op) {
+/// `adaptive`: the adaptive pools' check and message; `spatial_only`: only the pooled dims must be
+/// non-empty (PyTorch's adaptive_avg_pool1d/2d pool zero channels, the others refuse them).
+void check_pool_input(const Tensor& self, int64_t nsp, const char* op, bool adaptive = false,
+                      bool spatial_only = false) {
   TP_CHECK(self.dim() == nsp + 1 || self.dim() == nsp + 2, op, ": Expected ", nsp + 1, "D or ", nsp + 2,
            "D (batch mode) tensor for input, but got: ", shape_str(self.sizes()));
-  for (int64_t i = 1; i < self.dim(); ++i)
-    TP_CHECK(self.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
+  // the adaptive pools let an unbatched input's channels (dim 0) be empty; the others do not
+  const int64_t first = spatial_only ? self.dim() - nsp : adaptive || self.dim() == nsp + 2 ? 1 : 0;
+  for (int64_t i = first; i < self.dim(); ++i) {
+    if (self.size(i) > 0) continue;
+    TP_CHECK(!adaptive, op, "(): Expected input to have non-zero size for non-batch dimensions, but input has "
+             "sizes ", shape_str(self.sizes()), " with dimension ", i, " being empty");
+    TP_CHECK(false, op, ": Expected input's non-batch dimensions to have positive length, but input has "
              "a shape of ", shape_str(self.sizes()), " and non-zero size for dim ", i);
+  }
   TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ", self.device().str(),
            " kernel");
 }
@@ -83,6 +92,10 @@ PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size
              ": pad should be at most half of effective kernel size, but got pad=", p[i], ", kernel_size=", k[i],
              " and dilation=", d[i]);
   }
+  // PyTorch's avg_pool3d wants the unpadded input at least as large as the kernel
+  TP_CHECK(is_max || nsp != 3 || (g.in[0] >= k[0] && g.in[1] >= k[1] && g.in[2] >= k[2]), op,
+           ": input image (T: ", g.in[0], " H: ", g.in[1], " W: ", g.in[2], ") smaller than kernel size (kT: ", k[0],
+           " kH: ", k[1], " kW: ", k[2], ")");
   std::string in_s, out_s;
   bool bad = false;
   for (int64_t i = 0; i < nsp; ++i) {
@@ -118,8 +131,9 @@ PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size
 }
 
 /// Windows of an adaptive pooling: [floor(o*in/out), ceil((o+1)*in/out)).
-PoolShape adaptive_shape(const Tensor& self, int64_t nsp, IntArrayRef output_size, const char* op) {
-  check_pool_input(self, nsp, op);
+PoolShape adaptive_shape(const Tensor& self, int64_t nsp, IntArrayRef output_size, const char* op,
+                         bool spatial_only = false) {
+  check_pool_input(self, nsp, op, true, spatial_only);
   TP_CHECK(int64_t(output_size.size()) == nsp || output_size.size() == 1, op, ": output_size must be ", nsp);
   PoolShape g;
   base_shape(g, self, nsp);
@@ -438,9 +452,10 @@ Tensor avg_pool_nd(const Tensor& grad, int64_t spatial_dims, IntArrayRef kernel_
     bool to_one = std::all_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 1; }); \
     TP_CHECK(!to_one || is_floating(self.dtype()), "mean(): could not infer output dtype. Input dtype must "    \
              "be either a floating point or complex dtype. Got: ", dtype_scalar_name(self.dtype()));         \
-    if (N == 3 || self.numel() != 0) floats_only(self, "adaptive_avg_pool" #N "d");                          \
-    PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d");                          \
-    if (N <= 2 && self.numel() == 0 && !is_meta(self))                                                       \
+    const bool none_out = std::any_of(output_size.begin(), output_size.end(), [](int64_t v) { return v == 0; }); \
+    if (N == 3 || (self.numel() != 0 && !none_out)) floats_only(self, "adaptive_avg_pool" #N "d");           \
+    PoolShape g = adaptive_shape(self, N, output_size, "adaptive_avg_pool" #N "d", N <= 2);                  \
+    if (N <= 2 && (self.numel() == 0 || none_out) && !is_meta(self))                                         \
       return empty_tensor(out_sizes(self, g), self.dtype(), self.device());                                  \
     /* pooled to one element per plane, PyTorch takes a mean (on meta, its dtype check is mean's) */         \
     TP_CHECK(!is_meta(self) || g.out_numel() != 1 || is_floating(self.dtype()), "mean(): could not infer "  \
@@ -456,7 +471,7 @@ TP_ADAPTIVE_AVG(3)
 
 Tensor _adaptive_avg_pool_backward_impl(const Tensor& grad_output, const Tensor& self, int64_t spatial_dims, OutArg) {
   DimVector out(grad_output.sizes().data() + grad_output.dim() - spatial_dims, size_t(spatial_dims));
-  PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward");
+  PoolShape g = adaptive_shape(self, spatial_dims, out, "adaptive_avg_pool_backward", spatial_dims <= 2);
   fill_unit_windows(g);
   check_same_device(self, grad_output);
   const DType dt = is_float16_or_bfloat16(grad_output.dtype()) ? DType::Float32 : grad_output.dtype();

@@ -84,6 +84,8 @@ std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& self, IntA
 Tensor singular_value_norm(const Tensor& self, int ord, int64_t d0, int64_t d1, bool keepdim,
                            const std::optional<DType>& dtype) {
   Tensor A = _to_dtype(self, norm_result_dtype("linalg.matrix_norm", self, dtype));
+  TP_CHECK(A.dtype() != DType::Float16 && A.dtype() != DType::BFloat16, "linalg.matrix_norm: Low precision dtypes not supported. Got ",
+           dtype_scalar_name(A.dtype()));  // PyTorch's check, before svdvals (which returns an empty input)
   int64_t src[2] = {d0, d1}, dst[2] = {-2, -1};
   Tensor S = linalg_svdvals(movedim(A, IntArrayRef(src, 2), IntArrayRef(dst, 2)));
   int64_t last = -1;

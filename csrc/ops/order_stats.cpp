@@ -201,6 +201,10 @@ Tensor median_all(const char* op, bool ignore_nan, const Tensor& self) {
 template <bool IsMax>
 std::tuple<Tensor, Tensor> cum_best(const char* op, const Tensor& self, int64_t dim) {
   check_device(op, self);
+  // PyTorch returns an empty input before it looks at the dim
+  if (self.numel() == 0)
+    return {empty_tensor(self.sizes(), self.dtype(), self.device()),
+            empty_tensor(self.sizes(), DType::Int64, self.device())};
   Rows r = make_rows(self, dim);
   Tensor values = empty_tensor(r.x.sizes(), r.x.dtype(), self.device());
   Tensor indices = empty_tensor(r.x.sizes(), DType::Int64, self.device());
@@ -381,7 +385,8 @@ std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& self, int64_t k, int64_t 
   if (len > 0)
     TP_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", d);
   TP_CHECK_INDEX(len > 0, "kthvalue(): Expected reduction dim ", d, " to have non-zero size.");
-  reject_bool("kthvalue", self);  // after the dim, k and size checks, as PyTorch
+  // after the dim, k and size checks, as PyTorch (whose 0-d case returns before its dispatch)
+  if (self.dim() != 0) reject_bool("kthvalue", self);
   return reduce_rows(
       "kthvalue", self, dim, keepdim,
       [&](const auto* row, int64_t n, auto& value, int64_t& index) {

@@ -348,15 +348,22 @@ Tensor repeat_impl(const Tensor& self, IntArrayRef repeats, OutArg) {
   int64_t nd = int64_t(repeats.size()), pad = nd - self.dim();
   TP_CHECK(pad >= 0,
            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  // PyTorch checks the result's sizes, so a negative repeat of an empty dim passes (its meta
+  // function refuses every negative repeat)
+  if (is_meta(self))
+    for (int64_t d = 0; d < nd; ++d)
+      TP_CHECK(repeats[d] >= 0, "Repeats cannot be negative, found ", repeats[d], " at index ", d);
+  DimVector target(nd);
+  for (int64_t d = 0; d < nd; ++d) target[d] = (d < pad ? 1 : self.size(d - pad)) * repeats[d];
+  for (int64_t t : target)
+    TP_CHECK(t >= 0, "Trying to create tensor with negative dimension ", t, ": ", shape_str(target));
   std::vector<Index> grid(nd);
   DimVector strides(nd, 0);
   for (int64_t d = 0; d < nd; ++d) {
-    TP_CHECK(repeats[d] >= 0, "Trying to create tensor with negative dimension ", repeats[d],
-             ": ", shape_str(repeats));
     int64_t s = d < pad ? 1 : self.size(d - pad);
     if (d >= pad) strides[d] = self.stride(d - pad);
-    grid[d].resize(size_t(s * repeats[d]));
-    for (int64_t i = 0; i < s * repeats[d]; ++i) grid[d][i] = i % s;
+    grid[d].resize(size_t(target[d]));
+    for (int64_t i = 0; i < target[d]; ++i) grid[d][i] = i % s;
   }
   return gather_grid(self, grid, strides);
 }

@@ -147,7 +147,9 @@ Tensor isclose_impl(const Tensor& self, const Tensor& other, double rtol, double
   Tensor a = is_floating(self.dtype()) ? self : _to_dtype(self, DType::Float64);
   Tensor b = is_floating(other.dtype()) ? other : _to_dtype(other, DType::Float64);
   Tensor bound = add(mul(abs(b), wrapped_scalar(Scalar(rtol))), wrapped_scalar(Scalar(atol)));
-  return logical_or(close, le(abs(sub(a, b)), bound));
+  // a non-finite difference is never within the bound (|inf - -inf| <= inf), as in PyTorch
+  Tensor err = abs(sub(a, b));
+  return logical_or(close, logical_and(isfinite(err), le(err, bound)));
 }
 
 Tensor diff_impl(const Tensor& self, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,

@@ -421,3 +421,309 @@ def test_tensordot_contracting_a_0d_tensor_raises_indexerror():
 
 def test_bincount_of_the_largest_int64_raises():
     _same_outcome(lambda lib: lib.bincount(lib.tensor([1, 2 ** 63 - 1]), lib.ones(2)))
+
+
+# triage of seed 20261209 (branch fuzz3): results compared with torch's, value for value
+def _same_result(fn):
+    t, l = _same_outcome(fn)
+    if isinstance(t, str):  # both raised the same class
+        return
+    assert db_dtype(l) == str(t.dtype).replace('torch.', '') and tuple(l.shape) == tuple(t.shape)
+    assert l.tolist() == t.tolist()
+
+
+def db_dtype(t):
+    return str(t.dtype).replace('tensorplay.', '')
+
+
+@pytest.mark.parametrize('shape', [(2, 0, 7), (0, 2, 7), (2, 3, 0), (3, 0), (0, 7)])
+def test_adaptive_avg_pool1d_of_zero_channels(shape):
+    _same_result(lambda lib: lib.adaptive_avg_pool1d(lib.zeros(shape), 4))
+
+
+@pytest.mark.parametrize('shape', [(2, 0, 7, 3), (2, 3, 0, 3), (3, 0, 3), (0, 7, 3), (2, 0, 7, 3, 2)])
+def test_adaptive_pools_of_empty_dims(shape):
+    _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.zeros(shape[:4]), (4, 2)))
+    _same_result(lambda lib: lib.nn.functional.adaptive_max_pool2d(lib.zeros(shape[:4]), (4, 2))[0])
+    if len(shape) >= 4:
+        _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool3d(lib.zeros(shape + (2,) * (5 - len(shape))),
+                                                                       (4, 2, 1)))
+
+
+@pytest.mark.parametrize('case', ['int-empty', 'float-weight-empty', 'empty-weight', 'int', 'int-float-weight',
+                                  'half-double-weight', 'float-bool-bias', 'bf16-float-bias'])
+def test_batch_norm_checks_in_pytorchs_order(case):
+    def call(lib):
+        z = lib.zeros
+        x = {'int-empty': z(2, 0, 4, dtype=lib.int16), 'float-weight-empty': z(2, 0, 4, dtype=lib.int16),
+             'empty-weight': z(2, 0, 4), 'int': z(2, 3, 4, dtype=lib.int32),
+             'int-float-weight': z(2, 3, 4, dtype=lib.int32), 'half-double-weight': z(2, 3, 4, dtype=lib.float16),
+             'float-bool-bias': z(2, 3, 4), 'bf16-float-bias': z(2, 3, 4, dtype=lib.bfloat16)}[case]
+        w = {'int-empty': z(3, dtype=lib.int16) + 2, 'float-weight-empty': z(3) + 2, 'empty-weight': z(0),
+             'int': z(3, dtype=lib.int32), 'int-float-weight': z(3, dtype=lib.float64),
+             'half-double-weight': z(3, dtype=lib.float64), 'float-bool-bias': z(3),
+             'bf16-float-bias': z(3, dtype=lib.bfloat16)}[case]
+        b = {'float-weight-empty': z(3) + 1, 'float-bool-bias': z(3, dtype=lib.bool),
+             'bf16-float-bias': z(3)}.get(case)
+        return lib.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, True)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', ['int', 'int-sizes', 'int-mixed', 'later-param', 'groups'])
+def test_native_group_norm_checks_in_pytorchs_order(case):
+    def call(lib):
+        x = lib.zeros(2, 4, 2, dtype=lib.float32 if case == 'later-param' else lib.int16)
+        w = {'int-mixed': lib.ones(4, dtype=lib.float64), 'later-param': lib.ones(4)}.get(case)
+        b = {'later-param': lib.ones(4, dtype=lib.int32)}.get(case)
+        hxw = 3 if case == 'int-sizes' else 2
+        return lib.native_group_norm(x, w, b, 2, 4, hxw, 3 if case == 'groups' else 2, 1e-5)[0]
+    _same_result(call)
+
+
+@pytest.mark.parametrize('dtype', ['int8', 'int16', 'int32', 'int64', 'uint8'])
+@pytest.mark.parametrize('src', ['float32', 'float64', 'float16', 'bfloat16'])
+def test_float_to_int_casts_of_nan_inf_and_out_of_range(src, dtype):
+    values = [float('nan'), float('inf'), -float('inf'), 3e10, -3e10, 2.5, -7.9, 40000.7, 2147483903.0]
+    _same_result(lambda lib: lib.tensor(values, dtype=getattr(lib, src)).to(getattr(lib, dtype)))
+
+
+def test_isclose_of_opposite_infinities():
+    inf, nan = float('inf'), float('nan')
+    for equal_nan in (False, True):
+        _same_result(lambda lib: lib.isclose(lib.tensor([inf, inf, -inf, nan, 1.0, inf]),
+                                             lib.tensor([-inf, inf, inf, nan, inf, 1.0]), equal_nan=equal_nan))
+
+
+@pytest.mark.parametrize('shape,reps', [((2, 0), (2, -1)), ((2, 0), (-1, 2)), ((2, 3), (-1, 0)), ((2, 0), (1, -2, 3)),
+                                        ((2, 3), (2, -1)), ((0,), (-1, 2))])
+def test_repeat_checks_the_result_sizes(shape, reps):
+    _same_result(lambda lib: lib.zeros(shape).repeat(*reps))
+    _same_result(lambda lib: lib.zeros(shape).tile(reps))
+
+
+def test_repeat_on_meta_refuses_negative_repeats():
+    _same_outcome(lambda lib: lib.zeros(2, 0, device='meta').repeat(2, -1).shape)
+
+
+@pytest.mark.parametrize('a,b', [((2, 0, 3), (2, 3, 4)), ((2, 1, 0), (2, 0, 4)), ((2, 1, 3), (2, 3, 0)),
+                                 ((2, 1, 3), (2, 3, 4))])
+@pytest.mark.parametrize('da,db', [('int16', 'bool'), ('float32', 'int64'), ('int64', 'float32')])
+def test_bmm_of_an_empty_operand_skips_the_dtype_check(a, b, da, db):
+    _same_result(lambda lib: lib.bmm(lib.zeros(a, dtype=getattr(lib, da)), lib.zeros(b, dtype=getattr(lib, db))))
+
+
+@pytest.mark.parametrize('case', ['empty-out', 'empty-out-int', 'zero-channels', 'negative', 'int', 'empty-batch'])
+def test_max_unpool2d_empty_results_and_checks(case):
+    def call(lib):
+        i = lib.tensor([4, 6, 8, 11, 0, 7, 12, 10, 5, 6, 12, 10]).reshape(1, 3, 2, 2)
+        x = lib.arange(12.).reshape(1, 3, 2, 2)
+        size = [4, 4]
+        if case == 'empty-out':
+            size = [4, 0]
+        elif case == 'empty-out-int':
+            x, size = x.int(), [0, 4]
+        elif case == 'zero-channels':
+            x, i = x[:, :0], i[:, :0]
+        elif case == 'negative':
+            size = [-1, 4]
+        elif case == 'int':
+            x = x.int()
+        elif case == 'empty-batch':
+            x, i = x[:0], i[:0]
+        return lib._C._nn.max_unpool2d(x, i, size) if lib is torch else lib.max_unpool2d(x, i, size)
+    _same_result(call)
+
+
+# linalg of empty float16/bfloat16/bool input: PyTorch's kernels return it before their dtype
+# dispatch (geqrf and inv's low-precision check do not)
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16', 'bool', 'int8'])
+@pytest.mark.parametrize('shape', [(0, 0), (2, 0, 0), (0, 3, 3), (3, 3), (0, 3)])
+@pytest.mark.parametrize('op', ['svdvals', 'det', 'slogdet', 'cholesky', 'cholesky_ex', 'solve', 'inv', 'eigvalsh',
+                                'qr', 'matrix_norm2'])
+def test_linalg_of_empty_low_precision_input(op, shape, dtype):
+    def call(lib):
+        x = lib.zeros(shape, dtype=getattr(lib, dtype))
+        if op == 'solve':
+            return lib.linalg.solve(x, x)
+        if op == 'matrix_norm2':
+            return lib.linalg.matrix_norm(x, 2)
+        r = getattr(lib.linalg, op)(x)
+        return r[0] if isinstance(r, tuple) else r
+    _same_result(call)
+
+
+# out= of matrix_rank / pinv / matrix_power takes any dtype the result casts to safely
+@pytest.mark.parametrize('out_dtype', ['float16', 'int32', 'float64', 'bool', 'int64'])
+@pytest.mark.parametrize('op', ['matrix_rank', 'matrix_rank_empty', 'pinv', 'pinv_empty', 'power0', 'power1',
+                                'power-1', 'power2', 'power2_empty'])
+def test_linalg_out_dtype_rules(op, out_dtype):
+    def call(lib):
+        o = lib.zeros(0, dtype=getattr(lib, out_dtype))
+        eye = lib.eye(3) * 2
+        if op.startswith('matrix_rank'):
+            return lib.linalg.matrix_rank(lib.zeros(2, 0, 3) if op.endswith('empty') else eye, out=o)
+        if op.startswith('pinv'):
+            return lib.linalg.pinv(lib.zeros(0, 3) if op.endswith('empty') else eye, out=o)
+        n = int(op[5:].split('_')[0])
+        return lib.linalg.matrix_power(lib.zeros(0, 0) if op.endswith('empty') else eye, n, out=o)
+    _same_result(call)
+
+
+# empty inputs PyTorch returns before its dtype dispatch or dim check; trace's dtype first
+@pytest.mark.parametrize('case', ['cummin-dim2', 'cummax-dim-5', 'cummin-bool', 'cummax-1d-dim1', 'cummin-0d-dim1',
+                                  'cumsum-dim2'])
+def test_cummax_cummin_of_empty_input(case):
+    def call(lib):
+        x = {'cummin-bool': lib.zeros(0, 3, dtype=lib.bool), 'cummax-1d-dim1': lib.zeros(0),
+             'cummin-0d-dim1': lib.tensor(1.)}.get(case, lib.zeros(0, 3))
+        dim = {'cummin-dim2': 2, 'cummax-dim-5': -5, 'cumsum-dim2': 2}.get(case, 1)
+        if case == 'cumsum-dim2':
+            return lib.cumsum(x, dim)
+        return getattr(lib, case[:6])(x, dim)[0]
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', ['empty-self', 'empty-both', 'empty-self-2d', 'nonempty', 'int32-out'])
+def test_searchsorted_of_empty_bool_input(case):
+    def call(lib):
+        z = lib.zeros
+        b = lib.bool
+        if case == 'empty-self':
+            return lib.bucketize(z(0, 2, dtype=b), z(6, dtype=b))
+        if case == 'empty-both':
+            return lib.bucketize(z(0, 2, dtype=b), z(0, dtype=b))
+        if case == 'empty-self-2d':
+            return lib.searchsorted(z(0, 6, dtype=b), z(0, 2, dtype=b))
+        if case == 'int32-out':
+            return lib.searchsorted(z(6, dtype=b), z(0, dtype=b), out_int32=True)
+        return lib.searchsorted(lib.tensor([False, True]), lib.tensor([True]))
+    _same_result(call)
+
+
+@pytest.mark.parametrize('op', ['softmax', 'log_softmax'])
+@pytest.mark.parametrize('dtype', ['int32', 'bool', 'float32'])
+@pytest.mark.parametrize('shape,dim', [((2, 0), 1), ((0, 3), 1), ((2, 0), 5), ((2, 3), 1)])
+def test_softmax_of_empty_integer_input(op, dtype, shape, dim):
+    _same_result(lambda lib: getattr(lib, op)(lib.zeros(shape, dtype=getattr(lib, dtype)), dim))
+
+
+@pytest.mark.parametrize('shape', [(), (2,), (2, 2), (2, 2, 2), (0, 0)])
+@pytest.mark.parametrize('dtype', ['bool', 'float32'])
+def test_trace_checks_the_dtype_first(shape, dtype):
+    _same_result(lambda lib: lib.trace(lib.zeros(shape, dtype=getattr(lib, dtype))))
+
+
+@pytest.mark.parametrize('k,dim', [(1, 0), (0, 0), (1, 1), (1, -1)])
+@pytest.mark.parametrize('shape', [(), (1,)])
+def test_kthvalue_of_a_0d_bool_tensor(shape, k, dim):
+    _same_result(lambda lib: lib.kthvalue(lib.ones(shape, dtype=lib.bool), k, dim)[0])
+
+
+# an empty indexed dim: PyTorch's index_add writes nothing and checks no bounds; its
+# index_copy/index_fill restride self over the index first (RuntimeError where self's other
+# dims hold elements, nothing written where they do not)
+@pytest.mark.parametrize('case', range(12))
+def test_index_writes_into_an_empty_dim(case):
+    def call(lib):
+        z = lib.zeros
+        return [lambda: z(0, 0).index_fill_(1, lib.tensor([2]), 1.),
+                lambda: z(4, 0).index_fill_(1, lib.tensor([2]), 1.),
+                lambda: z(0, 4).index_fill_(0, lib.tensor([-2]), 1.),
+                lambda: z(0).index_fill_(0, lib.tensor([2]), 1.),
+                lambda: z(0, 6).index_copy_(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(0).index_copy_(0, lib.tensor([3]), z(1)),
+                lambda: z(0, 6).index_add_(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(0, 0).index_copy_(0, lib.tensor([3, 1, 2]), z(3, 0)),
+                lambda: z(0, 6).index_add_(0, lib.tensor([3, 1, 2]), z(2, 6)),
+                lambda: z(0, 6).index_copy_(0, lib.tensor([3, 1, 2]), z(2, 6)),
+                lambda: z(0, 6).index_add(0, lib.tensor([3, 1, 2]), z(3, 6)),
+                lambda: z(4, 2).index_fill_(1, lib.tensor([2]), 1.)][case]()
+    _same_result(call)
+
+
+# convolutions: PyTorch's CPU kernel, picked by the input's dtype after the shape checks,
+# raises NotImplementedError for a dtype it lacks before the weight's dtype is compared
+@pytest.mark.parametrize('xd,wd', [('int32', 'float32'), ('bool', 'int64'), ('int64', 'int64'), ('float32', 'int32'),
+                                   ('float16', 'float32'), ('int32', 'float16'), ('int32', 'int32')])
+@pytest.mark.parametrize('case', ['ct1d', 'ct2d', 'ct3d', 'c1d', 'c2d', 'c2d-dil', 'c3d', 'c3d-dil', 'c2d-empty',
+                                  'c2d-badshape'])
+def test_convolution_dtype_checks_in_pytorchs_order(case, xd, wd):
+    def call(lib):
+        F = lib.nn.functional
+
+        def z(*s, dt):
+            return lib.zeros(*s, dtype=getattr(lib, dt))
+        return {'ct1d': lambda: F.conv_transpose1d(z(1, 4, 3, dt=xd), z(4, 1, 3, dt=wd)),
+                'ct2d': lambda: F.conv_transpose2d(z(1, 4, 3, 3, dt=xd), z(4, 1, 3, 3, dt=wd), stride=2),
+                'ct3d': lambda: F.conv_transpose3d(z(1, 4, 3, 3, 3, dt=xd), z(4, 1, 3, 3, 3, dt=wd)),
+                'c1d': lambda: F.conv1d(z(1, 4, 5, dt=xd), z(2, 4, 3, dt=wd)),
+                'c2d': lambda: F.conv2d(z(1, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd)),
+                'c2d-dil': lambda: F.conv2d(z(1, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd), dilation=2),
+                'c3d': lambda: F.conv3d(z(1, 4, 5, 5, 5, dt=xd), z(2, 4, 3, 3, 3, dt=wd)),
+                'c3d-dil': lambda: F.conv3d(z(1, 4, 5, 5, 5, dt=xd), z(2, 4, 3, 3, 3, dt=wd), dilation=2),
+                'c2d-empty': lambda: F.conv2d(z(0, 4, 5, 5, dt=xd), z(2, 4, 3, 3, dt=xd)),
+                'c2d-badshape': lambda: F.conv2d(z(1, 3, 5, 5, dt=xd), z(2, 4, 3, 3, dt=wd))}[case]()
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'int64'])
+@pytest.mark.parametrize('case', ['zero-spatial', 'zero-spatial-pad', 'ct-zero-spatial', 'zero-batch', 'zero-chan',
+                                  'groups-empty-w', 'groups-more-than-w', 'groups-div', 'ct1d-empty-w', 'ct2d-empty-w',
+                                  'ct3d-empty-w'])
+def test_convolution_empty_inputs_and_weights(case, dtype):
+    def call(lib):
+        F = lib.nn.functional
+
+        def z(*s):
+            return lib.zeros(*s, dtype=getattr(lib, dtype))
+        return {'zero-spatial': lambda: F.conv2d(z(2, 4, 0, 5), z(3, 4, 1, 1)),
+                'zero-spatial-pad': lambda: F.conv2d(z(2, 4, 0, 5), z(3, 4, 1, 1), padding=1),
+                'ct-zero-spatial': lambda: F.conv_transpose2d(z(2, 4, 0, 5), z(4, 3, 1, 3)),
+                'zero-batch': lambda: F.conv2d(z(0, 4, 3, 5), z(3, 4, 1, 1)),
+                'zero-chan': lambda: F.conv2d(z(2, 0, 3, 5), z(3, 0, 1, 1)),
+                'groups-empty-w': lambda: F.conv2d(z(2, 4, 3, 5), z(0, 1, 3, 3), groups=4),
+                'groups-more-than-w': lambda: F.conv2d(z(2, 4, 3, 5), z(2, 1, 3, 3), groups=4),
+                'groups-div': lambda: F.conv2d(z(2, 4, 3, 5), z(6, 1, 3, 3), groups=4),
+                'ct1d-empty-w': lambda: F.conv_transpose1d(z(2, 4, 5), z(4, 0, 1), groups=4),
+                'ct2d-empty-w': lambda: F.conv_transpose2d(z(2, 4, 5, 5), z(4, 0, 1, 1), groups=4),
+                'ct3d-empty-w': lambda: F.conv_transpose3d(z(2, 4, 5, 5, 5), z(4, 0, 1, 1, 1), groups=4)}[case]()
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize('dtype', ['int16', 'float32', 'bool'])
+@pytest.mark.parametrize('shape,size', [((3, 4, 5), 0), ((3, 4, 5), (0, 2)), ((3, 4, 5), (2, 2)), ((2, 3, 4, 5), (2, 0)),
+                                        ((3, 0, 5), (0, 2))])
+def test_adaptive_avg_pool2d_to_an_empty_size_skips_the_dtype_check(shape, size, dtype):
+    _same_result(lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.ones(shape, dtype=getattr(lib, dtype)), size))
+
+
+# an unbatched input's dim 0 holds channels: pools and reflection/replication pads refuse it
+# empty (the adaptive pools do not); avg_pool3d wants the unpadded input as large as the kernel;
+# cdist refuses a NaN p
+@pytest.mark.parametrize('case', ['ap3d-small', 'ap3d-ok', 'mp3d-small', 'ap3d-4d-zero', 'ap3d-5d-zero', 'mp3d-4d-zero',
+                                  'mp2d-3d-zero', 'ap2d-3d-zero', 'ap1d-2d-zero', 'mp1d-2d-zero', 'aap2d-3d-zero',
+                                  'amp2d-3d-zero', 'rp1d-2d-zero', 'rp1d-3d-zero-batch', 'rpl1d-2d-zero',
+                                  'rp2d-3d-zero', 'rpl3d-4d-zero', 'circ-2d-zero', 'cdist-nan'])
+def test_pools_and_pads_of_empty_unbatched_input(case):
+    def call(lib):
+        F, z = lib.nn.functional, lib.zeros
+        return {'ap3d-small': lambda: F.avg_pool3d(z(2, 3, 1, 5, 5), 3, 2, 1),
+                'ap3d-ok': lambda: F.avg_pool3d(z(2, 3, 3, 5, 5), 3, 2, 1),
+                'mp3d-small': lambda: F.max_pool3d(z(2, 3, 1, 5, 5), 3, 2, 1),
+                'ap3d-4d-zero': lambda: F.avg_pool3d(z(0, 5, 5, 5), 2),
+                'ap3d-5d-zero': lambda: F.avg_pool3d(z(0, 2, 5, 5, 5), 2),
+                'mp3d-4d-zero': lambda: F.max_pool3d(z(0, 5, 5, 5), 2),
+                'mp2d-3d-zero': lambda: F.max_pool2d(z(0, 5, 5), 2),
+                'ap2d-3d-zero': lambda: F.avg_pool2d(z(0, 5, 5), 2),
+                'ap1d-2d-zero': lambda: F.avg_pool1d(z(0, 5), 2),
+                'mp1d-2d-zero': lambda: F.max_pool1d(z(0, 5), 2),
+                'aap2d-3d-zero': lambda: F.adaptive_avg_pool2d(z(0, 5, 5), 2),
+                'amp2d-3d-zero': lambda: F.adaptive_max_pool2d(z(0, 5, 5), 2),
+                'rp1d-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='reflect'),
+                'rp1d-3d-zero-batch': lambda: F.pad(z(0, 2, 4), [1, 1], mode='reflect'),
+                'rpl1d-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='replicate'),
+                'rp2d-3d-zero': lambda: F.pad(z(0, 4, 4), [1, 1, 1, 1], mode='reflect'),
+                'rpl3d-4d-zero': lambda: F.pad(z(0, 4, 4, 4), [1, 1, 1, 1, 1, 1], mode='replicate'),
+                'circ-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='circular'),
+                'cdist-nan': lambda: lib.cdist(z(3, 2), z(4, 2), p=float('nan'))}[case]()
+    _same_result(call)

@@ -26,6 +26,11 @@ inline To convert(From v) {
     return f != f ? BFloat16::from_bits(0xffff) : BFloat16(f);
   } else if constexpr (std::is_same_v<To, Half>)
     return To(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From> && std::is_signed_v<To> &&
+                     sizeof(To) <= 4)
+    // int8/16/32 through int32 like PyTorch on x86 (cvtt: NaN, inf and values out of int32's
+    // range give INT32_MIN, which narrows to 0)
+    return static_cast<To>(static_cast<int32_t>(v));
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>)
     return static_cast<To>(static_cast<int64_t>(v));  // wraps like PyTorch on x86
   else return static_cast<To>(v);

@@ -378,9 +378,15 @@ def _call(op, case, lib):
 # Calls PyTorch 2.13 itself dies on (SIGSEGV): op -> (predicate on the case, what happens).
 # There is no reference for them; the library under test must only not crash.
 TORCH_CRASHES = {
-    'embedding_bag': (lambda case: _arg_numel(case, 2) == 0,
-                      'torch.embedding_bag with empty offsets reads out of bounds (SIGSEGV)'),
+    'embedding_bag': (lambda case: _arg_numel(case, 2) == 0 or (_arg_numel(case, 2) == 1 and _arg(case, 4) == 2
+                                                               and _arg(case, 7) is True)
+                      or (_arg_numel(case, 1) == 0 and isinstance(_arg(case, 2), TensorSpec)
+                          and min(_arg(case, 2).values, default=0) < 0),
+                      'torch.embedding_bag with empty offsets, no bag in max mode (one offset, '
+                      'include_last_offset) or empty indices and a negative offset reads out of bounds (SIGSEGV)'),
     'bmm': (lambda case: _out_is_input(case), 'torch.bmm(a, b, out=a) (SIGSEGV)'),
+    'baddbmm': (lambda case: _out_is_input(case) and math.prod(case.out.size) == 0,
+                'torch.baddbmm(s, a, b, out=a) with an empty a to be resized (SIGSEGV)'),
     'linalg.eigvalsh': (lambda case: _out_is_input(case),
                         'torch.linalg.eigvalsh(a, out=a) corrupts the heap (abort in free())'),
 }
@@ -388,6 +394,10 @@ TORCH_CRASHES = {
 
 def _out_is_input(case):
     return any(case.out is s for s in _specs((case.args, case.kwargs)))
+
+
+def _arg(case, i):
+    return case.args[i] if len(case.args) > i else None
 
 
 def _arg_numel(case, i):
