@@ -212,7 +212,7 @@ struct ConvShape;  // ops/nn_conv.h
 
 namespace tp::cpu {
 
-// ---- conv_kernel.cpp: the convolutions' loops, on tensors of g's geometry (ops/nn_conv.h) in
+// ---- conv/conv_kernel.cpp: the convolutions' loops, on tensors of g's geometry (ops/nn_conv.h) in
 // the compute dtype dt (float32, float64 or an integer type; im2col and col2im: bool too);
 // channels_last: dense channels last (Note [Channels-last results]), else contiguous
 
@@ -228,7 +228,7 @@ using ConvBackwardFn = void (*)(const conv::ConvShape& g, DType dt, bool channel
                                 const void* b, void* out);
 extern KernelStub<ConvBackwardFn> conv_direct_input_stub, conv_direct_weight_stub;
 
-/// Winograd F(4x4, 3x3) (conv_winograd_kernel.cpp, Note [Winograd convolution]) of a 3x3,
+/// Winograd F(4x4, 3x3) (conv/conv_winograd_kernel.cpp, Note [Winograd convolution]) of a 3x3,
 /// stride-1, undilated, ungrouped 2-D float32 convolution of geometry g on contiguous tensors:
 /// out = conv(in, w) + bias (null: none), or with `transposed` the transposed convolution (the
 /// input gradient) out = conv_transpose(in, w) + bias; w is the plain convolution's weight.
@@ -236,7 +236,7 @@ using ConvWinogradFn = void (*)(const conv::ConvShape& g, bool transposed, const
                                 const float* bias, float* out);
 extern KernelStub<ConvWinogradFn> conv_winograd_stub;
 
-/// The register-tiled direct convolution (conv_tiled_kernel.cpp, Note [Register-tiled
+/// The register-tiled direct convolution (conv/conv_tiled_kernel.cpp, Note [Register-tiled
 /// convolution]) of a 1-D or 2-D float32 convolution of geometry g on contiguous tensors (or
 /// with `channels_last` dense channels-last ones, groups 1): out = conv(in, w) + bias (null:
 /// none), or with `transposed` (stride 1, no output padding, padding at most the kernel's

@@ -12,13 +12,13 @@
 // Depthwise convolutions (G == Cin == Cout) and small ones (direct_conv) run direct loops
 // instead (Note [Direct convolution taps]). Channels-last inputs (Note [Channels-last
 // results]) run the same products over rows of pixels. The loops over the data (im2col,
-// col2im, the direct convolutions, the bias) are kernels/cpu/conv_kernel.cpp's.
+// col2im, the direct convolutions, the bias) are kernels/cpu/conv/conv_kernel.cpp's.
 // Spatial dims are padded in front to three (size 1), so one code path serves 1-3d.
 //
 // Note [Convolution algorithms]
 // Which loop runs a CPU convolution's pass (forward, input gradient = the transposed
 // convolution's forward, weight gradient), decided from the shape alone (no timing per call):
-//   1. Winograd F(4x4, 3x3) (kernels/cpu/conv_winograd_kernel.cpp, Note [Winograd
+//   1. Winograd F(4x4, 3x3) (kernels/cpu/conv/conv_winograd_kernel.cpp, Note [Winograd
 //      convolution]) for the forward and the input gradient of float32 (and float16 /
 //      bfloat16, computed in float32) 2-D 3x3 convolutions with stride 1, no dilation, one
 //      group, at least 16 channels in and out (kWinogradMinChannels), and at least
@@ -31,7 +31,7 @@
 //      of the same row-major convolutions takes Winograd too (Note [Winograd weight
 //      gradient]) for output planes up to 32x32 while its transforms fit kWinogradWeightMaxBytes. Float64 never
 //      takes it (its rounding is float32-sized).
-//   2. The register-tiled direct convolution (kernels/cpu/conv_tiled_kernel.cpp, Note
+//   2. The register-tiled direct convolution (kernels/cpu/conv/conv_tiled_kernel.cpp, Note
 //      [Register-tiled convolution]) for the forward of float32 (float16 / bfloat16 computed
 //      in it) 1-D and 2-D convolutions not taken by 1, depthwise ones excepted, and for the
 //      input gradient of such convolutions with stride 1 (no output padding, padding within
@@ -350,7 +350,7 @@ bool winograd_conv(const ConvShape& g, DType dt, bool transposed) {
   return g.cin * g.cout <= kWinogradWeightsPerTile * tiles;
 }
 
-/// Whether the register-tiled direct convolution (kernels/cpu/conv_tiled_kernel.cpp, Note
+/// Whether the register-tiled direct convolution (kernels/cpu/conv/conv_tiled_kernel.cpp, Note
 /// [Register-tiled convolution]) runs the forward of this convolution, or with `transposed`
 /// its input gradient (stride 1, no output padding, padding within the kernel's reach): 1-D
 /// and 2-D float32, not depthwise, and not batch-folded (Note [Convolution algorithms]).

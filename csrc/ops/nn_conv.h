@@ -1,6 +1,6 @@
 #pragma once
 // Convolution geometry shared by the convolution ops (nn_conv.cpp) and their CPU loops
-// (kernels/cpu/conv_kernel.cpp). Note [Convolution as GEMM].
+// (kernels/cpu/conv/conv_kernel.cpp). Note [Convolution as GEMM].
 #include <cstdint>
 
 namespace tp::conv {

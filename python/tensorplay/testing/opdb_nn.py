@@ -121,7 +121,7 @@ def _conv_t_errors(nsp):
 
 
 # 2-D float32: Winograd F(4x4, 3x3) rounds differently from a direct sum (Note [Winograd
-# convolution] in csrc/kernels/cpu/conv_winograd_kernel.cpp): a few 1e-6 of the output's
+# convolution] in csrc/kernels/cpu/conv/conv_winograd_kernel.cpp): a few 1e-6 of the output's
 # largest magnitude, over 1e-5 absolute on outputs of 144-term sums.
 WINOGRAD_TOL = dict(HALF_TOL, float32=(5e-5, 5e-5))
 for _n in (1, 2, 3):
