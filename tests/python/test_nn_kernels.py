@@ -420,3 +420,30 @@ def test_conv1d_register_tiled_matches_torch(transposed):
     for a, b in zip(*outs):
         assert tuple(a.shape) == tuple(b.shape)
         assert _rel_err(a, b) < 2e-5
+
+
+# channels-last 3x3 depthwise convolutions: inner pixels with the weights (forward, stride-1
+# input gradient) or the sums (weight gradient) in registers, the border through tap lists
+@pytest.mark.parametrize('case', [
+    (2, 32, 9, 11, 1, 1, 1), (2, 64, 10, 7, 2, 1, 1), (1, 32, 12, 12, 1, 2, 2), (2, 48, 8, 9, 1, 1, 1),
+    (3, 32, 5, 4, 1, 0, 1), (2, 64, 7, 7, 3, 2, 1), (1, 32, 3, 3, 1, 1, 1), (2, 16, 6, 6, 1, 1, 1),
+    (2, 32, 6, 20, 2, 0, 2)], ids=str)
+def test_depthwise_channels_last_matches_torch(case):
+    N, C, H, W, s, p, d = case
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(C).astype(np.float32)
+    res = []
+    for lib in (tp, torch):
+        X = lib.from_numpy(x.copy()).contiguous(memory_format=lib.channels_last).requires_grad_()
+        Wt, B = lib.from_numpy(w.copy()).requires_grad_(), lib.from_numpy(b.copy()).requires_grad_()
+        y = lib.nn.functional.conv2d(X, Wt, B, stride=s, padding=p, dilation=d, groups=C)
+        gy = lib.from_numpy(np.cos(np.arange(int(np.prod(tuple(y.shape))), dtype=np.float32)).reshape(tuple(y.shape)))
+        gx, gw, gb = lib.autograd.grad(y, [X, Wt, B], gy.contiguous(memory_format=lib.channels_last))
+        res.append((y, gx, gw, gb))
+    for name, a, ref in zip(('out', 'gx', 'gw', 'gb'), *res):
+        assert tuple(a.shape) == tuple(ref.shape)
+        if name in ('out', 'gx'):
+            assert tuple(a.stride()) == tuple(ref.stride()), name
+        assert _rel_err(a, ref) < 1e-5, (name, _rel_err(a, ref))
