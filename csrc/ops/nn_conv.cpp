@@ -895,7 +895,8 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
     // ungrouped (GEMM) unless Winograd runs; else row-major, then laid out
     const bool native_cl = cl && !wino && (g.depthwise() || g.groups == 1);
     Tensor x = native_cl ? with_layout(to_compute(input, dt), true) : as_compute(input, dt);
-    Tensor w = with_layout(to_compute(weight, dt), native_cl && !g.depthwise());  // (Cout, K * Cin) for the GEMM
+    // (Cout, K * Cin) for the channels-last GEMM; row-major for the tiled kernel either way
+    Tensor w = with_layout(to_compute(weight, dt), native_cl && !tiled && !g.depthwise());
     Tensor y = native_cl ? empty_strided_tensor(sizes, channels_last_strides(sizes), dt, input.device())
                          : empty_tensor(sizes, dt);
     Tensor b = bias ? as_compute(*bias, dt) : Tensor();
@@ -906,8 +907,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
       return cl ? with_layout(y, true) : y;
     }
     if (tiled) {  // adds the bias
-      const Tensor wr = native_cl ? as_compute(weight, dt) : w;  // row-major either way
-      cpu::conv_tiled_stub(g, transposed, native_cl, x.data<float>(), wr.data<float>(),
+      cpu::conv_tiled_stub(g, transposed, native_cl, x.data<float>(), w.data<float>(),
                            b.defined() ? b.data<float>() : nullptr, y.data<float>());
       return cl && !native_cl ? with_layout(y, true) : y;
     }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv/float_vec.h"
 #include "kernels/cpu_stubs.h"
 #include "ops/nn_conv.h"
 #include "ops/nn_rows.h"
@@ -662,7 +663,45 @@ constexpr int kDwLanes = 8, kDwVecs = 1;
 #else
 constexpr int kDwLanes = 4, kDwVecs = 1;
 #endif
-typedef float dwv __attribute__((vector_size(kDwLanes * sizeof(float))));
+typedef FloatVec<kDwLanes>::type dwv;
+
+/// The inner pixels of a 2-D 3x3 channels-last depthwise convolution g of input x: those whose
+/// nine taps all read inside x.
+struct Inner3x3 {
+  const float* x;
+  int64_t H, W, C, OH, OW, sh, sw, ph, pw, dh;
+  int64_t lo, hi;   // inner columns [lo, hi) of an inner row
+  int64_t toff[9];  // tap t's input offset from tap (0, 0)'s
+  int64_t step;     // from one output pixel's tap (0, 0) to the next's
+
+  static bool applies(const ConvShape& g) {
+    return g.k[0] == 1 && g.in[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.cin % (kDwLanes * kDwVecs) == 0;
+  }
+  Inner3x3(const ConvShape& g, const float* input)
+      : x(input), H(g.in[1]), W(g.in[2]), C(g.cin), OH(g.out[1]), OW(g.out[2]), sh(g.s[1]), sw(g.s[2]),
+        ph(g.p[1]), pw(g.p[2]), dh(g.d[1]), step(g.s[2] * g.cin) {
+    lo = std::min(OW, (pw + sw - 1) / sw);
+    const int64_t last = W - 1 + pw - 2 * g.d[2];  // the last inner column's ow * sw, if not negative
+    hi = std::clamp<int64_t>(last < 0 ? 0 : last / sw + 1, lo, OW);
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) toff[i * 3 + j] = (i * dh * W + j * g.d[2]) * C;
+  }
+  /// Output row r (sample-major): f(xr, n, oh, ow0, count) for its inner run, xr the input at
+  /// tap (0, 0) of pixel ow0, and f(nullptr, n, oh, ow, 1) for each other pixel.
+  template <class F>
+  void row(int64_t r, F f) const {
+    const int64_t n = r / OH, oh = r % OH, ih0 = oh * sh - ph;
+    const bool inner = ih0 >= 0 && ih0 + 2 * dh < H && hi > lo;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      if (inner && ow == lo) {
+        f(x + ((n * H + ih0) * W + lo * sw - pw) * C, n, oh, lo, hi - lo);
+        ow = hi - 1;
+        continue;
+      }
+      f(static_cast<const float*>(nullptr), n, oh, ow, int64_t(1));
+    }
+  }
+};
 
 /// Output pixels [ow0, ow1) of one row, channels [c, c + kDwVecs * kDwLanes): xr points at the
 /// input pixel read by tap (0, 0) of pixel ow0, the taps of a pixel at xr + toff[t], the next
@@ -671,9 +710,9 @@ void depthwise3x3_pixels(const float* xr, const int64_t* toff, int64_t step, con
                          float* y, int64_t C, int64_t c, int64_t count) {
   dwv wv[9][kDwVecs], b[kDwVecs];
   for (int t = 0; t < 9; ++t)
-    for (int v = 0; v < kDwVecs; ++v) std::memcpy(&wv[t][v], wt + t * C + c + v * kDwLanes, sizeof(dwv));
+    for (int v = 0; v < kDwVecs; ++v) wv[t][v] = vload<dwv>(wt + t * C + c + v * kDwLanes);
   for (int v = 0; v < kDwVecs; ++v) {
-    if (bias) std::memcpy(&b[v], bias + c + v * kDwLanes, sizeof(dwv));
+    if (bias) b[v] = vload<dwv>(bias + c + v * kDwLanes);
     else b[v] = dwv{};
   }
   for (int64_t i = 0; i < count; ++i) {
@@ -682,11 +721,10 @@ void depthwise3x3_pixels(const float* xr, const int64_t* toff, int64_t step, con
     for (int v = 0; v < kDwVecs; ++v) a[v] = b[v];
     for (int t = 0; t < 9; ++t)
       for (int v = 0; v < kDwVecs; ++v) {
-        dwv in;
-        std::memcpy(&in, px + toff[t] + v * kDwLanes, sizeof(dwv));
+        const dwv in = vload<dwv>(px + toff[t] + v * kDwLanes);
         a[v] += in * wv[t][v];
       }
-    for (int v = 0; v < kDwVecs; ++v) std::memcpy(y + i * C + c + v * kDwLanes, &a[v], sizeof(dwv));
+    for (int v = 0; v < kDwVecs; ++v) vstore(y + i * C + c + v * kDwLanes, a[v]);
   }
 }
 
@@ -701,32 +739,16 @@ void depthwise_forward_nhwc(const ConvShape& g, const T* x, const T* w, const T*
     sum_taps_channels(y + u * C, pt.w.data(), pt.src.data(), pt.nt, C, bias);
   };
   if constexpr (std::is_same_v<T, float>) {
-    if (g.k[0] == 1 && g.in[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && C % (kDwLanes * kDwVecs) == 0) {
-      const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
-      const int64_t sh = g.s[1], sw = g.s[2], ph = g.p[1], pw = g.p[2], dh = g.d[1], dw = g.d[2];
-      // inner columns: every tap's column inside [0, W)
-      const int64_t lo = std::min(OW, (pw + sw - 1) / sw);
-      const int64_t last = W - 1 + pw - 2 * dw;  // the last inner column's ow * sw, if not negative
-      const int64_t hi = std::clamp<int64_t>(last < 0 ? 0 : last / sw + 1, lo, OW);
-      int64_t toff[9];
-      for (int64_t i = 0; i < 3; ++i)
-        for (int64_t j = 0; j < 3; ++j) toff[i * 3 + j] = (i * dh * W + j * dw) * C;
-      parallel_for(0, g.n * OH, 4, [&](int64_t r0, int64_t r1) {
+    if (Inner3x3::applies(g)) {
+      const Inner3x3 in(g, x);
+      parallel_for(0, g.n * in.OH, 4, [&](int64_t r0, int64_t r1) {
         PixelTaps<T> pt(K);
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t n = r / OH, oh = r % OH, ih0 = oh * sh - ph;
-          const bool inner_row = ih0 >= 0 && ih0 + 2 * dh < H;
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            if (inner_row && ow == lo && hi > lo) {
-              const float* xr = x + ((n * H + ih0) * W + lo * sw - pw) * C;
-              for (int64_t c = 0; c < C; c += kDwLanes * kDwVecs)
-                depthwise3x3_pixels(xr, toff, sw * C, wt.data(), bias, y + (r * OW + lo) * C, C, c, hi - lo);
-              ow = hi - 1;
-              continue;
-            }
-            pixel(pt, n, 0, oh, ow, r * OW + ow);
-          }
-        }
+        for (int64_t r = r0; r < r1; ++r)
+          in.row(r, [&](const float* xr, int64_t n, int64_t oh, int64_t ow0, int64_t count) {
+            if (!xr) return pixel(pt, n, 0, oh, ow0, r * in.OW + ow0);
+            for (int64_t c = 0; c < C; c += kDwLanes * kDwVecs)
+              depthwise3x3_pixels(xr, in.toff, in.step, wt.data(), bias, y + (r * in.OW + ow0) * C, C, c, count);
+          });
       });
       return;
     }
@@ -740,8 +762,7 @@ void depthwise_input_nhwc(const ConvShape& g, const T* gy, const T* w, T* gx) {
   if constexpr (std::is_same_v<T, float>) {
     // stride 1, 3x3: the forward's loops over gy padded by the kernel's reach less the padding,
     // with the kernel flipped (8x64x56x56, 1 thread: 1.5 -> 0.7 ms)
-    if (g.k[0] == 1 && g.in[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
-        2 * g.d[1] >= g.p[1] && 2 * g.d[2] >= g.p[2] && C % (kDwLanes * kDwVecs) == 0) {
+    if (Inner3x3::applies(g) && g.s[1] == 1 && g.s[2] == 1 && 2 * g.d[1] >= g.p[1] && 2 * g.d[2] >= g.p[2]) {
       ConvShape t = g;
       for (int i = 1; i < 3; ++i) {
         t.in[i] = g.out[i];
@@ -775,21 +796,17 @@ void depthwise3x3_weight_pixels(const float* xr, const int64_t* toff, int64_t st
   for (int64_t i = 0; i < count; ++i) {
     const float* px = xr + i * step + c;
     dwv g[kDwVecs];
-    for (int v = 0; v < kDwVecs; ++v) std::memcpy(&g[v], gy + i * C + c + v * kDwLanes, sizeof(dwv));
+    for (int v = 0; v < kDwVecs; ++v) g[v] = vload<dwv>(gy + i * C + c + v * kDwLanes);
     for (int t = 0; t < 9; ++t)
       for (int v = 0; v < kDwVecs; ++v) {
-        dwv in;
-        std::memcpy(&in, px + toff[t] + v * kDwLanes, sizeof(dwv));
+        const dwv in = vload<dwv>(px + toff[t] + v * kDwLanes);
         a[t][v] += in * g[v];
       }
   }
   for (int t = 0; t < 9; ++t)
     for (int v = 0; v < kDwVecs; ++v) {
       float* dst = acc + t * C + c + v * kDwLanes;
-      dwv cur;
-      std::memcpy(&cur, dst, sizeof(dwv));
-      cur += a[t][v];
-      std::memcpy(dst, &cur, sizeof(dwv));
+      vstore(dst, vload<dwv>(dst) + a[t][v]);
     }
 }
 
@@ -805,34 +822,18 @@ void depthwise_weight_nhwc(const ConvShape& g, const T* gy, const T* x, T* gw) {
   };
   bool done = false;
   if constexpr (std::is_same_v<T, float>) {
-    if (g.k[0] == 1 && g.in[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && C % (kDwLanes * kDwVecs) == 0) {
-      // inner pixels with the sums in registers over each row (as depthwise_forward_nhwc)
-      const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
-      const int64_t sh = g.s[1], sw = g.s[2], ph = g.p[1], pw = g.p[2], dh = g.d[1], dw = g.d[2];
-      const int64_t lo = std::min(OW, (pw + sw - 1) / sw);
-      const int64_t last = W - 1 + pw - 2 * dw;
-      const int64_t hi = std::clamp<int64_t>(last < 0 ? 0 : last / sw + 1, lo, OW);
-      int64_t toff[9];
-      for (int64_t i = 0; i < 3; ++i)
-        for (int64_t j = 0; j < 3; ++j) toff[i * 3 + j] = (i * dh * W + j * dw) * C;
-      const int64_t rows = g.n * OH;
+    if (Inner3x3::applies(g)) {  // inner pixels with the sums in registers over each row
+      const Inner3x3 in(g, x);
+      const int64_t rows = g.n * in.OH;
       parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t th = t0; th < t1; ++th) {
           float* a = acc.data() + th * K * C;
-          for (int64_t r = rows * th / threads; r < rows * (th + 1) / threads; ++r) {
-            const int64_t n = r / OH, oh = r % OH, ih0 = oh * sh - ph;
-            const bool inner_row = ih0 >= 0 && ih0 + 2 * dh < H;
-            for (int64_t ow = 0; ow < OW; ++ow) {
-              if (inner_row && ow == lo && hi > lo) {
-                const float* xr = x + ((n * H + ih0) * W + lo * sw - pw) * C;
-                for (int64_t c = 0; c < C; c += kDwLanes * kDwVecs)
-                  depthwise3x3_weight_pixels(xr, toff, sw * C, gy + (r * OW + lo) * C, a, C, c, hi - lo);
-                ow = hi - 1;
-                continue;
-              }
-              pixel(a, n, 0, oh, ow, r * OW + ow);
-            }
-          }
+          for (int64_t r = rows * th / threads; r < rows * (th + 1) / threads; ++r)
+            in.row(r, [&](const float* xr, int64_t n, int64_t oh, int64_t ow0, int64_t count) {
+              if (!xr) return pixel(a, n, 0, oh, ow0, r * in.OW + ow0);
+              for (int64_t c = 0; c < C; c += kDwLanes * kDwVecs)
+                depthwise3x3_weight_pixels(xr, in.toff, in.step, gy + (r * in.OW + ow0) * C, a, C, c, count);
+            });
         }
       });
       done = true;

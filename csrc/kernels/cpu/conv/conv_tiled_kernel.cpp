@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv/float_vec.h"
 #include "kernels/cpu_stubs.h"
 #include "ops/nn_conv.h"
 
@@ -53,21 +54,7 @@ constexpr int MR = 4;  // 12 accumulators of 16 xmm registers
 #endif
 constexpr int NU = 3;        // vectors of output columns per micro-kernel
 constexpr int NB = NU * VW;  // output columns per micro-kernel
-typedef float vf __attribute__((vector_size(VW * sizeof(float))));
-
-inline vf ld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void st(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-/// x in every lane: a broadcast (`vf{} + x` would add 0 first, for -0.0, and broadcast from a
-/// register, on the port the multiply-adds need).
-template <size_t... I>
-inline vf splat_lanes(float x, std::index_sequence<I...>) {
-  return vf{((void)I, x)...};
-}
-inline vf splat(float x) { return splat_lanes(x, std::make_index_sequence<VW>{}); }
+typedef FloatVec<VW>::type vf;
 
 /// c[r][0, NB) = bias[r] (or 0) + sum_t wp[t][r] * src[off[t] + (0, NB)] for r < R (R <= MR
 /// output channels; wp holds MR weights per tap).
@@ -76,21 +63,21 @@ void micro_kernel(const float* __restrict src, const int64_t* __restrict off, in
                   const float* __restrict wp, const float* bias, float* __restrict c, int64_t ldc) {
   vf a[R][NU];
   for (int r = 0; r < R; ++r) {
-    const vf b = bias ? splat(bias[r]) : vf{};
+    const vf b = bias ? vsplat<vf>(bias[r]) : vf{};
     for (int u = 0; u < NU; ++u) a[r][u] = b;
   }
   for (int64_t t = 0; t < taps; ++t) {
     const float* s = src + off[t];
     vf x[NU];
-    for (int u = 0; u < NU; ++u) x[u] = ld(s + u * VW);
+    for (int u = 0; u < NU; ++u) x[u] = vload<vf>(s + u * VW);
     const float* w = wp + t * MR;
     for (int r = 0; r < R; ++r) {
-      const vf b = splat(w[r]);
+      const vf b = vsplat<vf>(w[r]);
       for (int u = 0; u < NU; ++u) a[r][u] += b * x[u];
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int u = 0; u < NU; ++u) st(c + r * ldc + u * VW, a[r][u]);
+    for (int u = 0; u < NU; ++u) vstore(c + r * ldc + u * VW, a[r][u]);
 }
 
 using MicroFn = void (*)(const float*, const int64_t*, int64_t, const float*, const float*, float*, int64_t);
@@ -109,6 +96,31 @@ struct Geom {
   int64_t cig() const { return ci / groups; }
   int64_t cog() const { return co / groups; }
 };
+
+/// The geometry of convolution g (its 2-D slots), or with `transposed` of its input gradient
+/// as a stride-1 convolution of gy, padded by the kernel's reach less the padding.
+Geom geom_of(const conv::ConvShape& g, bool transposed) {
+  Geom G;
+  G.n = g.n;
+  G.groups = g.groups;
+  G.kh = g.k[1];
+  G.kw = g.k[2];
+  G.sh = g.s[1];
+  G.sw = g.s[2];
+  G.dh = g.d[1];
+  G.dw = g.d[2];
+  G.ci = transposed ? g.cout : g.cin;
+  G.co = transposed ? g.cin : g.cout;
+  const int64_t* in = transposed ? g.out : g.in;
+  const int64_t* out = transposed ? g.in : g.out;
+  G.h = in[1];
+  G.w = in[2];
+  G.oh = out[1];
+  G.ow = out[2];
+  G.ph = transposed ? g.d[1] * (g.k[1] - 1) - g.p[1] : g.p[1];
+  G.pw = transposed ? g.d[2] * (g.k[2] - 1) - g.p[2] : g.p[2];
+  return G;
+}
 
 /// Where the taps read one (sample, group): a copy of its CIG input planes, zero-padded and
 /// split into sh x sw phase planes of Hq x Wq (Note [Register-tiled convolution]), or the
@@ -331,19 +343,19 @@ void dot_kernel(const float* __restrict g, int64_t ldg, const float* __restrict 
                 int64_t cols, float* __restrict v) {
   vf a[R][U];
   for (int r = 0; r < R; ++r)
-    for (int u = 0; u < U; ++u) a[r][u] = ld(v + (r * UW + u) * VW);
+    for (int u = 0; u < U; ++u) a[r][u] = vload<vf>(v + (r * UW + u) * VW);
   const float* b[U];
   for (int u = 0; u < U; ++u) b[u] = src + off[u];
   for (int64_t j = 0; j < cols; j += VW) {
     vf gv[R];
-    for (int r = 0; r < R; ++r) gv[r] = ld(g + r * ldg + j);
+    for (int r = 0; r < R; ++r) gv[r] = vload<vf>(g + r * ldg + j);
     for (int u = 0; u < U; ++u) {
-      const vf x = ld(b[u] + j);
+      const vf x = vload<vf>(b[u] + j);
       for (int r = 0; r < R; ++r) a[r][u] += gv[r] * x;
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int u = 0; u < U; ++u) st(v + (r * UW + u) * VW, a[r][u]);
+    for (int u = 0; u < U; ++u) vstore(v + (r * UW + u) * VW, a[r][u]);
 }
 
 using DotFn = void (*)(const float*, int64_t, const float*, const int64_t*, int64_t, float*);
@@ -401,7 +413,7 @@ void add_lane_sums(const Geom& G, int64_t taps, const float* V, float* gw, int64
         const float* v = V + ((grp * ob_count + ob) * tblocks + tb) * kVBlock;
         for (int64_t r = 0; r < RW && ob * RW + r < G.cog(); ++r)
           for (int64_t u = 0; u < UW && tb * UW + u < taps; ++u) {
-            const vf x = ld(v + (r * UW + u) * VW);
+            const vf x = vload<vf>(v + (r * UW + u) * VW);
             float sum = 0;
             for (int i = 0; i < VW; ++i) sum += x[i];
             gw[(grp * G.cog() + ob * RW + r) * taps + tb * UW + u] += sum;
@@ -412,23 +424,7 @@ void add_lane_sums(const Geom& G, int64_t taps, const float* V, float* gw, int64
 /// The weight gradient gw (contiguous, the plain weight's shape) of the 1-D or 2-D convolution
 /// g from its input x and output gradient gy (row-major).
 void tiled_weight_kernel(const conv::ConvShape& g, const float* x, const float* gy, float* gw) {
-  Geom G;
-  G.n = g.n;
-  G.groups = g.groups;
-  G.ci = g.cin;
-  G.co = g.cout;
-  G.h = g.in[1];
-  G.w = g.in[2];
-  G.oh = g.out[1];
-  G.ow = g.out[2];
-  G.kh = g.k[1];
-  G.kw = g.k[2];
-  G.sh = g.s[1];
-  G.sw = g.s[2];
-  G.ph = g.p[1];
-  G.pw = g.p[2];
-  G.dh = g.d[1];
-  G.dw = g.d[2];
+  const Geom G = geom_of(g, false);
   Source s = plan_source(G);
   s.view = false;  // the sums read whole vectors past the last column: always a padded copy
   const int64_t cols = (s.cols + VW - 1) / VW * VW, cog = G.cog(), taps = int64_t(s.off.size());
@@ -495,21 +491,21 @@ void pixel_kernel(const float* __restrict a, int64_t astride, const int64_t* __r
                   int64_t ldc) {
   vf acc[R][U];
   for (int u = 0; u < U; ++u) {
-    const vf b = bias ? ld(bias + u * VW) : vf{};
-    for (int r = 0; r < R; ++r) acc[r][u] = accumulate ? ld(c + r * ldc + u * VW) : b;
+    const vf b = bias ? vload<vf>(bias + u * VW) : vf{};
+    for (int r = 0; r < R; ++r) acc[r][u] = accumulate ? vload<vf>(c + r * ldc + u * VW) : b;
   }
   for (int64_t t = 0; t < taps; ++t) {
     const float* s = a + toff[t];
     const float* wt = w + t * ldw;
     vf wv[U];
-    for (int u = 0; u < U; ++u) wv[u] = ld(wt + u * VW);
+    for (int u = 0; u < U; ++u) wv[u] = vload<vf>(wt + u * VW);
     for (int r = 0; r < R; ++r) {
-      const vf b = splat(s[r * astride]);
+      const vf b = vsplat<vf>(s[r * astride]);
       for (int u = 0; u < U; ++u) acc[r][u] += b * wv[u];
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int u = 0; u < U; ++u) st(c + r * ldc + u * VW, acc[r][u]);
+    for (int u = 0; u < U; ++u) vstore(c + r * ldc + u * VW, acc[r][u]);
 }
 
 using PixelFn = void (*)(const float*, int64_t, const int64_t*, int64_t, const float*, int64_t, const float*, bool,
@@ -597,34 +593,7 @@ void tiled_conv_nhwc(const Geom& G, const float* x, const float* w, bool transpo
 /// ones (groups 1); w row-major.
 void tiled_kernel(const conv::ConvShape& g, bool transposed, bool channels_last, const float* in, const float* w,
                   const float* bias, float* out) {
-  Geom G;
-  G.n = g.n;
-  G.groups = g.groups;
-  G.kh = g.k[1];
-  G.kw = g.k[2];
-  G.sh = g.s[1];
-  G.sw = g.s[2];
-  G.dh = g.d[1];
-  G.dw = g.d[2];
-  if (!transposed) {
-    G.ci = g.cin;
-    G.co = g.cout;
-    G.h = g.in[1];
-    G.w = g.in[2];
-    G.oh = g.out[1];
-    G.ow = g.out[2];
-    G.ph = g.p[1];
-    G.pw = g.p[2];
-  } else {  // a stride-1 convolution of gy, padded by the kernel's reach less the padding
-    G.ci = g.cout;
-    G.co = g.cin;
-    G.h = g.out[1];
-    G.w = g.out[2];
-    G.oh = g.in[1];
-    G.ow = g.in[2];
-    G.ph = g.d[1] * (g.k[1] - 1) - g.p[1];
-    G.pw = g.d[2] * (g.k[2] - 1) - g.p[2];
-  }
+  const Geom G = geom_of(g, transposed);
   if (channels_last) return tiled_conv_nhwc(G, in, w, transposed, bias, out);
   tiled_conv(G, in, w, transposed, bias, out);
 }

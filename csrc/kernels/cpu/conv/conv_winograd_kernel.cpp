@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv/float_vec.h"
 #include "kernels/cpu_stubs.h"
 #include "ops/nn_conv.h"
 
@@ -48,21 +49,7 @@ constexpr int MR = 6;  // 12 accumulators of 16 ymm registers
 #endif
 constexpr int NV = 2;         // vectors of tiles per micro-kernel
 constexpr int NB = NV * VW;   // tiles per micro-kernel
-typedef float vf __attribute__((vector_size(VW * sizeof(float))));
-
-inline vf ld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void st(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-/// x in every lane: a broadcast (`vf{} + x` would add 0 first, for -0.0, and broadcast from a
-/// register, on the port the multiply-adds need).
-template <size_t... I>
-inline vf splat_lanes(float x, std::index_sequence<I...>) {
-  return vf{((void)I, x)...};
-}
-inline vf splat(float x) { return splat_lanes(x, std::make_index_sequence<VW>{}); }
+typedef FloatVec<VW>::type vf;
 
 /// The six rows of B^T d for one column of d (d0..d5 the column's entries).
 template <class V>
@@ -149,14 +136,14 @@ inline void micro_kernel(const float* __restrict u, const float* __restrict v, i
     for (int j = 0; j < NV; ++j) a[r][j] = vf{};
   for (int64_t c = 0; c < C; ++c) {
     vf x[NV];
-    for (int j = 0; j < NV; ++j) x[j] = ld(v + c * tb + j * VW);
+    for (int j = 0; j < NV; ++j) x[j] = vload<vf>(v + c * tb + j * VW);
     for (int r = 0; r < R; ++r) {
-      const vf b = splat(u[c * MR + r]);
+      const vf b = vsplat<vf>(u[c * MR + r]);
       for (int j = 0; j < NV; ++j) a[r][j] += b * x[j];
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int j = 0; j < NV; ++j) st(m + r * ms + j * VW, a[r][j]);
+    for (int j = 0; j < NV; ++j) vstore(m + r * ms + j * VW, a[r][j]);
 }
 
 /// n floats of this thread's scratch buffer `which` (0-3), kept between calls: fresh pages for
@@ -216,7 +203,7 @@ void input_transform(const Geom& G, const float* x, const Tile* tiles, int64_t n
   }
   for (int64_t v0 = 0; v0 < TB; v0 += VW) {
     vf d[36], tmp[36];
-    for (int q = 0; q < 36; ++q) d[q] = ld(P + q * TB + v0);
+    for (int q = 0; q < 36; ++q) d[q] = vload<vf>(P + q * TB + v0);
     for (int j = 0; j < 6; ++j) {  // columns: B^T d
       vf col[6], r[6];
       for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
@@ -226,7 +213,7 @@ void input_transform(const Geom& G, const float* x, const Tile* tiles, int64_t n
     for (int i = 0; i < 6; ++i) {  // rows: (B^T d) B
       vf r[6];
       input_rows(tmp + i * 6, r);
-      for (int j = 0; j < 6; ++j) st(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
+      for (int j = 0; j < 6; ++j) vstore(V + ((i * 6 + j) * C + c) * TB + v0, r[j]);
     }
   }
 }
@@ -278,19 +265,19 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
       // 3. output transform
       for (int64_t k = kb0 * MR; k < std::min(K, kb1 * MR); ++k) {
         const float* mk = M + (k - kb0 * MR) * ms;
-        const vf b = splat(bias ? bias[k] : 0.0f);
+        const vf b = vsplat<vf>(bias ? bias[k] : 0.0f);
         for (int64_t v0 = 0; v0 < nt; v0 += VW) {
           vf tmp[24];
           for (int j = 0; j < 6; ++j) {  // columns: A^T m
             vf col[6], r[4];
-            for (int i = 0; i < 6; ++i) col[i] = ld(mk + (i * 6 + j) * TB + v0);
+            for (int i = 0; i < 6; ++i) col[i] = vload<vf>(mk + (i * 6 + j) * TB + v0);
             output_rows(col, r);
             for (int i = 0; i < 4; ++i) tmp[i * 6 + j] = r[i];
           }
           for (int i = 0; i < 4; ++i) {  // rows: (A^T m) A
             vf r[4];
             output_rows(tmp + i * 6, r);
-            for (int j = 0; j < 4; ++j) st(out_buf + (i * 4 + j) * VW, r[j] + b);
+            for (int j = 0; j < 4; ++j) vstore(out_buf + (i * 4 + j) * VW, r[j] + b);
           }
           for (int64_t l = 0; l < VW && v0 + l < nt; ++l) {
             const Tile& tl = tiles[size_t(v0 + l)];
@@ -361,7 +348,7 @@ void winograd_weight_transforms(const conv::ConvShape& g, const float* x, const 
       }
       for (int64_t v0 = 0; v0 < TB; v0 += VW) {
         vf d[16], tmp[24];
-        for (int q = 0; q < 16; ++q) d[q] = ld(P + q * TB + v0);
+        for (int q = 0; q < 16; ++q) d[q] = vload<vf>(P + q * TB + v0);
         for (int j = 0; j < 4; ++j) {  // columns: A dy
           vf col[4], r[6];
           for (int i = 0; i < 4; ++i) col[i] = d[i * 4 + j];
@@ -371,7 +358,7 @@ void winograd_weight_transforms(const conv::ConvShape& g, const float* x, const 
         for (int i = 0; i < 6; ++i) {  // rows: (A dy) A^T
           vf r[6];
           gradient_rows(tmp + i * 4, r);
-          for (int j = 0; j < 6; ++j) st(Y + ((i * 6 + j) * K + k) * TB + v0, r[j]);
+          for (int j = 0; j < 6; ++j) vstore(Y + ((i * 6 + j) * K + k) * TB + v0, r[j]);
         }
       }
     }
