@@ -447,3 +447,29 @@ def test_depthwise_channels_last_matches_torch(case):
         if name in ('out', 'gx'):
             assert tuple(a.stride()) == tuple(ref.stride()), name
         assert _rel_err(a, ref) < 1e-5, (name, _rel_err(a, ref))
+
+
+# max pooling's interior columns in vector blocks (Note [Max pooling by columns]): values and
+# indices must equal PyTorch's for any window geometry, with ties (small integers), NaN and -inf
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_max_pool2d_values_and_indices_random_geometry(dtype):
+    rng = np.random.default_rng(11)
+    cases = 0
+    while cases < 150:
+        H, W = (int(v) for v in rng.integers(1, 40, 2))
+        k = tuple(int(v) for v in rng.integers(1, 5, 2))
+        s = tuple(int(v) for v in rng.integers(1, 4, 2))
+        d = tuple(int(v) for v in rng.integers(1, 3, 2))
+        p = (int(rng.integers(0, k[0] // 2 + 1)), int(rng.integers(0, k[1] // 2 + 1)))
+        ceil = bool(rng.integers(0, 2))
+        if H + 2 * p[0] < d[0] * (k[0] - 1) + 1 or W + 2 * p[1] < d[1] * (k[1] - 1) + 1:
+            continue
+        x = rng.integers(-3, 3, (2, 3, H, W)).astype(dtype)
+        m = rng.random(x.shape)
+        x[m < 0.03] = np.nan
+        x[(m >= 0.03) & (m < 0.06)] = -np.inf
+        ref, ref_i = torch.nn.functional.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil, return_indices=True)
+        out, out_i = tp.nn.functional.max_pool2d(tp.from_numpy(x), k, s, p, d, ceil, return_indices=True)
+        np.testing.assert_array_equal(out.numpy(), ref.numpy(), err_msg=str((x.shape, k, s, p, d, ceil)))
+        np.testing.assert_array_equal(out_i.numpy(), ref_i.numpy(), err_msg=str((x.shape, k, s, p, d, ceil)))
+        cases += 1
