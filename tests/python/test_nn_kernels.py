@@ -353,6 +353,7 @@ CONV_ALGO_CASES = [
     ((2, 16, 4, 4), (33, 16, 3, 3), dict(padding='same'), False),
     ((2, 16, 7, 9), (16, 18, 3, 3), dict(padding=1), True),
     ((1, 64, 23, 30), (64, 64, 3, 3), dict(padding=1), False),  # > 1 tile block, several rows
+    ((1, 16, 70, 66), (16, 16, 3, 3), dict(padding=1), False),  # border tiles without a padded copy
     # batch-folded GEMM: stride 2, dilation, groups, 1x1, 5x5 on small planes
     ((4, 16, 7, 7), (32, 16, 3, 3), dict(stride=2, padding=1), False),
     ((3, 16, 9, 9), (16, 16, 3, 3), dict(padding=2, dilation=2), False),

@@ -161,6 +161,7 @@ struct Geom {
 
 struct Tile {
   int64_t in, out;  // offsets of the patch's (0, 0) in channel 0 of x / of the tile's first output in y
+  int64_t n;        // the sample
   int32_t ih, iw, oh, ow;
   bool inside;  // the whole 6x6 patch inside the input
 };
@@ -175,35 +176,81 @@ void fill_tiles(const Geom& G, int64_t t0, int64_t nt, Tile* tiles) {
     tl.ih = int32_t(th * 4 - G.pt);
     tl.iw = int32_t(tw * 4 - G.pl);
     tl.inside = tl.ih >= 0 && tl.ih + 6 <= G.h && tl.iw >= 0 && tl.iw + 6 <= G.w;
+    tl.n = n;
     tl.in = n * G.c * G.h * G.w + int64_t(tl.ih) * G.w + tl.iw;
     tl.out = n * G.k * G.oh * G.ow + int64_t(tl.oh) * G.ow + tl.ow;
   }
 }
 
-/// Channel c's input transform of the tiles: their 6x6 patches of x (zeros where padding)
-/// gathered into P[36][TB] (tiles along the vector lanes; lanes past nt as P held them), then
-/// V[xi][c][t] = (B^T d B)[xi], a vector of tiles at a time.
+/// Planes whose padded copy (the tile grid's reach, PH x PW) holds at most this many floats
+/// gather their border tiles from that copy (Note [Winograd gathers]).
+constexpr int64_t kPaddedPlaneMax = 4096;
+
+// Note [Winograd gathers]
+// The transforms take the tiles a vector at a time (tiles along the lanes), so each tile's
+// patch is first gathered into a buffer of 36 rows (16 for the output gradient's 4x4 blocks)
+// of VW lanes. That buffer was once P[36][TB] for the whole block of TB tiles (36 KiB at TB =
+// 256, past L1, its stores a cache line each; and the weight gradient zeroed it for every
+// channel), and border tiles (whose patch crosses the padding) were gathered element by
+// element with a bounds test each. On small planes every tile is a border tile (an 8x8 plane
+// with padding 1 has four), and the gathers cost more than the products: the 64x32x8x8 -> 64
+// 3x3 weight gradient took 1.8 ms, about 1.0 of it gathering. Now the buffer holds one vector
+// of tiles (2.3 KiB at VW = 16), zeroed only where the block's last vector has fewer tiles, and
+// planes up to kPaddedPlaneMax floats are copied once per (sample, channel) into a zero-padded
+// PH x PW buffer that all their tiles lie inside. Larger planes keep the bounds tests at the
+// border (their border tiles are few).
+
+/// The zero-padded copy of planes for border tiles (Note [Winograd gathers]).
+struct PaddedPlane {
+  int64_t ph = 0, pw = 0, sample = -1;
+  bool on = false;
+  alignas(64) float q[kPaddedPlaneMax];
+
+  explicit PaddedPlane(const Geom& G) : ph(G.th * 4 + 2), pw(G.tw * 4 + 2) {
+    on = ph * pw <= kPaddedPlaneMax && G.pt >= 0 && G.pl >= 0;
+  }
+  /// Tile tl's patch (0, 0) in the copy of channel c's plane of x, copying it first if needed.
+  const float* patch(const Geom& G, const float* x, int64_t c, const Tile& tl) {
+    if (tl.n != sample) {
+      std::fill_n(q, ph * pw, 0.0f);
+      const float* plane = x + (tl.n * G.c + c) * G.h * G.w;
+      const int64_t rows = std::min(G.h, ph - G.pt), cols = std::min(G.w, pw - G.pl);
+      for (int64_t r = 0; r < rows; ++r) std::copy_n(plane + r * G.w, cols, q + (r + G.pt) * pw + G.pl);
+      sample = tl.n;
+    }
+    return q + (tl.ih + G.pt) * pw + (tl.iw + G.pl);
+  }
+};
+
+/// Channel c's input transform of the tiles: V[xi][c][t] = (B^T d B)[xi] for their 6x6 patches
+/// d of x (zeros where padding; lanes past nt zero), a vector of tiles at a time.
 void input_transform(const Geom& G, const float* x, const Tile* tiles, int64_t nt, int64_t c, int64_t TB,
-                     float* P, float* V) {
+                     float* V) {
   const int64_t C = G.c;
-  for (int64_t i = 0; i < nt; ++i) {
-    const Tile& tl = tiles[i];
-    const float* src = x + tl.in + c * G.h * G.w;
-    float* p = P + i;
-    if (tl.inside) {
-      for (int r = 0; r < 6; ++r)
-        for (int q = 0; q < 6; ++q) p[(r * 6 + q) * TB] = src[r * G.w + q];
-    } else {
-      for (int r = 0; r < 6; ++r) {
-        const bool row_in = tl.ih + r >= 0 && tl.ih + r < G.h;
-        for (int q = 0; q < 6; ++q)
-          p[(r * 6 + q) * TB] = row_in && tl.iw + q >= 0 && tl.iw + q < G.w ? src[r * G.w + q] : 0.0f;
+  PaddedPlane pad(G);
+  alignas(64) float P[36 * VW];
+  for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+    const int64_t lanes = std::clamp<int64_t>(nt - v0, 0, VW);
+    if (lanes < VW) std::fill_n(P, 36 * VW, 0.0f);
+    for (int64_t l = 0; l < lanes; ++l) {
+      const Tile& tl = tiles[v0 + l];
+      float* p = P + l;
+      if (tl.inside || pad.on) {
+        const float* src = tl.inside ? x + tl.in + c * G.h * G.w : pad.patch(G, x, c, tl);
+        const int64_t rs = tl.inside ? G.w : pad.pw;
+        for (int r = 0; r < 6; ++r)
+          for (int q = 0; q < 6; ++q) p[(r * 6 + q) * VW] = src[r * rs + q];
+      } else {
+        const float* src = x + tl.in + c * G.h * G.w;
+        for (int r = 0; r < 6; ++r) {
+          const bool row_in = tl.ih + r >= 0 && tl.ih + r < G.h;
+          for (int q = 0; q < 6; ++q)
+            p[(r * 6 + q) * VW] = row_in && tl.iw + q >= 0 && tl.iw + q < G.w ? src[r * G.w + q] : 0.0f;
+        }
       }
     }
-  }
-  for (int64_t v0 = 0; v0 < TB; v0 += VW) {
     vf d[36], tmp[36];
-    for (int q = 0; q < 36; ++q) d[q] = vload<vf>(P + q * TB + v0);
+    for (int q = 0; q < 36; ++q) d[q] = vload<vf>(P + q * VW);
     for (int j = 0; j < 6; ++j) {  // columns: B^T d
       vf col[6], r[6];
       for (int i = 0; i < 6; ++i) col[i] = d[i * 6 + j];
@@ -233,7 +280,6 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
   const int64_t out_plane = G.oh * G.ow;
 
   parallel_for(0, blocks * parts, 1, [&](int64_t ub, int64_t ue) {
-    float* P = scratch(1, size_t(36 * TB));
     float* V = scratch(2, size_t(36 * C * TB));
     float* M = scratch(3, size_t(part_kb * MR * 36 * TB));
     std::vector<Tile> tiles(static_cast<size_t>(TB));
@@ -245,8 +291,7 @@ void winograd(const Geom& G, const float* x, const float* w, const float* bias, 
       const int64_t t0 = blk * TB, nt = std::min(TB, T - t0);
       fill_tiles(G, t0, nt, tiles.data());
       // 1. input transform
-      if (nt < TB) std::fill_n(P, 36 * TB, 0.0f);
-      for (int64_t c = 0; c < C; ++c) input_transform(G, x, tiles.data(), nt, c, TB, P, V);
+      for (int64_t c = 0; c < C; ++c) input_transform(G, x, tiles.data(), nt, c, TB, V);
       // 2. the 36 products, M[k - kb0 * MR][xi][t]
       const int64_t ms = 36 * TB;
       for (int xi = 0; xi < 36; ++xi) {
@@ -331,24 +376,29 @@ void winograd_weight_transforms(const conv::ConvShape& g, const float* x, const 
   fill_tiles(G, t0, nt, tiles.data());
   // channels of the input (c < C), then of the output gradient (C + k)
   parallel_for(0, C + K, 1, [&](int64_t cb, int64_t ce) {
-    float* P = scratch(1, size_t(36 * TB));
+    alignas(64) float P[16 * VW];
     for (int64_t u = cb; u < ce; ++u) {
-      std::fill_n(P, 36 * TB, 0.0f);
       if (u < C) {
-        input_transform(G, x, tiles.data(), nt, u, TB, P, V);
+        input_transform(G, x, tiles.data(), nt, u, TB, V);
         continue;
       }
       const int64_t k = u - C;
-      for (int64_t i = 0; i < nt; ++i) {
-        const Tile& tl = tiles[size_t(i)];
-        const float* src = gy + tl.out + k * OH * OW;
-        const int rh = int(std::min<int64_t>(4, OH - tl.oh)), rw = int(std::min<int64_t>(4, OW - tl.ow));
-        for (int r = 0; r < rh; ++r)
-          for (int q = 0; q < rw; ++q) P[(r * 4 + q) * TB + i] = src[r * OW + q];
-      }
       for (int64_t v0 = 0; v0 < TB; v0 += VW) {
+        // the 4x4 output-gradient blocks of a vector of tiles (zeros past the plane and past nt)
+        const int64_t lanes = std::clamp<int64_t>(nt - v0, 0, VW);
+        bool partial = lanes < VW;
+        for (int64_t l = 0; l < lanes && !partial; ++l)
+          partial = tiles[size_t(v0 + l)].oh + 4 > OH || tiles[size_t(v0 + l)].ow + 4 > OW;
+        if (partial) std::fill_n(P, 16 * VW, 0.0f);
+        for (int64_t l = 0; l < lanes; ++l) {
+          const Tile& tl = tiles[size_t(v0 + l)];
+          const float* src = gy + tl.out + k * OH * OW;
+          const int rh = int(std::min<int64_t>(4, OH - tl.oh)), rw = int(std::min<int64_t>(4, OW - tl.ow));
+          for (int r = 0; r < rh; ++r)
+            for (int q = 0; q < rw; ++q) P[(r * 4 + q) * VW + l] = src[r * OW + q];
+        }
         vf d[16], tmp[24];
-        for (int q = 0; q < 16; ++q) d[q] = vload<vf>(P + q * TB + v0);
+        for (int q = 0; q < 16; ++q) d[q] = vload<vf>(P + q * VW);
         for (int j = 0; j < 4; ++j) {  // columns: A dy
           vf col[4], r[6];
           for (int i = 0; i < 4; ++i) col[i] = d[i * 4 + j];
