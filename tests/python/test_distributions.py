@@ -195,7 +195,12 @@ def test_log_prob_and_moments_match_torch(name):
             actual = getattr(pd, attr)()
         else:
             actual = getattr(pd, attr)
-        close(actual, expected, rtol=1e-9, atol=1e-12, what=f'{name} {attr}')
+        # float32 results of a transcendental (erf in Normal's cdf) may differ by an ulp:
+        # PyTorch's vectorised float32 erf is not correctly rounded (erf(-0.92086333) is one
+        # float32 step from the nearest, which tp.erf returns), so float32 compares at float32
+        # precision
+        f32 = getattr(expected, 'dtype', None) == torch.float32
+        close(actual, expected, rtol=1e-6 if f32 else 1e-9, atol=1e-7 if f32 else 1e-12, what=f'{name} {attr}')
     # support and parameter constraints agree
     assert bool(pd.support.check(to_tp(value)).all())
     assert _spelled(pd.support) == _spelled(td.support)
