@@ -14,8 +14,11 @@ namespace {
 bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
 
 /// PyTorch's CPU kernels of these ops have no float16/bfloat16 instance: NotImplementedError
-/// naming the kernel (`<name>_cpu`) and the promoted dtype.
+/// naming the kernel (`<name>_cpu`) and the promoted dtype. Meta tensors reach no kernel there
+/// (a float16 meta input gives a float16 meta result).
 void no_half(const char* name, std::initializer_list<const Tensor*> inputs, bool int_to_float) {
+  for (const Tensor* t : inputs)
+    if (is_meta(*t)) return;
   DType dt = result_type(inputs);
   if (int_to_float && !is_floating(dt)) dt = default_dtype();
   if (is_half(dt))
