@@ -48,6 +48,16 @@ void check_ndtri(const Tensor& self) { no_half("ndtri", {&self}, true); }
 void check_log_ndtr(const Tensor& self) { no_half("log_ndtr", {&self}, true); }
 void check_bessel_j0(const Tensor& self) { no_half("bessel_j0", {&self}, true); }
 void check_bessel_j1(const Tensor& self) { no_half("bessel_j1", {&self}, true); }
+void check_airy_ai(const Tensor& x) { no_half("airy_ai", {&x}, true); }
+void check_bessel_y0(const Tensor& self) { no_half("bessel_y0", {&self}, true); }
+void check_bessel_y1(const Tensor& self) { no_half("bessel_y1", {&self}, true); }
+void check_modified_bessel_i0(const Tensor& self) { no_half("modified_bessel_i0", {&self}, true); }
+void check_modified_bessel_i1(const Tensor& self) { no_half("modified_bessel_i1", {&self}, true); }
+void check_modified_bessel_k0(const Tensor& self) { no_half("modified_bessel_k0", {&self}, true); }
+void check_modified_bessel_k1(const Tensor& self) { no_half("modified_bessel_k1", {&self}, true); }
+void check_scaled_modified_bessel_k0(const Tensor& x) { no_half("scaled_modified_bessel_k0", {&x}, true); }
+void check_scaled_modified_bessel_k1(const Tensor& x) { no_half("scaled_modified_bessel_k1", {&x}, true); }
+void check_spherical_bessel_j0(const Tensor& x) { no_half("spherical_bessel_j0", {&x}, true); }
 void check_heaviside(const Tensor& self, const Tensor& values) {
   TP_CHECK(self.dtype() == values.dtype(),
            "heaviside is not yet implemented for tensors with different dtypes.");

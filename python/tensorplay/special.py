@@ -2,7 +2,7 @@
 
 The functions PyTorch computes with kernels of their own are the C++ ops
 ``special_<name>`` (csrc/ops/special.yaml: erfcx, i0e, i1, i1e, ndtr, ndtri, log_ndtr,
-entr, xlog1py, zeta, bessel_j0, bessel_j1); the others are PyTorch's aliases of ops that
+entr, xlog1py, zeta, the Bessel and Airy functions); the others are PyTorch's aliases of ops that
 live at the top level (gammaln is lgamma, psi is digamma, expit is sigmoid, gammainc is
 igamma, ...), called through, as PyTorch's own composites call them (so a dispatch mode
 sees ``lgamma`` for ``gammaln``, as it does in PyTorch).
@@ -12,10 +12,16 @@ sees ``lgamma`` for ``gammaln``, as it does in PyTorch).
 """
 from tensorplay import _C
 
-__all__ = ['bessel_j0', 'bessel_j1', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2',
-           'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p',
-           'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri',
-           'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy', 'zeta']
+__all__ = ['airy_ai', 'bessel_j0', 'bessel_j1', 'bessel_y0', 'bessel_y1',
+           'digamma', 'entr',
+           'erf', 'erfc', 'erfcx', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln',
+           'i0', 'i0e', 'i1', 'i1e',
+           'log1p', 'log_ndtr', 'log_softmax', 'logit', 'logsumexp',
+           'modified_bessel_i0', 'modified_bessel_i1', 'modified_bessel_k0', 'modified_bessel_k1',
+           'multigammaln', 'ndtr', 'ndtri', 'polygamma', 'psi', 'round', 'scaled_modified_bessel_k0',
+           'scaled_modified_bessel_k1',
+           'sinc', 'softmax',
+           'spherical_bessel_j0', 'xlog1py', 'xlogy', 'zeta']
 
 
 def _export(name, doc):
@@ -66,6 +72,37 @@ The Bessel function of the first kind of order 0.""")
 bessel_j1 = _export('bessel_j1', """bessel_j1(input, *, out=None)
 
 The Bessel function of the first kind of order 1.""")
+
+bessel_y0 = _export('bessel_y0', """bessel_y0(input, *, out=None)
+
+The Bessel function of the second kind of order 0.""")
+bessel_y1 = _export('bessel_y1', """bessel_y1(input, *, out=None)
+
+The Bessel function of the second kind of order 1.""")
+modified_bessel_i0 = _export('modified_bessel_i0', """modified_bessel_i0(input, *, out=None)
+
+The modified Bessel function of the first kind of order 0.""")
+modified_bessel_i1 = _export('modified_bessel_i1', """modified_bessel_i1(input, *, out=None)
+
+The modified Bessel function of the first kind of order 1.""")
+modified_bessel_k0 = _export('modified_bessel_k0', """modified_bessel_k0(input, *, out=None)
+
+The modified Bessel function of the second kind of order 0.""")
+modified_bessel_k1 = _export('modified_bessel_k1', """modified_bessel_k1(input, *, out=None)
+
+The modified Bessel function of the second kind of order 1.""")
+scaled_modified_bessel_k0 = _export('scaled_modified_bessel_k0', """scaled_modified_bessel_k0(input, *, out=None)
+
+The scaled modified Bessel function of the second kind of order 0, exp(input) * k0(input).""")
+scaled_modified_bessel_k1 = _export('scaled_modified_bessel_k1', """scaled_modified_bessel_k1(input, *, out=None)
+
+The scaled modified Bessel function of the second kind of order 1, exp(input) * k1(input).""")
+spherical_bessel_j0 = _export('spherical_bessel_j0', """spherical_bessel_j0(input, *, out=None)
+
+The spherical Bessel function of the first kind of order 0, sin(input) / input.""")
+airy_ai = _export('airy_ai', """airy_ai(input, *, out=None)
+
+The Airy function Ai(input).""")
 
 
 # --------------------------------------------------------------------- aliases

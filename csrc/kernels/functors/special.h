@@ -31,6 +31,14 @@ TP_SPECIAL_UNARY(Ndtri, ndtri)
 TP_SPECIAL_UNARY(LogNdtr, log_ndtr)
 TP_SPECIAL_UNARY(BesselJ0, bessel_j0)
 TP_SPECIAL_UNARY(BesselJ1, bessel_j1)
+TP_SPECIAL_UNARY(BesselY0, bessel_y0)
+TP_SPECIAL_UNARY(BesselY1, bessel_y1)
+TP_SPECIAL_UNARY(ModifiedBesselK0, modified_bessel_k0)
+TP_SPECIAL_UNARY(ModifiedBesselK1, modified_bessel_k1)
+TP_SPECIAL_UNARY(ScaledModifiedBesselK0, scaled_modified_bessel_k0)
+TP_SPECIAL_UNARY(ScaledModifiedBesselK1, scaled_modified_bessel_k1)
+TP_SPECIAL_UNARY(AiryAi, airy_ai)
+TP_SPECIAL_UNARY(SphericalBesselJ0, spherical_bessel_j0)
 #undef TP_SPECIAL_UNARY
 
 #define TP_SPECIAL_BINARY(Name, fn)                                                        \
