@@ -58,6 +58,18 @@ void check_modified_bessel_k1(const Tensor& self) { no_half("modified_bessel_k1"
 void check_scaled_modified_bessel_k0(const Tensor& x) { no_half("scaled_modified_bessel_k0", {&x}, true); }
 void check_scaled_modified_bessel_k1(const Tensor& x) { no_half("scaled_modified_bessel_k1", {&x}, true); }
 void check_spherical_bessel_j0(const Tensor& x) { no_half("spherical_bessel_j0", {&x}, true); }
+void check_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_t", {&x, &n}, true); }
+void check_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_u", {&x, &n}, true); }
+void check_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_v", {&x, &n}, true); }
+void check_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_w", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_t", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_u", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_v", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_w", {&x, &n}, true); }
+void check_hermite_polynomial_h(const Tensor& x, const Tensor& n) { no_half("hermite_polynomial_h", {&x, &n}, true); }
+void check_hermite_polynomial_he(const Tensor& x, const Tensor& n) { no_half("hermite_polynomial_he", {&x, &n}, true); }
+void check_laguerre_polynomial_l(const Tensor& x, const Tensor& n) { no_half("laguerre_polynomial_l", {&x, &n}, true); }
+void check_legendre_polynomial_p(const Tensor& x, const Tensor& n) { no_half("legendre_polynomial_p", {&x, &n}, true); }
 void check_heaviside(const Tensor& self, const Tensor& values) {
   TP_CHECK(self.dtype() == values.dtype(),
            "heaviside is not yet implemented for tensors with different dtypes.");

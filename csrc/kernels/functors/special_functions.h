@@ -26,6 +26,7 @@
 //   airy_ai      Maclaurin series for |x| <= 1; K_1/3 through the same integral above; from
 //                -1 to -10 Taylor steps (h <= 0.5) of y'' = x y from 0, stable where Ai
 //                oscillates; the asymptotic expansion with its phase below -10
+//   (the orthogonal polynomials are in special.h: Note [Orthogonal polynomial kernels])
 //   erfcx        exp(x^2) erfc(x) with x^2 split into two doubles up to 10, the asymptotic
 //                series of erfc above; 2 exp(x^2) - erfcx(-x) for negative x
 //   ndtri        sqrt(2) erfinv(2p - 1) in [0.25, 0.75]; otherwise Halley steps on the
