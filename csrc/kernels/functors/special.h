@@ -62,7 +62,8 @@ TP_SPECIAL_BINARY(StandardGammaGrad, standard_gamma_grad)
 // no later step undoes). Chebyshev polynomials inside (-1, 1) above a small degree come from
 // their trigonometric forms in double (T_n = cos n t, U_n = sin (n+1)t / sin t,
 // V_n = cos (n+1/2)t / cos t/2, W_n = sin (n+1/2)t / sin t/2 with x = cos t), evaluated
-// where the denominator is not small (U_n(-x) = (-1)^n U_n(x), V_n(-x) = (-1)^n W_n(x)).
+// where the denominator is not small (U_n(-x) = (-1)^n U_n(x), V_n(-x) = (-1)^n W_n(x)); the
+// shifted kinds' 2x - 1 is taken in double there, exact for a float32 x.
 // PyTorch returns uninitialised values for NaN x at some degrees; NaN here.
 template <class T> static TP_HD inline int64_t poly_degree(T n) {
   if (!(std::fabs(n) < T(9.2233720368547758e18))) return -1;
@@ -79,25 +80,28 @@ template <class T> static TP_HD inline T chebyshev_recurrence(T x, T first, int6
   }
   return q;
 }
-template <class T> static TP_HD inline T chebyshev_t(T x, int64_t n) {
+// The Chebyshev kinds take the argument twice: y in the tensor's type for the recurrence, and
+// yd, its exact value in double (2x - 1 taken in double for the shifted kinds, so a float32 x
+// near 0 or 1 loses nothing to the shift) for the endpoint tests and the trigonometric forms.
+template <class T> static TP_HD inline T chebyshev_t(T y, double yd, int64_t n) {
   if (n < 0) return T(0);
-  if (std::fabs(x) == T(1)) return (x > T(0) || n % 2 == 0) ? T(1) : T(-1);
-  if (n > 6 && std::fabs(x) < T(1)) return T(std::cos(double(n) * std::acos(double(x))));
+  if (std::fabs(yd) == 1) return (yd > 0 || n % 2 == 0) ? T(1) : T(-1);
+  if (n > 6 && std::fabs(yd) < 1) return T(std::cos(double(n) * std::acos(yd)));
   if (n == 0) return T(1);
-  if (n == 1) return x;
-  return chebyshev_recurrence(x, x, n);
+  if (n == 1) return y;
+  return chebyshev_recurrence(y, y, n);
 }
-template <class T> static TP_HD inline T chebyshev_u(T x, int64_t n) {
+template <class T> static TP_HD inline T chebyshev_u(T y, double yd, int64_t n) {
   if (n < 0) return T(0);
-  if (std::fabs(x) == T(1)) return (x > T(0) || n % 2 == 0) ? T(n) + T(1) : -(T(n) + T(1));
-  if (n > 8 && std::fabs(x) < T(1)) {
-    const double t = std::acos(std::fabs(double(x)));
+  if (std::fabs(yd) == 1) return (yd > 0 || n % 2 == 0) ? T(n) + T(1) : -(T(n) + T(1));
+  if (n > 8 && std::fabs(yd) < 1) {
+    const double t = std::acos(std::fabs(yd));
     const double r = std::sin(double(n + 1) * t) / std::sin(t);
-    return T(x < T(0) && n % 2 ? -r : r);
+    return T(yd < 0 && n % 2 ? -r : r);
   }
   if (n == 0) return T(1);
-  if (n == 1) return x + x;
-  return chebyshev_recurrence(x, x + x, n);
+  if (n == 1) return y + y;
+  return chebyshev_recurrence(y, y + y, n);
 }
 /// W_n(x) = sin((n + 1/2) t) / sin(t/2) for x = cos t in [0, 1) (the denominator is >= 1/sqrt 2
 /// or accurate: t itself is).
@@ -110,35 +114,35 @@ static TP_HD inline double chebyshev_v_trig(double x, int64_t n) {
   const double t = std::acos(x);
   return std::cos((double(n) + 0.5) * t) / std::cos(t / 2);
 }
-template <class T> static TP_HD inline T chebyshev_v(T x, int64_t n) {
+template <class T> static TP_HD inline T chebyshev_v(T y, double yd, int64_t n) {
   if (n < 0) return T(0);
-  if (std::fabs(x) == T(1)) {
-    if (x > T(0)) return T(1);
+  if (std::fabs(yd) == 1) {
+    if (yd > 0) return T(1);
     return n % 2 == 0 ? T(2) * T(n) + T(1) : -(T(2) * T(n) + T(1));
   }
-  if (n > 8 && std::fabs(x) < T(1)) {
-    if (x >= T(0)) return T(chebyshev_v_trig(double(x), n));
-    const double r = chebyshev_w_trig(-double(x), n);  // V_n(x) = (-1)^n W_n(-x)
+  if (n > 8 && std::fabs(yd) < 1) {
+    if (yd >= 0) return T(chebyshev_v_trig(yd, n));
+    const double r = chebyshev_w_trig(-yd, n);  // V_n(x) = (-1)^n W_n(-x)
     return T(n % 2 ? -r : r);
   }
   if (n == 0) return T(1);
-  if (n == 1) return x + x - T(1);
-  return chebyshev_recurrence(x, x + x - T(1), n);
+  if (n == 1) return y + y - T(1);
+  return chebyshev_recurrence(y, y + y - T(1), n);
 }
-template <class T> static TP_HD inline T chebyshev_w(T x, int64_t n) {
+template <class T> static TP_HD inline T chebyshev_w(T y, double yd, int64_t n) {
   if (n < 0) return T(0);
-  if (std::fabs(x) == T(1)) {
-    if (x > T(0)) return T(2) * T(n) + T(1);
+  if (std::fabs(yd) == 1) {
+    if (yd > 0) return T(2) * T(n) + T(1);
     return n % 2 == 0 ? T(1) : T(-1);
   }
-  if (n > 8 && std::fabs(x) < T(1)) {
-    if (x >= T(0)) return T(chebyshev_w_trig(double(x), n));
-    const double r = chebyshev_v_trig(-double(x), n);  // W_n(x) = (-1)^n V_n(-x)
+  if (n > 8 && std::fabs(yd) < 1) {
+    if (yd >= 0) return T(chebyshev_w_trig(yd, n));
+    const double r = chebyshev_v_trig(-yd, n);  // W_n(x) = (-1)^n V_n(-x)
     return T(n % 2 ? -r : r);
   }
   if (n == 0) return T(1);
-  if (n == 1) return x + x + T(1);
-  return chebyshev_recurrence(x, x + x + T(1), n);
+  if (n == 1) return y + y + T(1);
+  return chebyshev_recurrence(y, y + y + T(1), n);
 }
 template <class T> static TP_HD inline T hermite_h(T x, int64_t n) {
   if (n < 0) return T(0);
@@ -190,24 +194,33 @@ template <class T> static TP_HD inline T legendre_p(T x, int64_t n) {
   return q;
 }
 
-#define TP_SPECIAL_POLY(Name, fn, arg)                                              \
+#define TP_SPECIAL_POLY(Name, fn)                                                   \
   template <class T> struct Name : Base<T> {                                       \
     using Base<T>::Base;                                                           \
-    TP_HD T operator()(T x, T n) const { return fn(arg, poly_degree(n)); }         \
+    TP_HD T operator()(T x, T n) const { return fn(x, poly_degree(n)); }           \
   };
-TP_SPECIAL_POLY(ChebyshevPolynomialT, chebyshev_t, x)
-TP_SPECIAL_POLY(ChebyshevPolynomialU, chebyshev_u, x)
-TP_SPECIAL_POLY(ChebyshevPolynomialV, chebyshev_v, x)
-TP_SPECIAL_POLY(ChebyshevPolynomialW, chebyshev_w, x)
+#define TP_SPECIAL_CHEBYSHEV(Name, fn, shifted)                                     \
+  template <class T> struct Name : Base<T> {                                       \
+    using Base<T>::Base;                                                           \
+    TP_HD T operator()(T x, T n) const {                                           \
+      if constexpr (shifted) return fn(x + x - T(1), 2 * double(x) - 1, poly_degree(n)); \
+      else return fn(x, double(x), poly_degree(n));                                \
+    }                                                                              \
+  };
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialT, chebyshev_t, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialU, chebyshev_u, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialV, chebyshev_v, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialW, chebyshev_w, false)
 // shifted: p*_n(x) = p_n(2x - 1)
-TP_SPECIAL_POLY(ShiftedChebyshevPolynomialT, chebyshev_t, x + x - T(1))
-TP_SPECIAL_POLY(ShiftedChebyshevPolynomialU, chebyshev_u, x + x - T(1))
-TP_SPECIAL_POLY(ShiftedChebyshevPolynomialV, chebyshev_v, x + x - T(1))
-TP_SPECIAL_POLY(ShiftedChebyshevPolynomialW, chebyshev_w, x + x - T(1))
-TP_SPECIAL_POLY(HermitePolynomialH, hermite_h, x)
-TP_SPECIAL_POLY(HermitePolynomialHe, hermite_he, x)
-TP_SPECIAL_POLY(LaguerrePolynomialL, laguerre_l, x)
-TP_SPECIAL_POLY(LegendrePolynomialP, legendre_p, x)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialT, chebyshev_t, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialU, chebyshev_u, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialV, chebyshev_v, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialW, chebyshev_w, true)
+TP_SPECIAL_POLY(HermitePolynomialH, hermite_h)
+TP_SPECIAL_POLY(HermitePolynomialHe, hermite_he)
+TP_SPECIAL_POLY(LaguerrePolynomialL, laguerre_l)
+TP_SPECIAL_POLY(LegendrePolynomialP, legendre_p)
+#undef TP_SPECIAL_CHEBYSHEV
 #undef TP_SPECIAL_POLY
 
 /// log|Gamma(x)|: the C library's, in the compute type (PyTorch calls std::lgamma too).
