@@ -14,8 +14,11 @@ namespace {
 bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
 
 /// PyTorch's CPU kernels of these ops have no float16/bfloat16 instance: NotImplementedError
-/// naming the kernel (`<name>_cpu`) and the promoted dtype.
+/// naming the kernel (`<name>_cpu`) and the promoted dtype. Meta tensors reach no kernel there
+/// (a float16 meta input gives a float16 meta result).
 void no_half(const char* name, std::initializer_list<const Tensor*> inputs, bool int_to_float) {
+  for (const Tensor* t : inputs)
+    if (is_meta(*t)) return;
   DType dt = result_type(inputs);
   if (int_to_float && !is_floating(dt)) dt = default_dtype();
   if (is_half(dt))
@@ -45,6 +48,28 @@ void check_ndtri(const Tensor& self) { no_half("ndtri", {&self}, true); }
 void check_log_ndtr(const Tensor& self) { no_half("log_ndtr", {&self}, true); }
 void check_bessel_j0(const Tensor& self) { no_half("bessel_j0", {&self}, true); }
 void check_bessel_j1(const Tensor& self) { no_half("bessel_j1", {&self}, true); }
+void check_airy_ai(const Tensor& x) { no_half("airy_ai", {&x}, true); }
+void check_bessel_y0(const Tensor& self) { no_half("bessel_y0", {&self}, true); }
+void check_bessel_y1(const Tensor& self) { no_half("bessel_y1", {&self}, true); }
+void check_modified_bessel_i0(const Tensor& self) { no_half("modified_bessel_i0", {&self}, true); }
+void check_modified_bessel_i1(const Tensor& self) { no_half("modified_bessel_i1", {&self}, true); }
+void check_modified_bessel_k0(const Tensor& self) { no_half("modified_bessel_k0", {&self}, true); }
+void check_modified_bessel_k1(const Tensor& self) { no_half("modified_bessel_k1", {&self}, true); }
+void check_scaled_modified_bessel_k0(const Tensor& x) { no_half("scaled_modified_bessel_k0", {&x}, true); }
+void check_scaled_modified_bessel_k1(const Tensor& x) { no_half("scaled_modified_bessel_k1", {&x}, true); }
+void check_spherical_bessel_j0(const Tensor& x) { no_half("spherical_bessel_j0", {&x}, true); }
+void check_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_t", {&x, &n}, true); }
+void check_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_u", {&x, &n}, true); }
+void check_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_v", {&x, &n}, true); }
+void check_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { no_half("chebyshev_polynomial_w", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_t(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_t", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_u(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_u", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_v(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_v", {&x, &n}, true); }
+void check_shifted_chebyshev_polynomial_w(const Tensor& x, const Tensor& n) { no_half("shifted_chebyshev_polynomial_w", {&x, &n}, true); }
+void check_hermite_polynomial_h(const Tensor& x, const Tensor& n) { no_half("hermite_polynomial_h", {&x, &n}, true); }
+void check_hermite_polynomial_he(const Tensor& x, const Tensor& n) { no_half("hermite_polynomial_he", {&x, &n}, true); }
+void check_laguerre_polynomial_l(const Tensor& x, const Tensor& n) { no_half("laguerre_polynomial_l", {&x, &n}, true); }
+void check_legendre_polynomial_p(const Tensor& x, const Tensor& n) { no_half("legendre_polynomial_p", {&x, &n}, true); }
 void check_heaviside(const Tensor& self, const Tensor& values) {
   TP_CHECK(self.dtype() == values.dtype(),
            "heaviside is not yet implemented for tensors with different dtypes.");

@@ -2,7 +2,7 @@
 
 The functions PyTorch computes with kernels of their own are the C++ ops
 ``special_<name>`` (csrc/ops/special.yaml: erfcx, i0e, i1, i1e, ndtr, ndtri, log_ndtr,
-entr, xlog1py, zeta, bessel_j0, bessel_j1); the others are PyTorch's aliases of ops that
+entr, xlog1py, zeta, the Bessel and Airy functions, the orthogonal polynomials); the others are PyTorch's aliases of ops that
 live at the top level (gammaln is lgamma, psi is digamma, expit is sigmoid, gammainc is
 igamma, ...), called through, as PyTorch's own composites call them (so a dispatch mode
 sees ``lgamma`` for ``gammaln``, as it does in PyTorch).
@@ -12,10 +12,16 @@ sees ``lgamma`` for ``gammaln``, as it does in PyTorch).
 """
 from tensorplay import _C
 
-__all__ = ['bessel_j0', 'bessel_j1', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2',
-           'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p',
-           'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri',
-           'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy', 'zeta']
+__all__ = ['airy_ai', 'bessel_j0', 'bessel_j1', 'bessel_y0', 'bessel_y1', 'chebyshev_polynomial_t',
+           'chebyshev_polynomial_u', 'chebyshev_polynomial_v', 'chebyshev_polynomial_w', 'digamma', 'entr',
+           'erf', 'erfc', 'erfcx', 'erfinv', 'exp2', 'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln',
+           'hermite_polynomial_h', 'hermite_polynomial_he', 'i0', 'i0e', 'i1', 'i1e', 'laguerre_polynomial_l',
+           'legendre_polynomial_p', 'log1p', 'log_ndtr', 'log_softmax', 'logit', 'logsumexp',
+           'modified_bessel_i0', 'modified_bessel_i1', 'modified_bessel_k0', 'modified_bessel_k1',
+           'multigammaln', 'ndtr', 'ndtri', 'polygamma', 'psi', 'round', 'scaled_modified_bessel_k0',
+           'scaled_modified_bessel_k1', 'shifted_chebyshev_polynomial_t', 'shifted_chebyshev_polynomial_u',
+           'shifted_chebyshev_polynomial_v', 'shifted_chebyshev_polynomial_w', 'sinc', 'softmax',
+           'spherical_bessel_j0', 'xlog1py', 'xlogy', 'zeta']
 
 
 def _export(name, doc):
@@ -67,6 +73,96 @@ bessel_j1 = _export('bessel_j1', """bessel_j1(input, *, out=None)
 
 The Bessel function of the first kind of order 1.""")
 
+bessel_y0 = _export('bessel_y0', """bessel_y0(input, *, out=None)
+
+The Bessel function of the second kind of order 0.""")
+bessel_y1 = _export('bessel_y1', """bessel_y1(input, *, out=None)
+
+The Bessel function of the second kind of order 1.""")
+modified_bessel_i0 = _export('modified_bessel_i0', """modified_bessel_i0(input, *, out=None)
+
+The modified Bessel function of the first kind of order 0.""")
+modified_bessel_i1 = _export('modified_bessel_i1', """modified_bessel_i1(input, *, out=None)
+
+The modified Bessel function of the first kind of order 1.""")
+modified_bessel_k0 = _export('modified_bessel_k0', """modified_bessel_k0(input, *, out=None)
+
+The modified Bessel function of the second kind of order 0.""")
+modified_bessel_k1 = _export('modified_bessel_k1', """modified_bessel_k1(input, *, out=None)
+
+The modified Bessel function of the second kind of order 1.""")
+scaled_modified_bessel_k0 = _export('scaled_modified_bessel_k0', """scaled_modified_bessel_k0(input, *, out=None)
+
+The scaled modified Bessel function of the second kind of order 0, exp(input) * k0(input).""")
+scaled_modified_bessel_k1 = _export('scaled_modified_bessel_k1', """scaled_modified_bessel_k1(input, *, out=None)
+
+The scaled modified Bessel function of the second kind of order 1, exp(input) * k1(input).""")
+spherical_bessel_j0 = _export('spherical_bessel_j0', """spherical_bessel_j0(input, *, out=None)
+
+The spherical Bessel function of the first kind of order 0, sin(input) / input.""")
+airy_ai = _export('airy_ai', """airy_ai(input, *, out=None)
+
+The Airy function Ai(input).""")
+
+# orthogonal polynomials: input and n are tensors or Python numbers (not both numbers); n is
+# truncated to an integer, and negative n give 0
+def _export_poly(name, doc):
+    fn = getattr(_C, 'special_' + name)
+
+    def wrapper(*args, **kwargs):
+        if len(args) + len(kwargs) >= 2:
+            x = args[0] if args else kwargs.get('x')
+            n = args[1] if len(args) > 1 else kwargs.get('n')
+            if not isinstance(x, _C.Tensor) and not isinstance(n, _C.Tensor):
+                raise TypeError(f"special_{name}() received an invalid combination of arguments - got "
+                                f"({type(x).__name__}, {type(n).__name__}), but expected one of:\n"
+                                " * (Tensor x, Tensor n, *, Tensor out = None)\n"
+                                " * (Number x, Tensor n, *, Tensor out = None)\n"
+                                " * (Tensor x, Number n, *, Tensor out = None)")
+        return fn(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__module__ = __name__
+    wrapper.__doc__ = doc
+    return wrapper
+
+
+chebyshev_polynomial_t = _export_poly('chebyshev_polynomial_t', """chebyshev_polynomial_t(input, n, *, out=None)
+
+The Chebyshev polynomial of the first kind T_n(input).""")
+chebyshev_polynomial_u = _export_poly('chebyshev_polynomial_u', """chebyshev_polynomial_u(input, n, *, out=None)
+
+The Chebyshev polynomial of the second kind U_n(input).""")
+chebyshev_polynomial_v = _export_poly('chebyshev_polynomial_v', """chebyshev_polynomial_v(input, n, *, out=None)
+
+The Chebyshev polynomial of the third kind V_n(input).""")
+chebyshev_polynomial_w = _export_poly('chebyshev_polynomial_w', """chebyshev_polynomial_w(input, n, *, out=None)
+
+The Chebyshev polynomial of the fourth kind W_n(input).""")
+shifted_chebyshev_polynomial_t = _export_poly('shifted_chebyshev_polynomial_t', """shifted_chebyshev_polynomial_t(input, n, *, out=None)
+
+The shifted Chebyshev polynomial of the first kind T_n(2 input - 1).""")
+shifted_chebyshev_polynomial_u = _export_poly('shifted_chebyshev_polynomial_u', """shifted_chebyshev_polynomial_u(input, n, *, out=None)
+
+The shifted Chebyshev polynomial of the second kind U_n(2 input - 1).""")
+shifted_chebyshev_polynomial_v = _export_poly('shifted_chebyshev_polynomial_v', """shifted_chebyshev_polynomial_v(input, n, *, out=None)
+
+The shifted Chebyshev polynomial of the third kind V_n(2 input - 1).""")
+shifted_chebyshev_polynomial_w = _export_poly('shifted_chebyshev_polynomial_w', """shifted_chebyshev_polynomial_w(input, n, *, out=None)
+
+The shifted Chebyshev polynomial of the fourth kind W_n(2 input - 1).""")
+hermite_polynomial_h = _export_poly('hermite_polynomial_h', """hermite_polynomial_h(input, n, *, out=None)
+
+The physicists' Hermite polynomial H_n(input).""")
+hermite_polynomial_he = _export_poly('hermite_polynomial_he', """hermite_polynomial_he(input, n, *, out=None)
+
+The probabilists' Hermite polynomial He_n(input).""")
+laguerre_polynomial_l = _export_poly('laguerre_polynomial_l', """laguerre_polynomial_l(input, n, *, out=None)
+
+The Laguerre polynomial L_n(input).""")
+legendre_polynomial_p = _export_poly('legendre_polynomial_p', """legendre_polynomial_p(input, n, *, out=None)
+
+The Legendre polynomial P_n(input).""")
 
 # --------------------------------------------------------------------- aliases
 def gammaln(input, *, out=None):

@@ -31,6 +31,14 @@ TP_SPECIAL_UNARY(Ndtri, ndtri)
 TP_SPECIAL_UNARY(LogNdtr, log_ndtr)
 TP_SPECIAL_UNARY(BesselJ0, bessel_j0)
 TP_SPECIAL_UNARY(BesselJ1, bessel_j1)
+TP_SPECIAL_UNARY(BesselY0, bessel_y0)
+TP_SPECIAL_UNARY(BesselY1, bessel_y1)
+TP_SPECIAL_UNARY(ModifiedBesselK0, modified_bessel_k0)
+TP_SPECIAL_UNARY(ModifiedBesselK1, modified_bessel_k1)
+TP_SPECIAL_UNARY(ScaledModifiedBesselK0, scaled_modified_bessel_k0)
+TP_SPECIAL_UNARY(ScaledModifiedBesselK1, scaled_modified_bessel_k1)
+TP_SPECIAL_UNARY(AiryAi, airy_ai)
+TP_SPECIAL_UNARY(SphericalBesselJ0, spherical_bessel_j0)
 #undef TP_SPECIAL_UNARY
 
 #define TP_SPECIAL_BINARY(Name, fn)                                                        \
@@ -43,6 +51,177 @@ TP_SPECIAL_BINARY(Igamma, igamma)
 TP_SPECIAL_BINARY(Igammac, igammac)
 TP_SPECIAL_BINARY(StandardGammaGrad, standard_gamma_grad)
 #undef TP_SPECIAL_BINARY
+
+// ---------------------------------------------------------------- orthogonal polynomials
+// Note [Orthogonal polynomial kernels]
+// tp.special's polynomials p_n(x) take n as a tensor of x's dtype; the degree is n
+// truncated to an integer. NaN, +-inf and n beyond int64 give 0, as negative n do (PyTorch's
+// float-to-int64 conversion turns those into INT64_MIN on x86). The three-term recurrences
+// run in the tensor's type, as PyTorch's do, so float32 overflows where PyTorch's does (an
+// overflowed recurrence turns inf - inf into NaN there too); they stop early once NaN (which
+// no later step undoes). Chebyshev polynomials inside (-1, 1) above a small degree come from
+// their trigonometric forms in double (T_n = cos n t, U_n = sin (n+1)t / sin t,
+// V_n = cos (n+1/2)t / cos t/2, W_n = sin (n+1/2)t / sin t/2 with x = cos t), evaluated
+// where the denominator is not small (U_n(-x) = (-1)^n U_n(x), V_n(-x) = (-1)^n W_n(x)); the
+// shifted kinds' 2x - 1 is taken in double there, exact for a float32 x.
+// PyTorch returns uninitialised values for NaN x at some degrees; NaN here.
+template <class T> static TP_HD inline int64_t poly_degree(T n) {
+  if (!(std::fabs(n) < T(9.2233720368547758e18))) return -1;
+  return int64_t(n);
+}
+/// The recurrence p_{k+1} = 2 x p_k - p_{k-1} from p_0 = 1, p_1 = first up to degree n >= 1.
+template <class T> static TP_HD inline T chebyshev_recurrence(T x, T first, int64_t n) {
+  T p = T(1), q = first;
+  for (int64_t k = 2; k <= n; ++k) {
+    T r = (x + x) * q - p;
+    p = q;
+    q = r;
+    if (r != r) break;
+  }
+  return q;
+}
+// The Chebyshev kinds take the argument twice: y in the tensor's type for the recurrence, and
+// yd, its exact value in double (2x - 1 taken in double for the shifted kinds, so a float32 x
+// near 0 or 1 loses nothing to the shift) for the endpoint tests and the trigonometric forms.
+template <class T> static TP_HD inline T chebyshev_t(T y, double yd, int64_t n) {
+  if (n < 0) return T(0);
+  if (std::fabs(yd) == 1) return (yd > 0 || n % 2 == 0) ? T(1) : T(-1);
+  if (n > 6 && std::fabs(yd) < 1) return T(std::cos(double(n) * std::acos(yd)));
+  if (n == 0) return T(1);
+  if (n == 1) return y;
+  return chebyshev_recurrence(y, y, n);
+}
+template <class T> static TP_HD inline T chebyshev_u(T y, double yd, int64_t n) {
+  if (n < 0) return T(0);
+  if (std::fabs(yd) == 1) return (yd > 0 || n % 2 == 0) ? T(n) + T(1) : -(T(n) + T(1));
+  if (n > 8 && std::fabs(yd) < 1) {
+    const double t = std::acos(std::fabs(yd));
+    const double r = std::sin(double(n + 1) * t) / std::sin(t);
+    return T(yd < 0 && n % 2 ? -r : r);
+  }
+  if (n == 0) return T(1);
+  if (n == 1) return y + y;
+  return chebyshev_recurrence(y, y + y, n);
+}
+/// W_n(x) = sin((n + 1/2) t) / sin(t/2) for x = cos t in [0, 1) (the denominator is >= 1/sqrt 2
+/// or accurate: t itself is).
+static TP_HD inline double chebyshev_w_trig(double x, int64_t n) {
+  const double t = std::acos(x);
+  return std::sin((double(n) + 0.5) * t) / std::sin(t / 2);
+}
+/// V_n(x) = cos((n + 1/2) t) / cos(t/2) for x = cos t in [0, 1).
+static TP_HD inline double chebyshev_v_trig(double x, int64_t n) {
+  const double t = std::acos(x);
+  return std::cos((double(n) + 0.5) * t) / std::cos(t / 2);
+}
+template <class T> static TP_HD inline T chebyshev_v(T y, double yd, int64_t n) {
+  if (n < 0) return T(0);
+  if (std::fabs(yd) == 1) {
+    if (yd > 0) return T(1);
+    return n % 2 == 0 ? T(2) * T(n) + T(1) : -(T(2) * T(n) + T(1));
+  }
+  if (n > 8 && std::fabs(yd) < 1) {
+    if (yd >= 0) return T(chebyshev_v_trig(yd, n));
+    const double r = chebyshev_w_trig(-yd, n);  // V_n(x) = (-1)^n W_n(-x)
+    return T(n % 2 ? -r : r);
+  }
+  if (n == 0) return T(1);
+  if (n == 1) return y + y - T(1);
+  return chebyshev_recurrence(y, y + y - T(1), n);
+}
+template <class T> static TP_HD inline T chebyshev_w(T y, double yd, int64_t n) {
+  if (n < 0) return T(0);
+  if (std::fabs(yd) == 1) {
+    if (yd > 0) return T(2) * T(n) + T(1);
+    return n % 2 == 0 ? T(1) : T(-1);
+  }
+  if (n > 8 && std::fabs(yd) < 1) {
+    if (yd >= 0) return T(chebyshev_w_trig(yd, n));
+    const double r = chebyshev_v_trig(-yd, n);  // W_n(x) = (-1)^n V_n(-x)
+    return T(n % 2 ? -r : r);
+  }
+  if (n == 0) return T(1);
+  if (n == 1) return y + y + T(1);
+  return chebyshev_recurrence(y, y + y + T(1), n);
+}
+template <class T> static TP_HD inline T hermite_h(T x, int64_t n) {
+  if (n < 0) return T(0);
+  if (n == 0) return T(1);
+  T p = T(1), q = x + x;
+  for (int64_t k = 1; k < n; ++k) {  // H_{k+1} = 2x H_k - 2k H_{k-1}
+    T r = (x + x) * q - T(2 * k) * p;
+    p = q;
+    q = r;
+    if (r != r) break;
+  }
+  return q;
+}
+template <class T> static TP_HD inline T hermite_he(T x, int64_t n) {
+  if (n < 0) return T(0);
+  if (n == 0) return T(1);
+  T p = T(1), q = x;
+  for (int64_t k = 1; k < n; ++k) {  // He_{k+1} = x He_k - k He_{k-1}
+    T r = x * q - T(k) * p;
+    p = q;
+    q = r;
+    if (r != r) break;
+  }
+  return q;
+}
+template <class T> static TP_HD inline T laguerre_l(T x, int64_t n) {
+  if (n < 0) return T(0);
+  if (x == T(0) || n == 0) return T(1);
+  T p = T(1), q = T(1) - x;
+  for (int64_t k = 1; k < n; ++k) {  // (k+1) L_{k+1} = (2k+1-x) L_k - k L_{k-1}
+    T r = ((T(2 * k + 1) - x) * q - T(k) * p) / T(k + 1);
+    p = q;
+    q = r;
+    if (r != r) break;
+  }
+  return q;
+}
+template <class T> static TP_HD inline T legendre_p(T x, int64_t n) {
+  if (n < 0) return T(0);
+  if (std::fabs(x) == T(1)) return (x > T(0) || n % 2 == 0) ? T(1) : T(-1);
+  if (n == 0) return T(1);
+  T p = T(1), q = x;
+  for (int64_t k = 1; k < n; ++k) {  // (k+1) P_{k+1} = (2k+1) x P_k - k P_{k-1}
+    T r = (T(2 * k + 1) * x * q - T(k) * p) / T(k + 1);
+    p = q;
+    q = r;
+    if (r != r) break;
+  }
+  return q;
+}
+
+#define TP_SPECIAL_POLY(Name, fn)                                                   \
+  template <class T> struct Name : Base<T> {                                       \
+    using Base<T>::Base;                                                           \
+    TP_HD T operator()(T x, T n) const { return fn(x, poly_degree(n)); }           \
+  };
+#define TP_SPECIAL_CHEBYSHEV(Name, fn, shifted)                                     \
+  template <class T> struct Name : Base<T> {                                       \
+    using Base<T>::Base;                                                           \
+    TP_HD T operator()(T x, T n) const {                                           \
+      if constexpr (shifted) return fn(x + x - T(1), 2 * double(x) - 1, poly_degree(n)); \
+      else return fn(x, double(x), poly_degree(n));                                \
+    }                                                                              \
+  };
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialT, chebyshev_t, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialU, chebyshev_u, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialV, chebyshev_v, false)
+TP_SPECIAL_CHEBYSHEV(ChebyshevPolynomialW, chebyshev_w, false)
+// shifted: p*_n(x) = p_n(2x - 1)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialT, chebyshev_t, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialU, chebyshev_u, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialV, chebyshev_v, true)
+TP_SPECIAL_CHEBYSHEV(ShiftedChebyshevPolynomialW, chebyshev_w, true)
+TP_SPECIAL_POLY(HermitePolynomialH, hermite_h)
+TP_SPECIAL_POLY(HermitePolynomialHe, hermite_he)
+TP_SPECIAL_POLY(LaguerrePolynomialL, laguerre_l)
+TP_SPECIAL_POLY(LegendrePolynomialP, legendre_p)
+#undef TP_SPECIAL_CHEBYSHEV
+#undef TP_SPECIAL_POLY
 
 /// log|Gamma(x)|: the C library's, in the compute type (PyTorch calls std::lgamma too).
 template <class T> struct Lgamma : Base<T> {

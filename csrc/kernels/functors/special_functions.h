@@ -17,6 +17,16 @@
 //                (its smallest term is below 1e-17 there)
 //   j0/j1        power series for |x| <= 4, Miller's backward recurrence normalised by
 //                J0 + 2 sum J2k = 1 up to 25, Hankel's asymptotic expansion above
+//   y0/y1        power series for x <= 4; up to 25 Neumann's series
+//                Y0 = (2/pi)(ln(x/2) + gamma) J0 - (4/pi) sum (-1)^k J2k / k and its derivative
+//                (Y1 = -Y0'), the J_n from the same backward recurrence; Hankel above
+//   k0/k1        power series for x <= 1; above, the trapezoidal rule on
+//                exp(x) K_nu(x) = int_0^inf exp(-2x sinh^2(t/2)) cosh(nu t) dt (geometric
+//                convergence; the step shrinks as 1/sqrt(x), about 20-40 nodes at any x)
+//   airy_ai      Maclaurin series for |x| <= 1; K_1/3 through the same integral above; from
+//                -1 to -10 Taylor steps (h <= 0.5) of y'' = x y from 0, stable where Ai
+//                oscillates; the asymptotic expansion with its phase below -10
+//   (the orthogonal polynomials are in special.h: Note [Orthogonal polynomial kernels])
 //   erfcx        exp(x^2) erfc(x) with x^2 split into two doubles up to 10, the asymptotic
 //                series of erfc above; 2 exp(x^2) - erfcx(-x) for negative x
 //   ndtri        sqrt(2) erfinv(2p - 1) in [0.25, 0.75]; otherwise Halley steps on the
@@ -534,6 +544,241 @@ static TP_HD inline double bessel_j1(double x) {
   return x < 0 ? -r : r;
 }
 
+
+// ------------------------------------------------------------------ Y0, Y1, K0, K1, Ai
+/// exp(x) K_nu(x) for x > 0 by the trapezoidal rule on its integral (DLMF 10.32.9)
+/// exp(x) K_nu(x) = int_0^inf exp(-2 x sinh^2(t/2)) cosh(nu t) dt. The integrand is entire
+/// and decays doubly exponentially, so the rule converges geometrically in 1/h; the step
+/// shrinks as 1/sqrt(x) with the integrand's width (the error then stays near exp(-70)).
+/// sinh(t/2) and cosh(nu t) advance by the addition formulas (all terms positive: no
+/// cancellation), one exp per node.
+static TP_HD inline double bessel_k_scaled_integral(double x, double nu) {
+  const double h = std::fmin(0.15, 0.5 / std::sqrt(x));
+  const double sh = std::sinh(h / 2), ch = std::cosh(h / 2);
+  const double snu = std::sinh(nu * h), cnu = std::cosh(nu * h);
+  double s = 0, c = 1;      // sinh(t/2), cosh(t/2) at t = k h
+  double ns = 0, nc = 1;    // sinh(nu t), cosh(nu t)
+  double sum = 0.5;         // the node at t = 0, halved
+  for (int k = 1; k < 4000; ++k) {
+    double s2 = s * ch + c * sh, c2 = c * ch + s * sh;
+    s = s2, c = c2;
+    double ns2 = ns * cnu + nc * snu, nc2 = nc * cnu + ns * snu;
+    ns = ns2, nc = nc2;
+    double term = std::exp(-2 * (x * s) * s) * nc;
+    sum += term;
+    if (term < 1e-18 * sum) break;
+  }
+  return sum * h;
+}
+
+/// K0(x) or K1(x) (order 0 or 1) for 0 < x <= 1 by the power series (DLMF 10.31.1).
+static TP_HD inline double bessel_k_series(double x, int order) {
+  const double y = x * x / 4, lg = std::log(x / 2);
+  double term = 1, isum = 1;
+  if (order == 0) {  // -ln(x/2) I0(x) + sum_k psi(k + 1) y^k / (k!)^2
+    double psi = -kEulerGamma, sum = psi;
+    for (int k = 1; k < 100; ++k) {
+      term *= y / (double(k) * k);
+      psi += 1.0 / k;
+      isum += term;
+      sum += term * psi;
+      if (term < kEps * 1e-2) break;
+    }
+    return sum - lg * isum;
+  }
+  // 1/x + ln(x/2) I1(x) - (x/4) sum_k (psi(k + 1) + psi(k + 2)) y^k / (k! (k + 1)!)
+  double psi1 = -kEulerGamma, psi2 = 1 - kEulerGamma, sum = psi1 + psi2;
+  for (int k = 1; k < 100; ++k) {
+    term *= y / (double(k) * (k + 1));
+    psi1 += 1.0 / k;
+    psi2 += 1.0 / (k + 1);
+    isum += term;
+    sum += term * (psi1 + psi2);
+    if (term < kEps * 1e-2) break;
+  }
+  return 1 / x + lg * (x / 2) * isum - (x / 4) * sum;
+}
+
+/// PyTorch's values: NaN below 0 (and at -inf), +inf at +-0, 0 at +inf.
+static TP_HD inline double modified_bessel_k(double x, int order, bool scaled) {
+  if (x != x || x < 0) return nan();
+  if (x == 0) return inf();
+  if (x == inf()) return 0;
+  if (x <= 1) {
+    double k = bessel_k_series(x, order);
+    return scaled ? k * std::exp(x) : k;
+  }
+  double k = bessel_k_scaled_integral(x, order);
+  return scaled ? k : k * std::exp(-x);
+}
+
+/// Y0(x) (order 0) or Y1(x) for x > 0 finite: the power series (DLMF 10.8.1) up to 4,
+/// Neumann's series in J_2k (DLMF 10.23.3) and its derivative for Y1 up to 25, the J_n from
+/// Miller's backward recurrence as in bessel_j_miller; Hankel's expansion above.
+static TP_HD inline double bessel_y(double x, int order) {
+  const double lg = std::log(x / 2) + kEulerGamma;
+  if (x <= 4) {
+    const double y = -x * x / 4;
+    double term = 1, jsum = 1, h = 0;
+    if (order == 0) {  // (2/pi) [L J0 - sum_k H_k (-y)^k ... ]: sum_k>=1 H_k y^k / (k!)^2 enters with -
+      double sum = 0;
+      for (int k = 1; k < 60; ++k) {
+        term *= y / (double(k) * k);
+        h += 1.0 / k;
+        jsum += term;
+        sum += term * h;
+        if (std::fabs(term) < kEps * 1e-2) break;
+      }
+      return (2 / kPi) * (lg * jsum - sum);
+    }
+    // -2/(pi x) + (2/pi) ln(x/2) J1 - (x/(2 pi)) sum_k (psi(k+1) + psi(k+2)) y^k / (k!(k+1)!)
+    double psi1 = -kEulerGamma, psi2 = 1 - kEulerGamma, sum = psi1 + psi2;
+    for (int k = 1; k < 60; ++k) {
+      term *= y / (double(k) * (k + 1));
+      psi1 += 1.0 / k;
+      psi2 += 1.0 / (k + 1);
+      jsum += term;
+      sum += term * (psi1 + psi2);
+      if (std::fabs(term) < kEps * 1e-2) break;
+    }
+    const double j1 = x / 2 * jsum;
+    return -2 / (kPi * x) + (2 / kPi) * (lg - kEulerGamma) * j1 - x / (2 * kPi) * sum;
+  }
+  if (x <= 25) {
+    // backward from J_n: norm = J0 + 2 sum J_2k, s0 = sum_k (-1)^k J_2k / k,
+    // s1 = sum_k (-1)^k (J_2k-1 - J_2k+1) / k = sum_j c_j J_2j+1 with
+    // c_j = (-1)^(j+1) (1/(j+1) + 1/j (j >= 1))
+    int n = 2 * int((x + 45) / 2);
+    double jp1 = 0, j = 1e-30, norm = 0, s0 = 0, s1 = 0, j1 = 0;
+    for (int k = n; k > 0; --k) {
+      double jm1 = (2.0 * k / x) * j - jp1;  // J_{k-1}
+      jp1 = j;
+      j = jm1;
+      const int m = k - 1;
+      if (m % 2 == 0) {
+        if (m > 0) {
+          norm += 2 * j;
+          s0 += ((m / 2) % 2 ? -j : j) / (m / 2);
+        }
+      } else {
+        const int jj = m / 2;
+        double c = 1.0 / (jj + 1) + (jj >= 1 ? 1.0 / jj : 0.0);
+        s1 += (jj % 2 ? c : -c) * j;
+        if (m == 1) j1 = j;
+      }
+    }
+    norm += j;
+    const double j0 = j / norm;
+    if (order == 0) return (2 / kPi) * (lg * j0 - 2 * s0 / norm);
+    return (2 / kPi) * (-j0 / x + lg * (j1 / norm) + s1 / norm);
+  }
+  double p, q;
+  bessel_j_hankel(x, order, p, q);
+  const double s = std::sin(x), c = std::cos(x);
+  // Y = sqrt(2 / (pi x)) (P sin chi + Q cos chi), chi = x - pi/4 (order 0) or x - 3 pi/4
+  if (order == 0) return (p * (s - c) + q * (s + c)) / std::sqrt(kPi * x);
+  return (q * (s - c) - p * (s + c)) / std::sqrt(kPi * x);
+}
+
+static TP_HD inline double modified_bessel_k0(double x) { return modified_bessel_k(x, 0, false); }
+static TP_HD inline double modified_bessel_k1(double x) { return modified_bessel_k(x, 1, false); }
+static TP_HD inline double scaled_modified_bessel_k0(double x) { return modified_bessel_k(x, 0, true); }
+static TP_HD inline double scaled_modified_bessel_k1(double x) { return modified_bessel_k(x, 1, true); }
+
+/// PyTorch's values: NaN below 0 and at +-inf, -inf at +-0.
+static TP_HD inline double bessel_y0(double x) {
+  if (x != x || x < 0 || x == inf()) return nan();
+  if (x == 0) return -inf();
+  return bessel_y(x, 0);
+}
+static TP_HD inline double bessel_y1(double x) {
+  if (x != x || x < 0 || x == inf()) return nan();
+  if (x == 0) return -inf();
+  return bessel_y(x, 1);
+}
+
+/// The Airy function Ai: its Maclaurin series for |x| <= 1 (DLMF 9.4.1); above,
+/// (1/pi) sqrt(x/3) K_1/3(2/3 x^3/2) (DLMF 9.6.1) through bessel_k_scaled_integral; from -10
+/// to -1, Taylor steps of the Airy equation y'' = x y from 0 (bounded oscillation there, so
+/// no error grows); below -10, the asymptotic expansion (DLMF 9.7.9). As PyTorch's: NaN at
+/// +-inf, 0 above 103.892 (where Ai is below 1e-307).
+static TP_HD inline double airy_ai(double x) {
+  constexpr double kAi0 = 0.355028053887817239260, kAip0 = -0.258819403792806798405;
+  if (x != x || x == inf() || x == -inf()) return nan();
+  if (x > 103.892) return 0;
+  if (std::fabs(x) <= 1) {
+    const double x3 = x * x * x;
+    double f = 1, g = x, a = 1, b = x;
+    for (int k = 1; k < 40; ++k) {
+      a *= x3 / ((3.0 * k - 1) * (3.0 * k));
+      b *= x3 / ((3.0 * k) * (3.0 * k + 1));
+      f += a;
+      g += b;
+      if (std::fabs(a) + std::fabs(b) < kEps * 1e-2) break;
+    }
+    return kAi0 * f + kAip0 * g;
+  }
+  if (x > 1) {
+    const double z = 2.0 / 3 * x * std::sqrt(x);
+    return std::sqrt(x / 3) / kPi * std::exp(-z) * bessel_k_scaled_integral(z, 1.0 / 3);
+  }
+  if (x >= -10) {
+    // Taylor coefficients at x0: a2 = x0 a0 / 2, a_{k+2} = (x0 a_k + a_{k-1}) / ((k+2)(k+1))
+    const int steps = int(std::ceil(-x / 0.5));
+    const double h = x / steps;
+    double y = kAi0, dy = kAip0, x0 = 0;
+    for (int s = 0; s < steps; ++s) {
+      const double a2 = x0 * y / 2;
+      double am3 = y, am2 = dy, am1 = a2;  // a_{k-3}, a_{k-2}, a_{k-1} at k = 3
+      double hp = h * h, val = y + dy * h + a2 * hp, der = dy + 2 * a2 * h;
+      int small = 0;
+      for (int k = 3; k < 60; ++k) {
+        const double an = (x0 * am2 + am3) / (double(k) * (k - 1));  // a_k
+        am3 = am2, am2 = am1, am1 = an;
+        der += k * an * hp;
+        hp *= h;
+        val += an * hp;
+        // a_k vanish in a pattern (at x0 = 0, every third): three in a row must be negligible
+        small = std::fabs(an * hp) < kEps * 1e-3 ? small + 1 : 0;
+        if (small == 3) break;
+      }
+      y = val, dy = der, x0 += h;
+    }
+    return y;
+  }
+  // Ai(-z) ~ (pi^-1/2 z^-1/4) [cos(t - pi/4) sum (-1)^k u_2k t^-2k + sin(t - pi/4) sum (-1)^k u_2k+1 t^-2k-1],
+  // t = 2/3 z^3/2, u_k = u_{k-1} (6k-5)(6k-3)(6k-1) / ((2k-1) 216 k)
+  const double z = -x, t = 2.0 / 3 * z * std::sqrt(z);
+  double u = 1, term = 1, p = 1, q = 0;
+  for (int k = 1; k < 200; ++k) {
+    u *= (6.0 * k - 5) * (6.0 * k - 3) * (6.0 * k - 1) / ((2.0 * k - 1) * 216 * k);
+    double next = u / std::pow(t, k);
+    if (next > term) break;
+    term = next;
+    double signed_term = ((k / 2) % 2) ? -term : term;
+    if (k % 2) q += signed_term;
+    else p += signed_term;
+    if (term < kEps * 1e-2) break;
+  }
+  const double s = std::sin(t), c = std::cos(t);  // cos(t - pi/4) = (c + s)/sqrt 2, sin(t - pi/4) = (s - c)/sqrt 2
+  return (p * (c + s) + q * (s - c)) * kSqrtHalf / (std::sqrt(kPi) * std::sqrt(std::sqrt(z)));
+}
+
+/// sin(x) / x: its series below 0.5 in magnitude, 0 at +-inf, as PyTorch's.
+static TP_HD inline double spherical_bessel_j0(double x) {
+  if (x == inf() || x == -inf()) return 0;
+  if (std::fabs(x) < 0.5) {
+    const double y = -x * x;
+    double term = 1, sum = 1;
+    for (int k = 1; k < 12; ++k) {
+      term *= y / ((2.0 * k) * (2.0 * k + 1));
+      sum += term;
+      if (std::fabs(term) < kEps * 1e-2) break;
+    }
+    return sum;
+  }
+  return std::sin(x) / x;
+}
 
 // ------------------------------------------------------------------ reparameterised gradients
 // Note [Exact reparameterised gradients]

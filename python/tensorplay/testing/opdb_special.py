@@ -87,6 +87,55 @@ for _name in ('bessel_j0', 'bessel_j1'):
              errors=_no_half_error(_name), message_names=(_name, 'special_' + _name), method=False,
              inplace=False, tol=_BESSEL_J_TOL)
 
+# PyTorch's second series (Cephes' methods, float32 evaluated in float): its y0/y1 are off by
+# up to ~1e-6 (absolute) just above x = 5 and its airy_ai by ~1e-6 near x = -2.4, where ours
+# are within ~1e-15 of mpmath (tests/python/test_special_polynomials.py)
+_BESSEL_Y_TOL = dict(SPECIAL_TOL, float64=(3e-6, 3e-6))
+for _name, _dom, _extras, _tol in [
+        ('airy_ai', (-10, 5), (-30, 30, 103, 104, 1e-10, -2.3786802679605117), _BESSEL_Y_TOL),
+        ('bessel_y0', (0.1, 30), (0.8935769662791675, 3.9576784193148578, 100, 1e-10, -1, 1e4), _BESSEL_Y_TOL),
+        ('bessel_y1', (0.1, 30), (2.197141326031017, 5.4296810407941351, 100, 1e-10, -1, 1e4), _BESSEL_Y_TOL),
+        ('modified_bessel_i0', (-10, 10), (30, -30, 100, 700, 1e-10), SPECIAL_TOL),
+        ('modified_bessel_i1', (-10, 10), (30, -30, 100, 700, 1e-10), SPECIAL_TOL),
+        ('modified_bessel_k0', (0.05, 20), (1e-10, 1, 2, 100, 700, -1), SPECIAL_TOL),
+        ('modified_bessel_k1', (0.05, 20), (1e-10, 1, 2, 100, 700, -1), SPECIAL_TOL),
+        ('scaled_modified_bessel_k0', (0.05, 50), (1e-10, 1, 2, 1000, 1e10, -1), SPECIAL_TOL),
+        ('scaled_modified_bessel_k1', (0.05, 50), (1e-10, 1, 2, 1000, 1e10, -1), SPECIAL_TOL),
+        ('spherical_bessel_j0', (-20, 20), (1e-10, 0.49, 0.5, 100, 1e4), SPECIAL_TOL)]:
+    db.unary('special.' + _name, NO_HALF, domain=_dom, extras=_extras, errors=_no_half_error(_name),
+             message_names=(_name, 'special_' + _name), method=False, inplace=False, tol=_tol)
+
+# ------------------------------------------------------------------ orthogonal polynomials
+# p_n(x) with n a tensor or number (truncated to an integer). Values on domains where neither
+# library's float32 recurrence loses much to cancellation; PyTorch returns uninitialised values
+# for NaN x at degrees >= 2 in most kinds (Note [Orthogonal polynomial kernels]), so NaN x meets only
+# degrees below 2 and NaN n here.
+POLY_TOL = {'float32': (1e-4, 1e-4), 'float64': (1e-9, 1e-9)}
+_POLY_X = [INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.5, 0.5, -0.5]
+_POLY_N = [NAN, INF, -INF, -1.0, -0.5, 0.0, 1.0, 2.0, 2.5, 3.0, 9.0, 10.0, 1e30]
+
+
+def _poly_extra(mk):
+    if not mk.is_float:
+        return []
+    return [db.Sample((mk.values(_POLY_X).reshape(-1, 1), mk.values(_POLY_N).reshape(1, -1))),
+            db.Sample((mk.values([NAN]), mk.values([NAN, -1.0, 0.0, 0.5, 1.0]))),
+            db.Sample((mk((3, 4), domain=(-1, 1)), mk.values([12.0, 20.0, 30.0, 7.0]))),
+            db.Sample((2.5, mk.values([0.0, 1.0, 4.0, 7.0])))]
+
+
+for _name, _x in [('chebyshev_polynomial_t', (-1.2, 1.2)), ('chebyshev_polynomial_u', (-1.2, 1.2)),
+                  ('chebyshev_polynomial_v', (-1.2, 1.2)), ('chebyshev_polynomial_w', (-1.2, 1.2)),
+                  ('shifted_chebyshev_polynomial_t', (-0.1, 1.1)), ('shifted_chebyshev_polynomial_u', (-0.1, 1.1)),
+                  ('shifted_chebyshev_polynomial_v', (-0.1, 1.1)), ('shifted_chebyshev_polynomial_w', (-0.1, 1.1)),
+                  ('hermite_polynomial_h', (-2, 2)), ('hermite_polynomial_he', (-2, 2)),
+                  ('laguerre_polynomial_l', (-2, 6)), ('legendre_polynomial_p', (-1.2, 1.2))]:
+    db.binary('special.' + _name, NO_HALF, lhs=dict(domain=_x, int_domain=(-2, 3)),
+              rhs=dict(domain=(-1, 9), int_domain=(-1, 8)), scalars=(3, 2.5, 0), scalar_self=(0.5, 2),
+              grid=False, extra=_poly_extra, method=False, inplace=False, tol=POLY_TOL,
+              message_names=(_name, 'special_' + _name),
+              errors=db._err(torch.ones(2, dtype=torch.float16), 2, exc=NotImplementedError))
+
 # ------------------------------------------------------------------ others
 db.unary('special.entr', domain=(0.01, 5), extras=(1, -1, 1e-30), message_names=('entr', 'special_entr'),
          **_special)
