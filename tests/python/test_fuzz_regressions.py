@@ -781,3 +781,27 @@ def test_var_mean_of_an_infinity(where, layout, dim, dtype):
     def odd(m):
         return [(i, str(v)) for i, v in enumerate(m.flatten().tolist()) if v != v or abs(v) == float('inf')]
     assert odd(l[1]) == odd(t[1]) and odd(l[0]) == odd(t[0])
+
+
+# F10/F7: grid_sampler's CPU kernels: the 2-D one returns an empty result before any dtype or
+# mode check, the 3-D one dispatches on the input's dtype first; then the grid's dtype
+@pytest.mark.parametrize('case', ['2d-bool-empty', '2d-int-empty-grid', '2d-mix-empty', '2d-mode5-empty',
+                                  '2d-int-mode5', '2d-int', '2d-mix', '3d-int-empty', '3d-mix-empty',
+                                  '3d-mode5-empty', '3d-bool-mode5', '3d-int'])
+def test_grid_sampler_check_order(case):
+    def call(lib):
+        z, f16, i32, b = lib.zeros, lib.float16, lib.int32, lib.bool
+        return {'2d-bool-empty': lambda: lib.grid_sampler(z(0, 3, 4, 5, dtype=b), z(0, 2, 3, 2, dtype=b), 1, 1, False),
+                '2d-int-empty-grid': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 0, 3, 2, dtype=f16), 0, 0, False),
+                '2d-mix-empty': lambda: lib.grid_sampler(z(2, 3, 4, 5), z(2, 0, 3, 2, dtype=f16), 0, 0, False),
+                '2d-mode5-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5), z(1, 0, 3, 2), 5, 7, False),
+                '2d-int-mode5': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 2, 3, 2, dtype=f16), 5, 0, False),
+                '2d-int': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 2, 3, 2, dtype=i32), 0, 0, False),
+                '2d-mix': lambda: lib.grid_sampler(z(1, 3, 4, 5), z(1, 2, 3, 2, dtype=f16), 0, 0, False),
+                '3d-int-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4, dtype=i32), z(1, 0, 3, 2, 3), 0, 0, False),
+                '3d-mix-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4), z(1, 0, 3, 2, 3, dtype=f16), 0, 0, False),
+                '3d-mode5-empty': lambda: lib.grid_sampler(z(0, 3, 4, 5, 4), z(0, 1, 3, 2, 3), 5, 0, False),
+                '3d-bool-mode5': lambda: lib.grid_sampler(z(0, 3, 4, 5, 4, dtype=b), z(0, 1, 3, 2, 3, dtype=f16), 5, 0, False),
+                '3d-int': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4, dtype=i32), z(1, 1, 3, 2, 3, dtype=f16), 0, 5, False),
+                }[case]()
+    _same_result(call)
