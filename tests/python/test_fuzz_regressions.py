@@ -805,3 +805,61 @@ def test_grid_sampler_check_order(case):
                 '3d-int': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4, dtype=i32), z(1, 1, 3, 2, 3, dtype=f16), 0, 5, False),
                 }[case]()
     _same_result(call)
+
+
+# F6/F7: index_add / index_reduce check in PyTorch's order (the dim, the index's rank and dtype,
+# source's dtype, dim, count (IndexError reading a 0-d source's size) and shape, out='s dtype,
+# then the bounds); index_add's bounds error is scatter_add's RuntimeError above one dim for an
+# int64 index and alpha 1, else IndexError, and it writes nothing into an empty self above one
+# dim; index_reduce without self fails restriding an empty indexed dim (RuntimeError)
+@pytest.mark.parametrize('op', ['index_add', 'index_reduce'])
+@pytest.mark.parametrize('case', ['count-before-bounds', 'shape-before-bounds', 'scalar-self', 'scalar-source',
+                                  'source-dim', 'dtype-before-bounds', 'out-dtype', 'empty-1d', 'empty-2d',
+                                  'empty-other-dim', 'int32-index', 'alpha', 'ok', 'empty-no-self'])
+def test_index_add_reduce_check_order(op, case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        args = {'count-before-bounds': (z(4, 3), 0, t([5, 6, 7]), o(4, 3)),
+                'shape-before-bounds': (z(6, 4), 0, t([9, 1, 2, 3]), o(4, 3)),
+                'scalar-self': (z(()), 0, t([3] * 7), o(7, 6)),
+                'scalar-source': (z(3, 4), 0, t([5, 6]), t(1.)),
+                'source-dim': (z(2, 3), 1, t([0, 1]), t(1.)),
+                'dtype-before-bounds': (z(4, 3), 0, t([9]), o(1, 3, dtype=lib.float64)),
+                'out-dtype': (z(4, 3, dtype=lib.int32), 0, t([9]), o(1, 3, dtype=lib.int32)),
+                'empty-1d': (z(0), 0, t([5, 6]), o(2)),
+                'empty-2d': (z(4, 0), 1, t([5, 6]), o(4, 2)),
+                'empty-other-dim': (z(0, 1), 1, t([0, -1]), o(0, 2)),
+                'int32-index': (z(4, 6), 1, t([2, 5, 2**31 - 1], dtype=lib.int32), o(4, 3)),
+                'alpha': (z(4, 6), 1, t([2, 5, -1]), o(4, 3)),
+                'ok': (z(4, 6), 1, t([2, 5, 2]), o(4, 3)),
+                'empty-no-self': (z(4, 0), 1, t([5, 6]), o(4, 2))}[case]
+        kw = {}
+        if op == 'index_reduce':
+            kw = {'reduce': 'amax' if case != 'empty-no-self' else 'prod', 'include_self': case != 'empty-no-self'}
+        elif case == 'alpha':
+            kw = {'alpha': 2}
+        if case == 'out-dtype':
+            kw['out'] = lib.zeros(4, 3)
+        return getattr(lib, op)(*args, **kw)
+    _same_result(call)
+
+
+# F6/F7: index_copy checks in PyTorch's order: the dim, out='s dtype and overlap, the index's
+# rank, a 0-d source's single index, the ranks, the dtypes, the slice shapes, the count
+@pytest.mark.parametrize('case', ['dim-before-out', 'slices', 'count', 'scalar-self', 'expanded', 'ranks',
+                                  'index-dtype', 'ok'])
+def test_index_copy_check_order(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        if case == 'dim-before-out':
+            return lib.index_copy(z(3, 4, dtype=lib.int16), 7, t([0]), o(3, 1, dtype=lib.int16), out=z(3, 4))
+        if case == 'expanded':
+            return z(1, 3, dtype=lib.int8).expand(4, 3).index_copy_(0, t([9]), o(1, 3, dtype=lib.int8))
+        args = {'slices': (z(6, 4), 1, t([0, 1, 9]), o(4, 3)),
+                'count': (z(3, 0), 0, t([1]), o(0, 0)),
+                'scalar-self': (z(()), 0, t([0]), o(7, 6)),
+                'ranks': (z(3, 4), 0, t([9]), o(1, 4, 1)),
+                'index-dtype': (z(3, 4), 0, t([9], dtype=lib.int32), o(1, 4)),
+                'ok': (z(3, 4), 1, t([3, 0]), o(3, 2))}[case]
+        return lib.index_copy(*args)
+    _same_result(call)
