@@ -11,6 +11,7 @@
 #include "kernels/tensor_iterator.h"
 #include "linalg/blas.h"
 #include "ops/meta.h"
+#include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -123,6 +124,7 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
   // no bool gemm, nor one of mixed dtypes (bmm of empty operands): an empty sum is zero
   if (k == 0 && (a.dtype() == DType::Bool || a.dtype() != b.dtype() || b.dtype() != c.dtype())) {
     if (beta == 0) zero_impl(c, OutArg{&c, true});
+    else if (beta != 1) copy_(c, mul(c, wrapped_scalar(is_floating(c.dtype()) ? Scalar(beta) : Scalar(int64_t(beta)))));
     return;
   }
   if (c.device().is_cuda()) {
@@ -155,24 +157,30 @@ void check_mm(const Tensor& self, const Tensor& mat2) {
 
 /// `empty_mixes`: PyTorch's bmm returns before its dtype check when an operand is empty (its
 /// result then has batch2's dtype; its meta function checks them); baddbmm checks the dtypes first.
-void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel, bool empty_mixes = false) {
+/// The order is PyTorch's: the shapes, baddbmm's self against batch1 (`self`), the dispatch on
+/// the dtype (NotImplementedError), then batch2's dtype in the kernel.
+void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel, bool empty_mixes = false,
+               const Tensor* self = nullptr) {
   TP_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(b2.size(0) == b1.size(0) && b2.size(1) == b1.size(2),
            "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
            b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
-  if (!empty_mixes || is_meta(b1) || (b1.numel() != 0 && b2.numel() != 0)) check_same_dtype(b1, b2);
+  if (self)
+    TP_CHECK(self->dtype() == b1.dtype(), "Input dtypes must be the same, got: input ",
+             dtype_name(self->dtype()), ", batch1: ", dtype_name(b1.dtype()), ", batch2: ", dtype_name(b2.dtype()));
   check_kernel_dtype(b1, kernel, "baddbmm_cuda", &b2);
+  if (!empty_mixes || is_meta(b1) || (b1.numel() != 0 && b2.numel() != 0)) check_same_dtype(b1, b2);
 }
 
 void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
   TP_CHECK(mat.dim() == 2 && vec.dim() == 1 && (!input || input->dim() <= 1),
            "vector + matrix @ vector expected, got ", input ? input->dim() : 1, ", ", mat.dim(),
            ", ", vec.dim());
-  int64_t in_size = input && input->dim() == 1 ? input->size(0) : mat.size(0);
-  TP_CHECK(mat.size(1) == vec.size(0) && (in_size == mat.size(0) || in_size == 1),
-           "size mismatch, got input (", in_size, "), mat (", mat.size(0), "x", mat.size(1),
-           "), vec (", vec.size(0), ")");
+  const int64_t in_numel = input ? input->numel() : mat.size(0);
+  if (mat.size(1) != vec.size(0) || (in_numel != mat.size(0) && in_numel != 1))  // (PyTorch's message
+    TP_FAIL("size mismatch, got input (", input ? size_at(*input, 0) : mat.size(0), "), mat (",  // reads
+            mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");  // input.size(0): IndexError if 0-d)
   DType in = input ? input->dtype() : vec.dtype();
   TP_CHECK(mat.dtype() == vec.dtype() && in == vec.dtype(),
            "addmv input tensors must have the same dtype, but got ", dtype_scalar_name(in), ", ",
@@ -381,6 +389,13 @@ Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, cons
   int64_t sizes[1] = {mat.size(0)};
   DType dt = mat.dtype();
   double b = product_scalar(beta, dt);
+  if (mat.numel() == 0 && beta.to_double() != 0 && !out.inplace && !is_meta(self) &&
+      !(self.dim() == 1 && self.size(0) == sizes[0])) {
+    // PyTorch's shortcut for an empty matrix: beta * self in self's own shape (() or (1,))
+    ProductDst d = product_dst(out, self.sizes(), dt, self.device(), {&mat, &vec, &self});
+    copy_(d.dst, mul(self, _to_dtype(wrapped_scalar(beta), dt)));
+    return d.finish();
+  }
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat, &vec, &self});
   if (d.meta()) return d.finish();
   seed_with_self(d, self, out, b);
@@ -392,12 +407,13 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
                     const Scalar& beta, const Scalar& alpha, OutArg out) {
   check_same_device({&self, &batch1, &batch2});
   (void)wrap_dim(2, batch1.dim()), (void)wrap_dim(2, batch2.dim());  // PyTorch: IndexError
-  check_bmm(batch1, batch2, "baddbmm");
-  check_same_dtype(self, batch1);
+  // Like bmm, an empty operand skips the dtype checks past self's against batch1, and the
+  // result takes batch2's dtype (beta * self cast to it); an empty result scales nothing.
+  check_bmm(batch1, batch2, "baddbmm", /*empty_mixes=*/true, &self);
   int64_t sizes[3] = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_broadcastable(self, sizes);
-  DType dt = batch1.dtype();
-  check_bool_beta(dt, beta);
+  DType dt = batch2.dtype();
+  if (sizes[0] * sizes[1] * sizes[2] != 0) check_bool_beta(dt, beta);
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
   if (d.meta()) return d.finish();
