@@ -863,3 +863,71 @@ def test_index_copy_check_order(case):
                 'ok': (z(3, 4), 1, t([3, 0]), o(3, 2))}[case]
         return lib.index_copy(*args)
     _same_result(call)
+
+
+# F6/F10: addmv reads a 0-d self's size(0) for its size-mismatch message (IndexError); with an
+# empty matrix and beta != 0 PyTorch returns beta * self in self's own shape
+@pytest.mark.parametrize('case', ['0d-mismatch', '1d-mismatch', 'empty-1', 'empty-0d', 'empty-0d-beta0',
+                                  'empty-cols-0d', 'empty-out', 'empty-int-beta'])
+def test_addmv_of_a_0d_or_empty_operand(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        return {'0d-mismatch': lambda: lib.addmv(t(1.), o(3, 4), o(0)),
+                '1d-mismatch': lambda: lib.addmv(o(3), o(3, 4), o(1)),
+                'empty-1': lambda: lib.addmv(t([7], dtype=lib.uint8), z(0, 4, dtype=lib.uint8), o(4, dtype=lib.uint8)),
+                'empty-0d': lambda: lib.addmv(t(3, dtype=lib.int32), z(0, 4, dtype=lib.int32), o(4, dtype=lib.int32)),
+                'empty-0d-beta0': lambda: lib.addmv(t(3.), z(0, 4), o(4), beta=0),
+                'empty-cols-0d': lambda: lib.addmv(t(3.), z(5, 0), o(0), beta=2),
+                'empty-out': lambda: lib.addmv(t([3.]), z(0, 4), o(4), beta=0.5, out=lib.empty(7)),
+                'empty-int-beta': lambda: lib.addmv(t([3, 4, 5]), z(3, 0, dtype=lib.int64), o(0, dtype=lib.int64), beta=2),
+                }[case]()
+    _same_result(call)
+
+
+# F10: bmm / baddbmm dispatch on batch1's dtype (NotImplementedError for bool) before comparing
+# batch2's; baddbmm first compares self's dtype with batch1's, and with an empty operand takes
+# batch2's dtype and scales self by beta (an empty result scales nothing); einsum's contractions
+# go through bmm (an empty contraction of bool or mixed dtypes gives zeros)
+@pytest.mark.parametrize('case', ['bmm-bool-double', 'bmm-half-bool', 'baddbmm-bool-double', 'baddbmm-self',
+                                  'baddbmm-empty-mix', 'baddbmm-empty-bool-self', 'baddbmm-empty-result',
+                                  'baddbmm-bool-k0', 'baddbmm-k0-beta', 'einsum-bool-empty', 'einsum-mix-empty',
+                                  'einsum-bool-double', 'einsum-bool'])
+def test_bmm_family_dtype_order(case):
+    def call(lib):
+        z, o, b, d, i8 = lib.zeros, lib.ones, lib.bool, lib.double, lib.int8
+        return {'bmm-bool-double': lambda: lib.bmm(z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'bmm-half-bool': lambda: lib.bmm(z(2, 3, 4, dtype=lib.half), z(2, 4, 5, dtype=b)),
+                'baddbmm-bool-double': lambda: lib.baddbmm(z(2, 3, 5, dtype=b), z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'baddbmm-self': lambda: lib.baddbmm(z(2, 3, 5, dtype=d), z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'baddbmm-empty-mix': lambda: lib.baddbmm(o(2, 3, 5) * 3, z(2, 3, 0), z(2, 0, 5, dtype=i8), beta=2),
+                'baddbmm-empty-bool-self': lambda: lib.baddbmm(o(2, 3, 5, dtype=b), z(2, 3, 0, dtype=b), z(2, 0, 5)),
+                'baddbmm-empty-result': lambda: lib.baddbmm(o(0, 3, 5, dtype=b), z(0, 3, 4, dtype=b), z(0, 4, 5, dtype=b)),
+                'baddbmm-bool-k0': lambda: lib.baddbmm(o(2, 3, 5, dtype=b), z(2, 3, 0, dtype=b), z(2, 0, 5, dtype=b)),
+                'baddbmm-k0-beta': lambda: lib.baddbmm(o(2, 3, 5), z(2, 3, 0), z(2, 0, 5), beta=2.5),
+                'einsum-bool-empty': lambda: lib.einsum('ij,jk', z(3, 0, dtype=b), z(0, 5, dtype=b)),
+                'einsum-mix-empty': lambda: lib.einsum('ij,jk', z(3, 0, dtype=i8), z(0, 5, dtype=lib.half)),
+                'einsum-bool-double': lambda: lib.einsum('bij,bjk->bik', z(2, 3, 4, dtype=b), z(1, 4, 5, dtype=d)),
+                'einsum-bool': lambda: lib.einsum('ij,jk', z(2, 3, dtype=b), z(3, 5, dtype=b)),
+                }[case]()
+    _same_result(call)
+
+
+# F14/F6: topk of a 0-d tensor is that tensor whatever k (0 or 1) and wraps its dim first;
+# among equal values (and unsorted) topk's CPU order is PyTorch's selection's
+@pytest.mark.parametrize('k', [0, 1])
+@pytest.mark.parametrize('dim', [0, -1, 1])
+def test_topk_of_a_0d_tensor(k, dim):
+    _same_exactly(lambda lib: tuple(lib.topk(lib.tensor(11.), k, dim)))
+    _same_exactly(lambda lib: tuple(lib.topk(lib.tensor(True), k, dim)))
+
+
+@pytest.mark.parametrize('n,k', [(7, 3), (12, 5), (40, 13), (300, 4), (200, 200), (65, 1), (9, 9)])
+@pytest.mark.parametrize('largest', [True, False])
+@pytest.mark.parametrize('is_sorted', [True, False])
+def test_topk_order_among_ties(n, k, largest, is_sorted):
+    values = [float((i * 7) % 5) for i in range(n)]
+    values[n // 2] = float('nan')
+    _same_result(lambda lib: lib.topk(lib.tensor(values), k, largest=largest, sorted=is_sorted)[1])
+    finite = [1. if v != v else v for v in values]
+    _same_result(lambda lib: lib.topk(lib.tensor([finite, finite[::-1]], dtype=lib.int32 if n < 100 else lib.float16),
+                                      k, 1, largest, is_sorted)[1])
