@@ -267,13 +267,13 @@ Tensor stack_impl(TensorList tensors, int64_t dim, OutArg out) {
 // ------------------------------------------------------------------ flip, roll, rot90
 Tensor flip_impl(const Tensor& self, IntArrayRef dims, OutArg) {
   auto flipped = dim_set(dims, self.dim());
-  // The result keeps a dense input's layout (as PyTorch's empty_like): gather in the order
-  // of decreasing strides, then permute back.
+  // The result is laid out as PyTorch's empty_like lays it (a dense input's strides, else
+  // dense ones in the order of the input's): gather in the order of decreasing result
+  // strides, then permute back.
+  const DimVector want = preserving_strides(self.sizes(), self.strides());
   DimVector order(self.dim());
   std::iota(order.begin(), order.end(), 0);
-  if (self.impl()->is_non_overlapping_and_dense())
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return want[a] > want[b]; });
   Tensor x = permute_impl(self, order, {});
   auto grid = identity_grid(x);
   for (int64_t d = 0; d < x.dim(); ++d)
