@@ -45,8 +45,8 @@ void check_ndtri(const Tensor& self) { no_half("ndtri", {&self}, true); }
 void check_log_ndtr(const Tensor& self) { no_half("log_ndtr", {&self}, true); }
 void check_bessel_j0(const Tensor& self) { no_half("bessel_j0", {&self}, true); }
 void check_bessel_j1(const Tensor& self) { no_half("bessel_j1", {&self}, true); }
-void check_heaviside(const Tensor& self, const Tensor& values) {
-  TP_CHECK(self.dtype() == values.dtype(),
+void check_heaviside(const Tensor& self, const Tensor& values, OutArg out) {  // out='s dtype too
+  TP_CHECK(self.dtype() == values.dtype() && (!out.tensor || out.tensor->dtype() == self.dtype()),
            "heaviside is not yet implemented for tensors with different dtypes.");
 }
 void check_standard_gamma_grad(const Tensor& self, const Tensor& output) {

@@ -168,22 +168,35 @@ def cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'):
     (..., R, M): a (..., P, R) tensor (batch dimensions broadcast)."""
     _require_tensor('cdist', 'x1', x1)
     _require_tensor('cdist', 'x2', x2, 2)
+    # PyTorch's order: the ranks and the columns, then (its cdist_impl) the dtypes and p; empty
+    # rows or batches give an empty result and no columns zeros, both of x1's dtype, before its
+    # kernel's dispatch refuses a half type or a second dtype
     for name, t in (('X1', x1), ('X2', x2)):
         if t.dim() < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.dim()}D")
-        if not t.is_floating_point():
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
-                               f"{_dtype_name(t.dtype)}")
-        if t.dtype in (_C.float16, _C.bfloat16):
-            raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, t in (('X1', x1), ('X2', x2)):
+        if not t.is_floating_point():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_dtype_name(t.dtype)}")
     if not p >= 0:  # NaN too
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in ('use_mm_for_euclid_dist_if_necessary', 'use_mm_for_euclid_dist',
                             'donot_use_mm_for_euclid_dist', None):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    if r1 == 0 or r2 == 0 or x1.shape[-1] == 0 or 0 in x1.shape[:-2] or 0 in x2.shape[:-2]:
+        from tensorplay._views import broadcast_shapes
+        batch = broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+        shape = tuple(batch) + (r1, r2)
+        return x1.new_empty(shape) if r1 == 0 or r2 == 0 or 0 in batch else x1.new_zeros(shape)
+    for t in (x1, x2):
+        if t.dtype in (_C.float16, _C.bfloat16):
+            raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x1.dtype)} but found {_dtype_name(x2.dtype)}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return linalg.vector_norm(diff, p, dim=-1)
 

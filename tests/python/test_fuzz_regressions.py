@@ -931,3 +931,56 @@ def test_topk_order_among_ties(n, k, largest, is_sorted):
     finite = [1. if v != v else v for v in values]
     _same_result(lambda lib: lib.topk(lib.tensor([finite, finite[::-1]], dtype=lib.int32 if n < 100 else lib.float16),
                                       k, 1, largest, is_sorted)[1])
+
+
+# F1/F2: flip / fliplr / flipud and native_dropout's eval mask are laid out as PyTorch's
+# empty_like lays out a stepped, transposed, overlapping or expanded input (dense strides in
+# the order of the input's)
+@pytest.mark.parametrize('layout', [((4, 3), (2, 8)), ((6, 3), (2, 12)), ((3, 4, 3), (0, 1, 12)), ((2, 3), (1, 1)),
+                                    ((3, 2, 4), (12, 1, 3)), ((4, 3), (3, 1))])
+@pytest.mark.parametrize('op', ['flip0', 'flip01', 'fliplr', 'flipud', 'dropout-mask', 'dropout'])
+def test_flip_and_dropout_layouts(layout, op):
+    def call(lib):
+        x = lib.arange(48, dtype=lib.int32).as_strided(*layout)
+        return {'flip0': lambda: x.flip(0), 'flip01': lambda: x.flip(0, 1), 'fliplr': lambda: x.fliplr(),
+                'flipud': lambda: x.flipud(), 'dropout-mask': lambda: lib.native_dropout(x, 0.4, False)[1],
+                'dropout': lambda: lib.native_dropout(x, 0.4, False)[0]}[op]()
+    _same_layout(call)
+
+
+# F5/F7/F14: heaviside refuses an out= of another dtype; linspace / logspace of one step give
+# start; matrix_norm checks ord, the rank and the dtype before the dims
+@pytest.mark.parametrize('case', ['heaviside-out', 'heaviside-out-ok', 'linspace-1', 'linspace-1-out', 'logspace-1',
+                                  'mn-int-dims', 'mn-ord0-dims', 'mn-half-2', 'mn-half-nuc', 'mn-half-fro',
+                                  'mn-int8-fro', 'mn-1d-dtype'])
+def test_heaviside_linspace_matrix_norm(case):
+    def call(lib):
+        o = lib.ones
+        return {'heaviside-out': lambda: lib.heaviside(o(3), o(3), out=lib.empty(3, dtype=lib.int32)),
+                'heaviside-out-ok': lambda: lib.heaviside(o(3), o(3), out=lib.empty(0)),
+                'linspace-1': lambda: lib.linspace(1, 7, 1),
+                'linspace-1-out': lambda: lib.linspace(1, 7, 1, out=lib.empty(0)),
+                'logspace-1': lambda: lib.logspace(1, 7, 1),
+                'mn-int-dims': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.int32), dim=(0, 5)),
+                'mn-ord0-dims': lambda: lib.linalg.matrix_norm(o(3, 3), ord=0, dim=(0, 5)),
+                'mn-half-2': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord=2, dim=(0, 7)),
+                'mn-half-nuc': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord='nuc'),
+                'mn-half-fro': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord='fro'),
+                'mn-int8-fro': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.int8), ord='fro'),
+                'mn-1d-dtype': lambda: lib.linalg.matrix_norm(o(3, dtype=lib.int8)),
+                }[case]()
+    _same_result(call)
+
+
+# F10/F11: cdist checks the ranks and columns, then the dtypes and p; empty rows or batches give
+# an empty result and no columns zeros (x1's dtype) before its kernel refuses a half type or a
+# second dtype
+@pytest.mark.parametrize('case', [((0, 4), (2, 4), 'bfloat16', 'bfloat16'), ((3, 4), (2, 4), 'bfloat16', 'bfloat16'),
+                                  ((3, 4), (0, 4), 'float16', 'float16'), ((3, 4), (2, 0), 'float16', 'float16'),
+                                  ((3, 4), (2, 4), 'float32', 'float64'), ((0, 4), (2, 4), 'float64', 'float32'),
+                                  ((3, 0), (2, 0), 'float64', 'float32'), ((2, 3, 0), (1, 2, 0), 'float16', 'float32'),
+                                  ((0, 3, 4), (1, 2, 4), 'float16', 'float32'), ((3, 4), (2, 4), 'int32', 'int32'),
+                                  ((0, 4), (2, 5), 'int32', 'float32'), ((3, 4), (2, 4), 'float64', 'float64')])
+def test_cdist_check_order(case):
+    a, b, da, db = case
+    _same_result(lambda lib: lib.cdist(lib.ones(a, dtype=getattr(lib, da)), lib.ones(b, dtype=getattr(lib, db))))
