@@ -481,17 +481,29 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   int64_t na = self.dim(), nb = other.dim();
   std::vector<bool> ca(size_t(na), false), cb(size_t(nb), false);
   DimVector perm_a, perm_b, sizes;
-  int64_t k = 1;
+  // As PyTorch: a contracted dim of size 1 on one side is summed away on the other first (in
+  // that side's dtype), then the duplicates are looked for
+  Tensor ta = self, tb = other;
   for (size_t i = 0; i < dims_self.size(); ++i) {
     (void)size_at(self, dims_self[i]), (void)size_at(other, dims_other[i]);  // 0-d: IndexError
     int64_t da = wrap_dim(dims_self[i], na), db = wrap_dim(dims_other[i], nb);
-    TP_CHECK(self.size(da) == other.size(db), "contracted dimensions need to match, but first has size ",
-             self.size(da), " in dim ", dims_self[i], " and second has size ", other.size(db),
-             " in dim ", dims_other[i]);
+    const int64_t s1 = self.size(da), s2 = other.size(db);
+    if (s2 == 1) {
+      if (s1 != 1) ta = sum(ta, IntArrayRef(&da, 1), true, ta.dtype());
+    } else if (s1 == 1) {
+      tb = sum(tb, IntArrayRef(&db, 1), true, tb.dtype());
+    } else {
+      TP_CHECK(s1 == s2, "contracted dimensions need to match, but first has size ", s1, " in dim ", dims_self[i],
+               " and second has size ", s2, " in dim ", dims_other[i]);
+    }
+  }
+  int64_t k = 1;
+  for (size_t i = 0; i < dims_self.size(); ++i) {
+    int64_t da = wrap_dim(dims_self[i], na), db = wrap_dim(dims_other[i], nb);
     TP_CHECK(!ca[size_t(da)], "tensordot: dim ", da, " appears multiple times in the list of dims");
     TP_CHECK(!cb[size_t(db)], "tensordot: dim ", db, " appears multiple times in the list of dims");
     ca[size_t(da)] = cb[size_t(db)] = true;
-    k *= self.size(da);
+    k *= ta.size(da);
   }
   int64_t m = 1, n = 1;
   for (int64_t i = 0; i < na; ++i)
@@ -501,7 +513,7 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   for (int64_t i = 0; i < nb; ++i)
     if (!cb[size_t(i)]) perm_b.push_back(i), sizes.push_back(other.size(i)), n *= other.size(i);
   int64_t a2[2] = {m, k}, b2[2] = {k, n};
-  Tensor a = reshape(permute(self, perm_a), a2), b = reshape(permute(other, perm_b), b2);
+  Tensor a = reshape(permute(ta, perm_a), a2), b = reshape(permute(tb, perm_b), b2);
   check_mm(a, b);
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   if (d.meta()) return d.finish();
@@ -539,6 +551,16 @@ Tensor kron_impl(const Tensor& self, const Tensor& other, OutArg out) {
     int64_t a = ia >= 0 ? self.size(ia) : 1, b = ib >= 0 ? other.size(ib) : 1;
     sa[size_t(2 * i)] = a, sb[size_t(2 * i + 1)] = b, sizes[size_t(i)] = a * b;
   }
+  // PyTorch resizes out= first and then multiplies views of the inputs into a view of it: an
+  // out= that must be resized and shares an input's memory fails its overlap check
+  if (out.tensor && !std::equal(sizes.begin(), sizes.end(), out.tensor->sizes().begin(), out.tensor->sizes().end())) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    for (const Tensor* t : {&self, &other})
+      TP_CHECK(n == 0 || t->numel() == 0 || !shares_memory(*out.tensor, *t), "unsupported operation: some elements of "
+               "the input tensor and the written-to tensor refer to a single memory location. Please clone() the "
+               "tensor before performing the operation.");
+  }
   Tensor prod = mul(reshape(self, sa), reshape(other, sb));
   Tensor res = reshape(prod, sizes);
   if (!out.tensor) return res;
@@ -560,6 +582,8 @@ Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, O
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,  // composed: every other dtype
                 "\"cross\" not implemented for 'Bool'");
   DimVector sizes = broadcast_shapes_of(self, other, "linalg.cross");
+  if (out.tensor && !out.inplace)  // PyTorch's assert_no_overlap, whatever the shapes
+    for (const Tensor* t : {&self, &other}) check_no_overlap(*out.tensor, *t);
   ProductDst dst = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   if (dst.meta()) return dst.finish();
   Tensor a = expand(self, sizes), b = expand(other, sizes);

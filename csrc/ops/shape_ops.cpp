@@ -201,13 +201,14 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
       const char* lo = static_cast<const char*>(t.data_ptr());
       return std::pair{lo, lo + extent * int64_t(t.itemsize())};
     };
-    if (total_numel && !is_meta(*out.tensor))
+    if (!is_meta(*out.tensor))
       for (const Tensor& t : tensors) {
-        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap)
+        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap, even
+        // of empty tensors)
         TP_CHECK(t.impl() != out.tensor->impl(), "unsupported operation: some elements of the "
                  "input tensor and the written-to tensor refer to a single memory location. "
                  "Please clone() the tensor before performing the operation.");
-        if (!t.numel() || !out.tensor->numel() ||
+        if (!total_numel || !t.numel() || !out.tensor->numel() ||
             t.impl()->storage() != out.tensor->impl()->storage())
           continue;
         auto [a0, a1] = span(t);

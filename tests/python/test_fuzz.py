@@ -55,7 +55,6 @@ EXPECTED = {
     ('nan_to_num', 2): ('only-ours-raised', 'F10'),
     ('lerp', 0): ('only-ours-raised', 'F10'),
     ('baddbmm', 1): ('only-ours-raised', 'F10'),
-    ('tensordot', 5): ('only-ours-raised', 'F10'),
     ('_fused_rms_norm', 6): ('only-ours-raised', 'F10'),
     ('grid_sampler', 4): ('only-ours-raised', 'F10'),
     # F11

@@ -984,3 +984,51 @@ def test_heaviside_linspace_matrix_norm(case):
 def test_cdist_check_order(case):
     a, b, da, db = case
     _same_result(lambda lib: lib.cdist(lib.ones(a, dtype=getattr(lib, da)), lib.ones(b, dtype=getattr(lib, db))))
+
+
+# F8: an out= sharing an input's memory: outer / ger check it against the inputs before the
+# resize (a.reshape(-1, 1) is `a` in another layout), kron when it must be resized, cross
+# always; cat and the stacks refuse out= one of their inputs even when both are empty
+@pytest.mark.parametrize('case', ['outer', 'outer-empty-other', 'outer-1', 'outer-empty-self', 'ger', 'kron',
+                                  'kron-same-shape', 'kron-empty', 'cross-a', 'cross-b', 'cross-disjoint',
+                                  'cat-empty', 'vstack-empty', 'column-stack-empty', 'hstack-empty', 'cat-other-empty'])
+def test_out_overlapping_an_input(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        a3, a1, a0, m, e = o(3), o(1), z(0), o(2, 3), z(2, 0)
+        c, c2 = lib.arange(12.).reshape(4, 3), lib.arange(12.).reshape(4, 3) + 1
+        base = lib.arange(12.)
+        return {'outer': lambda: lib.outer(a3, o(4), out=a3),
+                'outer-empty-other': lambda: lib.outer(a3, o(0), out=a3),
+                'outer-1': lambda: lib.outer(a1, o(1), out=a1),
+                'outer-empty-self': lambda: lib.outer(a0, o(3), out=a0),
+                'ger': lambda: lib.ger(a3, o(2), out=a3),
+                'kron': lambda: lib.kron(m, o(2, 2), out=m),
+                'kron-same-shape': lambda: lib.kron(m, o(1, 1), out=m),
+                'kron-empty': lambda: lib.kron(e, o(2, 2), out=e),
+                'cross-a': lambda: lib.linalg.cross(c, c2, out=c),
+                'cross-b': lambda: lib.cross(c, c2, dim=1, out=c2),
+                'cross-disjoint': lambda: lib.linalg.cross(base[:6].view(2, 3), base[:6].view(2, 3),
+                                                           out=base[6:].view(2, 3)),
+                'cat-empty': lambda: lib.cat([e, e], out=e),
+                'vstack-empty': lambda: lib.vstack([e, z(2, 0)], out=e),
+                'column-stack-empty': lambda: lib.column_stack([z(2, 0), e], out=e),
+                'hstack-empty': lambda: lib.hstack([e, z(2, 0)], out=e),
+                'cat-other-empty': lambda: lib.cat([z(2, 0), z(2, 0)], out=e),
+                }[case]()
+    _same_result(call)
+
+
+# F10: tensordot sums a contracted dim of size 1 on one side away on the other (in its dtype)
+# instead of refusing the sizes; the duplicates are looked for after
+@pytest.mark.parametrize('case', [((2, 3), (1, 4), 'int32'), ((2, 3), (1, 4), 'int8'), ((2, 1), (3, 4), 'float32'),
+                                  ((2, 1), (1, 4), 'float32'), ((2, 0), (1, 4), 'float32'), ((2, 3), (1, 4), 'bool'),
+                                  ((2, 3), (2, 4), 'float32'), ((2, 3), (1, 4), 'float16')])
+def test_tensordot_of_size_one_contracted_dims(case):
+    a, b, dt = case
+    def call(lib):
+        x = (lib.arange(int(lib.tensor(a).prod()) or 1) % 5).reshape(-1)[:int(lib.tensor(a).prod())].reshape(a)
+        return lib.tensordot(x.to(getattr(lib, dt)) * (100 if dt == 'int8' else 1),
+                             lib.ones(b, dtype=getattr(lib, dt)), ([1], [0]))
+    _same_result(call)
+    _same_result(lambda lib: lib.tensordot(lib.ones(2, 3), lib.ones(3, 3), ([1, 1], [0, 1])))
