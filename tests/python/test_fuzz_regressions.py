@@ -1032,3 +1032,34 @@ def test_tensordot_of_size_one_contracted_dims(case):
                              lib.ones(b, dtype=getattr(lib, dt)), ([1], [0]))
     _same_result(call)
     _same_result(lambda lib: lib.tensordot(lib.ones(2, 3), lib.ones(3, 3), ([1, 1], [0, 1])))
+
+
+# F10/F14: scaled_dot_product_attention checks the dtypes, devices, ranks and the mask's dtype
+# first; an empty value gives zeros of (..., L, Ev) in query's dtype before any other check;
+# a row the mask hides entirely gives 0 (PyTorch's _safe_softmax), not NaN
+@pytest.mark.parametrize('case', ['int-k-heads0', 'int-v-e0', 'v-batch0', 'k-s0', 'v-e0-mask-causal', 'v-e0-3d',
+                                  'dtype', 'k-dtype', 'mask-dtype', 'masked-row', 'masked-row-float', 'ok'])
+def test_sdpa_checks_and_empty_value(case):
+    def call(lib):
+        o, i32, F = lib.ones, lib.int32, lib.nn.functional
+        sdpa = F.scaled_dot_product_attention
+        return {'int-k-heads0': lambda: sdpa(o(2, 3, 5, 8, dtype=i32), o(2, 0, 7, 8, dtype=i32), o(2, 3, 7, 0, dtype=i32)),
+                'int-v-e0': lambda: sdpa(o(2, 3, 5, 8, dtype=i32), o(2, 3, 7, 8, dtype=i32), o(2, 3, 7, 0, dtype=i32)),
+                'v-batch0': lambda: sdpa(o(2, 3, 5, 8, dtype=lib.int16), o(2, 3, 7, 8, dtype=lib.int16),
+                                         o(0, 3, 7, 8, dtype=lib.int16), is_causal=True),
+                'k-s0': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 0, 8), o(2, 3, 0, 8)),
+                'v-e0-mask-causal': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 0), o(5, 7), is_causal=True),
+                'v-e0-3d': lambda: sdpa(o(3, 5, 8), o(1, 7, 8), o(4, 7, 0)),
+                'dtype': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 0, dtype=lib.float64)),
+                'k-dtype': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8, dtype=lib.float64), o(2, 3, 7, 8)),
+                'mask-dtype': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), o(1, 1, 3, 4), lib.zeros(2, 3, dtype=i32)),
+                'masked-row': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), lib.arange(12.).reshape(1, 1, 3, 4),
+                                           lib.tensor([[False] * 3, [True, False, True]])),
+                'masked-row-float': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), lib.arange(12.).reshape(1, 1, 3, 4),
+                                                 lib.tensor([[float('-inf')] * 3, [0., 1., 0.]])),
+                'ok': lambda: sdpa(o(1, 2, 3, 4) / 3, o(1, 2, 5, 4) / 2, lib.arange(40.).reshape(1, 2, 5, 4)),
+                }[case]()
+    t, l = _same_outcome(call)
+    if not isinstance(t, str):
+        assert str(l.dtype).split('.')[-1] == str(t.dtype).split('.')[-1] and tuple(l.shape) == tuple(t.shape)
+        torch.testing.assert_close(torch.tensor(l.tolist(), dtype=t.dtype), t, equal_nan=True)
