@@ -741,20 +741,23 @@ void scatter_loop(const Tensor& dst, int64_t dim, const Tensor& idx, const T* sr
 Tensor scatter_checks(const char* op, const Tensor& self, int64_t& dim, const Tensor& index,
                       const Tensor* src) {
   dim = wrap_dim(dim, self.dim());
-  TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
-           "(): Expected dtype int32/int64 for index");
+  // PyTorch's order: the index's dtype (unless empty), src's dtype, then (unless the index is
+  // empty) the ranks and sizes, a 0-d tensor counting as one of one element; src's sizes are
+  // read up to self's rank before its rank is compared (IndexError where it has fewer dims)
+  if (index.numel() != 0)
+    TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
+             "(): Expected dtype int32/int64 for index");
   if (src) TP_CHECK(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype");
+  if (index.numel() == 0) return Tensor();
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   TP_CHECK(std::max<int64_t>(index.dim(), 1) == nd,
            "Index tensor must have the same number of dimensions as self tensor");
+  auto nonempty_size = [](const Tensor& t, int64_t d) { return t.dim() ? t.size(wrap_dim(d, t.dim())) : 1; };
+  bool fits = true;
+  for (int64_t d = 0; d < nd && fits; ++d) fits = d == dim || nonempty_size(index, d) <= nonempty_size(self, d);
+  for (int64_t d = 0; d < nd && fits && src; ++d) fits = nonempty_size(index, d) <= nonempty_size(*src, d);
   if (src) TP_CHECK(std::max<int64_t>(src->dim(), 1) == nd,
                     "Index tensor must have the same number of dimensions as src tensor");
-  if (index.numel() == 0) return Tensor();
-  bool fits = true;
-  for (int64_t d = 0; d < index.dim(); ++d) {
-    fits = fits && (d == dim || index.size(d) <= (self.dim() ? self.size(d) : 1));
-    fits = fits && (!src || index.size(d) <= (src->dim() ? src->size(d) : 1));
-  }
   TP_CHECK(fits, "Expected index ", shape_str(index.sizes()), " to be no larger than self ",
            shape_str(self.sizes()), " apart from dimension ", dim,
            src ? " and to be no larger size than src " : "", src ? shape_str(src->sizes()) : "");

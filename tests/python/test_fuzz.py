@@ -33,7 +33,6 @@ EXPECTED = {
     ('matmul', 0): ('only-ours-raised', 'D2'),
     ('addbmm', 4): ('only-ours-raised', 'D2'),
     ('linalg.solve', 6): ('only-torch-raised', 'D2'),
-    ('embedding_bag', 4): ('only-ours-raised', 'D2'),
     ('std', 0): ('only-ours-raised', 'D2'),
     ('std', 5): ('only-ours-raised', 'D2'),
     ('logcumsumexp', 6): ('only-ours-raised', 'D2'),
