@@ -151,14 +151,29 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal-rule integral along ``dim`` (one value fewer than ``y``)."""
     _require_tensor('cumulative_trapezoid', 'y', y)
+    if isinstance(x, Tensor):  # PyTorch's order: the dim, then x's and y's dtypes, then x's length
+        dim = _wrap_dim(dim, y.dim())
+        if y.dtype == _C.bool or x.dtype == _C.bool:
+            raise RuntimeError("cumulative_trapezoid: received a bool input for `x` or `y`, but bool is not supported")
+        n = y.shape[dim]
+        if x.dim() == 1:
+            if x.shape[0] != n:
+                raise RuntimeError("cumulative_trapezoid: There must be one `x` value for each sample point")
+            shape = [1] * y.dim()
+            shape[dim] = n
+            x = x.reshape(shape)
+        elif x.dim() < y.dim():
+            x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
+        m = x.shape[dim]
+        spacing = x.narrow(dim, min(1, m), max(m - 1, 0)) - x.narrow(dim, 0, max(m - 1, 0))
+        total = y.narrow(dim, 0, max(n - 1, 0)) + y.narrow(dim, min(1, n), max(n - 1, 0))
+        return (spacing * total / 2.).cumsum(dim)
     _check_not_bool('cumulative_trapezoid', y)
     dim = _wrap_dim(dim, y.dim())
     n = y.shape[dim]
     if n == 0:
         return y.sum(dim, keepdim=True).narrow(dim, 0, 0) * 1.0
     left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
-    if isinstance(x, Tensor):
-        return (_edges_along(x, y, dim) * (left + right)).cumsum(dim) / 2.0
     spacing = 1 if x is None and dx is None else (dx if dx is not None else x)
     return (spacing / 2.0 * (left + right)).cumsum(dim)
 

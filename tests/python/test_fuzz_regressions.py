@@ -1063,3 +1063,92 @@ def test_sdpa_checks_and_empty_value(case):
     if not isinstance(t, str):
         assert str(l.dtype).split('.')[-1] == str(t.dtype).split('.')[-1] and tuple(l.shape) == tuple(t.shape)
         torch.testing.assert_close(torch.tensor(l.tolist(), dtype=t.dtype), t, equal_nan=True)
+
+
+# F10/F7: gather / scatter check an empty index for neither its dtype nor its shape, count a
+# 0-d tensor as one of one element, and compare src's sizes before its rank
+@pytest.mark.parametrize('case', ['g-empty-int8', 'g-empty-shape', 'g-0d-1d', 'g-1d-0d', 's-empty-int8', 's-empty-0d',
+                                  's-0d-index-1d-self', 's-0d-src-empty', 's-src-rank', 'g-ok', 's-ok'])
+def test_gather_scatter_of_empty_or_0d_index(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        return {'g-empty-int8': lambda: lib.gather(o(3, 4), 1, z(3, 0, dtype=lib.int8)),
+                'g-empty-shape': lambda: lib.gather(o(3, 0), 1, z(0, 4, dtype=lib.int64)),
+                'g-0d-1d': lambda: lib.gather(t(5.), 0, t([0, 0])),
+                'g-1d-0d': lambda: lib.gather(t([5., 6.]), 0, t(1)),
+                's-empty-int8': lambda: lib.scatter(o(3, 4), 1, z(0, dtype=lib.int8), 2.),
+                's-empty-0d': lambda: lib.scatter(t(1.), 0, z(2, 0, dtype=lib.int64), 2.),
+                's-0d-index-1d-self': lambda: lib.scatter(t([1., 2.]), 0, t(1), t([7.])),
+                's-0d-src-empty': lambda: lib.scatter(t(1, dtype=lib.int8), 0, t(0), z(0, dtype=lib.int8)),
+                's-src-rank': lambda: lib.scatter(o(3, 4), 0, t([[0, 1]]), o(2)),
+                'g-ok': lambda: lib.gather(lib.arange(12.).reshape(3, 4), 1, t([[0, 3], [1, 1], [2, 0]])),
+                's-ok': lambda: lib.scatter(z(3, 4), 1, t([[0, 3], [1, 1], [2, 0]]), 5.),
+                }[case]()
+    _same_result(call)
+
+
+# F10/F6: embedding_bag promotes indices and offsets to their common dtype before wanting Long
+# or Int, reads a 0-d weight's size(0) for padding_idx (IndexError), and counts bags with
+# offset2bag (an offset outside [0, n]: IndexError) where mode sum leaves its fast path
+@pytest.mark.parametrize('case', ['bool-indices', 'int8-offsets', 'both-bool', '0d-weight-padding', 'neg-offset-mean',
+                                  'neg-offset-psw-padding', 'ok'])
+def test_embedding_bag_index_dtypes_and_offsets(case):
+    def call(lib):
+        w = lib.arange(30.).reshape(10, 3)
+        idx = lib.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 7, 7])
+        offs = lib.tensor([0, 4, 4, 6, 10])
+        eb = lib.embedding_bag
+        return {'bool-indices': lambda: eb(w, idx > 3, offs, False, 1, False, None, False, None),
+                'int8-offsets': lambda: eb(w, idx, offs.to(lib.int8), False, 1, False, None, False, None),
+                'both-bool': lambda: eb(w, idx > 3, offs > 3, False, 1, False, None, False, None),
+                '0d-weight-padding': lambda: eb(lib.tensor(1.), idx, offs, False, 2, False, None, False, -3),
+                'neg-offset-mean': lambda: eb(w, idx, lib.tensor([0, -1, 4]), False, 1, False, None, False, None),
+                'neg-offset-psw-padding': lambda: eb(w, idx, lib.tensor([0, -1, 4]), False, 0, False,
+                                                     lib.ones(11), False, 7),
+                'ok': lambda: eb(w, idx, offs, False, 1, False, None, False, None),
+                }[case]()[0]
+    _same_result(call)
+
+
+# F11/F7: the 2-D and 3-D reflection / replication pads refuse only an output empty in every
+# padded dim; quantile checks out='s dtype, then the dim, then q's values; cumulative_trapezoid
+# with x checks the dim, then x's and y's dtypes, and takes an x of fewer dims
+@pytest.mark.parametrize('case', ['rep3d-one-zero', 'ref3d-one-zero', 'rep2d-one-zero', 'ref2d-one-zero',
+                                  'rep3d-all-zero', 'rep1d-zero', 'rep3d-negative', 'rep3d-bool-one-zero',
+                                  'q-out-dtype-dim', 'q-dim-before-q', 'q-scalar-range', 'ct-bool-x', 'ct-dim-bool',
+                                  'ct-x-fewer-dims', 'ct-empty-x', 'ct-x-len'])
+def test_pads_quantile_cumulative_trapezoid_checks(case):
+    def call(lib):
+        x5, x4, o = lib.ones(2, 3, 4, 5, 6), lib.ones(2, 3, 5, 6), lib.ones
+        nn = lib._C._nn if lib is torch else lib
+        return {'rep3d-one-zero': lambda: nn.replication_pad3d(x5, [0, -6, 0, 0, 0, 0]),
+                'ref3d-one-zero': lambda: nn.reflection_pad3d(x5, [0, -6, 0, 0, 0, 0]),
+                'rep2d-one-zero': lambda: nn.replication_pad2d(x4, [0, -6, 0, 0]),
+                'ref2d-one-zero': lambda: nn.reflection_pad2d(x4, [0, -6, 0, 0]),
+                'rep3d-all-zero': lambda: nn.replication_pad3d(x5, [0, -6, 0, -5, 0, -4]),
+                'rep1d-zero': lambda: nn.replication_pad1d(lib.ones(2, 3, 6), [0, -6]),
+                'rep3d-negative': lambda: nn.replication_pad3d(x5, [0, -7, 0, 0, 0, 0]),
+                'rep3d-bool-one-zero': lambda: nn.replication_pad3d(x5.bool(), [0, -6, 0, 0, 0, 0]),
+                'q-out-dtype-dim': lambda: lib.quantile(o(3, 4), 0.5, dim=7, out=lib.empty(0, dtype=lib.float64)),
+                'q-dim-before-q': lambda: lib.quantile(o(3, 4), lib.tensor([0.5, 2.]), dim=2),
+                'q-scalar-range': lambda: lib.quantile(lib.ones(0), 2.),
+                'ct-bool-x': lambda: lib.cumulative_trapezoid(o(3, 4), o(4, dtype=lib.bool)),
+                'ct-dim-bool': lambda: lib.cumulative_trapezoid(o(3, 4, dtype=lib.bool), o(4), dim=5),
+                'ct-x-fewer-dims': lambda: lib.cumulative_trapezoid(lib.arange(24.).reshape(2, 3, 4),
+                                                                    lib.arange(12.).reshape(3, 4) ** 2, dim=1),
+                'ct-empty-x': lambda: lib.cumulative_trapezoid(o(3, 0, dtype=lib.int64), o(0, dtype=lib.int64)),
+                'ct-x-len': lambda: lib.cumulative_trapezoid(o(3, 0, dtype=lib.int64), o(4, dtype=lib.int64)),
+                }[case]()
+    _same_result(call)
+
+
+# F6/F10: sdpa reads a 0-d mask's size(-2) where PyTorch's CPU backend choice looks at it
+# (IndexError); an empty head dim makes the default scale infinite (no ZeroDivisionError)
+@pytest.mark.parametrize('case', ['0d-mask', '0d-mask-3d', 'e0'])
+def test_sdpa_0d_mask_and_empty_head_dim(case):
+    def call(lib):
+        o, sdpa = lib.ones, lib.nn.functional.scaled_dot_product_attention
+        return {'0d-mask': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 8), lib.tensor(1.)).shape,
+                '0d-mask-3d': lambda: sdpa(o(3, 5, 8), o(3, 7, 8), o(3, 7, 8), lib.tensor(1.)).shape,
+                'e0': lambda: sdpa(o(2, 3, 0, 0), o(2, 3, 0, 0), o(2, 3, 0, 8)).shape}[case]()
+    _same_outcome(call)

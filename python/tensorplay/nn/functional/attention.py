@@ -71,8 +71,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"instead.")
     if value.numel() == 0:  # PyTorch's answer before any other check: zeros of (..., L, Ev)
         return tp.zeros(tuple(query.shape[:-1]) + (value.size(-1),), dtype=query.dtype, device=query.device)
+    if attn_mask is not None and attn_mask.dim() == 0 and dropout_p == 0.0 and query.dim() == key.dim() == value.dim() == 4 \
+            and query.size(0) == key.size(0) == value.size(0) and query.size(1) == key.size(1) == value.size(1):
+        # PyTorch's CPU backend choice reads the mask's size(-2) for these shapes
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions")
     L, S = query.size(-2), key.size(-2)
-    scale_factor = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    if scale is not None:
+        scale_factor = scale
+    else:  # 1 / sqrt(E), infinite for E = 0 (C++ arithmetic, as PyTorch's)
+        scale_factor = 1 / math.sqrt(query.size(-1)) if query.size(-1) else math.inf
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
                            "set when is_causal=True")
