@@ -1152,3 +1152,41 @@ def test_sdpa_0d_mask_and_empty_head_dim(case):
                 '0d-mask-3d': lambda: sdpa(o(3, 5, 8), o(3, 7, 8), o(3, 7, 8), lib.tensor(1.)).shape,
                 'e0': lambda: sdpa(o(2, 3, 0, 0), o(2, 3, 0, 0), o(2, 3, 0, 8)).shape}[case]()
     _same_outcome(call)
+
+
+# F1/F2: the *_scatter ops copy their input with its exact strides and storage offset (its
+# whole storage), overlapping strides included; an expanded input is cloned
+@pytest.mark.parametrize('layout', [((3, 4), (1, 1), 0), ((3, 4), (0, 1), 0), ((3, 4), (1, 3), 0), ((3, 4), (8, 2), 1),
+                                    ((3, 4), (4, 1), 0)])
+@pytest.mark.parametrize('op', ['diagonal', 'select', 'slice'])
+def test_scatter_ops_keep_the_input_layout(layout, op):
+    def call(lib):
+        x = lib.arange(30.).as_strided(*layout)
+        if op == 'diagonal':
+            r = lib.diagonal_scatter(x, lib.zeros(3))
+        elif op == 'select':
+            r = lib.select_scatter(x, lib.zeros(4), 0, 0)
+        else:
+            r = lib.slice_scatter(x, lib.zeros(3, 2), 1, 0, 2)
+        return r.stride(), r.storage_offset()
+    _same_outcome(call)
+    (_, t), (_, l) = _both(call)
+    assert t == l
+
+
+# F11: linalg.lstsq refuses a NaN in A or B as PyTorch's LAPACK does (an illegal argument)
+@pytest.mark.parametrize('where', ['A', 'B', 'none', 'B-batch'])
+@pytest.mark.parametrize('driver', [None, 'gelsy', 'gelsd', 'gelss', 'gels'])
+def test_lstsq_of_nan(where, driver):
+    def call(lib):
+        A = lib.arange(12, dtype=lib.float64).reshape(4, 3).sin()
+        B = lib.arange(8, dtype=lib.float64).reshape(4, 2).cos()
+        if where == 'A':
+            A[1, 1] = float('nan')
+        elif where == 'B':
+            B[2, 0] = float('nan')
+        elif where == 'B-batch':
+            A, B = A.expand(2, 4, 3), B.expand(2, 4, 2).clone()
+            B[1, 0, 0] = float('nan')
+        return lib.linalg.lstsq(A, B, driver=driver).solution.shape
+    _same_outcome(call)
