@@ -1190,3 +1190,17 @@ def test_lstsq_of_nan(where, driver):
             B[1, 0, 0] = float('nan')
         return lib.linalg.lstsq(A, B, driver=driver).solution.shape
     _same_outcome(call)
+
+
+# F5/F10: logit of float16 / bfloat16 takes an out= as the TensorIterator does: castable to
+# (else "result type Half can't be cast"), resized in the input's layout unless it is the input
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+@pytest.mark.parametrize('out', ['empty', 'wrong-shape', 'byte', 'float32', 'right', 'self'])
+def test_logit_of_half_types_out(dtype, out):
+    def call(lib):
+        x = lib.tensor([[0.2, 0.7, 0.5], [0.9, 0.1, 0.4]], dtype=getattr(lib, dtype)).t()
+        o = {'empty': lambda: lib.empty(0, dtype=x.dtype), 'wrong-shape': lambda: lib.empty(5, dtype=x.dtype),
+             'byte': lambda: lib.empty(3, 2, dtype=lib.uint8), 'float32': lambda: lib.empty(3, 2),
+             'right': lambda: lib.empty(3, 2, dtype=x.dtype), 'self': lambda: x}[out]()
+        return lib.logit(x, 0.05, out=o if out != 'self' else x[:1])
+    _same_layout(call)
