@@ -903,6 +903,11 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
 // ------------------------------------------------------------------ take_along_dim
 Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std::optional<int64_t>& dim,
                            OutArg out) {
+  // PyTorch's order with a dim: the ranks, the index dtype, then the dim
+  if (dim)
+    TP_CHECK(indices.dim() == self.dim(), "torch.take_along_dim(): input and indices should have the "
+             "same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
+             indices.dim(), " dimensions for indices");
   TP_CHECK(indices.dtype() == DType::Int64, "torch.take_along_dim(): dtype of indices should be Long "
            "but got ", dtype_scalar_name(indices.dtype()));
   Tensor r;
@@ -911,9 +916,6 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
   } else {
     TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", *dim, " but tensor has no dimensions");
     int64_t d = wrap_dim(*dim, self.dim());
-    TP_CHECK(indices.dim() == self.dim(), "torch.take_along_dim(): input and indices should have the "
-             "same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
-             indices.dim(), " dimensions for indices");
     // Broadcast the two against each other in every dim but `d`.
     DimVector is(indices.sizes().data(), indices.sizes().size()), ss(self.sizes().data(), self.sizes().size());
     for (int64_t k = 0; k < self.dim(); ++k) {

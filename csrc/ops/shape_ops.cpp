@@ -174,6 +174,10 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
   int64_t nd = ref->dim();
   dim = wrap_dim(dim, nd);
   DimVector sizes = dims_of(*ref);
+  if (out.tensor)  // before the shapes, as PyTorch's meta function
+    TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
+                  "input types can't be cast to the desired output type ",
+                  dtype_scalar_name(out.tensor->dtype()));
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
@@ -187,10 +191,6 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
     total += t.size(dim);
   }
   sizes[dim] = total;
-  if (out.tensor)
-    TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
-                  "input types can't be cast to the desired output type ",
-                  dtype_scalar_name(out.tensor->dtype()));
   int64_t total_numel = 1;
   for (int64_t s : sizes) total_numel *= s;
   if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs), checked

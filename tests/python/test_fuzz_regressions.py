@@ -1204,3 +1204,20 @@ def test_logit_of_half_types_out(dtype, out):
              'right': lambda: lib.empty(3, 2, dtype=x.dtype), 'self': lambda: x}[out]()
         return lib.logit(x, 0.05, out=o if out != 'self' else x[:1])
     _same_layout(call)
+
+
+# F7/F6: take_along_dim compares the ranks before the index dtype and the dim; cat checks that
+# the inputs cast to out='s dtype before comparing their shapes (TypeError)
+@pytest.mark.parametrize('case', ['tad-0d-2d', 'tad-rank-dtype', 'tad-0d-0d', 'cat-dtype-shapes', 'col-stack-dtype',
+                                  'cat-ok'])
+def test_take_along_dim_and_cat_check_order(case):
+    def call(lib):
+        o, t = lib.ones, lib.tensor
+        return {'tad-0d-2d': lambda: lib.take_along_dim(t(1.), o(2, 2, dtype=lib.int64), 0),
+                'tad-rank-dtype': lambda: lib.take_along_dim(o(3), t([[0]], dtype=lib.int32), 9),
+                'tad-0d-0d': lambda: lib.take_along_dim(t(1.), t(0), 0),
+                'cat-dtype-shapes': lambda: lib.cat([o(2, 3), o(3, 2)], out=lib.empty(0, dtype=lib.int64)),
+                'col-stack-dtype': lambda: lib.column_stack([o(2, 3), t(1.)], out=lib.empty(0, dtype=lib.int32)),
+                'cat-ok': lambda: lib.cat([o(2, 3), o(1, 3)], out=lib.empty(0, dtype=lib.float64)),
+                }[case]()
+    _same_result(call)
