@@ -1221,3 +1221,17 @@ def test_take_along_dim_and_cat_check_order(case):
                 'cat-ok': lambda: lib.cat([o(2, 3), o(1, 3)], out=lib.empty(0, dtype=lib.float64)),
                 }[case]()
     _same_result(call)
+
+
+# F7: native_group_norm of a 0-d or 1-d input checks the groups, the parameters, the mixed
+# dtypes and its dtype dispatch before the sizes
+@pytest.mark.parametrize('case', ['0d-long', '0d-groups', '1d-long', '0d-weight', '0d-bool-mixed'])
+def test_native_group_norm_of_a_0d_or_1d_input(case):
+    def call(lib):
+        t, o, gn = lib.tensor, lib.ones, lib.native_group_norm
+        return {'0d-long': lambda: gn(t(1), None, None, 1, 1, 1, 1, 1e-5),
+                '0d-groups': lambda: gn(t(1), None, None, 1, 3, 1, 2, 1e-5),
+                '1d-long': lambda: gn(t([1, 2]), None, None, 1, 2, 1, 1, 1e-5),
+                '0d-weight': lambda: gn(t(1), o(3), None, 1, 1, 1, 1, 1e-5),
+                '0d-bool-mixed': lambda: gn(t(True), o(1), None, 1, 1, 1, 1, 1e-5)}[case]()[0]
+    _same_outcome(call)
