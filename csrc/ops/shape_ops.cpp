@@ -308,6 +308,7 @@ Tensor roll_impl(const Tensor& self, IntArrayRef shifts, IntArrayRef dims, OutAr
   }
   TP_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
            shifts.size(), ", dims:", dims.size());
+  if (self.numel() == 0) return clone(self);  // PyTorch's early return: no dim is looked at
   // a 0-d tensor has no dim to roll (wrap_dim would accept 0 as its scalar dim)
   TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", dims[0], " but tensor has no dimensions");
   auto grid = identity_grid(self);

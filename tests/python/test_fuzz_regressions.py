@@ -1235,3 +1235,21 @@ def test_native_group_norm_of_a_0d_or_1d_input(case):
                 '0d-weight': lambda: gn(t(1), o(3), None, 1, 1, 1, 1, 1e-5),
                 '0d-bool-mixed': lambda: gn(t(True), o(1), None, 1, 1, 1, 1, 1e-5)}[case]()[0]
     _same_outcome(call)
+
+
+# F10: pooling output sizes divide the span by the stride rounding down (PyTorch's div_rtn), the
+# ceil-mode stride - 1 added first; roll of an empty tensor returns it before looking at a dim
+@pytest.mark.parametrize('case', ['mp3d-ceil-w1', 'mp2d-ceil-w1', 'mp1d-ceil', 'ap2d-ceil', 'mp3d-floor',
+                                  'roll-empty-dim', 'roll-empty-dims', 'roll-0d'])
+def test_pool_ceil_sizes_and_roll_of_empty(case):
+    def call(lib):
+        F, o = lib.nn.functional, lib.ones
+        return {'mp3d-ceil-w1': lambda: F.max_pool3d(o(1, 2, 5, 5, 1), 2, 2, ceil_mode=True),
+                'mp2d-ceil-w1': lambda: F.max_pool2d(o(1, 2, 5, 1), 2, 2, ceil_mode=True),
+                'mp1d-ceil': lambda: F.max_pool1d(o(1, 2, 1), 2, 2, ceil_mode=True),
+                'ap2d-ceil': lambda: F.avg_pool2d(o(1, 2, 5, 1), 2, 2, ceil_mode=True),
+                'mp3d-floor': lambda: F.max_pool3d(o(1, 2, 5, 5, 1), 2, 2),
+                'roll-empty-dim': lambda: lib.roll(o(0, 3), 1, 7),
+                'roll-empty-dims': lambda: lib.roll(o(2, 0), (1, 2), (0, 9)),
+                'roll-0d': lambda: lib.roll(lib.tensor(1.), 1, 1)}[case]()
+    _same_result(call)
