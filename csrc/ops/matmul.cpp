@@ -315,14 +315,16 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
   for (int64_t s : batch) nprod *= s;
   TP_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", nprod,
            ", ", k, "] but got: [", nprod, ", ", k2, "].");
-  TP_CHECK(self.dtype() == other.dtype(), "expected scalar type ",
-           dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
+  // bmm's dispatch, then its kernel's check; an empty operand returns first (batch2's dtype)
   check_kernel_dtype(self, "bmm", "baddbmm_cuda", &other);
+  const bool empty_mix = !is_meta(self) && (self.numel() == 0 || other.numel() == 0);
+  TP_CHECK(empty_mix || self.dtype() == other.dtype(), "expected scalar type ",
+           dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
   DimVector ea = batch, eb = batch, sizes = batch;
   ea.push_back(m), ea.push_back(k), eb.push_back(k), eb.push_back(n);
   if (d1 > 1) sizes.push_back(m);
   if (d2 > 1) sizes.push_back(n);
-  ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+  ProductDst d = product_dst(out, sizes, empty_mix ? other.dtype() : self.dtype(), self.device(), {&self, &other});
   if (d.meta()) return d.finish();
   int64_t c3[3] = {nprod, m, n};
   run_gemm(fold_batch(expand(a, ea)), fold_batch(expand(b, eb)), reshape(d.dst, c3), 1.0, 0.0);

@@ -1253,3 +1253,20 @@ def test_pool_ceil_sizes_and_roll_of_empty(case):
                 'roll-empty-dims': lambda: lib.roll(o(2, 0), (1, 2), (0, 9)),
                 'roll-0d': lambda: lib.roll(lib.tensor(1.), 1, 1)}[case]()
     _same_result(call)
+
+
+# F7/F10: a batched matmul dispatches on the first operand's dtype (bmm: NotImplementedError for
+# bool) before comparing the second's, and with an empty operand returns before (batch2's dtype)
+@pytest.mark.parametrize('case', ['bool-half', 'bool-int', 'int-byte-empty', 'bool-char-empty', 'mm-int-byte',
+                                  'mm-bool-int', 'ok'])
+def test_batched_matmul_dtype_order(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        return {'bool-half': lambda: lib.matmul(o(2, 2, 3, dtype=lib.bool), o(2, 3, 2, dtype=lib.half)),
+                'bool-int': lambda: lib.matmul(o(2, 3, dtype=lib.bool), o(4, 3, 2, dtype=lib.int32)),
+                'int-byte-empty': lambda: lib.matmul(z(0, 3, dtype=lib.int32), o(5, 3, 4, dtype=lib.uint8)),
+                'bool-char-empty': lambda: lib.matmul(z(2, 0, 3, dtype=lib.bool), o(2, 3, 4, dtype=lib.int8)),
+                'mm-int-byte': lambda: lib.matmul(o(2, 3, dtype=lib.int32), o(3, 2, dtype=lib.uint8)),
+                'mm-bool-int': lambda: lib.matmul(o(2, 3, dtype=lib.bool), o(3, 2, dtype=lib.int32)),
+                'ok': lambda: lib.matmul(o(2, 2, 3), o(2, 3, 2))}[case]()
+    _same_result(call)
