@@ -1270,3 +1270,16 @@ def test_batched_matmul_dtype_order(case):
                 'mm-bool-int': lambda: lib.matmul(o(2, 3, dtype=lib.bool), o(3, 2, dtype=lib.int32)),
                 'ok': lambda: lib.matmul(o(2, 2, 3), o(2, 3, 2))}[case]()
     _same_result(call)
+
+
+# F6: im2col checks kernel_size, dilation, padding and stride before reading a 0-d / 1-d
+# input's sizes (a bad dilation is a RuntimeError, not an IndexError)
+@pytest.mark.parametrize('case', [('0d', (1, 1), (-1, 1), (0, 0)), ('0d', (1, 1), (1, 1), (1, -1)),
+                                  ('1d', (2, 2), (2, -5), (0, 0)), ('0d', (1, 1), (1, 1), (0, 0)),
+                                  ('3d', (2, 2), (1, 1), (-1, 0))])
+def test_im2col_checks_its_arguments_first(case):
+    shape, k, d, p = case
+    def call(lib):
+        x = {'0d': lib.tensor(True), '1d': lib.ones(3, dtype=lib.bool), '3d': lib.ones(2, 4, 4)}[shape]
+        return lib._C._nn.im2col(x, k, d, p, (1, 1)) if lib is torch else lib.im2col(x, k, d, p, (1, 1))
+    _same_result(call)
