@@ -203,10 +203,8 @@ def cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     r1, r2 = x1.shape[-2], x2.shape[-2]
     if r1 == 0 or r2 == 0 or x1.shape[-1] == 0 or 0 in x1.shape[:-2] or 0 in x2.shape[:-2]:
-        from tensorplay._views import broadcast_shapes
-        batch = broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
-        shape = tuple(batch) + (r1, r2)
-        return x1.new_empty(shape) if r1 == 0 or r2 == 0 or 0 in batch else x1.new_zeros(shape)
+        # an empty sum per pair (zeros) or no pairs, still recorded for autograd as PyTorch's
+        return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).sum(-1).to(x1.dtype)
     for t in (x1, x2):
         if t.dtype in (_C.float16, _C.bfloat16):
             raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
