@@ -539,6 +539,9 @@ Tensor slices_value(const Tensor& self, int64_t dim, int64_t n, const Tensor& sc
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, OutArg out) {
   check_index_func("index_add_", self, dim, index, source);
+  if (out.tensor && !out.inplace)  // out='s dtype before the bounds, as PyTorch's meta function
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
+             dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
   check_written(out, {&index, &source});
   Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
   // PyTorch's CPU kernel: above one dim it writes nothing into an empty self (no bounds

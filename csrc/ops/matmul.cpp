@@ -415,6 +415,8 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
   int64_t sizes[3] = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_broadcastable(self, sizes);
   DType dt = batch2.dtype();
+  TP_CHECK(!out.inplace || dt == self.dtype(), "Bad in-place call: input tensor dtype ", dtype_name(self.dtype()),
+           " and output tensor dtype ", dtype_name(dt), " should match");
   if (sizes[0] * sizes[1] * sizes[2] != 0) check_bool_beta(dt, beta);
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
@@ -558,8 +560,9 @@ Tensor kron_impl(const Tensor& self, const Tensor& other, OutArg out) {
   if (out.tensor && !std::equal(sizes.begin(), sizes.end(), out.tensor->sizes().begin(), out.tensor->sizes().end())) {
     int64_t n = 1;
     for (int64_t s : sizes) n *= s;
-    for (const Tensor* t : {&self, &other})
-      TP_CHECK(n == 0 || t->numel() == 0 || !shares_memory(*out.tensor, *t), "unsupported operation: some elements of "
+    for (const Tensor* t : {&self, &other})  // (PyTorch judges only dense layouts: an expanded input passes)
+      TP_CHECK(n == 0 || t->numel() == 0 || !t->impl()->is_non_overlapping_and_dense() ||
+                   !shares_memory(*out.tensor, *t), "unsupported operation: some elements of "
                "the input tensor and the written-to tensor refer to a single memory location. Please clone() the "
                "tensor before performing the operation.");
   }

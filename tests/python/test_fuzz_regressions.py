@@ -1283,3 +1283,20 @@ def test_im2col_checks_its_arguments_first(case):
         x = {'0d': lib.tensor(True), '1d': lib.ones(3, dtype=lib.bool), '3d': lib.ones(2, 4, 4)}[shape]
         return lib._C._nn.im2col(x, k, d, p, (1, 1)) if lib is torch else lib.im2col(x, k, d, p, (1, 1))
     _same_result(call)
+
+
+# Fuzz-run follow-ups: in-place baddbmm_ with empty operands of another dtype is a bad in-place
+# call; index_add checks out='s dtype before the bounds; kron's out= overlap check judges only
+# dense inputs (an expanded one passes, as in PyTorch)
+@pytest.mark.parametrize('case', ['baddbmm-inplace-mix', 'index-add-out-dtype', 'kron-expanded-out'])
+def test_fuzz4_followups(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        if case == 'baddbmm-inplace-mix':
+            return z(2, 3, 5, dtype=lib.bool).baddbmm_(z(2, 3, 0, dtype=lib.int16), z(2, 0, 5, dtype=lib.int16))
+        if case == 'index-add-out-dtype':
+            return lib.index_add(z(4, 6, dtype=lib.int32), 1, lib.tensor([-2**63]), o(4, 1, dtype=lib.int32),
+                                 out=lib.empty(4, 6))
+        a = lib.arange(3.).expand(2, 3)
+        return lib.kron(a, o(2, 2), out=a).shape
+    _same_outcome(call)
