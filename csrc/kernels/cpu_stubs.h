@@ -177,9 +177,10 @@ extern KernelStub<LstmCellBackwardFn> lstm_cell_backward_stub;
 /// Sorts each of `rows` contiguous rows of `len` elements of dtype dt (not a half type),
 /// stably, ascending or descending, NaN above every number; writes the first k values of
 /// each row (rows x k, dtype dt) and their positions in the row (int64). k < len: only
-/// those k are ordered (ties in input order).
+/// those k are ordered (ties in input order). `topk` (1: sorted, 2: unsorted) selects the k
+/// as PyTorch's CPU topk does, whose order among ties (and unsorted order) it reproduces.
 using SortFn = void (*)(DType dt, const void* in, int64_t rows, int64_t len, int64_t k, bool descending,
-                        void* values, int64_t* indices);
+                        int topk, void* values, int64_t* indices);
 extern KernelStub<SortFn> sort_stub;
 
 // ---- index_range_kernel.cpp: the bounds checks of the indexing writes (indexing_writes.cpp)

@@ -250,6 +250,9 @@ void TensorIterator::allocate_or_check_output(const IterConfig& cfg, OutArg out)
              "Expected out tensor to have device ", device_.str(), ", but got ", o.device().str(),
              " instead");
     if (!same_shape) {
+      // PyTorch checks the out= against the inputs before resizing it: one that shares an
+      // input's memory in another layout (outer(a, b, out=a) writes a.reshape(-1, 1)) fails
+      for (int i = 0; i < ninputs_; ++i) check_partial_overlap(o, *inputs_[i], cfg.op);
       // Like PyTorch's TensorIterator, a resized out= takes the inputs' memory layout
       // (a transposed input gives a transposed result), not a contiguous one.
       IntArrayRef sizes(shape_.data(), nd);
@@ -297,8 +300,8 @@ void check_partial_overlap(const Tensor& out, const Tensor& in, const char* op) 
 void check_no_overlap(const Tensor& out, const Tensor& in) {
   const TensorImpl* o = out.impl();
   const TensorImpl* s = in.impl();
-  if (!s->numel() || !o->numel() || s->storage().get() != o->storage().get()) return;
-  bool overlap = s == o;
+  bool overlap = s == o;  // the same tensor overlaps itself even when empty (PyTorch's Full)
+  if (!overlap && (!s->numel() || !o->numel() || s->storage().get() != o->storage().get())) return;
   if (!overlap && s->is_non_overlapping_and_dense() && o->is_non_overlapping_and_dense()) {
     auto bytes = [](const TensorImpl* t) { return t->numel() * int64_t(element_size(t->dtype())); };
     const char *lo1 = s->data_ptr(), *lo2 = o->data_ptr();

@@ -112,11 +112,7 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
   append(pr, lo);
   int64_t l3[3] = {B, M, K}, r3[3] = {B, K, N};
   Tensor a = reshape(permute(left, pl), l3), b = reshape(permute(right, pr), r3);
-  TP_CHECK(a.dtype() == b.dtype(), "expected scalar type ", dtype_scalar_name(a.dtype()),
-           " but found ", dtype_scalar_name(b.dtype()));
-  TP_CHECK_KIND(ErrorKind::NotImplemented, a.dtype() != DType::Bool,
-                "\"bmm\" not implemented for 'Bool'");
-  Tensor res = bmm(a, b);
+  Tensor res = bmm(a, b);  // its checks: an empty operand returns zeros of b's dtype before any
   // Back to the slot order: (batch, lo, ro, summed as size 1) then the inverse permutation.
   DimVector order = batch, sizes;
   append(order, lo), append(order, ro);

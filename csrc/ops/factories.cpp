@@ -175,7 +175,7 @@ Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_
     using A = decltype(zero);
     A a = A(start.to_double()), b = A(end.to_double());
     A step = steps > 1 ? (b - a) / A(steps - 1) : A(0);
-    int64_t half = steps / 2;
+    int64_t half = steps == 1 ? 1 : steps / 2;  // one step is start (PyTorch fills it)
     fill_indexed(t, steps, [&](int64_t i) {
       A x = i < half ? a + step * A(i) : b - step * A(steps - i - 1);
       return base ? std::pow(A(*base), x) : x;

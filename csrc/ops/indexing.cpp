@@ -118,14 +118,17 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
   (void)sparse_grad;
   int64_t nd = self.dim();
   int64_t d = nd ? wrap_dim(dim, nd) : (wrap_dim(dim, 0), 0);
+  // PyTorch checks an empty index neither for its dtype nor for its shape; a 0-d tensor
+  // counts as one of one element (its ensure_nonempty_size)
+  if (index.numel() == 0) return empty_tensor(index.sizes(), self.dtype(), self.device());
   TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
            "gather(): Expected dtype int32/int64 for index");
   TP_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(nd, 1),
            "Index tensor must have the same number of dimensions as input tensor");
-  for (int64_t i = 0; i < index.dim(); ++i)
-    TP_CHECK(i == d || index.size(i) <= self.size(i), "Size does not match at dimension ", i,
-             " expected index ", shape_str(index.sizes()), " to be no larger than self ",
-             shape_str(self.sizes()), " apart from dimension ", d);
+  for (int64_t i = 0; i < std::max<int64_t>(nd, 1); ++i)
+    TP_CHECK(i == d || (index.dim() ? index.size(i) : 1) <= (nd ? self.size(i) : 1), "Size does not match at dimension ",
+             i, " expected index ", shape_str(index.sizes()), " to be no larger than self ", shape_str(self.sizes()),
+             " apart from dimension ", d);
   Tensor idx = index_as_long(index, "gather");
   Tensor out = empty_tensor(idx.sizes(), self.dtype(), self.device());
   int64_t n = idx.numel(), isz = int64_t(self.itemsize());

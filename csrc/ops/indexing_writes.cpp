@@ -489,22 +489,32 @@ void check_restride(const char* op, const Tensor& self, int64_t dim, const Tenso
   TP_FAIL(op, "(): index ", first, " is out of bounds for dimension ", dim, " with size 0");
 }
 
-/// Checks `source` against self for index_add/copy/reduce: same dtype, same shape apart
-/// from `dim`, where it has one slice per index.
-void check_source(const char* op, const Tensor& self, int64_t dim, const Tensor& idx, const Tensor& source,
-                  ErrorKind count_kind) {
-  TP_CHECK(source.dtype() == self.dtype(), op, "(): self (", dtype_scalar_name(self.dtype()),
-           ") and source (", dtype_scalar_name(source.dtype()), ") must have the same scalar type");
-  bool same = source.dim() == self.dim();
-  for (int64_t d = 0; same && d < self.dim(); ++d)
-    same = d == dim || (source.dim() ? source.size(d) : 1) == self.size(d);
-  TP_CHECK(same, op, "(): source tensor shape must match self tensor shape, excluding the specified "
-           "dimension. Got self.shape = ", shape_str(self.sizes()), " source.shape = ",
-           shape_str(source.sizes()));
-  int64_t n = source.dim() ? source.size(dim) : 1;
-  if (idx.numel() != n)
-    fail(count_kind, op, "(): Number of indices (", idx.numel(), ") should be equal to source.size(dim): (",
-         n, "), for dim: ", dim);
+/// PyTorch's checks of index_add / index_reduce (its index_func_meta_impl), in its order: the
+/// dim, the index's rank and dtype, source's dtype, dim, slice count and shape. A 0-d source
+/// with other than one index fails reading source.size(dim) for the message (IndexError).
+void check_index_func(const char* op, const Tensor& self, int64_t& dim, const Tensor& index, const Tensor& source) {
+  dim = wrap_dim(dim, self.dim());
+  TP_CHECK_INDEX(index.dim() <= 1, op, "(): Index is supposed to be a vector, but got dim: ", index.dim(),
+                 " with size: ", shape_str(index.sizes()));
+  TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
+           "(): Expected dtype int32/int64 for index but got: ", dtype_scalar_name(index.dtype()));
+  TP_CHECK(source.dtype() == self.dtype(), op, "(): self (", dtype_scalar_name(self.dtype()), ") and source (",
+           dtype_scalar_name(source.dtype()), ") must have the same scalar type");
+  TP_CHECK(dim == 0 || dim < source.dim(), op, "(): Indexing dim ", dim,
+           " is out of bounds of the source tensor with dim ", source.dim());
+  const int64_t n = index.numel();
+  if (n != (source.dim() == 0 ? 1 : source.size(dim)))
+    TP_FAIL(op, "(): Number of indices (", n, ") should be equal to source.size(dim): (", size_at(source, dim),
+            "), for dim: ", dim);
+  bool same;
+  if (source.dim() != 0 && self.dim() != 0) {
+    same = source.dim() == self.dim();
+    for (int64_t d = 0; same && d < self.dim(); ++d) same = d == dim || source.size(d) == self.size(d);
+  } else {
+    same = std::equal(source.sizes().begin(), source.sizes().end(), self.sizes().begin(), self.sizes().end());
+  }
+  TP_CHECK(same, "source tensor shape must match self tensor shape, excluding the specified dimension. Got "
+           "self.shape = ", shape_str(self.sizes()), " source.shape = ", shape_str(source.sizes()));
 }
 
 /// Writes the slices of `value` along `dim` into the slices of `res` at `idx`.
@@ -528,13 +538,23 @@ Tensor slices_value(const Tensor& self, int64_t dim, int64_t n, const Tensor& sc
 
 Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                       const Scalar& alpha, OutArg out) {
-  IndexRules rule{"index_add_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Runtime, false};
-  const bool empty_dim = empty_indexed_dim(self, dim, index);
-  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
-  check_source("index_add_", self, dim, idx, source, ErrorKind::Runtime);
+  check_index_func("index_add_", self, dim, index, source);
+  if (out.tensor && !out.inplace)  // out='s dtype before the bounds, as PyTorch's meta function
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
+             dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
   check_written(out, {&index, &source});
+  Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
+  // PyTorch's CPU kernel: above one dim it writes nothing into an empty self (no bounds
+  // checked) and takes scatter_add's path (RuntimeError) for an int64 index and alpha 1;
+  // otherwise its own loop's IndexError.
+  const bool nothing = self.dim() > 1 && self.numel() == 0;
+  if (!nothing) {
+    const bool scatter = self.dim() > 1 && index.dtype() == DType::Int64 && alpha.to_double() == 1;
+    check_bounds(idx, self.dim() ? self.size(dim) : 1, false, scatter ? ErrorKind::Runtime : ErrorKind::Index,
+                 nullptr, dim);
+  }
   Tensor res = updated_copy(self, out, true);
-  if (is_meta(res) || empty_dim) return res;
+  if (is_meta(res) || nothing) return res;
   with_opmath(res, [&](const Tensor& work) {
     Tensor src = _to_dtype(source, work.dtype());
     if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
@@ -549,22 +569,44 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
 
 Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
                        OutArg out) {
-  IndexRules rule{"index_copy_", false, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Index, false};
-  // out='s dtype before the indices, in PyTorch's order
+  // PyTorch's meta function's order: the dim, out='s dtype, the index's rank, a 0-d source's
+  // single index, the ranks, the index's dtype, source's dtype, the slice shapes, the count
+  dim = wrap_dim(dim, self.dim());
   if (out.tensor && !out.inplace)
     TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
              dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
-  // a 0-d source takes exactly one index, checked before the bounds (PyTorch's meta function)
-  if (source.dim() == 0 && index.dim() <= 1)
-    TP_CHECK_INDEX(index.numel() == 1, "index_copy_(): When source is scalar, index should have one element (got ",
-                   index.numel(), ")");
-  const bool empty_dim = empty_indexed_dim(self, dim, index);
-  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
+  check_written(out, {&index, &source});
+  TP_CHECK_INDEX(index.dim() < 2, "index_copy_(): Index should have dimension 1 or 0 (got ", index.dim(), ")");
+  const int64_t n = index.numel();
+  if (source.dim() == 0)
+    TP_CHECK_INDEX(n == 1, "index_copy_(): When source is scalar, index should have one element (got ", n, ")");
+  else if (self.dim() != 0)
+    TP_CHECK_INDEX(source.dim() == self.dim(), "index_copy_(): When source and destination are not scalars, their "
+                   "dimensionality must match. Source dimensionality (", source.dim(),
+                   "), destination dimensionality (", self.dim(), ")");
+  TP_CHECK(index.dtype() == DType::Int64, "index_copy_(): Expected a long tensor for index, but got ",
+           dtype_scalar_name(index.dtype()));
   TP_CHECK(source.dtype() == self.dtype(), "index_copy_(): self and source expected to have the same "
            "dtype, but got (self) ", dtype_scalar_name(self.dtype()), " and (source) ",
            dtype_scalar_name(source.dtype()));
-  check_source("index_copy_", self, dim, idx, source, ErrorKind::Index);
-  check_written(out, {&index, &source});
+  {  // the slices: each shape without its entry `dim` (a 0-d tensor has none)
+    DimVector a(self.sizes().data(), self.sizes().size()), b(source.sizes().data(), source.sizes().size());
+    if (!a.empty()) a.erase(size_t(dim));
+    if (!b.empty()) {
+      TP_CHECK_INDEX(dim < int64_t(b.size()), "Dimension out of range (expected to be in range of [",
+                     -int64_t(b.size()), ", ", int64_t(b.size()) - 1, "], but got ", dim, ")");
+      b.erase(size_t(dim));
+    }
+    TP_CHECK(a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin()),
+             "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: ",
+             shape_str(IntArrayRef(a.data(), a.size())), " at dimension ", dim, " and source slice shape: ",
+             shape_str(IntArrayRef(b.data(), b.size())), " at dimension 0.");
+  }
+  TP_CHECK_INDEX(source.dim() == 0 || n == source.size(dim), "index_copy_(): Number of indices (", n,
+                 ") should be equal to source.size(dim) (", source.dim() ? source.size(dim) : 1, ")");
+  Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
+  const bool empty_dim = empty_indexed_dim(self, dim, index);
+  if (!empty_dim) check_bounds(idx, self.dim() ? self.size(dim) : 1, false, ErrorKind::Index, nullptr, dim);
   if (empty_dim && !is_meta(self)) check_restride("index_copy_", self, dim, idx);
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res) || empty_dim) return res;
@@ -592,13 +634,20 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
                          const std::string& reduce, bool include_self, OutArg out) {
   Reduce r = parse_reduce(reduce, false, "index_reduce(): Expected reduce to be one of prod, mean, "
                           "amax or amin but got ");
-  IndexRules rule{"index_reduce_", true, ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Index, false};
-  Tensor idx = checked_dim_index(rule, self, dim, index);
-  check_source("index_reduce_", self, dim, idx, source, ErrorKind::Runtime);
+  check_index_func("index_reduce_", self, dim, index, source);
+  if (out.tensor && !out.inplace)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
+             dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
+  check_written(out, {&index, &source});
+  Tensor idx = as_long(reshape(index, std::vector<int64_t>{-1}));
+  // PyTorch's kernel: without self it first fills the indexed slices (index_fill_, whose
+  // restride of an empty indexed dim fails: RuntimeError), then checks every index (IndexError)
+  if (!include_self && empty_indexed_dim(self, dim, index) && !is_meta(self))
+    check_restride("index_reduce_", self, dim, idx);
   if ((r == Reduce::Mean || !include_self || self.dim() <= 1) && self.dtype() == DType::Bool)
     TP_FAIL_NOT_IMPLEMENTED("index_reduce(): \"", reduce, "\"", include_self ? "" : " without self",
                             " is not implemented for 'Bool'");
-  check_written(out, {&index, &source});
+  check_bounds(idx, self.dim() ? self.size(dim) : 1, false, ErrorKind::Index, nullptr, dim);
   Tensor res = updated_copy(self, out, true);
   if (is_meta(res)) return res;
   if (!include_self)
@@ -695,20 +744,23 @@ void scatter_loop(const Tensor& dst, int64_t dim, const Tensor& idx, const T* sr
 Tensor scatter_checks(const char* op, const Tensor& self, int64_t& dim, const Tensor& index,
                       const Tensor* src) {
   dim = wrap_dim(dim, self.dim());
-  TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
-           "(): Expected dtype int32/int64 for index");
+  // PyTorch's order: the index's dtype (unless empty), src's dtype, then (unless the index is
+  // empty) the ranks and sizes, a 0-d tensor counting as one of one element; src's sizes are
+  // read up to self's rank before its rank is compared (IndexError where it has fewer dims)
+  if (index.numel() != 0)
+    TP_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
+             "(): Expected dtype int32/int64 for index");
   if (src) TP_CHECK(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype");
+  if (index.numel() == 0) return Tensor();
   int64_t nd = std::max<int64_t>(self.dim(), 1);
   TP_CHECK(std::max<int64_t>(index.dim(), 1) == nd,
            "Index tensor must have the same number of dimensions as self tensor");
+  auto nonempty_size = [](const Tensor& t, int64_t d) { return t.dim() ? t.size(wrap_dim(d, t.dim())) : 1; };
+  bool fits = true;
+  for (int64_t d = 0; d < nd && fits; ++d) fits = d == dim || nonempty_size(index, d) <= nonempty_size(self, d);
+  for (int64_t d = 0; d < nd && fits && src; ++d) fits = nonempty_size(index, d) <= nonempty_size(*src, d);
   if (src) TP_CHECK(std::max<int64_t>(src->dim(), 1) == nd,
                     "Index tensor must have the same number of dimensions as src tensor");
-  if (index.numel() == 0) return Tensor();
-  bool fits = true;
-  for (int64_t d = 0; d < index.dim(); ++d) {
-    fits = fits && (d == dim || index.size(d) <= (self.dim() ? self.size(d) : 1));
-    fits = fits && (!src || index.size(d) <= (src->dim() ? src->size(d) : 1));
-  }
   TP_CHECK(fits, "Expected index ", shape_str(index.sizes()), " to be no larger than self ",
            shape_str(self.sizes()), " apart from dimension ", dim,
            src ? " and to be no larger size than src " : "", src ? shape_str(src->sizes()) : "");
@@ -854,6 +906,11 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
 // ------------------------------------------------------------------ take_along_dim
 Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std::optional<int64_t>& dim,
                            OutArg out) {
+  // PyTorch's order with a dim: the ranks, the index dtype, then the dim
+  if (dim)
+    TP_CHECK(indices.dim() == self.dim(), "torch.take_along_dim(): input and indices should have the "
+             "same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
+             indices.dim(), " dimensions for indices");
   TP_CHECK(indices.dtype() == DType::Int64, "torch.take_along_dim(): dtype of indices should be Long "
            "but got ", dtype_scalar_name(indices.dtype()));
   Tensor r;
@@ -862,9 +919,6 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
   } else {
     TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", *dim, " but tensor has no dimensions");
     int64_t d = wrap_dim(*dim, self.dim());
-    TP_CHECK(indices.dim() == self.dim(), "torch.take_along_dim(): input and indices should have the "
-             "same number of dimensions, but got ", self.dim(), " dimensions for input, and ",
-             indices.dim(), " dimensions for indices");
     // Broadcast the two against each other in every dim but `d`.
     DimVector is(indices.sizes().data(), indices.sizes().size()), ss(self.sizes().data(), self.sizes().size());
     for (int64_t k = 0; k < self.dim(); ++k) {

@@ -801,6 +801,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
         T* ab = a0 + b * m * n;
         T* xb = x0 + b * mn * k;
         T* sb = has_sv ? s0 + b * mink : nullptr;
+        // PyTorch's LAPACK (MKL) refuses a NaN in A or B as an illegal argument (its scaling by
+        // a NaN norm), which PyTorch reports through an internal assert (a RuntimeError)
+        auto has_nan = [](const T* p, int64_t count) {
+          for (int64_t i = 0; i < count; ++i)
+            if (p[i] != p[i]) return true;
+          return false;
+        };
+        const bool nan_a = has_nan(ab, m * n);
+        if (nan_a || has_nan(xb, mn * k))
+          TP_FAIL("torch.linalg.lstsq: ", batch_prefix(a, b), "Argument ", nan_a ? 4 : 6, " has illegal value. "
+                  "Most certainly there is a bug in the implementation calling the backend library.");
         if (drv == "gels") {
           lapack::gels('N', mi, ni, ki, ab, ld, xb, ldb, work.data(), lw, &info);
           if (info > 0) fail_rank_deficient(a, b, info);

@@ -11,6 +11,7 @@
 #include "kernels/tensor_iterator.h"
 #include "linalg/blas.h"
 #include "ops/meta.h"
+#include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -123,6 +124,7 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
   // no bool gemm, nor one of mixed dtypes (bmm of empty operands): an empty sum is zero
   if (k == 0 && (a.dtype() == DType::Bool || a.dtype() != b.dtype() || b.dtype() != c.dtype())) {
     if (beta == 0) zero_impl(c, OutArg{&c, true});
+    else if (beta != 1) copy_(c, mul(c, wrapped_scalar(is_floating(c.dtype()) ? Scalar(beta) : Scalar(int64_t(beta)))));
     return;
   }
   if (c.device().is_cuda()) {
@@ -155,24 +157,30 @@ void check_mm(const Tensor& self, const Tensor& mat2) {
 
 /// `empty_mixes`: PyTorch's bmm returns before its dtype check when an operand is empty (its
 /// result then has batch2's dtype; its meta function checks them); baddbmm checks the dtypes first.
-void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel, bool empty_mixes = false) {
+/// The order is PyTorch's: the shapes, baddbmm's self against batch1 (`self`), the dispatch on
+/// the dtype (NotImplementedError), then batch2's dtype in the kernel.
+void check_bmm(const Tensor& b1, const Tensor& b2, const char* kernel, bool empty_mixes = false,
+               const Tensor* self = nullptr) {
   TP_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
   TP_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
   TP_CHECK(b2.size(0) == b1.size(0) && b2.size(1) == b1.size(2),
            "Expected size for first two dimensions of batch2 tensor to be: [", b1.size(0), ", ",
            b1.size(2), "] but got: [", b2.size(0), ", ", b2.size(1), "].");
-  if (!empty_mixes || is_meta(b1) || (b1.numel() != 0 && b2.numel() != 0)) check_same_dtype(b1, b2);
+  if (self)
+    TP_CHECK(self->dtype() == b1.dtype(), "Input dtypes must be the same, got: input ",
+             dtype_name(self->dtype()), ", batch1: ", dtype_name(b1.dtype()), ", batch2: ", dtype_name(b2.dtype()));
   check_kernel_dtype(b1, kernel, "baddbmm_cuda", &b2);
+  if (!empty_mixes || is_meta(b1) || (b1.numel() != 0 && b2.numel() != 0)) check_same_dtype(b1, b2);
 }
 
 void check_mv(const Tensor* input, const Tensor& mat, const Tensor& vec) {
   TP_CHECK(mat.dim() == 2 && vec.dim() == 1 && (!input || input->dim() <= 1),
            "vector + matrix @ vector expected, got ", input ? input->dim() : 1, ", ", mat.dim(),
            ", ", vec.dim());
-  int64_t in_size = input && input->dim() == 1 ? input->size(0) : mat.size(0);
-  TP_CHECK(mat.size(1) == vec.size(0) && (in_size == mat.size(0) || in_size == 1),
-           "size mismatch, got input (", in_size, "), mat (", mat.size(0), "x", mat.size(1),
-           "), vec (", vec.size(0), ")");
+  const int64_t in_numel = input ? input->numel() : mat.size(0);
+  if (mat.size(1) != vec.size(0) || (in_numel != mat.size(0) && in_numel != 1))  // (PyTorch's message
+    TP_FAIL("size mismatch, got input (", input ? size_at(*input, 0) : mat.size(0), "), mat (",  // reads
+            mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");  // input.size(0): IndexError if 0-d)
   DType in = input ? input->dtype() : vec.dtype();
   TP_CHECK(mat.dtype() == vec.dtype() && in == vec.dtype(),
            "addmv input tensors must have the same dtype, but got ", dtype_scalar_name(in), ", ",
@@ -307,14 +315,16 @@ Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
   for (int64_t s : batch) nprod *= s;
   TP_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", nprod,
            ", ", k, "] but got: [", nprod, ", ", k2, "].");
-  TP_CHECK(self.dtype() == other.dtype(), "expected scalar type ",
-           dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
+  // bmm's dispatch, then its kernel's check; an empty operand returns first (batch2's dtype)
   check_kernel_dtype(self, "bmm", "baddbmm_cuda", &other);
+  const bool empty_mix = !is_meta(self) && (self.numel() == 0 || other.numel() == 0);
+  TP_CHECK(empty_mix || self.dtype() == other.dtype(), "expected scalar type ",
+           dtype_scalar_name(self.dtype()), " but found ", dtype_scalar_name(other.dtype()));
   DimVector ea = batch, eb = batch, sizes = batch;
   ea.push_back(m), ea.push_back(k), eb.push_back(k), eb.push_back(n);
   if (d1 > 1) sizes.push_back(m);
   if (d2 > 1) sizes.push_back(n);
-  ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
+  ProductDst d = product_dst(out, sizes, empty_mix ? other.dtype() : self.dtype(), self.device(), {&self, &other});
   if (d.meta()) return d.finish();
   int64_t c3[3] = {nprod, m, n};
   run_gemm(fold_batch(expand(a, ea)), fold_batch(expand(b, eb)), reshape(d.dst, c3), 1.0, 0.0);
@@ -381,6 +391,13 @@ Tensor addmv_impl(const Tensor& self, const Tensor& mat, const Tensor& vec, cons
   int64_t sizes[1] = {mat.size(0)};
   DType dt = mat.dtype();
   double b = product_scalar(beta, dt);
+  if (mat.numel() == 0 && beta.to_double() != 0 && !out.inplace && !is_meta(self) &&
+      !(self.dim() == 1 && self.size(0) == sizes[0])) {
+    // PyTorch's shortcut for an empty matrix: beta * self in self's own shape (() or (1,))
+    ProductDst d = product_dst(out, self.sizes(), dt, self.device(), {&mat, &vec, &self});
+    copy_(d.dst, mul(self, _to_dtype(wrapped_scalar(beta), dt)));
+    return d.finish();
+  }
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat, &vec, &self});
   if (d.meta()) return d.finish();
   seed_with_self(d, self, out, b);
@@ -392,12 +409,15 @@ Tensor baddbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batc
                     const Scalar& beta, const Scalar& alpha, OutArg out) {
   check_same_device({&self, &batch1, &batch2});
   (void)wrap_dim(2, batch1.dim()), (void)wrap_dim(2, batch2.dim());  // PyTorch: IndexError
-  check_bmm(batch1, batch2, "baddbmm");
-  check_same_dtype(self, batch1);
+  // Like bmm, an empty operand skips the dtype checks past self's against batch1, and the
+  // result takes batch2's dtype (beta * self cast to it); an empty result scales nothing.
+  check_bmm(batch1, batch2, "baddbmm", /*empty_mixes=*/true, &self);
   int64_t sizes[3] = {batch1.size(0), batch1.size(1), batch2.size(2)};
   check_broadcastable(self, sizes);
-  DType dt = batch1.dtype();
-  check_bool_beta(dt, beta);
+  DType dt = batch2.dtype();
+  TP_CHECK(!out.inplace || dt == self.dtype(), "Bad in-place call: input tensor dtype ", dtype_name(self.dtype()),
+           " and output tensor dtype ", dtype_name(dt), " should match");
+  if (sizes[0] * sizes[1] * sizes[2] != 0) check_bool_beta(dt, beta);
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&batch1, &batch2, &self});
   if (d.meta()) return d.finish();
@@ -465,17 +485,29 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   int64_t na = self.dim(), nb = other.dim();
   std::vector<bool> ca(size_t(na), false), cb(size_t(nb), false);
   DimVector perm_a, perm_b, sizes;
-  int64_t k = 1;
+  // As PyTorch: a contracted dim of size 1 on one side is summed away on the other first (in
+  // that side's dtype), then the duplicates are looked for
+  Tensor ta = self, tb = other;
   for (size_t i = 0; i < dims_self.size(); ++i) {
     (void)size_at(self, dims_self[i]), (void)size_at(other, dims_other[i]);  // 0-d: IndexError
     int64_t da = wrap_dim(dims_self[i], na), db = wrap_dim(dims_other[i], nb);
-    TP_CHECK(self.size(da) == other.size(db), "contracted dimensions need to match, but first has size ",
-             self.size(da), " in dim ", dims_self[i], " and second has size ", other.size(db),
-             " in dim ", dims_other[i]);
+    const int64_t s1 = self.size(da), s2 = other.size(db);
+    if (s2 == 1) {
+      if (s1 != 1) ta = sum(ta, IntArrayRef(&da, 1), true, ta.dtype());
+    } else if (s1 == 1) {
+      tb = sum(tb, IntArrayRef(&db, 1), true, tb.dtype());
+    } else {
+      TP_CHECK(s1 == s2, "contracted dimensions need to match, but first has size ", s1, " in dim ", dims_self[i],
+               " and second has size ", s2, " in dim ", dims_other[i]);
+    }
+  }
+  int64_t k = 1;
+  for (size_t i = 0; i < dims_self.size(); ++i) {
+    int64_t da = wrap_dim(dims_self[i], na), db = wrap_dim(dims_other[i], nb);
     TP_CHECK(!ca[size_t(da)], "tensordot: dim ", da, " appears multiple times in the list of dims");
     TP_CHECK(!cb[size_t(db)], "tensordot: dim ", db, " appears multiple times in the list of dims");
     ca[size_t(da)] = cb[size_t(db)] = true;
-    k *= self.size(da);
+    k *= ta.size(da);
   }
   int64_t m = 1, n = 1;
   for (int64_t i = 0; i < na; ++i)
@@ -485,7 +517,7 @@ Tensor tensordot_impl(const Tensor& self, const Tensor& other, IntArrayRef dims_
   for (int64_t i = 0; i < nb; ++i)
     if (!cb[size_t(i)]) perm_b.push_back(i), sizes.push_back(other.size(i)), n *= other.size(i);
   int64_t a2[2] = {m, k}, b2[2] = {k, n};
-  Tensor a = reshape(permute(self, perm_a), a2), b = reshape(permute(other, perm_b), b2);
+  Tensor a = reshape(permute(ta, perm_a), a2), b = reshape(permute(tb, perm_b), b2);
   check_mm(a, b);
   ProductDst d = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   if (d.meta()) return d.finish();
@@ -523,6 +555,17 @@ Tensor kron_impl(const Tensor& self, const Tensor& other, OutArg out) {
     int64_t a = ia >= 0 ? self.size(ia) : 1, b = ib >= 0 ? other.size(ib) : 1;
     sa[size_t(2 * i)] = a, sb[size_t(2 * i + 1)] = b, sizes[size_t(i)] = a * b;
   }
+  // PyTorch resizes out= first and then multiplies views of the inputs into a view of it: an
+  // out= that must be resized and shares an input's memory fails its overlap check
+  if (out.tensor && !std::equal(sizes.begin(), sizes.end(), out.tensor->sizes().begin(), out.tensor->sizes().end())) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    for (const Tensor* t : {&self, &other})  // (PyTorch judges only dense layouts: an expanded input passes)
+      TP_CHECK(n == 0 || t->numel() == 0 || !t->impl()->is_non_overlapping_and_dense() ||
+                   !shares_memory(*out.tensor, *t), "unsupported operation: some elements of "
+               "the input tensor and the written-to tensor refer to a single memory location. Please clone() the "
+               "tensor before performing the operation.");
+  }
   Tensor prod = mul(reshape(self, sa), reshape(other, sb));
   Tensor res = reshape(prod, sizes);
   if (!out.tensor) return res;
@@ -544,6 +587,8 @@ Tensor linalg_cross_impl(const Tensor& self, const Tensor& other, int64_t dim, O
   TP_CHECK_KIND(ErrorKind::NotImplemented, self.dtype() != DType::Bool,  // composed: every other dtype
                 "\"cross\" not implemented for 'Bool'");
   DimVector sizes = broadcast_shapes_of(self, other, "linalg.cross");
+  if (out.tensor && !out.inplace)  // PyTorch's assert_no_overlap, whatever the shapes
+    for (const Tensor* t : {&self, &other}) check_no_overlap(*out.tensor, *t);
   ProductDst dst = product_dst(out, sizes, self.dtype(), self.device(), {&self, &other});
   if (dst.meta()) return dst.finish();
   Tensor a = expand(self, sizes), b = expand(other, sizes);

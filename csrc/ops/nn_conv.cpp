@@ -66,6 +66,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -1125,9 +1126,10 @@ void visit_blocks(DType dt, const char* op, F&& f) {
   fail(ErrorKind::NotImplemented, "\"", op, "_out_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
-/// The 2-D sliding-block geometry of im2col/col2im over spatial size (h, w), with checks.
-ConvShape block_shape(int64_t h, int64_t w, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
-                      IntArrayRef stride, const char* op) {
+/// im2col/col2im's checks of kernel_size, dilation, padding and stride (PyTorch's, before the
+/// input's dims); returns them expanded to two.
+std::array<DimVector, 4> block_params(IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                                      IntArrayRef stride, const char* op) {
   DimVector k = expand_param(kernel_size, 2, "kernel_size"), d = expand_param(dilation, 2, "dilation"),
             p = expand_param(padding, 2, "padding"), s = expand_param(stride, 2, "stride");
   TP_CHECK(k[0] > 0 && k[1] > 0, op, ": kernel size should be greater than zero, but got kernel_height: ", k[0],
@@ -1138,6 +1140,13 @@ ConvShape block_shape(int64_t h, int64_t w, IntArrayRef kernel_size, IntArrayRef
            " pad_width: ", p[1]);
   TP_CHECK(s[0] > 0 && s[1] > 0, op, ": stride should be greater than zero, but got stride_height: ", s[0],
            " stride_width: ", s[1]);
+  return {k, d, p, s};
+}
+
+/// The 2-D sliding-block geometry of im2col/col2im over spatial size (h, w), with checks.
+ConvShape block_shape(int64_t h, int64_t w, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
+                      IntArrayRef stride, const char* op) {
+  auto [k, d, p, s] = block_params(kernel_size, dilation, padding, stride, op);
   ConvShape g;
   g.nsp = 2;
   g.in[1] = h;
@@ -1169,7 +1178,8 @@ cuda::BlockGeom cuda_blocks(const ConvShape& g) {
 
 Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation, IntArrayRef padding,
                    IntArrayRef stride, OutArg) {
-  if (self.dim() < 3) (void)size_at(self, 1), (void)size_at(self, 2);  // PyTorch reads them first
+  (void)block_params(kernel_size, dilation, padding, stride, "im2col");  // PyTorch checks them first,
+  if (self.dim() < 3) (void)size_at(self, 1), (void)size_at(self, 2);  // then reads these sizes
   bool ok = self.dim() == 3 || self.dim() == 4;
   for (int64_t i = self.dim() - 3; ok && i < self.dim(); ++i) ok = i == self.dim() - 4 || self.size(i) != 0;
   TP_CHECK(ok, "Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions "

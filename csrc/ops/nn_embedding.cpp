@@ -63,7 +63,7 @@ void check_bag_args(const Tensor& indices, const Tensor& offsets, Device dev) {
 /// `num_bags` bags over `indices` (the forward: offsets minus the last one with
 /// include_last_offset; the backward: as many as the gradient has rows).
 Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, bool include_last_offset,
-               int64_t num_weights, bool check_range, Device dev) {
+               int64_t num_weights, bool check_range, Device dev, bool offset2bag = false) {
   check_bag_args(indices, offsets, dev);
   Bags b;
   b.index = host_copy(_to_dtype(indices, DType::Int64));  // the checks and the bags read them on the host
@@ -77,6 +77,10 @@ Bags make_bags(const Tensor& indices, const Tensor& offsets, int64_t num_bags, b
     TP_CHECK(o[m - 1] <= n, "offsets[-1] can not be greater than input's length ", n, " but got offsets[-1] of ",
              o[m - 1]);
   }
+  // PyTorch's mean and max modes count the bags with offset2bag.index_add_(0, offsets, 1):
+  // an offset outside [0, n] fails there (IndexError) before anything looks at their order
+  if (offset2bag)
+    for (int64_t i = 0; i < m; ++i) TP_CHECK_INDEX(o[i] >= 0 && o[i] <= n, "index out of range in self");
   for (int64_t i = 1; i < m; ++i)
     TP_CHECK(o[i] >= o[i - 1], "offsets have to be a non-decreasing sequence, but got offsets[", i, "] = ", o[i],
              " after offsets[", i - 1, "] = ", o[i - 1]);
@@ -134,9 +138,15 @@ void visit_weight(DType dt, F&& f) {
 
 /// _embedding_bag and _embedding_bag_forward_only, which differ (as in PyTorch) only in the
 /// length of mode sum's zero bag_size and max_indices: one per offset without gradients.
-std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
-                                                      int64_t mode, const std::optional<Tensor>& per_sample_weights,
+std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, const Tensor& indices_in,
+                                                      const Tensor& offsets_in, int64_t mode,
+                                                      const std::optional<Tensor>& per_sample_weights,
                                                       bool include_last_offset, int64_t padding_idx, bool forward_only) {
+  // PyTorch promotes indices and offsets to their common dtype before it wants Long or Int
+  // (bool or int8 indices with int64 offsets are read as int64)
+  const DType common = promote_types(offsets_in.dtype(), indices_in.dtype());
+  const Tensor indices = indices_in.dtype() == common ? indices_in : _to_dtype(indices_in, common);
+  const Tensor offsets = offsets_in.dtype() == common ? offsets_in : _to_dtype(offsets_in, common);
   TP_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
   TP_CHECK(is_floating(weight.dtype()), "Expected tensor for argument #1 'weight' to have one of the following scalar "
            "types: Half, BFloat16, Float, Double; but got ", dtype_scalar_name(weight.dtype()), " instead (while "
@@ -145,7 +155,14 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> bag_kernel(const Tensor& weight, cons
   const Device dev = weight.device();
   // on meta no values: the checks that read none, then PyTorch's meta results below
   const bool meta = is_meta(weight);
-  Bags bags = meta ? Bags{} : make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true, dev);
+  // PyTorch counts the bags with offset2bag unless mode sum takes its fast path (float, half or
+  // bfloat16 rows of unit stride, unit-stride per-sample weights, no padding_idx)
+  const DType wt = weight.dtype();
+  const Tensor* sw = per_sample_weights ? &*per_sample_weights : nullptr;
+  const bool fast_sum = (wt == DType::Float32 || wt == DType::Float16 || wt == DType::BFloat16) &&
+                        weight.stride(1) == 1 && (!sw || sw->dim() != 1 || sw->stride(0) == 1) && padding_idx < 0;
+  Bags bags = meta ? Bags{} : make_bags(indices, offsets, -1, include_last_offset, weight.size(0), true, dev,
+                                        /*offset2bag=*/mode != kSum || !fast_sum);
   if (meta) {
     check_bag_args(indices, offsets, dev);
     if (include_last_offset)
@@ -230,7 +247,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_impl(const Tensor& weig
                                                               const std::optional<int64_t>& padding_idx, OutArg) {
   int64_t pad = -1;
   if (padding_idx) {
-    const int64_t n = weight.dim() >= 1 ? weight.size(0) : 0;
+    const int64_t n = size_at(weight, 0);  // a 0-d weight: PyTorch's IndexError
     TP_CHECK(*padding_idx >= -n && *padding_idx < n, "padding_idx must be within the number of embeddings, ", -n,
              " through ", n - 1, ", but got ", *padding_idx);
     pad = *padding_idx < 0 ? *padding_idx + n : *padding_idx;

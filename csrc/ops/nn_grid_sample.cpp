@@ -52,15 +52,6 @@ Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int
     TP_CHECK(input.size(i) > 0, "grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
              "sizes ", shape_str(input.sizes()), " with dimension ", i, " being empty");
   TP_CHECK(mode != kBicubic || nsp == 2, "grid_sampler(): bicubic interpolation only supports 4D input");
-  TP_CHECK(mode == kBilinear || mode == kNearest || mode == kBicubic, "grid_sampler(): expected interpolation_mode "
-           "to be 0 (bilinear), 1 (nearest) or 2 (bicubic), but got ", mode);
-  TP_CHECK(padding == kZeros || padding == kBorder || padding == kReflection,
-           "grid_sampler(): expected padding_mode to be 0 (zeros), 1 (border) or 2 (reflection), but got ", padding);
-  // (PyTorch's meta function checks no dtype: that is its kernels')
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()) || is_meta(input), "\"", kernel,
-                "\" not implemented for '", dtype_scalar_name(input.dtype()), "'");
-  TP_CHECK(grid.dtype() == input.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()), " but found ",
-           dtype_scalar_name(grid.dtype()));
   TP_CHECK(input.device().is_cpu() || input.device().is_cuda() || is_meta(input), kernel, ": no ",
            input.device().str(), " kernel");
   check_same_device(input, grid);
@@ -68,10 +59,26 @@ Geometry check_sampler(const Tensor& input, const Tensor& grid, int64_t nsp, int
   g.nsp = nsp;
   g.n = input.size(0);
   g.c = input.size(1);
+  int64_t numel = g.n * g.c;
   for (int64_t i = 0; i < nsp; ++i) {
     g.in[3 - nsp + i] = input.size(2 + i);
     g.out[3 - nsp + i] = grid.size(1 + i);
+    numel *= g.out[3 - nsp + i];
   }
+  // PyTorch's kernels: the 2-D one returns an empty result before anything else (any dtype,
+  // any mode), the 3-D one dispatches on the input's dtype first; then the grid's dtype, then
+  // the modes (which PyTorch does not check: D14). Its meta function checks no dtype.
+  if (numel == 0 && nsp == 2) return g;
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()) || is_meta(input), "\"",
+                input.device().is_cpu() ? (nsp == 2 ? "grid_sampler_2d_cpu_kernel_impl" : "grid_sampler3d_cpu") : kernel,
+                "\" not implemented for '", dtype_scalar_name(input.dtype()), "'");
+  if (numel == 0) return g;
+  TP_CHECK(grid.dtype() == input.dtype(), "expected scalar type ", dtype_scalar_name(input.dtype()), " but found ",
+           dtype_scalar_name(grid.dtype()));
+  TP_CHECK(mode == kBilinear || mode == kNearest || mode == kBicubic, "grid_sampler(): expected interpolation_mode "
+           "to be 0 (bilinear), 1 (nearest) or 2 (bicubic), but got ", mode);
+  TP_CHECK(padding == kZeros || padding == kBorder || padding == kReflection,
+           "grid_sampler(): expected padding_mode to be 0 (zeros), 1 (border) or 2 (reflection), but got ", padding);
   return g;
 }
 
@@ -80,7 +87,8 @@ Tensor sampler_forward(const Tensor& input, const Tensor& grid, int64_t nsp, int
   Geometry g = check_sampler(input, grid, nsp, mode, padding, kernel);
   DimVector sizes{g.n, g.c};
   for (int64_t i = 0; i < nsp; ++i) sizes.push_back(g.out[3 - nsp + i]);
-  if (is_meta(input)) return empty_tensor(sizes, input.dtype(), input.device());
+  if (is_meta(input) || std::find(sizes.begin(), sizes.end(), 0) != sizes.end())
+    return empty_tensor(sizes, input.dtype(), input.device());
   const DType dt = compute_dtype(input.dtype());
   Tensor x = contiguous(_to_dtype(input, dt)), gr = contiguous(_to_dtype(grid, dt));
   Tensor y = empty_tensor(sizes, dt, input.device());

@@ -589,7 +589,6 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
     TP_CHECK(input.dim() >= 2 && input.numel() == N * C * HxW && input.size(0) == N && input.size(1) == C,
              "Expected X.numel() == N * C * HxW to be true, but got false.");
   };
-  if (input.dim() < 2) check_sizes();
   TP_CHECK(group > 0 && C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got "
            "input of shape ", shape_str(input.sizes()), " and num_groups=", group);
   for (const auto* v : {&weight, &bias})
@@ -598,6 +597,10 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_impl(const Tensor& input, c
              v == &weight ? "weight" : "bias", " of shape ", shape_str((*v)->sizes()), " and input of shape ",
              shape_str(input.sizes()));
   const bool mixed = check_mixed_cpu(input, {&weight, &bias});
+  if (input.dim() < 2) {  // (GroupBlocks wants two dims) the dtype dispatch, then the sizes
+    if (input.device().is_cpu()) check_floating(compute_dtype(input.dtype()), "GroupNormKernelImpl");
+    check_sizes();
+  }
   const GroupBlocks blk(input, group);
   const int64_t stats[2] = {N, group};
   const DType dt = input.dtype(), cdt = compute_dtype(dt);

@@ -63,6 +63,12 @@ struct PadMap {
   int64_t out_numel() const { return out[0] * out[1] * out[2]; }
 };
 
+DimVector padded_sizes_of(IntArrayRef self_sizes, const PadMap& m) {
+  DimVector r(self_sizes.data(), self_sizes.size());
+  for (int64_t i = 0; i < m.nsp; ++i) r[r.size() - size_t(m.nsp) + size_t(i)] = m.out[3 - m.nsp + i];
+  return r;
+}
+
 PadMap pad_map(IntArrayRef self_sizes, IntArrayRef padding, int64_t nsp, bool reflect, const char* op) {
   const int64_t nd = int64_t(self_sizes.size());
   bool ok = nd == nsp + 1 || nd == nsp + 2;
@@ -84,9 +90,20 @@ PadMap pad_map(IntArrayRef self_sizes, IntArrayRef padding, int64_t nsp, bool re
       TP_CHECK(l < n && r < n, op, ": Argument #4: Padding size should be less than the corresponding input dimension,",
                " but got: padding (", l, ", ", r, ") at dimension ", d, " of input ", shape_str(self_sizes));
     const int64_t o = n + l + r;
-    TP_CHECK(o >= 1, op, ": input (size ", n, ") is too small. Calculated output size: ", o);
     m.in[slot] = n;
     m.out[slot] = o;
+  }
+  // PyTorch's 2-D and 3-D pads refuse only an output empty in every padded dim (an empty one
+  // dim is fine), the 1-D ones an empty output; a negative size fails its allocation
+  bool some = false;
+  for (int64_t i = 0; i < nsp; ++i) some = some || m.out[3 - nsp + i] >= 1;
+  TP_CHECK(some, op, ": input (size ", m.in[2], ") is too small. Calculated output size: ", m.out[2]);
+  for (int64_t i = 0; i < nsp; ++i)
+    TP_CHECK(m.out[3 - nsp + i] >= 0, op, ": Trying to create tensor with negative dimension ", m.out[3 - nsp + i],
+             ": ", shape_str(padded_sizes_of(self_sizes, m)));
+  for (int64_t i = 0; i < nsp; ++i) {
+    const int64_t slot = 3 - nsp + i, n = m.in[slot], o = m.out[slot];
+    const int64_t l = padding[size_t(2 * (nsp - 1 - i))];
     for (int64_t j = 0; j < o; ++j) {
       int64_t k = j - l;
       if (reflect) {
@@ -102,11 +119,7 @@ PadMap pad_map(IntArrayRef self_sizes, IntArrayRef padding, int64_t nsp, bool re
   return m;
 }
 
-DimVector padded_sizes(IntArrayRef self_sizes, const PadMap& m) {
-  DimVector r(self_sizes.data(), self_sizes.size());
-  for (int64_t i = 0; i < m.nsp; ++i) r[r.size() - size_t(m.nsp) + size_t(i)] = m.out[3 - m.nsp + i];
-  return r;
-}
+DimVector padded_sizes(IntArrayRef self_sizes, const PadMap& m) { return padded_sizes_of(self_sizes, m); }
 
 /// Calls f(out_flat, in_flat) for every element of one plane.
 template <class F>

@@ -100,8 +100,9 @@ PoolShape sliding_shape(const Tensor& self, int64_t nsp, IntArrayRef kernel_size
   bool bad = false;
   for (int64_t i = 0; i < nsp; ++i) {
     const int64_t in = g.in[3 - nsp + i], span = in + 2 * p[i] - d[i] * (k[i] - 1) - 1;
-    int64_t o = (span + (ceil_mode ? s[i] - 1 : 0)) / s[i] + 1;
-    if (span < 0) o = span / s[i] + 1 - (span % s[i] != 0);  // floor division of a negative span
+    // PyTorch's pooling_output_shape: floor division (div_rtn) of the span, rounded up in ceil mode
+    const int64_t num = span + (ceil_mode ? s[i] - 1 : 0);
+    int64_t o = num / s[i] + 1 - (num < 0 && num % s[i] != 0);
     if (ceil_mode && o > 0 && (o - 1) * s[i] >= in + p[i]) --o;
     g.out[3 - nsp + i] = o;
     bad = bad || o < 1;

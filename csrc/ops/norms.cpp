@@ -70,9 +70,13 @@ Tensor vector_norm(const Tensor& self, double p, OptionalIntArrayRef dim, bool k
   return _to_dtype(r, result);
 }
 
-/// The two matrix dims of `dim`, wrapped; errors as PyTorch's matrix_norm raises them.
-std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& self, IntArrayRef dim) {
+/// The two matrix dims of `dim`, wrapped; PyTorch's checks of matrix_norm's input in its
+/// order: the rank, the dtype (a half type only where `low_precision`), then the dims.
+std::pair<int64_t, int64_t> matrix_dims(const char* op, const Tensor& self, IntArrayRef dim, bool low_precision) {
   TP_CHECK(self.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
+  check_floating_input(op, self);
+  TP_CHECK(low_precision || (self.dtype() != DType::Float16 && self.dtype() != DType::BFloat16), op,
+           ": Low precision dtypes not supported. Got ", dtype_scalar_name(self.dtype()));
   TP_CHECK(dim.size() == 2, op, ": dim must be a 2-tuple. Got ", join(dim, " "));
   int64_t d0 = wrap_dim(dim[0], self.dim()), d1 = wrap_dim(dim[1], self.dim());
   TP_CHECK(d0 != d1, op, ": dims must be different. Got (", d0, ", ", d1, ")");
@@ -100,10 +104,9 @@ Tensor singular_value_norm(const Tensor& self, int ord, int64_t d0, int64_t d1, 
 Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
                    const std::optional<DType>& dtype) {
   const char* op = "linalg.matrix_norm";
-  auto [d0, d1] = matrix_dims(op, self, dim);
-  check_floating_input(op, self);
+  TP_CHECK(std::abs(p) == 2 || std::abs(p) == 1 || std::abs(p) == kInf, op, ": Order ", p, " not supported.");
+  auto [d0, d1] = matrix_dims(op, self, dim, std::abs(p) != 2);
   if (std::abs(p) == 2) return singular_value_norm(self, p > 0 ? 1 : -1, d0, d1, keepdim, dtype);
-  TP_CHECK(std::abs(p) == 1 || std::abs(p) == kInf, op, ": Order ", p, " not supported.");
   if (std::abs(p) == kInf) std::swap(d0, d1);  // the inf-norm is the 1-norm of the transpose
   // column sums of |A| (over d0), then their max or min over d1
   Tensor sums = linalg_vector_norm(self, Scalar(1.0), IntArrayRef(&d0, 1), true, dtype);
@@ -123,12 +126,9 @@ Tensor matrix_norm(const Tensor& self, double p, IntArrayRef dim, bool keepdim,
 Tensor matrix_norm_named(const Tensor& self, const std::string& ord, IntArrayRef dim, bool keepdim,
                          const std::optional<DType>& dtype) {
   const char* op = "linalg.matrix_norm";
-  auto [d0, d1] = matrix_dims(op, self, dim);
-  if (ord == "nuc") {
-    check_floating_input(op, self);
-    return singular_value_norm(self, 0, d0, d1, keepdim, dtype);
-  }
-  TP_CHECK(ord == "fro", op, ": Order ", ord, " not supported.");
+  TP_CHECK(ord == "fro" || ord == "nuc", op, ": Order ", ord, " not supported.");
+  auto [d0, d1] = matrix_dims(op, self, dim, ord != "nuc");
+  if (ord == "nuc") return singular_value_norm(self, 0, d0, d1, keepdim, dtype);
   return linalg_vector_norm(self, Scalar(2.0), dim, keepdim, dtype);
 }
 

@@ -254,28 +254,32 @@ Tensor quantile(const char* op, bool ignore_nan, const Tensor& self, const Tenso
                 const std::optional<int64_t>& dim, bool keepdim, const std::string& interpolation,
                 OutArg out) {
   check_device(op, self);
+  bool scalar_q = q.impl()->is_wrapped_number();
+  if (scalar_q && !is_meta(q)) {  // PyTorch's float overload checks the number before anything
+    const double v = host_copy(_to_dtype(q, DType::Float64)).data<double>()[0];
+    TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
+  }
   TP_CHECK(self.numel() > 0, op, "() input tensor must be non-empty");
   TP_CHECK(self.numel() <= (int64_t(1) << 24), op, "() input tensor is too large");  // PyTorch's limit
   TP_CHECK(q.dim() <= 1, op, "() q must be a scalar or 1D tensor");
   TP_CHECK(self.dtype() == DType::Float32 || self.dtype() == DType::Float64, op,
            "() input tensor must be either float or double dtype");
-  bool scalar_q = q.impl()->is_wrapped_number();
   TP_CHECK(scalar_q || q.dtype() == self.dtype(), op, "() q tensor must be same dtype as the input tensor");
   TP_CHECK(scalar_q || q.device() == self.device(), op, "() q tensor must be on the same device as the input tensor");
+  if (out.tensor && !out.inplace)  // out='s dtype, then the dim, then q's values (PyTorch's order)
+    TP_CHECK(out.tensor->dtype() == self.dtype(), op, "() out tensor must be same dtype as the input tensor");
   Interp how = parse_interpolation(op, interpolation);
   int64_t nq = q.numel();
+  Rows r;
+  DimVector shape;
+  if (dim) (void)wrap_dim(*dim, self.dim());
   Tensor qd;
   std::vector<double> qs;
   if (!is_meta(q)) {  // q's values are checked where they can be read, as PyTorch does
     qd = host_copy(_to_dtype(q, DType::Float64));
     qs.assign(qd.data<double>(), qd.data<double>() + nq);
-    for (double v : qs) {
-      if (scalar_q) TP_CHECK(v >= 0 && v <= 1, op, "() q must be in the range [0, 1] but got ", v);
-      else TP_CHECK(v >= 0 && v <= 1, op, "() q values must be in the range [0, 1]");
-    }
+    for (double v : qs) TP_CHECK(v >= 0 && v <= 1, op, "() q values must be in the range [0, 1]");
   }
-  Rows r;
-  DimVector shape;
   if (dim) {
     r = make_rows(self, *dim);
     shape = reduced_shape(self, r.d, keepdim);

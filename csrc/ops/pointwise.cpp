@@ -2,6 +2,7 @@
 // (div's rounding mode, pow's special exponents, clamp's optional bounds, ...).
 #include "ops/pointwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -174,7 +175,19 @@ Tensor logit_impl(const Tensor& self, const std::optional<double>& eps, OutArg o
                    : self;
     Tensor r = log(div(z, sub(wrapped_scalar(Scalar(int64_t(1))), z)));
     if (!out.tensor) return r;
-    return copy_impl(*out.tensor, r, false, OutArg::none());
+    // out= as PyTorch's TensorIterator takes it: castable to, resized (in r's layout) unless
+    // it is self
+    const Tensor& o = *out.tensor;
+    TP_CHECK(can_cast(r.dtype(), o.dtype()), "result type ", dtype_scalar_name(r.dtype()),
+             " can't be cast to the desired output type ", dtype_scalar_name(o.dtype()));
+    if (!std::equal(o.sizes().begin(), o.sizes().end(), r.sizes().begin(), r.sizes().end())) {
+      TP_CHECK(o.impl() != self.impl(), "output with shape ", shape_str(o.sizes()),
+               " doesn't match the broadcast shape ", shape_str(r.sizes()));
+      resize_out(o, r.sizes());
+      o.impl()->set_sizes_and_strides(DimVector(r.sizes().data(), r.sizes().size()),
+                                      DimVector(r.strides().data(), r.strides().size()), o.impl()->storage_offset());
+    }
+    return copy_impl(o, r, false, OutArg::none());
   }
   KernelParams p;
   p.s0 = Scalar(eps ? *eps : -1.0);

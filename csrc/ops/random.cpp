@@ -575,12 +575,12 @@ Tensor new_result(IntArrayRef size, DType dtype, const std::optional<Device>& de
   return t;
 }
 
-/// empty_like with PyTorch's preserve_format: a dense input's strides, else contiguous.
+/// empty_like with PyTorch's preserve_format: a dense input's strides, else dense strides in
+/// the order of the input's (its infer_dense_strides: a stepped, transposed or expanded input).
 Tensor empty_like_preserving(const Tensor& self, DType dtype, const std::optional<Device>& device) {
   Device dev = device ? *device : self.device();
-  if (!self.is_contiguous() && self.impl()->is_non_overlapping_and_dense())
-    return empty_strided_tensor(self.sizes(), self.strides(), dtype, dev);
-  return empty_tensor(self.sizes(), dtype, dev);
+  if (self.is_contiguous()) return empty_tensor(self.sizes(), dtype, dev);
+  return empty_strided_tensor(self.sizes(), preserving_strides(self.sizes(), self.strides()), dtype, dev);
 }
 
 /// A tensor laid out like self (preserve_format) filled with `value`.

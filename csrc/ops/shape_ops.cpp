@@ -174,6 +174,10 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
   int64_t nd = ref->dim();
   dim = wrap_dim(dim, nd);
   DimVector sizes = dims_of(*ref);
+  if (out.tensor)  // before the shapes, as PyTorch's meta function
+    TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
+                  "input types can't be cast to the desired output type ",
+                  dtype_scalar_name(out.tensor->dtype()));
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
@@ -187,10 +191,6 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
     total += t.size(dim);
   }
   sizes[dim] = total;
-  if (out.tensor)
-    TP_CHECK_TYPE(can_cast(dtype, out.tensor->dtype()),
-                  "input types can't be cast to the desired output type ",
-                  dtype_scalar_name(out.tensor->dtype()));
   int64_t total_numel = 1;
   for (int64_t s : sizes) total_numel *= s;
   if (out.tensor) {  // an out= whose memory an input also spans (out= one of the inputs), checked
@@ -201,13 +201,14 @@ Tensor cat_impl(TensorList tensors, int64_t dim, OutArg out) {
       const char* lo = static_cast<const char*>(t.data_ptr());
       return std::pair{lo, lo + extent * int64_t(t.itemsize())};
     };
-    if (total_numel && !is_meta(*out.tensor))
+    if (!is_meta(*out.tensor))
       for (const Tensor& t : tensors) {
-        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap)
+        // out= one of the inputs: the resize makes them the same (PyTorch: a full overlap, even
+        // of empty tensors)
         TP_CHECK(t.impl() != out.tensor->impl(), "unsupported operation: some elements of the "
                  "input tensor and the written-to tensor refer to a single memory location. "
                  "Please clone() the tensor before performing the operation.");
-        if (!t.numel() || !out.tensor->numel() ||
+        if (!total_numel || !t.numel() || !out.tensor->numel() ||
             t.impl()->storage() != out.tensor->impl()->storage())
           continue;
         auto [a0, a1] = span(t);
@@ -267,13 +268,13 @@ Tensor stack_impl(TensorList tensors, int64_t dim, OutArg out) {
 // ------------------------------------------------------------------ flip, roll, rot90
 Tensor flip_impl(const Tensor& self, IntArrayRef dims, OutArg) {
   auto flipped = dim_set(dims, self.dim());
-  // The result keeps a dense input's layout (as PyTorch's empty_like): gather in the order
-  // of decreasing strides, then permute back.
+  // The result is laid out as PyTorch's empty_like lays it (a dense input's strides, else
+  // dense ones in the order of the input's): gather in the order of decreasing result
+  // strides, then permute back.
+  const DimVector want = preserving_strides(self.sizes(), self.strides());
   DimVector order(self.dim());
   std::iota(order.begin(), order.end(), 0);
-  if (self.impl()->is_non_overlapping_and_dense())
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return want[a] > want[b]; });
   Tensor x = permute_impl(self, order, {});
   auto grid = identity_grid(x);
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -307,6 +308,7 @@ Tensor roll_impl(const Tensor& self, IntArrayRef shifts, IntArrayRef dims, OutAr
   }
   TP_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
            shifts.size(), ", dims:", dims.size());
+  if (self.numel() == 0) return clone(self);  // PyTorch's early return: no dim is looked at
   // a 0-d tensor has no dim to roll (wrap_dim would accept 0 as its scalar dim)
   TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", dims[0], " but tensor has no dimensions");
   auto grid = identity_grid(self);

@@ -81,7 +81,7 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
 /// sorted in place in the results when their rows view is contiguous, else through a
 /// contiguous buffer.
 std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t dim,
-                                     bool descending, int64_t k) {
+                                     bool descending, int64_t k, int topk = 0) {
   TP_CHECK(self.device().is_cpu() || self.device().is_cuda() || is_meta(self), op, ": no ",
            device_type_name(self.device().type), " kernel");
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
@@ -122,7 +122,7 @@ std::tuple<Tensor, Tensor> sort_rows(const char* op, const Tensor& self, int64_t
   bool direct_indices = index_rows.is_contiguous();
   Tensor sv = direct_values ? value_rows : empty_tensor(value_rows.sizes(), compute);
   Tensor si = direct_indices ? index_rows : empty_tensor(index_rows.sizes(), DType::Int64);
-  cpu::sort_stub(compute, x.data_ptr(), rows, len, k, descending, sv.data_ptr(), si.data<int64_t>());
+  cpu::sort_stub(compute, x.data_ptr(), rows, len, k, descending, topk, sv.data_ptr(), si.data<int64_t>());
   if (!direct_values) copy_(value_rows, sv);
   if (!direct_indices) copy_(index_rows, si);
   return {values, indices};
@@ -155,11 +155,14 @@ Tensor msort_impl(const Tensor& self, OutArg) {
 
 std::tuple<Tensor, Tensor> topk_impl(const Tensor& self, int64_t k, int64_t dim, bool largest,
                                      bool sorted, OutArg) {
-  (void)sorted;  // results always come sorted (PyTorch's sorted=False order is unspecified)
-  int64_t len = self.dim() ? self.size(wrap_dim(dim, self.dim())) : 1;
+  const int64_t d = wrap_dim(dim, self.dim());  // a 0-d tensor takes -1 and 0 (IndexError else)
+  int64_t len = self.dim() ? self.size(d) : 1;
   TP_CHECK(k >= 0 && k <= len, "selected index k out of range");
   TP_CHECK(self.dtype() != DType::Bool, "topk does not support bool dtypes on CPU");
-  return sort_rows("topk", self, dim, largest, k);
+  if (self.dim() == 0 && !is_meta(self))  // PyTorch copies a 0-d self whatever k (0 or 1)
+    return {clone(self), zeros(IntArrayRef{}, DType::Int64, self.device())};
+  // on CPU the order of equal values (and the order when not sorted) is PyTorch's
+  return sort_rows("topk", self, dim, largest, k, sorted ? 1 : 2);
 }
 
 }  // namespace tp

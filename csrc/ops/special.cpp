@@ -70,8 +70,8 @@ void check_hermite_polynomial_h(const Tensor& x, const Tensor& n) { no_half("her
 void check_hermite_polynomial_he(const Tensor& x, const Tensor& n) { no_half("hermite_polynomial_he", {&x, &n}, true); }
 void check_laguerre_polynomial_l(const Tensor& x, const Tensor& n) { no_half("laguerre_polynomial_l", {&x, &n}, true); }
 void check_legendre_polynomial_p(const Tensor& x, const Tensor& n) { no_half("legendre_polynomial_p", {&x, &n}, true); }
-void check_heaviside(const Tensor& self, const Tensor& values) {
-  TP_CHECK(self.dtype() == values.dtype(),
+void check_heaviside(const Tensor& self, const Tensor& values, OutArg out) {  // out='s dtype too
+  TP_CHECK(self.dtype() == values.dtype() && (!out.tensor || out.tensor->dtype() == self.dtype()),
            "heaviside is not yet implemented for tensors with different dtypes.");
 }
 void check_standard_gamma_grad(const Tensor& self, const Tensor& output) {

@@ -19,18 +19,57 @@ int64_t reduced_count(const Tensor& self, OptionalIntArrayRef dim) {
   return n;
 }
 
-/// (variance, mean) with PyTorch's `correction` (divisor max(N - correction, 0)).
+/// Note [Welford mean of an infinity]: PyTorch's CPU var_mean / std_mean take the mean from a
+/// Welford pass over each slice in memory order. Once it meets an infinity the running mean is
+/// infinite, and the next element makes it inf - inf = NaN; so the mean is NaN unless the
+/// slice's only infinity is its last element in memory (and a plain mean's infinity otherwise).
+/// Rewrites `m` (the plain mean) that way; only where some mean is infinite, so the pass over
+/// the means is all the common path pays.
+Tensor welford_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const Tensor& m) {
+  if (!m.device().is_cpu() || (m.dtype() != DType::Float32 && m.dtype() != DType::Float64)) return m;
+  Tensor mc = contiguous(m);
+  bool any_inf = false;
+  for (int64_t i = 0, n = mc.numel(); i < n && !any_inf; ++i)
+    any_inf = std::isinf(mc.dtype() == DType::Float64 ? mc.data<double>()[i] : double(mc.data<float>()[i]));
+  if (!any_inf) return m;
+  // each element's storage offset, and which of them are last in their slice
+  Tensor off = zeros(self.sizes(), DType::Int64);
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    DimVector shape(size_t(self.dim()), 1);
+    shape[size_t(d)] = self.size(d);
+    Tensor axis = mul(arange(Scalar(int64_t(0)), Scalar(self.size(d)), Scalar(int64_t(1)), DType::Int64),
+                      wrapped_scalar(Scalar(self.stride(d))));
+    off = add(off, reshape(axis, IntArrayRef(shape.data(), shape.size())));
+  }
+  Tensor last = eq(off, amax(off, dim, /*keepdim=*/true));
+  Tensor inf = isinf(self);
+  Tensor count = sum(inf, dim, keepdim), at_last = sum(logical_and(inf, last), dim, keepdim);
+  Tensor nan_here = logical_or(ge(count, wrapped_scalar(Scalar(int64_t(2)))), ne(count, at_last));
+  return where(nan_here, wrapped_scalar(Scalar(std::nan(""))), m);
+}
+
+/// (variance, mean) with PyTorch's `correction` (divisor max(N - correction, 0)), or with
+/// `take_sqrt` (standard deviation, mean). A float16 / bfloat16 input is reduced in float64
+/// (float32 on CUDA) and each result rounded once, as PyTorch's Welford kernels accumulate
+/// those types; reduced in float16, the mean, deviations and squares were each rounded.
 std::tuple<Tensor, Tensor> var_and_mean(const char* op, const Tensor& self, OptionalIntArrayRef dim,
-                                        double correction, bool keepdim) {
+                                        double correction, bool keepdim, bool take_sqrt = false,
+                                        bool with_mean = true) {
   TP_CHECK(is_floating(self.dtype()), op, "(): input dtype should be either floating point or "
            "complex dtypes. Got ", dtype_scalar_name(self.dtype()), " instead.");
+  const DType dt = self.dtype();
+  if ((dt == DType::Float16 || dt == DType::BFloat16) && self.device().type != DeviceType::Meta) {
+    const DType acc = self.device().is_cpu() ? DType::Float64 : DType::Float32;  // CUDA's: float
+    auto [v, m] = var_and_mean(op, _to_dtype(self, acc), dim, correction, keepdim, take_sqrt, with_mean);
+    return {_to_dtype(v, dt), with_mean ? _to_dtype(m, dt) : m};
+  }
   Tensor mean_k = mean(self, dim, /*keepdim=*/true);
   Tensor dev = sub(self, mean_k);
   Tensor ss = sum(mul(dev, dev), dim, keepdim);
   double divisor = std::max(0.0, double(reduced_count(self, dim)) - correction);
   Tensor var = div(ss, wrapped_scalar(Scalar(divisor)));
-  Tensor m = keepdim ? mean_k : mean(self, dim, false);
-  return {var, m};
+  Tensor m = !with_mean ? Tensor() : welford_mean(self, dim, keepdim, keepdim ? mean_k : mean(self, dim, false));
+  return {take_sqrt ? sqrt(var) : var, m};
 }
 
 double correction_of(const std::optional<Scalar>& correction) {
@@ -41,12 +80,13 @@ double correction_of(const std::optional<Scalar>& correction) {
 
 Tensor var_impl(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
                 bool keepdim, OutArg) {
-  return std::get<0>(var_and_mean("var", self, dim, correction_of(correction), keepdim));
+  return std::get<0>(var_and_mean("var", self, dim, correction_of(correction), keepdim, false, /*with_mean=*/false));
 }
 
 Tensor std_impl(const Tensor& self, OptionalIntArrayRef dim, const std::optional<Scalar>& correction,
                 bool keepdim, OutArg) {
-  return sqrt(std::get<0>(var_and_mean("std", self, dim, correction_of(correction), keepdim)));
+  return std::get<0>(var_and_mean("std", self, dim, correction_of(correction), keepdim, /*take_sqrt=*/true,
+                                  /*with_mean=*/false));
 }
 
 std::tuple<Tensor, Tensor> var_mean_impl(const Tensor& self, OptionalIntArrayRef dim,
@@ -58,8 +98,7 @@ std::tuple<Tensor, Tensor> var_mean_impl(const Tensor& self, OptionalIntArrayRef
 std::tuple<Tensor, Tensor> std_mean_impl(const Tensor& self, OptionalIntArrayRef dim,
                                          const std::optional<Scalar>& correction, bool keepdim,
                                          OutArg) {
-  auto [v, m] = var_and_mean("std_mean", self, dim, correction_of(correction), keepdim);
-  return {sqrt(v), m};
+  return var_and_mean("std_mean", self, dim, correction_of(correction), keepdim, /*take_sqrt=*/true);
 }
 
 // var/std and their *_mean forms with PyTorch's legacy `unbiased` flag (correction 1 or 0).

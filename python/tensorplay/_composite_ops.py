@@ -137,21 +137,15 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 
 def _clone_preserving_strides(t):
-    """A copy of ``t`` with its exact strides where they do not overlap (as PyTorch's
-    *_scatter ops return), else a contiguous copy."""
-    dims = sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz > 1)
-    extent, dense = 0, True
-    for st, sz in dims:
-        if st <= extent:
-            return t.clone(memory_format=contiguous_format)
-        dense = dense and st == extent + 1
-        extent += (sz - 1) * st
-    if dense or isinstance(t, BatchedTensor):  # clone keeps a dense layout
+    """A copy of ``t`` with its exact strides and storage offset (a copy of its whole storage),
+    as PyTorch's *_scatter ops return, overlapping strides included; an expanded ``t`` (a
+    stride-0 dim of size > 1) is cloned instead (dense strides in the order of its own)."""
+    if isinstance(t, BatchedTensor) or any(st == 0 and sz > 1 for sz, st in zip(t.shape, t.stride())):
         return t.clone()
-    out = t.new_empty_strided(tuple(t.shape), tuple(t.stride()))
-    if t.device.type != 'meta':
-        out.copy_(t)
-    return out
+    if t.device.type == 'meta':
+        return t.new_empty_strided(tuple(t.shape), tuple(t.stride()))
+    n = t.untyped_storage().nbytes() // t.element_size()
+    return t.as_strided((n,), (1,), 0).clone().as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
 def _scatter_into(name, input, src, view_of):

@@ -151,14 +151,29 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoidal-rule integral along ``dim`` (one value fewer than ``y``)."""
     _require_tensor('cumulative_trapezoid', 'y', y)
+    if isinstance(x, Tensor):  # PyTorch's order: the dim, then x's and y's dtypes, then x's length
+        dim = _wrap_dim(dim, y.dim())
+        if y.dtype == _C.bool or x.dtype == _C.bool:
+            raise RuntimeError("cumulative_trapezoid: received a bool input for `x` or `y`, but bool is not supported")
+        n = y.shape[dim]
+        if x.dim() == 1:
+            if x.shape[0] != n:
+                raise RuntimeError("cumulative_trapezoid: There must be one `x` value for each sample point")
+            shape = [1] * y.dim()
+            shape[dim] = n
+            x = x.reshape(shape)
+        elif x.dim() < y.dim():
+            x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
+        m = x.shape[dim]
+        spacing = x.narrow(dim, min(1, m), max(m - 1, 0)) - x.narrow(dim, 0, max(m - 1, 0))
+        total = y.narrow(dim, 0, max(n - 1, 0)) + y.narrow(dim, min(1, n), max(n - 1, 0))
+        return (spacing * total / 2.).cumsum(dim)
     _check_not_bool('cumulative_trapezoid', y)
     dim = _wrap_dim(dim, y.dim())
     n = y.shape[dim]
     if n == 0:
         return y.sum(dim, keepdim=True).narrow(dim, 0, 0) * 1.0
     left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
-    if isinstance(x, Tensor):
-        return (_edges_along(x, y, dim) * (left + right)).cumsum(dim) / 2.0
     spacing = 1 if x is None and dx is None else (dx if dx is not None else x)
     return (spacing / 2.0 * (left + right)).cumsum(dim)
 
@@ -168,22 +183,33 @@ def cdist(x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'):
     (..., R, M): a (..., P, R) tensor (batch dimensions broadcast)."""
     _require_tensor('cdist', 'x1', x1)
     _require_tensor('cdist', 'x2', x2, 2)
+    # PyTorch's order: the ranks and the columns, then (its cdist_impl) the dtypes and p; empty
+    # rows or batches give an empty result and no columns zeros, both of x1's dtype, before its
+    # kernel's dispatch refuses a half type or a second dtype
     for name, t in (('X1', x1), ('X2', x2)):
         if t.dim() < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.dim()}D")
-        if not t.is_floating_point():
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
-                               f"{_dtype_name(t.dtype)}")
-        if t.dtype in (_C.float16, _C.bfloat16):
-            raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, t in (('X1', x1), ('X2', x2)):
+        if not t.is_floating_point():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{_dtype_name(t.dtype)}")
     if not p >= 0:  # NaN too
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in ('use_mm_for_euclid_dist_if_necessary', 'use_mm_for_euclid_dist',
                             'donot_use_mm_for_euclid_dist', None):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    if r1 == 0 or r2 == 0 or x1.shape[-1] == 0 or 0 in x1.shape[:-2] or 0 in x2.shape[:-2]:
+        # an empty sum per pair (zeros) or no pairs, still recorded for autograd as PyTorch's
+        return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).sum(-1).to(x1.dtype)
+    for t in (x1, x2):
+        if t.dtype in (_C.float16, _C.bfloat16):
+            raise NotImplementedError(f'"cdist" not implemented for \'{_dtype_name(t.dtype)}\'')
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_name(x1.dtype)} but found {_dtype_name(x2.dtype)}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return linalg.vector_norm(diff, p, dim=-1)
 

@@ -33,7 +33,6 @@ EXPECTED = {
     ('matmul', 0): ('only-ours-raised', 'D2'),
     ('addbmm', 4): ('only-ours-raised', 'D2'),
     ('linalg.solve', 6): ('only-torch-raised', 'D2'),
-    ('embedding_bag', 4): ('only-ours-raised', 'D2'),
     ('std', 0): ('only-ours-raised', 'D2'),
     ('std', 5): ('only-ours-raised', 'D2'),
     ('logcumsumexp', 6): ('only-ours-raised', 'D2'),
@@ -55,9 +54,7 @@ EXPECTED = {
     ('nan_to_num', 2): ('only-ours-raised', 'F10'),
     ('lerp', 0): ('only-ours-raised', 'F10'),
     ('baddbmm', 1): ('only-ours-raised', 'F10'),
-    ('tensordot', 5): ('only-ours-raised', 'F10'),
     ('_fused_rms_norm', 6): ('only-ours-raised', 'F10'),
-    ('grid_sampler', 2): ('only-ours-raised', 'F10'),
     ('grid_sampler', 4): ('only-ours-raised', 'F10'),
     # F11
     ('nn.functional.elu', 5): ('only-torch-raised', 'F11'),
@@ -68,11 +65,14 @@ EXPECTED = {
     # F6
     ('vdot', 3): ('only-torch-raised', 'D3'),  # out= is an input: PyTorch resizes it to 0-d, then refuses it
     # F7
-    ('index_reduce', 4): ('exception-class', 'F7'),
     # D5
     ('logdet', 0): ('value', 'D5'),
     ('linalg.cholesky_ex', 3): ('value', 'D5'),
 }
+
+# Listed cases whose torch answer depends on the machine (its LAPACK's rounding on an exactly
+# singular matrix: D5): they may match or not, and are not compared.
+VARIES = {('logdet', 0)}
 
 # Cases our library hangs or crashes on: not run in the test process; test_known_deaths checks
 # in a subprocess that they still do. (pinverse #4, a matrix holding inf, hung in LAPACK's
@@ -93,6 +93,9 @@ def test_fuzz_matches_torch(lib, lib_is_torch, op):
             details.append(f'#{index} {m.kind}: {m.detail}\n{fuzz.reproducer(case, m)}')
     expected = {} if lib_is_torch else {i: kind for (name, i), (kind, _) in EXPECTED.items()
                                         if name == op.name}
+    for (name, i) in VARIES:
+        if name == op.name:
+            found.pop(i, None), expected.pop(i, None)
     fixed = sorted(set(expected) - set(found))
     assert found == expected, (f'{op.name}: found {found}, EXPECTED lists {expected}'
                                + (f'; #{fixed} no longer mismatch: remove them from EXPECTED'

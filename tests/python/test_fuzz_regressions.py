@@ -727,3 +727,576 @@ def test_pools_and_pads_of_empty_unbatched_input(case):
                 'circ-2d-zero': lambda: F.pad(z(0, 4), [1, 1], mode='circular'),
                 'cdist-nan': lambda: lib.cdist(z(3, 2), z(4, 2), p=float('nan'))}[case]()
     _same_result(call)
+
+
+def _same_exactly(fn):
+    """Same outcome; results (a tensor or a tuple of them) of the same dtype, shape and values,
+    NaN where torch has NaN, bit for bit."""
+    t, l = _same_outcome(fn)
+    if isinstance(t, str):
+        return
+    ts, ls = (t, l) if isinstance(t, tuple) else ((t,), (l,))
+    for a, b in zip(ts, ls):
+        assert db_dtype(b) == str(a.dtype).replace('torch.', '') and tuple(b.shape) == tuple(a.shape)
+        torch.testing.assert_close(torch.tensor(b.tolist(), dtype=a.dtype), a, rtol=0, atol=0, equal_nan=True)
+
+
+# F14: var_mean / std_mean / var / std of float16 and bfloat16 reduce in double and round once
+# (PyTorch's CPU Welford kernel); the mean of a slice holding an infinity is NaN unless it is
+# the slice's last element in memory (Note [Welford mean of an infinity] in statistics.cpp)
+_VALUES = [[1.3, -2.7, 5.1, 0.33, 7.9, -3.3, 2.2], [0.1, 0.7, -0.2, 3.3, 2.9, 1.9, -4.4],
+           [9.9, -9.1, 3.7, 4.4, -0.6, 1.5, 6.6]]
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16', 'float32', 'float64'])
+@pytest.mark.parametrize('op', ['var_mean', 'std_mean', 'var', 'std'])
+@pytest.mark.parametrize('dim', [0, 1, None, (0, 1)])
+def test_var_std_rounding(op, dtype, dim):
+    def call(lib):
+        x = lib.tensor(_VALUES, dtype=getattr(lib, dtype)) * 3
+        return getattr(lib, op)(x, dim) if dim is not None else getattr(lib, op)(x)
+    if dtype in ('float16', 'bfloat16'):
+        _same_exactly(call)
+    else:
+        t, l = _same_outcome(call)
+        for a, b in zip(t if isinstance(t, tuple) else (t,), l if isinstance(l, tuple) else (l,)):
+            torch.testing.assert_close(torch.tensor(b.tolist(), dtype=a.dtype), a)
+
+
+@pytest.mark.parametrize('where', [(0, 0), (2, 6), (1, 3), (2, 0), (0, 6)])
+@pytest.mark.parametrize('layout', ['plain', 't', 'expanded'])
+@pytest.mark.parametrize('dim', [0, 1, None, -1])
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16'])
+def test_var_mean_of_an_infinity(where, layout, dim, dtype):
+    def call(lib):
+        x = lib.tensor(_VALUES, dtype=getattr(lib, dtype))
+        x[where] = float('-inf') if where[1] % 2 else float('inf')
+        if layout == 't':
+            x = x.t()
+        elif layout == 'expanded':
+            x = x[:1].expand(3, 7)
+        return lib.var_mean(x, dim) if dim is not None else lib.var_mean(x)
+    t, l = _same_outcome(call)
+    # the means: inf and NaN exactly where torch has them
+    def odd(m):
+        return [(i, str(v)) for i, v in enumerate(m.flatten().tolist()) if v != v or abs(v) == float('inf')]
+    assert odd(l[1]) == odd(t[1]) and odd(l[0]) == odd(t[0])
+
+
+# F10/F7: grid_sampler's CPU kernels: the 2-D one returns an empty result before any dtype or
+# mode check, the 3-D one dispatches on the input's dtype first; then the grid's dtype
+@pytest.mark.parametrize('case', ['2d-bool-empty', '2d-int-empty-grid', '2d-mix-empty', '2d-mode5-empty',
+                                  '2d-int-mode5', '2d-int', '2d-mix', '3d-int-empty', '3d-mix-empty',
+                                  '3d-mode5-empty', '3d-bool-mode5', '3d-int'])
+def test_grid_sampler_check_order(case):
+    def call(lib):
+        z, f16, i32, b = lib.zeros, lib.float16, lib.int32, lib.bool
+        return {'2d-bool-empty': lambda: lib.grid_sampler(z(0, 3, 4, 5, dtype=b), z(0, 2, 3, 2, dtype=b), 1, 1, False),
+                '2d-int-empty-grid': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 0, 3, 2, dtype=f16), 0, 0, False),
+                '2d-mix-empty': lambda: lib.grid_sampler(z(2, 3, 4, 5), z(2, 0, 3, 2, dtype=f16), 0, 0, False),
+                '2d-mode5-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5), z(1, 0, 3, 2), 5, 7, False),
+                '2d-int-mode5': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 2, 3, 2, dtype=f16), 5, 0, False),
+                '2d-int': lambda: lib.grid_sampler(z(1, 3, 4, 5, dtype=i32), z(1, 2, 3, 2, dtype=i32), 0, 0, False),
+                '2d-mix': lambda: lib.grid_sampler(z(1, 3, 4, 5), z(1, 2, 3, 2, dtype=f16), 0, 0, False),
+                '3d-int-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4, dtype=i32), z(1, 0, 3, 2, 3), 0, 0, False),
+                '3d-mix-empty': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4), z(1, 0, 3, 2, 3, dtype=f16), 0, 0, False),
+                '3d-mode5-empty': lambda: lib.grid_sampler(z(0, 3, 4, 5, 4), z(0, 1, 3, 2, 3), 5, 0, False),
+                '3d-bool-mode5': lambda: lib.grid_sampler(z(0, 3, 4, 5, 4, dtype=b), z(0, 1, 3, 2, 3, dtype=f16), 5, 0, False),
+                '3d-int': lambda: lib.grid_sampler(z(1, 3, 4, 5, 4, dtype=i32), z(1, 1, 3, 2, 3, dtype=f16), 0, 5, False),
+                }[case]()
+    _same_result(call)
+
+
+# F6/F7: index_add / index_reduce check in PyTorch's order (the dim, the index's rank and dtype,
+# source's dtype, dim, count (IndexError reading a 0-d source's size) and shape, out='s dtype,
+# then the bounds); index_add's bounds error is scatter_add's RuntimeError above one dim for an
+# int64 index and alpha 1, else IndexError, and it writes nothing into an empty self above one
+# dim; index_reduce without self fails restriding an empty indexed dim (RuntimeError)
+@pytest.mark.parametrize('op', ['index_add', 'index_reduce'])
+@pytest.mark.parametrize('case', ['count-before-bounds', 'shape-before-bounds', 'scalar-self', 'scalar-source',
+                                  'source-dim', 'dtype-before-bounds', 'out-dtype', 'empty-1d', 'empty-2d',
+                                  'empty-other-dim', 'int32-index', 'alpha', 'ok', 'empty-no-self'])
+def test_index_add_reduce_check_order(op, case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        args = {'count-before-bounds': (z(4, 3), 0, t([5, 6, 7]), o(4, 3)),
+                'shape-before-bounds': (z(6, 4), 0, t([9, 1, 2, 3]), o(4, 3)),
+                'scalar-self': (z(()), 0, t([3] * 7), o(7, 6)),
+                'scalar-source': (z(3, 4), 0, t([5, 6]), t(1.)),
+                'source-dim': (z(2, 3), 1, t([0, 1]), t(1.)),
+                'dtype-before-bounds': (z(4, 3), 0, t([9]), o(1, 3, dtype=lib.float64)),
+                'out-dtype': (z(4, 3, dtype=lib.int32), 0, t([9]), o(1, 3, dtype=lib.int32)),
+                'empty-1d': (z(0), 0, t([5, 6]), o(2)),
+                'empty-2d': (z(4, 0), 1, t([5, 6]), o(4, 2)),
+                'empty-other-dim': (z(0, 1), 1, t([0, -1]), o(0, 2)),
+                'int32-index': (z(4, 6), 1, t([2, 5, 2**31 - 1], dtype=lib.int32), o(4, 3)),
+                'alpha': (z(4, 6), 1, t([2, 5, -1]), o(4, 3)),
+                'ok': (z(4, 6), 1, t([2, 5, 2]), o(4, 3)),
+                'empty-no-self': (z(4, 0), 1, t([5, 6]), o(4, 2))}[case]
+        kw = {}
+        if op == 'index_reduce':
+            kw = {'reduce': 'amax' if case != 'empty-no-self' else 'prod', 'include_self': case != 'empty-no-self'}
+        elif case == 'alpha':
+            kw = {'alpha': 2}
+        if case == 'out-dtype':
+            kw['out'] = lib.zeros(4, 3)
+        return getattr(lib, op)(*args, **kw)
+    _same_result(call)
+
+
+# F6/F7: index_copy checks in PyTorch's order: the dim, out='s dtype and overlap, the index's
+# rank, a 0-d source's single index, the ranks, the dtypes, the slice shapes, the count
+@pytest.mark.parametrize('case', ['dim-before-out', 'slices', 'count', 'scalar-self', 'expanded', 'ranks',
+                                  'index-dtype', 'ok'])
+def test_index_copy_check_order(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        if case == 'dim-before-out':
+            return lib.index_copy(z(3, 4, dtype=lib.int16), 7, t([0]), o(3, 1, dtype=lib.int16), out=z(3, 4))
+        if case == 'expanded':
+            return z(1, 3, dtype=lib.int8).expand(4, 3).index_copy_(0, t([9]), o(1, 3, dtype=lib.int8))
+        args = {'slices': (z(6, 4), 1, t([0, 1, 9]), o(4, 3)),
+                'count': (z(3, 0), 0, t([1]), o(0, 0)),
+                'scalar-self': (z(()), 0, t([0]), o(7, 6)),
+                'ranks': (z(3, 4), 0, t([9]), o(1, 4, 1)),
+                'index-dtype': (z(3, 4), 0, t([9], dtype=lib.int32), o(1, 4)),
+                'ok': (z(3, 4), 1, t([3, 0]), o(3, 2))}[case]
+        return lib.index_copy(*args)
+    _same_result(call)
+
+
+# F6/F10: addmv reads a 0-d self's size(0) for its size-mismatch message (IndexError); with an
+# empty matrix and beta != 0 PyTorch returns beta * self in self's own shape
+@pytest.mark.parametrize('case', ['0d-mismatch', '1d-mismatch', 'empty-1', 'empty-0d', 'empty-0d-beta0',
+                                  'empty-cols-0d', 'empty-out', 'empty-int-beta'])
+def test_addmv_of_a_0d_or_empty_operand(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        return {'0d-mismatch': lambda: lib.addmv(t(1.), o(3, 4), o(0)),
+                '1d-mismatch': lambda: lib.addmv(o(3), o(3, 4), o(1)),
+                'empty-1': lambda: lib.addmv(t([7], dtype=lib.uint8), z(0, 4, dtype=lib.uint8), o(4, dtype=lib.uint8)),
+                'empty-0d': lambda: lib.addmv(t(3, dtype=lib.int32), z(0, 4, dtype=lib.int32), o(4, dtype=lib.int32)),
+                'empty-0d-beta0': lambda: lib.addmv(t(3.), z(0, 4), o(4), beta=0),
+                'empty-cols-0d': lambda: lib.addmv(t(3.), z(5, 0), o(0), beta=2),
+                'empty-out': lambda: lib.addmv(t([3.]), z(0, 4), o(4), beta=0.5, out=lib.empty(7)),
+                'empty-int-beta': lambda: lib.addmv(t([3, 4, 5]), z(3, 0, dtype=lib.int64), o(0, dtype=lib.int64), beta=2),
+                }[case]()
+    _same_result(call)
+
+
+# F10: bmm / baddbmm dispatch on batch1's dtype (NotImplementedError for bool) before comparing
+# batch2's; baddbmm first compares self's dtype with batch1's, and with an empty operand takes
+# batch2's dtype and scales self by beta (an empty result scales nothing); einsum's contractions
+# go through bmm (an empty contraction of bool or mixed dtypes gives zeros)
+@pytest.mark.parametrize('case', ['bmm-bool-double', 'bmm-half-bool', 'baddbmm-bool-double', 'baddbmm-self',
+                                  'baddbmm-empty-mix', 'baddbmm-empty-bool-self', 'baddbmm-empty-result',
+                                  'baddbmm-bool-k0', 'baddbmm-k0-beta', 'einsum-bool-empty', 'einsum-mix-empty',
+                                  'einsum-bool-double', 'einsum-bool'])
+def test_bmm_family_dtype_order(case):
+    def call(lib):
+        z, o, b, d, i8 = lib.zeros, lib.ones, lib.bool, lib.double, lib.int8
+        return {'bmm-bool-double': lambda: lib.bmm(z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'bmm-half-bool': lambda: lib.bmm(z(2, 3, 4, dtype=lib.half), z(2, 4, 5, dtype=b)),
+                'baddbmm-bool-double': lambda: lib.baddbmm(z(2, 3, 5, dtype=b), z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'baddbmm-self': lambda: lib.baddbmm(z(2, 3, 5, dtype=d), z(2, 3, 4, dtype=b), z(2, 4, 5, dtype=d)),
+                'baddbmm-empty-mix': lambda: lib.baddbmm(o(2, 3, 5) * 3, z(2, 3, 0), z(2, 0, 5, dtype=i8), beta=2),
+                'baddbmm-empty-bool-self': lambda: lib.baddbmm(o(2, 3, 5, dtype=b), z(2, 3, 0, dtype=b), z(2, 0, 5)),
+                'baddbmm-empty-result': lambda: lib.baddbmm(o(0, 3, 5, dtype=b), z(0, 3, 4, dtype=b), z(0, 4, 5, dtype=b)),
+                'baddbmm-bool-k0': lambda: lib.baddbmm(o(2, 3, 5, dtype=b), z(2, 3, 0, dtype=b), z(2, 0, 5, dtype=b)),
+                'baddbmm-k0-beta': lambda: lib.baddbmm(o(2, 3, 5), z(2, 3, 0), z(2, 0, 5), beta=2.5),
+                'einsum-bool-empty': lambda: lib.einsum('ij,jk', z(3, 0, dtype=b), z(0, 5, dtype=b)),
+                'einsum-mix-empty': lambda: lib.einsum('ij,jk', z(3, 0, dtype=i8), z(0, 5, dtype=lib.half)),
+                'einsum-bool-double': lambda: lib.einsum('bij,bjk->bik', z(2, 3, 4, dtype=b), z(1, 4, 5, dtype=d)),
+                'einsum-bool': lambda: lib.einsum('ij,jk', z(2, 3, dtype=b), z(3, 5, dtype=b)),
+                }[case]()
+    _same_result(call)
+
+
+# F14/F6: topk of a 0-d tensor is that tensor whatever k (0 or 1) and wraps its dim first;
+# among equal values (and unsorted) topk's CPU order is PyTorch's selection's
+@pytest.mark.parametrize('k', [0, 1])
+@pytest.mark.parametrize('dim', [0, -1, 1])
+def test_topk_of_a_0d_tensor(k, dim):
+    _same_exactly(lambda lib: tuple(lib.topk(lib.tensor(11.), k, dim)))
+    _same_exactly(lambda lib: tuple(lib.topk(lib.tensor(True), k, dim)))
+
+
+@pytest.mark.parametrize('n,k', [(7, 3), (12, 5), (40, 13), (300, 4), (200, 200), (65, 1), (9, 9)])
+@pytest.mark.parametrize('largest', [True, False])
+@pytest.mark.parametrize('is_sorted', [True, False])
+def test_topk_order_among_ties(n, k, largest, is_sorted):
+    values = [float((i * 7) % 5) for i in range(n)]
+    values[n // 2] = float('nan')
+    _same_result(lambda lib: lib.topk(lib.tensor(values), k, largest=largest, sorted=is_sorted)[1])
+    finite = [1. if v != v else v for v in values]
+    _same_result(lambda lib: lib.topk(lib.tensor([finite, finite[::-1]], dtype=lib.int32 if n < 100 else lib.float16),
+                                      k, 1, largest, is_sorted)[1])
+
+
+# F1/F2: flip / fliplr / flipud and native_dropout's eval mask are laid out as PyTorch's
+# empty_like lays out a stepped, transposed, overlapping or expanded input (dense strides in
+# the order of the input's)
+@pytest.mark.parametrize('layout', [((4, 3), (2, 8)), ((6, 3), (2, 12)), ((3, 4, 3), (0, 1, 12)), ((2, 3), (1, 1)),
+                                    ((3, 2, 4), (12, 1, 3)), ((4, 3), (3, 1))])
+@pytest.mark.parametrize('op', ['flip0', 'flip01', 'fliplr', 'flipud', 'dropout-mask', 'dropout'])
+def test_flip_and_dropout_layouts(layout, op):
+    def call(lib):
+        x = lib.arange(48, dtype=lib.int32).as_strided(*layout)
+        return {'flip0': lambda: x.flip(0), 'flip01': lambda: x.flip(0, 1), 'fliplr': lambda: x.fliplr(),
+                'flipud': lambda: x.flipud(), 'dropout-mask': lambda: lib.native_dropout(x, 0.4, False)[1],
+                'dropout': lambda: lib.native_dropout(x, 0.4, False)[0]}[op]()
+    _same_layout(call)
+
+
+# F5/F7/F14: heaviside refuses an out= of another dtype; linspace / logspace of one step give
+# start; matrix_norm checks ord, the rank and the dtype before the dims
+@pytest.mark.parametrize('case', ['heaviside-out', 'heaviside-out-ok', 'linspace-1', 'linspace-1-out', 'logspace-1',
+                                  'mn-int-dims', 'mn-ord0-dims', 'mn-half-2', 'mn-half-nuc', 'mn-half-fro',
+                                  'mn-int8-fro', 'mn-1d-dtype'])
+def test_heaviside_linspace_matrix_norm(case):
+    def call(lib):
+        o = lib.ones
+        return {'heaviside-out': lambda: lib.heaviside(o(3), o(3), out=lib.empty(3, dtype=lib.int32)),
+                'heaviside-out-ok': lambda: lib.heaviside(o(3), o(3), out=lib.empty(0)),
+                'linspace-1': lambda: lib.linspace(1, 7, 1),
+                'linspace-1-out': lambda: lib.linspace(1, 7, 1, out=lib.empty(0)),
+                'logspace-1': lambda: lib.logspace(1, 7, 1),
+                'mn-int-dims': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.int32), dim=(0, 5)),
+                'mn-ord0-dims': lambda: lib.linalg.matrix_norm(o(3, 3), ord=0, dim=(0, 5)),
+                'mn-half-2': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord=2, dim=(0, 7)),
+                'mn-half-nuc': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord='nuc'),
+                'mn-half-fro': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.half), ord='fro'),
+                'mn-int8-fro': lambda: lib.linalg.matrix_norm(o(3, 3, dtype=lib.int8), ord='fro'),
+                'mn-1d-dtype': lambda: lib.linalg.matrix_norm(o(3, dtype=lib.int8)),
+                }[case]()
+    _same_result(call)
+
+
+# F10/F11: cdist checks the ranks and columns, then the dtypes and p; empty rows or batches give
+# an empty result and no columns zeros (x1's dtype) before its kernel refuses a half type or a
+# second dtype
+@pytest.mark.parametrize('case', [((0, 4), (2, 4), 'bfloat16', 'bfloat16'), ((3, 4), (2, 4), 'bfloat16', 'bfloat16'),
+                                  ((3, 4), (0, 4), 'float16', 'float16'), ((3, 4), (2, 0), 'float16', 'float16'),
+                                  ((3, 4), (2, 4), 'float32', 'float64'), ((0, 4), (2, 4), 'float64', 'float32'),
+                                  ((3, 0), (2, 0), 'float64', 'float32'), ((2, 3, 0), (1, 2, 0), 'float16', 'float32'),
+                                  ((0, 3, 4), (1, 2, 4), 'float16', 'float32'), ((3, 4), (2, 4), 'int32', 'int32'),
+                                  ((0, 4), (2, 5), 'int32', 'float32'), ((3, 4), (2, 4), 'float64', 'float64')])
+def test_cdist_check_order(case):
+    a, b, da, db = case
+    _same_result(lambda lib: lib.cdist(lib.ones(a, dtype=getattr(lib, da)), lib.ones(b, dtype=getattr(lib, db))))
+
+
+# F8: an out= sharing an input's memory: outer / ger check it against the inputs before the
+# resize (a.reshape(-1, 1) is `a` in another layout), kron when it must be resized, cross
+# always; cat and the stacks refuse out= one of their inputs even when both are empty
+@pytest.mark.parametrize('case', ['outer', 'outer-empty-other', 'outer-1', 'outer-empty-self', 'ger', 'kron',
+                                  'kron-same-shape', 'kron-empty', 'cross-a', 'cross-b', 'cross-disjoint',
+                                  'cat-empty', 'vstack-empty', 'column-stack-empty', 'hstack-empty', 'cat-other-empty'])
+def test_out_overlapping_an_input(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        a3, a1, a0, m, e = o(3), o(1), z(0), o(2, 3), z(2, 0)
+        c, c2 = lib.arange(12.).reshape(4, 3), lib.arange(12.).reshape(4, 3) + 1
+        base = lib.arange(12.)
+        return {'outer': lambda: lib.outer(a3, o(4), out=a3),
+                'outer-empty-other': lambda: lib.outer(a3, o(0), out=a3),
+                'outer-1': lambda: lib.outer(a1, o(1), out=a1),
+                'outer-empty-self': lambda: lib.outer(a0, o(3), out=a0),
+                'ger': lambda: lib.ger(a3, o(2), out=a3),
+                'kron': lambda: lib.kron(m, o(2, 2), out=m),
+                'kron-same-shape': lambda: lib.kron(m, o(1, 1), out=m),
+                'kron-empty': lambda: lib.kron(e, o(2, 2), out=e),
+                'cross-a': lambda: lib.linalg.cross(c, c2, out=c),
+                'cross-b': lambda: lib.cross(c, c2, dim=1, out=c2),
+                'cross-disjoint': lambda: lib.linalg.cross(base[:6].view(2, 3), base[:6].view(2, 3),
+                                                           out=base[6:].view(2, 3)),
+                'cat-empty': lambda: lib.cat([e, e], out=e),
+                'vstack-empty': lambda: lib.vstack([e, z(2, 0)], out=e),
+                'column-stack-empty': lambda: lib.column_stack([z(2, 0), e], out=e),
+                'hstack-empty': lambda: lib.hstack([e, z(2, 0)], out=e),
+                'cat-other-empty': lambda: lib.cat([z(2, 0), z(2, 0)], out=e),
+                }[case]()
+    _same_result(call)
+
+
+# F10: tensordot sums a contracted dim of size 1 on one side away on the other (in its dtype)
+# instead of refusing the sizes; the duplicates are looked for after
+@pytest.mark.parametrize('case', [((2, 3), (1, 4), 'int32'), ((2, 3), (1, 4), 'int8'), ((2, 1), (3, 4), 'float32'),
+                                  ((2, 1), (1, 4), 'float32'), ((2, 0), (1, 4), 'float32'), ((2, 3), (1, 4), 'bool'),
+                                  ((2, 3), (2, 4), 'float32'), ((2, 3), (1, 4), 'float16')])
+def test_tensordot_of_size_one_contracted_dims(case):
+    a, b, dt = case
+    def call(lib):
+        x = (lib.arange(int(lib.tensor(a).prod()) or 1) % 5).reshape(-1)[:int(lib.tensor(a).prod())].reshape(a)
+        return lib.tensordot(x.to(getattr(lib, dt)) * (100 if dt == 'int8' else 1),
+                             lib.ones(b, dtype=getattr(lib, dt)), ([1], [0]))
+    _same_result(call)
+    _same_result(lambda lib: lib.tensordot(lib.ones(2, 3), lib.ones(3, 3), ([1, 1], [0, 1])))
+
+
+# F10/F14: scaled_dot_product_attention checks the dtypes, devices, ranks and the mask's dtype
+# first; an empty value gives zeros of (..., L, Ev) in query's dtype before any other check;
+# a row the mask hides entirely gives 0 (PyTorch's _safe_softmax), not NaN
+@pytest.mark.parametrize('case', ['int-k-heads0', 'int-v-e0', 'v-batch0', 'k-s0', 'v-e0-mask-causal', 'v-e0-3d',
+                                  'dtype', 'k-dtype', 'mask-dtype', 'masked-row', 'masked-row-float', 'ok'])
+def test_sdpa_checks_and_empty_value(case):
+    def call(lib):
+        o, i32, F = lib.ones, lib.int32, lib.nn.functional
+        sdpa = F.scaled_dot_product_attention
+        return {'int-k-heads0': lambda: sdpa(o(2, 3, 5, 8, dtype=i32), o(2, 0, 7, 8, dtype=i32), o(2, 3, 7, 0, dtype=i32)),
+                'int-v-e0': lambda: sdpa(o(2, 3, 5, 8, dtype=i32), o(2, 3, 7, 8, dtype=i32), o(2, 3, 7, 0, dtype=i32)),
+                'v-batch0': lambda: sdpa(o(2, 3, 5, 8, dtype=lib.int16), o(2, 3, 7, 8, dtype=lib.int16),
+                                         o(0, 3, 7, 8, dtype=lib.int16), is_causal=True),
+                'k-s0': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 0, 8), o(2, 3, 0, 8)),
+                'v-e0-mask-causal': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 0), o(5, 7), is_causal=True),
+                'v-e0-3d': lambda: sdpa(o(3, 5, 8), o(1, 7, 8), o(4, 7, 0)),
+                'dtype': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 0, dtype=lib.float64)),
+                'k-dtype': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8, dtype=lib.float64), o(2, 3, 7, 8)),
+                'mask-dtype': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), o(1, 1, 3, 4), lib.zeros(2, 3, dtype=i32)),
+                'masked-row': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), lib.arange(12.).reshape(1, 1, 3, 4),
+                                           lib.tensor([[False] * 3, [True, False, True]])),
+                'masked-row-float': lambda: sdpa(o(1, 1, 2, 4), o(1, 1, 3, 4), lib.arange(12.).reshape(1, 1, 3, 4),
+                                                 lib.tensor([[float('-inf')] * 3, [0., 1., 0.]])),
+                'ok': lambda: sdpa(o(1, 2, 3, 4) / 3, o(1, 2, 5, 4) / 2, lib.arange(40.).reshape(1, 2, 5, 4)),
+                }[case]()
+    t, l = _same_outcome(call)
+    if not isinstance(t, str):
+        assert str(l.dtype).split('.')[-1] == str(t.dtype).split('.')[-1] and tuple(l.shape) == tuple(t.shape)
+        torch.testing.assert_close(torch.tensor(l.tolist(), dtype=t.dtype), t, equal_nan=True)
+
+
+# F10/F7: gather / scatter check an empty index for neither its dtype nor its shape, count a
+# 0-d tensor as one of one element, and compare src's sizes before its rank
+@pytest.mark.parametrize('case', ['g-empty-int8', 'g-empty-shape', 'g-0d-1d', 'g-1d-0d', 's-empty-int8', 's-empty-0d',
+                                  's-0d-index-1d-self', 's-0d-src-empty', 's-src-rank', 'g-ok', 's-ok'])
+def test_gather_scatter_of_empty_or_0d_index(case):
+    def call(lib):
+        z, o, t = lib.zeros, lib.ones, lib.tensor
+        return {'g-empty-int8': lambda: lib.gather(o(3, 4), 1, z(3, 0, dtype=lib.int8)),
+                'g-empty-shape': lambda: lib.gather(o(3, 0), 1, z(0, 4, dtype=lib.int64)),
+                'g-0d-1d': lambda: lib.gather(t(5.), 0, t([0, 0])),
+                'g-1d-0d': lambda: lib.gather(t([5., 6.]), 0, t(1)),
+                's-empty-int8': lambda: lib.scatter(o(3, 4), 1, z(0, dtype=lib.int8), 2.),
+                's-empty-0d': lambda: lib.scatter(t(1.), 0, z(2, 0, dtype=lib.int64), 2.),
+                's-0d-index-1d-self': lambda: lib.scatter(t([1., 2.]), 0, t(1), t([7.])),
+                's-0d-src-empty': lambda: lib.scatter(t(1, dtype=lib.int8), 0, t(0), z(0, dtype=lib.int8)),
+                's-src-rank': lambda: lib.scatter(o(3, 4), 0, t([[0, 1]]), o(2)),
+                'g-ok': lambda: lib.gather(lib.arange(12.).reshape(3, 4), 1, t([[0, 3], [1, 1], [2, 0]])),
+                's-ok': lambda: lib.scatter(z(3, 4), 1, t([[0, 3], [1, 1], [2, 0]]), 5.),
+                }[case]()
+    _same_result(call)
+
+
+# F10/F6: embedding_bag promotes indices and offsets to their common dtype before wanting Long
+# or Int, reads a 0-d weight's size(0) for padding_idx (IndexError), and counts bags with
+# offset2bag (an offset outside [0, n]: IndexError) where mode sum leaves its fast path
+@pytest.mark.parametrize('case', ['bool-indices', 'int8-offsets', 'both-bool', '0d-weight-padding', 'neg-offset-mean',
+                                  'neg-offset-psw-padding', 'ok'])
+def test_embedding_bag_index_dtypes_and_offsets(case):
+    def call(lib):
+        w = lib.arange(30.).reshape(10, 3)
+        idx = lib.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 7, 7])
+        offs = lib.tensor([0, 4, 4, 6, 10])
+        eb = lib.embedding_bag
+        return {'bool-indices': lambda: eb(w, idx > 3, offs, False, 1, False, None, False, None),
+                'int8-offsets': lambda: eb(w, idx, offs.to(lib.int8), False, 1, False, None, False, None),
+                'both-bool': lambda: eb(w, idx > 3, offs > 3, False, 1, False, None, False, None),
+                '0d-weight-padding': lambda: eb(lib.tensor(1.), idx, offs, False, 2, False, None, False, -3),
+                'neg-offset-mean': lambda: eb(w, idx, lib.tensor([0, -1, 4]), False, 1, False, None, False, None),
+                'neg-offset-psw-padding': lambda: eb(w, idx, lib.tensor([0, -1, 4]), False, 0, False,
+                                                     lib.ones(11), False, 7),
+                'ok': lambda: eb(w, idx, offs, False, 1, False, None, False, None),
+                }[case]()[0]
+    _same_result(call)
+
+
+# F11/F7: the 2-D and 3-D reflection / replication pads refuse only an output empty in every
+# padded dim; quantile checks out='s dtype, then the dim, then q's values; cumulative_trapezoid
+# with x checks the dim, then x's and y's dtypes, and takes an x of fewer dims
+@pytest.mark.parametrize('case', ['rep3d-one-zero', 'ref3d-one-zero', 'rep2d-one-zero', 'ref2d-one-zero',
+                                  'rep3d-all-zero', 'rep1d-zero', 'rep3d-negative', 'rep3d-bool-one-zero',
+                                  'q-out-dtype-dim', 'q-dim-before-q', 'q-scalar-range', 'ct-bool-x', 'ct-dim-bool',
+                                  'ct-x-fewer-dims', 'ct-empty-x', 'ct-x-len'])
+def test_pads_quantile_cumulative_trapezoid_checks(case):
+    def call(lib):
+        x5, x4, o = lib.ones(2, 3, 4, 5, 6), lib.ones(2, 3, 5, 6), lib.ones
+        nn = lib._C._nn if lib is torch else lib
+        return {'rep3d-one-zero': lambda: nn.replication_pad3d(x5, [0, -6, 0, 0, 0, 0]),
+                'ref3d-one-zero': lambda: nn.reflection_pad3d(x5, [0, -6, 0, 0, 0, 0]),
+                'rep2d-one-zero': lambda: nn.replication_pad2d(x4, [0, -6, 0, 0]),
+                'ref2d-one-zero': lambda: nn.reflection_pad2d(x4, [0, -6, 0, 0]),
+                'rep3d-all-zero': lambda: nn.replication_pad3d(x5, [0, -6, 0, -5, 0, -4]),
+                'rep1d-zero': lambda: nn.replication_pad1d(lib.ones(2, 3, 6), [0, -6]),
+                'rep3d-negative': lambda: nn.replication_pad3d(x5, [0, -7, 0, 0, 0, 0]),
+                'rep3d-bool-one-zero': lambda: nn.replication_pad3d(x5.bool(), [0, -6, 0, 0, 0, 0]),
+                'q-out-dtype-dim': lambda: lib.quantile(o(3, 4), 0.5, dim=7, out=lib.empty(0, dtype=lib.float64)),
+                'q-dim-before-q': lambda: lib.quantile(o(3, 4), lib.tensor([0.5, 2.]), dim=2),
+                'q-scalar-range': lambda: lib.quantile(lib.ones(0), 2.),
+                'ct-bool-x': lambda: lib.cumulative_trapezoid(o(3, 4), o(4, dtype=lib.bool)),
+                'ct-dim-bool': lambda: lib.cumulative_trapezoid(o(3, 4, dtype=lib.bool), o(4), dim=5),
+                'ct-x-fewer-dims': lambda: lib.cumulative_trapezoid(lib.arange(24.).reshape(2, 3, 4),
+                                                                    lib.arange(12.).reshape(3, 4) ** 2, dim=1),
+                'ct-empty-x': lambda: lib.cumulative_trapezoid(o(3, 0, dtype=lib.int64), o(0, dtype=lib.int64)),
+                'ct-x-len': lambda: lib.cumulative_trapezoid(o(3, 0, dtype=lib.int64), o(4, dtype=lib.int64)),
+                }[case]()
+    _same_result(call)
+
+
+# F6/F10: sdpa reads a 0-d mask's size(-2) where PyTorch's CPU backend choice looks at it
+# (IndexError); an empty head dim makes the default scale infinite (no ZeroDivisionError)
+@pytest.mark.parametrize('case', ['0d-mask', '0d-mask-3d', 'e0'])
+def test_sdpa_0d_mask_and_empty_head_dim(case):
+    def call(lib):
+        o, sdpa = lib.ones, lib.nn.functional.scaled_dot_product_attention
+        return {'0d-mask': lambda: sdpa(o(2, 3, 5, 8), o(2, 3, 7, 8), o(2, 3, 7, 8), lib.tensor(1.)).shape,
+                '0d-mask-3d': lambda: sdpa(o(3, 5, 8), o(3, 7, 8), o(3, 7, 8), lib.tensor(1.)).shape,
+                'e0': lambda: sdpa(o(2, 3, 0, 0), o(2, 3, 0, 0), o(2, 3, 0, 8)).shape}[case]()
+    _same_outcome(call)
+
+
+# F1/F2: the *_scatter ops copy their input with its exact strides and storage offset (its
+# whole storage), overlapping strides included; an expanded input is cloned
+@pytest.mark.parametrize('layout', [((3, 4), (1, 1), 0), ((3, 4), (0, 1), 0), ((3, 4), (1, 3), 0), ((3, 4), (8, 2), 1),
+                                    ((3, 4), (4, 1), 0)])
+@pytest.mark.parametrize('op', ['diagonal', 'select', 'slice'])
+def test_scatter_ops_keep_the_input_layout(layout, op):
+    def call(lib):
+        x = lib.arange(30.).as_strided(*layout)
+        if op == 'diagonal':
+            r = lib.diagonal_scatter(x, lib.zeros(3))
+        elif op == 'select':
+            r = lib.select_scatter(x, lib.zeros(4), 0, 0)
+        else:
+            r = lib.slice_scatter(x, lib.zeros(3, 2), 1, 0, 2)
+        return r.stride(), r.storage_offset()
+    _same_outcome(call)
+    (_, t), (_, l) = _both(call)
+    assert t == l
+
+
+# F11: linalg.lstsq refuses a NaN in A or B as PyTorch's LAPACK does (an illegal argument)
+@pytest.mark.parametrize('where', ['A', 'B', 'none', 'B-batch'])
+@pytest.mark.parametrize('driver', [None, 'gelsy', 'gelsd', 'gelss', 'gels'])
+def test_lstsq_of_nan(where, driver):
+    def call(lib):
+        A = lib.arange(12, dtype=lib.float64).reshape(4, 3).sin()
+        B = lib.arange(8, dtype=lib.float64).reshape(4, 2).cos()
+        if where == 'A':
+            A[1, 1] = float('nan')
+        elif where == 'B':
+            B[2, 0] = float('nan')
+        elif where == 'B-batch':
+            A, B = A.expand(2, 4, 3), B.expand(2, 4, 2).clone()
+            B[1, 0, 0] = float('nan')
+        return lib.linalg.lstsq(A, B, driver=driver).solution.shape
+    _same_outcome(call)
+
+
+# F5/F10: logit of float16 / bfloat16 takes an out= as the TensorIterator does: castable to
+# (else "result type Half can't be cast"), resized in the input's layout unless it is the input
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+@pytest.mark.parametrize('out', ['empty', 'wrong-shape', 'byte', 'float32', 'right', 'self'])
+def test_logit_of_half_types_out(dtype, out):
+    def call(lib):
+        x = lib.tensor([[0.2, 0.7, 0.5], [0.9, 0.1, 0.4]], dtype=getattr(lib, dtype)).t()
+        o = {'empty': lambda: lib.empty(0, dtype=x.dtype), 'wrong-shape': lambda: lib.empty(5, dtype=x.dtype),
+             'byte': lambda: lib.empty(3, 2, dtype=lib.uint8), 'float32': lambda: lib.empty(3, 2),
+             'right': lambda: lib.empty(3, 2, dtype=x.dtype), 'self': lambda: x}[out]()
+        return lib.logit(x, 0.05, out=o if out != 'self' else x[:1])
+    _same_layout(call)
+
+
+# F7/F6: take_along_dim compares the ranks before the index dtype and the dim; cat checks that
+# the inputs cast to out='s dtype before comparing their shapes (TypeError)
+@pytest.mark.parametrize('case', ['tad-0d-2d', 'tad-rank-dtype', 'tad-0d-0d', 'cat-dtype-shapes', 'col-stack-dtype',
+                                  'cat-ok'])
+def test_take_along_dim_and_cat_check_order(case):
+    def call(lib):
+        o, t = lib.ones, lib.tensor
+        return {'tad-0d-2d': lambda: lib.take_along_dim(t(1.), o(2, 2, dtype=lib.int64), 0),
+                'tad-rank-dtype': lambda: lib.take_along_dim(o(3), t([[0]], dtype=lib.int32), 9),
+                'tad-0d-0d': lambda: lib.take_along_dim(t(1.), t(0), 0),
+                'cat-dtype-shapes': lambda: lib.cat([o(2, 3), o(3, 2)], out=lib.empty(0, dtype=lib.int64)),
+                'col-stack-dtype': lambda: lib.column_stack([o(2, 3), t(1.)], out=lib.empty(0, dtype=lib.int32)),
+                'cat-ok': lambda: lib.cat([o(2, 3), o(1, 3)], out=lib.empty(0, dtype=lib.float64)),
+                }[case]()
+    _same_result(call)
+
+
+# F7: native_group_norm of a 0-d or 1-d input checks the groups, the parameters, the mixed
+# dtypes and its dtype dispatch before the sizes
+@pytest.mark.parametrize('case', ['0d-long', '0d-groups', '1d-long', '0d-weight', '0d-bool-mixed'])
+def test_native_group_norm_of_a_0d_or_1d_input(case):
+    def call(lib):
+        t, o, gn = lib.tensor, lib.ones, lib.native_group_norm
+        return {'0d-long': lambda: gn(t(1), None, None, 1, 1, 1, 1, 1e-5),
+                '0d-groups': lambda: gn(t(1), None, None, 1, 3, 1, 2, 1e-5),
+                '1d-long': lambda: gn(t([1, 2]), None, None, 1, 2, 1, 1, 1e-5),
+                '0d-weight': lambda: gn(t(1), o(3), None, 1, 1, 1, 1, 1e-5),
+                '0d-bool-mixed': lambda: gn(t(True), o(1), None, 1, 1, 1, 1, 1e-5)}[case]()[0]
+    _same_outcome(call)
+
+
+# F10: pooling output sizes divide the span by the stride rounding down (PyTorch's div_rtn), the
+# ceil-mode stride - 1 added first; roll of an empty tensor returns it before looking at a dim
+@pytest.mark.parametrize('case', ['mp3d-ceil-w1', 'mp2d-ceil-w1', 'mp1d-ceil', 'ap2d-ceil', 'mp3d-floor',
+                                  'roll-empty-dim', 'roll-empty-dims', 'roll-0d'])
+def test_pool_ceil_sizes_and_roll_of_empty(case):
+    def call(lib):
+        F, o = lib.nn.functional, lib.ones
+        return {'mp3d-ceil-w1': lambda: F.max_pool3d(o(1, 2, 5, 5, 1), 2, 2, ceil_mode=True),
+                'mp2d-ceil-w1': lambda: F.max_pool2d(o(1, 2, 5, 1), 2, 2, ceil_mode=True),
+                'mp1d-ceil': lambda: F.max_pool1d(o(1, 2, 1), 2, 2, ceil_mode=True),
+                'ap2d-ceil': lambda: F.avg_pool2d(o(1, 2, 5, 1), 2, 2, ceil_mode=True),
+                'mp3d-floor': lambda: F.max_pool3d(o(1, 2, 5, 5, 1), 2, 2),
+                'roll-empty-dim': lambda: lib.roll(o(0, 3), 1, 7),
+                'roll-empty-dims': lambda: lib.roll(o(2, 0), (1, 2), (0, 9)),
+                'roll-0d': lambda: lib.roll(lib.tensor(1.), 1, 1)}[case]()
+    _same_result(call)
+
+
+# F7/F10: a batched matmul dispatches on the first operand's dtype (bmm: NotImplementedError for
+# bool) before comparing the second's, and with an empty operand returns before (batch2's dtype)
+@pytest.mark.parametrize('case', ['bool-half', 'bool-int', 'int-byte-empty', 'bool-char-empty', 'mm-int-byte',
+                                  'mm-bool-int', 'ok'])
+def test_batched_matmul_dtype_order(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        return {'bool-half': lambda: lib.matmul(o(2, 2, 3, dtype=lib.bool), o(2, 3, 2, dtype=lib.half)),
+                'bool-int': lambda: lib.matmul(o(2, 3, dtype=lib.bool), o(4, 3, 2, dtype=lib.int32)),
+                'int-byte-empty': lambda: lib.matmul(z(0, 3, dtype=lib.int32), o(5, 3, 4, dtype=lib.uint8)),
+                'bool-char-empty': lambda: lib.matmul(z(2, 0, 3, dtype=lib.bool), o(2, 3, 4, dtype=lib.int8)),
+                'mm-int-byte': lambda: lib.matmul(o(2, 3, dtype=lib.int32), o(3, 2, dtype=lib.uint8)),
+                'mm-bool-int': lambda: lib.matmul(o(2, 3, dtype=lib.bool), o(3, 2, dtype=lib.int32)),
+                'ok': lambda: lib.matmul(o(2, 2, 3), o(2, 3, 2))}[case]()
+    _same_result(call)
+
+
+# F6: im2col checks kernel_size, dilation, padding and stride before reading a 0-d / 1-d
+# input's sizes (a bad dilation is a RuntimeError, not an IndexError)
+@pytest.mark.parametrize('case', [('0d', (1, 1), (-1, 1), (0, 0)), ('0d', (1, 1), (1, 1), (1, -1)),
+                                  ('1d', (2, 2), (2, -5), (0, 0)), ('0d', (1, 1), (1, 1), (0, 0)),
+                                  ('3d', (2, 2), (1, 1), (-1, 0))])
+def test_im2col_checks_its_arguments_first(case):
+    shape, k, d, p = case
+    def call(lib):
+        x = {'0d': lib.tensor(True), '1d': lib.ones(3, dtype=lib.bool), '3d': lib.ones(2, 4, 4)}[shape]
+        return lib._C._nn.im2col(x, k, d, p, (1, 1)) if lib is torch else lib.im2col(x, k, d, p, (1, 1))
+    _same_result(call)
+
+
+# Fuzz-run follow-ups: in-place baddbmm_ with empty operands of another dtype is a bad in-place
+# call; index_add checks out='s dtype before the bounds; kron's out= overlap check judges only
+# dense inputs (an expanded one passes, as in PyTorch)
+@pytest.mark.parametrize('case', ['baddbmm-inplace-mix', 'index-add-out-dtype', 'kron-expanded-out'])
+def test_fuzz4_followups(case):
+    def call(lib):
+        o, z = lib.ones, lib.zeros
+        if case == 'baddbmm-inplace-mix':
+            return z(2, 3, 5, dtype=lib.bool).baddbmm_(z(2, 3, 0, dtype=lib.int16), z(2, 0, 5, dtype=lib.int16))
+        if case == 'index-add-out-dtype':
+            return lib.index_add(z(4, 6, dtype=lib.int32), 1, lib.tensor([-2**63]), o(4, 1, dtype=lib.int32),
+                                 out=lib.empty(4, 6))
+        a = lib.arange(3.).expand(2, 3)
+        return lib.kron(a, o(2, 2), out=a).shape
+    _same_outcome(call)

@@ -324,8 +324,9 @@ def gen_api_header(ops):
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
             impls.append(f"{op.ret} {fn}({params(op, False)}, OutArg out);")
-        if "check" in op.entry:
-            checks.add(f"void {op.entry['check']}({params(op, False)});")
+        if "check" in op.entry:  # check_out: the check also takes the out= (OutArg)
+            extra = ", OutArg out" if op.entry.get("check_out") else ""
+            checks.add(f"void {op.entry['check']}({params(op, False)}{extra});")
     return "\n".join([
         "// Generated from ops.yaml. Do not edit.",
         "#pragma once",
@@ -424,7 +425,8 @@ def gen_api_source(ops, autocast):
             continue
         out.append(f"Tensor pw_{op.ident}({params(op, False)}, OutArg out) {{")
         if "check" in op.entry:
-            out.append(f"  {op.entry['check']}({call_args(op)});")
+            extra = ", out" if op.entry.get("check_out") else ""
+            out.append(f"  {op.entry['check']}({call_args(op)}{extra});")
         out.append("  KernelParams p;")
         for slot, argname in (pw.get("params") or {}).items():
             out.append(f"  p.{slot} = {argname};")

@@ -1,6 +1,6 @@
 // The CPU loop of sort / argsort / msort / topk (csrc/ops/sorting.cpp): each contiguous row
 // sorted stably (radix sort of order-preserving keys for long rows), or its first k found by
-// a partial sort; rows in parallel. Compiled once per CPU capability level.
+// a partial sort, or PyTorch's selection for topk); rows in parallel. Compiled once per CPU capability level.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -72,8 +72,23 @@ void radix_sort(Vector<K>& keys, Vector<int64_t>& idx) {
   }
 }
 
+/// PyTorch's CPU topk of one row (its topk_impl_loop): a partial sort where k * 64 <= len,
+/// else nth_element at k - 1 and, when sorted, a sort of the k - 1 before it. Its order among
+/// equal values is whatever these std:: algorithms leave, so the same calls reproduce it.
+template <class Cmp>
+void topk_select(Vector<int64_t>& idx, int64_t k, bool sorted, Cmp cmp) {
+  if (k == 0) return;
+  if (k * 64 <= int64_t(idx.size())) {
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), cmp);
+    return;
+  }
+  std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), cmp);
+  if (sorted) std::sort(idx.begin(), idx.begin() + (k - 1), cmp);
+}
+
 template <class T>
-void sort_rows(const T* in, int64_t rows, int64_t len, int64_t k, bool descending, T* ov, int64_t* oi) {
+void sort_rows(const T* in, int64_t rows, int64_t len, int64_t k, bool descending, int topk, T* ov,
+               int64_t* oi) {
   parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* row = in + r * len;
@@ -88,7 +103,9 @@ void sort_rows(const T* in, int64_t rows, int64_t len, int64_t k, bool descendin
         return x < y;
       };
       auto cmp = [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); };
-      if (k < len) {
+      if (topk) {
+        topk_select(idx, k, topk == 1, cmp);
+      } else if (k < len) {
         std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
           return cmp(a, b) || (!cmp(b, a) && a < b);  // ties keep input order
         });
@@ -108,12 +125,12 @@ void sort_rows(const T* in, int64_t rows, int64_t len, int64_t k, bool descendin
   });
 }
 
-void sort_kernel(DType dt, const void* in, int64_t rows, int64_t len, int64_t k, bool descending, void* values,
-                 int64_t* indices) {
+void sort_kernel(DType dt, const void* in, int64_t rows, int64_t len, int64_t k, bool descending, int topk,
+                 void* values, int64_t* indices) {
   visit_dtype(dt, [&](auto v) {
     using T = decltype(v);
     if constexpr (!std::is_same_v<T, Half> && !std::is_same_v<T, BFloat16>)
-      sort_rows(static_cast<const T*>(in), rows, len, k, descending, static_cast<T*>(values), indices);
+      sort_rows(static_cast<const T*>(in), rows, len, k, descending, topk, static_cast<T*>(values), indices);
   });
 }
 
