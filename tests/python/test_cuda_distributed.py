@@ -160,3 +160,22 @@ def test_fsdp_on_cuda_matches_the_plain_module(nccl):
     for a, b in zip(ref.parameters(), model.parameters()):
         b = b.full_tensor() if hasattr(b, "full_tensor") else b
         assert b.device.type == "cuda" and tp.allclose(a, b, atol=1e-6)
+
+
+def test_fsdp_cpu_offload_on_cuda_matches_the_plain_module(nccl):
+    # CPUOffloadPolicy: the shards and their gradients stay on the CPU (pinned), are gathered
+    # onto the GPU for forward and backward, and the optimizer steps them on the CPU
+    from tensorplay.distributed.fsdp import CPUOffloadPolicy, fully_shard
+    ref, model = _mlp_pair()
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, offload_policy=CPUOffloadPolicy())
+    fully_shard(model, offload_policy=CPUOffloadPolicy())
+    for p in model.parameters():
+        local = p.to_local() if hasattr(p, "to_local") else p
+        assert local.device.type == "cpu" and local.is_pinned()
+    _train_side_by_side(ref, model)
+    for a, b in zip(ref.parameters(), model.parameters()):
+        assert b.grad is not None and (b.grad.to_local() if hasattr(b.grad, "to_local") else b.grad).device.type == "cpu"
+        b = b.full_tensor() if hasattr(b, "full_tensor") else b
+        assert tp.allclose(a, b.to("cuda"), atol=1e-6)

@@ -349,6 +349,27 @@ def test_stage_and_launch_equals_copy_and_replay():
         g.stage_and_launch([a], [na, nb])
 
 
+def test_stage_and_launch_batched_and_large_copies():
+    # Note [Batched staging copies]: ten small inputs (more than one batch of 8), a byte tensor
+    # at an odd offset (unaligned: the byte loop), a 2 MiB one (cudaMemcpyAsync), an empty one
+    # and a strided one (a device copy), staged in order
+    static = [tp.zeros(n, device='cuda') for n in (1, 3, 4, 5, 17, 256, 1000, 1023, 4096, 33)]
+    raw = tp.zeros(101, dtype=tp.uint8, device='cuda')
+    odd = raw[1:100]
+    big = tp.zeros(1 << 19, device='cuda')
+    empty = tp.zeros(0, device='cuda')
+    wide = tp.zeros(64, device='cuda')
+    ins = static + [odd, big, empty, wide]
+    g, outs = _capture(lambda *ts: [t * 2 for t in ts], *ins)
+    new = [tp.randn(t.numel(), device='cuda') for t in static]
+    new += [tp.randint(0, 100, (99,), dtype=tp.uint8, device='cuda'), tp.randn(1 << 19, device='cuda'),
+            tp.zeros(0, device='cuda'), tp.randn(128, device='cuda')[::2]]
+    g.stage_and_launch(ins, new)
+    for out, src in zip(outs, new):
+        assert tp.equal(out, src * 2)
+    assert raw[0].item() == 0 and raw[100].item() == 0  # nothing written around the odd view
+
+
 def test_debug_dump_writes_dot(tmp_path):
     g = tp.cuda.CUDAGraph()
     g.enable_debug_mode()

@@ -334,6 +334,15 @@ void Graph::stage_and_launch(const std::vector<Tensor>& static_inputs,
   TP_CHECK_VALUE(static_inputs.size() == new_inputs.size(), "CUDAGraph.stage_and_launch: ",
                  static_inputs.size(), " static inputs but ", new_inputs.size(), " new inputs");
   const Stream s = current_stream(device_);
+  // small contiguous copies go in one launch (Note [Batched staging copies])
+  CopyBatch batch{};
+  int batched = 0;
+  int64_t most = 0;
+  auto flush = [&] {
+    if (batched) launch_copy_batch(device_, batch, batched, most, s.handle);
+    batched = 0;
+    most = 0;
+  };
   for (size_t i = 0; i < static_inputs.size(); ++i) {
     const Tensor& dst = static_inputs[i];
     const Tensor& src = new_inputs[i];
@@ -344,14 +353,25 @@ void Graph::stage_and_launch(const std::vector<Tensor>& static_inputs,
     TP_CHECK_VALUE(dst.device().is_cuda() && dst.device().index == device_,
                    "CUDAGraph.stage_and_launch: static input ", i, " is not on cuda:", device_);
     if (dst.data_ptr() == src.data_ptr()) continue;
-    if (src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() &&
-        dst.is_contiguous()) {
-      TP_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), size_t(dst.numel()) * dst.itemsize(),
-                                    cudaMemcpyDeviceToDevice, s.handle));
-    } else {
-      cuda::copy_(dst, src, /*non_blocking=*/true);
+    const int64_t bytes = dst.numel() * dst.itemsize();
+    const bool plain = src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+                       dst.is_contiguous();
+    if (plain && bytes <= kBatchedCopyMaxBytes) {
+      if (bytes == 0) continue;
+      batch.src[batched] = src.data_ptr();
+      batch.dst[batched] = dst.data_ptr();
+      batch.bytes[batched] = bytes;
+      most = std::max(most, bytes);
+      if (++batched == kMaxBatchedCopies) flush();
+      continue;
     }
+    flush();
+    if (plain)
+      TP_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), size_t(bytes), cudaMemcpyDeviceToDevice, s.handle));
+    else
+      cuda::copy_(dst, src, /*non_blocking=*/true);
   }
+  flush();
   if (!generators_.empty()) launch_generator_updates(s.handle);
   TP_CUDA_CHECK(cudaGraphLaunch(exec_, s.handle));
 }

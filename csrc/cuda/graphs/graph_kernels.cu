@@ -1,6 +1,10 @@
-// The two kernels CUDA graphs add: the Philox state a replay writes (Note [Philox in
-// graphs]) and the predicate of a conditional node (Note [Conditional nodes]).
+// The kernels CUDA graphs add: the Philox state a replay writes (Note [Philox in graphs]),
+// the predicate of a conditional node (Note [Conditional nodes]) and stage_and_launch's
+// batched input copies (Note [Batched staging copies]).
+#include <algorithm>
+
 #include "cuda/check.h"
+#include "cuda/driver_launch.cuh"
 #include "cuda/graphs/graph_kernels.h"
 
 namespace tp::cuda::graphs {
@@ -26,7 +30,38 @@ __global__ void set_conditional_kernel(cudaGraphConditionalHandle handle, const 
   cudaGraphSetConditional(handle, v != 0 ? 1u : 0u);
 }
 
+// Note [Batched staging copies]
+// stage_and_launch copies each new input into its static input, then launches the graph. One
+// cudaMemcpyAsync per input costs about as much host time as a kernel launch (3-4 us), which
+// was most of the call for small inputs; copies of up to kBatchedCopyMaxBytes each now go in
+// one launch of copy_batch_kernel, up to kMaxBatchedCopies at a time (grid row y = copy y),
+// through the driver's launch (Note [Driver launches]). Larger copies keep cudaMemcpyAsync
+// (the copy engines' bandwidth); copies in order either way.
+constexpr int kCopyThreads = 256;
+
+__global__ void __launch_bounds__(kCopyThreads) copy_batch_kernel(CopyBatch b) {
+  const int e = blockIdx.y;
+  const char* src = static_cast<const char*>(b.src[e]);
+  char* dst = static_cast<char*>(b.dst[e]);
+  const int64_t n = b.bytes[e];
+  const int64_t first = int64_t(blockIdx.x) * kCopyThreads + threadIdx.x, step = int64_t(gridDim.x) * kCopyThreads;
+  int64_t done = 0;
+  if ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) % 16 == 0) {
+    const int64_t nv = n / 16;
+    for (int64_t i = first; i < nv; i += step) reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+    done = nv * 16;
+  }
+  for (int64_t i = done + first; i < n; i += step) dst[i] = src[i];
+}
+
 }  // namespace
+
+void launch_copy_batch(int device, const CopyBatch& batch, int n, int64_t most, cudaStream_t s) {
+  const int64_t per_block = int64_t(kCopyThreads) * 16;
+  const unsigned blocks = unsigned(std::min<int64_t>(std::max<int64_t>((most + per_block - 1) / per_block, 1), 1024));
+  launch_kernel<copy_batch_kernel>(device, dim3(blocks, unsigned(n)), dim3(kCopyThreads), 0, s, batch);
+  TP_CUDA_CHECK(cudaGetLastError());
+}
 
 void launch_write_philox_state(uint64_t* state, uint64_t seed, uint64_t counter, cudaStream_t s) {
   write_philox_state_kernel<<<1, 1, 0, s>>>(state, seed, counter);
