@@ -7,6 +7,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/formulas_activation.h"
+#include "autograd/formulas_complex.h"
 #include "autograd/formulas_linalg.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"

@@ -122,9 +122,9 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int64_t level) {
   TP_CHECK(detail::g_dual_level_id != 0, "Trying to create a dual Tensor for forward AD but no "
            "level exists, make sure to enter_dual_level() first.");
   TP_CHECK(level == 0, "Invalid level given to make_dual");
-  TP_CHECK_VALUE(is_floating(primal.dtype()), "Expected primal to be floating point or complex, "
+  TP_CHECK_VALUE(is_floating_or_complex(primal.dtype()), "Expected primal to be floating point or complex, "
                  "but got: tensorplay.", dtype_name(primal.dtype()));
-  TP_CHECK_VALUE(is_floating(tangent.dtype()), "Expected tangent to be floating point or "
+  TP_CHECK_VALUE(is_floating_or_complex(tangent.dtype()), "Expected tangent to be floating point or "
                  "complex, but got: tensorplay.", dtype_name(tangent.dtype()));
   TP_CHECK(!has_fw_grad(primal), "Making a dual Tensor based on a Tensor that already has a "
            "forward gradient at the same level 0 is not supported.");

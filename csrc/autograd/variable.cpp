@@ -62,7 +62,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
 void set_data(const Tensor& t, const Tensor& src) {
   // As PyTorch: any device and shape may be swapped in (Module.cuda() moves parameters
   // this way), but a tensor requiring grad must stay floating point.
-  TP_CHECK(!t.requires_grad() || is_floating(src.dtype()),
+  TP_CHECK(!t.requires_grad() || is_floating_or_complex(src.dtype()),
            "data set to a tensor that requires gradients must be floating point or complex dtype");
   const bool same = t.device() == src.device() && t.dtype() == src.dtype() &&
                     std::equal(t.sizes().begin(), t.sizes().end(), src.sizes().begin(), src.sizes().end());

@@ -7,12 +7,14 @@ namespace tp {
 namespace {
 DType g_default_dtype = DType::Float32;
 
-// Category rank: bool < integer < floating.
-int category(DType dt) { return dt == DType::Bool ? 0 : is_floating(dt) ? 2 : 1; }
+// Category rank: bool < integer < floating < complex.
+int category(DType dt) {
+  return dt == DType::Bool ? 0 : is_floating(dt) ? 2 : is_complex(dt) ? 3 : 1;
+}
 }  // namespace
 
 size_t element_size(DType dt) {
-  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  static constexpr size_t sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
   return sizes[int(dt)];
 }
 
@@ -28,6 +30,8 @@ const char* cpp_type_name(DType dt) {
     case DType::BFloat16: return "c10::BFloat16";
     case DType::Float32: return "float";
     case DType::Float64: return "double";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
     default: return dtype_name(dt);
   }
 }
@@ -35,14 +39,15 @@ const char* cpp_type_name(DType dt) {
 const char* dtype_name(DType dt) {
   static constexpr const char* names[] = {"bool",    "uint8",   "int8",     "int16",
                                           "int32",   "int64",   "float16",  "bfloat16",
-                                          "float32", "float64", "undefined"};
+                                          "float32", "float64", "complex64", "complex128",
+                                          "undefined"};
   return names[int(dt)];
 }
 
 const char* dtype_scalar_name(DType dt) {
   static constexpr const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
                                           "Long", "Half", "BFloat16", "Float", "Double",
-                                          "Undefined"};
+                                          "ComplexFloat", "ComplexDouble", "Undefined"};
   return names[int(dt)];
 }
 
@@ -53,6 +58,13 @@ DType promote_types(DType a, DType b) {
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;
   int ca = category(a), cb = category(b);
+  if (ca == 3 || cb == 3) {
+    // A complex type with any other: complex of the wider real precision (complex64 with
+    // float64 is complex128; with float16 or an integer, complex64).
+    DType ra = to_real_dtype(a), rb = to_real_dtype(b);
+    bool wide = ra == DType::Float64 || rb == DType::Float64;
+    return wide ? DType::Complex128 : DType::Complex64;
+  }
   if (ca != cb) return ca > cb ? a : b;  // integer with floating: the floating type
   if (ca == 2) {
     bool half_pair = (a == DType::Float16 && b == DType::BFloat16) ||
@@ -69,9 +81,14 @@ DType promote_types(DType a, DType b) {
 }
 
 bool can_cast(DType from, DType to) {
+  if (is_complex(from) && !is_complex(to)) return false;
   if (is_floating(from) && is_integral(to, true)) return false;
   if (from != DType::Bool && to == DType::Bool) return false;
   return true;
+}
+
+void fail_unsupported_dtype(DType dt) {
+  TP_FAIL_NOT_IMPLEMENTED("not implemented for '", dtype_scalar_name(dt), "'");
 }
 
 DType default_dtype() { return g_default_dtype; }

@@ -20,10 +20,11 @@ class IValue {
  public:
   using Variant = std::variant<std::monostate, Tensor, int64_t, double, bool, std::string,
                                std::vector<int64_t>, std::vector<double>, std::vector<Tensor>,
-                               std::vector<std::optional<Tensor>>, DType, Device, Generator>;
+                               std::vector<std::optional<Tensor>>, DType, Device, Generator,
+                               complex128_t>;
   enum class Tag : uint8_t {
     None, Tensor, Int, Double, Bool, Str, IntList, DoubleList, TensorList, OptionalTensorList,
-    DType, Device, Generator
+    DType, Device, Generator, Complex
   };
 
   IValue() = default;
@@ -42,9 +43,11 @@ class IValue {
   IValue(DType d) : v_(d) {}
   IValue(Device d) : v_(d) {}
   IValue(Generator g) { if (g.defined()) v_ = std::move(g); }
+  IValue(complex128_t c) : v_(c) {}
   IValue(const Scalar& s) {
     if (s.is_bool()) v_ = s.to_bool();
     else if (s.is_integral()) v_ = s.to_int();
+    else if (s.is_complex()) v_ = s.to_complex();
     else v_ = s.to_double();
   }
   template <class T>
@@ -78,6 +81,7 @@ class IValue {
       case Tag::Bool: return Scalar(std::get<bool>(v_));
       case Tag::Int: return Scalar(std::get<int64_t>(v_));
       case Tag::Double: return Scalar(std::get<double>(v_));
+      case Tag::Complex: return Scalar(std::get<complex128_t>(v_));
       default: TP_FAIL("IValue: expected a number, got ", tag_name());
     }
   }

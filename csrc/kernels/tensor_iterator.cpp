@@ -28,6 +28,7 @@ void update_state(ResultTypeState& st, const Tensor& t) {
   if (t.impl()->is_wrapped_number()) {
     // A Python float promotes as the default dtype; int as int64; bool as bool.
     if (is_floating(dt)) dt = default_dtype();
+    else if (is_complex(dt)) dt = to_complex_dtype(default_dtype());
     st.wrapped = promote_types(st.wrapped, dt);
   } else if (t.dim() == 0) {
     st.zero = promote_types(st.zero, dt);
@@ -37,9 +38,12 @@ void update_state(ResultTypeState& st, const Tensor& t) {
 }
 
 // `higher` wins unless `lower` brings a higher category (then promote).
+// A complex `lower` makes a floating `higher` its complex counterpart (float64 ->
+// complex128), as PyTorch's (float16 -> complex32 there; complex64 here, no complex32).
 DType combine_categories(DType higher, DType lower) {
-  if (is_floating(higher)) return higher;
-  if (higher == DType::Bool || is_floating(lower)) return promote_types(higher, lower);
+  if (is_complex(higher)) return higher;
+  if (is_floating(higher)) return is_complex(lower) ? to_complex_dtype(higher) : higher;
+  if (higher == DType::Bool || is_floating_or_complex(lower)) return promote_types(higher, lower);
   if (higher != DType::Undefined) return higher;
   return lower;
 }
@@ -184,7 +188,7 @@ void TensorIterator::compute_dtypes(const IterConfig& cfg) {
   ResultTypeState st;
   for (int i = cfg.first_input_fixed ? 1 : 0; i < ninputs_; ++i) update_state(st, *inputs_[i]);
   common_dtype_ = ninputs_ ? state_result(st) : cfg.result_dtype;
-  if (cfg.promote == Promote::IntToFloat && !is_floating(common_dtype_))
+  if (cfg.promote == Promote::IntToFloat && !is_floating_or_complex(common_dtype_))
     common_dtype_ = default_dtype();
   compute_dtype_ = common_dtype_;
   if (cfg.half_to_float && (compute_dtype_ == DType::Float16 || compute_dtype_ == DType::BFloat16))

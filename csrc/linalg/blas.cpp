@@ -66,7 +66,12 @@ void blas_gemm(int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, Matri
   }
   for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v);
   ldc = std::max<int64_t>(ldc, std::max<int64_t>(n, 1));
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (kComplex<T>) {
+    const T al(real_t<T>(alpha), real_t<T>(0)), be(real_t<T>(beta), real_t<T>(0));
+    auto gemm = std::is_same_v<T, complex64_t> ? scipy_cblas_cgemm : scipy_cblas_zgemm;
+    gemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), &al, a.data, int(lda), b.data, int(ldb), &be, c,
+         int(ldc));
+  } else if constexpr (std::is_same_v<T, float>)
     scipy_cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), float(alpha),
                       static_cast<const float*>(a.data), int(lda), static_cast<const float*>(b.data),
                       int(ldb), float(beta), c, int(ldc));
@@ -157,6 +162,8 @@ void gemm(DType dt, int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, 
       return blas_gemm<double>(m, n, k, alpha, a, b, beta, static_cast<double*>(c), ldc);
     case DType::Float16:
     case DType::BFloat16: return half_gemm(dt, m, n, k, alpha, a, b, beta, c, ldc);
+    case DType::Complex64: return blas_gemm<complex64_t>(m, n, k, alpha, a, b, beta, static_cast<complex64_t*>(c), ldc);
+    case DType::Complex128: return blas_gemm<complex128_t>(m, n, k, alpha, a, b, beta, static_cast<complex128_t*>(c), ldc);
     default:
       visit_dtype(dt, [&](auto tag) {
         using T = decltype(tag);

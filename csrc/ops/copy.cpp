@@ -92,8 +92,11 @@ Tensor empty_preserving(const Tensor& self, DType dtype) {
 // two's complement would; inf and nan are fine for floating types).
 void check_scalar_fits(const Scalar& s, DType dt) {
   static constexpr const char* names[] = {"bool", "uint8_t", "int8_t", "int16_t", "int",
-                                          "int64_t", "c10::Half", "c10::BFloat16", "float", "double"};
+                                          "int64_t", "c10::Half", "c10::BFloat16", "float", "double",
+                                          "c10::complex<float>", "c10::complex<double>"};
   bool fits = true;
+  // a complex value with an imaginary part fits only a complex type
+  if (s.is_complex() && s.imag() != 0 && !is_complex(dt)) fits = false;
   if (is_integral(dt, false)) {
     int bits = int(element_size(dt)) * 8;
     double lo = dt == DType::UInt8 ? -255.0 : -std::ldexp(1.0, bits - 1);
@@ -105,9 +108,9 @@ void check_scalar_fits(const Scalar& s, DType dt) {
       int64_t v = s.to_int();
       fits = double(v) >= lo && double(v) <= hi;
     }
-  } else if (dt == DType::Float32) {  // float16/bfloat16 fills round to inf, as in PyTorch
-    double v = s.to_double();
-    fits = !std::isfinite(v) || std::fabs(v) <= 3.4028234663852886e38;
+  } else if (dt == DType::Float32 || dt == DType::Complex64) {  // float16/bfloat16 fills round to inf, as in PyTorch
+    auto ok = [](double v) { return !std::isfinite(v) || std::fabs(v) <= 3.4028234663852886e38; };
+    fits = fits && ok(s.to_double()) && ok(s.imag());
   }
   TP_CHECK(fits, "value cannot be converted to type ", names[int(dt)], " without overflow");
 }
@@ -138,9 +141,10 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
   check_partial_overlap(self, src, "copy_");
   if (src.impl()->is_wrapped_number()) {  // a Python number: its own value, not rounded to
     // the default dtype first (as the iterator's promotion of a lone number would)
-    const Scalar v = src.dtype() == DType::Bool      ? Scalar(*src.data<bool>())
-                     : src.dtype() == DType::Float64 ? Scalar(*src.data<double>())
-                                                     : Scalar(*src.data<int64_t>());
+    const Scalar v = src.dtype() == DType::Bool         ? Scalar(*src.data<bool>())
+                     : src.dtype() == DType::Float64    ? Scalar(*src.data<double>())
+                     : src.dtype() == DType::Complex128 ? Scalar(*src.data<complex128_t>())
+                                                        : Scalar(*src.data<int64_t>());
     return fill_impl(self, v, OutArg{&self, true});
   }
   if (!try_dense_copy(self, src) && !try_transpose_copy(self, src)) {
@@ -157,8 +161,10 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutAr
 Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg out) {
   check_scalar_fits(value, self.dtype());
   bool bump = !out.tensor || out.bump_version;  // factories initialise without a bump
-  bool zero = value.is_floating() ? value.to_double() == 0.0 && !std::signbit(value.to_double())
-                                  : value.to_int() == 0;
+  auto positive_zero = [](double v) { return v == 0.0 && !std::signbit(v); };
+  bool zero = value.is_floating() || value.is_complex()
+                  ? positive_zero(value.to_double()) && positive_zero(value.imag())
+                  : value.to_int() == 0;
   if (zero && self.is_contiguous() && self.device().is_cpu()) {
     std::memset(self.data_ptr(), 0, size_t(self.numel()) * self.itemsize());
     if (bump) self.impl()->bump_version();
@@ -166,6 +172,8 @@ Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg out) {
   }
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {  // the element's bits, converted on the host
+    TP_CHECK_KIND(ErrorKind::NotImplemented, !is_complex(self.dtype()),
+                  "\"fill_cuda\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
     Tensor one = empty_tensor({}, self.dtype(), Device(DeviceType::CPU));
     fill_impl(one, value, OutArg{&one, true, false});
     uint64_t bits = 0;

@@ -40,7 +40,7 @@ Tensor factory_result(IntArrayRef size, DType dtype, const std::optional<Device>
   }
   Tensor t = empty_tensor(size, dtype, device_or_cpu(device));
   if (requires_grad) {
-    TP_CHECK(is_floating(dtype),
+    TP_CHECK(is_floating_or_complex(dtype),
              "Only Tensors of floating point and complex dtype can require gradients");
     t.impl()->set_requires_grad(true);
   }
@@ -102,6 +102,7 @@ Tensor full_impl(IntArrayRef size, const Scalar& fill_value, const std::optional
   DType dt = dtype ? *dtype
              : fill_value.is_bool() ? DType::Bool
              : fill_value.is_integral() ? DType::Int64
+             : fill_value.is_complex() ? to_complex_dtype(default_dtype())
                                         : default_dtype();
   Tensor t = factory_result(size, dt, device, requires_grad, out);
   fill_impl(t, fill_value, OutArg{&t, true, out.tensor != nullptr});  // out= is a visible write

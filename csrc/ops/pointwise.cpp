@@ -63,6 +63,7 @@ Tensor wrapped_scalar(const Scalar& s) {
     case Scalar::Tag::Bool: *t.data<bool>() = s.to_bool(); break;
     case Scalar::Tag::Int: *t.data<int64_t>() = s.to_int(); break;
     case Scalar::Tag::Double: *t.data<double>() = s.to_double(); break;
+    case Scalar::Tag::Complex: *t.data<complex128_t>() = s.to_complex(); break;
   }
   t.impl()->set_wrapped_number(true);
   return t;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu_stubs.h"
+#include "ops/complex/complex.h"
 #include "ops/meta.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
@@ -176,6 +177,7 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
     return cast_into_out(sum_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
+  if (is_complex(in)) return complex_sum(dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, false, out);
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   return reduce("sum", Kind::Sum, dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, result,
                 compute_for(in), out);
@@ -184,6 +186,7 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
 Tensor mean_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                  const std::optional<DType>& dtype, OutArg out) {
   DType in = dtype.value_or(self.dtype());
+  if (is_complex(in)) return complex_sum(dtype ? _to_dtype(self, *dtype) : self, dim, keepdim, true, out);
   TP_CHECK(is_floating(in), "mean(): could not infer output dtype. ",
            dtype ? "Optional" : "Input", " dtype must be either a floating point or complex "
            "dtype. Got: ", dtype_scalar_name(in));

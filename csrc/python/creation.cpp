@@ -14,7 +14,7 @@ namespace tp::python {
 
 namespace {
 
-enum class Kind { Bool = 0, Int = 1, Float = 2 };
+enum class Kind { Bool = 0, Int = 1, Float = 2, Complex = 3 };
 
 bool is_sequence(PyObject* o) {
   return PyList_Check(o) || PyTuple_Check(o) ||
@@ -40,6 +40,7 @@ void infer_shape(PyObject* o, DimVector& shape) {
 struct Leaves {
   std::vector<double> f;
   std::vector<int64_t> i;
+  std::vector<double> im;  // imaginary parts, of the complex leaves (0 for the others)
   std::vector<uint8_t> kind;
   /// The promotion of every leaf's dtype (PyTorch's inference): a tensor's or a NumPy
   /// scalar's own dtype, bool, int64, or the default dtype for a Python float.
@@ -56,7 +57,8 @@ DType numpy_scalar_dtype(PyObject* o) {
   static const std::pair<const char*, DType> known[] = {
       {"bool", DType::Bool},       {"uint8", DType::UInt8},     {"int8", DType::Int8},
       {"int16", DType::Int16},     {"int32", DType::Int32},     {"int64", DType::Int64},
-      {"float16", DType::Float16}, {"float32", DType::Float32}, {"float64", DType::Float64}};
+      {"float16", DType::Float16}, {"float32", DType::Float32}, {"float64", DType::Float64},
+      {"complex64", DType::Complex64}, {"complex128", DType::Complex128}};
   for (const auto& [n, dt] : known)
     if (name == n) return dt;
   return DType::Undefined;
@@ -69,18 +71,18 @@ void collect(PyObject* o, const DimVector& shape, size_t d, Leaves& out) {
       const Tensor& t = *nb::inst_ptr<Tensor>(o);
       TP_CHECK_VALUE(t.numel() == 1, "only one element tensors can be converted to Python scalars");
     }
-    if (!scalar_from_python(o, s)) {
-      if (PyComplex_Check(o)) TP_FAIL_NOT_IMPLEMENTED("tensor: complex numbers are not supported yet");
+    if (!scalar_from_python(o, s))
       TP_CHECK_TYPE(false, "invalid data type '", Py_TYPE(o)->tp_name, "'");
-    }
-    Kind k = s.is_bool() ? Kind::Bool : s.is_integral() ? Kind::Int : Kind::Float;
+    Kind k = s.is_bool() ? Kind::Bool : s.is_integral() ? Kind::Int : s.is_complex() ? Kind::Complex : Kind::Float;
     DType leaf = nb::isinstance<Tensor>(o) ? nb::inst_ptr<Tensor>(o)->dtype() : numpy_scalar_dtype(o);
     if (leaf == DType::Undefined)
-      leaf = k == Kind::Bool ? DType::Bool : k == Kind::Int ? DType::Int64 : default_dtype();
+      leaf = k == Kind::Bool ? DType::Bool : k == Kind::Int ? DType::Int64
+           : k == Kind::Complex ? to_complex_dtype(default_dtype()) : default_dtype();
     out.dtype = out.dtype == DType::Undefined ? leaf : promote_types(out.dtype, leaf);
     out.kind.push_back(uint8_t(k));
     out.f.push_back(s.to_double());
-    out.i.push_back(k == Kind::Float ? 0 : s.to_int());
+    out.i.push_back(k == Kind::Float || k == Kind::Complex ? 0 : s.to_int());
+    out.im.push_back(s.imag());
     return;
   }
   if (nb::isinstance<Tensor>(o) && d < shape.size()) {
@@ -119,7 +121,10 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   char* dst = out.data_ptr();
   size_t es = element_size(dt);
   for (size_t k = 0; k < n; ++k) {
-    if (leaves.kind[k] == uint8_t(Kind::Float))
+    if (leaves.kind[k] == uint8_t(Kind::Complex)) {
+      complex128_t c(leaves.f[k], leaves.im[k]);
+      cast_strided(reinterpret_cast<const char*>(&c), 0, DType::Complex128, dst + k * es, 0, dt, 1);
+    } else if (leaves.kind[k] == uint8_t(Kind::Float))
       cast_strided(reinterpret_cast<const char*>(&leaves.f[k]), 0, DType::Float64, dst + k * es, 0, dt, 1);
     else
       cast_strided(reinterpret_cast<const char*>(&leaves.i[k]), 0, DType::Int64, dst + k * es, 0, dt, 1);
@@ -162,7 +167,7 @@ void bind_creation(nb::module_& m) {
 #endif
     }
     if (requires_grad) {
-      TP_CHECK(is_floating(t.dtype()),
+      TP_CHECK(is_floating_or_complex(t.dtype()),
                "Only Tensors of floating point and complex dtype can require gradients");
       t.impl()->set_requires_grad(true);
     }

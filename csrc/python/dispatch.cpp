@@ -84,7 +84,7 @@ bool element_from_python(const SchemaType& t, PyObject* o, IValue& out) {
         out = IValue(*nb::inst_ptr<Tensor>(o));
         return true;
       }
-      if (PyBool_Check(o) || PyFloat_Check(o) || PyLong_Check(o)) {  // a wrapped number
+      if (PyBool_Check(o) || PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o)) {  // a wrapped number
         Scalar s;
         if (!scalar_from_python(o, s)) return false;
         out = IValue(wrapped_scalar(s));
@@ -298,6 +298,10 @@ nb::object ivalue_to_python(const IValue& v) {
     }
     case IValue::Tag::Int: return nb::int_(v.to_int());
     case IValue::Tag::Double: return nb::float_(v.to_double());
+    case IValue::Tag::Complex: {
+      complex128_t c = v.to_scalar().to_complex();
+      return nb::steal(PyComplex_FromDoubles(c.re, c.im));
+    }
     case IValue::Tag::Bool: return nb::bool_(v.to_bool());
     case IValue::Tag::Str: return nb::str(v.to_str().c_str());
     case IValue::Tag::IntList: {

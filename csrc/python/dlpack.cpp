@@ -37,7 +37,7 @@ struct DLManagedTensorVersioned {
   uint64_t flags;
   DLTensor dl_tensor;
 };
-enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
 enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
 
 DLDataType to_dl(DType dt) {
@@ -47,6 +47,7 @@ DLDataType to_dl(DType dt) {
     case DType::UInt8: return {kDLUInt, 8, 1};
     case DType::Float16: case DType::Float32: case DType::Float64: return {kDLFloat, bits, 1};
     case DType::BFloat16: return {kDLBfloat, 16, 1};
+    case DType::Complex64: case DType::Complex128: return {kDLComplex, bits, 1};
     default: return {kDLInt, bits, 1};
   }
 }
@@ -68,6 +69,10 @@ DType from_dl(DLDataType t) {
       if (t.bits == 64) return DType::Float64;
       break;
     case kDLBfloat: if (t.bits == 16) return DType::BFloat16; break;
+    case kDLComplex:
+      if (t.bits == 64) return DType::Complex64;
+      if (t.bits == 128) return DType::Complex128;
+      break;
   }
   TP_FAIL_NOT_IMPLEMENTED("from_dlpack: unsupported DLPack dtype (code ", int(t.code), ", bits ",
                           int(t.bits), ")");

@@ -1,5 +1,6 @@
 // The nanobind module tensorplay._C: error translation, dtype and device objects, argument
 // casters, and registration of every binding file.
+#include <cstring>
 #include <nanobind/stl/pair.h>
 
 #include "core/cpu_capability.h"
@@ -76,6 +77,10 @@ bool scalar_from_python(PyObject* o, Scalar& out) {
     out = Scalar(PyFloat_AS_DOUBLE(o));
     return true;
   }
+  if (PyComplex_Check(o)) {
+    out = Scalar(complex128_t(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
+    return true;
+  }
   if (PyLong_Check(o)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -86,7 +91,11 @@ bool scalar_from_python(PyObject* o, Scalar& out) {
   if (nb::isinstance<Tensor>(o)) {
     const Tensor& t = *nb::inst_ptr<Tensor>(o);
     if (t.numel() != 1 || !t.device().is_cpu()) return false;
-    if (is_floating(t.dtype())) {
+    if (is_complex(t.dtype())) {
+      complex128_t v;
+      cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Complex128, 1);
+      out = Scalar(v);
+    } else if (is_floating(t.dtype())) {
       double v;
       cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);
       out = Scalar(v);
@@ -108,6 +117,12 @@ bool scalar_from_python(PyObject* o, Scalar& out) {
     Py_DECREF(i);
     if (overflow) return false;
     out = Scalar(int64_t(v));
+    return true;
+  }
+  if (std::strncmp(Py_TYPE(o)->tp_name, "numpy.complex", 13) == 0) {  // np.complex64 and wider
+    Py_complex c = PyComplex_AsCComplex(o);
+    if (c.real == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    out = Scalar(complex128_t(c.real, c.imag));
     return true;
   }
   if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PySequence_Check(o)) {
@@ -205,7 +220,8 @@ nb::object tuple_out(const char* op, std::tuple<Tensor, Tensor> r, nb::handle ou
 void reject_number_with_out(const TensorArg& a, const char* op, const char* name, int pos) {
   if (!a.t.impl()->is_wrapped_number()) return;
   DType dt = a.t.dtype();
-  const char* type = dt == DType::Bool ? "bool" : dt == DType::Int64 ? "int" : "float";
+  const char* type = dt == DType::Bool ? "bool" : dt == DType::Int64 ? "int"
+                   : dt == DType::Complex128 ? "complex" : "float";
   throw nb::type_error((std::string(op) + "(): argument '" + name + "' (position " +
                         std::to_string(pos) + ") must be Tensor, not " + type).c_str());
 }
@@ -226,6 +242,11 @@ nb::object tensor_item(const Tensor& t) {
     double v;
     cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);
     return nb::float_(v);
+  }
+  if (is_complex(t.dtype())) {
+    complex128_t v;
+    cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Complex128, 1);
+    return nb::steal(PyComplex_FromDoubles(v.re, v.im));
   }
   int64_t v;
   cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Int64, 1);
@@ -265,7 +286,7 @@ bool type_caster<tp::python::TensorArg>::from_python(handle src, uint8_t, cleanu
     return true;
   }
   PyObject* o = src.ptr();
-  if (!(PyBool_Check(o) || PyFloat_Check(o) || PyLong_Check(o))) return false;
+  if (!(PyBool_Check(o) || PyFloat_Check(o) || PyLong_Check(o) || PyComplex_Check(o))) return false;
   tp::Scalar s;
   if (!tp::python::scalar_from_python(o, s)) return false;
   value.t = tp::wrapped_scalar(s);
@@ -301,7 +322,12 @@ NB_MODULE(_C, m) {
       .def_prop_ro("is_floating_point", [](const DTypeObj& d) { return is_floating(d.dt); })
       .def_prop_ro("is_signed", [](const DTypeObj& d) { return is_signed(d.dt); })
       .def_prop_ro("itemsize", [](const DTypeObj& d) { return element_size(d.dt); })
-      .def_prop_ro("is_complex", [](const DTypeObj&) { return false; })
+      .def_prop_ro("is_complex", [](const DTypeObj& d) { return is_complex(d.dt); })
+      .def("to_real", [](const DTypeObj& d) { return to_real_dtype(d.dt); })
+      .def("to_complex", [](const DTypeObj& d) {
+        TP_CHECK(is_floating_or_complex(d.dt), "to_complex is only supported for floating point dtypes");
+        return to_complex_dtype(d.dt);
+      })
       .def_prop_ro("_name", [](const DTypeObj& d) { return dtype_name(d.dt); })
       .def("__repr__", [](const DTypeObj& d) { return std::string("tensorplay.") + dtype_name(d.dt); })
       .def("__reduce__", [](const DTypeObj& d) { return std::string(dtype_name(d.dt)); });

@@ -176,7 +176,7 @@ nb::object wrap_outputs(PyFunctionNode& node, const std::shared_ptr<Node>& sp, n
     bool input = is_input(var.impl());
     bool modified = contains(dirty, var.impl());
     seen_dirty += modified;
-    bool differentiable = sp && !contains(non_diff, var.impl()) && is_floating(var.dtype());
+    bool differentiable = sp && !contains(non_diff, var.impl()) && is_floating_or_complex(var.dtype());
     bool replaced = false;
     if (!differentiable) {
       if (sp) node.output_slot_[k] = int(node.add_input_metadata(var));
@@ -290,7 +290,7 @@ void set_output_tangents(nb::handle cls, nb::handle ctx, nb::tuple args, nb::han
                "If the forward is modifying an input inplace, then the jvp function must modify "
                "the corresponding gradient inplace.");
     }
-    if (is_floating(as_tensor(o).dtype())) autograd::set_fw_grad(as_tensor(o), as_tensor(t));
+    if (is_floating_or_complex(as_tensor(o).dtype())) autograd::set_fw_grad(as_tensor(o), as_tensor(t));
   }
 }
 
@@ -389,7 +389,7 @@ nb::list delayed_error(const std::string& msg, nb::handle outputs) {
     const Tensor& t = as_tensor(h);
     node->next_edges_.push_back(autograd::gradient_edge(t));
     Tensor alias = autograd::detached(t);
-    if (is_floating(t.dtype())) autograd::set_history(alias, node);
+    if (is_floating_or_complex(t.dtype())) autograd::set_history(alias, node);
     result.append(nb::cast(std::move(alias)));
   }
   return result;

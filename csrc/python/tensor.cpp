@@ -28,6 +28,7 @@ template <class T>
 PyObject* to_py(T v) {
   if constexpr (std::is_same_v<T, bool>) return PyBool_FromLong(v);
   else if constexpr (std::is_integral_v<T>) return PyLong_FromLongLong(v);
+  else if constexpr (kComplex<T>) return PyComplex_FromDoubles(double(v.re), double(v.im));
   else return PyFloat_FromDouble(double(float(v)));
 }
 template <>
@@ -126,7 +127,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
                   "_make_subclass: cls must be a subclass of Tensor");
     Tensor alias = detach(data);
     if (requires_grad) {
-      TP_CHECK(is_floating(alias.dtype()),
+      TP_CHECK(is_floating_or_complex(alias.dtype()),
                "Only Tensors of floating point and complex dtype can require gradients");
       alias.impl()->set_requires_grad(true);
     }
@@ -155,7 +156,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
     Tensor t(make_intrusive<TensorImpl>(std::move(storage), dt, size.v, std::move(st),
                                         storage_offset.value_or(0)));
     if (requires_grad) {
-      TP_CHECK(is_floating(dt), "Only Tensors of floating point and complex dtype can require gradients");
+      TP_CHECK(is_floating_or_complex(dt), "Only Tensors of floating point and complex dtype can require gradients");
       t.impl()->set_requires_grad(true);
     }
     nb::object obj = nb::inst_alloc(cls);
@@ -262,7 +263,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def("storage_offset", &Tensor::storage_offset)
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
-      .def("is_complex", [](const Tensor&) { return false; })
+      .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
       .def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); })
       .def("_is_contiguous", &Tensor::is_contiguous)
       .def("_is_non_overlapping_and_dense", [](const Tensor& t) { return t.impl()->is_non_overlapping_and_dense(); })
@@ -272,7 +273,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def_prop_ro("_is_wrapped_number", [](const Tensor& t) { return t.impl()->is_wrapped_number(); })
       .def_prop_rw("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad(); },
                    [](Tensor& t, bool r) {
-                     TP_CHECK(!r || is_floating(t.dtype()),
+                     TP_CHECK(!r || is_floating_or_complex(t.dtype()),
                               "only Tensors of floating point and complex dtype can require gradients");
                      TP_CHECK(!r || !t.impl()->is_inference() || inference_mode_enabled(),
                               "Setting requires_grad=True on inference tensor outside "
@@ -298,7 +299,7 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
         TP_CHECK_KIND(ErrorKind::NotImplemented, t.device().type != DeviceType::Meta, "Cannot copy out of meta tensor; no data!");
         TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");
         if (!h.data_ptr() && h.numel()) h.no_host_data();  // a wrapper subclass: no storage of its own
-        return visit_dtype(h.dtype(), [&](auto v) {
+        return visit_dtype_with_complex(h.dtype(), [&](auto v) {
           using T = decltype(v);
           return nb::steal(to_list<T>(reinterpret_cast<const char*>(h.data<T>()), h.sizes(), h.strides(), 0));
         });

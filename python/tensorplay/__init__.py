@@ -6,7 +6,7 @@
 """
 from tensorplay import _C
 from tensorplay._C import device
-from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, double, dtype, finfo, float,
+from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float,
                                float16, float32, float64, get_default_dtype, half, iinfo, int,
                                int8, int16, int32, int64, long, promote_types, result_type,
                                set_default_dtype, short, uint8)
@@ -92,6 +92,8 @@ from tensorplay._ops import Tag, ops  # noqa: E402
 from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops exported above)
 from tensorplay import _composite_ops  # noqa: E402
 _composite_ops._install(globals())  # cov, trapezoid, tp.exp_, Tensor.addr, ... (needs nn.functional)
+from tensorplay import _complex  # noqa: E402
+_complex._install(globals())  # conj, resolve_conj, Tensor.real / Tensor.imag, ...
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)

@@ -10,7 +10,8 @@ Tensor = _C.Tensor
 
 _FROM_NUMPY = {"bool": _dtype.bool, "uint8": _dtype.uint8, "int8": _dtype.int8,
                "int16": _dtype.int16, "int32": _dtype.int32, "int64": _dtype.int64,
-               "float16": _dtype.float16, "float32": _dtype.float32, "float64": _dtype.float64}
+               "float16": _dtype.float16, "float32": _dtype.float32, "float64": _dtype.float64,
+               "complex64": _dtype.complex64, "complex128": _dtype.complex128}
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False,
@@ -64,7 +65,7 @@ def from_numpy(ndarray):
     if name not in _FROM_NUMPY:
         raise TypeError(f"from_numpy: can't convert np.ndarray of type numpy.{name}. The only "
                         "supported types "
-                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.")
     if builtins.any(s < 0 for s in ndarray.strides):
         raise ValueError("from_numpy: At least one stride in the given numpy array is negative, and tensors "
                          "with negative strides are not currently supported. (You can probably "

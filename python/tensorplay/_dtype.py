@@ -14,15 +14,20 @@ float16 = _C.float16
 bfloat16 = _C.bfloat16
 float32 = _C.float32
 float64 = _C.float64
+complex64 = _C.complex64
+complex128 = _C.complex128
 # PyTorch's aliases
 half = float16
 float = float32
 double = float64
+cfloat = complex64
+cdouble = complex128
 short = int16
 int = int32
 long = int64
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+COMPLEX_DTYPES = (complex64, complex128)
 
 # (bits, eps, max, smallest normal, tiny, resolution) per floating type
 _FINFO = {

@@ -58,7 +58,8 @@ def _checked_size(items):
 _C._set_size_type(Size)
 
 _NUMPY_TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
-                  "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+                  "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+                  "complex64": "<c8", "complex128": "<c16"}
 
 
 def _method(fn):
@@ -296,13 +297,14 @@ def _caster(name, dt):
 for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
                    ("bfloat16", _dtype.bfloat16), ("int", _dtype.int32), ("long", _dtype.int64),
                    ("short", _dtype.int16), ("char", _dtype.int8), ("byte", _dtype.uint8),
-                   ("bool", _dtype.bool)):
+                   ("bool", _dtype.bool), ("cfloat", _dtype.complex64), ("cdouble", _dtype.complex128)):
     _caster(_name, _dt)
 
 _LEGACY_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                 "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
                 "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-                "bool": "BoolTensor"}
+                "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+                "complex128": "ComplexDoubleTensor"}
 
 
 @_method

@@ -20,6 +20,7 @@ _PROFILES = {
 # Dtypes that never get a ``dtype=`` suffix on non-empty tensors (the default
 # floating dtype is added at render time).
 _IMPLICIT_DTYPES = ("int64", "bool")
+_DEFAULT_COMPLEX = {"float32": "complex64", "float64": "complex128"}
 
 
 class _PrintOptions:
@@ -133,6 +134,22 @@ class _ElementFormatter:
         return text.rjust(self.width)
 
 
+class _ComplexFormatter:
+    """Complex elements: the real parts and the imaginary parts each get their own common
+    width and style; an element is the padded real part, the sign and the imaginary part
+    with its padding dropped, then ``j`` (``  1.5000+2.0000e+00j``)."""
+
+    def __init__(self, values):
+        self.real = _ElementFormatter([v.real for v in values], True)
+        self.imag = _ElementFormatter([v.imag for v in values], True)
+        self.width = self.real.width + self.imag.width + 1  # the line-wrapping width
+
+    def format(self, value):
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.real.format(value.real) + sign + imag
+
+
 # ---------------------------------------------------------------------------
 # Nested-list helpers
 # ---------------------------------------------------------------------------
@@ -223,7 +240,10 @@ def _body(t, indent):
     data = t.tolist()
     summarize = t.numel() > _OPTS.threshold
     shown = _visible_values(data, ndim, _OPTS.edgeitems) if summarize else _flatten(data, ndim, [])
-    fmt = _ElementFormatter(shown, bool(t.dtype.is_floating_point))
+    if getattr(t.dtype, 'is_complex', False):
+        fmt = _ComplexFormatter(shown)
+    else:
+        fmt = _ElementFormatter(shown, bool(t.dtype.is_floating_point))
     return _render(data, ndim, indent, summarize, fmt)
 
 
@@ -237,24 +257,26 @@ def tensor_repr(t, default_dtype_name="float32"):
     prefix = "tensor("
     indent = len(prefix)
     name = _dtype_name(t.dtype)
+    # the default complex type goes with the default floating type
+    defaults = (default_dtype_name, _DEFAULT_COMPLEX.get(default_dtype_name))
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     if t.device.type == "meta":  # no values to show: PyTorch's placeholder
         body = "..."
         suffixes.append(f"size={tuple(t.shape)}")
-        if name != default_dtype_name:
+        if name not in defaults:
             suffixes.append(f"dtype={t.dtype}")
     elif t.numel() == 0:
         body = "[]"
         if t.dim() != 1:
             suffixes.append(f"size={tuple(t.shape)}")
-        if name != default_dtype_name:
+        if name not in defaults:
             suffixes.append(f"dtype={t.dtype}")
     else:
         if not _OPTS.edgeitems:
             suffixes.append(f"size={tuple(t.shape)}")
-        if name != default_dtype_name and name not in _IMPLICIT_DTYPES:
+        if name not in defaults and name not in _IMPLICIT_DTYPES:
             suffixes.append(f"dtype={t.dtype}")
         body = _body(t, indent)
     grad_fn = t.grad_fn

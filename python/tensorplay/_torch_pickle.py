@@ -17,7 +17,7 @@ import copy
 import pickle
 
 from tensorplay import _C
-from tensorplay._dtype import ALL_DTYPES, uint8
+from tensorplay._dtype import ALL_DTYPES, COMPLEX_DTYPES, uint8
 from tensorplay._tensor import Size, Tensor, UntypedStorage, _LEGACY_TYPE
 from tensorplay.autograd.grad_mode import no_grad
 from tensorplay.nn.parameter import Parameter
@@ -46,7 +46,7 @@ TORCH_SIZE = TorchName("torch", "Size")
 TORCH_DEVICE = TorchName("torch", "device")
 # torch.FloatStorage, torch.BFloat16Storage, ...: the storage type a persistent id names
 STORAGE_NAMES = {dt: TorchName("torch", _LEGACY_TYPE[dt._name].replace("Tensor", "Storage"))
-                 for dt in ALL_DTYPES}
+                 for dt in ALL_DTYPES + COMPLEX_DTYPES}
 
 
 class SavedStorage:
@@ -292,7 +292,7 @@ def _torch_table():
         "torch.nn.parameter.Parameter": Parameter,
         "torch.storage.UntypedStorage": StorageType("torch.storage.UntypedStorage", None),
     }
-    for dt in ALL_DTYPES:
+    for dt in ALL_DTYPES + COMPLEX_DTYPES:
         table[f"torch.{dt._name}"] = dt
         name = STORAGE_NAMES[dt].name
         table[f"torch.{name}"] = table[f"torch.cuda.{name}"] = StorageType(f"torch.{name}", dt)

@@ -89,7 +89,7 @@ def test_from_numpy_negative_strides(make):
         tp.from_numpy(a)
 
 
-@pytest.mark.parametrize('dtype', [np.complex64, np.complex128, np.uint16, np.uint32, np.uint64,
+@pytest.mark.parametrize('dtype', [np.clongdouble, np.uint16, np.uint32, np.uint64,
                                    object, np.longdouble, 'U3', 'datetime64[s]'], ids=str)
 def test_from_numpy_unsupported_dtype(dtype):
     a = np.zeros(3, dtype=dtype)

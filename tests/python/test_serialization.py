@@ -152,7 +152,7 @@ def test_torch_parameter_with_attributes_and_tensor_attributes():
         tp.load(io.BytesIO(_saved(torch.save, t)))
 
 
-@pytest.mark.parametrize("dtype, name", [(torch.complex64, "torch.ComplexFloatStorage"),
+@pytest.mark.parametrize("dtype, name", [(torch.complex32, "torch.ComplexHalfStorage"),
                                          (torch.uint16, "torch.storage.UntypedStorage")])
 def test_torch_dtypes_tensorplay_lacks_raise(dtype, name):
     data = _saved(torch.save, torch.ones(2, dtype=dtype))

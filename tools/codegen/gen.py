@@ -35,7 +35,11 @@ DTYPE_SETS = {
     "intbool": ["Bool", "UInt8", "Int8", "Int16", "Int32", "Int64"],
 }
 CPP_TYPE = {"Bool": "bool", "UInt8": "uint8_t", "Int8": "int8_t", "Int16": "int16_t",
-            "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double"}
+            "Int32": "int32_t", "Int64": "int64_t", "Float32": "float", "Float64": "double",
+            "Complex64": "::tp::complex64_t", "Complex128": "::tp::complex128_t"}
+# A kernel with `complex: true` also instantiates for the complex types on the CPU (Note
+# [Complex functors]).
+COMPLEX_DTYPES = ["Complex64", "Complex128"]
 PROMOTE = {"common": "Promote::Common", "int_to_float": "Promote::IntToFloat",
            "bool_out": "Promote::BoolOut", "same": "Promote::Same",
            "bool_out_only": "Promote::BoolOutOnly"}
@@ -194,11 +198,12 @@ def key_expr(op):
 # ------------------------------------------------------------------ generation
 def load(op_dir):
     """ops.yaml holds the pointwise kernels and the foundation ops; every other
-    csrc/ops/<family>.yaml adds the ops of one family (same entry format)."""
+    csrc/ops/<family>.yaml (or csrc/ops/<family>/<family>.yaml, for a family with its own
+    folder) adds the ops of one family (same entry format)."""
     op_dir = Path(op_dir)
     data = yaml.safe_load((op_dir / "ops.yaml").read_text())
     entries = list(data["ops"])
-    for extra in sorted(op_dir.glob("*.yaml")):
+    for extra in sorted([*op_dir.glob("*.yaml"), *op_dir.glob("*/*.yaml")]):
         if extra.name not in ("ops.yaml", AUTOCAST_YAML):
             entries += yaml.safe_load(extra.read_text()).get("ops") or []
     ops = []
@@ -516,7 +521,7 @@ def gen_cpu_kernels(kernels, shard):
     for n in names:
         spec = kernels[n]
         loop = loops[spec["arity"]]
-        for dt in DTYPE_SETS[spec["dtypes"]]:
+        for dt in DTYPE_SETS[spec["dtypes"]] + (COMPLEX_DTYPES if spec.get("complex") else []):
             tmpl = f"{n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
             out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &{loop}<{tmpl}>;")
     out += ["}", "}  // namespace",

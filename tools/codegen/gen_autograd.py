@@ -10,6 +10,8 @@ Absent: backward through the op raises NotImplementedError.
 A key may name several inputs ("input, weight, bias"): its formula computes their gradients
 at once and returns a std::tuple in that order; it may read `grad_input_mask` (a
 std::array<bool, n>: which of them are needed). Plain Tensor inputs only.
+`complex_grad: direct`: the formulas already give complex gradients in PyTorch's convention
+(otherwise they are read as holomorphic, Note [Complex gradients of holomorphic formulas]).
 `node:` overrides the node's name where PyTorch's differs (_to_dtype -> ToCopyBackward0).
 `output_differentiability:` (a list of booleans, one per output) marks the outputs that
 never require grad although floating (lstsq's singular_values), as PyTorch's key does.
@@ -174,6 +176,12 @@ def gen_node(spec):
     lines += [f"  {f}" for f in fields]
     lines.append("  void release_variables() override { " + " ".join(release) + " }")
     lines.append("  variable_list apply(variable_list&& grads) override {")
+    # Note [Complex gradients of holomorphic formulas]: a formula written as grad * f'(z)
+    # gives PyTorch's complex gradient grad * conj(f'(z)) as conj(formula(conj(grad))); ops
+    # whose formulas are written in that convention already say `complex_grad: direct`.
+    holo = op.entry.get("complex_grad") != "direct"
+    if holo:
+        lines.append("    const bool conj_grads = conjugate_complex(grads);")
     lines.append("    [[maybe_unused]] const Tensor& grad = grads[0];")
     for a in spec.saved_tensors:
         if a.optional:
@@ -223,6 +231,8 @@ def gen_node(spec):
         else:
             lines.append(f"    if (should_compute_output(pos)) out[pos] = {f};")
             lines.append("    ++pos;")
+    if holo:
+        lines.append("    if (conj_grads) conjugate_complex(out);")
     lines.append("    return out;")
     lines.append("  }")
     lines.append("};")
@@ -380,22 +390,22 @@ def gen_fw(spec, inplace, outs, call_args):
         names = ["self"] if inplace else [r for i, r in enumerate(outs) if differentiable[i]]
         lines.append("    std::vector<Tensor> fw_outs;")
         for r in names:
-            lines.append(f"    if (is_floating({r}.dtype())) {{ fw_outs.push_back({r}); "
+            lines.append(f"    if (is_floating_or_complex({r}.dtype())) {{ fw_outs.push_back({r}); "
                          f"fw_node->add_input_metadata({r}); }}")
         lines.append("    auto fw_ts = jvp_from_backward(*fw_node, fw_outs, fw_tangents);")
         lines.append("    size_t k = 0;")
         for r in names:
             target = "set_inplace_fw_grad(self, fw_ts[k++])" if inplace else f"set_fw_grad({r}, fw_ts[k++])"
-            lines.append(f"    if (is_floating({r}.dtype())) {target};")
+            lines.append(f"    if (is_floating_or_complex({r}.dtype())) {target};")
     elif jvp_mode(op) == "formulas":
         lines.append(f"    auto fw_ts = {spec.cls}_jvp({call_args}, {', '.join(outs)}, Tensor());")
         for i, r in enumerate(outs):
-            lines.append(f"    if (fw_ts[{i}].defined() && is_floating({r}.dtype())) set_fw_grad({r}, fw_ts[{i}]);")
+            lines.append(f"    if (fw_ts[{i}].defined() && is_floating_or_complex({r}.dtype())) set_fw_grad({r}, fw_ts[{i}]);")
     else:
         before = "fw_self_before" if inplace else "Tensor()"
         lines.append(f"    Tensor result_t = {spec.cls}_jvp({call_args}, result, {before});")
         target = "set_inplace_fw_grad(self, result_t)" if inplace else "set_fw_grad(result, result_t)"
-        lines.append(f"    if (result_t.defined() && is_floating(result.dtype())) {target};")
+        lines.append(f"    if (result_t.defined() && is_floating_or_complex(result.dtype())) {target};")
     lines.append("  }")
     return lines
 
@@ -459,7 +469,7 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
         if same:
             cond = " || ".join(f"result.is_same({n})" for n in same)
             lines.append(f"  if ({cond}) return result;")
-        lines.append(f"  if (record && is_floating(result.dtype())) set_history(result, node);")
+        lines.append(f"  if (record && is_floating_or_complex(result.dtype())) set_history(result, node);")
     else:
         lines.append(f"  {op.ret} res;")
         lines.append(f"  {{ GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; res = {kernel_call}; }}")
@@ -467,7 +477,7 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
         for i, r in enumerate(outs):
             lines.append(f"  [[maybe_unused]] const Tensor& {r} = std::get<{i}>(res);")
             if differentiable[i]:
-                lines.append(f"  if (record && is_floating({r}.dtype())) set_history({r}, node);")
+                lines.append(f"  if (record && is_floating_or_complex({r}.dtype())) set_history({r}, node);")
     if formulas:
         for i, r in spec.saved_outputs:
             lines.append(f"  if (record) node->{r}_ = SavedVariable({r}, true);")

@@ -17,6 +17,10 @@ namespace {
 template <class To, class From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) return v;
+  else if constexpr (kComplex<From> && kComplex<To>) return To(v);
+  else if constexpr (kComplex<To>) return To(convert<real_t<To>>(v), real_t<To>(0));
+  else if constexpr (kComplex<From> && std::is_same_v<To, bool>) return v.re != 0 || v.im != 0;
+  else if constexpr (kComplex<From>) return convert<To>(v.re);  // to a real type: the real part
   else if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.f || (v != v);
   else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
     return convert<To>(static_cast<float>(v));
@@ -72,8 +76,8 @@ void cast_loop(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
 
 void cast_kernel(const char* src, int64_t ss, DType sdt, char* dst, int64_t ds, DType ddt,
                  int64_t n) {
-  visit_dtype(sdt, [&](auto from) {
-    visit_dtype(ddt, [&](auto to) {
+  visit_dtype_with_complex(sdt, [&](auto from) {
+    visit_dtype_with_complex(ddt, [&](auto to) {
       cast_loop<decltype(to), decltype(from)>(src, ss, dst, ds, n);
     });
   });

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/complex.h"
 #include "core/cpu_capability.h"
 #include "kernels/functors/special_math.h"
 #include "kernels/tensor_iterator.h"
@@ -134,11 +135,30 @@ template <class T> struct Predicate {
   Predicate(const KernelParams&) {}
 };
 
+// Note [Complex functors]: a functor whose kernel ops.yaml instantiates for the complex
+// types (`complex: true`; CPU only so far) computes a complex x through Name_complex(x),
+// found by argument-dependent lookup in namespace tp below, on std::complex (C99 Annex G
+// special values). The others never see a complex T, so their real-only bodies stay as
+// they are: `if constexpr` discards the complex branch of a real instantiation.
+template <class T> inline Complex<T> Sqrt_complex(Complex<T> x) { return std::sqrt(x.std()); }
+template <class T> inline Complex<T> Exp_complex(Complex<T> x) { return std::exp(x.std()); }
+template <class T> inline Complex<T> Log_complex(Complex<T> x) { return std::log(x.std()); }
+template <class T> inline Complex<T> Sin_complex(Complex<T> x) { return std::sin(x.std()); }
+template <class T> inline Complex<T> Cos_complex(Complex<T> x) { return std::cos(x.std()); }
+template <class T> inline Complex<T> Tanh_complex(Complex<T> x) { return std::tanh(x.std()); }
+template <class T> inline Complex<T> Reciprocal_complex(Complex<T> x) { return Complex<T>(T(1)) / x; }
+template <class T> inline Complex<T> Sigmoid_complex(Complex<T> x) {
+  return Complex<T>(T(1)) / (Complex<T>(T(1)) + Exp_complex(-x));
+}
+
 // ---------------------------------------------------------------- unary
-#define TP_FLOAT_UNARY(Name, expr)                       \
-  template <class T> struct Name : Base<T> {             \
-    using Base<T>::Base;                                 \
-    TP_HD T operator()(T x) const { return expr; }             \
+#define TP_FLOAT_UNARY(Name, expr)                                    \
+  template <class T> struct Name : Base<T> {                          \
+    using Base<T>::Base;                                              \
+    TP_HD T operator()(T x) const {                                   \
+      if constexpr (kComplex<T>) return Name##_complex(x);            \
+      else return expr;                                               \
+    }                                                                 \
   };
 TP_FLOAT_UNARY(Sqrt, std::sqrt(x))
 TP_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(x))
@@ -167,7 +187,10 @@ TP_FLOAT_UNARY(Reciprocal, T(1) / x)
 #define TP_VEC_UNARY(Name, expr, vexpr)                                           \
   template <class T> struct Name : Base<T> {                                      \
     using Base<T>::Base;                                                          \
-    TP_HD T operator()(T x) const { return expr; }                                      \
+    TP_HD T operator()(T x) const {                                               \
+      if constexpr (kComplex<T>) return Name##_complex(x);                        \
+      else return expr;                                                           \
+    }                                                                             \
     TP_VEC_BODY(vexpr)                                                            \
   };
 #ifdef TP_VEC_LANES
@@ -195,6 +218,13 @@ template <class T> struct Relu : Base<T> {
   TP_HD T operator()(T x) const {  // NaN stays NaN, as PyTorch's relu
     if constexpr (kFloat<T>) return x < T(0) ? T(0) : x;
     else return x > T(0) ? x : T(0);
+  }
+};
+template <class T> struct Conj : Base<T> {  // the identity on real types
+  using Base<T>::Base;
+  TP_HD T operator()(T x) const {
+    if constexpr (kComplex<T>) return conj(x);
+    else return x;
   }
 };
 template <class T> struct Abs : Base<T> {

@@ -40,7 +40,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
             if out.requires_grad:
                 if out.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.is_floating_point():
+                if not out.is_floating_point() or out.is_complex():
                     raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                        f"outputs but got {out.dtype}")
                 g = _C.ones(tuple(out.shape), dtype=out.dtype, device=out.device)
