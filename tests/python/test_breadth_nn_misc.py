@@ -166,3 +166,138 @@ def test_affine_grid_generator(size, align):
         tp.affine_grid_generator(_tp(theta), [2, 1, 3], align)
     with pytest.raises(TypeError):
         tp.affine_grid_generator(_tp(theta), size)
+
+
+# ---- fractional max pooling --------------------------------------------------------------------
+
+_FRACTIONAL_CASES = [
+    (2, (2, 3, 9, 11), 3, {'output_size': (5, 6)}),
+    (2, (3, 10, 7), (2, 3), {'output_size': (6, 4)}),
+    (2, (2, 3, 12, 12), 2, {'output_size': 11}),
+    (2, (1, 2, 9, 9), 3, {'output_size': 1}),
+    (2, (2, 3, 20, 16), 3, {'output_ratio': (0.5, 0.7)}),
+    (3, (2, 3, 7, 8, 9), 2, {'output_size': (4, 5, 6)}),
+    (3, (3, 7, 8, 9), (1, 2, 3), {'output_size': (5, 6, 5)}),
+    (3, (1, 2, 8, 9, 10), 2, {'output_ratio': 0.5}),
+]
+
+
+@pytest.mark.parametrize('dims,shape,kernel,kw', _FRACTIONAL_CASES)
+@pytest.mark.parametrize('dtype', ['float32', 'float64'])
+def test_fractional_max_pool_seeded(dims, shape, kernel, kw, dtype):
+    """Without _random_samples the draws (and so values, indices and gradients) match
+    PyTorch's bit for bit under the same seed."""
+    for seed in range(3):
+        x = torch.randn(*shape, dtype=getattr(torch, dtype), requires_grad=True)
+        xt = _tp(x)
+        torch.manual_seed(seed)
+        expected = getattr(torch.nn.functional, f'fractional_max_pool{dims}d')(x, kernel, return_indices=True, **kw)
+        tp.manual_seed(seed)
+        got = getattr(tp.nn.functional, f'fractional_max_pool{dims}d')(xt, kernel, return_indices=True, **kw)
+        _close(got[0], expected[0], rtol=0, atol=0)
+        _close(got[1], expected[1], rtol=0, atol=0)
+        g = torch.randn_like(expected[0])
+        expected[0].backward(g)
+        got[0].backward(_tp(g))
+        _close(xt.grad, x.grad, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_fractional_max_pool_reduced_precision(dtype):
+    x = torch.randn(2, 3, 50, 40).to(getattr(torch, dtype))
+    torch.manual_seed(1)
+    expected = torch.nn.functional.fractional_max_pool2d(x, 3, output_ratio=(0.5, 0.5), return_indices=True)
+    tp.manual_seed(1)
+    got = tp.nn.functional.fractional_max_pool2d(_tp(x.float()).to(getattr(tp, dtype)), 3,
+                                                 output_ratio=(0.5, 0.5), return_indices=True)
+    _close(got[1], expected[1], rtol=0, atol=0)
+    _close(got[0].float(), expected[0].float(), rtol=0, atol=0)
+
+
+def test_fractional_max_pool_given_samples_and_modules():
+    x = torch.randn(2, 3, 9, 9, dtype=torch.float64)
+    samples = torch.rand(2, 3, 2, dtype=torch.float64)
+    for return_indices in (False, True):
+        expected = torch.nn.FractionalMaxPool2d(3, output_size=(5, 4), return_indices=return_indices,
+                                                _random_samples=samples)(x)
+        m = tp.nn.FractionalMaxPool2d(3, output_size=(5, 4), return_indices=return_indices,
+                                      _random_samples=_tp(samples))
+        got = m(_tp(x))
+        for a, b in zip(got if return_indices else (got,), expected if return_indices else (expected,)):
+            _close(a, b, rtol=0, atol=0)
+        assert '_random_samples' in dict(m.named_buffers())
+    x3 = torch.randn(2, 3, 7, 8, 9, dtype=torch.float64)
+    samples3 = torch.rand(4, 3, 3, dtype=torch.float64)  # more rows than the batch is fine
+    _close(tp.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=_tp(samples3))(_tp(x3)),
+           torch.nn.FractionalMaxPool3d(2, output_ratio=0.5, _random_samples=samples3)(x3), rtol=0, atol=0)
+    assert repr(tp.nn.FractionalMaxPool2d(2, output_ratio=0.5)) == 'FractionalMaxPool2d()'
+    torch.manual_seed(7)
+    expected = torch.nn.FractionalMaxPool3d(2, output_size=3)(x3)
+    tp.manual_seed(7)
+    _close(tp.nn.FractionalMaxPool3d(2, output_size=3)(_tp(x3)), expected, rtol=0, atol=0)
+
+
+def test_fractional_max_pool_nan_and_ties():
+    x = torch.tensor([[[[1., float('nan'), 3.], [float('nan'), 5., 5.], [5., 0., 0.]]]])
+    s = torch.tensor([[[0.4, 0.6]]])
+    for o in (1, 2):
+        expected = torch.nn.functional.fractional_max_pool2d(x, 2, output_size=o, return_indices=True,
+                                                             _random_samples=s)
+        got = tp.nn.functional.fractional_max_pool2d(_tp(x), 2, output_size=o, return_indices=True,
+                                                     _random_samples=_tp(s))
+        _close(got[1], expected[1], rtol=0, atol=0)
+        np.testing.assert_array_equal(_np(got[0]), _np(expected[0]))
+
+
+_FRACTIONAL_ERRORS = [
+    (2, (2, 3, 9, 9), 3, {'output_size': (8, 8)}),
+    (2, (2, 3, 9, 9), 3, {'output_size': (7, 8)}),
+    (2, (2, 3, 9, 9), 3, {}),
+    (2, (2, 3, 9, 9), 3, {'output_ratio': (0.5, 0.5, 0.5)}),
+    (2, (2, 3, 9, 9), (3, 3, 3), {'output_size': 4}),
+    (2, (2, 3, 9, 9), 3, {'output_size': (4, 4, 4)}),
+    (2, (9, 9), 3, {'output_size': 4}),
+    (2, (1, 2, 3, 9, 9), 3, {'output_size': 4}),
+    (2, (2, 0, 9, 9), 3, {'output_size': 4}),
+    (2, (2, 3, 9, 9), 3, {'output_size': 4, '_random_samples': (2, 3, 3)}),
+    (2, (2, 3, 9, 9), 3, {'output_size': 4, '_random_samples': (1, 3, 2)}),
+    (2, (2, 3, 9, 9), 3, {'output_size': 4, '_random_samples': (2, 4, 2)}),
+    (2, (2, 3, 9, 9), 3, {'output_size': 4, '_random_samples': (6, 2)}),
+    (2, (2, 3, 9, 9), 3, {'output_size': 4, '_random_samples': 'float64'}),
+    (3, (1, 1, 5, 6, 7), 2, {'output_size': (4, 5, 6)}),
+    (3, (1, 1, 5, 6, 7), 2, {'output_size': (3, 5, 6)}),
+    (3, (1, 1, 5, 6, 7), (1, 1, 2), {'output_size': (4, 6, 5)}),
+    (3, (1, 1, 5, 6, 7), 2, {'output_size': (3, 4)}),
+    (3, (2, 3, 7, 8, 9), 2, {'output_size': 3, '_random_samples': (2, 3, 2)}),
+]
+
+
+@pytest.mark.parametrize('dims,shape,kernel,kw', _FRACTIONAL_ERRORS)
+def test_fractional_max_pool_errors(dims, shape, kernel, kw):
+    x = torch.randn(*shape)
+    kw_tp = dict(kw)
+    s = kw.get('_random_samples')
+    if s == 'float64':
+        kw['_random_samples'] = torch.rand(shape[0], shape[1], dims, dtype=torch.float64)
+    elif s is not None:
+        kw['_random_samples'] = torch.rand(*s)
+    if s is not None:
+        kw_tp['_random_samples'] = _tp(kw['_random_samples'])
+    with pytest.raises(Exception) as expected:
+        getattr(torch.nn.functional, f'fractional_max_pool{dims}d')(x, kernel, **kw)
+    with pytest.raises(expected.type) as got:
+        getattr(tp.nn.functional, f'fractional_max_pool{dims}d')(_tp(x), kernel, **kw_tp)
+    message = str(expected.value).split(':')[-1].strip()
+    if 'Dimension out of range' not in message:
+        assert message.split(' (got')[0] in str(got.value)
+
+
+def test_fractional_max_pool_integer_and_module_errors():
+    with pytest.raises(NotImplementedError, match='fractional_max_pool2d'):
+        tp.nn.functional.fractional_max_pool2d(tp.ones(1, 1, 5, 5, dtype=tp.int64), 2, output_size=2)
+    for make in ('FractionalMaxPool2d', 'FractionalMaxPool3d'):
+        for args, kw in [((2,), {}), ((2, 3, 0.5), {}), ((2,), {'output_ratio': 1.5})]:
+            with pytest.raises(ValueError) as expected:
+                getattr(torch.nn, make)(*args, **kw)
+            with pytest.raises(ValueError, match=str(expected.value).split('(')[0]):
+                getattr(tp.nn, make)(*args, **kw)

@@ -93,6 +93,11 @@ from tensorplay.nn.functional.conv_pool import (  # noqa: F401
     max_unpool2d,
     max_unpool3d,
     unfold)
+from tensorplay.nn.functional.fractional_pool import (  # noqa: F401
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices)
 from tensorplay.nn.functional.spatial import (  # noqa: F401
     affine_grid,
     channel_shuffle,

@@ -33,7 +33,8 @@ from tensorplay.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,
                                            AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d,
                                            AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,
                                            MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
-                                           MaxUnpool2d, MaxUnpool3d)
+                                           MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d,
+                                           FractionalMaxPool3d)
 from tensorplay.nn.modules.padding import (CircularPad1d, CircularPad2d, CircularPad3d,
                                            ConstantPad1d, ConstantPad2d, ConstantPad3d,
                                            ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
