@@ -301,3 +301,33 @@ def test_fractional_max_pool_integer_and_module_errors():
                 getattr(torch.nn, make)(*args, **kw)
             with pytest.raises(ValueError, match=str(expected.value).split('(')[0]):
                 getattr(tp.nn, make)(*args, **kw)
+
+
+# ---- CrossMapLRN2d -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize('size', [2, 3, 4, 5, 6])
+@pytest.mark.parametrize('channels', [1, 3, 8])
+def test_cross_map_lrn2d(size, channels):
+    """Forward and (legacy-formula) backward as PyTorch's, quirks included."""
+    torch.manual_seed(size * 10 + channels)
+    x = torch.randn(2, channels, 3, 4, dtype=torch.float64, requires_grad=True)
+    m = torch.nn.CrossMapLRN2d(size, alpha=0.3, beta=0.75, k=1.5)
+    mt = tp.nn.CrossMapLRN2d(size, alpha=0.3, beta=0.75, k=1.5)
+    assert repr(mt) == repr(m)
+    xt = _tp(x)
+    y, yt = m(x), mt(xt)
+    _close(yt, y, rtol=1e-12, atol=1e-14)
+    g = torch.randn_like(y)
+    y.backward(g)
+    yt.backward(_tp(g))
+    _close(xt.grad, x.grad, rtol=1e-12, atol=1e-14)
+
+
+def test_cross_map_lrn2d_defaults_and_errors():
+    x = torch.randn(2, 6, 5, 5)
+    _close(tp.nn.CrossMapLRN2d(3)(_tp(x)), torch.nn.CrossMapLRN2d(3)(x), rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match='CrossMapLRN2d: Expected input to be 4D, got 3D instead.'):
+        tp.nn.CrossMapLRN2d(3)(tp.randn(6, 5, 5))
+    xt = tp.randn(2, 3, 4, 4, requires_grad=True)
+    with pytest.raises(RuntimeError):  # PyTorch's legacy backward cannot run size 1
+        tp.nn.CrossMapLRN2d(1)(xt).sum().backward()

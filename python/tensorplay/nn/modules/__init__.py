@@ -26,6 +26,7 @@ from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatte
 from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm,
                                                  GroupNorm, InstanceNorm1d, InstanceNorm2d,
                                                  InstanceNorm3d, LayerNorm, LocalResponseNorm,
+                                                 CrossMapLRN2d,
                                                  RMSNorm)
 from tensorplay.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
                                         ConvTranspose3d)
