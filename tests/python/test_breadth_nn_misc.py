@@ -331,3 +331,145 @@ def test_cross_map_lrn2d_defaults_and_errors():
     xt = tp.randn(2, 3, 4, 4, requires_grad=True)
     with pytest.raises(RuntimeError):  # PyTorch's legacy backward cannot run size 1
         tp.nn.CrossMapLRN2d(1)(xt).sum().backward()
+
+
+# ---- F.multi_head_attention_forward ------------------------------------------------------------
+
+def _mha_args(separate, bias, bias_kv, E=8, H=2, kdim=6, vdim=5):
+    g = torch.Generator().manual_seed(11)
+    r = lambda *s: torch.randn(*s, dtype=torch.float64, generator=g, requires_grad=True)  # noqa: E731
+    args = {'in_proj_weight': None if separate else r(3 * E, E),
+            'in_proj_bias': r(3 * E) if bias else None,
+            'bias_k': r(1, 1, E) if bias_kv else None, 'bias_v': r(1, 1, E) if bias_kv else None,
+            'out_proj_weight': r(E, E), 'out_proj_bias': r(E) if bias else None}
+    if separate:
+        args.update(q_proj_weight=r(E, E), k_proj_weight=r(E, kdim), v_proj_weight=r(E, vdim))
+    return args
+
+
+def _mha_call(lib, q, k, v, E, H, args, zero_attn, **kw):
+    conv = (lambda t: t) if lib is torch else (lambda t: None if t is None else _tp(t))
+    a = {n: conv(t) for n, t in args.items()}
+    fn = lib.nn.functional.multi_head_attention_forward
+    return fn(conv(q), conv(k), conv(v), E, H, a['in_proj_weight'], a['in_proj_bias'], a['bias_k'],
+              a['bias_v'], zero_attn, 0.0, a['out_proj_weight'], a['out_proj_bias'],
+              use_separate_proj_weight='q_proj_weight' in a, q_proj_weight=a.get('q_proj_weight'),
+              k_proj_weight=a.get('k_proj_weight'), v_proj_weight=a.get('v_proj_weight'),
+              **{n: conv(t) if isinstance(t, torch.Tensor) else t for n, t in kw.items()})
+
+
+@pytest.mark.parametrize('separate', [False, True])
+@pytest.mark.parametrize('bias,bias_kv,zero_attn', [(True, False, False), (False, True, True), (True, True, False)])
+@pytest.mark.parametrize('masks', ['none', 'bool', 'float', 'padding', 'both'])
+@pytest.mark.parametrize('need_weights,average', [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize('batched', [True, False])
+def test_multi_head_attention_forward(separate, bias, bias_kv, zero_attn, masks, need_weights, average, batched):
+    E, H, L, S, N = 8, 2, 4, 5, 3
+    torch.manual_seed(12)
+    kdim, vdim = (6, 5) if separate else (E, E)
+    q = torch.randn(*((L, N, E) if batched else (L, E)), dtype=torch.float64)
+    k = torch.randn(*((S, N, kdim) if batched else (S, kdim)), dtype=torch.float64)
+    v = torch.randn(*((S, N, vdim) if batched else (S, vdim)), dtype=torch.float64)
+    kw = {'need_weights': need_weights, 'average_attn_weights': average}
+    if masks in ('bool', 'both'):
+        kw['attn_mask'] = torch.rand(L, S) > 0.7
+    if masks == 'float':
+        kw['attn_mask'] = torch.randn(N * H if batched else H, L, S, dtype=torch.float64)
+    if masks in ('padding', 'both'):
+        kpm = torch.zeros(N, S, dtype=torch.bool)
+        kpm[0, -2:] = True
+        kw['key_padding_mask'] = kpm if batched else kpm[0]
+    args = _mha_args(separate, bias, bias_kv, E, H, kdim, vdim)
+    expected = _mha_call(torch, q, k, v, E, H, args, zero_attn, **kw)
+    got = _mha_call(tp, q, k, v, E, H, args, zero_attn, **kw)
+    _close(got[0], expected[0], rtol=1e-10, atol=1e-12)
+    if need_weights:
+        _close(got[1], expected[1], rtol=1e-10, atol=1e-12)
+    else:
+        assert got[1] is None and expected[1] is None
+
+
+def test_multi_head_attention_forward_static_kv_causal_and_grad():
+    E, H, L, S, N = 8, 2, 4, 5, 3
+    torch.manual_seed(13)
+    q = torch.randn(L, N, E, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(S, N, E, dtype=torch.float64)
+    sk = torch.randn(N * H, 6, E // H, dtype=torch.float64)
+    sv = torch.randn(N * H, 6, E // H, dtype=torch.float64)
+    args = _mha_args(False, True, False, E, H)
+    kw = dict(static_k=sk, static_v=sv)
+    for out_t, out_p in zip(_mha_call(torch, q, k, k, E, H, args, False, **kw),
+                            _mha_call(tp, q, k, k, E, H, args, False, **kw)):
+        _close(out_p, out_t, rtol=1e-10, atol=1e-12)
+    mask = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
+    for need in (False, True):
+        kw = dict(attn_mask=mask, is_causal=True, need_weights=need)
+        expected = _mha_call(torch, q, q, q, E, H, args, False, **kw)
+        got = _mha_call(tp, q, q, q, E, H, args, False, **kw)
+        _close(got[0], expected[0], rtol=1e-10, atol=1e-12)
+    # gradients through every weight
+    args = _mha_args(True, True, True, E, H, E, E)
+    targs = {n: _tp(t) for n, t in args.items() if t is not None}
+    qt = _tp(q)
+    out_t = torch.nn.functional.multi_head_attention_forward(
+        q, q, q, E, H, None, args['in_proj_bias'], args['bias_k'], args['bias_v'], True, 0.0,
+        args['out_proj_weight'], args['out_proj_bias'], use_separate_proj_weight=True,
+        q_proj_weight=args['q_proj_weight'], k_proj_weight=args['k_proj_weight'],
+        v_proj_weight=args['v_proj_weight'])
+    out_p = tp.nn.functional.multi_head_attention_forward(
+        qt, qt, qt, E, H, None, targs['in_proj_bias'], targs['bias_k'], targs['bias_v'], True, 0.0,
+        targs['out_proj_weight'], targs['out_proj_bias'], use_separate_proj_weight=True,
+        q_proj_weight=targs['q_proj_weight'], k_proj_weight=targs['k_proj_weight'],
+        v_proj_weight=targs['v_proj_weight'])
+    (out_t[0].sum() + out_t[1].sum()).backward()
+    (out_p[0].sum() + out_p[1].sum()).backward()
+    _close(qt.grad, q.grad, rtol=1e-9, atol=1e-11)
+    for n, t in targs.items():
+        _close(t.grad, args[n].grad, rtol=1e-9, atol=1e-11)
+
+
+def test_multi_head_attention_forward_dropout_draws():
+    E, H = 8, 2
+    torch.manual_seed(14)
+    q = torch.randn(4, 3, E)
+    args = _mha_args(False, True, False, E, H)
+    args = {n: None if t is None else t.detach().float() for n, t in args.items()}
+    for need in (True, False):
+        outs = []
+        for lib in (torch, tp):
+            lib.manual_seed(5)
+            conv = (lambda t: t) if lib is torch else (lambda t: None if t is None else _tp(t))
+            outs.append(lib.nn.functional.multi_head_attention_forward(
+                conv(q), conv(q), conv(q), E, H, conv(args['in_proj_weight']), conv(args['in_proj_bias']),
+                None, None, False, 0.5, conv(args['out_proj_weight']), conv(args['out_proj_bias']),
+                need_weights=need)[0])
+        _close(outs[1], outs[0], rtol=1e-5, atol=1e-6)
+
+
+def test_multi_head_attention_forward_errors():
+    E, H = 8, 2
+    q = torch.randn(4, 3, E)
+    args = _mha_args(False, True, False, E, H)
+    args = {n: None if t is None else t.detach().float() for n, t in args.items()}
+    cases = [
+        ((q, q, q, 6, H), {}),
+        ((q, q, q, E, 3), {}),
+        ((q[0, 0], q[0, 0], q[0, 0], E, H), {}),
+        ((q, q[:, :, :4], q, E, H), {}),
+        ((q, q, q, E, H), {'attn_mask': torch.zeros(4, 5)}),
+        ((q, q, q, E, H), {'attn_mask': torch.zeros(5, 4, 4)}),
+        ((q, q, q, E, H), {'attn_mask': torch.zeros(4, 4, dtype=torch.int64)}),
+        ((q, q, q, E, H), {'key_padding_mask': torch.zeros(3, 5, dtype=torch.bool)}),
+        ((q, q, q, E, H), {'is_causal': True}),
+        ((q, q[:, :2], q[:, :2], E, H), {}),
+    ]
+    for (qq, kk, vv, e, h), kw in cases:
+        tail = (args['in_proj_weight'], args['in_proj_bias'], None, None, False, 0.0,
+                args['out_proj_weight'], args['out_proj_bias'])
+        with pytest.raises(Exception) as expected:
+            torch.nn.functional.multi_head_attention_forward(qq, kk, vv, e, h, *tail, **kw)
+        with pytest.raises(expected.type):
+            tp.nn.functional.multi_head_attention_forward(
+                _tp(qq), _tp(kk), _tp(vv), e, h,
+                *[_tp(t) if isinstance(t, torch.Tensor) else t for t in tail],
+                **{n: _tp(t) if isinstance(t, torch.Tensor) else t for n, t in kw.items()})

@@ -118,6 +118,7 @@ from tensorplay.nn.functional.normalization import (  # noqa: F401
     local_response_norm,
     rms_norm)
 from tensorplay.nn.functional.attention import (  # noqa: F401
+    multi_head_attention_forward,
     scaled_dot_product_attention)
 from tensorplay.nn.functional.loss import (  # noqa: F401
     binary_cross_entropy,
