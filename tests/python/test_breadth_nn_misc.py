@@ -473,3 +473,129 @@ def test_multi_head_attention_forward_errors():
                 _tp(qq), _tp(kk), _tp(vv), e, h,
                 *[_tp(t) if isinstance(t, torch.Tensor) else t for t in tail],
                 **{n: _tp(t) if isinstance(t, torch.Tensor) else t for n, t in kw.items()})
+
+
+# ---- linear_cross_entropy ----------------------------------------------------------------------
+
+def _lce_options(lib, kw):
+    return None if kw is None else lib.nn.LinearCrossEntropyOptions(**kw)
+
+
+@pytest.mark.parametrize('options', [None, {}, {'batch_chunk_size': 3}, {'chunking_method': 'aspect_ratio:2'},
+                                     {'batch_chunk_size': 4, 'allow_retain_graph': True}])
+@pytest.mark.parametrize('reduction', ['mean', 'sum', 'none'])
+@pytest.mark.parametrize('bias,class_weight', [(False, False), (True, True)])
+@pytest.mark.parametrize('batched', [True, False])
+def test_linear_cross_entropy(options, reduction, bias, class_weight, batched):
+    torch.manual_seed(20)
+    x = torch.randn(*((10, 4) if batched else (4,)), dtype=torch.float64, requires_grad=True)
+    W = torch.randn(7, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, requires_grad=True) if bias else None
+    cw = torch.rand(7, dtype=torch.float64) if class_weight else None
+    t = torch.randint(0, 7, (10,) if batched else ())
+    if batched:
+        t[2] = -100
+    ts = [_tp(a) if a is not None else None for a in (x, W, b, cw)]
+    expected = torch.nn.functional.linear_cross_entropy(x, W, t, linear_bias=b, weight=cw, reduction=reduction,
+                                                        options=_lce_options(torch, options))
+    got = tp.nn.functional.linear_cross_entropy(ts[0], ts[1], _tp(t), linear_bias=ts[2], weight=ts[3],
+                                                reduction=reduction, options=_lce_options(tp, options))
+    _close(got, expected, rtol=1e-10, atol=1e-12)
+    g = torch.randn_like(expected)
+    expected.backward(g)
+    got.backward(_tp(g))
+    for a, e in zip(ts[:3], (x, W, b)):
+        if e is not None:
+            _close(a.grad, e.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_linear_cross_entropy_k_dim_probabilities_and_smoothing():
+    torch.manual_seed(21)
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    W = torch.randn(6, 3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(6, 3, dtype=torch.float64)
+    cases = [(torch.randint(0, 6, (5, 3)), {}), (torch.randn(5, 6, 3, dtype=torch.float64).softmax(1), {}),
+             (torch.randint(0, 6, (5, 3)), {'label_smoothing': 0.2, 'ignore_index': 1})]
+    for t, kw in cases:
+        expected = torch.nn.functional.linear_cross_entropy(x, W, t, linear_bias=b, **kw)
+        got = tp.nn.functional.linear_cross_entropy(_tp(x), _tp(W), _tp(t), linear_bias=_tp(b), **kw)
+        _close(got, expected, rtol=1e-10, atol=1e-12)
+    with pytest.warns(UserWarning, match='options'):
+        got = tp.nn.functional.linear_cross_entropy(_tp(x), _tp(W), _tp(cases[0][0]),
+                                                    options=tp.nn.LinearCrossEntropyOptions())
+    _close(got, torch.nn.functional.linear_cross_entropy(x, W, cases[0][0]), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize('dtype', ['float16', 'bfloat16'])
+def test_linear_cross_entropy_low_precision(dtype):
+    torch.manual_seed(22)
+    x = torch.randn(16, 8).to(getattr(torch, dtype))
+    W = torch.randn(30, 8).to(getattr(torch, dtype))
+    t = torch.randint(0, 30, (16,))
+    for options in (None, {}):
+        expected = torch.nn.functional.linear_cross_entropy(x, W, t, options=_lce_options(torch, options))
+        got = tp.nn.functional.linear_cross_entropy(_tp(x.float()).to(getattr(tp, dtype)),
+                                                    _tp(W.float()).to(getattr(tp, dtype)), _tp(t),
+                                                    options=_lce_options(tp, options))
+        assert str(got.dtype) == f'tensorplay.{dtype}'
+        _close(got.float(), expected.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_linear_cross_entropy_module():
+    torch.manual_seed(23)
+    for kw in [{}, {'bias': True, 'out_features': (3,), 'reduction': 'sum'},
+               {'bias': True, 'options': {'batch_chunk_size': 2}, 'weight': torch.rand(7)}]:
+        kw_t, kw_p = dict(kw), dict(kw)
+        if 'options' in kw:
+            kw_t['options'] = _lce_options(torch, kw['options'])
+            kw_p['options'] = _lce_options(tp, kw['options'])
+        if 'weight' in kw:
+            kw_p['weight'] = _tp(kw['weight'])
+        m = torch.nn.LinearCrossEntropyLoss(4, 7, **kw_t)
+        mt = tp.nn.LinearCrossEntropyLoss(4, 7, **kw_p)
+        assert repr(mt) == repr(m).replace('torch.', 'tensorplay.')
+        mt.load_state_dict({k: _tp(v) for k, v in m.state_dict().items()})
+        x = torch.randn(5, 4)
+        t = torch.randint(0, 7, (5,) + tuple(kw.get('out_features', ())))
+        _close(mt(_tp(x), _tp(t)), m(x, t), rtol=1e-5, atol=1e-6)
+
+
+def test_linear_cross_entropy_errors():
+    x, W, t = tp.randn(10, 4), tp.randn(7, 4), tp.randint(0, 7, (10,))
+    O = tp.nn.LinearCrossEntropyOptions
+    F = tp.nn.functional
+    cases = [
+        (RuntimeError, 'dimensionality 1 or 2, got 3', lambda: F.linear_cross_entropy(x[None], W, t)),
+        (RuntimeError, 'at least 2, got 1', lambda: F.linear_cross_entropy(x, W[0], t)),
+        (RuntimeError, 'got 4 and 3, respectively', lambda: F.linear_cross_entropy(x, W[:, :3], t)),
+        (RuntimeError, r'expected linear_bias shape \(7,\), got \(6,\)',
+         lambda: F.linear_cross_entropy(x, W, t, linear_bias=tp.randn(6))),
+        (RuntimeError, 'requires batched input', lambda: F.linear_cross_entropy(x[0], W.reshape(7, 1, 4), t[0])),
+        (RuntimeError, 'ignore_index cannot be specified',
+         lambda: F.linear_cross_entropy(x, W, tp.randn(10, 7).softmax(1), ignore_index=1)),
+        (RuntimeError, 'index 9 is out of bounds for dimension 1 with size 7',
+         lambda: F.linear_cross_entropy(x, W, tp.full((10,), 9), options=O())),
+        (IndexError, 'Target 9 is out of bounds', lambda: F.linear_cross_entropy(x, W, tp.full((10,), 9))),
+        (ValueError, 'give different chunk sizes',
+         lambda: F.linear_cross_entropy(x, W, t, options=O(batch_chunk_size=3, chunking_method='aspect_ratio'))),
+        (ValueError, "invalid acc_policy: 'x'", lambda: O(acc_policy='x')),
+        (ValueError, "invalid chunking_method: 'aspect_ratio:0'", lambda: O(chunking_method='aspect_ratio:0')),
+        (ValueError, 'batch_chunk_size must be positive int or None, got 0', lambda: O(batch_chunk_size=0)),
+        (ValueError, 'acc_dtype must be one of', lambda: O(acc_dtype=tp.int32)),
+        (RuntimeError, r'expected weight shape to be \(7,\)', lambda: tp.nn.LinearCrossEntropyLoss(4, 7, weight=tp.ones(3))),
+        (RuntimeError, 'label_smoothing to be in range', lambda: tp.nn.LinearCrossEntropyLoss(4, 7, label_smoothing=2)),
+    ]
+    for exc, match, fn in cases:
+        with pytest.raises(exc, match=match):
+            fn()
+    xr = tp.randn(10, 4, requires_grad=True)
+    loss = F.linear_cross_entropy(xr, W, t, options=O(batch_chunk_size=3))
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match='backward called twice'):
+        loss.backward()
+    loss = F.linear_cross_entropy(xr, W, t, options=O(batch_chunk_size=3, allow_retain_graph=True))
+    xr.grad = None
+    loss.backward(retain_graph=True)
+    first = xr.grad.clone()
+    loss.backward()
+    _close(xr.grad, 2 * first, rtol=1e-6, atol=1e-7)

@@ -142,6 +142,7 @@ from tensorplay.nn.functional.loss import (  # noqa: F401
     soft_margin_loss,
     triplet_margin_loss,
     triplet_margin_with_distance_loss)
+from tensorplay.nn.functional.linear_cross_entropy import linear_cross_entropy  # noqa: F401
 from tensorplay.nn.functional._common import Tensor, _legacy_reduction  # noqa: F401
 # the __torch_function__ helpers PyTorch's nn.functional re-exports (the same objects)
 from tensorplay.overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401

@@ -17,7 +17,8 @@ from tensorplay.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbedd
                                         MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                                         MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss,
                                         SoftMarginLoss, TripletMarginLoss,
-                                        TripletMarginWithDistanceLoss)
+                                        TripletMarginWithDistanceLoss, LinearCrossEntropyLoss)
+from tensorplay.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
 from tensorplay.nn.modules.sparse import Embedding, EmbeddingBag
 from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatten, Fold,
                                         PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten,
