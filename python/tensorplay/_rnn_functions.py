@@ -147,31 +147,35 @@ rnn_tanh = _layer_function('rnn_tanh', 'RNN_TANH')
 rnn_relu = _layer_function('rnn_relu', 'RNN_RELU')
 
 
-def _check_cell(name, input, hiddens, w_ih, w_hh):
+def _check_cell(name, input, hiddens, w_ih, w_hh, gated=False):
+    """PyTorch's checks, in its order (a missing dimension raises IndexError from size())."""
     _check_tensor(name, 'input', input)
     _check_tensor(name, 'w_ih', w_ih)
     _check_tensor(name, 'w_hh', w_hh)
-    if input.dim() != 2:
-        raise RuntimeError(f"{name}: expected input of shape (batch, input_size), got "
-                           f"{list(input.shape)}")
     if input.size(1) != w_ih.size(1):
         raise RuntimeError(f"{name}: input has inconsistent input_size: got {input.size(1)} "
                            f"expected {w_ih.size(1)}")
     for k, h in enumerate(hiddens):
         _check_tensor(name, f'hx[{k}]' if len(hiddens) > 1 else 'hx', h)
-        if h.dim() != 2 or h.size(0) != input.size(0):
+        if input.size(0) != h.size(0):
             raise RuntimeError(f"{name}: Input batch size {input.size(0)} doesn't match hidden{k} "
-                               f"batch size {h.size(0) if h.dim() else 0}")
+                               f"batch size {h.size(0)}")
         if h.size(1) != w_hh.size(1):
             raise RuntimeError(f"{name}: hidden{k} has inconsistent hidden_size: got {h.size(1)}, "
                                f"expected {w_hh.size(1)}")
+    if gated and not input.is_floating_point() and input.dtype != _C.bool:
+        # Note [integer gated cells]: PyTorch's LSTM / GRU cells apply their gates in place,
+        # which cannot hold the float gates in an integer tensor (the Elman cells can)
+        from tensorplay.nn.functional._common import _scalar_name
+        raise RuntimeError(f"{name}: result type Float can't be cast to the desired output type "
+                           f"{_scalar_name(input.dtype)}")
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step: (h, c) from input (batch, input_size) and hx = (h0, c0)."""
     if not isinstance(hx, (tuple, list)) or len(hx) != 2:
         raise RuntimeError("lstm_cell expects two hidden states")
-    _check_cell('lstm_cell', input, tuple(hx), w_ih, w_hh)
+    _check_cell('lstm_cell', input, tuple(hx), w_ih, w_hh, gated=True)
     gates = F.linear(input, w_ih, b_ih) + F.linear(hx[0], w_hh, b_hh)
     i, f, g, o = gates.chunk(4, 1)
     c = f.sigmoid() * hx[1] + i.sigmoid() * g.tanh()
@@ -180,7 +184,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step: the new hidden state from input (batch, input_size) and hx."""
-    _check_cell('gru_cell', input, (hx,), w_ih, w_hh)
+    _check_cell('gru_cell', input, (hx,), w_ih, w_hh, gated=True)
     ir, iz, inn = F.linear(input, w_ih, b_ih).chunk(3, 1)
     hr, hz, hn = F.linear(hx, w_hh, b_hh).chunk(3, 1)
     r = (ir + hr).sigmoid()
