@@ -84,6 +84,38 @@ def _check(name, input, kernel, out, samples):
         raise RuntimeError(f"{name}(): Expect _random_samples to have the same dtype as input")
 
 
+def _window_index(samples, spatial, out, kernel):
+    """(N, C, out..., window) flat indices into each plane / volume of every window's elements."""
+    k = len(kernel)
+    n, c = samples.size(0), samples.size(1)
+    draw_of = (1, 0) if k == 2 else (0, 1, 2)  # the draws' axis order: (w, h) / (t, h, w)
+    flat, stride = None, 1
+    for d in reversed(range(k)):
+        starts = _window_starts(samples[:, :, draw_of[d]], spatial[d], out[d], kernel[d])
+        rows = (starts.unsqueeze(-1) + tp.arange(kernel[d], device=samples.device)) * stride
+        shape = [n, c] + [1] * (2 * k)  # this axis's (out, kernel) pair in (out..., kernel...)
+        shape[2 + d], shape[2 + k + d] = out[d], kernel[d]
+        rows = rows.reshape(tuple(shape))
+        flat = rows if flat is None else flat + rows
+        stride *= spatial[d]
+    return flat.expand(*((n, c) + tuple(out) + tuple(kernel))).reshape((n, c) + tuple(out) + (-1,))
+
+
+def _argmax_in_windows(xf, index):
+    """The flat index of each window's maximum: its last NaN if it has one, else its first
+    largest element (PyTorch's kernel keeps a later element when it is larger or NaN)."""
+    window = index.size(-1)
+    with tp.no_grad():
+        vals = xf.gather(2, index.reshape((xf.size(0), xf.size(1), -1))).reshape(tuple(index.shape))
+        nan = vals.isnan()
+        pos = tp.arange(window, device=xf.device)
+        last_nan = tp.where(nan, pos, tp.full((), -1, dtype=tp.int64, device=xf.device)).amax(-1)
+        best = tp.where(nan, tp.full((), float('-inf'), dtype=vals.dtype, device=xf.device),
+                        vals).argmax(-1)
+        choice = tp.where(last_nan >= 0, last_nan, best)
+        return index.gather(-1, choice.unsqueeze(-1)).squeeze(-1)
+
+
 def _fractional_max_pool(name, input, kernel_size, output_size, output_ratio, samples):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -109,33 +141,8 @@ def _fractional_max_pool(name, input, kernel_size, output_size, output_ratio, sa
     unbatched = input.dim() == k + 1
     x = input.unsqueeze(0) if unbatched else input
     n, c, spatial = x.size(0), x.size(1), tuple(x.shape[2:])
-    # the draws of each axis, in PyTorch's order (w, h) / (t, h, w)
-    draw_of = (1, 0) if k == 2 else (0, 1, 2)
-    flat = None
-    stride = 1
-    for d in reversed(range(k)):
-        starts = _window_starts(samples[:n, :, draw_of[d]], spatial[d], out[d], kernel[d])
-        rows = (starts.unsqueeze(-1) + tp.arange(kernel[d], device=x.device)) * stride
-        # place this axis's (out, kernel) pair in the (out..., kernel...) layout
-        shape = [n, c] + [1] * (2 * k)
-        shape[2 + d], shape[2 + k + d] = out[d], kernel[d]
-        rows = rows.reshape(tuple(shape))
-        flat = rows if flat is None else flat + rows
-        stride *= spatial[d]
-    window = 1
-    for v in kernel:
-        window *= v
-    index = flat.expand(*((n, c) + out + kernel)).reshape((n, c) + out + (window,))
     xf = x.reshape((n, c, -1))
-    with tp.no_grad():
-        vals = xf.gather(2, index.reshape((n, c, -1))).reshape(tuple(index.shape))
-        nan = vals.isnan()
-        pos = tp.arange(window, device=x.device)
-        last_nan = tp.where(nan, pos, tp.full((), -1, dtype=tp.int64, device=x.device)).amax(-1)
-        best = tp.where(nan, tp.full((), float('-inf'), dtype=vals.dtype, device=x.device),
-                        vals).argmax(-1) if window else last_nan
-        choice = tp.where(last_nan >= 0, last_nan, best)
-        indices = index.gather(-1, choice.unsqueeze(-1)).squeeze(-1)
+    indices = _argmax_in_windows(xf, _window_index(samples[:n], spatial, out, kernel))
     output = xf.gather(2, indices.reshape((n, c, -1))).reshape((n, c) + out)
     if unbatched:
         return output.squeeze(0), indices.squeeze(0)
