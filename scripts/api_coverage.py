@@ -58,7 +58,10 @@ SKIP = [
       'NoopLogger', 'ThroughputBenchmark', 'BenchmarkConfig', 'BenchmarkExecutionStats',
       'monitor', 'BroadcastingList*', 'boolean_dispatch', 'assert_int_or_pair', 'cond',
       'while_loop', 'PRIVATE_OPS', 'ExcludeDispatchKeyGuard', 'BufferDict', 'Type',
-      'torch_version', 'classproperty', 'DispatchKey*', 'FatalError'],
+      'torch_version', 'classproperty', 'DispatchKey*', 'FatalError',
+      # torch._C's views of a ScriptModule's submodules / parameters (built from a
+      # ScriptModule), not nn.ModuleDict / nn.ParameterDict
+      'torch.ModuleDict', 'torch.ParameterDict'],
      'TorchScript, torch.compile and tracing internals'),
     (['*Storage', 'StorageBase', 'storage', 'storage_type', 'is_storage', '*Tensor',
       'set_default_tensor_type', 'new', 'volatile', 'reinforce', 'symeig', 'lstsq', 'solve',
@@ -95,9 +98,12 @@ def _is_foreign(value):
     return getattr(value, '__module__', None) in ('typing', 'dataclasses', 'collections.abc')
 
 
-def skip_reason(name):
+def skip_reason(name, namespace=''):
+    """The reason `name` of torch.`namespace` is out of scope, or None. Patterns starting
+    with "torch." match the qualified name (torch.ModuleDict but not torch.nn.ModuleDict)."""
+    qualified = '.'.join(filter(None, ('torch', namespace, name)))
     for patterns, reason in SKIP:
-        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+        if any(fnmatch.fnmatchcase(qualified if p.startswith('torch.') else name, p) for p in patterns):
             return reason
     return None
 
@@ -114,7 +120,7 @@ def survey(namespace):
         if name.startswith('_'):
             continue
         value = getattr(ref, name)
-        reason = 'imported module or typing helper' if _is_foreign(value) else skip_reason(name)
+        reason = 'imported module or typing helper' if _is_foreign(value) else skip_reason(name, namespace)
         if reason:
             skipped.setdefault(reason, []).append(name)
             continue

@@ -94,6 +94,9 @@ from tensorplay import _composite_ops  # noqa: E402
 _composite_ops._install(globals())  # cov, trapezoid, tp.exp_, Tensor.addr, ... (needs nn.functional)
 from tensorplay import _complex  # noqa: E402
 _complex._install(globals())  # conj, resolve_conj, Tensor.real / Tensor.imag, ...
+from tensorplay._rnn_functions import (affine_grid_generator, ctc_loss, gru, gru_cell,  # noqa: E402,F401
+                                      lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh,
+                                      rnn_tanh_cell)
 from tensorplay import serialization  # noqa: E402  (rebuilds nn.Parameter)
 from tensorplay.serialization import load, save  # noqa: E402
 from tensorplay import optim  # noqa: E402,F401  (optim builds on nn)

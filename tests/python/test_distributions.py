@@ -100,6 +100,11 @@ def specs(L, dt, T=None):
         'Kumaraswamy': lambda: D.Kumaraswamy(T([0.5, 1.5, 3.0]), T([2.0, 0.7, 5.0])),
         'FisherSnedecor': lambda: D.FisherSnedecor(T([1.0, 3.0, 6.0]), T([2.5, 5.0, 10.0])),
         'LogisticNormal': lambda: D.LogisticNormal(T([[0.5, -1.0, 2.0]]), T([[1.0, 0.5, 2.0]])),
+        'LKJCholesky': lambda: D.LKJCholesky(3, T([0.5, 1.0, 2.5])),
+        'LKJCholeskyScalar': lambda: D.LKJCholesky(4, 1.5),
+        'Wishart': lambda: D.Wishart(T([4.0, 6.5]), covariance_matrix=T([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.5]])),
+        'WishartTril': lambda: D.Wishart(T(3.5), scale_tril=T([[1.5, 0.0], [0.3, 0.7]])),
+        'WishartPrecision': lambda: D.Wishart(5.0, precision_matrix=T([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.5]])),
     }
 
 
@@ -111,6 +116,9 @@ APPROX_SAMPLES = {
     'LowRankMultivariateNormal': None, 'Laplace': None, 'LogNormal': None, 'Gumbel': None,
     'RelaxedBernoulli': None, 'RelaxedOneHotCategorical': None, 'ContinuousBernoulli': None,
     'VonMises': 'float64', 'Pareto': None, 'InverseGamma': None, 'LogisticNormal': None,
+    # PyTorch's vectorised sqrt (Sleef, within 0.5001 ulp) is not always correctly rounded
+    'LKJCholesky': None, 'LKJCholeskyScalar': None,
+    'Wishart': None, 'WishartTril': None, 'WishartPrecision': None,
 }
 # rsample through _standard_gamma / _sample_dirichlet: exact gradients here, PyTorch's are
 # approximations (Note [Exact reparameterised gradients] in csrc/kernels/functors/special_functions.h)
@@ -143,7 +151,12 @@ def test_samples_match_torch(name, dtype):
             ctx = f'{name} {method}{shape} {dtype}'
             if name in APPROX_SAMPLES and APPROX_SAMPLES[name] in (None, dtype):
                 # a few ulp of the values' magnitude (sums like loc + L eps may cancel)
-                eps = 1.2e-7 if dtype == 'float32' else 2.3e-16
+                eps = 1.2e-7 if a.dtype == torch.float32 else 2.3e-16  # (scalar parameters: float32)
+                if name.startswith('LKJ'):
+                    # a diagonal entry is sqrt(1 - |row|^2), which magnifies an ulp of the row
+                    # where it nears 0: compare the squares (and the signs)
+                    assert np.array_equal(np.sign(to_np(b)), np.sign(to_np(a))), ctx
+                    a, b = a * a, b * b
                 close(b, a, rtol=8 * eps, atol=16 * eps * float(np.nanmax(np.abs(to_np(a)))), what=ctx)
             else:
                 assert np.array_equal(to_np(b), to_np(a), equal_nan=True), ctx
@@ -208,7 +221,8 @@ def test_log_prob_and_moments_match_torch(name):
 
 @pytest.mark.parametrize('name', ['Normal', 'Gamma', 'Beta', 'Dirichlet', 'Categorical', 'Binomial', 'StudentT',
                                   'MultivariateNormal', 'LowRankMultivariateNormal', 'VonMises', 'Weibull',
-                                  'RelaxedOneHotCategorical', 'MixtureSameFamily', 'Independent', 'Multinomial'])
+                                  'RelaxedOneHotCategorical', 'MixtureSameFamily', 'Independent', 'Multinomial',
+                                  'LKJCholesky', 'Wishart', 'WishartPrecision'])
 def test_expand(name):
     td, pd = pair(name)
     shape = (2,) + tuple(td.batch_shape)
@@ -230,8 +244,11 @@ def _params(d):
     return {k: v for k, v in vars(d).items() if hasattr(v, 'requires_grad') and v.is_floating_point()}
 
 
+# Note [Wishart rsample gradients]: PyTorch's Wishart.rsample cannot be differentiated (its
+# redraw loop, Note [Wishart redraw] in distributions/wishart.py, writes in place into a mask
+# that autograd saved); test_wishart_rsample_gradients compares against its draws instead.
 @pytest.mark.parametrize('name', [n for n in NAMES if specs(torch, torch.float64)[n]().has_rsample
-                                  and n != 'NormalScalar'])
+                                  and n != 'NormalScalar' and not n.startswith('Wishart')])
 def test_rsample_gradients_match_torch(name):
     grads = []
     for L in (torch, tp):
@@ -663,3 +680,71 @@ def test_generalized_pareto_matches_torch():
     tp.distributions.GeneralizedPareto(*params_p).rsample((50,)).sum().backward()
     for t, p in zip(params_t, params_p):
         close(p.grad, t.grad, rtol=1e-4, atol=1e-4, what='rsample grad')
+
+
+# ------------------------------------------------------------------ LKJCholesky and Wishart
+@pytest.mark.parametrize('name', ['Wishart', 'WishartTril', 'WishartPrecision'])
+def test_wishart_rsample_gradients(name):
+    """tp's rsample gradients against PyTorch's differentiable Bartlett draws: PyTorch's
+    rsample draws once, then (Note [Wishart redraw]) draws every sample again and keeps the
+    second draw, so seeded, the second _bartlett_sampling is the sample."""
+    grads = []
+    for L in (torch, tp):
+        leaves = []
+
+        def leaf(v, L=L, leaves=leaves):
+            t = L.tensor(v, dtype=L.float64, requires_grad=True)
+            leaves.append(t)
+            return t
+        d = specs(L, L.float64, leaf)[name]()
+        L.manual_seed(13)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            if L is torch:
+                d._bartlett_sampling(torch.Size((6,)))
+                x = d._bartlett_sampling(torch.Size((6,)))
+            else:
+                x = d.rsample((6,))
+        w = L.tensor(np.linspace(-1.0, 1.5, int(np.prod(tuple(x.shape)))).reshape(tuple(x.shape)).tolist(),
+                     dtype=L.float64)
+        grads.append([to_np(g) for g in L.autograd.grad((x * w).sum(), leaves)])
+    for i, (e, a) in enumerate(zip(*grads)):
+        # the chi-squared draws' exact reparameterised gradients (EXACT_GRADIENTS) here
+        np.testing.assert_allclose(a, e, rtol=2e-3, atol=1e-8, err_msg=f'{name} grad of parameter {i}')
+
+
+def test_wishart_redraw_warning_and_generator_state():
+    td, pd = pair('Wishart')
+    for shape in [(), (3,)]:
+        torch.manual_seed(4)
+        with pytest.warns(UserWarning, match='Singular sample detected.'):
+            a = td.sample(shape)
+        tp.manual_seed(4)
+        with pytest.warns(UserWarning, match='Singular sample detected.'):
+            b = pd.sample(shape)
+        close(b, a, rtol=1e-13, atol=1e-13)
+        assert tp.rand(()).item() == torch.rand(()).item()
+
+
+def test_lkj_cholesky_and_wishart_errors():
+    cov = [[2.0, 0.3], [0.3, 1.0]]
+    for make in (lambda D, T: D.LKJCholesky(1, 1.0),
+                 lambda D, T: D.Wishart(T(1.0), covariance_matrix=T(cov)),
+                 lambda D, T: D.Wishart(T(3.0), covariance_matrix=T([1.0, 2.0]))):
+        with pytest.raises(ValueError) as expected:
+            make(TD, lambda v: torch.tensor(v, dtype=torch.float64))
+        with pytest.raises(ValueError, match=str(expected.value).split('=')[0]):
+            make(PD, lambda v: tp.tensor(v, dtype=tp.float64))
+    for D, T in ((TD, torch.tensor), (PD, tp.tensor)):
+        with pytest.raises(AssertionError, match='Exactly one of covariance_matrix'):
+            D.Wishart(T(3.0), covariance_matrix=T(cov), scale_tril=T(cov))
+        with pytest.raises(ValueError, match='concentration'):
+            D.LKJCholesky(3, T(-1.0), validate_args=True)
+        with pytest.raises(ValueError, match='df'):
+            D.Wishart(T([3.0, 0.5]), covariance_matrix=T(cov), validate_args=True)
+        with pytest.warns(UserWarning, match='Low df values detected'):
+            D.Wishart(T(1.5), covariance_matrix=T(cov))
+        with pytest.raises(ValueError, match='support'):
+            D.LKJCholesky(2, T(1.0), validate_args=True).log_prob(T([[1.0, 0.0], [0.5, 0.5]]))
+    assert _spelled(PD.Wishart(tp.tensor(3.0), covariance_matrix=tp.tensor(cov)).arg_constraints) == \
+        _spelled(TD.Wishart(torch.tensor(3.0), covariance_matrix=torch.tensor(cov)).arg_constraints)

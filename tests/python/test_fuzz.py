@@ -39,6 +39,8 @@ EXPECTED = {
     ('cat', 2): ('exception-class', 'D2'),
     ('meshgrid', 5): ('only-torch-raised', 'D2'),
     ('conv2d', 0): ('only-ours-raised', 'D2'),  # a meta input with a CPU weight
+    ('gru_cell', 4): ('only-ours-raised', 'D2'),  # a meta weight with CPU inputs
+    ('gru_cell', 5): ('only-ours-raised', 'D2'),
     ('_standard_gamma_grad', 0): ('only-torch-raised', 'D2'),
     ('_standard_gamma_grad', 7): ('exception-class', 'D2'),
     ('_dirichlet_grad', 1): ('exception-class', 'D2'),

@@ -39,6 +39,7 @@ from tensorplay.distributions.pareto import Pareto
 from tensorplay.distributions.independent import Independent
 from tensorplay.distributions.kl import _add_kl_info, kl_divergence, register_kl
 from tensorplay.distributions.laplace import Laplace
+from tensorplay.distributions.lkj_cholesky import LKJCholesky
 from tensorplay.distributions.log_normal import LogNormal
 from tensorplay.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
 from tensorplay.distributions.mixture_same_family import MixtureSameFamily
@@ -56,15 +57,16 @@ from tensorplay.distributions.transforms import *  # noqa: F403
 from tensorplay.distributions.uniform import Uniform
 from tensorplay.distributions.von_mises import VonMises
 from tensorplay.distributions.weibull import Weibull
+from tensorplay.distributions.wishart import Wishart
 
 _add_kl_info()
 
 __all__ = ['Bernoulli', 'Beta', 'Binomial', 'Categorical', 'Cauchy', 'Chi2', 'ContinuousBernoulli', 'Dirichlet',
            'Distribution', 'Exponential', 'ExponentialFamily', 'Gamma', 'Geometric', 'Gumbel', 'HalfNormal',
-           'Independent', 'Laplace', 'LogNormal', 'LogitRelaxedBernoulli', 'LowRankMultivariateNormal',
+           'Independent', 'LKJCholesky', 'Laplace', 'LogNormal', 'LogitRelaxedBernoulli', 'LowRankMultivariateNormal',
            'MixtureSameFamily', 'Multinomial', 'MultivariateNormal', 'NegativeBinomial', 'Normal',
            'OneHotCategorical', 'OneHotCategoricalStraightThrough', 'Poisson', 'RelaxedBernoulli',
            'RelaxedOneHotCategorical', 'ExpRelaxedCategorical', 'StudentT', 'TransformedDistribution', 'Uniform',
-           'VonMises', 'Weibull', 'biject_to', 'kl_divergence', 'register_kl', 'transform_to',
+           'VonMises', 'Weibull', 'Wishart', 'biject_to', 'kl_divergence', 'register_kl', 'transform_to',
            'FisherSnedecor', 'GeneralizedPareto', 'HalfCauchy', 'InverseGamma', 'Kumaraswamy', 'LogisticNormal', 'Pareto']
 __all__.extend(transforms.__all__)

@@ -606,3 +606,74 @@ _register('embedding_bag', _embedding_bag_samples, tol={**HALF_TOL, 'bfloat16': 
               db._err(torch.ones(10, 3), _long([1, 2]).float(), _long([0]), False, 0, False, None, False, None),
               db._err(torch.ones(10, 3, dtype=torch.int64), _long([1, 2]), _long([0]), False, 0, False, None, False,
                       None)))
+
+
+# ---------------------------------------------------------------- recurrent cells (_rnn_functions.py)
+def _rnn_cell_samples(gates, two_states=False):
+    def samples(op, mk):
+        def hidden(b, h):
+            return (_w(mk, (b, h)), _w(mk, (b, h))) if two_states else _w(mk, (b, h))
+        yield db.Sample((_w(mk, (1, 2)), hidden(1, 1), _w(mk, (gates, 2)), _w(mk, (gates, 1))))
+        x = _w(mk, (3, 4))
+        yield db.Sample((x, hidden(3, 5), _w(mk, (5 * gates, 4)), _w(mk, (5 * gates, 5)), _w(mk, (5 * gates,)),
+                         _w(mk, (5 * gates,))))
+        yield db.Sample((x, hidden(3, 5), _w(mk, (5 * gates, 4)), _w(mk, (5 * gates, 5)), None,
+                         _w(mk, (5 * gates,))))
+        yield db.Sample((_w(mk, (4, 3)).t(), hidden(3, 2), _w(mk, (2 * gates, 4)), _w(mk, (2 * gates, 2))))
+    return samples
+
+
+def _rnn_cell_errors(gates, two_states=False):
+    def hidden(b, h):
+        return (torch.ones(b, h), torch.ones(b, h)) if two_states else torch.ones(b, h)
+    w_ih, w_hh = torch.ones(5 * gates, 4), torch.ones(5 * gates, 5)
+    errors = [db._err(torch.ones(3, 3), hidden(3, 5), w_ih, w_hh),   # input size
+              db._err(torch.ones(3, 4), hidden(3, 4), w_ih, w_hh),   # hidden size
+              db._err(torch.ones(3, 4), hidden(2, 5), w_ih, w_hh)]   # batch size
+    if two_states:
+        errors.append(db._err(torch.ones(3, 4), (torch.ones(3, 5),), w_ih, w_hh))
+    return db._errors(*errors)
+
+
+for _name, _gates in (('lstm_cell', 4), ('gru_cell', 3), ('rnn_tanh_cell', 1), ('rnn_relu_cell', 1)):
+    _register(_name, _rnn_cell_samples(_gates, _name == 'lstm_cell'), coverage=(),
+              errors=_rnn_cell_errors(_gates, _name == 'lstm_cell'),
+              tol={**HALF_TOL, 'bfloat16': (1e-1, 1e-1), 'float16': (2e-2, 2e-2)})
+
+
+# ---------------------------------------------------------------- fractional max pooling
+def _fractional_samples(nsp):
+    def samples(op, mk):
+        def u(n, c):  # the window draws, in the input's dtype
+            return mk((n, c, nsp), domain=(0.0, 1.0))
+        # (3-D windows must end before the input's end: Note [fractional pooling size checks])
+        small, kernel = ((1, 1, 4, 5), 2) if nsp == 2 else ((1, 1, 2, 3, 3), (1, 2, 2))
+        yield db.Sample((mk(small), kernel), {'output_size': (2, 3) if nsp == 2 else 1, '_random_samples': u(1, 1)})
+        x = mk((2, 3) + ((9, 11) if nsp == 2 else (6, 7, 8)))
+        yield db.Sample((x, 3), {'output_size': (5, 6) if nsp == 2 else (3, 4, 5), '_random_samples': u(2, 3)})
+        yield db.Sample((x, 2), {'output_ratio': 0.5 if nsp == 3 else (0.5, 0.5), '_random_samples': u(3, 3)})
+        yield db.Sample((x[0], (2,) * nsp), {'output_size': 2, '_random_samples': u(1, 3)})
+        yield db.Sample((x, 2), {'output_size': 1, '_random_samples': u(2, 3)}, layout='transposed')
+        if mk.is_float:  # NaN windows pick their last NaN, as PyTorch's kernel
+            t = mk((1, 2) + ((6, 6) if nsp == 2 else (5, 5, 5)))
+            t.view(-1)[::5] = NAN
+            yield db.Sample((t, 2), {'output_size': 3 if nsp == 2 else 2, '_random_samples': u(1, 2)})
+    return samples
+
+
+def _fractional_errors(nsp):
+    x = torch.ones((1, 2) + (6,) * nsp)
+    u = torch.rand(1, 2, nsp)
+    return db._errors(db._err(x, 4, output_size=4, _random_samples=u),            # windows past the input
+                      db._err(x, 2, output_size=3, _random_samples=u.double()),  # draws' dtype
+                      db._err(x, 2, output_size=3, _random_samples=torch.rand(1, 3, nsp)),
+                      db._err(x, 2, output_size=3, _random_samples=torch.rand(1, 2)),
+                      db._err(x, 2, _random_samples=u, exc=ValueError))
+
+
+for _n in (2, 3):
+    for _suffix in ('', '_with_indices'):
+        _register(f'nn.functional.fractional_max_pool{_n}d{_suffix}', _fractional_samples(_n),
+                  fn=getattr(torch.nn.functional, f'fractional_max_pool{_n}d{_suffix}'), coverage=(),
+                  message_names=(f'fractional_max_pool{_n}d', f'fractional_max_pool{_n}d_out'),
+                  errors=_fractional_errors(_n), tol=db.EXACT_TOL)

@@ -93,6 +93,11 @@ from tensorplay.nn.functional.conv_pool import (  # noqa: F401
     max_unpool2d,
     max_unpool3d,
     unfold)
+from tensorplay.nn.functional.fractional_pool import (  # noqa: F401
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices)
 from tensorplay.nn.functional.spatial import (  # noqa: F401
     affine_grid,
     channel_shuffle,
@@ -113,6 +118,7 @@ from tensorplay.nn.functional.normalization import (  # noqa: F401
     local_response_norm,
     rms_norm)
 from tensorplay.nn.functional.attention import (  # noqa: F401
+    multi_head_attention_forward,
     scaled_dot_product_attention)
 from tensorplay.nn.functional.loss import (  # noqa: F401
     binary_cross_entropy,
@@ -136,6 +142,7 @@ from tensorplay.nn.functional.loss import (  # noqa: F401
     soft_margin_loss,
     triplet_margin_loss,
     triplet_margin_with_distance_loss)
+from tensorplay.nn.functional.linear_cross_entropy import linear_cross_entropy  # noqa: F401
 from tensorplay.nn.functional._common import Tensor, _legacy_reduction  # noqa: F401
 # the __torch_function__ helpers PyTorch's nn.functional re-exports (the same objects)
 from tensorplay.overrides import (handle_torch_function, has_torch_function,  # noqa: E402,F401

@@ -17,7 +17,8 @@ from tensorplay.nn.modules.loss import (BCELoss, BCEWithLogitsLoss, CosineEmbedd
                                         MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
                                         MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss,
                                         SoftMarginLoss, TripletMarginLoss,
-                                        TripletMarginWithDistanceLoss)
+                                        TripletMarginWithDistanceLoss, LinearCrossEntropyLoss)
+from tensorplay.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
 from tensorplay.nn.modules.sparse import Embedding, EmbeddingBag
 from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatten, Fold,
                                         PairwiseDistance, PixelShuffle, PixelUnshuffle, Unflatten,
@@ -26,6 +27,7 @@ from tensorplay.nn.modules.misc import (ChannelShuffle, CosineSimilarity, Flatte
 from tensorplay.nn.modules.normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm,
                                                  GroupNorm, InstanceNorm1d, InstanceNorm2d,
                                                  InstanceNorm3d, LayerNorm, LocalResponseNorm,
+                                                 CrossMapLRN2d,
                                                  RMSNorm)
 from tensorplay.nn.modules.conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
                                         ConvTranspose3d)
@@ -33,7 +35,8 @@ from tensorplay.nn.modules.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,
                                            AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d,
                                            AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d,
                                            MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
-                                           MaxUnpool2d, MaxUnpool3d)
+                                           MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d,
+                                           FractionalMaxPool3d)
 from tensorplay.nn.modules.padding import (CircularPad1d, CircularPad2d, CircularPad3d,
                                            ConstantPad1d, ConstantPad2d, ConstantPad3d,
                                            ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,

@@ -298,94 +298,22 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _project_out(self, out, tgt_len, bsz, batched):
-        """The output projection of the heads' (bsz * H, tgt_len, D) results, in the input's layout."""
-        out = out.transpose(0, 1).reshape((tgt_len * bsz, self.embed_dim))
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape((tgt_len, bsz, self.embed_dim))
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        return out if batched else out.squeeze(1)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                               "Transformer module method `generate_square_subsequent_mask` to "
-                               "create this mask.")
+        """F.multi_head_attention_forward with this module's weights (batch_first inputs are
+        transposed to (L, N, E) around it)."""
         batched = query.dim() == 3
         if self.batch_first and batched:
             query, key, value = (x.transpose(0, 1) for x in (query, key, value))
-        if not batched:
-            query, key, value = (x.unsqueeze(1) for x in (query, key, value))
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        tgt_len, bsz, embed_dim = tuple(query.shape)
-        src_len = key.size(0)
-        E, H, D = self.embed_dim, self.num_heads, self.head_dim
-        if self._qkv_same_embed_dim:
-            w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        else:
-            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        if self.in_proj_bias is not None:
-            b_q, b_k, b_v = self.in_proj_bias.chunk(3)
-        else:
-            b_q = b_k = b_v = None
-        q = F.linear(query, w_q, b_q)
-        k = F.linear(key, w_k, b_k)
-        v = F.linear(value, w_v, b_v)
-        if self.bias_k is not None:
-            k = tp.cat([k, self.bias_k.expand(1, bsz, E)])
-            v = tp.cat([v, self.bias_v.expand(1, bsz, E)])
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        q = q.reshape((tgt_len, bsz * H, D)).transpose(0, 1)
-        k = k.reshape((k.size(0), bsz * H, D)).transpose(0, 1)
-        v = v.reshape((v.size(0), bsz * H, D)).transpose(0, 1)
-        if self.add_zero_attn:
-            k = tp.cat([k, tp.zeros((bsz * H, 1, D), dtype=k.dtype, device=k.device)], dim=1)
-            v = tp.cat([v, tp.zeros((bsz * H, 1, D), dtype=v.dtype, device=v.device)], dim=1)
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        src_len = k.size(1)
-        if not need_weights and key_padding_mask is None and (attn_mask is None or is_causal):
-            # as PyTorch: no weights asked for and no mask but the is_causal hint (which then
-            # stands for attn_mask) go to scaled_dot_product_attention, the fused kernel on CUDA
-            out = F.scaled_dot_product_attention(
-                q.reshape((bsz, H, tgt_len, D)), k.reshape((bsz, H, src_len, D)),
-                v.reshape((bsz, H, src_len, D)), dropout_p=self.dropout if self.training else 0.0,
-                is_causal=bool(is_causal))
-            return self._project_out(out.reshape((bsz * H, tgt_len, D)), tgt_len, bsz, batched), None
-        mask = None
-        if attn_mask is not None:
-            am = attn_mask
-            if am.dtype == tp.bool:
-                am = tp.zeros(tuple(am.shape), dtype=q.dtype, device=am.device).masked_fill(
-                    am, float("-inf"))
-            mask = am.unsqueeze(0) if am.dim() == 2 else am.reshape((bsz * H, tgt_len, src_len))
-        if key_padding_mask is not None:
-            kpm = key_padding_mask
-            if kpm.dtype == tp.bool:
-                kpm = tp.zeros(tuple(kpm.shape), dtype=q.dtype, device=kpm.device).masked_fill(
-                    kpm, float("-inf"))
-            kpm = kpm.reshape((bsz, 1, 1, src_len)).expand(bsz, H, 1, src_len).reshape(
-                (bsz * H, 1, src_len))
-            mask = kpm if mask is None else mask + kpm
-        scores = tp.bmm(q * (1.0 / (D ** 0.5)), k.transpose(1, 2))
-        if mask is not None:
-            scores = scores + mask
-        weights = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, True)
-        out = self._project_out(tp.bmm(weights, v), tgt_len, bsz, batched)
-        if not need_weights:
-            return out, None
-        w = weights.reshape((bsz, H, tgt_len, src_len))
-        if average_attn_weights:
-            w = w.mean(1)
-        if not batched:
-            w = w.squeeze(0)
-        return out, w
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        return out, weights

@@ -1,5 +1,6 @@
 """Normalisation layers: BatchNorm1/2/3d, InstanceNorm1/2/3d, LayerNorm, GroupNorm, RMSNorm,
-LocalResponseNorm."""
+LocalResponseNorm,
+CrossMapLRN2d."""
 import numbers
 
 import tensorplay as tp
@@ -234,6 +235,71 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _channel_window_sum(x, before, after):
+    """sum_{c' = c - before}^{c + after} x[:, c'] (channels outside [0, C) count as zero)."""
+    C = x.size(1)
+    padded = F.pad(x, (0, 0, 0, 0, before, after))
+    return tp.stack([padded.narrow(1, i, C) for i in range(before + after + 1)]).sum(0)
+
+
+class _CrossMapLRN2dFunction(tp.autograd.Function):
+    """The legacy (Lua Torch) cross-channel LRN that nn.CrossMapLRN2d runs.
+
+    Note [CrossMapLRN2d quirks]: PyTorch keeps the legacy kernel's arithmetic and so do we.
+    With p = int((size - 1) / 2 + 1), channel c is scaled by k + alpha / size * S[c] where S[c]
+    sums the squares of channels c - (p - 1) .. c + (p - 1) and, once c >= p, also of channel 0
+    (the running sum never drops it). The backward is the legacy formula, not the derivative
+    of that forward: with q = int(size - (size - 1) / 2) and r = grad * output / scale,
+    grad_input = scale^-beta * grad - 2 * alpha * beta / size * input * sum_{c-q}^{c+size-1-q} r,
+    and for size 1 it fails as PyTorch's does."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        p = int((size - 1) / 2 + 1)
+        sq = input * input
+        total = _channel_window_sum(sq, p - 1, p - 1)
+        C = input.size(1)
+        if C > p:
+            late = (tp.arange(C, device=input.device) >= p).to(input.dtype).reshape((1, C, 1, 1))
+            total = total + late * sq.narrow(1, 0, 1)
+        scale = total * (alpha / size) + k
+        output = scale.pow(-beta) * input
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        ctx.save_for_backward(input, output, scale)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        size, alpha, beta = ctx.size, ctx.alpha, ctx.beta
+        q = int(size - (size - 1) / 2)
+        if q > size - 1:
+            raise RuntimeError(f"CrossMapLRN2d: the backward of size {size} is undefined (its "
+                               f"padded ratio buffer of {input.size(1) + size - 1} channels cannot "
+                               f"hold {input.size(1)} channels from offset {q}), as in PyTorch")
+        ratio = grad_output * output / scale
+        accum = _channel_window_sum(ratio, q, size - 1 - q)
+        grad = scale.pow(-beta) * grad_output - (2 * alpha * beta / size) * input * accum
+        return grad, None, None, None, None
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalisation across the channels of a 4-D input, as Lua Torch's
+    SpatialCrossMapLRN computed it (see Note [CrossMapLRN2d quirks])."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
