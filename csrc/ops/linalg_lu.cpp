@@ -408,8 +408,9 @@ Tensor linalg_ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tenso
   TP_CHECK(B.dtype() == LD.dtype(), "Expected b and A to have the same dtype, but found b of type ",
            dtype_scalar_name(B.dtype()), " and A of type ", dtype_scalar_name(LD.dtype()), " instead.");
   // PyTorch reads B.size(-2) before checking B's rank: an IndexError for a vector
-  TP_CHECK_INDEX(B.dim() >= 2, B.dim() == 0 ? std::string("Dimension specified as -2 but tensor has no dimensions")
-                                            : "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+  TP_CHECK_INDEX(B.dim() >= 2,
+                 B.dim() == 0 ? std::string("Dimension specified as -2 but tensor has no dimensions")
+                              : "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
   TP_CHECK(rows(B) == n, "Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is ", n, " by ", n,
            " but each b matrix is ", rows(B), " by ", cols(B));
   TP_CHECK(pivots.dim() == LD.dim() - 1 && std::equal(pivots.sizes().begin(), pivots.sizes().end(),

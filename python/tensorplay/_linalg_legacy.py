@@ -33,8 +33,6 @@ def lu(A, pivot=True, get_infos=False, out=None):
         return result
     if len(out) - int(bool(get_infos)) != 2:
         raise TypeError(f"expected tuple of {2 + int(bool(get_infos))} elements but got {len(out)}")
-    if not isinstance(out, (tuple, list)):
-        raise TypeError(f"argument 'out' must be tuple of Tensors, not {type(out).__name__}")
     for r, o in zip(result, out):  # PyTorch's resize_as_ + copy_: any dtype the result casts to
         _C._linalg_write_out(r.to(o.dtype), out=o)
     return type(result)(*out) if get_infos else tuple(out)

@@ -32,10 +32,6 @@ def _matrix(mk, shape, kind='general'):
     return x.to(db.torch_dtype(mk.dtype))
 
 
-def _float_dtype(mk):
-    return db.torch_dtype(mk.dtype if mk.dtype in F32_64 else 'float64')
-
-
 def _lu_factors(mk, shape):
     """(LU, pivots) of a well-conditioned matrix of `shape`, LU in the dtype under test."""
     A = _matrix(mk, shape, 'general' if shape[-1] == shape[-2] else 'raw').double()
