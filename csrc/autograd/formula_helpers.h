@@ -9,6 +9,7 @@
 #include "autograd/formulas_activation.h"
 #include "autograd/formulas_complex.h"
 #include "autograd/formulas_linalg.h"
+#include "autograd/formulas_linalg_lu.h"
 #include "autograd/functions.h"
 #include "autograd/grad_mode.h"
 #include "autograd/record.h"

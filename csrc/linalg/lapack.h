@@ -35,7 +35,16 @@ extern "C" {
                          const int* lwork, int* iwork, int* info);                            \
   void scipy_##p##gelss_(const int* m, const int* n, const int* nrhs, T* a, const int* lda,   \
                          T* b, const int* ldb, T* s, const T* rcond, int* rank, T* work,      \
-                         const int* lwork, int* info);
+                         const int* lwork, int* info);                                          \
+  void scipy_##p##sytrf_(const char* uplo, const int* n, T* a, const int* lda, int* ipiv,     \
+                         T* work, const int* lwork, int* info, size_t uplo_len);              \
+  void scipy_##p##sytrs_(const char* uplo, const int* n, const int* nrhs, const T* a,         \
+                         const int* lda, const int* ipiv, T* b, const int* ldb, int* info,    \
+                         size_t uplo_len);                                                    \
+  void scipy_##p##trsm_(const char* side, const char* uplo, const char* transa,               \
+                        const char* diag, const int* m, const int* n, const T* alpha,         \
+                        const T* a, const int* lda, T* b, const int* ldb, size_t side_len,    \
+                        size_t uplo_len, size_t transa_len, size_t diag_len);
 TP_LAPACK_DECLARE(float, s)
 TP_LAPACK_DECLARE(double, d)
 #undef TP_LAPACK_DECLARE
@@ -88,6 +97,18 @@ namespace tp::lapack {
   inline void gelss(int m, int n, int nrhs, T* a, int lda, T* b, int ldb, T* s, T rcond,      \
                     int* rank, T* work, int lwork, int* info) {                               \
     scipy_##p##gelss_(&m, &n, &nrhs, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, info);  \
+  }                                                                                           \
+  inline void sytrf(char uplo, int n, T* a, int lda, int* ipiv, T* work, int lwork, int* info) { \
+    scipy_##p##sytrf_(&uplo, &n, a, &lda, ipiv, work, &lwork, info, 1);                       \
+  }                                                                                           \
+  inline void sytrs(char uplo, int n, int nrhs, const T* a, int lda, const int* ipiv, T* b,   \
+                    int ldb, int* info) {                                                     \
+    scipy_##p##sytrs_(&uplo, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);                     \
+  }                                                                                           \
+  /* BLAS trsm: op(A) X = alpha B (side 'L') or X op(A) = alpha B ('R'), X over B */          \
+  inline void trsm(char side, char uplo, char transa, char diag, int m, int n, T alpha,       \
+                   const T* a, int lda, T* b, int ldb) {                                      \
+    scipy_##p##trsm_(&side, &uplo, &transa, &diag, &m, &n, &alpha, a, &lda, b, &ldb, 1, 1, 1, 1); \
   }
 TP_LAPACK_WRAP(float, s)
 TP_LAPACK_WRAP(double, d)

@@ -108,7 +108,7 @@ Tensor colmajor_empty(IntArrayRef batch, int64_t r, int64_t c, DType dt, Device 
   DimVector strides(nd);
   strides[nd - 2] = 1;
   strides[nd - 1] = std::max<int64_t>(r, 1);
-  int64_t s = std::max<int64_t>(r * c, 1);
+  int64_t s = std::max<int64_t>(r, 1) * std::max<int64_t>(c, 1);  // PyTorch's strides, empty dims too
   for (size_t i = nd - 2; i-- > 0;) {
     strides[i] = s;
     s *= std::max<int64_t>(sizes[i], 1);

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from tensorplay import _C, _statistics, _torch_aliases, linalg
+from tensorplay import _C, _linalg_legacy, _statistics, _torch_aliases, linalg
 from tensorplay._creation import from_numpy, tensor as _tensor
 from tensorplay._statistics import _dtype_name, _require_tensor
 from tensorplay._tensor import contiguous_format
@@ -555,5 +555,6 @@ def _install(namespace):
         namespace[f'{view}_copy'] = _copy_of(view)
     namespace['narrow_copy'] = narrow_copy
     namespace['get_device_module'] = _device_module
+    _linalg_legacy._install(namespace)
     for name in _INPLACE_FUNCTIONS:
         namespace[name] = _inplace_function(name)

@@ -39,6 +39,13 @@ def geqrf(input):
                               tp.from_numpy(tau.reshape(batch + (k,))))
 
 
+def _scalar_name(dtype):
+    """PyTorch's scalar type name of a dtype (Float, Double, Long, ...)."""
+    return {tp.float32: 'Float', tp.float64: 'Double', tp.float16: 'Half', tp.bfloat16: 'BFloat16',
+            tp.int64: 'Long', tp.int32: 'Int', tp.int16: 'Short', tp.int8: 'Char', tp.uint8: 'Byte',
+            tp.bool: 'Bool'}[dtype]
+
+
 def householder_product(input, tau):
     """The first n columns of H_1 ... H_k for the Householder vectors in the columns of
     ``input`` (m x n, m >= n; unit leading entries implicit) and factors ``tau`` (k <= n)."""
@@ -55,8 +62,18 @@ def householder_product(input, tau):
     if tau.size(-1) > n:
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
+    if input.dim() > 2 and tuple(tau.shape[:-1]) != tuple(input.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype != input.dtype:
+        raise RuntimeError(f"{name}: tau dtype {_scalar_name(tau.dtype)} does not match input dtype "
+                           f"{_scalar_name(input.dtype)}")
+    if input.dtype not in (tp.float32, tp.float64):  # PyTorch's LAPACK kernel (orgqr) has no other
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_scalar_name(input.dtype)}'")
     batch = tuple(input.shape[:-2])
     q = tp.eye(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
+    if tau.size(-1) == 0:  # no reflector: still a function of input (a zero gradient), as PyTorch's
+        q = q + input.narrow(-2, 0, 0).sum(-2, keepdim=True)
     rows = tp.arange(m, device=input.device).unsqueeze(-1)
     for i in range(tau.size(-1) - 1, -1, -1):
         # v_i: zeros above row i, one at row i, the stored vector below

@@ -75,6 +75,12 @@ matrix_power = _C.linalg_matrix_power
 matrix_exp = _C.linalg_matrix_exp
 
 
+def _check_tuple_out(op, out):
+    """PyTorch's binding refuses a tuple out= that is no tuple before the op runs."""
+    if out is not None and not isinstance(out, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
+
+
 def _with_out(name, result, out):
     """result, or result written into the tuple out= (PyTorch's rules: same dtypes, resized)."""
     if out is None:
@@ -161,6 +167,64 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
         # PyTorch's paths with tol= or rtol= have no dtype check of their own: its SVD/eigh raises
         (eigvalsh if hermitian else svdvals)(A)
     return _C.linalg_matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
+
+# ---- LU and LDL families (csrc/ops/linalg_lu.{yaml,cpp}) ---------------------------------
+
+lu_solve = _C.linalg_lu_solve
+ldl_solve = _C.linalg_ldl_solve
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """Compact LU factors of A = P L U (L's unit diagonal implicit; getrf), the 1-based int32
+    row interchanges ``pivots`` and LAPACK's ``info`` per matrix (> 0: U[info, info] is zero);
+    raises only with ``check_errors``. ``pivot=False`` is not implemented on the CPU (as in
+    PyTorch).
+
+        >>> LU, pivots, info = tp.linalg.lu_factor_ex(A)
+        >>> X = tp.linalg.lu_solve(LU, pivots, B)
+    """
+    _check_tuple_out("linalg_lu_factor_ex", out)
+    return _with_out("linalg.lu_factor_ex",
+                     _C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors), out)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """Compact LU factors and pivots (see lu_factor_ex); RuntimeError if some U has a zero on
+    its diagonal (lu_solve would divide by it)."""
+    _check_tuple_out("linalg_lu_factor", out)
+    return _with_out("linalg.lu_factor", _C.linalg_lu_factor(A, pivot=pivot), out)
+
+
+def lu(A, *, pivot=True, out=None):
+    """A = P L U with P a permutation matrix, L unit lower trapezoidal (m x k) and U upper
+    trapezoidal (k x n), k = min(m, n). Singular matrices factor too (U then has zeros on its
+    diagonal)."""
+    _check_tuple_out("linalg_lu", out)
+    return _with_out("linalg.lu", _C.linalg_lu(A, pivot=pivot), out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """linalg.solve's solution and LAPACK's ``info`` per matrix of A (> 0: singular, in which
+    case the solution holds infs/NaNs); raises only with ``check_errors``."""
+    _check_tuple_out("linalg_solve_ex", out)
+    return _with_out("linalg.solve_ex", _C.linalg_solve_ex(A, B, left=left, check_errors=check_errors),
+                     out)
+
+
+def ldl_factor_ex(input, *, hermitian=False, check_errors=False, out=None):
+    """Bunch-Kaufman factors of symmetric matrices (sytrf on the lower triangle): ``LD`` holds
+    L (unit lower, implicit diagonal) below and D's 1x1 / 2x2 blocks on and next to the
+    diagonal; ``pivots`` are LAPACK's (negative for 2x2 blocks); ``info`` > 0 where D is
+    singular. For ldl_solve."""
+    _check_tuple_out("linalg_ldl_factor_ex", out)
+    return _with_out("linalg.ldl_factor_ex",
+                     _C.linalg_ldl_factor_ex(input, hermitian=hermitian, check_errors=check_errors), out)
+
+
+def ldl_factor(input, *, hermitian=False, out=None):
+    """LD and pivots of ldl_factor_ex; RuntimeError where D is singular."""
+    _check_tuple_out("linalg_ldl_factor", out)
+    return _with_out("linalg.ldl_factor", _C.linalg_ldl_factor(input, hermitian=hermitian), out)
 
 # ----------------------------------------------------------- end of decompositions block
 

@@ -67,6 +67,13 @@ def _close(a, e, ctx, rtol=1e-6, atol=1e-7):
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=ctx)
 
 
+# Ops whose PyTorch forward-mode formula disagrees with PyTorch's own reverse mode and with
+# finite differences: their tangents are checked against tensorplay's reverse mode only.
+# triangular_solve_jvp applies A's whole tangent (and, with transpose=True, untransposed),
+# where the op reads only A's triangle (op(A)).
+TORCH_TANGENT_DISAGREES = {'triangular_solve'}
+
+
 def _no_formula_yet(op, sample):
     """Forward formulas PyTorch has and tensorplay has not yet (they raise
     NotImplementedError, never a wrong tangent)."""
@@ -98,14 +105,19 @@ def _check_sample(op, sample, form, rng):
     rtol, atol = _tolerances(t_leaves + t_outs)
     try:
         _, expected, _ = _forward(op, torch, sample, tangents, form)
+        if op.name in TORCH_TANGENT_DISAGREES:
+            expected = None
     except NotImplementedError:
         expected = None  # torch has no forward formula
     except Exception as e:  # noqa: BLE001 - torch refuses the sample: so must tensorplay
         if degenerate:  # torch refuses some empty duals its plain op takes (logcumsumexp)
             return False
-        with pytest.raises(type(e)):
-            _forward(op, tp, sample, tangents, form)
-        return False
+        if op.name not in TORCH_TANGENT_DISAGREES:
+            with pytest.raises(type(e)):
+                _forward(op, tp, sample, tangents, form)
+            return False
+        # (torch's triangular_solve also gives cloned_coefficient A's tangent unbroadcast)
+        expected = None
     try:
         primals, actual, _ = _forward(op, tp, sample, tangents, form)
     except NotImplementedError:

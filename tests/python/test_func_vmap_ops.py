@@ -235,7 +235,9 @@ def _check_op(op):
 # one mapped over its own dim, must equal the per-sample results, without the loop.
 MIXED = {'addmm', 'addmv', 'baddbmm', 'addbmm', 'matmul', 'dot', 'vdot', 'inner', 'tensordot',
          'einsum', 'cross', 'bucketize', 'searchsorted', 'quantile', 'nanquantile',
-         'embedding_bag', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank'}
+         'embedding_bag', 'linalg.solve', 'linalg.lstsq', 'linalg.pinv', 'linalg.matrix_rank',
+         'linalg.solve_ex', 'linalg.lu_solve', 'lu_solve', 'linalg.ldl_solve', 'triangular_solve',
+         'lu_unpack', 'ormqr', 'orgqr'}
 MIXED_SAMPLES = 32
 
 

@@ -6,7 +6,8 @@ Written to boxed_ops.cpp by gen.py; the forms' schemas follow PyTorch's rules: t
 form is `name_` with `Tensor(a!) self` returning `Tensor(a!)`, the out= form adds keyword-only
 `Tensor(a!) out` (or one written tensor per named result) and takes the overload name
 `out`, `<overload>_out`, or the entry's `out_overload:` (and `inplace_overload:`
-where the in-place form's overload name differs from the functional one's).
+where the in-place form's overload name differs from the functional one's); `out_names:`
+names the written tensors where PyTorch's differ from the results' (triangular_solve.X).
 """
 import re
 
@@ -56,8 +57,9 @@ def forms(op):
         names = return_names(ret)
         out_overload = op.entry.get("out_overload") or (f"{overload}_out" if overload else "out")
         star = "" if re.search(r"(^|,)\s*\*\s*(,|$)", args) else "*, "
-        if names:  # one written tensor per named result
-            written = ", ".join(f"Tensor({WRITE_SETS[i]}!) {n}" for i, n in enumerate(names))
+        if names:  # one written tensor per named result (named as `out_names:` says, if given)
+            arg_names = op.entry.get("out_names", names)
+            written = ", ".join(f"Tensor({WRITE_SETS[i]}!) {n}" for i, n in enumerate(arg_names))
             rets = "(" + ", ".join(f"Tensor({WRITE_SETS[i]}!) {n}" for i, n in enumerate(names)) + ")"
         else:
             written, rets = "Tensor(a!) out", "Tensor(a!)"

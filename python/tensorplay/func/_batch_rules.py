@@ -842,7 +842,9 @@ def _register():
             'linalg_cholesky_ex.default', 'linalg_cholesky.default', 'cholesky.default',
             'linalg_qr.default', 'linalg_svd.default', 'linalg_svdvals.default',
             'linalg_eigh.default', 'linalg_eigvalsh.default', 'linalg_matrix_exp.default',
-            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default')},
+            'matrix_exp.default', 'linalg_matrix_power.default', 'matrix_power.default',
+            'linalg_lu_factor_ex.default', 'linalg_lu_factor.default', 'linalg_lu.default',
+            'linalg_ldl_factor_ex.default', 'linalg_ldl_factor.default')},
         # matmul family
         'matmul.default': matmul_rule, 'mm.default': _ranks_rule((2, 2)),
         'bmm.default': _ranks_rule((3, 3)), 'mv.default': _ranks_rule((2, 1)),

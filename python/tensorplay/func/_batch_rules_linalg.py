@@ -1,5 +1,6 @@
 """vmap batching rules of the products and solvers beyond matmul: inner, tensordot, cross,
-linalg.solve, linalg.lstsq, linalg.pinv and linalg.matrix_rank (Note [vmap as a wrapper
+linalg.solve(_ex), linalg.lstsq, linalg.pinv, linalg.matrix_rank, lu_unpack, linalg.lu_solve,
+linalg.ldl_solve and triangular_solve (Note [vmap as a wrapper
 subclass]; the rule signature and helpers are _batch_rules.py's).
 
 Batch-transparent linalg ops broadcast their leading (batch) dims, so the vmap batch can
@@ -195,12 +196,116 @@ def _tolerance_rule(func, level, args, kwargs):
     return _wrap(func(*args, **kwargs), level)
 
 
+# --------------------------------------------------------------------- LU and LDL families
+def _factors_rule(func, level, args, kwargs):
+    """lu_unpack(LU, pivots): pivots hold LU's shape minus its last dim, so a shared LU is
+    expanded over the batch of batched pivots; shared pivots broadcast as they are. The empty
+    placeholders of what is not unpacked are each sample's own."""
+    LU, piv = _get(func, args, kwargs, 'LU_data'), _get(func, args, kwargs, 'LU_pivots')
+    if LU.dim() < 2 or piv.dim() < 1:
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    (lv, lb), (pv, pb) = _operand(LU, level), _operand(piv, level)
+    if not lb:
+        lv = LU.expand(pv.shape[0], *LU.shape)
+    if pb:  # the sample's pivots line up with the sample's batch dims, after the vmap dim
+        pv = _pad(pv, piv.dim(), LU.dim() - 1)
+    if not _broadcastable(pv.shape[:-1], lv.shape[:-2]) or pv.dim() - 1 > lv.dim() - 2:
+        return loop_fallback(func, level, args, kwargs)
+    args, kwargs = list(args), dict(kwargs)
+    _set(func, args, kwargs, 'LU_data', lv)
+    _set(func, args, kwargs, 'LU_pivots', pv)
+    result = func(*args, **kwargs)  # unpacked nothing: each sample's (0,) placeholder
+    return _wrap_all(same_type(result, [_each_sample(t, lv.shape[0]) for t in result]), level)
+
+
+def _factored_solve_rule(names):
+    """linalg_lu_solve / linalg_ldl_solve (factors, pivots, B): the factors and their pivots
+    share one batch (a shared one is broadcast to the other's), which broadcasts with B's as
+    in solve's rule."""
+    fac_name, piv_name, b_name = names
+
+    def rule(func, level, args, kwargs):
+        F, piv, B = (_get(func, args, kwargs, n) for n in names)
+        if F.dim() < 2 or B.dim() < 2 or piv.dim() != F.dim() - 1 or \
+                tuple(piv.shape) != tuple(F.shape[:-1]) or F.shape[-1] != F.shape[-2] or \
+                F.dtype != B.dtype or not _broadcastable(F.shape[:-2], B.shape[:-2]):
+            return loop_fallback(func, level, args, kwargs)  # the op's own error
+        (fv, fb), (pv, pb), (bv, bb) = (_operand(t, level) for t in (F, piv, B))
+        rank = max(F.dim(), B.dim())
+        fv, pv = _lead(fv, fb, F.dim(), rank), _lead(pv, pb, piv.dim(), rank - 1)
+        bv = _lead(bv, bb, B.dim(), rank)
+        batch = list(fv.shape[:-2])
+        for i, s in enumerate(pv.shape[:-1]):
+            batch[i] = max(batch[i], s)
+        n = F.shape[-1]
+        args, kwargs = list(args), dict(kwargs)
+        _set(func, args, kwargs, fac_name, fv.expand(*batch, n, n))
+        _set(func, args, kwargs, piv_name, pv.expand(*batch, n))
+        _set(func, args, kwargs, b_name, bv)
+        return _wrap(func(*args, **kwargs), level)
+    return rule
+
+
+def _solve_ex_rule(func, level, args, kwargs):
+    """linalg_solve_ex: the solution as in solve's rule; info has A's batch only, so that of
+    a shared A (computed once) is every sample's."""
+    A, B = _get(func, args, kwargs, 'A'), _get(func, args, kwargs, 'B')
+    left = _get(func, args, kwargs, 'left')
+    left = True if left is None else left
+    if A.dim() < 2 or B.dim() < 1 or A.shape[-1] != A.shape[-2] or A.dtype != B.dtype:
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    shape_b = tuple(B.shape) + (1,) if vector else tuple(B.shape)
+    n = shape_b[-2] if left else shape_b[-1]
+    if (vector and not left) or n != A.shape[-1] or \
+            not _broadcastable(A.shape[:-2], shape_b[:-2]):
+        return loop_fallback(func, level, args, kwargs)
+    size = _batch_size(args, kwargs, level)
+    (av, ab), (bv, bb) = _operand(A, level), _operand(B, level)
+    if vector:
+        bv = bv.unsqueeze(-1)
+    rank = max(A.dim(), len(shape_b))
+    args, kwargs = list(args), dict(kwargs)
+    _set(func, args, kwargs, 'A', _lead(av, ab, A.dim(), rank))
+    _set(func, args, kwargs, 'B', _lead(bv, bb, len(shape_b), rank))
+    result = func(*args, **kwargs)
+    x, info = result
+    if vector:
+        x = x.squeeze(-1)
+    pad = rank - A.dim()  # the size-1 dims _lead put before A's batch
+    if ab:
+        info = info.reshape((size,) + tuple(info.shape[1 + pad:]))
+    else:
+        info = info.reshape(tuple(info.shape[1 + pad:])).expand(size, *info.shape[1 + pad:])
+    return _wrap_all(same_type(result, [x, info]), level)
+
+
+def _triangular_solve_rule(func, level, args, kwargs):
+    """triangular_solve(b, A): b's and A's batches broadcast (both results have the
+    broadcast batch), so each operand is padded to the common rank as in solve's rule."""
+    b, A = _get(func, args, kwargs, 'self'), _get(func, args, kwargs, 'A')
+    if b.dim() < 2 or A.dim() < 2 or A.shape[-1] != A.shape[-2] or b.shape[-2] != A.shape[-1] or \
+            b.dtype != A.dtype or not _broadcastable(b.shape[:-2], A.shape[:-2]):
+        return loop_fallback(func, level, args, kwargs)  # the op's own error
+    (bv, bb), (av, ab) = _operand(b, level), _operand(A, level)
+    rank = max(b.dim(), A.dim())
+    args, kwargs = list(args), dict(kwargs)
+    _set(func, args, kwargs, 'self', _lead(bv, bb, b.dim(), rank))
+    _set(func, args, kwargs, 'A', _lead(av, ab, A.dim(), rank))
+    return _wrap_all(func(*args, **kwargs), level)
+
+
 def _register():
     table = {
         'inner.default': _inner_rule, 'tensordot.default': _tensordot_rule,
         'cross.default': _cross_rule, 'linalg_cross.default': _cross_rule,
         'linalg_solve.default': _solve_rule, 'linalg_lstsq.default': _lstsq_rule,
         'linalg_pinv.default': _tolerance_rule, 'linalg_matrix_rank.default': _tolerance_rule,
+        'lu_unpack.default': _factors_rule,
+        'linalg_lu_solve.default': _factored_solve_rule(('LU', 'pivots', 'B')),
+        'linalg_ldl_solve.default': _factored_solve_rule(('LD', 'pivots', 'B')),
+        'linalg_solve_ex.default': _solve_ex_rule,
+        'triangular_solve.default': _triangular_solve_rule,
     }
     for qualname, rule in table.items():
         h = _handle(qualname)
