@@ -48,7 +48,7 @@ void validate_outputs(const Node& node, variable_list& grads) {
                " but expected shape compatible with ", shape_str(want));
       g = sum_to(g, want);
     }
-    if (g.dtype() != md.dtype) g = _to_dtype(g, md.dtype, false);
+    if (g.dtype() != md.dtype && !md.any_dtype) g = _to_dtype(g, md.dtype, false);
     TP_CHECK(g.device() == md.device, "Function ", node.name(),
              " returned an invalid gradient at index ", i, " - expected device ", md.device.str(),
              " but got ", g.device().str());
@@ -120,6 +120,7 @@ variable_list call_node(Node& node, variable_list inputs, bool create_graph) {
 }  // namespace
 
 bool anomaly_enabled() { return g_anomaly; }
+bool anomaly_check_nan_enabled() { return g_anomaly_check_nan; }
 void set_anomaly_enabled(bool enabled, bool check) {
   g_anomaly = enabled;
   g_anomaly_check_nan = check;

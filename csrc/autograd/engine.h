@@ -21,6 +21,8 @@ variable_list run_backward(const std::vector<Edge>& roots, variable_list grad_ro
 /// Anomaly mode (tp.autograd.set_detect_anomaly): nodes record the forward trace and
 /// backward checks every gradient for NaN.
 bool anomaly_enabled();
+/// Whether anomaly mode checks backward results for NaN (torch.is_anomaly_check_nan_enabled).
+bool anomaly_check_nan_enabled();
 void set_anomaly_enabled(bool enabled, bool check_nan = true);
 /// The Python bindings install the function that captures the current forward trace.
 void set_forward_trace_provider(std::function<std::string()> provider);

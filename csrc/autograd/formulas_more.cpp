@@ -17,6 +17,37 @@ namespace tp::autograd {
 
 namespace {
 
+/// t[..., start:end:step, ...] along dim as a view (Python's slice clamping).
+Tensor slice_view(const Tensor& t, int64_t dim, const std::optional<int64_t>& start,
+                  const std::optional<int64_t>& end, int64_t step) {
+  TP_CHECK(step > 0, "slice step must be positive");
+  dim = wrap_dim(dim, t.dim());
+  const int64_t n = t.size(dim);
+  auto clamp = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+  const int64_t s = clamp(start.value_or(0)), e = std::max(s, clamp(end.value_or(n)));
+  DimVector sizes(t.sizes().data(), t.sizes().size()), strides(t.strides().data(), t.strides().size());
+  sizes[dim] = (e - s + step - 1) / step;
+  strides[dim] *= step;
+  return as_strided(t, sizes, strides, t.storage_offset() + s * t.stride(dim));
+}
+
+}  // namespace
+
+Tensor slice_inverse_self_backward(const Tensor& grad, int64_t dim, const std::optional<int64_t>& start,
+                                   const std::optional<int64_t>& end, int64_t step) {
+  return slice_view(grad, dim, start, end, step);
+}
+
+Tensor slice_inverse_src_backward(const Tensor& grad, int64_t dim, const std::optional<int64_t>& start,
+                                  const std::optional<int64_t>& end, int64_t step) {
+  Tensor r = clone(grad);
+  Tensor part = slice_view(r, dim, start, end, step);
+  zero_(part);
+  return r;
+}
+
+namespace {
+
 /// Whether any element of a boolean tensor (on any device) is true.
 bool any_true(const Tensor& mask) {
   if (mask.numel() == 0) return false;

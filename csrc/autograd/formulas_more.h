@@ -8,6 +8,12 @@
 
 namespace tp::autograd {
 
+/// slice_inverse's gradients: for self the slice of grad along `dim` (start:end:step, Python's
+/// clamping); for src grad with that slice zeroed (PyTorch's slice_scatter of zeros).
+Tensor slice_inverse_self_backward(const Tensor& grad, int64_t dim, const std::optional<int64_t>& start,
+                                   const std::optional<int64_t>& end, int64_t step);
+Tensor slice_inverse_src_backward(const Tensor& grad, int64_t dim, const std::optional<int64_t>& start,
+                                  const std::optional<int64_t>& end, int64_t step);
 /// scatter_reduce's tangent for amax / amin: at each output the mean of the tangents of the
 /// contributors (self where include_self or untouched, and src) whose value equals the result.
 Tensor scatter_reduce_minmax_jvp(const Tensor& self, const Tensor& self_t, int64_t dim,

@@ -30,6 +30,8 @@ struct InputMetadata {
   DimVector sizes;
   DType dtype = DType::Float32;
   Device device;
+  /// Gradients keep whatever dtype they come in (a leaf whose grad_dtype is None).
+  bool any_dtype = false;
 };
 
 /// A tensor hook: takes the gradient, returns a replacement or an undefined tensor.

@@ -50,10 +50,34 @@ std::shared_ptr<Node> grad_fn(const Tensor& t) {
   return m->grad_fn_;
 }
 
+std::optional<DType> leaf_grad_dtype(const Tensor& t) {
+  AutogradMeta* m = meta(t);
+  if (!m || m->grad_dtype_mode_ == 0) return t.dtype();
+  if (m->grad_dtype_mode_ == 1) return m->grad_dtype_;
+  return std::nullopt;
+}
+
+namespace {
+/// What an accumulator expects of the gradients reaching it (the engine casts to it).
+void expect_grad_dtype(Node& acc, const Tensor& t) {
+  std::optional<DType> dt = leaf_grad_dtype(t);
+  acc.input_metadata_[0].any_dtype = !dt;
+  if (dt) acc.input_metadata_[0].dtype = *dt;
+}
+}  // namespace
+
+void set_leaf_grad_dtype(const Tensor& t, std::optional<DType> dtype) {
+  AutogradMeta& m = meta_or_create(t);
+  m.grad_dtype_mode_ = dtype ? 1 : 2;
+  if (dtype) m.grad_dtype_ = *dtype;
+  if (auto acc = m.grad_accumulator_.lock()) expect_grad_dtype(*acc, t);
+}
+
 std::shared_ptr<Node> grad_accumulator(const Tensor& t) {
   AutogradMeta& m = meta_or_create(t);
   if (auto acc = m.grad_accumulator_.lock()) return acc;
   auto acc = std::make_shared<AccumulateGrad>(t);
+  if (m.grad_dtype_mode_) expect_grad_dtype(*acc, t);
   acc->tensor_pre_hooks_ = m.leaf_hooks_;
   m.grad_accumulator_ = acc;
   return acc;
@@ -123,6 +147,29 @@ void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
   for (size_t i = 1; i < fn->next_edges_.size(); ++i) copy_slices->next_edges_.push_back(fn->next_edges_[i]);
   set_history(base, copy_slices);
   refresh_view_history(t, *m);
+}
+
+// Note [In-place view ops]
+// t_, transpose_, squeeze_, unsqueeze_ and as_strided_ change a tensor's sizes, strides and
+// offset and bump its version; no data moves. As in PyTorch (which records them with
+// set_history, not rebase_history), t's new history is the op's node fed by t's old history:
+// gradients of the new geometry are mapped back to the old one. A view stays a view of its
+// base; its view version is brought up to date so the bump does not rebuild the history as
+// an as_strided of the base (which would be right too, but not PyTorch's node). Other views
+// of the same storage see the bump and rebuild theirs from the base, whose history is
+// unchanged. In forward mode the tangent (a tensor of its own, or a view of the base's)
+// takes the same in-place view op, as PyTorch's `self_t.t_()` formulas do.
+void set_inplace_view_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
+  set_history(t, fn);
+  if (AutogradMeta* m = meta(t); m && m->is_view_) m->view_version_ = t.impl()->version();
+}
+
+void forget_view(const Tensor& t) {
+  if (AutogradMeta* m = meta(t); m && m->is_view_) {
+    m->is_view_ = false;
+    m->base_ = Tensor();
+    m->view_error_.clear();
+  }
 }
 
 void check_inplace(const Tensor& t) {

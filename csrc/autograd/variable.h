@@ -1,6 +1,7 @@
 #pragma once
 // Per-tensor autograd state (AutogradMeta) and the functions that read and write it.
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,7 +46,16 @@ struct AutogradMeta final : AutogradMetaBase {
   std::shared_ptr<ForwardGrad> fw_;
   /// unpack_dual's primal: never has a tangent (not even its base's).
   bool fw_primal_ = false;
+  /// A leaf's grad_dtype: 0 its dtype (the default), 1 grad_dtype_, 2 any (None).
+  uint8_t grad_dtype_mode_ = 0;
+  DType grad_dtype_ = DType::Float32;
 };
+
+/// The dtype a leaf's gradient takes (Tensor.grad_dtype): its own dtype unless grad_dtype
+/// was set; nullopt when set to None (any dtype is kept as it comes).
+std::optional<DType> leaf_grad_dtype(const Tensor& t);
+/// Sets a leaf's grad_dtype (nullopt: None) and its accumulator's expected input.
+void set_leaf_grad_dtype(const Tensor& t, std::optional<DType> dtype);
 
 /// The tensor's AutogradMeta, or null.
 AutogradMeta* meta(const Tensor& t);
@@ -68,6 +78,12 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& fn);
 /// After an in-place op `fn` wrote into `t`: t's new history is fn; if t is a view, its
 /// base's history becomes CopySlices(fn) and t's a view of that.
 void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+/// After an in-place view op `fn` (t_, transpose_, squeeze_, as_strided_, ...) changed t's
+/// geometry: t's history is fn, whose edge is t's old history. No CopySlices: the op wrote
+/// no data (Note [In-place view ops]).
+void set_inplace_view_history(const Tensor& t, const std::shared_ptr<Node>& fn);
+/// Forgets that t is an autograd view (Tensor.set_: t now reads other memory).
+void forget_view(const Tensor& t);
 /// Records that `view` (a view op's result) views `base`, while grad mode is on.
 void note_view(const Tensor& view, const Tensor& base);
 /// An alias of t's memory with no autograd state (Tensor.detach()).

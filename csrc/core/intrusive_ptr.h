@@ -18,6 +18,14 @@ class RefCounted {
     if (refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
   uint32_t use_count() const { return refcount_.load(std::memory_order_relaxed); }
+  /// Takes a reference unless the count already reached zero (the object is being
+  /// destroyed): for caches that hold plain pointers (core/shared_memory.cpp).
+  bool try_incref() const {
+    uint32_t n = refcount_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (refcount_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    return false;
+  }
 
  private:
   mutable std::atomic<uint32_t> refcount_{0};

@@ -6,13 +6,16 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
 
 #include "core/error.h"
 #ifdef TP_USE_CUDA
+#include "cuda/check.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -122,7 +125,8 @@ size_t cpu_empty_cache() { return g_cpu_allocator.empty_cache(); }
 size_t cpu_cached_bytes() { return g_cpu_allocator.cached(); }
 void set_allocator(DeviceType type, Allocator* alloc) { g_allocators[int(type)] = alloc; }
 
-StorageImpl::StorageImpl(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
+StorageImpl::StorageImpl(size_t nbytes, Device device)
+    : nbytes_(nbytes), device_(device), resizable_(true) {
   if (device.type == DeviceType::CPU && nbytes <= kInlineBytes) {
     data_ = inline_;
     return;
@@ -151,6 +155,61 @@ StorageImpl::StorageImpl(void* data, size_t nbytes, Device device, Deleter delet
 
 StorageImpl::~StorageImpl() {
   if (deleter_) deleter_(ctx_, data_);
+}
+
+void StorageImpl::bump_version_past(uint32_t other) {
+  uint32_t v = version_.load(std::memory_order_relaxed);
+  while (!version_.compare_exchange_weak(v, std::max(v, other) + 1, std::memory_order_relaxed)) {
+  }
+}
+
+void StorageImpl::replace_data(void* data, size_t nbytes, Deleter deleter, void* ctx) {
+  Deleter old_deleter = deleter_;
+  void* old_ctx = ctx_;
+  void* old_data = data_;
+  data_ = data;
+  nbytes_ = nbytes;
+  deleter_ = deleter;
+  ctx_ = ctx;
+  if (old_deleter) old_deleter(old_ctx, old_data);
+}
+
+void StorageImpl::resize(size_t nbytes) {
+  if (nbytes == nbytes_) return;
+  TP_CHECK(resizable_, "Trying to resize storage that is not resizable");
+  if (device_.type == DeviceType::Meta) {
+    nbytes_ = nbytes;
+    return;
+  }
+  const size_t keep = std::min(nbytes, nbytes_);
+  if (device_.type == DeviceType::CPU) {
+    if (data_ == inline_ && nbytes <= kInlineBytes) {  // stays inline
+      nbytes_ = nbytes;
+      return;
+    }
+    Deleter d = nullptr;
+    void* c = nullptr;
+    void* p = get_allocator(DeviceType::CPU)->allocate(nbytes, &d, &c);
+    if (keep) std::memcpy(p, data_, keep);
+    replace_data(p, nbytes, d, c);
+    return;
+  }
+#ifdef TP_USE_CUDA
+  if (device_.type == DeviceType::CUDA) {
+    cuda::DeviceGuard g(device_.index);
+    Deleter d = nullptr;
+    void* c = nullptr;
+    void* p = get_allocator(DeviceType::CUDA)->allocate(nbytes, &d, &c);
+    // stream-ordered like every kernel on these tensors; the caching allocator reuses the
+    // old block only after work queued on the current stream
+    if (keep)
+      TP_CUDA_CHECK(cudaMemcpyAsync(p, data_, keep, cudaMemcpyDeviceToDevice,
+                                    cuda::current_stream(device_.index).handle));
+    replace_data(p, nbytes, d, c);
+    return;
+  }
+#endif
+  TP_FAIL_NOT_IMPLEMENTED("Cannot resize a storage on device '", device_.str(), "'");
 }
 
 }  // namespace tp

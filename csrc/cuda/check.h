@@ -3,9 +3,18 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "core/error.h"
 
 namespace tp::cuda {
+
+/// A failed CUDA runtime call; Python's tp.AcceleratorError (a RuntimeError subclass, as
+/// torch.AcceleratorError).
+class AcceleratorError : public Error {
+ public:
+  explicit AcceleratorError(std::string msg) : Error(ErrorKind::Runtime, std::move(msg)) {}
+};
 
 [[noreturn]] void fail_cuda(cudaError_t err, const char* expr, const char* file, int line);
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "cuda/check.h"
 #include "cuda/graphs/capture.h"
@@ -16,8 +17,11 @@ void fail_cuda(cudaError_t err, const char* expr, const char* file, int line) {
   const char* base = file;
   for (const char* p = file; *p; ++p)
     if (*p == '/') base = p + 1;
-  TP_FAIL("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), " from ", expr,
-          " at ", base, ":", line, ")");
+  std::string msg = "CUDA error: ";
+  msg += cudaGetErrorString(err);
+  msg += std::string(" (") + cudaGetErrorName(err) + " from " + expr + " at " + base + ":" +
+         std::to_string(line) + ")";
+  throw AcceleratorError(std::move(msg));
 }
 
 namespace {

@@ -112,9 +112,13 @@ void set_grad(const Tensor& t, nb::handle value) {
   TP_CHECK_TYPE(nb::isinstance<Tensor>(value), "assigned grad expected to be a Tensor or None "
                 "but got grad of type ", nb::type_name(value.type()).c_str());
   Tensor g = nb::cast<Tensor>(value);
-  TP_CHECK(g.dtype() == t.dtype(), "attempting to assign a gradient with dtype '",
-           dtype_name(g.dtype()), "' to a tensor with dtype '", dtype_name(t.dtype()),
-           "'. Please ensure that the gradient and the tensor have the same dtype");
+  std::optional<DType> want = autograd::leaf_grad_dtype(t);
+  TP_CHECK(!want || g.dtype() == *want, "attempting to assign a gradient with dtype '",
+           cpp_type_name(g.dtype()), "' to a tensor with grad_dtype '", dtype_scalar_name(want.value_or(g.dtype())),
+           "'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). "
+           "You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
+           "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+           "gradient may break downstream systems that assume they match.");
   TP_CHECK(g.device() == t.device(), "attempting to assign a gradient with device '",
            g.device().str(), "' to a tensor with device '", t.device().str(),
            "'. Please ensure that the gradient and the tensor are on the same device");
@@ -302,6 +306,24 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("_get_grad", [](const Tensor& t) { return tensor_or_none(get_grad(t)); })
       .def("_set_grad", &set_grad, nb::arg("value").none())
       .def_prop_ro("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
+      // the dtype gradients accumulated into a leaf take (PyTorch 2.13's Tensor.grad_dtype)
+      .def_prop_rw("grad_dtype", [](const Tensor& t) -> nb::object {
+        TP_CHECK(autograd::is_leaf(t), "grad_dtype can only be accessed on leaf tensors.");
+        std::optional<DType> dt = autograd::leaf_grad_dtype(t);
+        return dt ? nb::cast(*dt) : nb::none();
+      }, [](const Tensor& t, nb::handle value) {
+        TP_CHECK(autograd::is_leaf(t), "grad_dtype can only be set on leaf tensors.");
+        TP_CHECK(value.is_none() || nb::isinstance<DTypeObj>(value),
+                 "grad_dtype must be a torch.dtype or None, but got ", nb::type_name(value.type()).c_str());
+        std::optional<DType> dt;
+        if (!value.is_none()) dt = nb::cast<DType>(value);
+        Tensor g = get_grad(t);
+        TP_CHECK(!dt || !g.defined() || g.dtype() == *dt, "Cannot set grad_dtype to '",
+                 dtype_scalar_name(dt.value_or(DType::Float32)), "' because there is already a gradient with dtype '",
+                 cpp_type_name(g.defined() ? g.dtype() : DType::Float32), "'. Please clear the gradient (.grad = None) "
+                 "before changing grad_dtype, or ensure the new grad_dtype matches the existing gradient's dtype.");
+        autograd::set_leaf_grad_dtype(t, dt);
+      }, nb::arg("value").none())
       .def("is_inference", [](const Tensor& t) { return t.impl()->is_inference(); })
       .def_prop_ro("output_nr", [](const Tensor& t) {
         auto* m = autograd::meta(t);
@@ -351,6 +373,7 @@ void bind_autograd(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("is_inference_mode_enabled", &autograd::inference_mode_enabled);
   m.def("_set_inference_mode", &autograd::set_inference_mode_enabled);
   m.def("_is_anomaly_enabled", &autograd::anomaly_enabled);
+  m.def("_is_anomaly_check_nan_enabled", &autograd::anomaly_check_nan_enabled);
   m.def("_set_anomaly_enabled", &autograd::set_anomaly_enabled, nb::arg("enabled"),
         nb::arg("check_nan") = true);
   m.def("_enter_dual_level", &autograd::enter_dual_level);

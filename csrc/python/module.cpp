@@ -12,6 +12,7 @@
 #include "python/bindings.h"
 #ifdef TP_USE_CUDA
 #include "cuda/caching_allocator.h"
+#include "cuda/check.h"
 #endif
 #include "tensorplay/ops_api.h"
 
@@ -22,6 +23,7 @@ PyObject* g_dtype_objs[kNumDTypes] = {};
 // tensorplay._C._LinAlgError and tensorplay.OutOfMemoryError, created at import and alive
 // for the whole process.
 PyObject* g_linalg_error = nullptr;
+PyObject* g_accelerator_error = nullptr;
 PyObject* g_oom_error_type = nullptr;
 }
 
@@ -31,6 +33,8 @@ void translate_error(const std::exception_ptr& p) {
 #ifdef TP_USE_CUDA
   } catch (const cuda::OutOfMemoryError& e) {
     PyErr_SetString(g_oom_error_type, e.what());
+  } catch (const cuda::AcceleratorError& e) {
+    PyErr_SetString(g_accelerator_error, e.what());
 #endif
   } catch (const Error& e) {
     PyObject* type = PyExc_RuntimeError;
@@ -309,6 +313,11 @@ NB_MODULE(_C, m) {
       "positive-definite, no convergence).",
       PyExc_RuntimeError, nullptr);
   m.attr("_LinAlgError") = nb::handle(g_linalg_error);
+  // torch.AcceleratorError: a failed device runtime call (a CUDA error), a RuntimeError subclass.
+  g_accelerator_error = PyErr_NewExceptionWithDoc(
+      "tensorplay.AcceleratorError", "Exception raised while executing on device",
+      PyExc_RuntimeError, nullptr);
+  m.attr("AcceleratorError") = nb::handle(g_accelerator_error);
   // torch.OutOfMemoryError (also torch.cuda.OutOfMemoryError): a RuntimeError subclass.
   static PyObject* g_oom_error = PyErr_NewExceptionWithDoc(
       "tensorplay.OutOfMemoryError", "Raised when device memory runs out.", PyExc_RuntimeError,

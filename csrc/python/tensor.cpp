@@ -1,7 +1,10 @@
 // TensorBase: metadata properties, conversions to Python, and the operator dunders
 // (bound in C++ so `a + b` costs one call).
+#include <nanobind/stl/vector.h>
+
 #include "autograd/variable.h"
 #include "core/error.h"
+#include "core/shared_memory.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
 #include "python/bindings.h"
@@ -113,6 +116,42 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   m.def("_set_disabled_torch_dispatch", [](nb::handle f) { g_disabled_torch_dispatch = f.inc_ref().ptr(); });
   // an id of the tensor's storage: equal for tensors that alias (tests of the meta device)
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()->storage().get()); });
+  // ---- storages (Tensor.set_, resize_, share_memory_; UntypedStorage; multiprocessing)
+  // a 1-D tensor of `dtype` over t's whole storage from offset 0 (no autograd view): what
+  // set_(Storage, ...) takes its storage from
+  m.def("_storage_tensor", [](const Tensor& t, DType dtype) {
+    const int64_t n = int64_t(t.impl()->storage()->nbytes() / element_size(dtype));
+    auto impl = make_intrusive<TensorImpl>(t.impl()->storage(), dtype, DimVector{n}, DimVector{1}, 0);
+    return Tensor(std::move(impl));
+  });
+  // new sizes, strides and offset for t itself, no version bump and no dispatch: resize_'s
+  // memory_format, a vmap BatchedTensor's metadata after an in-place view of its batch
+  m.def("_set_geometry", [](const Tensor& t, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                            int64_t offset) {
+    TP_CHECK(sizes.size() == strides.size(), "_set_geometry: one stride per dim");
+    t.impl()->set_sizes_and_strides(DimVector(sizes.data(), sizes.size()),
+                                    DimVector(strides.data(), strides.size()), offset);
+  });
+  m.def("_storage_resize_", [](const Tensor& t, size_t nbytes) { t.impl()->storage()->resize(nbytes); });
+  m.def("_storage_resizable", [](const Tensor& t) { return t.impl()->storage()->resizable(); });
+  m.def("_share_memory_", [](const Tensor& t) {
+    if (t.device().type == DeviceType::CUDA) return;  // CUDA memory is shared already (IPC)
+    share_memory(*t.impl()->storage());
+  });
+  m.def("_is_shared", [](const Tensor& t) {
+    return t.device().type == DeviceType::CUDA || is_shared(*t.impl()->storage());
+  });
+  // (fd, nbytes) of t's storage, moved into shared memory first; the fd stays the storage's
+  m.def("_share_fd", [](const Tensor& t) {
+    share_memory(*t.impl()->storage());
+    return nb::make_tuple(shared_fd(*t.impl()->storage()), t.impl()->storage()->nbytes());
+  });
+  // a uint8 tensor over the shared-memory file `fd` (the caller keeps and closes fd)
+  m.def("_tensor_from_shared_fd", [](int fd, size_t nbytes) {
+    auto storage = storage_from_shared_fd(fd, nbytes);
+    const int64_t n = int64_t(storage->nbytes());
+    return Tensor(make_intrusive<TensorImpl>(std::move(storage), DType::UInt8, DimVector{n}, DimVector{1}, 0));
+  });
   m.def("_preserving_strides", [](const Tensor& t) {
     nb::list out;
     for (int64_t s : preserving_strides(t.sizes(), t.strides())) out.append(s);

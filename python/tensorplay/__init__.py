@@ -4,6 +4,8 @@
     x = tp.tensor([[1.0, 2.0], [3.0, 4.0]])
     (x * 2 + 1).exp()
 """
+import builtins as _builtins
+
 from tensorplay import _C
 from tensorplay._C import device
 from tensorplay._dtype import (ALL_DTYPES, bfloat16, bool, can_cast, cdouble, cfloat, complex64, complex128, double, dtype, finfo, float,
@@ -25,19 +27,59 @@ from tensorplay._tensor_str import get_printoptions, printoptions, set_printopti
 from tensorplay._elementwise import deg2rad, isin, logaddexp, logaddexp2, rad2deg
 from tensorplay._views import (adjoint, allclose, argwhere, equal, broadcast_shapes, broadcast_tensors, chunk, dsplit,
                                hsplit, nonzero, ravel, split, squeeze, tensor_split, unbind, vsplit, where)
+from tensorplay._inplace_views import resize_as_fn as resize_as_  # noqa: F401  (and the Tensor methods)
 from tensorplay import linalg, return_types, version
-from tensorplay._reductions import norm, unique, unique_consecutive
+from tensorplay._reductions import hash_tensor, norm, unique, unique_consecutive
 from tensorplay import autograd, _tensor_autograd  # noqa: F401  (Tensor.backward, hooks)
 from tensorplay.autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                            is_inference_mode_enabled, no_grad, set_grad_enabled)
 from tensorplay.version import __version__
 from tensorplay import random
+from tensorplay.random import thread_safe_generator  # noqa: F401
+from tensorplay.autograd.anomaly_mode import is_anomaly_check_nan_enabled  # noqa: F401
+from tensorplay._streams import Event, Stream  # noqa: F401
 from tensorplay.random import (Generator, default_generator, get_rng_state, initial_seed,
                                manual_seed, rand_like, randint_like, randn_like, seed,
                                set_rng_state)
 
 get_num_threads = _C.get_num_threads
 set_num_threads = _C.set_num_threads
+legacy_contiguous_format = contiguous_format  # PyTorch's alias (the same object)
+AcceleratorError = _C.AcceleratorError
+parse_schema = _C._parse_schema  # torch.parse_schema: FunctionSchema text -> schema object
+_warn_always = False
+_num_interop_threads = None
+
+
+def set_warn_always(b, /):
+    """When True, warnings that PyTorch shows once per process show every time (TensorPlay
+    keeps the flag for code that reads it; its own warnings already go through ``warnings``)."""
+    global _warn_always
+    _warn_always = _builtins.bool(b)
+
+
+def is_warn_always_enabled():
+    """Whether set_warn_always(True) is in effect."""
+    return _warn_always
+
+
+def get_num_interop_threads():
+    """Threads for inter-op parallelism (PyTorch's JIT interpreter pool). TensorPlay runs ops
+    one after another and parallelises inside them (set_num_threads); the number is kept for
+    code that sets and reads it."""
+    import os
+    return _num_interop_threads or os.cpu_count() or 1
+
+
+def set_num_interop_threads(num):
+    """Sets the inter-op thread count: once per process, as in PyTorch."""
+    global _num_interop_threads
+    if not isinstance(num, _builtins.int) or isinstance(num, _builtins.bool) or num <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _num_interop_threads is not None:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has "
+                           "started or set_num_interop_threads called")
+    _num_interop_threads = num
 
 
 def _export_generated_ops():
@@ -117,6 +159,8 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
 
 OutOfMemoryError = _C.OutOfMemoryError
 from tensorplay import accelerator, fft  # noqa: E402,F401
+from tensorplay import signal  # noqa: E402,F401
+from tensorplay.signal import windows  # noqa: E402,F401  (torch.windows is torch.signal.windows)
 from tensorplay._device_defaults import get_default_device, set_default_device  # noqa: E402,F401
 
 from tensorplay import overrides  # noqa: E402  (last: wraps the public API for __torch_function__)

@@ -55,7 +55,8 @@ class Tag(enum.IntEnum):
 _YAML_TAGS = {'pointwise': Tag.pointwise, 'reduction': Tag.reduction,
               'nondeterministic': Tag.nondeterministic_seeded,
               'dynamic_output_shape': Tag.dynamic_output_shape,
-              'data_dependent_output': Tag.data_dependent_output}
+              'data_dependent_output': Tag.data_dependent_output, 'inplace': Tag.inplace,
+              'inplace_view': Tag.inplace_view}
 _FORM_FUNCTIONAL, _FORM_INPLACE, _FORM_OUT = 0, 1, 2
 
 OpOverload = _C._OpOverload
@@ -206,6 +207,8 @@ class _Ops:
         for op_id, form, namespace, name, overload, _text, tags in forms:
             handle = OpOverload(op_id, form)
             tag_list = [_YAML_TAGS[t] for t in tags.split(',') if t in _YAML_TAGS]
+            if Tag.inplace_view in tag_list:  # (PyTorch's in-place views carry both)
+                tag_list.append(Tag.inplace)
             if form == _FORM_INPLACE:
                 tag_list.append(Tag.inplace)
             elif form == _FORM_OUT:

@@ -532,3 +532,91 @@ class UntypedStorage:
 
     def __len__(self):
         return self._t._storage_nbytes
+
+
+# ---- PyTorch 2.13's smaller Tensor names
+def _has_multiple_dim_order(t):
+    """Size-1 dims or equal neighbouring strides let several dim orders describe t."""
+    strides = t.stride()
+    return any(a == b for a, b in zip(strides, strides[1:])) or any(s == 1 for s in t.shape)
+
+
+def _logical_to_physical_perm(t, ambiguity_check):
+    """PyTorch's compute_elementwise_output_logical_to_physical_perm for one tensor: the dims
+    from outermost to innermost (an insertion sort by stride, ties by size), and whether the
+    order is ambiguous when ``ambiguity_check`` asks."""
+    ndim = t.dim()
+    if ndim == 0:
+        return [], False
+    if ndim == 1:
+        return [0], False
+    contiguous = t.is_contiguous()
+    last = t.is_contiguous(memory_format=channels_last)
+    if contiguous and not last:
+        return list(range(ndim)), False
+    if last and not contiguous:
+        return [0, *range(2, ndim), 1], False
+    shape, strides = t.shape, t.stride()
+
+    def should_swap(a, b):
+        def ge(x, y):
+            return y == 0 or (x != 0 and (x >= y or x % y == 0))
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if ge(shape[b], shape[a]) else 1
+        if ge(sb, sa):
+            return -1
+        if ge(sa, sb):
+            return 1
+        return 0
+
+    perm = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in reversed(range(i)):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    ambiguous = ambiguity_check is not False and any(
+        should_swap(perm[i], perm[i + 1]) != -1 for i in range(ndim - 1))
+    return list(reversed(perm)), ambiguous
+
+
+@_method
+def dim_order(self, *, ambiguity_check=False):
+    """The dims from outermost to innermost in memory (a tuple). ``ambiguity_check=True``
+    raises when several orders fit (size-1 dims, equal strides); a list of memory formats
+    raises unless the tensor is laid out in exactly one of them."""
+    if not isinstance(ambiguity_check, builtins.bool):
+        if not isinstance(ambiguity_check, list) or not all(
+                isinstance(f, memory_format) for f in ambiguity_check):
+            raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    check_multiple = ambiguity_check if isinstance(ambiguity_check, builtins.bool) else True
+    if check_multiple and _has_multiple_dim_order(self) and \
+            builtins.sum(1 for f in formats if self.is_contiguous(memory_format=f)) != 1:
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one "
+                           "of the given memory formats.")
+    perm, ambiguous = _logical_to_physical_perm(self, ambiguity_check)
+    if ambiguous:
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(perm)
+
+
+Tensor.name = property(lambda self: None, doc="None: PyTorch 2.13's Tensor.name (named "
+                       "dimensions are not supported).")
+
+
+@_method
+def module_load(self, other, assign=False):
+    """How ``load_state_dict`` turns the state-dict value ``other`` into the new value of this
+    parameter or buffer when tensors are swapped: ``other.detach()`` if ``assign``, else
+    ``self.copy_(other).detach()``."""
+    if assign:
+        return other.detach()
+    return self.copy_(other).detach()

@@ -147,7 +147,8 @@ _IGNORED_NAMES = frozenset("""
     handle_torch_function has_torch_function has_torch_function_unary has_torch_function_variadic
     get_autocast_cpu_dtype set_autocast_cpu_dtype is_autocast_cpu_enabled set_autocast_cpu_enabled
     get_autocast_gpu_dtype set_autocast_gpu_dtype get_deterministic_debug_mode
-    set_deterministic_debug_mode
+    set_deterministic_debug_mode set_warn_always is_warn_always_enabled
+    is_anomaly_check_nan_enabled parse_schema thread_safe_generator
 """.split())
 # Conversions: modes see them, but their data argument (a sequence, an array, a foreign
 # tensor with its own __torch_function__) never overloads them.

@@ -14,8 +14,20 @@ from tensorplay._creation import _like_strides, empty_like
 Generator = _C.Generator
 default_generator = _C._default_cpu_generator()
 
-__all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
+__all__ = ["thread_safe_generator", "Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed",
            "manual_seed", "seed", "set_rng_state"]
+
+
+def thread_safe_generator():
+    """The generator a DataLoader *thread* worker keeps for its own use, or None (the main
+    process and process workers, where the default generator is the thread's own). TensorPlay's
+    workers are processes, so this is None; transforms may pass it as ``generator=`` anyway."""
+    from tensorplay.utils.data import get_worker_info
+    info = get_worker_info()
+    if info is not None and getattr(info, "worker_method", None) == "thread" and \
+            getattr(info, "rng", None) is not None:
+        return info.rng.torch_generator
+    return None
 
 
 def manual_seed(seed):

@@ -32,7 +32,8 @@ KNOWN_SCHEMA_DIFFERENCES = {
         'scatter.value_out', 'scatter_.src', 'scatter_.value', 'sort.default',
         'argsort.default',
         'clone.default', 'contiguous.default', 'expand.default', 'nan_to_num.default',
-        'nan_to_num.out', 'nan_to_num_.default', 'einsum.default', 'batch_norm.default'},
+        'nan_to_num.out', 'nan_to_num_.default', 'einsum.default', 'batch_norm.default',
+        'resize_.default'},
     # (std, mean) and (var, mean) name their results (PyTorch's are unnamed)
     'named results': {
         'std_mean.default', 'std_mean.dim', 'std_mean.correction', 'var_mean.default',

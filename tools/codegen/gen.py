@@ -459,6 +459,8 @@ def gen_api_source(ops, autocast):
         if "function" in op.variants or "method" in op.variants:
             grad_path = f"{rec}return autograd_gen::{op.name}({a}); " if rec else ""
             call = f"return {k}({a}, OutArg::none())"
+            if returns_self(op):  # a write into an inference tensor, as the inplace variants check
+                grad_path = f"autograd::check_inference_inplace(self); {grad_path}"
             # Note [Views and in-place writes]; a non-differentiable view (view.dtype) is no
             # autograd view, as in PyTorch: it only shares the version counter
             if "view" in op.entry.get("tags", []) and mode(op) != "non_differentiable":
@@ -610,6 +612,21 @@ def arg_specs(args, rename_self=True):
     return specs, kw_done
 
 
+def returns_self(op):
+    """Whether the op writes into its first argument and returns it (`Tensor(a!) self` ->
+    `Tensor(a!)`: copy_, t_, resize_): its bindings return the caller's own object, so
+    `x.t_() is x` as in PyTorch (and a subclass stays itself)."""
+    return bool(re.match(r"\s*[\w.]+\(Tensor\(a!\) self\b", op.entry["func"])) and \
+        op.entry["func"].rstrip().endswith("-> Tensor(a!)")
+
+
+def self_returning(decl, call):
+    """(parameter declaration, body) of a binding returning its `self` argument's object."""
+    decl = decl.replace("const Tensor& self", "nb::handle_t<Tensor> self_obj", 1)
+    body = f"const Tensor& self = nb::cast<const Tensor&>(self_obj); {call}; return self_obj;"
+    return decl, body
+
+
 def py_call(op, args):
     """The C++ call in a binding; tuple results become tp.return_types named tuples (and
     nothing becomes None)."""
@@ -654,6 +671,10 @@ def function_defs(op, fdecl, fargs, star, doc):
             f"    if (!out.is_none()) {{\n{guards}{fill}    }}\n"
             f"    {body_fn}\n"
             f'  }}, {", ".join(specs)}, "{doc}");')
+    elif returns_self(op):
+        decl, body = self_returning(fdecl, py_call(op, fargs))
+        out.append(f'  m.def("{op.name}", []({decl}) -> nb::handle {{ {body} }}, '
+                   f'{", ".join(specs)}, nb::rv_policy::reference, "{doc}");')
     else:
         out.append(f'  m.def("{op.name}", []({fdecl}) {{ return {py_call(op, fargs)}; }}, '
                    f'{", ".join(specs)}, "{doc}");')
@@ -707,9 +728,19 @@ def gen_python(ops):
             mcargs = cargs.replace(f"IntArrayRef({rest[0].name}.v.data(), {rest[0].name}.v.size())",
                                    f'size_from_args(size_args, "{op.name}")')
             # ... and t.flip(dims=(0, 1))
-            out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args, nb::kwargs kw) {{\n'
-                       f'    size_args = sizes_or_keyword(size_args, kw, "{rest[0].name}", "{op.name}");\n'
-                       f'    return tp::{op.name}({mcargs}); }}, "{doc}");')
+            if returns_self(op):
+                out.append(f'  cls.def("{op.name}", [](nb::handle_t<Tensor> self_obj, nb::args size_args, nb::kwargs kw) -> nb::handle {{\n'
+                           f'    const Tensor& self = nb::cast<const Tensor&>(self_obj);\n'
+                           f'    size_args = sizes_or_keyword(size_args, kw, "{rest[0].name}", "{op.name}");\n'
+                           f'    tp::{op.name}({mcargs}); return self_obj; }}, nb::rv_policy::reference, "{doc}");')
+            else:
+                out.append(f'  cls.def("{op.name}", [](const Tensor& self, nb::args size_args, nb::kwargs kw) {{\n'
+                           f'    size_args = sizes_or_keyword(size_args, kw, "{rest[0].name}", "{op.name}");\n'
+                           f'    return tp::{op.name}({mcargs}); }}, "{doc}");')
+        elif "method" in op.variants and returns_self(op):
+            decl, body = self_returning(f"const Tensor& self{', ' if mdecl else ''}{mdecl}", py_call(op, cargs))
+            out.append(f'  cls.def("{op.name}", []({decl}) -> nb::handle {{ {body} }}{spec_str}, '
+                       f'nb::rv_policy::reference, "{doc}");')
         elif "method" in op.variants:
             out.append(f'  cls.def("{op.name}", [](const Tensor& self{", " if mdecl else ""}{mdecl}) '
                        f'{{ return {py_call(op, cargs)}; }}{spec_str}, "{doc}");')

@@ -13,6 +13,9 @@ std::array<bool, n>: which of them are needed). Plain Tensor inputs only.
 `complex_grad: direct`: the formulas already give complex gradients in PyTorch's convention
 (otherwise they are read as holomorphic, Note [Complex gradients of holomorphic formulas]).
 `node:` overrides the node's name where PyTorch's differs (_to_dtype -> ToCopyBackward0).
+`tags: [inplace_view]` on an op with formulas (t_, squeeze_, as_strided_): the wrapper records
+the node with set_inplace_view_history (no CopySlices: no data moved) and applies the op to
+self's tangent (Note [In-place view ops] in autograd/variable.cpp).
 `output_differentiability:` (a list of booleans, one per output) marks the outputs that
 never require grad although floating (lstsq's singular_values), as PyTorch's key does.
 
@@ -284,7 +287,7 @@ def jvp_mode(op):
     tags = op.entry.get("tags", [])
     if "pointwise" in tags and len(op.returns) == 1:
         return "element_wise"
-    if "view" in tags:
+    if "view" in tags or "inplace_view" in tags:
         return "linear"
     return "from_backward"
 
@@ -419,6 +422,8 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
     ret = "Tensor&" if inplace_variant else op.ret
     inplace = inplace_variant or op.name.endswith("_")
     formulas = mode(op) == "formulas"
+    # Note [In-place view ops] (resize_ and set_ carry the tag too, without formulas)
+    inplace_view = "inplace_view" in op.entry.get("tags", []) and formulas
     lines = [f"{ret} {name}({params}) {{"]
     edges = ", ".join(a.name for a in spec.inputs)
     lines.append(f"  const bool record = grad_enabled() && any_requires_grad({edges});")
@@ -453,12 +458,16 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
             lines.append(f"  fw_node->{a.name}_count_ = {a.name}.size();")
         lines += save_lines(spec, "fw_node", inplace)
         lines.append("  }")
+    elif inplace_view:  # Note [In-place view ops]: the tangent takes the same view op
+        lines.append("  Tensor fw_self_t;")
+        lines.append("  if (fw) fw_self_t = fw_grad(self);")
     elif jm and inplace:
         lines.append("  Tensor fw_self_before;")
         lines.append("  if (fw) { FwGradDisabledGuard fw_off; fw_self_before = tp::clone(self); }")
     if inplace:
         lines.append(f"  {{ GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; {kernel_call}; }}")
-        lines.append("  if (record) rebase_history(self, node);")
+        lines.append("  if (record) " + ("set_inplace_view_history" if inplace_view else "rebase_history")
+                     + "(self, node);")
         lines.append("  [[maybe_unused]] const Tensor& result = self;")
     elif len(outs) == 1:
         lines.append("  Tensor result;")
@@ -485,7 +494,11 @@ def gen_wrapper(spec, kernel_call, params, inplace_variant, call_args):
                 lines.append(f"  if (fw) fw_node->{r}_ = SavedVariable({r}, false);")
     if "view" in op.entry.get("tags", []) and not inplace:
         lines.append("  if (record) set_view_base(result, self);")
-    if formulas:
+    if inplace_view:
+        rest = ", ".join(["fw_self_t"] + [x.name for x in op.args[1:]])
+        lines.append("  if (fw_self_t.defined()) { GradModeGuard no_grad(false); FwGradDisabledGuard fw_off; "
+                     f"tp::{op.name}({rest}); }}")
+    elif formulas:
         lines += gen_fw(spec, inplace, outs, call_args)
     lines.append("  return " + ("self" if inplace else ("result" if len(outs) == 1 else "res")) + ";")
     lines.append("}")
@@ -520,7 +533,7 @@ def gen_autograd(ops, params, call_args, kernel_expr):
         a = call_args(op)
         if mode(op) == "formulas":
             source.append(gen_node(spec))
-            if jvp_mode(op) != "from_backward":
+            if jvp_mode(op) != "from_backward" and "inplace_view" not in op.entry.get("tags", []):
                 source.append(gen_jvp_function(spec, p))
         if "function" in op.variants or "method" in op.variants:
             header.append(f"{op.ret} {op.name}({p});")

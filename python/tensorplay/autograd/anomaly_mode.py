@@ -3,7 +3,7 @@ import traceback
 
 from tensorplay import _C
 
-__all__ = ['detect_anomaly', 'set_detect_anomaly', 'is_anomaly_enabled']
+__all__ = ['detect_anomaly', 'set_detect_anomaly', 'is_anomaly_enabled', 'is_anomaly_check_nan_enabled']
 
 
 def _forward_trace():
@@ -12,6 +12,9 @@ def _forward_trace():
 
 _C._set_forward_trace_provider(_forward_trace)
 is_anomaly_enabled = _C._is_anomaly_enabled
+# whether anomaly mode checks backward results for NaN (torch.is_anomaly_check_nan_enabled;
+# True unless the innermost detect_anomaly / set_detect_anomaly said check_nan=False)
+is_anomaly_check_nan_enabled = _C._is_anomaly_check_nan_enabled
 
 
 class detect_anomaly:
@@ -22,10 +25,11 @@ class detect_anomaly:
 
     def __enter__(self):
         self.prev = _C._is_anomaly_enabled()
+        self.prev_check_nan = _C._is_anomaly_check_nan_enabled()
         _C._set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *exc):
-        _C._set_anomaly_enabled(self.prev)
+        _C._set_anomaly_enabled(self.prev, self.prev_check_nan)
 
 
 class set_detect_anomaly:
@@ -33,10 +37,11 @@ class set_detect_anomaly:
 
     def __init__(self, mode, check_nan=True):
         self.prev = _C._is_anomaly_enabled()
+        self.prev_check_nan = _C._is_anomaly_check_nan_enabled()
         _C._set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        _C._set_anomaly_enabled(self.prev)
+        _C._set_anomaly_enabled(self.prev, self.prev_check_nan)

@@ -281,6 +281,52 @@ def _as_strided_rule(func, level, args, kwargs):
     return _wrap(out, level)
 
 
+def _inplace_view_rule(batch_op):
+    """t_, transpose_, squeeze_, unsqueeze_, as_strided_ on a BatchedTensor: the same in-place
+    view of the batch (``batch_op(x, v, args)``, dims shifted past the batch dim), then the
+    wrapper takes one sample's new sizes, strides and offset; the result is the wrapper itself."""
+    def rule(func, level, args, kwargs):
+        x = args[0]
+        v = _unwrap(x, level)
+        if v is None or kwargs:
+            return loop_fallback(func, level, args, kwargs)
+        batch_op(x, v, list(args[1:]))
+        _C._set_geometry(x, list(v.shape[1:]), list(v.stride()[1:]), v.storage_offset())
+        return x
+    return rule
+
+
+def _t_batch(x, v, args):
+    if x.dim() == 2:  # (t_ of a vector or scalar changes nothing)
+        v.transpose_(1, 2)
+
+
+def _squeeze_batch(x, v, args):
+    if not args:
+        dims = [d for d in range(x.dim()) if x.shape[d] == 1]
+    else:
+        dims = list(args[0]) if isinstance(args[0], (list, tuple)) else [args[0]]
+        dims = [d % x.dim() if x.dim() else 0 for d in dims]
+    if x.dim():
+        v.squeeze_([d + 1 for d in dims])
+
+
+def _as_strided_batch(x, v, args):
+    size, stride = list(args[0]), list(args[1])
+    offset = args[2] if len(args) > 2 and args[2] is not None else x.storage_offset()
+    v.as_strided_([v.shape[0]] + size, [v.stride(0)] + stride,
+                  v.storage_offset() + offset - x.storage_offset())
+
+
+_INPLACE_VIEW_RULES = {
+    't_.default': _t_batch,
+    'transpose_.default': lambda x, v, a: v.transpose_(_shift(a[0]), _shift(a[1])),
+    'unsqueeze_.default': lambda x, v, a: v.unsqueeze_(_shift(a[0])),
+    'squeeze_.default': _squeeze_batch, 'squeeze_.dim': _squeeze_batch,
+    'squeeze_.dims': _squeeze_batch, 'as_strided_.default': _as_strided_batch,
+}
+
+
 def _flat_rule(reduce):
     """Ops of a whole sample (max(), median(), ...): ``reduce(flat, 1)`` over each sample
     flattened to one row; a 0-dim sample is a row of one."""
@@ -826,6 +872,7 @@ def _register():
         'repeat.default': _repeat_rule, 'unsqueeze.default': _unsqueeze_rule,
         't.default': _t_rule, 'permute.default': _permute_rule,
         'as_strided.default': _as_strided_rule,
+        **{n: _inplace_view_rule(f) for n, f in _INPLACE_VIEW_RULES.items()},
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
         'roll.default': _roll_rule, 'tile.default': _tile_rule, 'msort.default': _msort_rule,
         **{n: _diag_rule for n in ('diag.default', 'diagflat.default', 'trace.default')},

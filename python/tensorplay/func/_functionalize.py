@@ -44,7 +44,8 @@ class _FunctionalizeMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         form = _functional_form(func)
-        if form is None or func is ops.aten.copy_.default:
+        # in-place views (t_, squeeze_, ...) write no data: they stay, as views do in eager mode
+        if form is None or func is ops.aten.copy_.default or Tag.inplace_view in func.tags:
             return func(*args, **kwargs)
         if Tag.inplace in func.tags:
             result = form(*args, **kwargs)

@@ -3,6 +3,10 @@
 spawn(fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn") runs
 fn(i, *args) in nprocs processes; a failing process's traceback is raised in the parent
 as ProcessRaisedException (ProcessExitedException when it dies without one), as PyTorch does.
+
+Importing it registers how tensors cross processes (reductions.py): a CPU tensor put on a
+Queue or passed to a Process is moved into shared memory and the receiver maps the same
+memory, so writes on either side are seen by the other ("file_descriptor" sharing).
 """
 import multiprocessing
 import multiprocessing.connection
@@ -12,7 +16,34 @@ import traceback
 from multiprocessing import *  # noqa: F401,F403
 
 __all__ = ["spawn", "start_processes", "ProcessContext", "ProcessRaisedException",
-           "ProcessExitedException", "ProcessException"]
+           "ProcessExitedException", "ProcessException", "set_sharing_strategy",
+           "get_sharing_strategy", "get_all_sharing_strategies"]
+
+# Tensors put on a Queue or passed to a Process share their memory (reductions.py)
+from tensorplay.multiprocessing import reductions as _reductions  # noqa: E402
+
+_reductions.init_reductions()
+_sharing_strategy = "file_descriptor"
+
+
+def get_all_sharing_strategies():
+    """The ways CPU tensors can be shared: TensorPlay has PyTorch's "file_descriptor" (its
+    Linux default; PyTorch's "file_system" needs its shared-memory manager daemon)."""
+    return {"file_descriptor"}
+
+
+def get_sharing_strategy():
+    """The current strategy for sharing CPU tensors."""
+    return _sharing_strategy
+
+
+def set_sharing_strategy(new_strategy):
+    """Sets the strategy for sharing CPU tensors (one of get_all_sharing_strategies())."""
+    global _sharing_strategy
+    if new_strategy not in get_all_sharing_strategies():
+        raise ValueError(f"unsupported sharing strategy {new_strategy!r}; TensorPlay supports "
+                         f"{sorted(get_all_sharing_strategies())}")
+    _sharing_strategy = new_strategy
 
 
 class ProcessException(Exception):

@@ -20,6 +20,7 @@ from tensorplay.optim.radam import RAdam
 from tensorplay.optim.rmsprop import RMSprop
 from tensorplay.optim.rprop import Rprop
 from tensorplay.optim.sgd import SGD
+from tensorplay.optim._stateless import swap_in_optimizer_params_and_state
 
 __all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]
+           "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils", "swap_in_optimizer_params_and_state"]

@@ -48,15 +48,15 @@ view_op('movedim', [((0, 2), {}), (((0, 1), (2, 0)), {})], [((0, 2), (1, 0), {})
         [db._err(E, (0, 1), (0,)), db._err(E, 3, 0, exc=IndexError)])
 view_op('moveaxis', [((-1, 0), {})], [((0,), (0, 0), {}), ((), (0, 0), {})])
 view_op('swapaxes', [((0, 2), {})], [((0, 2), (0, 1), {}), ((), (0, 0), {})],
-        [db._err(E, 0, 5, exc=IndexError)])
-view_op('swapdims', [((1, -1), {})], [((), (0, 0), {}), ((2, 0), (0, 1), {})])
+        [db._err(E, 0, 5, exc=IndexError)], inplace=True)
+view_op('swapdims', [((1, -1), {})], [((), (0, 0), {}), ((2, 0), (0, 1), {})], inplace=True)
 view_op('transpose', [((0, 1), {}), ((-1, -3), {})], [((), (0, -1), {}), ((0, 3), (0, 1), {})],
-        [db._err(E, 0, 3, exc=IndexError)])
+        [db._err(E, 0, 3, exc=IndexError)], inplace=True)
 view_op('unsqueeze', [((0,), {}), ((3,), {}), ((-1,), {})], [((), (0,), {}), ((0,), (1,), {})],
-        [db._err(E, 4, exc=IndexError)])
+        [db._err(E, 4, exc=IndexError)], inplace=True)
 view_op('squeeze', [((), {}), ((0,), {})], [((1, 3, 1), (), {}), ((1, 3, 1), ((0, 2),), {}),
                                           ((1, 3, 1), (-1,), {}), ((), (), {}), ((0, 1), (), {})],
-        [db._err(E, 3, exc=IndexError)])
+        [db._err(E, 3, exc=IndexError)], inplace=True)
 view_op('narrow', [((2, 1, 2), {}), ((0, -1, 1), {}), ((1, 0, 0), {})], [((0,), (0, 0, 0), {})],
         [db._err(E, 2, 3, 2), db._err(E, 2, 5, 1, exc=IndexError), db._err(torch.tensor(1.), 0, 0, 1)],
         coverage=NO_0DIM)
@@ -89,4 +89,16 @@ view_op('hsplit', [((3,), {}), (((1,),), {})], [((6,), (2,), {}), ((2, 0), (1,),
 view_op('vsplit', [((2,), {}), (((1, 1),), {})], [((0, 2), (1,), {})], [db._err(torch.ones(3), 1)], coverage=NO_0DIM)
 view_op('dsplit', [((2,), {}), (((3,),), {})], [((0, 1, 4), (4,), {})], [db._err(E, 3)], coverage=NO_0DIM)
 view_op('as_strided', [(((3, 2), (1, 3)), {}), (((2, 2), (4, 1), 1), {})],
-        [((0,), ((0,), (1,)), {}), ((), ((), ()), {})], [db._err(E, (5, 5), (5, 1))])
+        [((0,), ((0,), (1,)), {}), ((), ((), ()), {})], [db._err(E, (5, 5), (5, 1))], inplace=True)
+
+
+# t: 0-, 1- and 2-dim inputs only (t_ is its in-place form)
+def _t_samples(op, mk):
+    for layout in LAYOUTS:
+        yield db.Sample((mk((3, 4)),), layout=layout)
+    for shape in ((5,), (), (0, 3), (1, 4)):
+        yield db.Sample((mk(shape),))
+
+
+db.register(db.OpInfo('t', _t_samples, tol=db.EXACT_TOL, coverage=COVERAGE, inplace=True,
+                      errors=db._errors(db._err(E), db._err(E, form='inplace'))))

@@ -413,7 +413,9 @@ class Module:
                            recurse=recurse)
 
     def share_memory(self):
-        return self
+        """Moves every parameter and buffer into shared memory (Tensor.share_memory_), so
+        processes the module is sent to through tensorplay.multiprocessing share them."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------ hooks
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):

@@ -188,5 +188,7 @@ def _reduce_tensor(t):
 
 
 # Process arguments under the spawn and forkserver start methods (a TensorDataset, ...)
-# are pickled by multiprocessing; tensors then travel by value.
-ForkingPickler.register(tp.Tensor, _reduce_tensor)
+# are pickled by multiprocessing; tensors then travel by value, unless
+# tensorplay.multiprocessing was imported: its reducers (shared memory, as PyTorch's) stay.
+if tp.Tensor not in ForkingPickler._extra_reducers:
+    ForkingPickler.register(tp.Tensor, _reduce_tensor)
