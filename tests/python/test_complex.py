@@ -247,6 +247,7 @@ RV = [0.5, -1.5, 2.0]
     (lambda m, a: m.abs(a * a).sum(), [ZV]),
     (lambda m, a: m.sgn(a).real.sum() + 2 * m.sgn(a).imag.sum(), [ZV]),
     (lambda m, a: m.angle(a).sum(), [ZV]),
+    (lambda m, a: m.angle(a).sum(), [RV]),
     (lambda m, a: (m.conj_physical(a) * a).real.sum(), [ZV]),
     (lambda m, a: (a.conj() * a * 1j).imag.sum(), [ZV]),
     (lambda m, a: (a * a * (1 - 2j)).imag.sum(), [ZV]),

@@ -211,7 +211,7 @@ Tensor imag_or_zero(const Tensor& grad) {
 }
 
 Tensor angle_backward(const Tensor& grad, const Tensor& self) {
-  if (!is_complex(self.dtype())) return zeros_like_scalar(self.dtype() == grad.dtype() ? self : grad);
+  if (!is_complex(self.dtype())) return zeros_like_grad(grad);  // piecewise constant on the reals
   // d angle = (-y dx + x dy) / |z|^2, so the gradient is grad * i z / |z|^2 (0 at z = 0)
   Tensor a2 = mul(self, conj_physical(self));  // |z|^2 as a complex
   Tensor g = div(mul(mul(_to_dtype(grad, self.dtype(), false), self), wrapped_scalar(Scalar(complex128_t(0, 1)))), a2);
