@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Downloads into .whl/ the wheels the GPU machine (Python 3.12, no network) lacks for a
 # build: scipy-openblas32, and nvidia-cudnn-frontend (headers for Note [cuDNN attention]);
-# and for tests: apache-tvm-ffi (tests/python/test_tvm_ffi.py, its CUDA part).
+# and for tests: apache-tvm-ffi (tests/python/test_tvm_ffi.py, its CUDA part); and pocketfft's
+# header into .whl/pocketfft (CMakeLists.txt looks there; the build elsewhere downloads it).
 # Pass .whl in the device call's carry list.
 #   --tilelang: also tile-lang (tests/python/test_cuda_tilelang.py) with what it needs. Its
 #   wheels (~120 MB) exceed the carry's 64 MiB, so they are unpacked, pruned (copies, caches, ROCm parts)
@@ -31,4 +32,20 @@ if [ "${1:-}" = --tilelang ]; then
 else
   dl -d .whl apache-tvm-ffi
 fi
-ls -la .whl
+# pocketfft: the header from the NumPy source release that CMakeLists.txt pins
+if [ ! -f .whl/pocketfft/pocketfft_hdronly.h ]; then
+  python3 - <<'PY'
+import hashlib, io, re, tarfile, urllib.request
+cmake = open("CMakeLists.txt").read()
+url = re.search(r"(https://files.pythonhosted.org/\S+numpy-[0-9.]+\.tar\.gz)", cmake).group(1)
+sha = re.search(r"EXPECTED_HASH SHA256=([0-9a-f]+)", cmake).group(1)
+data = urllib.request.urlopen(url, timeout=120).read()
+assert hashlib.sha256(data).hexdigest() == sha, "pocketfft: checksum mismatch"
+with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    for m in tar.getmembers():
+        if "/numpy/fft/pocketfft/" in m.name and m.isfile():
+            m.name = "pocketfft/" + m.name.rsplit("/", 1)[1]
+            tar.extract(m, ".whl", filter="data")
+PY
+fi
+ls -la .whl .whl/pocketfft

@@ -8,6 +8,7 @@
 #include "autograd/engine.h"
 #include "autograd/formulas_activation.h"
 #include "autograd/formulas_complex.h"
+#include "autograd/formulas_fft.h"
 #include "autograd/formulas_linalg.h"
 #include "autograd/formulas_linalg_lu.h"
 #include "autograd/functions.h"

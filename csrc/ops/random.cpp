@@ -568,7 +568,7 @@ Tensor new_result(IntArrayRef size, DType dtype, const std::optional<Device>& de
   }
   Tensor t = empty_tensor(size, dtype, device ? *device : Device(DeviceType::CPU));
   if (requires_grad) {
-    TP_CHECK(is_floating(dtype),
+    TP_CHECK(is_floating_or_complex(dtype),
              "Only Tensors of floating point and complex dtype can require gradients");
     t.impl()->set_requires_grad(true);
   }
@@ -594,7 +594,7 @@ Tensor like_result(const Tensor& self, const std::optional<DType>& dtype,
                    const std::optional<Device>& device, bool requires_grad) {
   Tensor t = empty_like_preserving(self, dtype.value_or(self.dtype()), device);
   if (requires_grad) {
-    TP_CHECK(is_floating(t.dtype()),
+    TP_CHECK(is_floating_or_complex(t.dtype()),
              "Only Tensors of floating point and complex dtype can require gradients");
     t.impl()->set_requires_grad(true);
   }
@@ -911,12 +911,21 @@ Tensor rand_impl(IntArrayRef size, const std::optional<Generator>& gen,
   return t;
 }
 
+/// N(0, 1) samples into t; a complex t gets its real and imaginary parts each with variance
+/// 1/2 (PyTorch's rule: the real view filled with std 1/sqrt(2), so seeded draws match).
+static void normal_fill_complex_aware(const Tensor& t, const std::optional<Generator>& gen) {
+  if (is_complex(t.dtype()))
+    normal_fill_tensor(view_as_real(t), 0.0, 1.0 / std::sqrt(2.0), gen);
+  else
+    normal_fill_tensor(t, 0.0, 1.0, gen);
+}
+
 Tensor randn_impl(IntArrayRef size, const std::optional<Generator>& gen,
                   const std::optional<DType>& dtype, const std::optional<Device>& device,
                   bool requires_grad, OutArg out) {
   Tensor t = new_result(size, dtype.value_or(default_dtype()), device, requires_grad, out);
   check_device(t);
-  normal_fill_tensor(t, 0.0, 1.0, gen);
+  normal_fill_complex_aware(t, gen);
   return t;
 }
 
@@ -934,7 +943,7 @@ Tensor randn_like_impl(const Tensor& self, const std::optional<Generator>& gen,
                        bool requires_grad, OutArg) {
   Tensor t = like_result(self, dtype, device, requires_grad);
   check_device(t);
-  normal_fill_tensor(t, 0.0, 1.0, gen);
+  normal_fill_complex_aware(t, gen);
   return t;
 }
 

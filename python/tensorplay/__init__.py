@@ -159,6 +159,9 @@ from tensorplay.backends import (are_deterministic_algorithms_enabled,  # noqa: 
 
 OutOfMemoryError = _C.OutOfMemoryError
 from tensorplay import accelerator, fft  # noqa: E402,F401
+from tensorplay._spectral import istft, stft  # noqa: E402,F401
+_C.Tensor.stft = stft
+_C.Tensor.istft = istft
 from tensorplay import signal  # noqa: E402,F401
 from tensorplay.signal import windows  # noqa: E402,F401  (torch.windows is torch.signal.windows)
 from tensorplay._device_defaults import get_default_device, set_default_device  # noqa: E402,F401

@@ -329,6 +329,8 @@ def gen_api_header(ops):
         fn = op.entry.get("impl") or op.entry.get("composite")
         if fn:
             impls.append(f"{op.ret} {fn}({params(op, False)}, OutArg out);")
+        if op.entry.get("cuda_impl"):  # defined in the CUDA backend's folder (csrc/cuda/...)
+            impls.append(f"{op.ret} {op.entry['cuda_impl']}({params(op, False)}, OutArg out);")
         if "check" in op.entry:  # check_out: the check also takes the out= (OutArg)
             extra = ", OutArg out" if op.entry.get("check_out") else ""
             checks.add(f"void {op.entry['check']}({params(op, False)}{extra});")
@@ -500,6 +502,13 @@ def gen_api_source(ops, autocast):
             meta = "pointwise" in e or e.get("meta")
             for key in ("CPU",) + (("CUDA",) if cuda else ()) + (("Meta",) if meta else ()):
                 out.append(f"  reg[{i}].kernels[int(DispatchKey::{key})] = reinterpret_cast<void*>(&{fn});")
+        if e.get("cuda_impl"):
+            # Note [Backend kernels]: `cuda_impl` names the op's CUDA kernel, a function of
+            # the CUDA backend's folder (compiled in CUDA builds only) with the signature of
+            # `impl`; the CPU kernel stays in csrc/ops/. No kernel chooses its backend itself.
+            out.append("#ifdef TP_USE_CUDA")
+            out.append(f"  reg[{i}].kernels[int(DispatchKey::CUDA)] = reinterpret_cast<void*>(&{e['cuda_impl']});")
+            out.append("#endif")
         if "composite" in e:
             out.append(f"  reg[{i}].kernels[int(DispatchKey::Composite)] = reinterpret_cast<void*>(&{e['composite']});")
     out.append("}")

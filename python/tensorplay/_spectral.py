@@ -1,0 +1,180 @@
+"""tp.stft and tp.istft (also Tensor methods): short-time Fourier transforms over the
+primitives of tp.fft, with PyTorch's arguments, defaults, checks and result layout.
+
+stft frames the (optionally centred, padded) signal with ``unfold``, multiplies each frame
+by the window (zero-padded to n_fft, centred) and transforms the frames; istft inverts each
+frame, windows it again and overlap-adds the frames with ``fold``, dividing by the overlap-
+added squared window (the least-squares inverse of Griffin and Lim)."""
+import warnings
+
+from tensorplay import _C
+
+Tensor = _C.Tensor
+
+_NO_WINDOW_STFT = ("A window was not provided. A rectangular window will be applied,which is known to cause "
+                   "spectral leakage. Other windows such as tp.hann_window or tp.hamming_window are "
+                   "recommended to reduce spectral leakage.To suppress this warning and use a rectangular "
+                   "window, explicitly set `window=tp.ones(n_fft, device=<device>)`.")
+_NO_WINDOW_ISTFT = ("A window was not provided. A rectangular window will be applied.Please provide the same "
+                    "window used by stft to make the inversion lossless.To suppress this warning and use a "
+                    "rectangular window, explicitly set `window=tp.ones(n_fft, device=<device>)`.")
+
+
+def _window(name, window, n_fft, win_length, like):
+    """The window as n_fft weights: ``window`` (or ones) zero-padded on both sides."""
+    if window is None:
+        w = _C.ones([win_length], dtype=like.dtype if not like.dtype.is_complex else
+                    (_C.float32 if like.dtype == _C.complex64 else _C.float64), device=like.device)
+    else:
+        if window.dim() != 1 or window.shape[0] != win_length:
+            raise RuntimeError(f"{name}: expected a 1D window tensor of size equal to win_length={win_length}, "
+                               f"but got window with size {list(window.shape)}")
+        w = window
+    if win_length < n_fft:
+        left = (n_fft - win_length) // 2
+        w = _C.constant_pad_nd(w, [left, n_fft - win_length - left], 0.0)
+    return w
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode='reflect',
+         normalized=False, onesided=None, return_complex=None, align_to_window=None):
+    """The short-time Fourier transform: the DFT of each ``n_fft``-long frame of ``input``
+    (1-D, or 2-D batch x time), frames ``hop_length`` apart (default n_fft // 4), each
+    multiplied by ``window`` (``win_length`` long, centred; default a rectangle). Returns
+    (batch?, freq, frames), complex (``return_complex=True``, required for real input).
+
+        >>> tp.stft(tp.ones(8), 4, return_complex=True, window=tp.ones(4)).shape
+        tp.Size([3, 3])
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    complex_in = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
+    if return_complex is None:
+        if not complex_in:
+            raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will "
+                               "further require that return_complex=True in a future PyTorch release.")
+        return_complex = True
+    elif not return_complex:
+        warnings.warn("stft with return_complex=False is deprecated. In a future pytorch release, stft will "
+                      "return complex tensors for all inputs, and return_complex=False will raise an error."
+                      "\nNote: you can still call tp.view_as_real on the complex output to recover the old "
+                      "return format.")
+    if window is None:
+        warnings.warn(_NO_WINDOW_STFT)
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.dim()}D")
+    x = input if input.dim() == 2 else input.unsqueeze(0)
+    if center:
+        if align_to_window is not None:
+            raise RuntimeError("stft: align_to_window should only be set when center = false")
+        pad = n_fft // 2
+        x = _pad(x, pad, pad_mode)
+    length = x.shape[-1]
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if not 0 < n_fft <= length:
+        raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got win_length={win}")
+    w = _window('stft', window, n_fft, win, x)
+    offset = (n_fft - win) // 2 if (not center and align_to_window) else 0
+    frames = x.narrow(-1, offset, length - offset).unfold(-1, n_fft, hop)  # (B, n_frames, n_fft)
+    frames = frames * w
+    if onesided is None:
+        onesided = not frames.dtype.is_complex
+    elif onesided and frames.dtype.is_complex:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    from tensorplay import fft as _fft
+    norm = 'ortho' if normalized else 'backward'
+    spec = _fft.rfft(frames, dim=-1, norm=norm) if onesided else _fft.fft(frames, dim=-1, norm=norm)
+    spec = spec.transpose(1, 2)  # (B, freq, n_frames)
+    if input.dim() == 1:
+        spec = spec.squeeze(0)
+    return spec if return_complex else _C.view_as_real(spec)
+
+
+def _pad(x, pad, mode):
+    from tensorplay.nn import functional as F
+    return F.pad(x.unsqueeze(1), [pad, pad], mode=mode).squeeze(1)
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    """The inverse of stft: each frame's inverse DFT, windowed again and overlap-added,
+    divided by the overlap-added squared window. ``length`` cuts or zero-pads the result."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"istft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_complex:
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
+                           "return_complex=True.")
+    if window is None:
+        warnings.warn(_NO_WINDOW_ISTFT)
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {input.dim()}")
+    x = input if input.dim() == 3 else input.unsqueeze(0)
+    n_freq, n_frames = x.shape[-2], x.shape[-1]
+    if onesided is None:
+        onesided = n_freq != n_fft
+    if onesided:
+        if n_fft // 2 + 1 != n_freq:
+            raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to "
+                               f"match n_fft / 2 + 1 when onesided=True, but got {n_freq}")
+    elif n_fft != n_freq:
+        raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to "
+                           f"match n_fft when onesided=False, but got {n_freq}")
+    if not 0 < hop <= win:
+        raise RuntimeError("istft: expected 0 < hop_length <= win_length")
+    if not 0 < win <= n_fft:
+        raise RuntimeError("istft: expected 0 < win_length <= n_fft")
+    if n_frames == 0:
+        raise RuntimeError("istft: input tensor cannot be empty.")
+    w = _window('istft', window, n_fft, win, x)
+    from tensorplay import fft as _fft
+    from tensorplay.nn import functional as F
+    norm = 'ortho' if normalized else 'backward'
+    spec = x.transpose(1, 2)  # (B, n_frames, freq)
+    if return_complex:
+        if onesided:
+            raise RuntimeError("cannot have onesided output if window or input is complex")
+        frames = _fft.ifft(spec, n=n_fft, dim=-1, norm=norm)
+    else:
+        if w.dtype.is_complex:
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        frames = _fft.irfft(spec, n=n_fft, dim=-1, norm=norm) if onesided else \
+            _C.real(_fft.ifft(spec, n=n_fft, dim=-1, norm=norm)).contiguous()
+    frames = frames * w  # (B, n_frames, n_fft)
+    expected = n_fft + hop * (n_frames - 1)
+
+    def overlap_add(f):  # (B, n_frames, n_fft) -> (B, expected)
+        if f.dtype.is_complex:
+            r = overlap_add(_C.real(f).contiguous())
+            i = overlap_add(_C.imag(f).contiguous())
+            return _C.complex(r, i)
+        cols = f.transpose(1, 2)  # (B, n_fft, n_frames)
+        return F.fold(cols, output_size=(1, expected), kernel_size=(1, n_fft), stride=(1, hop)).reshape(
+            f.shape[0], expected)
+
+    y = overlap_add(frames)
+    wsq = (w.abs() ** 2 if w.dtype.is_complex else w * w)
+    env = overlap_add(wsq.expand(1, n_frames, n_fft).contiguous())
+    start = n_fft // 2 if center else 0
+    if length is not None:
+        end = start + length
+    else:
+        end = expected - n_fft // 2 if center else expected
+    end_c = min(end, expected)
+    y = y.narrow(-1, start, max(end_c - start, 0))
+    env = env.narrow(-1, start, max(end_c - start, 0))
+    if env.numel() and bool((env.abs() < 1e-11).any()):
+        raise RuntimeError("istft: window overlap add min: 1e-11 not met (the window's overlap-added square is "
+                           "zero somewhere: a window that vanishes, or hop_length too long for it)")
+    y = y / env
+    if end > expected:
+        y = F.pad(y, [0, end - expected])
+    if input.dim() == 2:
+        y = y.squeeze(0)
+    return y
