@@ -135,8 +135,8 @@ void fill_as(void* dst, uint64_t bits, int64_t n, const StridedLayout& m, cudaSt
 void launch_strided_copy(void* dst, const void* src, int64_t numel, int itemsize,
                          const StridedLayout& layout, cudaStream_t stream) {
   if (numel == 0) return;
-  TP_CHECK(itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8,
-           "strided copy: unsupported element size ", itemsize);
+  TP_CHECK(itemsize == 1 || itemsize == 2 || itemsize == 4 || itemsize == 8 || itemsize == 16,
+           "strided copy: unsupported element size ", itemsize);  // 16: complex128
   const StridedLayout m = simplify_layout(layout);
   const int unit = copy_unit(m, itemsize, dst, src);
   const StridedLayout u = unit == itemsize ? m : in_units(m, itemsize, unit);

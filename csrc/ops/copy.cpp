@@ -172,8 +172,14 @@ Tensor fill_impl(const Tensor& self, const Scalar& value, OutArg out) {
   }
 #ifdef TP_USE_CUDA
   if (self.device().is_cuda()) {  // the element's bits, converted on the host
-    TP_CHECK_KIND(ErrorKind::NotImplemented, !is_complex(self.dtype()),
-                  "\"fill_cuda\" not implemented for '", dtype_scalar_name(self.dtype()), "'");
+    if (is_complex(self.dtype())) {  // each part through the real fill of its strided view
+      Tensor parts = view_as_real(self);
+      Tensor re = select(parts, -1, 0), im = select(parts, -1, 1);
+      fill_impl(re, Scalar(value.to_double()), OutArg{&re, true, false});
+      fill_impl(im, Scalar(value.imag()), OutArg{&im, true, false});
+      if (bump) self.impl()->bump_version();
+      return self;
+    }
     Tensor one = empty_tensor({}, self.dtype(), Device(DeviceType::CPU));
     fill_impl(one, value, OutArg{&one, true, false});
     uint64_t bits = 0;

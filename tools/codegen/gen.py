@@ -550,7 +550,8 @@ def gen_cuda_kernels(kernels, shard):
            "  using namespace functors;"]
     for n in names:
         spec = kernels[n]
-        for dt in DTYPE_SETS[spec["dtypes"]]:
+        complex_dts = COMPLEX_DTYPES if spec.get("complex") is True else []  # `complex: cpu`: host only
+        for dt in DTYPE_SETS[spec["dtypes"]] + complex_dts:
             tmpl = f"{spec['arity']}, {n}, {CPP_TYPE[dt]}" + (", bool" if spec.get("first") == "bool" else "")
             out.append(f"  table[int(PwKernel::{n})][int(DType::{dt})] = &launch_pointwise<{tmpl}>;")
     out += ["}", "}  // namespace tp::cuda"]

@@ -136,9 +136,10 @@ template <class T> struct Predicate {
 };
 
 // Note [Complex functors]: a functor whose kernel ops.yaml instantiates for the complex
-// types (`complex: true`; CPU only so far) computes a complex x through Name_complex(x),
-// found by argument-dependent lookup in namespace tp below, on std::complex (C99 Annex G
-// special values). The others never see a complex T, so their real-only bodies stay as
+// types (`complex: true` on the CPU and CUDA, `complex: cpu` on the CPU only) computes a
+// complex x through Name_complex(x), found by argument-dependent lookup in namespace tp
+// below, on std::complex (C99 Annex G special values): host code, hence `complex: cpu` for
+// those; arithmetic (Complex<T>'s operators, Reciprocal) runs on both. The others never see a complex T, so their real-only bodies stay as
 // they are: `if constexpr` discards the complex branch of a real instantiation.
 template <class T> inline Complex<T> Sqrt_complex(Complex<T> x) { return std::sqrt(x.std()); }
 template <class T> inline Complex<T> Exp_complex(Complex<T> x) { return std::exp(x.std()); }
@@ -146,7 +147,7 @@ template <class T> inline Complex<T> Log_complex(Complex<T> x) { return std::log
 template <class T> inline Complex<T> Sin_complex(Complex<T> x) { return std::sin(x.std()); }
 template <class T> inline Complex<T> Cos_complex(Complex<T> x) { return std::cos(x.std()); }
 template <class T> inline Complex<T> Tanh_complex(Complex<T> x) { return std::tanh(x.std()); }
-template <class T> inline Complex<T> Reciprocal_complex(Complex<T> x) { return Complex<T>(T(1)) / x; }
+template <class T> TP_HD inline Complex<T> Reciprocal_complex(Complex<T> x) { return Complex<T>(T(1)) / x; }
 template <class T> inline Complex<T> Sigmoid_complex(Complex<T> x) {
   return Complex<T>(T(1)) / (Complex<T>(T(1)) + Exp_complex(-x));
 }
