@@ -1147,17 +1147,24 @@ Tensor multinomial_impl(const Tensor& self, int64_t n_sample, bool replacement,
   CPUGenerator& g = random::cpu_generator(gen);
   if (!replacement || n_sample == 1) {
     // argmax / top-k of p / q with q ~ Exp(1): the Gumbel trick, drawing q like exponential_
-    Tensor f = _to_dtype(self, DType::Float64, false);
-    Tensor c = contiguous(f);
-    const double* pv = c.data<double>();
-    bool valid = true;
-    for (int64_t i = 0; i < c.numel(); ++i) valid = valid && pv[i] >= 0 && pv[i] < INFINITY;
+    // PyTorch's checks: every entry in [0, inf), then no row summing to 0 (read in place)
+    const Tensor c = contiguous(self);
+    bool valid = true, zero_row = false;
+    visit_floating(self.dtype(), "multinomial", [&](auto v) {
+      using T = decltype(v);
+      const T* pv = c.data<T>();
+      for (int64_t r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int64_t j = 0; j < n_categories; ++j) {
+          const double x = double(pv[r * n_categories + j]);
+          valid = valid && x >= 0 && x < INFINITY;
+          s += x;
+        }
+        zero_row = zero_row || s == 0;
+      }
+    });
     TP_CHECK(valid, kBadProbabilities);
-    for (int64_t r = 0; r < rows; ++r) {
-      double s = 0;
-      for (int64_t j = 0; j < n_categories; ++j) s += pv[r * n_categories + j];
-      TP_CHECK(s != 0, kZeroSumProbabilities);
-    }
+    TP_CHECK(!zero_row, kZeroSumProbabilities);
     Tensor q = empty_like_preserving(self, self.dtype(), std::nullopt);
     exponential_impl(q, 1.0, gen, OutArg{});
     Tensor ratio = div(self, q);
