@@ -7,7 +7,7 @@ tolerances), samples bit for bit under the same seed (docs/architecture.md, tp.d
 generator states must match afterwards too), log_prob values close. Rounds are interleaved,
 medians reported.
 
-    python benchmarks/bench_special.py [--quick] [--markdown]
+    python benchmarks/bench_special.py [--quick] [--markdown] [--threads N]
 """
 import argparse
 
@@ -120,7 +120,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="1M special-function elements, fewer rounds")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--threads", type=int, help="threads for both libraries (default: theirs)")
     args = ap.parse_args()
+    if args.threads:
+        tp.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
     rounds = 3 if args.quick else 7
     rows = []
     for name, f_tp, f_th in special_cases(N_SPECIAL // 16 if args.quick else N_SPECIAL):
