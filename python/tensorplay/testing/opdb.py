@@ -561,8 +561,11 @@ binary('remainder', NO_BOOL, rhs=_NONZERO, scalar_self=(7, 2.5), operator=operat
        errors=_errors(_zero_division(), _err(_I64, 0, match='ZeroDivisionError')))
 binary('fmod', NO_BOOL, rhs=_NONZERO, errors=_zero_division())
 binary('pow', NO_BOOL, lhs=dict(int_domain=(-4, 4), domain=(-3, 3)),
-       rhs=dict(int_domain=(0, 3), domain=(-3, 3)), scalars=(2, 0.5, -1.5, True),
+       rhs=dict(int_domain=(0, 3), domain=(-3, 3)), scalars=(2, 0.5, -0.5, -1.5, True),
        scalar_self=(2, 2.5), operator=operator.pow,
+       # Note [pow by a number]: these exponents are square/sqrt/rsqrt/reciprocal, special values included
+       extra=lambda mk: [Sample((mk.values([-0.0, float('-inf'), float('inf'), float('nan'), 4.0, -2.0] * 3), e))
+                         for e in (2, 2.0, 0.5, -0.5, -1, -1.0)] if mk.is_float else [],
        errors=_errors(_err(_I64, -1, match='negative'), _err(_I64, -1, form='operator')))
 binary('atan2', scalars=())
 binary('arctan2', scalars=())  # alias of atan2
