@@ -40,6 +40,9 @@ class StorageImpl : public RefCounted {
   Device device() const { return device_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /// Back to version 0: only for a storage no one else has seen yet (a factory's result
+  /// that was filled by a copy, which counts as a write).
+  void reset_fresh_version() { version_.store(0, std::memory_order_relaxed); }
   /// Moves the version past both its own and `other` (Tensor.set_: the tensor now reads
   /// another storage's counter, which must still read as a write to it).
   void bump_version_past(uint32_t other);

@@ -77,6 +77,7 @@ Tensor via_host(const std::optional<Device>& device, bool requires_grad, OutArg 
   Tensor host = make(OutArg::none());
   Tensor t = factory_result(host.sizes(), host.dtype(), device, requires_grad, OutArg::none());
   copy_impl(t, host, false, {});
+  t.impl()->storage()->reset_fresh_version();  // a new tensor is at version 0, as on the CPU
   return t;
 }
 
