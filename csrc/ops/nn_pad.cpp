@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bits128.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/tensor_iterator.h"
@@ -162,7 +163,8 @@ void visit_bits(DType dt, F&& f) {
     case 1: return f(uint8_t{});
     case 2: return f(uint16_t{});
     case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
+    case 8: return f(uint64_t{});
+    default: return f(Bits128{});
   }
 }
 
