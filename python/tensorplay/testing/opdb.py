@@ -72,8 +72,8 @@ FLOATS_AND_COMPLEX = FLOATS + COMPLEX
 ALL_AND_COMPLEX = ALL_DTYPES + COMPLEX
 
 # Ops whose entries take COMPLEX (register() adds them): complex kernels (ops.yaml
-# `complex: true`), ops that only move elements, products through cgemm/zgemm, and the
-# composites built on those.
+# `complex: true`), ops that only move elements, the indexed writes (sums and products of
+# complex numbers), products through cgemm/zgemm, and the composites built on those.
 COMPLEX_OPS = frozenset("""
     abs absolute add addbmm addmm addmv addr allclose argwhere as_strided as_tensor asarray
     atleast_1d atleast_2d atleast_3d baddbmm bfloat16 block_diag bmm bool broadcast_to
@@ -81,23 +81,23 @@ COMPLEX_OPS = frozenset("""
     constant_pad_nd copy_ cos count_nonzero cov cross cumprod cumsum cumulative_trapezoid
     diag diag_embed diagflat diagonal diagonal_scatter diff div divide dot double dsplit
     dstack einsum empty empty_like empty_strided eq equal exp eye fill_ flatten flip fliplr
-    flipud float full full_like gather ger gru_cell half hsplit hstack index_select inner
-    int isclose kron linalg.eig linalg.eigvals linalg.matrix_power linalg.solve
-    linalg.vecdot log long lstm_cell masked_fill masked_select matmul matrix_power mean
-    meshgrid mm moveaxis movedim mul multiply mv narrow native_dropout
-    native_dropout_backward ne neg negative nonzero not_equal ones ones_like outer permute
-    reciprocal reflection_pad1d reflection_pad2d reflection_pad3d repeat repeat_interleave
-    replication_pad1d replication_pad2d replication_pad3d rnn_tanh_cell roll rot90 rsub
-    select select_scatter sgn sigmoid sin slice_scatter split sqrt squeeze stack sub
-    subtract sum swapaxes swapdims t take take_along_dim tanh tensor tensor_split tensordot
-    tile to trace transpose trapezoid tril triu true_divide unbind unflatten unfold
-    unsqueeze vdot view vsplit vstack where zero_ zeros zeros_like
+    flipud float full full_like gather ger gru_cell half hsplit hstack index_add index_copy
+    index_fill index_put index_reduce index_select inner int isclose kron linalg.eig
+    linalg.eigvals linalg.matrix_power linalg.solve linalg.vecdot log long lstm_cell
+    masked_fill masked_scatter masked_select matmul matrix_power mean meshgrid mm moveaxis
+    movedim mul multiply mv narrow native_dropout native_dropout_backward ne neg negative
+    nonzero not_equal ones ones_like outer permute put reciprocal reflection_pad1d
+    reflection_pad2d reflection_pad3d repeat repeat_interleave replication_pad1d
+    replication_pad2d replication_pad3d rnn_tanh_cell roll rot90 rsub scatter scatter_add
+    scatter_reduce select select_scatter sgn sigmoid sin slice_scatter split sqrt squeeze
+    stack sub subtract sum swapaxes swapdims t take take_along_dim tanh tensor tensor_split
+    tensordot tile to trace transpose trapezoid tril triu true_divide unbind unflatten
+    unfold unsqueeze vdot view vsplit vstack where zero_ zeros zeros_like
 """.split())
 
 _NO_POINTWISE = 'no complex kernel for this pointwise op yet (ops.yaml `complex: true` marks those with one)'
 _NO_LAPACK = 'no complex LAPACK path yet (complex linalg: solve, eig, eigvals)'
 _NO_REDUCTION = 'no complex kernel for this reduction yet'
-_NO_INDEX_WRITE = 'the indexed writes have no complex kernels yet'
 # Ops PyTorch computes for complex and TensorPlay does not yet: they raise
 # NotImplementedError there (test_complex_support), with the reason.
 COMPLEX_NOT_YET = {
@@ -121,9 +121,6 @@ COMPLEX_NOT_YET = {
     'corrcoef': 'clamp, which bounds the coefficients, has no complex kernel yet',
     'linspace': 'the range factories have no complex kernels yet',
     'logspace': 'the range factories have no complex kernels yet',
-    **{n: _NO_INDEX_WRITE for n in """
-        index_reduce masked_scatter scatter scatter_add scatter_reduce index_add index_copy
-        index_fill index_put put""".split()},
     **{n: 'no complex convolution kernels yet' for n in """
         conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col
         col2im""".split()},
