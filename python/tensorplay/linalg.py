@@ -139,10 +139,11 @@ def eig(A, *, out=None):
 
         L, V = tp.linalg.eig(A)   # A @ V == V * L.unsqueeze(-2)
     """
+    _check_tuple_out("linalg_eig", out)
     result = _C.linalg_eig(A)
     if out is None:
         return result
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
+    if len(out) != 2:
         raise TypeError(f"linalg.eig(): argument 'out' must be tuple of 2 Tensors, not {type(out).__name__}")
     # PyTorch's rule: out= may have any dtype the result casts to safely (complex128 too)
     for r, o, what in zip(result, out, ("eigenvalues", "eigenvectors")):

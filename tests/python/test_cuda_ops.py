@@ -90,6 +90,16 @@ def _torch_cuda_error(op, sample):
     return _torch_on_cuda(op, sample)[1]
 
 
+def _check_complex_refused(op, dtype):
+    """Complex CUDA tensors have no kernels yet (docs/architecture.md, complex numbers): the
+    first sample with a tensor argument raises NotImplementedError on the GPU."""
+    for sample in op.sample_inputs(dtype):
+        if sample.tensors():
+            with pytest.raises(NotImplementedError):
+                op.call(op.primary_form, CUDA_LIB, *opdb.materialize(sample, CUDA_LIB))
+            return
+
+
 def _registry_name(op):
     return op.name.replace(".", "_")
 
@@ -106,6 +116,9 @@ def _on_cuda(x):
 def test_opdb_on_cuda(op):
     checked, missing = 0, None
     for dtype in op.dtypes:
+        if dtype in opdb.COMPLEX:  # no complex CUDA kernels yet: NotImplementedError, never a result
+            _check_complex_refused(op, dtype)
+            continue
         for sample in op.sample_inputs(dtype):
             ctx = f"{op.name} {dtype} {sample!r}"
             try:  # the reference: our CPU result (test_ops checks it against torch)
