@@ -647,6 +647,9 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   Reduce r = parse_reduce(reduce, false, "index_reduce(): Expected reduce to be one of prod, mean, "
                           "amax or amin but got ");
   check_index_func("index_reduce_", self, dim, index, source);
+  if (is_complex(self.dtype()) && (!include_self || self.dim() <= 1))  // as PyTorch's kernels
+    TP_FAIL_NOT_IMPLEMENTED("index_reduce: include_self=False or a self of fewer than 2 dims is "
+                            "not implemented for '", dtype_scalar_name(self.dtype()), "'");
   if (out.tensor && !out.inplace)
     TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
              dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");

@@ -248,17 +248,15 @@ def _complex_outcome(op, lib, sample):
 def test_complex_support(lib, lib_is_torch, op):
     """Note [Complex dtypes in the op database]: an entry without complex dtypes has torch
     reject them too (the same exception in both), or is listed in COMPLEX_NOT_YET (some
-    sample raises NotImplementedError, none gives a wrong result), or in COMPLEX_WRONG
-    (a known wrong result or error, which must still show)."""
-    not_yet, wrong_known = opdb.COMPLEX_NOT_YET.get(op.name), opdb.COMPLEX_WRONG.get(op.name)
-    if wrong_known and not lib_is_torch:
-        samples = _complex_samples(op) + _complex_samples(op, 'complex128')
-        outcomes = [_complex_outcome(op, lib, s)[0] for s in samples]
-        assert 'wrong' in outcomes, f'{op.name}: complex results are right now ({wrong_known!r} is ' \
-            'fixed): add complex to the dtypes or move the op to COMPLEX_NOT_YET'
-        return
+    sample raises NotImplementedError, none gives a wrong result)."""
+    not_yet = opdb.COMPLEX_NOT_YET.get(op.name)
     outcomes = []
-    for sample in _complex_samples(op)[:COMPLEX_PROBE_SAMPLES]:
+    samples = _complex_samples(op)
+    if not_yet and not lib_is_torch:  # the first samples may be ones that already work
+        first_refused = next((i for i, s in enumerate(samples)
+                              if _complex_outcome(op, lib, s)[0] == 'not-implemented'), 0)
+        samples = samples[max(0, first_refused - COMPLEX_PROBE_SAMPLES + 1):]
+    for sample in samples[:COMPLEX_PROBE_SAMPLES]:
         ctx = f'{op.name} {sample!r}'
         kind, detail = _complex_outcome(op, lib, sample)
         outcomes.append(kind)
@@ -270,8 +268,7 @@ def test_complex_support(lib, lib_is_torch, op):
                              f'the dtypes, or to COMPLEX_NOT_YET with the reason ({kind}: {detail!r})')
             assert kind != 'wrong', f'{ctx}: unsupported complex must raise NotImplementedError: {detail!r}'
     computed = [k for k in outcomes if k != 'torch-raised']
-    assert computed or not (not_yet or wrong_known), \
-        f'{op.name}: torch rejects complex64 too; drop it from COMPLEX_NOT_YET / COMPLEX_WRONG'
+    assert computed or not not_yet, f'{op.name}: torch rejects complex64 too; drop it from COMPLEX_NOT_YET'
     if not lib_is_torch and not_yet:
         assert 'not-implemented' in computed, \
             f'{op.name}: complex works now (COMPLEX_NOT_YET says {not_yet!r}): add complex to the dtypes'
@@ -294,7 +291,7 @@ def test_db_integrity():
     for op in OPS:
         assert op.dtypes and set(op.dtypes) <= set(opdb.ALL_AND_COMPLEX), op.name
         assert op.forms, op.name
-    listed = set(opdb.COMPLEX_NOT_YET) | set(opdb.COMPLEX_WRONG)
-    assert listed <= set(names), listed - set(names)
-    assert not set(opdb.COMPLEX_NOT_YET) & set(opdb.COMPLEX_WRONG)
+    listed = set(opdb.COMPLEX_NOT_YET)
+    assert listed <= set(names) and set(opdb.COMPLEX_OPS) <= set(names), \
+        (listed | set(opdb.COMPLEX_OPS)) - set(names)
     assert not any('complex64' in op.dtypes for op in OPS if op.name in listed)

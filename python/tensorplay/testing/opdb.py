@@ -84,9 +84,9 @@ COMPLEX_OPS = frozenset("""
     flipud float full full_like gather ger gru_cell half hsplit hstack index_add index_copy
     index_fill index_put index_reduce index_select inner int isclose kron linalg.eig
     linalg.eigvals linalg.matrix_power linalg.solve linalg.vecdot log long lstm_cell
-    masked_fill masked_scatter masked_select matmul matrix_power mean meshgrid mm moveaxis
-    movedim mul multiply mv narrow native_dropout native_dropout_backward ne neg negative
-    nonzero not_equal ones ones_like outer permute put reciprocal reflection_pad1d
+    lu_unpack masked_fill masked_scatter masked_select matmul matrix_power mean meshgrid mm
+    moveaxis movedim mul multiply mv narrow native_dropout native_dropout_backward ne neg
+    negative nonzero not_equal ones ones_like outer permute put reciprocal reflection_pad1d
     reflection_pad2d reflection_pad3d repeat repeat_interleave replication_pad1d
     replication_pad2d replication_pad3d rnn_tanh_cell roll rot90 rsub scatter scatter_add
     scatter_reduce select select_scatter sgn sigmoid sin slice_scatter split sqrt squeeze
@@ -109,7 +109,7 @@ COMPLEX_NOT_YET = {
     **{n: _NO_LAPACK for n in """
         linalg.det det linalg.slogdet slogdet logdet linalg.inv linalg.inv_ex inverse
         linalg.cholesky linalg.cholesky_ex cholesky linalg.svdvals triangular_solve
-        linalg.lu_factor linalg.lu_factor_ex linalg.lu lu lu_unpack linalg.lu_solve lu_solve
+        linalg.lu_factor linalg.lu_factor_ex linalg.lu lu linalg.lu_solve lu_solve
         linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
         linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
         orgqr ormqr""".split()},
@@ -127,9 +127,6 @@ COMPLEX_NOT_YET = {
     'rms_norm': 'no complex normalisation kernels yet',
     '_fused_rms_norm': 'no complex normalisation kernels yet',
 }
-# Ops whose complex results or errors are known to be wrong (not NotImplementedError): each
-# must still show the fault (test_complex_support), so a fix moves it out.
-COMPLEX_WRONG = {}
 
 EXACT = (0.0, 0.0)
 EXACT_TOL = {d: EXACT for d in FLOATS_AND_COMPLEX}  # op.tol for ops that must match bit for bit
