@@ -1,6 +1,7 @@
 """Complex tensors (issue 32): complex64 matmul 512^3 (the issue's target, <= 1.0x PyTorch),
-and the element-wise and reduction paths on 1M complex64 elements, TensorPlay vs PyTorch in
-one process with the same thread count (ratio = tp time / torch time).
+the element-wise and reduction paths on 1M complex64 elements, and linalg.eig / eigvals
+(geev; eig checked through |V|, which is blind to the eigenvectors' phases), TensorPlay vs
+PyTorch in one process with the same thread count (ratio = tp time / torch time).
 
     python benchmarks/bench_complex.py [--quick] [--markdown] [--threads N]
 
@@ -27,6 +28,9 @@ def cases():
     b, tb = complex_pair(rng, (512, 512))
     x, tx = complex_pair(rng, (1 << 20,))
     y, ty = complex_pair(rng, (1 << 20,))
+    g_np = rng.standard_normal((128, 128))
+    g, tg = tp.from_numpy(g_np), torch.from_numpy(g_np)
+    c, tc = complex_pair(rng, (64, 64))
     return [
         ("complex64 matmul 512x512x512", lambda: a @ b, lambda: ta @ tb),
         ("complex64 mul 1M", lambda: x * y, lambda: tx * ty),
@@ -36,6 +40,11 @@ def cases():
         ("complex64 exp 1M", lambda: x.exp(), lambda: tx.exp()),
         ("complex64 sum 1M", lambda: x.sum(), lambda: tx.sum()),
         ("view_as_real(x) * 2, 1M", lambda: tp.view_as_real(x) * 2, lambda: torch.view_as_real(tx) * 2),
+        ("linalg.eigvals float64 128x128", lambda: tp.linalg.eigvals(g), lambda: torch.linalg.eigvals(tg)),
+        ("linalg.eig float64 128x128", lambda: tp.linalg.eig(g)[1].abs(),
+         lambda: torch.linalg.eig(tg)[1].abs()),
+        ("linalg.eig complex64 64x64", lambda: tp.linalg.eig(c)[1].abs(),
+         lambda: torch.linalg.eig(tc)[1].abs()),
     ]
 
 

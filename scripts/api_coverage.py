@@ -63,7 +63,9 @@ SKIP = [
      'TorchScript, torch.compile and tracing internals'),
     (['*Storage', 'StorageBase', 'storage', 'storage_type', 'is_storage', '*Tensor',
       'set_default_tensor_type', 'new', 'volatile', 'reinforce', 'symeig', 'lstsq', 'solve',
-      'matrix_rank', 'chain_matmul_', 'NLLLoss2d', 'Container'],
+      'matrix_rank', 'chain_matmul_', 'NLLLoss2d', 'Container',
+      # removed in PyTorch 2.0 (they only raise, pointing to torch.linalg.eig)
+      'torch.eig', 'torch.Tensor.eig'],
      'legacy typed tensors/storages and removed APIs'),
     (['xpu', 'mps', 'mtia', 'ipu', 'maia', 'get_autocast_ipu_dtype', 'get_autocast_xla_dtype',
       'set_autocast_ipu_*', 'set_autocast_xla_*', 'is_autocast_ipu_enabled',

@@ -174,6 +174,42 @@ Tensor eigh_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L
   return matmul(matmul(V, inner), mT(V));
 }
 
+// Note [Gradient of eig]
+// A = V diag(L) V^{-1} with unit columns v_j. Differentiating A V = V diag(L) and writing
+// dV = V C gives V^{-1} dA V = C diag(L) - diag(L) C + diag(dL): dL_i is the (i, i) entry,
+// C_ij = (V^{-1} dA V)_ij / (L_j - L_i) off the diagonal. C's diagonal is fixed only up to
+// the gauge: |v_j| = 1 pins Re(v_j^H dv_j) = 0, and LAPACK's phase choice is not smooth, so
+// a loss must not depend on the phases. Transposing the map for a real loss (gradients
+// dL/dRe + i dL/dIm) gives
+//   gA = V^{-H} (diag(gL) + offdiag(V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H,
+// and phase invariance is exactly Im(diag(V^H gV)) = 0, checked as PyTorch does (1e-2).
+// A real A takes the real part (its perturbations are real).
+static Tensor eig_pullback(const Tensor& inner, const Tensor& V, DType A_dtype) {
+  Tensor Vh = conj_physical(mT(V));
+  Tensor gA = linalg_solve(Vh, matmul(inner, Vh));
+  return is_complex(A_dtype) ? gA : real(gA);
+}
+
+Tensor eig_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L,
+                    const Tensor& V, DType A_dtype) {
+  Tensor Vh = conj_physical(mT(V));
+  Tensor VhgV = matmul(Vh, grad_V);
+  Tensor d = diagonal(VhgV, 0, -2, -1);
+  Tensor phase = abs(imag(d));
+  TP_CHECK(!any_true(gt(phase, zeros_like_scalar(phase) + 1e-2)),
+           "linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+           "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+           "so it is ill-defined.");
+  Tensor inner = VhgV - matmul(Vh, V * unsqueeze(real(d), -2));
+  inner = with_diagonal(inner / conj_physical(gaps(L)), grad_L);
+  return eig_pullback(inner, V, A_dtype);
+}
+
+Tensor eigvals_backward(const Tensor& grad, const Tensor& A) {
+  auto [L, V] = linalg_eig(A);
+  return eig_pullback(diag_matrix(grad), V, A.dtype());
+}
+
 Tensor eigvalsh_backward(const Tensor& grad, const Tensor& A, const std::string& UPLO) {
   auto [L, V] = linalg_eigh(A, UPLO);
   return matmul(V * unsqueeze(grad, -2), mT(V));

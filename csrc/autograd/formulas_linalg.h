@@ -36,6 +36,12 @@ Tensor svdvals_backward(const Tensor& grad, const Tensor& A);
 /// eigh's gradient: V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T (distinct eigenvalues).
 Tensor eigh_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L,
                      const Tensor& V);
+/// linalg.eig's gradient in PyTorch's complex convention (Note [Gradient of eig]); real for
+/// a real A. Raises when the loss depends on the eigenvectors' phases.
+Tensor eig_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L,
+                    const Tensor& V, DType A_dtype);
+/// linalg.eigvals' gradient: V^{-H} diag(grad) V^H (the eigenvectors recomputed).
+Tensor eigvals_backward(const Tensor& grad, const Tensor& A);
 /// eigvalsh's gradient: V diag(grad) V^T (the eigenvectors recomputed).
 Tensor eigvalsh_backward(const Tensor& grad, const Tensor& A, const std::string& UPLO);
 /// pinv's gradient (constant rank) from P = pinv(A) and its gradient G:

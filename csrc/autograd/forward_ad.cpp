@@ -206,7 +206,11 @@ std::vector<Tensor> jvp_from_backward(Node& node, const std::vector<Tensor>& out
   for (size_t i = 0; i < tangents.size() && i < gin.size(); ++i) {
     const Tensor& t = tangents[i];
     if (!t.defined() || !gin[i].defined()) continue;
-    Tensor term = sum(mul(sum_to(gin[i], t.sizes()), t));
+    // <J^T u, t> as reals: Re(sum(conj(g) t)), whose gradient in u is J t also for complex
+    // tensors (PyTorch's convention; conj and real are identities on reals)
+    Tensor g = sum_to(gin[i], t.sizes());
+    Tensor term = sum(mul(is_complex(g.dtype()) ? conj_physical(g) : g, t));
+    if (is_complex(term.dtype())) term = real(term);
     s = s.defined() ? add(s, term) : term;
   }
   std::vector<Tensor> result(outputs.size());

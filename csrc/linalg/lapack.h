@@ -2,9 +2,12 @@
 // LAPACK routines from the bundled OpenBLAS (scipy-openblas32: `scipy_` prefix, 32-bit
 // integers, gfortran convention: every argument by pointer, one hidden trailing size_t
 // length per character argument), with overloads picking the float/double routine.
-// All matrices are column-major. Calls run on tp's thread budget: never call these from
+// All matrices are column-major. Complex routines take tp::Complex, whose layout is
+// Fortran's COMPLEX (Note [Complex layout and arithmetic]). Calls run on tp's thread budget: never call these from
 // inside an OpenMP parallel region (Note [One thread pool]).
 #include <cstddef>
+
+#include "core/complex.h"
 
 extern "C" {
 #define TP_LAPACK_DECLARE(T, p)                                                               \
@@ -48,6 +51,28 @@ extern "C" {
 TP_LAPACK_DECLARE(float, s)
 TP_LAPACK_DECLARE(double, d)
 #undef TP_LAPACK_DECLARE
+// General eigenproblem: real routines return conjugate pairs as (wr, wi) and pack a pair's
+// eigenvectors into two real columns; complex ones take a real workspace rwork (2n).
+#define TP_LAPACK_DECLARE_GEEV(T, p)                                                          \
+  void scipy_##p##geev_(const char* jobvl, const char* jobvr, const int* n, T* a,             \
+                        const int* lda, T* wr, T* wi, T* vl, const int* ldvl, T* vr,          \
+                        const int* ldvr, T* work, const int* lwork, int* info,                \
+                        size_t jobvl_len, size_t jobvr_len);
+TP_LAPACK_DECLARE_GEEV(float, s)
+TP_LAPACK_DECLARE_GEEV(double, d)
+#undef TP_LAPACK_DECLARE_GEEV
+#define TP_LAPACK_DECLARE_COMPLEX(C, R, p)                                                    \
+  void scipy_##p##getrf_(const int* m, const int* n, C* a, const int* lda, int* ipiv, int* info); \
+  void scipy_##p##getrs_(const char* trans, const int* n, const int* nrhs, const C* a,         \
+                         const int* lda, const int* ipiv, C* b, const int* ldb, int* info,     \
+                         size_t trans_len);                                                   \
+  void scipy_##p##geev_(const char* jobvl, const char* jobvr, const int* n, C* a,             \
+                        const int* lda, C* w, C* vl, const int* ldvl, C* vr, const int* ldvr, \
+                        C* work, const int* lwork, R* rwork, int* info, size_t jobvl_len,     \
+                        size_t jobvr_len);
+TP_LAPACK_DECLARE_COMPLEX(tp::complex64_t, float, c)
+TP_LAPACK_DECLARE_COMPLEX(tp::complex128_t, double, z)
+#undef TP_LAPACK_DECLARE_COMPLEX
 }
 
 namespace tp::lapack {
@@ -113,5 +138,37 @@ namespace tp::lapack {
 TP_LAPACK_WRAP(float, s)
 TP_LAPACK_WRAP(double, d)
 #undef TP_LAPACK_WRAP
+
+/* Right eigenvectors only (jobvl 'N'); vr may be a dummy with ldvr 1 when jobvr is 'N'. */
+#define TP_LAPACK_WRAP_GEEV(T, p)                                                             \
+  inline void geev(char jobvr, int n, T* a, int lda, T* wr, T* wi, T* vr, int ldvr, T* work,  \
+                   int lwork, int* info) {                                                    \
+    char jobvl = 'N';                                                                         \
+    int ldvl = 1;                                                                             \
+    scipy_##p##geev_(&jobvl, &jobvr, &n, a, &lda, wr, wi, nullptr, &ldvl, vr, &ldvr, work,   \
+                     &lwork, info, 1, 1);                                                     \
+  }
+TP_LAPACK_WRAP_GEEV(float, s)
+TP_LAPACK_WRAP_GEEV(double, d)
+#undef TP_LAPACK_WRAP_GEEV
+
+#define TP_LAPACK_WRAP_COMPLEX(C, R, p)                                                       \
+  inline void getrf(int m, int n, C* a, int lda, int* ipiv, int* info) {                      \
+    scipy_##p##getrf_(&m, &n, a, &lda, ipiv, info);                                           \
+  }                                                                                           \
+  inline void getrs(char trans, int n, int nrhs, const C* a, int lda, const int* ipiv, C* b,  \
+                    int ldb, int* info) {                                                     \
+    scipy_##p##getrs_(&trans, &n, &nrhs, a, &lda, ipiv, b, &ldb, info, 1);                    \
+  }                                                                                           \
+  inline void geev(char jobvr, int n, C* a, int lda, C* w, C* vr, int ldvr, C* work,          \
+                   int lwork, R* rwork, int* info) {                                          \
+    char jobvl = 'N';                                                                         \
+    int ldvl = 1;                                                                             \
+    scipy_##p##geev_(&jobvl, &jobvr, &n, a, &lda, w, nullptr, &ldvl, vr, &ldvr, work, &lwork, \
+                     rwork, info, 1, 1);                                                      \
+  }
+TP_LAPACK_WRAP_COMPLEX(complex64_t, float, c)
+TP_LAPACK_WRAP_COMPLEX(complex128_t, double, z)
+#undef TP_LAPACK_WRAP_COMPLEX
 
 }  // namespace tp::lapack

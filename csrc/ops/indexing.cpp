@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/bits128.h"
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/meta.h"
@@ -109,7 +110,8 @@ Tensor index_select_impl(const Tensor& self, int64_t dim, const Tensor& index, O
     case 1: copy_rows(uint8_t{}); break;
     case 2: copy_rows(uint16_t{}); break;
     case 4: copy_rows(uint32_t{}); break;
-    default: copy_rows(uint64_t{}); break;
+    case 8: copy_rows(uint64_t{}); break;
+    default: copy_rows(Bits128{}); break;
   }
   return out;
 }
@@ -197,7 +199,8 @@ Tensor gather_impl(const Tensor& self, int64_t dim, const Tensor& index, bool sp
     case 1: run(uint8_t{}); break;
     case 2: run(uint16_t{}); break;
     case 4: run(uint32_t{}); break;
-    default: run(uint64_t{}); break;
+    case 8: run(uint64_t{}); break;
+    default: run(Bits128{}); break;
   }
   if (bad) {
     for (int64_t e = 0; e < n; ++e)

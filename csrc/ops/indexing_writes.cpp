@@ -43,7 +43,7 @@ inline void combine(T& d, T s) {
     d = T(A(d) + A(s));
   } else if constexpr (R == Reduce::Prod) {
     d = T(A(d) * A(s));
-  } else {  // amax / amin propagate NaN
+  } else if constexpr (!kComplex<T>) {  // amax / amin propagate NaN (never complex: unordered)
     A a = A(d), b = A(s);
     if (b != b || (R == Reduce::Max ? b > a : b < a)) d = s;
   }
@@ -61,8 +61,20 @@ void visit_reduce(Reduce r, F&& f) {
   }
 }
 
+/// visit_dtype for a write that combines values by r: complex types too, except for amax /
+/// amin (complex numbers have no order), which raise NotImplementedError naming op.
+template <class F>
+void visit_write_dtype(DType dt, Reduce r, const char* op, F&& f) {
+  if (is_complex(dt) && (r == Reduce::Max || r == Reduce::Min))
+    TP_FAIL_NOT_IMPLEMENTED(op, ": amax / amin are not implemented for '", dtype_scalar_name(dt), "'");
+  visit_dtype_with_complex(dt, std::forward<F>(f));
+}
+
 /// The value a reduction starts from when self is left out (include_self=False).
 Tensor reduce_identity(Reduce r, DType dt) {
+  if (is_complex(dt) && (r == Reduce::Max || r == Reduce::Min))
+    TP_FAIL_NOT_IMPLEMENTED("scatter_reduce: amax / amin are not implemented for '", dtype_scalar_name(dt), "'");
+  if (is_complex(dt)) return full({}, Scalar(int64_t(r == Reduce::Prod ? 1 : 0)), dt);
   Scalar v = visit_dtype(dt, [&](auto t) -> Scalar {
     using T = decltype(t);
     if (r == Reduce::Prod) return Scalar(int64_t(1));
@@ -238,7 +250,7 @@ void row_write_loop(const RowWrite& w) {
 /// Runs a row write on dst (dtype dt) with reduction r.
 void run_row_write(const RowWrite& w, DType dt, Reduce r) {
   if (w.n == 0 || w.dst_inner.empty()) return;
-  visit_dtype(dt, [&](auto t) {
+  visit_write_dtype(dt, r, "index write", [&](auto t) {
     using T = decltype(t);
     visit_reduce(r, [&](auto rc) {
       if (w.idx.size() == 1) row_write_loop<decltype(rc)::value, T, true>(w);
@@ -349,7 +361,7 @@ void with_opmath(const Tensor& dst, F&& write) {
 /// last step (floor division for integers, as in PyTorch).
 void divide_by_count(const Tensor& res, const Tensor& count) {
   Tensor c = where(eq(count, wrapped_scalar(Scalar(int64_t(0)))), wrapped_scalar(Scalar(int64_t(1))), count);
-  Tensor q = is_floating(res.dtype()) ? div(res, c)
+  Tensor q = is_floating_or_complex(res.dtype()) ? div(res, c)
                                       : div(res, c, std::optional<std::string>("floor"));
   copy_(res, q);
 }
@@ -558,7 +570,7 @@ Tensor index_add_impl(const Tensor& self, int64_t dim, const Tensor& index, cons
   with_opmath(res, [&](const Tensor& work) {
     Tensor src = _to_dtype(source, work.dtype());
     if (alpha.to_double() != 1) {  // alpha takes self's type first, as in PyTorch
-      Scalar a = is_floating(self.dtype()) ? alpha : Scalar(alpha.to_int());
+      Scalar a = is_floating_or_complex(self.dtype()) ? alpha : Scalar(alpha.to_int());
       src = _to_dtype(mul(src, wrapped_scalar(a)), work.dtype());
     }
     write_slices(work, dim, idx, src, Reduce::Sum);
@@ -635,6 +647,9 @@ Tensor index_reduce_impl(const Tensor& self, int64_t dim, const Tensor& index, c
   Reduce r = parse_reduce(reduce, false, "index_reduce(): Expected reduce to be one of prod, mean, "
                           "amax or amin but got ");
   check_index_func("index_reduce_", self, dim, index, source);
+  if (is_complex(self.dtype()) && (!include_self || self.dim() <= 1))  // as PyTorch's kernels
+    TP_FAIL_NOT_IMPLEMENTED("index_reduce: include_self=False or a self of fewer than 2 dims is "
+                            "not implemented for '", dtype_scalar_name(self.dtype()), "'");
   if (out.tensor && !out.inplace)
     TP_CHECK(out.tensor->dtype() == self.dtype(), "Expected out tensor to have dtype ",
              dtype_name(self.dtype()), ", but got ", dtype_name(out.tensor->dtype()), " instead");
@@ -792,7 +807,7 @@ Tensor scatter_common(const char* op, const Tensor& self, int64_t dim, const Ten
 #endif
         return;
       }
-      visit_dtype(work.dtype(), [&](auto t) {
+      visit_write_dtype(work.dtype(), how, "scatter_reduce", [&](auto t) {
         using T = decltype(t);
         visit_reduce(how, [&](auto rc) {
           scatter_loop<decltype(rc)::value, T>(work, dim, idx, s.data<T>(), s.strides());
@@ -890,7 +905,7 @@ Tensor masked_scatter_impl(const Tensor& self, const Tensor& mask, const Tensor&
     int64_t n = m.numel(), count = 0;
     for (int64_t i = 0; i < n; ++i) count += mp[i];
     TP_CHECK(count <= src.numel(), too_few);
-    visit_dtype(self.dtype(), [&](auto t) {
+    visit_dtype_with_complex(self.dtype(), [&](auto t) {
       using T = decltype(t);
       T* d = work.data<T>();
       const T* sp = src.data<T>();

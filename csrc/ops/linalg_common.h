@@ -30,7 +30,9 @@ bool is_vector_rhs(const Tensor& A, const Tensor& B);
 /// or, when it is null, RuntimeError "Low precision dtypes not supported".
 /// With `empty_returns`, an empty float16/bfloat16 input passes (PyTorch's kernel returns it
 /// before its dtype dispatch; its geqrf does not).
-void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns = true);
+/// Complex A raises NotImplementedError unless `complex_ok` (CPU kernels only).
+void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns = true,
+                  bool complex_ok = false);
 /// Checks A is on a device with solvers (CPU or, in CUDA builds, CUDA).
 void check_solver_device(const Tensor& A);
 
@@ -62,6 +64,14 @@ Tensor finish_out_cast(OutArg out, const Tensor& res);
 template <class F>
 auto dispatch_float(DType dt, F&& f) {
   return dt == DType::Float32 ? f(float{}) : f(double{});
+}
+
+/// dispatch_float, plus f(complex64_t{}) / f(complex128_t{}) for the complex types.
+template <class F>
+auto dispatch_float_or_complex(DType dt, F&& f) {
+  if (dt == DType::Complex64) return f(complex64_t{});
+  if (dt == DType::Complex128) return f(complex128_t{});
+  return dispatch_float(dt, std::forward<F>(f));
 }
 
 struct SvdResult {

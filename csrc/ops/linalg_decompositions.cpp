@@ -61,10 +61,14 @@ int lapack_int(int64_t v) {
   return int(std::max<int64_t>(v, 1));
 }
 
-void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns) {
+void check_matrix(const Tensor& A, const char* half_kernel, bool square, bool empty_returns,
+                  bool complex_ok) {
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
   DType dt = A.dtype();
-  TP_CHECK(is_floating(dt), "Expected a floating point or complex tensor as input. Got ",
+  // PyTorch solves complex matrices everywhere; ours only where complex_ok (CPU) so far
+  if (is_complex(dt) && (!complex_ok || A.device().is_cuda()))
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(dt), ")");
+  TP_CHECK(is_floating_or_complex(dt), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(dt));
   if (dt == DType::Float16 || dt == DType::BFloat16) {
     // PyTorch's CPU kernels return an empty input before their dtype dispatch
@@ -369,7 +373,7 @@ Tensor inverse_composite(const Tensor& self, OutArg out) {
 }
 
 Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out) {
-  check_matrix(A, "lu_cpu", true);
+  check_matrix(A, "lu_cpu", true, true, /*complex_ok=*/true);
   TP_CHECK(A.dtype() == B.dtype(), "Expected A and B to have the same dtype, but found A of type ",
            dtype_scalar_name(A.dtype()), " and B of type ", dtype_scalar_name(B.dtype()),
            " instead");
@@ -399,7 +403,7 @@ Tensor linalg_solve_impl(const Tensor& A, const Tensor& B, bool left, OutArg out
 #endif
   if (!x.defined()) {
     std::vector<int> info;
-    x = dispatch_float(A.dtype(), [&](auto zero) {
+    x = dispatch_float_or_complex(A.dtype(), [&](auto zero) {
       return lu_solve<decltype(zero)>(a, b, batch, info);
     });
     for (size_t i = 0; i < info.size(); ++i)
@@ -612,7 +616,7 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   // PyTorch's CPU kernel returns an empty input, of any dtype, before its dtype dispatch
   if (solve_as_float(A)) {
     EighResult r = eigh(_to_dtype(A, DType::Float32), compute_v, uplo);
-    return {_to_dtype(r.eigenvalues, dt), _to_dtype(r.eigenvectors, dt)};
+    return {_to_dtype(r.eigenvalues, to_real_dtype(dt)), _to_dtype(r.eigenvectors, dt)};
   }
   if (dt != DType::Float32 && dt != DType::Float64)
     TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
@@ -749,6 +753,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   for (const Tensor* t : {&A, &B}) {
     DType dt = t->dtype();
     if (dt == DType::Float32 || dt == DType::Float64) continue;
+    if (is_complex(dt)) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(dt), ")");
     if (rcond)  // PyTorch's path with rcond= fails in its dtype dispatch instead
       TP_FAIL_NOT_IMPLEMENTED("\"linalg_lstsq_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
     TP_FAIL("This function doesn't handle types other than float and double");

@@ -104,6 +104,7 @@ Tensor pinv_by_ops(const Tensor& A, const Tolerances& tols, bool hermitian) {
 
 void check_rank_input(const Tensor& A) {
   TP_CHECK(A.dim() >= 2, "The input tensor input must have at least 2 dimensions.");
+  if (is_complex(A.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
   TP_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
            "This function doesn't handle types other than float and double");
 }
@@ -112,6 +113,7 @@ void check_rank_input(const Tensor& A) {
 
 Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
                         const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  if (is_complex(input.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(input.dtype()), ")");
   TP_CHECK(input.dim() >= 2 &&
                (input.dtype() == DType::Float32 || input.dtype() == DType::Float64),
            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types");
@@ -415,6 +417,7 @@ Tensor expm_by_ops(const Tensor& a) {
 
 Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
+  if (is_complex(A.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
   TP_CHECK(is_floating(A.dtype()), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(A.dtype()));
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),

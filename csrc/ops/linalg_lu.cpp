@@ -40,6 +40,7 @@ void require_lapack_dtype(DType dt, const char* kernel) {
 
 /// PyTorch's checkFloatingOrComplex (a RuntimeError).
 void require_floating(const Tensor& t) {
+  if (is_complex(t.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(t.dtype()), ")");
   TP_CHECK(is_floating(t.dtype()), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(t.dtype()));
 }

@@ -258,7 +258,8 @@ Tensor dot_impl(const Tensor& self, const Tensor& tensor, OutArg out) {
 }
 
 Tensor vdot_impl(const Tensor& self, const Tensor& other, OutArg out) {
-  return dot_impl(self, other, out);  // real dtypes only: conj() is the identity
+  if (is_complex(self.dtype())) return dot_impl(conj_physical(self), other, out);
+  return dot_impl(self, other, out);  // conj() is the identity on reals
 }
 
 // ------------------------------------------------------------------ matmul
@@ -337,7 +338,10 @@ namespace {
 
 /// Scalars of a product with beta and alpha: integer dtypes truncate them (PyTorch's cast).
 double product_scalar(const Scalar& s, DType dt) {
-  return is_floating(dt) ? s.to_double() : double(s.to_int());
+  // the BLAS paths take a real alpha/beta; complex dtypes keep theirs unless imaginary
+  if (s.is_complex() && s.to_complex().im != 0)
+    TP_FAIL_NOT_IMPLEMENTED("complex alpha or beta is not supported yet");
+  return is_floating_or_complex(dt) ? s.to_double() : double(s.to_int());
 }
 
 /// Starts `d.dst` as beta * self broadcast to its shape: copies self in unless dst already

@@ -440,6 +440,7 @@ Tensor embedding_renorm_impl(const Tensor& self, const Tensor& indices, double m
   TP_CHECK(index_name(indices.dtype()), "Expected tensor for argument #2 'indices' to have one of the following "
            "scalar types: Long, Int; but got ", dtype_scalar_name(indices.dtype()), " instead (while checking "
            "arguments for embedding_renorm_)");
+  if (is_complex(self.dtype())) TP_FAIL_NOT_IMPLEMENTED("embedding_renorm_: ", "complex inputs are not supported yet (got ", dtype_scalar_name(self.dtype()), ")");
   TP_CHECK(is_floating(self.dtype()), "norm(): input dtype should be either floating point or complex. Got ",
            dtype_scalar_name(self.dtype()), " instead.");
   if (is_meta(self)) return self;  // no rows to renormalise

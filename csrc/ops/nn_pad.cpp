@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bits128.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/tensor_iterator.h"
@@ -162,7 +163,8 @@ void visit_bits(DType dt, F&& f) {
     case 1: return f(uint8_t{});
     case 2: return f(uint16_t{});
     case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
+    case 8: return f(uint64_t{});
+    default: return f(Bits128{});
   }
 }
 
@@ -214,13 +216,16 @@ Tensor _pad_backward_impl(const Tensor& grad_output, IntArrayRef self_size, IntA
   Tensor gy = contiguous(_to_dtype(grad_output, dt));
   Tensor gx = empty_tensor(self_size, dt, grad_output.device());
   if (gx.numel()) {
-    TP_CHECK(dt == DType::Float32 || dt == DType::Float64, "pad_backward: unsupported dtype ", dtype_name(dt));
+    TP_CHECK(dt == DType::Float32 || dt == DType::Float64 || (is_complex(dt) && gx.device().is_cpu()),
+             "pad_backward: unsupported dtype ", dtype_name(dt));
     if (gx.device().is_cuda()) {
 #ifdef TP_USE_CUDA
       cuda::pad_backward(gy, gx, m.in, m.map);
 #endif
     } else if (dt == DType::Float32) pad_scatter_add(m, gy.data<float>(), gx.data<float>());
-    else pad_scatter_add(m, gy.data<double>(), gx.data<double>());
+    else if (dt == DType::Float64) pad_scatter_add(m, gy.data<double>(), gx.data<double>());
+    else if (dt == DType::Complex64) pad_scatter_add(m, gy.data<complex64_t>(), gx.data<complex64_t>());
+    else pad_scatter_add(m, gy.data<complex128_t>(), gx.data<complex128_t>());
   }
   return _to_dtype(gx, grad_output.dtype());
 }

@@ -18,6 +18,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void check_floating_input(const char* op, const Tensor& self) {
+  if (is_complex(self.dtype())) TP_FAIL_NOT_IMPLEMENTED(op, ": ", "complex inputs are not supported yet (got ", dtype_scalar_name(self.dtype()), ")");
   TP_CHECK(is_floating(self.dtype()), op, ": Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(self.dtype()));
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/bits128.h"
 #include "ops/meta.h"
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
@@ -76,7 +77,8 @@ Tensor gather_grid(const Tensor& src, const std::vector<Index>& idx, IntArrayRef
       case 1: gather_row<uint8_t>(dst, row, o, inner); break;
       case 2: gather_row<uint16_t>(dst, row, o, inner); break;
       case 4: gather_row<uint32_t>(dst, row, o, inner); break;
-      default: gather_row<uint64_t>(dst, row, o, inner); break;
+      case 8: gather_row<uint64_t>(dst, row, o, inner); break;
+      default: gather_row<Bits128>(dst, row, o, inner); break;
     }
     dst += inner * isz;
     for (int64_t d = nd - 2; d >= 0; --d) {

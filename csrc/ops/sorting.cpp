@@ -48,7 +48,9 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
            device_type_name(self.device().type), " kernel");
   DType result = dtype ? *dtype : is_integral(self.dtype(), true) ? DType::Int64 : self.dtype();
   int64_t d = self.dim() ? wrap_dim(dim, self.dim()) : (wrap_dim(dim, 0), 0);
-  DType compute = is_floating(result) ? DType::Float64 : DType::Int64;
+  DType compute = is_complex(result)    ? DType::Complex128
+                  : is_floating(result) ? DType::Float64
+                                        : DType::Int64;
   DimVector order;
   Tensor x = rows_along(_to_dtype(self, compute), d, order);
   int64_t len = self.dim() ? self.size(d) : 1, rows = len ? x.numel() / len : 0;
@@ -58,9 +60,10 @@ Tensor scan(const char* op, bool product, const Tensor& self, int64_t dim,
 #ifdef TP_USE_CUDA
     cuda::scan_rows(x, rows, len, product, out);
 #endif
-  } else visit_dtype(compute, [&](auto v) {
+  } else visit_dtype_with_complex(compute, [&](auto v) {
     using T = decltype(v);
-    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int64_t>) {
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
+                  std::is_same_v<T, complex128_t>) {
       const T* in = x.data<T>();
       T* o = out.data<T>();
       for_rows(rows, len, [&](int64_t r) {

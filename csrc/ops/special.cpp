@@ -94,6 +94,8 @@ int64_t nextafter_mode(const Tensor& self, const Tensor& other) {
 // ------------------------------------------------------------------ composites
 Tensor mvlgamma_impl(const Tensor& self, int64_t p, OutArg out) {
   TP_CHECK(self.dtype() != DType::Bool, "The input tensor may not be a boolean tensor.");
+  if (is_complex(self.dtype()))  // PyTorch's composition fails in arange for complex too
+    TP_FAIL_NOT_IMPLEMENTED("mvlgamma: not implemented for '", dtype_scalar_name(self.dtype()), "'");
   TP_CHECK(p >= 1, "p has to be greater than or equal to 1");
   // PyTorch's composition: lgamma(x + [-(p-1)/2, ..., -1/2, 0]) summed, + p(p-1)/4 log(pi)
   Tensor x = is_floating(self.dtype()) ? self : _to_dtype(self, default_dtype(), false);
@@ -118,7 +120,7 @@ Tensor special_ndtr_impl(const Tensor& self, OutArg out) {
 }
 
 Tensor ldexp_impl(const Tensor& self, const Tensor& other, OutArg out) {
-  if (is_floating(self.dtype()) && !is_floating(other.dtype())) {
+  if (is_floating(self.dtype()) && !is_floating_or_complex(other.dtype())) {
     // PyTorch's ldexp kernel: x * 2^n in self's dtype, computed in double (exact there)
     if (other.dtype() == DType::Bool)
       TP_FAIL_NOT_IMPLEMENTED("\"ldexp_cpu_exp\" not implemented for 'Bool'");
@@ -135,14 +137,18 @@ Tensor ldexp_impl(const Tensor& self, const Tensor& other, OutArg out) {
 }
 
 Tensor float_power_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
+  // double precision: complex128 where either operand is complex, else float64
+  const DType wide = is_complex(self.dtype()) || is_complex(exponent.dtype()) ? DType::Complex128
+                                                                              : DType::Float64;
   if (out.tensor) {
-    TP_CHECK(out.tensor->dtype() == DType::Float64, "the ",
+    TP_CHECK(out.tensor->dtype() == wide, "the ",
              out.inplace ? "base given to float_power_" : "output given to float_power", " has dtype ",
-             dtype_scalar_name(out.tensor->dtype()), " but the operation's result requires dtype Double");
+             dtype_scalar_name(out.tensor->dtype()), " but the operation's result requires dtype ",
+             dtype_scalar_name(wide));
   }
-  auto widen = [](const Tensor& t) {
-    if (t.dtype() == DType::Float64) return t;
-    Tensor w = _to_dtype(t, DType::Float64, false);
+  auto widen = [wide](const Tensor& t) {
+    if (t.dtype() == wide) return t;
+    Tensor w = _to_dtype(t, wide, false);
     if (t.impl()->is_wrapped_number()) w.impl()->set_wrapped_number(true);
     return w;
   };

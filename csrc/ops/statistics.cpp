@@ -55,6 +55,8 @@ Tensor welford_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, c
 std::tuple<Tensor, Tensor> var_and_mean(const char* op, const Tensor& self, OptionalIntArrayRef dim,
                                         double correction, bool keepdim, bool take_sqrt = false,
                                         bool with_mean = true) {
+  if (is_complex(self.dtype()))
+    TP_FAIL_NOT_IMPLEMENTED(op, "(): complex inputs are not supported yet (got ", dtype_scalar_name(self.dtype()), ")");
   TP_CHECK(is_floating(self.dtype()), op, "(): input dtype should be either floating point or "
            "complex dtypes. Got ", dtype_scalar_name(self.dtype()), " instead.");
   const DType dt = self.dtype();
@@ -144,6 +146,10 @@ std::tuple<Tensor, Tensor> std_mean_dim_unbiased_impl(const Tensor& self, Option
 }
 
 Tensor logsumexp_impl(const Tensor& self, IntArrayRef dim, bool keepdim, OutArg) {
+  // PyTorch shifts a complex input by the max of its real parts; amax has no complex kernel yet
+  if (is_complex(self.dtype()))
+    TP_FAIL_NOT_IMPLEMENTED("logsumexp: complex inputs are not supported yet (got ",
+                            dtype_scalar_name(self.dtype()), ")");
   Tensor x = is_floating(self.dtype()) ? self : _to_dtype(self, default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
   // Shift by the max so exp cannot overflow; infinite maxima shift by 0 instead.
@@ -159,6 +165,7 @@ Tensor count_nonzero_impl(const Tensor& self, OptionalIntArrayRef dim, OutArg) {
 
 Tensor nansum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                    const std::optional<DType>& dtype, OutArg) {
+  TP_CHECK(!is_complex(self.dtype()), "nansum on CPU does not support complex inputs");
   Tensor x = is_floating(self.dtype()) ? where(isnan(self), wrapped_scalar(Scalar(0.0)), self) : self;
   return sum(x, dim, keepdim, dtype);
 }
@@ -182,9 +189,13 @@ Tensor isclose_impl(const Tensor& self, const Tensor& other, double rtol, double
   Tensor close = eq(self, other);  // also covers equal infinities
   if (equal_nan && is_floating(self.dtype()))
     close = logical_or(close, logical_and(isnan(self), isnan(other)));
-  // |a - b| <= atol + rtol * |b|, in float64 for integers (as PyTorch does)
-  Tensor a = is_floating(self.dtype()) ? self : _to_dtype(self, DType::Float64);
-  Tensor b = is_floating(other.dtype()) ? other : _to_dtype(other, DType::Float64);
+  if (equal_nan && is_complex(self.dtype())) {  // a complex number is NaN if either part is
+    auto nan = [](const Tensor& z) { return logical_or(isnan(real(z)), isnan(imag(z))); };
+    close = logical_or(close, logical_and(nan(self), nan(other)));
+  }
+  // |a - b| <= atol + rtol * |b| (complex moduli), in float64 for integers (as PyTorch does)
+  Tensor a = is_floating_or_complex(self.dtype()) ? self : _to_dtype(self, DType::Float64);
+  Tensor b = is_floating_or_complex(other.dtype()) ? other : _to_dtype(other, DType::Float64);
   Tensor bound = add(mul(abs(b), wrapped_scalar(Scalar(rtol))), wrapped_scalar(Scalar(atol)));
   // a non-finite difference is never within the bound (|inf - -inf| <= inf), as in PyTorch
   Tensor err = abs(sub(a, b));

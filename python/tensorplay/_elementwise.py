@@ -51,6 +51,8 @@ def logaddexp2(input, other):
 
 def _angle(op, input, factor):
     _check_tensor_args(op, input=input)
+    if input.is_complex():
+        raise RuntimeError(f"{op} is not supported for complex tensors.")
     if not input.dtype.is_floating_point:
         input = input.to(_C.get_default_dtype())
     return input * factor

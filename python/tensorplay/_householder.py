@@ -43,7 +43,7 @@ def _scalar_name(dtype):
     """PyTorch's scalar type name of a dtype (Float, Double, Long, ...)."""
     return {tp.float32: 'Float', tp.float64: 'Double', tp.float16: 'Half', tp.bfloat16: 'BFloat16',
             tp.int64: 'Long', tp.int32: 'Int', tp.int16: 'Short', tp.int8: 'Char', tp.uint8: 'Byte',
-            tp.bool: 'Bool'}[dtype]
+            tp.bool: 'Bool', tp.complex64: 'ComplexFloat', tp.complex128: 'ComplexDouble'}[dtype]
 
 
 def householder_product(input, tau):

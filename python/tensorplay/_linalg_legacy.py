@@ -89,7 +89,7 @@ def _ormqr_checks(input, tau, other, left):
                                f"but got {list(other.shape[:-2])}")
     names = {_C.float32: 'Float', _C.float64: 'Double', _C.float16: 'Half', _C.bfloat16: 'BFloat16',
              _C.int32: 'Int', _C.int64: 'Long', _C.int16: 'Short', _C.int8: 'Char', _C.uint8: 'Byte',
-             _C.bool: 'Bool'}
+             _C.bool: 'Bool', _C.complex64: 'ComplexFloat', _C.complex128: 'ComplexDouble'}
     for what, t in (("tau", tau), ("other", other)):
         if t.dtype != input.dtype:
             raise RuntimeError(f"{name}: Expected input and {what} to have the same dtype, but input has "
@@ -148,6 +148,8 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     if len(dims) > 2:
         raise RuntimeError(f"frobenius_norm: Expected at most 2 dimensions, but got {len(dims)} "
                            "dimensions instead.")
+    if input.is_complex():
+        raise NotImplementedError("frobenius_norm: complex inputs are not supported yet")
     if not (input.is_floating_point()):
         raise RuntimeError(f"frobenius_norm: norm(): input dtype should be either floating point or "
                            f"complex. Got {_dtype_name(input.dtype)} instead.")

@@ -163,7 +163,7 @@ def _check_cell(name, input, hiddens, w_ih, w_hh, gated=False):
         if h.size(1) != w_hh.size(1):
             raise RuntimeError(f"{name}: hidden{k} has inconsistent hidden_size: got {h.size(1)}, "
                                f"expected {w_hh.size(1)}")
-    if gated and not input.is_floating_point() and input.dtype != _C.bool:
+    if gated and not (input.is_floating_point() or input.is_complex()) and input.dtype != _C.bool:
         # Note [integer gated cells]: PyTorch's LSTM / GRU cells apply their gates in place,
         # which cannot hold the float gates in an integer tensor (the Elman cells can)
         from tensorplay.nn.functional._common import _scalar_name

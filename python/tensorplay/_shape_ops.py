@@ -8,7 +8,8 @@ __all__ = ['atleast_1d', 'atleast_2d', 'atleast_3d', 'hstack', 'vstack', 'dstack
 # Names PyTorch's kernel errors use for dtypes ("... not implemented for 'Float'").
 _KERNEL_DTYPE_NAMES = {'bool': 'Bool', 'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short',
                        'int32': 'Int', 'int64': 'Long', 'float16': 'Half', 'bfloat16': 'BFloat16',
-                       'float32': 'Float', 'float64': 'Double'}
+                       'float32': 'Float', 'float64': 'Double', 'complex64': 'ComplexFloat',
+                       'complex128': 'ComplexDouble'}
 
 
 def _tensors_arg(args, name='', unpack=True):

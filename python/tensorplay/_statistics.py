@@ -64,7 +64,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if aweights is not None:
         _check_weights('aweights', aweights, num_obs, False)
         w = aweights if w is None else w * aweights
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.is_complex():
         x = x.to(_C.get_default_dtype() if w is None or not w.is_floating_point() else w.dtype)
     if w is None:
         avg = x.mean(1)
@@ -83,8 +83,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
                       "than the number of observations.")
         norm = norm * 0 if isinstance(norm, Tensor) else 0
     centred = x - avg.unsqueeze(1)
-    weighted = centred if w is None else centred * w
-    return (centred.mm(weighted.t()) / norm).squeeze()
+    weighted = (centred if w is None else centred * w).t()
+    if weighted.is_complex():  # E[(x - mean) conj(y - mean)]
+        weighted = weighted.conj()
+    return (centred.mm(weighted) / norm).squeeze()
 
 
 def corrcoef(input):

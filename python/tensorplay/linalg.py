@@ -8,6 +8,7 @@ torch.linalg name; add new ones the same way (one line each, plus a docstring).
     tp.linalg.solve(A, tp.tensor([1.0, 2.0]))
 """
 from tensorplay import _C
+from tensorplay._dtype import can_cast as _can_cast
 
 # ---------------------------------------------------------------------------------------
 # Norms (csrc/ops/norms.cpp). Matrix ord 2, -2 and 'nuc' raise NotImplementedError.
@@ -70,6 +71,7 @@ solve = _C.linalg_solve
 cholesky = _C.linalg_cholesky
 svdvals = _C.linalg_svdvals
 eigvalsh = _C.linalg_eigvalsh
+eigvals = _C.linalg_eigvals
 lstsq = _C.linalg_lstsq
 matrix_power = _C.linalg_matrix_power
 matrix_exp = _C.linalg_matrix_exp
@@ -129,6 +131,28 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from triangle UPLO."""
     return _with_out("linalg.eigh", _C.linalg_eigh(A, UPLO), out)
+
+
+def eig(A, *, out=None):
+    """Eigenvalues and right eigenvectors (unit norm, as LAPACK's geev gives them) of general
+    square matrices; complex results, for real A too.
+
+        L, V = tp.linalg.eig(A)   # A @ V == V * L.unsqueeze(-2)
+    """
+    _check_tuple_out("linalg_eig", out)
+    result = _C.linalg_eig(A)
+    if out is None:
+        return result
+    if len(out) != 2:
+        raise TypeError(f"linalg.eig(): argument 'out' must be tuple of 2 Tensors, not {type(out).__name__}")
+    # PyTorch's rule: out= may have any dtype the result casts to safely (complex128 too)
+    for r, o, what in zip(result, out, ("eigenvalues", "eigenvectors")):
+        if not _can_cast(r.dtype, o.dtype):
+            raise RuntimeError(f"linalg.eig: Expected {what} to be safely castable from "
+                               f"{r.dtype} dtype, but got {what} with dtype {o.dtype}")
+    for r, o in zip(result, out):
+        _C._linalg_write_out(r.to(o.dtype), out=o)
+    return type(result)(*out)
 
 
 def _check_tolerances(name, atol, rtol):
@@ -249,12 +273,27 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product of ``x`` and ``y`` along ``dim`` (the other dimensions broadcast)."""
-    if x.shape[dim] != y.shape[dim]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[dim]}] and src "
-                           f"[{y.shape[dim]}] to have the same number of elements, but got "
-                           f"{x.shape[dim]} and {y.shape[dim]} elements respectively")
-    result = (x * y).sum(dim)
+    """The dot product of ``x`` and ``y`` along ``dim`` after broadcasting them; a complex
+    ``x`` is conjugated, as in vdot.
+
+        >>> tp.linalg.vecdot(tp.tensor([1.0, 2.0]), tp.tensor([3.0, 4.0]))
+        tensor(11.)
+    """
+    from tensorplay._shape_ops import _KERNEL_DTYPE_NAMES as names
+    for name, t in (('x', x), ('y', y)):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"linalg_vecdot(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {names[x.dtype._name]}")
+    if x.dtype != y.dtype:
+        raise RuntimeError("linalg.vecdot: Expected x and y to have the same dtype, but found x of "
+                           f"type {names[x.dtype._name]} and y of type {names[y.dtype._name]} instead")
+    try:
+        product = (x.conj() if x.is_complex() else x) * y
+    except RuntimeError as e:  # the shapes do not broadcast
+        raise RuntimeError(f"linalg.vecdot: {e}") from None
+    result = product.sum(dim)
     return out.copy_(result) if out is not None else result
 
 

@@ -10,6 +10,8 @@ Samples with an empty input or a non-finite input or output only check the prima
 the formulas' NaN conventions differ (PyTorch's forward and reverse modes disagree there
 as well). Ops reading one triangle of a symmetric input get symmetric tangents, as their
 gradcheck gets symmetric inputs. Half-precision outputs compare at half precision.
+Entries with complex128 run their complex128 samples too (complex tangents and cotangents;
+the pairing is the real inner product Re(sum(conj(a) * b)) of PyTorch's convention).
 """
 import numpy as np
 import pytest
@@ -18,7 +20,8 @@ import torch
 import tensorplay as tp
 import tensorplay_opdb as opdb
 
-from test_autograd_ops import OPS, SYMMETRIC_INPUT, _call, _differentiable_samples, _leaves
+from test_autograd_ops import (GAUGE_INVARIANT, OPS, SYMMETRIC_INPUT, _call, _cotangent,
+                               _differentiable_samples, _leaves, _op_dtypes)
 
 
 def _rebuild(value, table):
@@ -31,7 +34,7 @@ def _rebuild(value, table):
 
 def _float_outputs(result):
     items = result if isinstance(result, (tuple, list)) else (result,)
-    return [o for o in items if opdb.is_tensor(o) and o.is_floating_point()]
+    return [o for o in items if opdb.is_tensor(o) and (o.is_floating_point() or o.is_complex())]
 
 
 def _forward(op, lib, sample, tangents, form):
@@ -42,7 +45,8 @@ def _forward(op, lib, sample, tangents, form):
     if form == 'inplace':
         leaves = [t.clone() if t is args[op.self_arg] else t for t in leaves]
         args = tuple(leaves[0] if i == op.self_arg else a for i, a in enumerate(args)) \
-            if leaves and opdb.is_tensor(args[op.self_arg]) and args[op.self_arg].is_floating_point() else args
+            if leaves and opdb.is_tensor(args[op.self_arg]) and (args[op.self_arg].is_floating_point()
+                                                                   or args[op.self_arg].is_complex()) else args
     with fw.dual_level():
         duals = {id(t): fw.make_dual(t, lib.from_numpy(tg.copy()))
                  for t, tg in zip(leaves, tangents)}
@@ -50,6 +54,8 @@ def _forward(op, lib, sample, tangents, form):
         out = op.call(form, lib, d_args, d_kwargs)
         if form == 'inplace':
             out = out[1]
+        elif op.name in GAUGE_INVARIANT:  # as the reverse-mode check sees it (|V| for eig)
+            out = GAUGE_INVARIANT[op.name](out)
         outs = _float_outputs(out)
         unpacked = [fw.unpack_dual(o) for o in outs]
     return [u.primal for u in unpacked], [u.tangent for u in unpacked], leaves
@@ -60,7 +66,13 @@ def _np(t):
         return None
     if isinstance(t, torch.Tensor) and t._is_zerotensor():  # torch's tangent of a constant
         return np.zeros(tuple(t.shape))
-    return np.asarray(opdb.to_torch(t).detach().double())
+    t = opdb.to_torch(t).detach()
+    return np.asarray(t.to(torch.complex128) if t.is_complex() else t.double())
+
+
+def _pairing(a, b):
+    """The real inner product of two arrays (complex ones as pairs of reals)."""
+    return float(np.real(np.sum(np.conj(a) * b)))
 
 
 def _close(a, e, ctx, rtol=1e-6, atol=1e-7):
@@ -93,7 +105,7 @@ def _tolerances(tensors):
 def _check_sample(op, sample, form, rng):
     t_args, t_kwargs = opdb.materialize(sample, torch)
     t_leaves = _leaves(list(t_args) + list(t_kwargs.values()), [])
-    tangents = [rng.standard_normal(tuple(t.shape)) for t in t_leaves]
+    tangents = [_cotangent(rng, t) for t in t_leaves]
     if op.name in SYMMETRIC_INPUT:
         tangents = [(t + np.swapaxes(t, -1, -2)) / 2 if t.ndim >= 2 else t for t in tangents]
     ctx = f'{op.name} ({form}) {sample!r}'
@@ -146,33 +158,36 @@ def _check_sample(op, sample, form, rng):
     pairs = [(o, t) for o, t in zip(outs, actual) if o.requires_grad]
     if not pairs:
         return True
-    cots = [rng.standard_normal(tuple(o.shape)) for o, _ in pairs]
+    cots = [_cotangent(rng, o) for o, _ in pairs]
     try:
         grads = tp.autograd.grad([o for o, _ in pairs], list(fresh.values()),
                                  [tp.from_numpy(c.copy()) for c in cots], allow_unused=True)
     except (RuntimeError, IndexError):
         return True  # reverse mode refuses the sample, as torch's does (test_autograd_ops)
-    lhs = sum(float(np.sum(c * (_np(t) if t is not None else 0.0))) for c, (_, t) in zip(cots, pairs))
-    rhs = sum(float(np.sum(_np(g) * tg)) for g, tg in zip(grads, tangents) if g is not None)
+    lhs = sum(_pairing(c, _np(t) if t is not None else 0.0) for c, (_, t) in zip(cots, pairs))
+    rhs = sum(_pairing(_np(g), tg) for g, tg in zip(grads, tangents) if g is not None)
+    if rtol > 1e-6:  # half-precision tangents: their rounding is relative to each term
+        atol = max(atol, rtol * sum(float(np.sum(np.abs(c) * np.abs(_np(t) if t is not None else 0.0)))
+                                    for c, (_, t) in zip(cots, pairs)))
     assert np.isclose(lhs, rhs, rtol=rtol, atol=max(atol, 1e-6)) or (np.isnan(lhs) and np.isnan(rhs)), \
         f'{ctx}: <c, J t> = {lhs} but <J^T c, t> = {rhs}'
     return True
 
 
-@pytest.mark.parametrize('op', OPS, ids=lambda op: op.name)
-def test_forward_ad_matches_torch_and_reverse_mode(op):
+@pytest.mark.parametrize('op,dtype', _op_dtypes(OPS))
+def test_forward_ad_matches_torch_and_reverse_mode(op, dtype):
     rng = np.random.default_rng(0)
-    for sample in _differentiable_samples(op):
+    for sample in _differentiable_samples(op, dtype):
         _check_sample(op, sample, op.primary_form, rng)
 
 
 INPLACE_OPS = [op for op in OPS if op.inplace]
 
 
-@pytest.mark.parametrize('op', INPLACE_OPS, ids=lambda op: op.name)
-def test_forward_ad_inplace_forms(op):
+@pytest.mark.parametrize('op,dtype', _op_dtypes(INPLACE_OPS))
+def test_forward_ad_inplace_forms(op, dtype):
     rng = np.random.default_rng(1)
-    for sample in _differentiable_samples(op):
+    for sample in _differentiable_samples(op, dtype):
         if not op.applies('inplace', sample):
             continue
         try:

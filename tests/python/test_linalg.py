@@ -392,3 +392,94 @@ def test_double_backward(name, fn, make):
     actual = second(tp, inputs, to_tp(v).reshape(tuple(v.shape)), [to_tp(x) for x in w])
     for a, e in zip(actual, expected):
         torch.testing.assert_close(to_torch(a), e, rtol=1e-7, atol=1e-9)
+
+
+# ---- linalg.eig: eigenvectors are unique up to a phase each (and LAPACK's scaling)
+EIG_DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+EIG_TOL = {torch.float32: 1e-4, torch.float64: 1e-10, torch.complex64: 1e-4, torch.complex128: 1e-10}
+
+
+def _crand(shape, dtype, seed):
+    if not dtype.is_complex:
+        return rand(shape, dtype, seed)
+    real = torch.float32 if dtype == torch.complex64 else torch.float64
+    return torch.complex(rand(shape, real, seed), rand(shape, real, seed + 100))
+
+
+@pytest.mark.parametrize('dtype', EIG_DTYPES)
+@pytest.mark.parametrize('shape', [(4, 4), (1, 1), (2, 3, 3), (0, 0), (0, 3, 3), (2, 1, 5, 5)])
+def test_eig_invariants(shape, dtype):
+    a = _crand(shape, dtype, seed=6)
+    ref = torch.linalg.eig(a)
+    ours = tp.linalg.eig(to_tp(a))
+    assert type(ours).__name__ == 'linalg_eig' and ours._fields == ('eigenvalues', 'eigenvectors')
+    assert_same_meta(ours, ref)
+    assert ours.eigenvectors.stride() == ref.eigenvectors.stride()  # column-major, as LAPACK's
+    L, V = to_torch(ours.eigenvalues), to_torch(ours.eigenvectors)
+    tol = EIG_TOL[dtype]
+    torch.testing.assert_close(L, ref.eigenvalues, rtol=tol, atol=tol)  # LAPACK's order in both
+    ac = a.to(L.dtype)
+    torch.testing.assert_close(ac @ V, V * L.unsqueeze(-2), rtol=tol, atol=tol)
+    n = shape[-1]
+    torch.testing.assert_close(V.abs().pow(2).sum(-2), torch.ones(shape[:-1], dtype=a.real.dtype),
+                               rtol=tol, atol=tol)
+    # the same vectors as torch's up to a unit factor each: |<v, v_ref>| = 1
+    overlap = (V.conj() * ref.eigenvectors).sum(-2).abs()
+    torch.testing.assert_close(overlap, torch.ones(shape[:-1], dtype=a.real.dtype), rtol=tol, atol=tol)
+    torch.testing.assert_close(to_torch(tp.linalg.eigvals(to_tp(a))), ref.eigenvalues, rtol=tol,
+                               atol=tol)
+    assert n == 0 or V.dtype == ref.eigenvectors.dtype
+
+
+def test_eig_real_matrix_with_conjugate_pairs():
+    a = torch.tensor([[0.0, -2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 3.0]], dtype=torch.float64)
+    L, V = (to_torch(t) for t in tp.linalg.eig(to_tp(a)))
+    torch.testing.assert_close(L, torch.linalg.eigvals(a))
+    assert torch.equal(V[:, 0], V[:, 1].conj())  # a pair's vectors are conjugates too
+    torch.testing.assert_close(a.to(V.dtype) @ V, V * L)
+
+
+def test_eig_gradient_depends_on_phase_raises():
+    """A loss that sees the eigenvectors' phases has no gradient: both raise."""
+    a = rand((4, 4), torch.float64, seed=7)
+    assert torch.linalg.eigvals(a).imag.abs().max() > 0.1  # complex eigenvectors
+    for lib, x in ((torch, a.clone()), (tp, to_tp(a))):
+        x.requires_grad_(True)
+        V = lib.linalg.eig(x).eigenvectors
+        with pytest.raises(RuntimeError, match='phi'):
+            lib.autograd.grad(lib.real(V).sum(), [x])
+    # |V| is blind to the phases: the gradients agree
+    grads = []
+    for lib, x in ((torch, a.clone()), (tp, to_tp(a))):
+        x.requires_grad_(True)
+        L, V = lib.linalg.eig(x)
+        loss = V.abs().sum() + lib.real(L).sum() + 2 * lib.imag(L).pow(2).sum()
+        grads.append(lib.autograd.grad(loss, [x])[0])
+    torch.testing.assert_close(to_torch(grads[1]), grads[0])
+
+
+def test_eig_out_and_errors():
+    a = rand((3, 3), torch.float32, seed=8)
+    L, V = tp.empty(0, dtype=tp.complex128), tp.empty(0, dtype=tp.complex128)
+    res = tp.linalg.eig(to_tp(a), out=(L, V))  # complex64 results cast into complex128, as torch
+    assert res.eigenvalues is L and res.eigenvectors is V
+    torch.testing.assert_close(to_torch(L), torch.linalg.eigvals(a).to(torch.complex128))
+    with pytest.raises(RuntimeError, match='castable'):
+        tp.linalg.eig(to_tp(a), out=(tp.empty(0, dtype=tp.complex64), tp.empty(0)))
+    with pytest.raises(RuntimeError, match='castable'):
+        torch.linalg.eig(a, out=(torch.empty(0, dtype=torch.complex64), torch.empty(0)))
+    with pytest.raises(RuntimeError):
+        tp.linalg.eigvals(to_tp(a), out=tp.empty(0))
+    nan = torch.tensor([[1.0, float('nan')], [0.0, 1.0]])
+    with pytest.raises(RuntimeError, match='infs or NaNs'):  # torch 2.13 crashes here (MKL)
+        tp.linalg.eigvals(to_tp(nan))
+    with pytest.raises(NotImplementedError):
+        tp.linalg.eig(tp.ones(2, 2, dtype=tp.float16))
+
+
+def test_solve_complex():
+    a = _crand((2, 3, 3), torch.complex128, seed=9) + 3 * torch.eye(3)
+    b = _crand((2, 3, 2), torch.complex128, seed=10)
+    torch.testing.assert_close(to_torch(tp.linalg.solve(to_tp(a), to_tp(b))), torch.linalg.solve(a, b))
+    with pytest.raises(NotImplementedError, match='complex'):
+        tp.linalg.inv(to_tp(a))

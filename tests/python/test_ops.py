@@ -205,6 +205,75 @@ def test_unsupported_dtypes(lib, layouts, op, dtype):
     assert raised, f'{op.name} does support {dtype} in torch: add it to the entry dtypes'
 
 
+# Samples test_complex_support runs per entry: enough to see support, cheap over ~700 entries.
+COMPLEX_PROBE_SAMPLES = 3
+
+
+def _complex_samples(op, dtype='complex64'):
+    """op's non-empty samples in dtype; none where its sample function cannot draw them
+    (samples built with real-only torch ops, such as sorted inputs for searchsorted)."""
+    try:
+        return [s for s in op.sample_inputs(dtype)
+                if not any(torch.as_tensor(t).numel() == 0 for t in s.tensors())]
+    except RuntimeError:
+        return []
+
+
+def _complex_support_params():
+    """Entries without complex dtypes whose samples can be drawn in complex64."""
+    return [pytest.param(op, id=op.name) for op in OPS
+            if 'complex64' not in op.dtypes and _complex_samples(op)]
+
+
+def _complex_outcome(op, lib, sample):
+    """'torch-raised' (with torch's exception), 'match', 'not-implemented', or 'wrong' (with
+    what went wrong) for one sample in op's primary form."""
+    form = op.primary_form
+    status, expected = _outcome(lambda: _run(op, form, torch, sample))
+    if status == 'raised':
+        return 'torch-raised', expected
+    status, actual = _outcome(lambda: _run(op, form, lib, sample))
+    if status == 'raised':
+        return ('not-implemented', actual) if isinstance(actual, NotImplementedError) else ('wrong', actual)
+    first = expected[0] if isinstance(expected, (tuple, list)) and expected else expected
+    tol = op.tolerance(first.dtype if isinstance(first, torch.Tensor) else 'complex64')
+    try:
+        assert_matches(actual, expected, lib, tol=tol, compare_values=op.compare_values)
+    except AssertionError as e:
+        return 'wrong', e
+    return 'match', None
+
+
+@pytest.mark.parametrize('op', _complex_support_params())
+def test_complex_support(lib, lib_is_torch, op):
+    """Note [Complex dtypes in the op database]: an entry without complex dtypes has torch
+    reject them too (the same exception in both), or is listed in COMPLEX_NOT_YET (some
+    sample raises NotImplementedError, none gives a wrong result)."""
+    not_yet = opdb.COMPLEX_NOT_YET.get(op.name)
+    outcomes = []
+    samples = _complex_samples(op)
+    if not_yet and not lib_is_torch:  # the first samples may be ones that already work
+        first_refused = next((i for i, s in enumerate(samples)
+                              if _complex_outcome(op, lib, s)[0] == 'not-implemented'), 0)
+        samples = samples[max(0, first_refused - COMPLEX_PROBE_SAMPLES + 1):]
+    for sample in samples[:COMPLEX_PROBE_SAMPLES]:
+        ctx = f'{op.name} {sample!r}'
+        kind, detail = _complex_outcome(op, lib, sample)
+        outcomes.append(kind)
+        if kind == 'torch-raised':
+            with pytest.raises(opdb.lib_exception(type(detail), lib)):
+                _run(op, op.primary_form, lib, sample)
+        elif not lib_is_torch:
+            assert not_yet, (f'{ctx}: torch supports complex64, the entry lacks it: add it to '
+                             f'the dtypes, or to COMPLEX_NOT_YET with the reason ({kind}: {detail!r})')
+            assert kind != 'wrong', f'{ctx}: unsupported complex must raise NotImplementedError: {detail!r}'
+    computed = [k for k in outcomes if k != 'torch-raised']
+    assert computed or not not_yet, f'{op.name}: torch rejects complex64 too; drop it from COMPLEX_NOT_YET'
+    if not lib_is_torch and not_yet:
+        assert 'not-implemented' in computed, \
+            f'{op.name}: complex works now (COMPLEX_NOT_YET says {not_yet!r}): add complex to the dtypes'
+
+
 @pytest.mark.parametrize('op', [pytest.param(op, id=op.name) for op in OPS if op.coverage])
 def test_sample_coverage(op):
     """The database itself: samples cover 0-dim, empty, non-contiguous, ... inputs."""
@@ -220,5 +289,9 @@ def test_db_integrity():
     names = [op.name for op in OPS]
     assert len(names) == len(set(names))
     for op in OPS:
-        assert op.dtypes and set(op.dtypes) <= set(opdb.ALL_DTYPES), op.name
+        assert op.dtypes and set(op.dtypes) <= set(opdb.ALL_AND_COMPLEX), op.name
         assert op.forms, op.name
+    listed = set(opdb.COMPLEX_NOT_YET)
+    assert listed <= set(names) and set(opdb.COMPLEX_OPS) <= set(names), \
+        (listed | set(opdb.COMPLEX_OPS)) - set(names)
+    assert not any('complex64' in op.dtypes for op in OPS if op.name in listed)

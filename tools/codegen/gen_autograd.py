@@ -23,7 +23,8 @@ never require grad although floating (lstsq's singular_values), as PyTorch's key
 over the primals (by name, `result`) and the inputs' tangents `<input>_t` (zeros where an
 input has none; a vector for Tensor[]), or one of the words
   element_wise  the op is element-wise: the sum over inputs of its backward formula with
-                `grad` standing for that input's tangent (default for pointwise ops)
+                `grad` standing for that input's tangent (default for pointwise ops whose
+                formulas are holomorphic, i.e. without `complex_grad: direct`)
   linear        the op is linear in its differentiable inputs: the op applied to their
                 tangents (default for views)
   multilinear   linear in each differentiable input separately (mm, dot): the sum over
@@ -285,7 +286,8 @@ def jvp_mode(op):
     if j:
         return "formula"
     tags = op.entry.get("tags", [])
-    if "pointwise" in tags and len(op.returns) == 1:
+    # a formula in the complex convention (not holomorphic: abs, sgn, angle) is no tangent map
+    if "pointwise" in tags and len(op.returns) == 1 and op.entry.get("complex_grad") != "direct":
         return "element_wise"
     if "view" in tags or "inplace_view" in tags:
         return "linear"

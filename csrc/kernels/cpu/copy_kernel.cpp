@@ -7,6 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/bits128.h"
 #include "core/parallel.h"
 #include "kernels/cpu_stubs.h"
 
@@ -111,7 +112,8 @@ void transpose_kernel(int64_t itemsize, const char* src, char* dst, int64_t batc
         case 1: transpose_tiles(reinterpret_cast<const uint8_t*>(src + off), reinterpret_cast<uint8_t*>(dst + off), A, B, a0, a1); break;
         case 2: transpose_tiles(reinterpret_cast<const uint16_t*>(src + off), reinterpret_cast<uint16_t*>(dst + off), A, B, a0, a1); break;
         case 4: transpose_tiles(reinterpret_cast<const uint32_t*>(src + off), reinterpret_cast<uint32_t*>(dst + off), A, B, a0, a1); break;
-        default: transpose_tiles(reinterpret_cast<const uint64_t*>(src + off), reinterpret_cast<uint64_t*>(dst + off), A, B, a0, a1); break;
+        case 8: transpose_tiles(reinterpret_cast<const uint64_t*>(src + off), reinterpret_cast<uint64_t*>(dst + off), A, B, a0, a1); break;
+        default: transpose_tiles(reinterpret_cast<const Bits128*>(src + off), reinterpret_cast<Bits128*>(dst + off), A, B, a0, a1); break;
       }
     }
   });

@@ -4,6 +4,12 @@ The numerical Jacobian perturbs each input element by +-eps (in place, through a
 view of the input's memory) and re-runs the function without grad; the analytical one
 is built row by row from vector-Jacobian products (one backward per output element).
 Fast mode compares one random projection v^T J u of each instead.
+
+Complex tensors are checked as pairs of reals (PyTorch's convention, Note [Complex
+gradients of holomorphic formulas]): a complex input contributes a column for its real and
+one for its imaginary part, a complex output a row for each part; the row of Re(o_j) is the
+backward of the cotangent 1 at j, that of Im(o_j) the backward of 1j, and a complex
+gradient g fills the columns (Re g, Im g).
 """
 import numpy as np
 
@@ -27,14 +33,26 @@ def _outputs(fn, inputs):
 
 
 def _diff_outputs(outputs):
-    return [o for o in outputs if o.is_floating_point()]
+    return [o for o in outputs if o.is_floating_point() or o.is_complex()]
+
+
+def _as_reals(array):
+    """A flat float64 array; a complex array as (re, im) pairs."""
+    array = np.asarray(array).reshape(-1)
+    if np.iscomplexobj(array):
+        return np.stack([array.real, array.imag], -1).astype(np.float64).reshape(-1)
+    return array.astype(np.float64)
+
+
+def _parts(t):
+    """How many reals one element of t is (2 for complex)."""
+    return 2 if t.is_complex() else 1
 
 
 def _flat_values(outputs):
     if not outputs:
         return np.zeros(0)
-    return np.concatenate([np.asarray(o.detach().numpy(), dtype=np.float64).reshape(-1)
-                           for o in outputs])
+    return np.concatenate([_as_reals(o.detach().numpy()) for o in outputs])
 
 
 def _numerical_jacobian(fn, inputs, index, eps):
@@ -44,15 +62,17 @@ def _numerical_jacobian(fn, inputs, index, eps):
     arr = x.detach().numpy()
     with no_grad():
         n_out = _flat_values(_diff_outputs(_outputs(fn, inputs))).size
-        jac = np.zeros((n_out, x.numel()))
-        for col, ix in enumerate(np.ndindex(*arr.shape)):
+        steps = (eps, eps * 1j) if x.is_complex() else (eps,)
+        jac = np.zeros((n_out, x.numel() * len(steps)))
+        for k, ix in enumerate(np.ndindex(*arr.shape)):
             orig = arr[ix].item()
-            arr[ix] = orig - eps
-            lo = _flat_values(_diff_outputs(_outputs(fn, inputs)))
-            arr[ix] = orig + eps
-            hi = _flat_values(_diff_outputs(_outputs(fn, inputs)))
-            arr[ix] = orig
-            jac[:, col] = (hi - lo) / (2 * eps)
+            for p, step in enumerate(steps):
+                arr[ix] = orig - step
+                lo = _flat_values(_diff_outputs(_outputs(fn, inputs)))
+                arr[ix] = orig + step
+                hi = _flat_values(_diff_outputs(_outputs(fn, inputs)))
+                arr[ix] = orig
+                jac[:, k * len(steps) + p] = (hi - lo) / (2 * eps)
     return jac
 
 
@@ -68,26 +88,29 @@ def _analytical_jacobians(fn, inputs, diff_idx):
     outs = _diff_outputs(_outputs(fn, inputs))
     live = [o for o in outs if o.requires_grad]
     diff_inputs = [inputs[i] for i in diff_idx]
-    jacs = [np.zeros((sum(o.numel() for o in outs), inputs[i].numel())) for i in diff_idx]
+    jacs = [np.zeros((sum(o.numel() * _parts(o) for o in outs), inputs[i].numel() * _parts(inputs[i])))
+            for i in diff_idx]
     row = 0
     for out in outs:
+        units = (1.0, 1j) if out.is_complex() else (1.0,)
         for j in range(out.numel() if out.requires_grad else 0):
-            cot = []
-            for o in live:
-                c = np.zeros(o.numel())
-                if o is out:
-                    c[j] = 1.0
-                cot.append(_to_tensor(c.reshape(tuple(o.shape)), o))
-            for g, jac, inp in zip(_vjp(live, diff_inputs, cot), jacs, diff_inputs):
-                if g is None:
-                    continue
-                if tuple(g.shape) != tuple(inp.shape):
-                    raise GradcheckError(f"Gradient has incorrect shape: got {tuple(g.shape)}, "
-                                         f"expected {tuple(inp.shape)}")
-                if g.dtype != inp.dtype:
-                    raise GradcheckError(f"Gradient has dtype {g.dtype} but expected {inp.dtype}")
-                jac[row + j, :] = np.asarray(g.detach().numpy(), dtype=np.float64).reshape(-1)
-        row += out.numel()
+            for p, unit in enumerate(units):
+                cot = []
+                for o in live:
+                    c = np.zeros(o.numel(), dtype=complex if o.is_complex() else np.float64)
+                    if o is out:
+                        c[j] = unit
+                    cot.append(_to_tensor(c.reshape(tuple(o.shape)), o))
+                for g, jac, inp in zip(_vjp(live, diff_inputs, cot), jacs, diff_inputs):
+                    if g is None:
+                        continue
+                    if tuple(g.shape) != tuple(inp.shape):
+                        raise GradcheckError(f"Gradient has incorrect shape: got {tuple(g.shape)}, "
+                                             f"expected {tuple(inp.shape)}")
+                    if g.dtype != inp.dtype:
+                        raise GradcheckError(f"Gradient has dtype {g.dtype} but expected {inp.dtype}")
+                    jac[row + j * len(units) + p, :] = _as_reals(g.detach().numpy())
+        row += out.numel() * len(units)
     return jacs
 
 
@@ -107,14 +130,14 @@ def _fast_check(fn, inputs, diff_idx, eps, atol, rtol, raise_exception):
     from tensorplay.autograd.grad_mode import no_grad
     rng = np.random.default_rng(0)
     outputs = [o for o in _diff_outputs(_outputs(fn, inputs)) if o.requires_grad]
-    cot = [rng.standard_normal(o.numel()) for o in outputs]
-    cot_t = [_to_tensor(c.reshape(tuple(o.shape)), o) for c, o in zip(cot, outputs)]
-    v = np.concatenate(cot) if cot else np.zeros(0)
+    cot = [_random(rng, tuple(o.shape), o) for o in outputs]
+    cot_t = [_to_tensor(c, o) for c, o in zip(cot, outputs)]
+    v = np.concatenate([_as_reals(c) for c in cot]) if cot else np.zeros(0)
     grads = _vjp(outputs, [inputs[i] for i in diff_idx], cot_t)
     for g, i in zip(grads, diff_idx):
         x = inputs[i]
         arr = x.detach().numpy()
-        u = rng.standard_normal(arr.shape)
+        u = _random(rng, arr.shape, x)
         orig = arr.copy()
         with no_grad():
             arr[...] = orig - eps * u
@@ -123,12 +146,18 @@ def _fast_check(fn, inputs, diff_idx, eps, atol, rtol, raise_exception):
             hi = _flat_values(_diff_outputs(_outputs(fn, inputs)))
             arr[...] = orig
         numerical = float(v @ ((hi - lo) / (2 * eps))) if v.size else 0.0
-        analytical = 0.0 if g is None else float(np.asarray(g.detach().numpy(), dtype=np.float64).reshape(-1)
-                                                  @ u.reshape(-1))
+        analytical = 0.0 if g is None else float(_as_reals(g.detach().numpy()) @ _as_reals(u))
         if not np.isclose(analytical, numerical, rtol=rtol, atol=atol):
             return _check(False, f"Jacobian mismatch for input {i} (fast mode): numerical "
                           f"{numerical} vs analytical {analytical}", raise_exception)
     return True
+
+
+def _random(rng, shape, like):
+    """Standard normal values of like's kind (complex: both parts)."""
+    if like.is_complex():
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return rng.standard_normal(shape)
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
@@ -174,7 +203,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outputs = [o for o in _diff_outputs(_outputs(func, inputs)) if o.requires_grad]
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(_to_tensor(rng.standard_normal(tuple(o.shape)), o).requires_grad_()
+        grad_outputs = tuple(_to_tensor(_random(rng, tuple(o.shape), o), o).requires_grad_()
                              for o in outputs)
     grad_outputs = _tuple(grad_outputs)
     n = len(inputs)

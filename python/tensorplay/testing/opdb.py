@@ -30,6 +30,17 @@ Anything else is a plain entry whose sample function receives the OpInfo and a
 
 ``errors`` yields :class:`ErrorInput` tuples.  Ops with a function form get a
 generic "argument of the wrong type -> TypeError" error input automatically.
+
+Note [Complex dtypes in the op database]
+----------------------------------------
+'complex64' and 'complex128' (``COMPLEX``) go into an entry's ``dtypes`` where PyTorch and
+TensorPlay both support the op for them; the Maker then draws real and imaginary parts
+from the domain, and every suite (forms, gradients, forward AD, meta, vmap) runs them.
+They are not in ``ALL_DTYPES``: test_ops.py's test_complex_support covers an entry without
+them instead.  Where torch rejects complex input too, both must raise the same exception;
+where torch supports it and TensorPlay does not yet, the op is listed in
+``COMPLEX_NOT_YET`` with the reason, and TensorPlay must raise NotImplementedError there
+(the test fails once support lands, so the list stays exact).
 """
 from __future__ import annotations
 
@@ -53,11 +64,77 @@ NO_BOOL = ALL_DTYPES[1:]
 HALF_DTYPES = ('float16', 'bfloat16')
 BITS = {'uint8': 8, 'int8': 8, 'int16': 16, 'int32': 32, 'int64': 64}
 
+# Complex dtypes stay out of ALL_DTYPES (the "every other dtype must fail as in torch"
+# sweep of test_unsupported_dtypes): an entry lists them where both libraries support them,
+# and test_complex_support checks the rest (Note [Complex dtypes in the op database]).
+COMPLEX = ('complex64', 'complex128')
+FLOATS_AND_COMPLEX = FLOATS + COMPLEX
+ALL_AND_COMPLEX = ALL_DTYPES + COMPLEX
+
+# Ops whose entries take COMPLEX (register() adds them): complex kernels (ops.yaml
+# `complex: true`), ops that only move elements, the indexed writes (sums and products of
+# complex numbers), products through cgemm/zgemm, and the composites built on those.
+COMPLEX_OPS = frozenset("""
+    abs absolute add addbmm addmm addmv addr allclose argwhere as_strided as_tensor asarray
+    atleast_1d atleast_2d atleast_3d baddbmm bfloat16 block_diag bmm bool broadcast_to
+    cartesian_prod cat chunk clone column_stack combinations concat concatenate
+    constant_pad_nd copy_ cos count_nonzero cov cross cumprod cumsum cumulative_trapezoid
+    diag diag_embed diagflat diagonal diagonal_scatter diff div divide dot double dsplit
+    dstack einsum empty empty_like empty_strided eq equal exp eye fill_ flatten flip fliplr
+    flipud float full full_like gather ger gru_cell half hsplit hstack index_add index_copy
+    index_fill index_put index_reduce index_select inner int isclose kron linalg.eig
+    linalg.eigvals linalg.matrix_power linalg.solve linalg.vecdot log long lstm_cell
+    lu_unpack masked_fill masked_scatter masked_select matmul matrix_power mean meshgrid mm
+    moveaxis movedim mul multiply mv narrow native_dropout native_dropout_backward ne neg
+    negative nonzero not_equal ones ones_like outer permute put reciprocal reflection_pad1d
+    reflection_pad2d reflection_pad3d repeat repeat_interleave replication_pad1d
+    replication_pad2d replication_pad3d rnn_tanh_cell roll rot90 rsub scatter scatter_add
+    scatter_reduce select select_scatter sgn sigmoid sin slice_scatter split sqrt squeeze
+    stack sub subtract sum swapaxes swapdims t take take_along_dim tanh tensor tensor_split
+    tensordot tile to trace transpose trapezoid tril triu true_divide unbind unflatten
+    unfold unsqueeze vdot view vsplit vstack where zero_ zeros zeros_like
+""".split())
+
+_NO_POINTWISE = 'no complex kernel for this pointwise op yet (ops.yaml `complex: true` marks those with one)'
+_NO_LAPACK = 'no complex LAPACK path yet (complex linalg: solve, eig, eigvals)'
+_NO_REDUCTION = 'no complex kernel for this reduction yet'
+# Ops PyTorch computes for complex and TensorPlay does not yet: they raise
+# NotImplementedError there (test_complex_support), with the reason.
+COMPLEX_NOT_YET = {
+    **{n: _NO_POINTWISE for n in """
+        rsqrt exp2 expm1 log2 log10 log1p tan asin acos atan arcsin arccos arctan sinh cosh
+        asinh acosh atanh arcsinh arccosh arctanh square nan_to_num logical_not isnan isinf
+        isfinite pow float_power logaddexp logical_and logical_or logical_xor lerp addcmul
+        addcdiv sinc nn.functional.silu ldexp""".split()},
+    **{n: _NO_LAPACK for n in """
+        linalg.det det linalg.slogdet slogdet logdet linalg.inv linalg.inv_ex inverse
+        linalg.cholesky linalg.cholesky_ex cholesky linalg.svdvals triangular_solve
+        linalg.lu_factor linalg.lu_factor_ex linalg.lu lu linalg.lu_solve lu_solve
+        linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
+        linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
+        orgqr ormqr""".split()},
+    **{n: _NO_REDUCTION for n in """
+        logcumsumexp prod all any logsumexp var std var_mean std_mean""".split()},
+    **{n: 'no complex norms yet (the moduli need a complex abs in the norm kernels)' for n in """
+        linalg.vector_norm linalg.matrix_norm linalg.norm norm nuclear_norm frobenius_norm dist
+        renorm""".split()},
+    'corrcoef': 'clamp, which bounds the coefficients, has no complex kernel yet',
+    'linspace': 'the range factories have no complex kernels yet',
+    'logspace': 'the range factories have no complex kernels yet',
+    **{n: 'no complex convolution kernels yet' for n in """
+        conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col
+        col2im""".split()},
+    'rms_norm': 'no complex normalisation kernels yet',
+    '_fused_rms_norm': 'no complex normalisation kernels yet',
+}
+
 EXACT = (0.0, 0.0)
-EXACT_TOL = {d: EXACT for d in FLOATS}  # op.tol for ops that must match bit for bit
-# (rtol, atol) per floating dtype; integer and bool results must match exactly.
+EXACT_TOL = {d: EXACT for d in FLOATS_AND_COMPLEX}  # op.tol for ops that must match bit for bit
+# (rtol, atol) per floating or complex dtype (a complex one is compared as its parts' floats);
+# integer and bool results must match exactly.
 DEFAULT_TOL = {'float16': (1e-3, 1e-5), 'bfloat16': (1.6e-2, 1e-5),
-               'float32': (1.3e-6, 1e-5), 'float64': (1e-7, 1e-7)}
+               'float32': (1.3e-6, 1e-5), 'float64': (1e-7, 1e-7),
+               'complex64': (1.3e-6, 1e-5), 'complex128': (1e-7, 1e-7)}
 # fused ops (lerp, addcmul, ...) may round intermediates differently in half types
 FUSED_TOL = {'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2)}
 
@@ -179,6 +256,7 @@ class Maker:
         self._gen = torch.Generator().manual_seed(seed)
 
     is_float = property(lambda self: self.dtype in FLOATS)
+    is_complex = property(lambda self: self.dtype in COMPLEX)
     is_int = property(lambda self: self.dtype in INTS)
     is_bool = property(lambda self: self.dtype == 'bool')
 
@@ -198,15 +276,28 @@ class Maker:
             return t.to(torch_dtype(dt))
         lo, hi = domain
         t = torch.rand(shape, generator=self._gen, dtype=torch.float64) * (hi - lo) + lo
-        if min_abs:
+        if min_abs:  # for complex: on the real part, which keeps |z| >= min_abs
             t = torch.where(t.abs() < min_abs, torch.full_like(t, min_abs).copysign(t), t)
+        if dt in COMPLEX:  # the imaginary part from the same domain
+            t = torch.complex(t, torch.rand(shape, generator=self._gen, dtype=torch.float64) * (hi - lo) + lo)
         t = t.to(torch_dtype(dt))
         if nonzero:
             t[t == 0] = 1
         return t
 
     def values(self, vals, dtype=None) -> torch.Tensor:
-        return torch.tensor(vals, dtype=torch.float64).to(torch_dtype(dtype or self.dtype))
+        dt = dtype or self.dtype
+        wide = torch.complex128 if dt in COMPLEX or any(isinstance(v, complex) for v in _flat(vals)) \
+            else torch.float64
+        return torch.tensor(vals, dtype=wide).to(torch_dtype(dt))
+
+
+def _flat(vals):
+    if isinstance(vals, (list, tuple)):
+        for v in vals:
+            yield from _flat(v)
+    else:
+        yield vals
 
 
 # Shapes every pointwise op is run with, per arity: same shape, 0-dim, empty,
@@ -288,7 +379,7 @@ class OpInfo:
 
     def tolerance(self, dtype) -> tuple:
         name = dtype_name(dtype)
-        if name not in FLOATS:
+        if name not in FLOATS_AND_COMPLEX:
             return EXACT
         return self.tol.get(name, DEFAULT_TOL[name])
 
@@ -345,6 +436,8 @@ def lib_exception(exc_type: type, lib) -> type:
 
 def register(op: OpInfo) -> OpInfo:
     assert all(o.name != op.name for o in op_db), f'duplicate opdb entry {op.name}'
+    if op.name in COMPLEX_OPS:  # Note [Complex dtypes in the op database]
+        op.dtypes = tuple(op.dtypes) + COMPLEX
     op_db.append(op)
     return op
 
@@ -498,6 +591,10 @@ def binary(name, dtypes=ALL_DTYPES, *, lhs=None, rhs=None, scalars=(3, 2.5, True
                 yield Sample((mk((3, 4), **lhs), s), dict(k))
             for s in scalar_self:
                 yield Sample((s, mk((3, 4), **rhs)), dict(k))
+        if mk.is_complex and scalars:  # a complex Python number (the scalars' kwargs variant)
+            yield Sample((mk((3, 4), **lhs), 2 - 1.5j))
+            if scalar_self:
+                yield Sample((0.5 + 2j, mk((3, 4), **rhs)))
         p = partner(mk.dtype) if partner else None
         if p:
             yield Sample((mk((3, 4), **lhs), mk((3, 4), dtype=p, **rhs)))
@@ -544,11 +641,12 @@ binary('subtract', NO_BOOL, variants=_alpha, scalars=(3, 2.5), scalar_self=(2, 2
 # truncating, its broadcast loop gives -4, as ours does); div's samples cover 'trunc'
 binary('divide', rhs=_NONZERO, scalar_self=(2, 2.5),
        variants=lambda dt: ({}, {'rounding_mode': 'floor'}) + (() if dt in ('bfloat16', 'float16') else
-                                                              ({'rounding_mode': 'trunc'},)) if dt != 'bool' else ({},),
+                                                              ({'rounding_mode': 'trunc'},))
+       if dt not in ('bool',) + COMPLEX else ({},),
        errors=_errors(_zero_division(rounding_mode='trunc'), _err(_t([1.0]), _t([1.0]), rounding_mode='round')))
 binary('div', rhs=_NONZERO, scalar_self=(2, 2.5), operator=operator.truediv,
        variants=lambda dt: ({}, {'rounding_mode': 'trunc'}, {'rounding_mode': 'floor'},
-                            {'rounding_mode': None}) if dt != 'bool' else ({},),
+                            {'rounding_mode': None}) if dt not in ('bool',) + COMPLEX else ({},),
        errors=_errors(_zero_division(rounding_mode='trunc'), _zero_division(rounding_mode='floor'),
                       _err(_t([1.0]), _t([1.0]), rounding_mode='round'),
                       _err(_t([True], 'bool'), _t([True], 'bool'), rounding_mode='trunc',

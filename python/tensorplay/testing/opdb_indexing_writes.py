@@ -62,7 +62,9 @@ def _scatter_add(op, mk):
 
 
 def _scatter_reduce(op, mk):
-    reduces = ('sum', 'prod', 'amax', 'amin') + (() if mk.is_bool else ('mean',))
+    # complex numbers have no order: no amax / amin (torch raises NotImplementedError too)
+    order = 'sum' if mk.is_complex else 'amax'
+    reduces = ('sum', 'prod') + (() if mk.is_complex else ('amax', 'amin')) + (() if mk.is_bool else ('mean',))
     for reduce in reduces:
         for include_self in (True, False):
             kw = {'include_self': include_self}
@@ -75,7 +77,7 @@ def _scatter_reduce(op, mk):
             yield db.Sample((mk.values([1, nan, 3]), 0, torch.tensor([0, 0, 1, 2]),
                              mk.values([nan, 2, 5, -1]), reduce))
     yield db.Sample((mk(()), 0, torch.tensor(0), mk(()), 'sum'))
-    yield db.Sample((mk((0, 3)), 1, torch.zeros(0, 3, dtype=L), mk((0, 3)), 'amax'))
+    yield db.Sample((mk((0, 3)), 1, torch.zeros(0, 3, dtype=L), mk((0, 3)), order))
 
 
 # ------------------------------------------------------------------ index_* along a dim
@@ -111,18 +113,21 @@ def _index_fill(op, mk):
 
 
 def _index_reduce(op, mk):
-    reduces = ('prod', 'amax', 'amin') + (() if mk.is_bool else ('mean',))
+    # complex: prod and mean over self only (torch has neither amax / amin nor
+    # include_self=False for complex; both raise NotImplementedError, as ours)
+    hi, lo = ('prod', 'mean') if mk.is_complex else ('amax', 'amin')
+    reduces = ('prod',) + (() if mk.is_complex else ('amax', 'amin')) + (() if mk.is_bool else ('mean',))
     for reduce in reduces:
-        for include_self in (True,) if mk.is_bool else (True, False):
+        for include_self in (True,) if mk.is_bool or mk.is_complex else (True, False):
             kw = {'include_self': include_self}
             yield db.Sample((mk((4, 6)), 0, _idx(4, (7,)), mk((7, 6)), reduce), kw)
             yield db.Sample((mk((4, 6)), 1, _idx(6, (3,)), mk((4, 3)), reduce), kw, layout='transposed')
-    yield db.Sample((mk((4, 6)), 0, _idx(4, (5,)).int(), mk((5, 6)), 'amax'), layout='strided')
-    yield db.Sample((mk((3, 4)), 0, torch.tensor(1), mk((1, 4)), 'amin'))
-    if not mk.is_bool:  # PyTorch's bool kernel needs self.dim() > 1
+    yield db.Sample((mk((4, 6)), 0, _idx(4, (5,)).int(), mk((5, 6)), hi), layout='strided')
+    yield db.Sample((mk((3, 4)), 0, torch.tensor(1), mk((1, 4)), lo))
+    if not (mk.is_bool or mk.is_complex):  # PyTorch's bool and complex kernels need self.dim() > 1
         yield db.Sample((mk(()), 0, torch.tensor(0), mk(()), 'prod'))
-        yield db.Sample((mk((5,)), 0, _idx(5, (4,)), mk((4,)), 'amax'))
-    yield db.Sample((mk((0, 3)), 1, _idx(3, (2,)), mk((0, 2)), 'amin'))
+        yield db.Sample((mk((5,)), 0, _idx(5, (4,)), mk((4,)), hi))
+    yield db.Sample((mk((0, 3)), 1, _idx(3, (2,)), mk((0, 2)), lo))
 
 
 # ------------------------------------------------------------------ index_put, put
@@ -301,7 +306,9 @@ _ERRORS = {
 }
 
 _ENTRIES = [
-    ('scatter', _scatter, dict(inplace=True, out=True, tol=db.EXACT_TOL)),
+    # complex products (reduce='multiply') round unlike torch's by an ulp
+    ('scatter', _scatter, dict(inplace=True, out=True, tol={**db.EXACT_TOL, 'complex64': db.DEFAULT_TOL['complex64'],
+                                                            'complex128': db.DEFAULT_TOL['complex128']})),
     ('scatter_add', _scatter_add, dict(inplace=True, out=True)),
     ('scatter_reduce', _scatter_reduce, dict(inplace=True, out=True)),
     ('index_add', _index_add, dict(inplace=True, out=True, tol=db.FUSED_TOL)),

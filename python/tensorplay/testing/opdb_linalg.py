@@ -1,5 +1,6 @@
 """Op-database entries: matrix products (mm, bmm, matmul, mv, dot, vdot, inner, outer, ger,
-addmm, addmv, addbmm, baddbmm, einsum, tensordot, kron, cross, trace). Loaded after
+addmm, addmv, addbmm, baddbmm, einsum, tensordot, kron, cross, trace, linalg.vecdot).
+Loaded after
 opdb.py."""
 import importlib
 import operator
@@ -12,7 +13,7 @@ db = sys.modules.get('tensorplay_opdb') or importlib.import_module('tensorplay.t
 COVERAGE = ('empty', 'noncontig')
 # Products accumulate in another order (and float16/bfloat16 through float32).
 TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2), 'float32': (1e-4, 1e-4),
-       'float64': (1e-10, 1e-10)}
+       'float64': (1e-10, 1e-10), 'complex64': (1e-4, 1e-4), 'complex128': (1e-10, 1e-10)}
 _SMALL = dict(int_domain=(-3, 3), domain=(-2, 2))
 
 
@@ -264,3 +265,15 @@ def _trace_samples(op, mk):
 db.register(db.OpInfo('trace', _trace_samples, db.NO_BOOL, tol=TOL, coverage=COVERAGE,
                       errors=db._errors(db._err(_f(3)), db._err(_f(2, 2, 2)),
                                         _bool_error((3, 3)))))
+
+
+def _vecdot_samples(op, mk):
+    yield from _shape_samples([((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((3, 1), (1, 4)), ((0, 4), (4,))])(op, mk)
+    yield db.Sample((mk((4, 3)), mk((4, 3))), {'dim': 0})
+    yield db.Sample((mk((3, 4)), mk((4,))), {'dim': 1})
+
+
+db.register(db.OpInfo('linalg.vecdot', _vecdot_samples, db.FLOATS, method=False, tol=TOL,
+                      coverage=COVERAGE, message_names=('linalg.vecdot', 'linalg_vecdot'),
+                      errors=db._errors(_dtype_mismatch((3,), (3,)), db._err(_f(2, 4), _f(3, 4)),
+                                        db._err(_f(3, dtype='int64'), _f(3, dtype='int64')))))

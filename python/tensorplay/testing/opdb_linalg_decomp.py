@@ -9,7 +9,8 @@ import torch
 db = sys.modules.get('tensorplay_opdb') or importlib.import_module('tensorplay.testing.opdb')
 
 F32_64 = ('float32', 'float64')
-LAPACK_TOL = {'float32': (1e-4, 1e-4), 'float64': (1e-9, 1e-9)}
+LAPACK_TOL = {'float32': (1e-4, 1e-4), 'float64': (1e-9, 1e-9), 'complex64': (1e-4, 1e-4),
+              'complex128': (1e-9, 1e-9)}
 HALF_TOL = {'float16': (1e-2, 1e-2), 'bfloat16': (5e-2, 5e-2)}
 COVERAGE = ('empty', 'noncontig')
 LAYOUTS = ('contiguous', 'transposed', 'strided')
@@ -20,15 +21,15 @@ def _matrix(mk, shape, kind='general', domain=(-1.0, 1.0)):
     """A matrix (batch) built in float64, then cast to the dtype under test.
     kind: 'general' (random, diagonally dominated: well conditioned), 'raw' (random),
     'spd' (symmetric positive-definite), 'sym' (symmetric, well separated)."""
-    x = mk(shape, dtype='float64', domain=domain)
+    x = mk(shape, dtype='complex128' if mk.is_complex else 'float64', domain=domain)
     n = shape[-1] if shape else 0
     eye = torch.eye(n, dtype=torch.float64) if len(shape) >= 2 and shape[-1] == shape[-2] else None
     if kind == 'general' and eye is not None:
         x = x + n * eye
-    elif kind == 'spd':
-        x = x @ x.mT + n * eye
+    elif kind == 'spd':  # Hermitian for complex dtypes (mH is mT for real ones)
+        x = x @ x.mH + n * eye
     elif kind == 'sym':
-        x = x + x.mT + 2 * torch.diag(torch.arange(n, dtype=torch.float64))
+        x = x + x.mH + 2 * torch.diag(torch.arange(n, dtype=torch.float64))
     return x.to(db.torch_dtype(mk.dtype))
 
 
@@ -160,6 +161,30 @@ def _eigvalsh_samples(op, mk):
 
 _linalg('linalg.eigvalsh', _eigvalsh_samples, out=True,
         errors=_shape_errors(db._err(torch.eye(3), UPLO='X')))
+
+
+# ---- general eigenproblem (geev): complex results for real input too. Eigenvalues come
+# in LAPACK's order, which torch's LAPACK shares on these samples; eigenvectors are unique
+# only up to a phase each, so eig's values are checked by invariants (test_linalg.py) and
+# its gradients through |V| (test_autograd_ops.py).
+
+def _eig_samples(op, mk):
+    yield from _square_samples('raw')(op, mk)
+    yield db.Sample((torch.diag(mk.values([3.0, -1.0, 2.0])),))       # real, distinct
+    yield db.Sample((mk.values([[0.0, -2.0], [2.0, 0.0]]),))          # a conjugate pair +-2i
+
+
+def _eig_errors(name):
+    errs = [db._err(torch.ones(3, 4)), db._err(torch.ones(3)),
+            db._err(torch.ones(3, 3, dtype=torch.int64))]
+    if name == 'linalg.eig':  # torch 2.13's eigvals crashes on non-finite input (MKL geev)
+        errs.append(db._err(torch.tensor([[1.0, float('nan')], [0.0, 1.0]])))
+    return db._errors(*errs)
+
+
+_linalg('linalg.eigvals', _eig_samples, out=True, errors=_eig_errors('linalg.eigvals'))
+_linalg('linalg.eig', _eig_samples, out=True, compare_values=False,
+        errors=_eig_errors('linalg.eig'))
 
 
 # ---- least squares: full-rank systems (gelsy's solution is then unique)

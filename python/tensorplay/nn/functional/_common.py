@@ -46,7 +46,8 @@ def _require(name):
 def _scalar_name(dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "int64": "Long"}[str(dtype).split(".")[-1]]
+            "int64": "Long", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}[str(dtype).split(".")[-1]]
 
 
 def _torch_size(shape):
