@@ -2,6 +2,9 @@
 ``_fft_r2c``, ``_fft_c2r``; csrc/ops/fft/, pocketfft on the CPU, cuFFT on CUDA) with the
 resizing (``n=`` / ``s=``), conjugation and normalisation of each public function, as
 PyTorch's do, so results match PyTorch's values, dtypes and strides."""
+import functools
+import re
+
 from tensorplay import _C
 from tensorplay._creation import arange as _arange
 
@@ -12,6 +15,23 @@ __all__ = ['fft', 'ifft', 'fft2', 'ifft2', 'fftn', 'ifftn',
 
 # normalisation modes of the primitives: none, 1/sqrt(n), 1/n
 _NONE, _ROOT_N, _BY_N = 0, 1, 2
+
+
+def _named(func):
+    """Errors of the transform name it ("fft: Invalid number of data points (0) specified"),
+    PyTorch's messages otherwise."""
+    name = func.__name__
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (RuntimeError, IndexError, ValueError) as e:
+            msg = str(e)
+            if re.search(rf"\b{name}\b", msg):
+                raise
+            raise type(e)(f"{name}: {msg}") from None
+    return wrapped
 
 
 def _norm(norm, forward):
@@ -126,6 +146,7 @@ def _fft_c2c_1d(name, input, n, dim, norm, forward, out):
     return _write_out(r, out, name)
 
 
+@_named
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The one-dimensional discrete Fourier transform of ``input`` along ``dim``; ``n`` cuts
     or zero-pads the signal first; ``norm`` is "backward" (no scaling, the default),
@@ -137,12 +158,14 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     return _fft_c2c_1d('fft', input, n, dim, norm, True, out)
 
 
+@_named
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of fft: the one-dimensional inverse DFT along ``dim`` (1/n scaling by
     default)."""
     return _fft_c2c_1d('ifft', input, n, dim, norm, False, out)
 
 
+@_named
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The DFT of a real signal along ``dim``: its non-negative frequencies only
     (n // 2 + 1 of them)."""
@@ -155,6 +178,7 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     return _write_out(_C._fft_r2c(x, [d], _norm(norm, True), True), out, 'rfft')
 
 
+@_named
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of rfft: a real signal of ``n`` points (default 2 * (m - 1)) from its
     one-sided spectrum along ``dim``."""
@@ -167,6 +191,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     return _write_out(_C._fft_c2r(x, [d], _norm(norm, False), last), out, 'irfft')
 
 
+@_named
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The DFT of a signal with Hermitian symmetry, given by its one-sided half along ``dim``:
     a real result of ``n`` points (default 2 * (m - 1))."""
@@ -179,6 +204,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     return _write_out(_C._fft_c2r(_conj(x), [d], _norm(norm, True), last), out, 'hfft')
 
 
+@_named
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of hfft: the one-sided half of the inverse DFT of a real signal."""
     _require_real('ihfft', input)
@@ -229,22 +255,26 @@ def _fftn(name, input, s, dim, norm, forward, out):
     return _write_out(_C._fft_c2c(x, dims, _norm(norm, forward), forward), out, name)
 
 
+@_named
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The N-dimensional DFT over ``dim`` (all dims by default; the last len(s) when only
     ``s`` is given), each dim cut or zero-padded to ``s`` first."""
     return _fftn('fftn', input, s, dim, norm, True, out)
 
 
+@_named
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of fftn."""
     return _fftn('ifftn', input, s, dim, norm, False, out)
 
 
+@_named
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """The two-dimensional DFT (fftn over the last two dims by default)."""
     return _fftn('fft2', input, s, dim, norm, True, out)
 
 
+@_named
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """The inverse of fft2."""
     return _fftn('ifft2', input, s, dim, norm, False, out)
@@ -260,12 +290,14 @@ def _rfftn(name, input, s, dim, norm, out):
     return _write_out(_C._fft_r2c(x, dims, _norm(norm, True), True), out, name)
 
 
+@_named
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The N-dimensional DFT of a real signal; the last transformed dim keeps its
     non-negative frequencies only."""
     return _rfftn('rfftn', input, s, dim, norm, out)
 
 
+@_named
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """The two-dimensional DFT of a real signal (rfftn over the last two dims)."""
     return _rfftn('rfft2', input, s, dim, norm, out)
@@ -287,12 +319,14 @@ def _irfftn(name, input, s, dim, norm, out):
     return _write_out(_C._fft_c2r(x, dims, _norm(norm, False), last), out, name)
 
 
+@_named
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of rfftn: a real signal from its one-sided N-dimensional spectrum (the
     last dim's output length s[-1], default 2 * (m - 1))."""
     return _irfftn('irfftn', input, s, dim, norm, out)
 
 
+@_named
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """The inverse of rfft2."""
     return _irfftn('irfft2', input, s, dim, norm, out)
@@ -306,12 +340,14 @@ def _hfftn(name, input, s, dim, norm, out):
     return _write_out(_C._fft_c2r(_conj(x), dims[-1:], mode, last), out, name)
 
 
+@_named
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The N-dimensional DFT of a Hermitian-symmetric signal given by its one-sided half in
     the last transformed dim: a real result."""
     return _hfftn('hfftn', input, s, dim, norm, out)
 
 
+@_named
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """hfftn over the last two dims."""
     return _hfftn('hfft2', input, s, dim, norm, out)
@@ -331,12 +367,14 @@ def _ihfftn(name, input, s, dim, norm, out):
     return _write_out(r, out, name)
 
 
+@_named
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of hfftn: the one-sided half of the N-dimensional inverse DFT of a real
     signal."""
     return _ihfftn('ihfftn', input, s, dim, norm, out)
 
 
+@_named
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     """ihfftn over the last two dims."""
     return _ihfftn('ihfft2', input, s, dim, norm, out)

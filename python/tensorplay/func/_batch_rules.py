@@ -196,7 +196,8 @@ _DIM_OPS = {
              'cummax.default', 'cummin.default', 'logcumsumexp.default', 'kthvalue.default',
              'median.dim', 'nanmedian.dim', 'mode.default',
              'narrow.default', 'select.int', 'unflatten.int',
-             'linalg_matrix_norm.default', 'linalg_matrix_norm.str_ord'), ('dim',)],
+             'linalg_matrix_norm.default', 'linalg_matrix_norm.str_ord',
+             '_fft_c2c.default', '_fft_r2c.default', '_fft_c2r.default'), ('dim',)],
     'dims': [('flip.default', 'rot90.default', '_squeeze_dims.default'), ('dims',)],
     'dim01': [('transpose.int', 'swapdims.default'), ('dim0', 'dim1')],
     'axis01': [('swapaxes.default',), ('axis0', 'axis1')],
@@ -367,6 +368,12 @@ def _roll_rule(func, level, args, kwargs):
     if not dims:
         return _wrap(func(v.reshape(v.shape[0], -1), shifts, [1]).reshape(v.shape), level)
     return _wrap(func(v, shifts, [_shift(d) for d in dims]), level)
+
+
+def _complex_view_rule(func, level, args, kwargs):
+    """view_as_real / view_as_complex: they act on the last dim only, which the batch dim
+    (in front) never is."""
+    return _wrap(func(_unwrap(args[0], level)), level)
 
 
 def _tile_rule(func, level, args, kwargs):
@@ -875,6 +882,7 @@ def _register():
         **{n: _inplace_view_rule(f) for n, f in _INPLACE_VIEW_RULES.items()},
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
         'roll.default': _roll_rule, 'tile.default': _tile_rule, 'msort.default': _msort_rule,
+        'view_as_real.default': _complex_view_rule, 'view_as_complex.default': _complex_view_rule,
         **{n: _diag_rule for n in ('diag.default', 'diagflat.default', 'trace.default')},
         # reductions of a whole sample
         'max.default': _flat_rule(lambda f, d: f.amax(d)),
