@@ -15,12 +15,15 @@
 //    and x - n*ln2_hi are exact, a fitted polynomial for what is left after the leading
 //    terms, and the leading terms added with an exact two-sum (Fast2Sum) so that only the
 //    last addition rounds at full size.
-//  * sin, cos, tanh and sigmoid are evaluated in double lanes (half the width, two halves
-//    per vector) with short polynomials that need only ~2^-35 relative accuracy, then
-//    rounded once to float: the float result is the correctly rounded one except when the
-//    exact value lies within ~2^-11 ulp of a rounding boundary. sin/cos reduce by pi/2 in
-//    double with a 33-bit pi/2 head (k * head exact for |k| < 2^20); lanes beyond 1.5e6
-//    (and inf) take glibc's double sin/cos one by one.
+//  * sin and cos are evaluated in float for |x| <= 800: k = round(x 2/pi), pi/2 in four
+//    parts, the reduced argument carried as two floats (exact two-sum), polynomials for what
+//    is left after r and 1 - r^2/2. Lanes past 800 take a double-lane path (pi/2 with a
+//    33-bit head, k * head exact for |k| < 2^20), lanes past 1.5e6 and inf glibc's double
+//    sin/cos one by one.
+//  * tanh and sigmoid are evaluated in double lanes (half the width, two halves per vector)
+//    with an expm1 polynomial good to ~2^-37 and one double division, then rounded once: the
+//    float result is the correctly rounded one unless the exact value lies within ~2^-13 ulp
+//    of a rounding boundary. A float formula (1 / (1 + exp(-x)), PyTorch's) is 1.5-2.5 ulp off.
 // The polynomials come from scripts/fit_float32_math.py. No multiply-add is fused: the
 // compiler would contract a * b + c only where the level has FMA, and results would then
 // differ between levels; `nc` hides each product from the contraction (no instruction).
