@@ -18,9 +18,17 @@ template <template <class> class F, class T>
 void map_inplace(T* p, int64_t n) {
   int64_t i = 0;
 #ifdef TP_VEC_LANES
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES)
       functors::vec_store(p + i, F<float>::vec(functors::vec_load(p + i)));
+    if (i < n) {  // the partial vector too, zero-padded: the same bits at every level's width
+      float t[TP_VEC_LANES] = {};
+      for (int64_t j = i; j < n; ++j) t[j - i] = p[j];
+      functors::vec_store(t, F<float>::vec(functors::vec_load(t)));
+      for (int64_t j = i; j < n; ++j) p[j] = t[j - i];
+      i = n;
+    }
+  }
 #endif
   const KernelParams params;
   const F<T> f(params);
