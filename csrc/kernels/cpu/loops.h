@@ -1,5 +1,5 @@
 // CPU inner loops for pointwise functors: contiguous fast paths the compiler vectorises
-// (plus libmvec for float32 transcendentals), scalar-broadcast paths, and strided paths.
+// (plus vec_math.h / libmvec for float32 transcendentals), scalar-broadcast paths, and strided paths.
 // For the per-level kernel files only: its templates live in TP_CPU_NS (Note [CPU capability]).
 #pragma once
 #include <type_traits>
@@ -9,7 +9,10 @@
 namespace tp::cpu::TP_CPU_NS {
 
 #ifdef TP_VEC_LANES
-// A functor with a float32 vector body: `vec(v)` (unary) or `vec(a, b)` (binary).
+// A functor with a float32 vector body: `vec(v)` (unary) or `vec(a, b)` (binary). The
+// last partial vector of a contiguous run goes through the vector body too, zero-padded:
+// a value's result is then the same wherever it sits and at every level's width
+// (Note [float32 math]).
 template <class F>
 concept HasVec = requires(const F f, functors::vec_f v) { f.vec(v); };
 template <class F>
@@ -46,8 +49,16 @@ void unary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
     const load_t<T>* __restrict a = reinterpret_cast<const load_t<T>*>(d[1]);
     int64_t i = 0;
 #ifdef TP_VEC_LANES
-    if constexpr (std::is_same_v<T, float> && HasVec<F>)
+    if constexpr (std::is_same_v<T, float> && HasVec<F>) {
       for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) functors::vec_store(o + i, f.vec(functors::vec_load(a + i)));
+      if (i < n) {
+        float ta[TP_VEC_LANES] = {}, to[TP_VEC_LANES];
+        for (int64_t j = i; j < n; ++j) ta[j - i] = a[j];
+        functors::vec_store(to, f.vec(functors::vec_load(ta)));
+        for (int64_t j = i; j < n; ++j) o[j] = to[j - i];
+        i = n;
+      }
+    }
 #endif
     for (; i < n; ++i) o[i] = f(load<T>(a, i));
   } else if (s[1] == 0) {
@@ -70,9 +81,17 @@ void binary_loop(const KernelParams& p, char** d, const int64_t* s, int64_t n) {
   if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
     int64_t i = 0;
 #ifdef TP_VEC_LANES
-    if constexpr (std::is_same_v<T, float> && HasVec2<F>)
+    if constexpr (std::is_same_v<T, float> && HasVec2<F>) {
       for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES)
         functors::vec_store(o + i, f.vec(functors::vec_load(a + i), functors::vec_load(b + i)));
+      if (i < n) {
+        float ta[TP_VEC_LANES] = {}, tb[TP_VEC_LANES] = {}, to[TP_VEC_LANES];
+        for (int64_t j = i; j < n; ++j) ta[j - i] = a[j], tb[j - i] = b[j];
+        functors::vec_store(to, f.vec(functors::vec_load(ta), functors::vec_load(tb)));
+        for (int64_t j = i; j < n; ++j) o[j] = to[j - i];
+        i = n;
+      }
+    }
 #endif
     for (; i < n; ++i) o[i] = f(load<T>(a, i), load<T>(b, i));
   } else if (s[0] == sizeof(O) && s[1] == sizeof(T) && s[2] == 0) {

@@ -1,6 +1,6 @@
 // The LSTM cell update of one time step and its backward, rows in parallel: the pointwise
 // part of _lstm_layer (csrc/ops/nn_rnn.cpp runs the time loop and the GEMMs). Compiled once
-// per CPU capability level; float32 activations use libmvec at the level's vector width.
+// per CPU capability level; float32 activations use vec_math.h at the level's vector width.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -13,14 +13,22 @@ namespace tp::cpu::TP_CPU_NS {
 
 namespace {
 
-/// p[i] = F(p[i]) over n contiguous values (libmvec vectors for float32 where built).
+/// p[i] = F(p[i]) over n contiguous values (vector bodies for float32 where built).
 template <template <class> class F, class T>
 void map_inplace(T* p, int64_t n) {
   int64_t i = 0;
 #ifdef TP_VEC_LANES
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES)
       functors::vec_store(p + i, F<float>::vec(functors::vec_load(p + i)));
+    if (i < n) {  // the partial vector too, zero-padded: the same bits at every level's width
+      float t[TP_VEC_LANES] = {};
+      for (int64_t j = i; j < n; ++j) t[j - i] = p[j];
+      functors::vec_store(t, F<float>::vec(functors::vec_load(t)));
+      for (int64_t j = i; j < n; ++j) p[j] = t[j - i];
+      i = n;
+    }
+  }
 #endif
   const KernelParams params;
   const F<T> f(params);

@@ -29,7 +29,7 @@ T exp_shifted(const T* x, T* y, int64_t n, T shift) {
     alignas(64) float lanes[TP_VEC_LANES] = {};
     vec_f acc = vec_set1(0.f), sh = vec_set1(shift);
     for (; i + TP_VEC_LANES <= n; i += TP_VEC_LANES) {
-      vec_f e = TP_MVEC(expf)(vec_add(vec_load(x + i), vec_neg(sh)));
+      vec_f e = vmath::exp(vec_add(vec_load(x + i), vec_neg(sh)));
       vec_store(y + i, e);
       acc = vec_add(acc, e);
     }

@@ -1,6 +1,7 @@
 // Activation functors (nn.functional's gelu, silu, mish, softplus, elu family, leaky_relu,
 // hardswish, hardsigmoid) and their gradients, each one pass over the data. Scalar bodies
-// serve every dtype; float32 adds a libmvec vector body where a transcendental is involved.
+// serve every dtype; float32 adds a vector body where a transcendental is involved (vec_math.h; erf, log1p
+// and expm1 from libmvec).
 #pragma once
 #include <cmath>
 
@@ -21,9 +22,7 @@ inline constexpr double kGeluKappa = 0.044715;
   vec_f vec(vec_f v) const { __VA_ARGS__ }
 #define TP_VEC2(...) \
   vec_f vec(vec_f g, vec_f v) const { __VA_ARGS__ }
-inline vec_f vec_sigmoid(vec_f v) {
-  return vec_div(vec_set1(1.f), vec_add(vec_set1(1.f), TP_MVEC(expf)(vec_neg(v))));
-}
+inline vec_f vec_sigmoid(vec_f v) { return vmath::sigmoid(v); }
 #else
 #define TP_VEC1(...)
 #define TP_VEC2(...)
@@ -47,7 +46,7 @@ template <class T> struct GeluBackward : Base<T> {
   }
   TP_VEC2(const vec_f cdf = vec_mul(vec_set1(0.5f), vec_add(vec_set1(1.f),
                                      TP_MVEC(erff)(vec_mul(v, vec_set1(float(kSqrtHalf))))));
-          const vec_f pdf = vec_mul(TP_MVEC(expf)(vec_mul(vec_set1(-0.5f), vec_mul(v, v))),
+          const vec_f pdf = vec_mul(vmath::exp(vec_mul(vec_set1(-0.5f), vec_mul(v, v))),
                                     vec_set1(float(kInvSqrt2Pi)));
           return vec_mul(g, vec_add(cdf, vec_mul(v, pdf))););
 };
@@ -62,7 +61,7 @@ template <class T> struct GeluTanh : Base<T> {
   TP_VEC1(const vec_f cube = vec_mul(vec_mul(v, v), v);
           const vec_f inner = vec_mul(vec_set1(float(kSqrt2OverPi)),
                                       vec_add(v, vec_mul(vec_set1(float(kGeluKappa)), cube)));
-          return vec_mul(vec_mul(vec_set1(0.5f), v), vec_add(vec_set1(1.f), TP_MVEC(tanhf)(inner))););
+          return vec_mul(vec_mul(vec_set1(0.5f), v), vec_add(vec_set1(1.f), vmath::tanh(inner))););
 };
 template <class T> struct GeluTanhBackward : Base<T> {
   using Base<T>::Base;
@@ -74,7 +73,7 @@ template <class T> struct GeluTanhBackward : Base<T> {
     return g * (T(0.5) * right + left * (T(1) - t * t) * d_inner);
   }
   TP_VEC2(const vec_f x_sq = vec_mul(v, v);
-          const vec_f t = TP_MVEC(tanhf)(vec_mul(vec_set1(float(kSqrt2OverPi)),
+          const vec_f t = vmath::tanh(vec_mul(vec_set1(float(kSqrt2OverPi)),
                                                  vec_add(v, vec_mul(vec_set1(float(kGeluKappa)),
                                                                     vec_mul(x_sq, v)))));
           const vec_f d_inner = vec_mul(vec_set1(float(kSqrt2OverPi)),
@@ -89,7 +88,7 @@ template <class T> struct GeluTanhBackward : Base<T> {
 template <class T> struct Silu : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
-  TP_VEC1(return vec_div(v, vec_add(vec_set1(1.f), TP_MVEC(expf)(vec_neg(v)))););
+  TP_VEC1(return vec_div(v, vec_add(vec_set1(1.f), vmath::exp(vec_neg(v)))););
 };
 template <class T> struct SiluBackward : Base<T> {
   using Base<T>::Base;
@@ -108,7 +107,7 @@ template <class T> struct Softplus : Base<T> {
       : Base<T>(p), beta(T(p.s0.to_double())), threshold(T(p.s1.to_double())) {}
   TP_HD T operator()(T x) const { return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta; }
   TP_VEC1(const vec_f bx = vec_mul(v, vec_set1(float(beta)));
-          const vec_f soft = vec_div(TP_MVEC(log1pf)(TP_MVEC(expf)(bx)), vec_set1(float(beta)));
+          const vec_f soft = vec_div(TP_MVEC(log1pf)(vmath::exp(bx)), vec_set1(float(beta)));
           return vec_select_gt(bx, vec_set1(float(threshold)), v, soft););
 };
 template <class T> struct SoftplusBackward : Base<T> {
@@ -120,7 +119,7 @@ template <class T> struct SoftplusBackward : Base<T> {
     return x * beta > threshold ? g : g * z / (z + T(1));
   }
   TP_VEC2(const vec_f bx = vec_mul(v, vec_set1(float(beta)));
-          const vec_f z = TP_MVEC(expf)(bx);
+          const vec_f z = vmath::exp(bx);
           return vec_select_gt(bx, vec_set1(float(threshold)), g,
                                vec_div(vec_mul(g, z), vec_add(z, vec_set1(1.f)))););
 };
@@ -129,7 +128,7 @@ template <class T> struct SoftplusBackward : Base<T> {
 template <class T> struct Mish : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T x) const { return x * std::tanh(std::log1p(std::exp(x))); }
-  TP_VEC1(return vec_mul(v, TP_MVEC(tanhf)(TP_MVEC(log1pf)(TP_MVEC(expf)(v)))););
+  TP_VEC1(return vec_mul(v, vmath::tanh(TP_MVEC(log1pf)(vmath::exp(v)))););
 };
 template <class T> struct MishBackward : Base<T> {
   using Base<T>::Base;
@@ -137,7 +136,7 @@ template <class T> struct MishBackward : Base<T> {
     const T t = std::tanh(std::log1p(std::exp(x)));
     return g * (t + x * sigmoid_of(x) * (T(1) - t * t));
   }
-  TP_VEC2(const vec_f t = TP_MVEC(tanhf)(TP_MVEC(log1pf)(TP_MVEC(expf)(v)));
+  TP_VEC2(const vec_f t = vmath::tanh(TP_MVEC(log1pf)(vmath::exp(v)));
           const vec_f one_minus_t2 = vec_sub(vec_set1(1.f), vec_mul(t, t));
           return vec_mul(g, vec_add(t, vec_mul(vec_mul(v, vec_sigmoid(v)), one_minus_t2))););
 };
@@ -165,7 +164,7 @@ template <class T> struct EluBackward : Base<T> {
     return x > T(0) ? g * scale : g * input_scale * alpha * scale * std::exp(x * input_scale);
   }
   TP_VEC2(const vec_f neg = vec_mul(vec_mul(g, vec_set1(float(input_scale * alpha * scale))),
-                                    TP_MVEC(expf)(vec_mul(v, vec_set1(float(input_scale)))));
+                                    vmath::exp(vec_mul(v, vec_set1(float(input_scale)))));
           return vec_select_gt(v, vec_set1(0.f), vec_mul(g, vec_set1(float(scale))), neg););
 };
 

@@ -13,11 +13,12 @@
 #include "kernels/tensor_iterator.h"
 
 // Note [libmvec vectors]
-// Contiguous float32 exp/log/sin/cos/tanh/sigmoid call glibc's vector math (libmvec) at
-// the widest width the TU is compiled for (Note [CPU capability]): 16 lanes with AVX-512,
-// 8 with AVX2, else 4 with the baseline's SSE2. vec_f is that vector type, TP_MVEC(expf) the
-// matching libmvec entry point. Every level negates by flipping the sign bit, as the scalar
-// code does (-(+0) is -0).
+// Contiguous float32 loops get a vector body at the widest width the TU is compiled for
+// (Note [CPU capability]): 16 lanes with AVX-512, 8 with AVX2, else 4 with the baseline's
+// SSE2. vec_f is that vector type. exp/log/sin/cos/tanh/sigmoid are our own
+// (vec_math.h, Note [float32 math]); erf, log1p and expm1 (the activations) still call
+// glibc's vector math (libmvec), TP_MVEC(erff) being the level's entry point. Every level
+// negates by flipping the sign bit, as the scalar code does (-(+0) is -0).
 #if defined(TP_HAVE_LIBMVEC) && defined(__AVX512F__) && !defined(__CUDACC__)
 #include <immintrin.h>
 #define TP_VEC_LANES 16
@@ -107,15 +108,11 @@ inline vec_f vec_select_le(vec_f a, vec_f b, vec_f x, vec_f y) { return vec_blen
 #endif
 #ifdef TP_VEC_LANES
 extern "C" {
-tp::functors::vec_f TP_MVEC(expf)(tp::functors::vec_f);
-tp::functors::vec_f TP_MVEC(tanhf)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(erff)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(log1pf)(tp::functors::vec_f);
 tp::functors::vec_f TP_MVEC(expm1f)(tp::functors::vec_f);
-tp::functors::vec_f TP_MVEC(logf)(tp::functors::vec_f);
-tp::functors::vec_f TP_MVEC(sinf)(tp::functors::vec_f);
-tp::functors::vec_f TP_MVEC(cosf)(tp::functors::vec_f);
 }
+#include "kernels/functors/vec_math.h"
 #endif
 
 namespace tp::functors {
@@ -184,7 +181,7 @@ TP_FLOAT_UNARY(Frac, x - std::trunc(x))
 TP_FLOAT_UNARY(Reciprocal, T(1) / x)
 #undef TP_FLOAT_UNARY
 
-// Unary ops with a libmvec path for contiguous float32 (Note [libmvec vectors]).
+// Unary ops with a vector path for contiguous float32 (Note [float32 math]).
 #define TP_VEC_UNARY(Name, expr, vexpr)                                           \
   template <class T> struct Name : Base<T> {                                      \
     using Base<T>::Base;                                                          \
@@ -200,13 +197,12 @@ TP_FLOAT_UNARY(Reciprocal, T(1) / x)
 #else
 #define TP_VEC_BODY(vexpr)
 #endif
-TP_VEC_UNARY(Exp, std::exp(x), TP_MVEC(expf)(v))
-TP_VEC_UNARY(Log, std::log(x), TP_MVEC(logf)(v))
-TP_VEC_UNARY(Sin, std::sin(x), TP_MVEC(sinf)(v))
-TP_VEC_UNARY(Cos, std::cos(x), TP_MVEC(cosf)(v))
-TP_VEC_UNARY(Tanh, std::tanh(x), TP_MVEC(tanhf)(v))
-TP_VEC_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-x)),
-             vec_div(vec_set1(1.f), vec_add(vec_set1(1.f), TP_MVEC(expf)(vec_neg(v)))))
+TP_VEC_UNARY(Exp, std::exp(x), vmath::exp(v))
+TP_VEC_UNARY(Log, std::log(x), vmath::log(v))
+TP_VEC_UNARY(Sin, std::sin(x), vmath::sin(v))
+TP_VEC_UNARY(Cos, std::cos(x), vmath::cos(v))
+TP_VEC_UNARY(Tanh, std::tanh(x), vmath::tanh(v))
+TP_VEC_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-x)), vmath::sigmoid(v))
 #undef TP_VEC_UNARY
 #undef TP_VEC_BODY
 
