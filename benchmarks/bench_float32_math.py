@@ -49,7 +49,8 @@ def main():
         ref = FUNCTIONS[name][0](x.astype(np.float64))
         ours_ulp = ulp_error(f_tp(xp).numpy(), ref).max()
         theirs_ulp = ulp_error(f_th(xt).numpy(), ref).max()
-        if not ours_ulp <= 1.0:
+        bound = 3.0 if name == 'sigmoid' else 1.0  # sigmoid: PyTorch's float formula (Note [float32 math])
+        if not ours_ulp <= bound:
             raise SystemExit(f'{name}: TensorPlay result {ours_ulp:.2f} ulp off')
         t_tp, t_th = compare(lambda: f_tp(xp, out=op), lambda: f_th(xt, out=ot), number, rounds)
         rows.append((name, t_tp * 1e3, t_th * 1e3, f'{ours_ulp:.2f}', f'{theirs_ulp:.2f}'))

@@ -17,6 +17,11 @@ __all__ = ['fft', 'ifft', 'fft2', 'ifft2', 'fftn', 'ifftn',
 _NONE, _ROOT_N, _BY_N = 0, 1, 2
 
 
+# the one-dimensional transforms with complex results check out= first (the n-dimensional
+# ones check their dims first, as PyTorch's do)
+_COMPLEX_RESULT = {'fft', 'ifft', 'rfft', 'ihfft'}
+
+
 def _named(func):
     """Errors of the transform name it ("fft: Invalid number of data points (0) specified"),
     PyTorch's messages otherwise."""
@@ -24,6 +29,9 @@ def _named(func):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
+        out = kwargs.get('out')
+        if isinstance(out, _C.Tensor) and name in _COMPLEX_RESULT and not out.dtype.is_complex:
+            raise RuntimeError(f"{name} expects a complex output tensor, but got {_dtype_name(out.dtype)}")
         try:
             return func(*args, **kwargs)
         except (RuntimeError, IndexError, ValueError) as e:
