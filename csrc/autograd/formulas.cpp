@@ -124,6 +124,14 @@ variable_list stack_backward(const Tensor& grad, size_t count, int64_t dim) {
 }
 
 Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  if (exponent.impl()->is_wrapped_number() && exponent.device().is_cpu() && !is_complex(exponent.dtype()) &&
+      is_floating(self.dtype())) {
+    // A Python number: self ** (e - 1) as a Python number too, so that pow's specialised
+    // exponents (Note [pow by a number]: 0.5 -> -0.5 is rsqrt) give PyTorch's special values
+    const double e = *_to_dtype(exponent, DType::Float64, false).data<double>();
+    if (e == 0) return zeros(grad.sizes(), grad.dtype(), grad.device());
+    return grad * Scalar(e) * pow(self, wrapped_scalar(Scalar(e - 1.0)));
+  }
   Tensor e = _to_dtype(exponent, grad.dtype(), false);  // bool and integer exponents too
   Tensor g = grad * e * pow(self, e - Scalar(1.0));
   return where(eq(e, zeros_like_scalar(e)), zeros_like_scalar(g), g);

@@ -27,7 +27,6 @@ EXPECTED = {
     ('_fused_rms_norm', 3): ('only-ours-raised', 'D1'),
     ('histc', 0): ('only-ours-raised', 'D1'),
     ('as_strided', 6): ('only-ours-raised', 'D1'),
-    ('pow', 5): ('only-ours-raised', 'D1'),  # out= an input needing a resize, on meta
     # D10: torch's Python meta function for eigvals asserts (AssertionError) on a 0-d input
     ('linalg.eigvals', 6): ('exception-class', 'D10'),
     # D2
