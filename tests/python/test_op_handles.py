@@ -49,7 +49,7 @@ KNOWN_SCHEMA_DIFFERENCES = {
     # linalg ops name their matrix argument A (PyTorch's Python name), PyTorch's aten
     # schema says self / input, or takes other tolerance types
     'linalg argument names': {
-        'linalg_eigvals.default', 'linalg_eigvals.out',
+        'linalg_eigvals.default', 'linalg_eigvals.out', 'linalg_eig.default',
         'linalg_cholesky.default', 'linalg_cholesky.out', 'linalg_cholesky_ex.default',
         'linalg_eigh.default', 'linalg_eigvalsh.default', 'linalg_eigvalsh.out',
         'linalg_lstsq.default', 'linalg_matrix_exp.default', 'linalg_matrix_power.default',
