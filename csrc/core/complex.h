@@ -33,7 +33,7 @@ struct Complex {
 
   TP_HD constexpr T real() const { return re; }
   TP_HD constexpr T imag() const { return im; }
-  // A cast to a real keeps the real part (PyTorch warns once on the Python side).
+  // A cast to a real keeps the real part (copy_ warns once, as PyTorch).
   TP_HD explicit constexpr operator T() const { return re; }
   template <class U, class = std::enable_if_t<!std::is_same_v<U, T> && std::is_arithmetic_v<U>>>
   TP_HD explicit constexpr operator U() const { return U(re); }

@@ -42,6 +42,8 @@ cudaDataType_t data_type(DType dt) {
     case DType::Float32: return CUDA_R_32F;
     case DType::Float64: return CUDA_R_64F;
     case DType::Float16: return CUDA_R_16F;
+    case DType::Complex64: return CUDA_C_32F;
+    case DType::Complex128: return CUDA_C_64F;
     default: return CUDA_R_16BF;
   }
 }
@@ -58,6 +60,8 @@ Compute compute_of(DType dt) {
     case DType::Float32:
       return {allow_tf32_cublas() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case DType::Float64: return {CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    case DType::Complex64: return {CUBLAS_COMPUTE_32F, CUDA_C_32F};
+    case DType::Complex128: return {CUBLAS_COMPUTE_64F, CUDA_C_64F};
     case DType::Float16:
       if (allow_fp16_accumulation()) return {CUBLAS_COMPUTE_16F, CUDA_R_16F};
       return {CUBLAS_COMPUTE_32F, CUDA_R_32F};
@@ -69,7 +73,9 @@ Compute compute_of(DType dt) {
 class ScaleValue {
  public:
   ScaleValue(double x, cudaDataType_t type) {
-    if (type == CUDA_R_64F) d_ = x;
+    if (type == CUDA_C_64F) dc_[0] = x, dc_[1] = 0;  // the products' alpha and beta are real
+    else if (type == CUDA_C_32F) fc_[0] = float(x), fc_[1] = 0;
+    else if (type == CUDA_R_64F) d_ = x;
     else if (type == CUDA_R_16F) h_ = Half(float(x)).x;
     else f_ = float(x);
   }
@@ -80,6 +86,8 @@ class ScaleValue {
     double d_;
     float f_;
     uint16_t h_;
+    double dc_[2];
+    float fc_[2];
   };
 };
 
@@ -145,6 +153,7 @@ void scale(const Tensor& c, double beta) {
     zero_(c);
     return;
   }
+  if (is_complex(c.dtype())) return scale(view_as_real_impl(c, {}), beta);  // both parts by beta
   Tensor dense = c.is_contiguous() ? c : contiguous(c);
   DType dt = c.dtype();
   cudaDataType_t exec = dt == DType::Float64 ? CUDA_R_64F : CUDA_R_32F;
@@ -336,7 +345,8 @@ void dot(const Tensor& x, const Tensor& y, const Tensor& dst) {
   int incx = 1, incy = 1;
   Tensor xs = vector(x, &incx), ys = vector(y, &incy);
   DType dt = dst.dtype();
-  cudaDataType_t type = data_type(dt), exec = dt == DType::Float64 ? CUDA_R_64F : CUDA_R_32F;
+  // complex: cublasDotEx is the plain sum of products (dot; vdot conjugates before)
+  cudaDataType_t type = data_type(dt), exec = is_complex(dt) ? type : dt == DType::Float64 ? CUDA_R_64F : CUDA_R_32F;
   Context ctx = current_context();
   DevicePointerMode mode(ctx.handle);
   TP_CUBLAS_CHECK(cublasDotEx(ctx.handle, int(n), xs.data_ptr(), type, incx, ys.data_ptr(), type,

@@ -99,8 +99,31 @@ void device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (!direct) copy_impl(dst, host, false, {});  // convert, broadcast, lay out on the host
 }
 
+/// The real (0) or imaginary (1) part of a complex tensor, a strided real view.
+Tensor part_of(const Tensor& z, int64_t which) {
+  return select_impl(view_as_real_impl(z, {}), -1, which, {});
+}
+
+void device_to_device(const Tensor& dst, const Tensor& src, bool non_blocking);
+
+/// Note [Complex casts on CUDA]: a cast from or to a complex type is a real cast of parts
+/// (view_as_real's strided views) rather than cast kernels for every pair with a complex
+/// type: real -> complex writes the real part and zeros the imaginary one, complex -> real
+/// keeps the real part (Python warns), complex64 <-> complex128 casts both parts at once.
+void complex_cast(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  Tensor from = same_sizes(dst, src) ? src : expand_impl(src, dst.sizes(), {});
+  const bool dc = is_complex(dst.dtype()), sc = is_complex(src.dtype());
+  if (dc && sc) return device_to_device(view_as_real_impl(dst, {}), view_as_real_impl(from, {}), non_blocking);
+  if (sc) return device_to_device(dst, part_of(from, 0), non_blocking);
+  device_to_device(part_of(dst, 0), from, non_blocking);
+  Tensor im = part_of(dst, 1);
+  fill_impl(im, Scalar(0.0), OutArg{&im, true, false});  // copy_ bumps dst's version once
+}
+
 void device_to_device(const Tensor& dst, const Tensor& src, bool non_blocking) {
   int dd = dst.device().index, sd = src.device().index;
+  if (src.dtype() != dst.dtype() && (is_complex(src.dtype()) || is_complex(dst.dtype())))
+    return complex_cast(dst, src, non_blocking);
   if (src.dtype() != dst.dtype()) {  // convert on the source's device
     DeviceGuard g(sd);
     Stream s = current_stream(sd);

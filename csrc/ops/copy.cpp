@@ -1,10 +1,12 @@
 // copy_, fill_, zero_, clone, contiguous and dtype conversion.
 #include <omp.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/warning.h"
 #include "kernels/cpu_stubs.h"
 #include "ops/meta.h"
 #include "ops/pointwise.h"
@@ -119,6 +121,10 @@ void check_scalar_fits(const Scalar& s, DType dt) {
 
 Tensor copy_impl(const Tensor& self, const Tensor& src, bool non_blocking, OutArg) {
   if (self.is_same(src)) return self;
+  if (is_complex(src.dtype()) && !is_complex(self.dtype())) {  // once a process, as PyTorch
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) warn("Casting complex values to real discards the imaginary part");
+  }
   if (self.device() != src.device() && (is_meta(self) || is_meta(src))) {
     // Into meta from any device: nothing to move (PyTorch's too); out of meta: no data.
     TP_CHECK_KIND(ErrorKind::NotImplemented, is_meta(self), "Cannot copy out of meta tensor; no data!");

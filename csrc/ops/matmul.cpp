@@ -23,7 +23,7 @@ namespace tp {
 namespace {
 
 /// The NotImplementedError PyTorch raises for a dtype its product kernel lacks: bool on
-/// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16.
+/// CPU (`cpu_kernel`); on CUDA everything but float32/float64/float16/bfloat16 and complex.
 void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cuda_kernel,
                         const Tensor* other = nullptr, bool empty_returns = true) {
   DType dt = t.dtype();
@@ -32,7 +32,7 @@ void check_kernel_dtype(const Tensor& t, const char* cpu_kernel, const char* cud
   // (a bool mm of a 2x0 and a 0x2 matrix gives zeros); its CPU dot does not.
   if ((empty_returns || cuda) && (t.numel() == 0 || (other && other->numel() == 0))) return;
   bool ok = cuda ? dt == DType::Float32 || dt == DType::Float64 || dt == DType::Float16 ||
-                       dt == DType::BFloat16
+                       dt == DType::BFloat16 || is_complex(dt)
                  : dt != DType::Bool;
   TP_CHECK_KIND(ErrorKind::NotImplemented, ok, "\"", cuda ? cuda_kernel : cpu_kernel,
                 "\" not implemented for '", dtype_scalar_name(dt), "'");

@@ -6,6 +6,7 @@
 #include "core/cpu_capability.h"
 #include "core/deterministic.h"
 #include "core/error.h"
+#include "core/warning.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/pointwise.h"
 #include "ops/reduce_utils.h"
@@ -303,6 +304,12 @@ NB_MODULE(_C, m) {
   using namespace tp;
   using namespace tp::python;
   nb::set_leak_warnings(false);  // dtype singletons live for the whole process
+  // Note [Warnings from C++]: a UserWarning through Python's warnings module; an error
+  // (warnings filtered to "error") propagates as the op's exception
+  set_warning_handler([](const std::string& message) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw nb::python_error();
+  });
   register_builtin_ops();
   register_boxed_ops();
 

@@ -2,6 +2,11 @@
 between complex and real, element-wise math, reductions, matmul, printing, and gradients in
 PyTorch's convention (dL/dRe z + i dL/dIm z)."""
 import io
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -294,9 +299,99 @@ def test_cuda_complex_arithmetic_and_refusals():
         z = tp.zeros(4, dtype=getattr(tp, dt), device='cuda')
         z.fill_(3 - 1j)
         np.testing.assert_array_equal(z.cpu().numpy(), np.full(4, 3 - 1j))
-    # complex transcendental functions have no CUDA kernels yet: refused, never wrong
-    with pytest.raises(NotImplementedError):
-        tp.ones(2, dtype=tp.complex64, device='cuda').exp()
+
+
+_SPECIAL_PARTS = [0.0, -0.0, 1.0, -2.5, 30.0, -100.0, float('inf'), -float('inf'), float('nan')]
+
+
+@pytest.mark.parametrize('dt', ['complex64', 'complex128'])
+def test_cuda_complex_transcendentals_match_the_cpu(dt):
+    """Note [Complex math on the device]: the device formulas against glibc's (our CPU
+    kernels), ordinary values and every pair of special parts."""
+    if not tp.cuda.is_available():
+        pytest.skip('no CUDA device')
+    rs = np.random.RandomState(1)
+    re, im = np.meshgrid(_SPECIAL_PARTS, _SPECIAL_PARTS)
+    grid = (re + 1j * im).ravel()
+    ordinary = rs.randn(500) * 3 + 1j * rs.randn(500) * 3
+    near_one = np.exp(1j * rs.uniform(-3.2, 3.2, 200)) * (1 + 1e-4 * rs.randn(200))
+    z = tp.from_numpy(np.concatenate([grid, ordinary, near_one]).astype(dt))
+    rtol = 2e-6 if dt == 'complex64' else 1e-12
+    for name in ('exp', 'log', 'sqrt', 'sin', 'cos', 'tanh', 'sigmoid'):
+        want = getattr(z, name)().numpy()
+        got = getattr(z.cuda(), name)().cpu().numpy()
+        # a NaN in either part makes the value NaN (torch.isclose's rule); elsewhere both
+        # parts agree, infinities by sign
+        nan_w, nan_g = np.isnan(want), np.isnan(got)
+        np.testing.assert_array_equal(nan_w, nan_g, err_msg=name)
+        ok = ~nan_w
+        for part in (np.real, np.imag):
+            np.testing.assert_allclose(part(got[ok]), part(want[ok]), rtol=rtol, atol=rtol * 10,
+                                       err_msg=name)
+
+
+def test_complex_to_real_cast_warns_once_a_process():
+    """PyTorch's copy_ warns once a process that the imaginary parts are dropped (Note
+    [Warnings from C++]); under `-W error` the cast raises the warning."""
+    code = textwrap.dedent('''
+        import warnings, tensorplay as tp
+        z = tp.tensor([1 + 2j, 3 - 1j])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = z.to(tp.float32)
+            tp.empty(2).copy_(z)
+            z.real.float()  # a real view: no warning
+        print(r.tolist(), [str(x.message) for x in w], [x.category.__name__ for x in w])
+    ''')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
+                         env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == ("[1.0, 3.0] ['Casting complex values to real discards the imaginary part'] "
+                           "['UserWarning']"), out
+    code = 'import tensorplay as tp\ntry:\n    tp.tensor([1j]).float()\nexcept UserWarning as e:\n    print("raised", e)'
+    out = subprocess.run([sys.executable, '-W', 'error', '-c', code], capture_output=True, text=True, check=True,
+                         env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == 'raised Casting complex values to real discards the imaginary part', out
+
+
+def test_cuda_complex_casts_and_products():
+    if not tp.cuda.is_available():
+        pytest.skip('no CUDA device')
+    rs = np.random.RandomState(2)
+    a = rs.randn(6, 5).astype(np.float32)
+    x = tp.from_numpy(a).cuda()
+    for dt, npdt in ((tp.complex64, np.complex64), (tp.complex128, np.complex128)):
+        np.testing.assert_array_equal(x.to(dt).cpu().numpy(), a.astype(npdt))  # real -> complex
+        np.testing.assert_array_equal(x.t().to(dt).cpu().numpy(), a.T.astype(npdt))
+        n = tp.arange(6, device='cuda').to(dt)  # integers
+        np.testing.assert_array_equal(n.cpu().numpy(), np.arange(6).astype(npdt))
+    c = (rs.randn(4, 3) + 1j * rs.randn(4, 3)).astype(np.complex64)
+    z = tp.from_numpy(c).cuda()
+    np.testing.assert_array_equal(z.to(tp.complex128).cpu().numpy(), c.astype(np.complex128))
+    np.testing.assert_array_equal(z.to(tp.complex128).to(tp.complex64).cpu().numpy(), c)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the warning comes once a process (its own test)
+        r = z.to(tp.float64)
+    np.testing.assert_array_equal(r.cpu().numpy(), c.real.astype(np.float64))
+    dst = tp.zeros(4, 3, dtype=tp.complex64, device='cuda')
+    dst.copy_(tp.ones(3, device='cuda', dtype=tp.float64))  # broadcast and cast
+    np.testing.assert_array_equal(dst.cpu().numpy(), np.ones((4, 3), np.complex64))
+    # products through cuBLAS's complex GEMM / dot
+    for npdt, tol in ((np.complex64, 1e-5), (np.complex128, 1e-12)):
+        m1 = (rs.randn(2, 7, 9) + 1j * rs.randn(2, 7, 9)).astype(npdt)
+        m2 = (rs.randn(2, 9, 4) + 1j * rs.randn(2, 9, 4)).astype(npdt)
+        g1, g2 = tp.from_numpy(m1).cuda(), tp.from_numpy(m2).cuda()
+        np.testing.assert_allclose((g1 @ g2).cpu().numpy(), m1 @ m2, rtol=tol, atol=tol)
+        np.testing.assert_allclose(tp.mm(g1[0], g2[0].mT.contiguous().mT).cpu().numpy(), m1[0] @ m2[0],
+                                   rtol=tol, atol=tol)
+        bias = tp.from_numpy(m2[0, 0]).cuda()
+        np.testing.assert_allclose(tp.addmm(bias, g1[0], g2[0], beta=0.5, alpha=2).cpu().numpy(),
+                                   0.5 * m2[0, 0] + 2 * (m1[0] @ m2[0]), rtol=tol, atol=tol)
+        v, w = m1[0, 0], m2[0, :, 0]
+        np.testing.assert_allclose(tp.dot(g1[0, 0], g2[0, :, 0]).cpu().numpy(), np.dot(v, w), rtol=tol, atol=tol)
+        np.testing.assert_allclose(tp.vdot(g1[0, 0], g2[0, :, 0]).cpu().numpy(), np.vdot(v, w), rtol=tol, atol=tol)
+        empty = tp.zeros(3, 0, dtype=g1.dtype, device='cuda')
+        np.testing.assert_array_equal(tp.addmm(tp.ones(3, 3, dtype=g1.dtype, device='cuda'), empty,
+                                               empty.mT, beta=2).cpu().numpy(), np.full((3, 3), 2, npdt))
 
 
 def _rotary(m, xq, xk, dim, end, theta=10000.0):

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "core/complex.h"
+#include "core/complex_math.h"
 #include "core/cpu_capability.h"
 #include "kernels/functors/special_math.h"
 #include "kernels/tensor_iterator.h"
@@ -135,17 +136,29 @@ template <class T> struct Predicate {
 // Note [Complex functors]: a functor whose kernel ops.yaml instantiates for the complex
 // types (`complex: true` on the CPU and CUDA, `complex: cpu` on the CPU only) computes a
 // complex x through Name_complex(x), found by argument-dependent lookup in namespace tp
-// below, on std::complex (C99 Annex G special values): host code, hence `complex: cpu` for
-// those; arithmetic (Complex<T>'s operators, Reciprocal) runs on both. The others never see a complex T, so their real-only bodies stay as
-// they are: `if constexpr` discards the complex branch of a real instantiation.
-template <class T> inline Complex<T> Sqrt_complex(Complex<T> x) { return std::sqrt(x.std()); }
-template <class T> inline Complex<T> Exp_complex(Complex<T> x) { return std::exp(x.std()); }
-template <class T> inline Complex<T> Log_complex(Complex<T> x) { return std::log(x.std()); }
-template <class T> inline Complex<T> Sin_complex(Complex<T> x) { return std::sin(x.std()); }
-template <class T> inline Complex<T> Cos_complex(Complex<T> x) { return std::cos(x.std()); }
-template <class T> inline Complex<T> Tanh_complex(Complex<T> x) { return std::tanh(x.std()); }
+// below: std::complex on the host (C99 Annex G special values), core/complex_math.h on
+// the device; arithmetic (Complex<T>'s operators, Reciprocal) is the same code on both.
+// `complex: cpu` is for functions with no device version yet. The others never see a
+// complex T, so their real-only bodies stay as they are: `if constexpr` discards the
+// complex branch of a real instantiation.
+// Device code cannot call std::complex's math: there the same functions come from
+// core/complex_math.h (Note [Complex math on the device]).
+#ifdef __CUDA_ARCH__
+#define TP_COMPLEX_FN(Name, fn)                                                                \
+  template <class T> TP_HD inline Complex<T> Name##_complex(Complex<T> x) { return cmath::fn(x); }
+#else
+#define TP_COMPLEX_FN(Name, fn)                                                                \
+  template <class T> TP_HD inline Complex<T> Name##_complex(Complex<T> x) { return std::fn(x.std()); }
+#endif
+TP_COMPLEX_FN(Sqrt, sqrt)
+TP_COMPLEX_FN(Exp, exp)
+TP_COMPLEX_FN(Log, log)
+TP_COMPLEX_FN(Sin, sin)
+TP_COMPLEX_FN(Cos, cos)
+TP_COMPLEX_FN(Tanh, tanh)
+#undef TP_COMPLEX_FN
 template <class T> TP_HD inline Complex<T> Reciprocal_complex(Complex<T> x) { return Complex<T>(T(1)) / x; }
-template <class T> inline Complex<T> Sigmoid_complex(Complex<T> x) {
+template <class T> TP_HD inline Complex<T> Sigmoid_complex(Complex<T> x) {
   return Complex<T>(T(1)) / (Complex<T>(T(1)) + Exp_complex(-x));
 }
 
