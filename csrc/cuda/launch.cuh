@@ -52,9 +52,20 @@ void visit_device_dtype(DType dt, F&& f) {
     case DType::BFloat16: return f(__nv_bfloat16{});
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
+    case DType::Complex64:
+    case DType::Complex128:  // refused, never a wrong result (docs/architecture.md, complex numbers)
+      TP_FAIL_NOT_IMPLEMENTED("CUDA kernels: no ", dtype_scalar_name(dt), " kernel for this op yet");
     default: TP_FAIL("CUDA kernels: unsupported dtype");
   }
 }
+
+/// A complex128 element for kernels that only move bits: two words, aligned as complex128
+/// is (8 bytes), so every complex128 address can be read as one.
+struct Word128 {
+  uint64_t lo, hi;
+  Word128() = default;
+  __host__ __device__ constexpr explicit Word128(uint64_t v) : lo(v), hi(0) {}
+};
 
 /// Calls f(W{}) with the unsigned type of an element of `itemsize` bytes (kernels that move
 /// elements without looking at them serve every dtype so).
@@ -65,6 +76,7 @@ void by_size(size_t itemsize, F&& f) {
     case 2: return f(uint16_t{});
     case 4: return f(uint32_t{});
     case 8: return f(uint64_t{});
+    case 16: return f(Word128{});
   }
   TP_FAIL("CUDA kernels: unsupported element size ", itemsize);
 }

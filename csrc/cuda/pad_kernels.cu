@@ -53,18 +53,6 @@ __global__ void max_unpool_kernel(const U* x, const int64_t* idx, U* y, int64_t 
   }
 }
 
-/// Calls f(U{}) with the unsigned integer type of an element of `itemsize` bytes.
-template <class F>
-void by_bits(size_t itemsize, F&& f) {
-  switch (itemsize) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-  }
-  TP_FAIL("pad kernels: unsupported element size ", itemsize);
-}
-
 /// The maps (forward) or their inverses (backward) on the device, their pointers in g.
 Tensor upload_maps(const int64_t in[3], const std::vector<int64_t> map[3], bool inverse, Device dev,
                    cudaStream_t s, PadGeo& g) {
@@ -111,7 +99,7 @@ void pad_forward(const Tensor& x, const Tensor& y, const int64_t in[3],
   Stream s = current_stream(y.device().index);
   PadGeo g{};
   Tensor keep = upload_maps(in, map, false, y.device(), s.handle, g);
-  by_bits(y.itemsize(), [&](auto w) {
+  by_size(y.itemsize(), [&](auto w) {
     using U = decltype(w);
     pad_forward_kernel<U><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(x.device_data<U>(), y.device_data<U>(), n,
                                                                          g);
@@ -143,7 +131,7 @@ void max_unpool(const Tensor& x, const Tensor& idx, const Tensor& y, int64_t pla
   if (n == 0) return;
   DeviceGuard guard(y.device().index);
   Stream s = current_stream(y.device().index);
-  by_bits(y.itemsize(), [&](auto w) {
+  by_size(y.itemsize(), [&](auto w) {
     using U = decltype(w);
     max_unpool_kernel<U><<<loop_blocks(n), kLoopThreads, 0, s.handle>>>(
         x.device_data<U>(), idx.device_data<int64_t>(), y.device_data<U>(), n, plane_in, plane_out);

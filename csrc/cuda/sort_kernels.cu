@@ -154,7 +154,8 @@ void scan_rows(const Tensor& x, int64_t rows, int64_t len, bool product, const T
   };
   if (x.dtype() == DType::Float64) run(double{});
   else if (x.dtype() == DType::Int64) run(int64_t{});
-  else TP_FAIL("cumsum: the CUDA scan runs in float64 or int64");
+  else if (x.dtype() == DType::Complex128) run(complex128_t{});  // complex scans run in complex128
+  else TP_FAIL("cumsum: the CUDA scan runs in float64, int64 or complex128");
   TP_CUDA_CHECK(cudaGetLastError());
 }
 

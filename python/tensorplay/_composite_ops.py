@@ -275,7 +275,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
             result = input * beta + product
         elif input.requires_grad:
             # input is ignored (NaNs included), but its gradient is zeros, not None
-            result = input.masked_fill(_C.ones(tuple(input.shape), dtype=_C.bool), 0) + product
+            result = input.masked_fill(_C.ones(tuple(input.shape), dtype=_C.bool, device=input.device), 0) + product
         else:
             result = product
     if tuple(broadcast_shapes(input.shape, product.shape)) != tuple(product.shape):

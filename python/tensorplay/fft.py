@@ -65,10 +65,7 @@ def _promote(name, x, require_complex):
     if not (dt.is_floating_point or dt.is_complex):
         x = x.to(_C.get_default_dtype())
     if require_complex and not x.dtype.is_complex:
-        if x.device.type == 'cuda':  # the CUDA casts have no complex types: build it by parts
-            x = _C.complex(x, _C.zeros_like(x))
-        else:
-            x = x.to(_C.complex64 if x.dtype == _C.float32 else _C.complex128)
+        x = x.to(_C.complex64 if x.dtype == _C.float32 else _C.complex128)
     return x
 
 

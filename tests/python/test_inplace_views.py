@@ -741,7 +741,9 @@ def test_stream_and_event_on_cpu():
         # no device: the current accelerator's (a CUDA stream where CUDA is), else the CPU's
         assert lib.Stream().device.type == ('cuda' if lib.cuda.is_available() else 'cpu')
         assert s.device == lib.device('cpu') and s.device_type == 0 and s.device_index == -1
-        assert s.stream_id == 0 and s.query() and s.synchronize() is None and not s.is_capturing()
+        assert s.stream_id == 0 and s.query() and s.synchronize() is None
+        if lib is tp or hasattr(s, 'is_capturing'):  # torch 2.11 (the GPU machine's) lacks it
+            assert not s.is_capturing()
         with s:
             pass
         e = lib.Event()
