@@ -3,8 +3,8 @@ primitives of tp.fft, with PyTorch's arguments, defaults, checks and result layo
 
 stft frames the (optionally centred, padded) signal with ``unfold``, multiplies each frame
 by the window (zero-padded to n_fft, centred) and transforms the frames; istft inverts each
-frame, windows it again and overlap-adds the frames with ``fold``, dividing by the overlap-
-added squared window (the least-squares inverse of Griffin and Lim)."""
+frame, windows it again and overlap-adds the frames (_overlap_add), dividing by the
+overlap-added squared window (the least-squares inverse of Griffin and Lim)."""
 import warnings
 
 from tensorplay import _C

@@ -29,8 +29,11 @@
 //   (1) the N2 strided columns' length-N1 transforms, VLEN columns per pocketfft vector
 //   call, each result multiplied by its twiddle w_N^(n2 k1) on the way out into a scratch
 //   matrix; (2) the N1 rows' length-N2 transforms, VLEN rows per call, written transposed
-//   (X[k1 + N1 k2]: VLEN consecutive outputs per k2). Both steps are SIMD across lines and
-//   split over threads; the transpose is folded into (2)'s scatter. The twiddles are a
+//   (X[k1 + N1 k2]: consecutive outputs per k2). Both steps are SIMD across lines and split
+//   over threads; the transpose is folded into (2)'s scatter. A task gathers 4 vectors of
+//   lines at once, so each strided row access moves 4 adjacent cache lines rather than one
+//   (1M points: 8.2 ms instead of 10.8 at one thread); N1 and N2 are the most balanced
+//   factors that are multiples of VLEN where possible (1M: 1024 x 1024). The twiddles are a
 //   table of N values per size, exact to double rounding (pocketfft's sincos_2pibyn), cached
 //   for the last few sizes; the scratch matrix is kept per calling thread. Each output is
 //   the same sum as the direct transform's, in another order: errors stay O(log N) ulps.
