@@ -78,35 +78,11 @@ constexpr size_t kLanes = pd::VLEN<T>::val;
 
 using Shape = std::vector<int64_t>;
 
-pocketfft::shape_t ushape(const Shape& s) { return pocketfft::shape_t(s.begin(), s.end()); }
-pocketfft::stride_t sstride(const Shape& s) { return pocketfft::stride_t(s.begin(), s.end()); }
 
 int64_t prod(const Shape& s) {
   int64_t n = 1;
   for (int64_t v : s) n *= v;
   return n;
-}
-
-/// Runs `call(sub_shape, in, out)` over the lines of a 1-D pass along `axis` (sizes `shape`
-/// on the input side; `oshape` on the output side, which may differ along `axis` only), the
-/// lines split into one contiguous block per thread along the largest other dim.
-template <class T, class F>
-void over_lines(const Shape& shape, const Shape& si, const Shape& so, int64_t axis, const char* in, char* out,
-                const F& call) {
-  const int64_t len = shape[size_t(axis)], lines = len ? prod(shape) / len : 0;
-  int64_t d = -1;
-  for (int64_t k = 0; k < int64_t(shape.size()); ++k)
-    if (k != axis && (d < 0 || shape[size_t(k)] > shape[size_t(d)])) d = k;
-  if (d < 0 || lines <= 1) return call(shape, in, out);
-  const int64_t n = shape[size_t(d)], per = lines / n;
-  // a block holds at least one vector of lines and ~64K points (thread start-up is ~us)
-  const int64_t grain = std::max<int64_t>((int64_t(kLanes<T>) + per - 1) / per,
-                                          (int64_t(1) << 16) / std::max<int64_t>(per * len, 1) + 1);
-  parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) {
-    Shape sub = shape;
-    sub[size_t(d)] = hi - lo;
-    call(sub, in + lo * si[size_t(d)], out + lo * so[size_t(d)]);
-  });
 }
 
 // ---- four-step ----
@@ -171,22 +147,164 @@ std::shared_ptr<const std::vector<cmplx<T>>> twiddles(int64_t n1, int64_t n2) {
   return table;
 }
 
-/// Per calling thread: the scratch matrix of the four-step, grown as needed.
-template <class T>
-cmplx<T>* four_step_scratch(int64_t n) {
+/// Per thread: a buffer of at least n elements of E, grown as needed and kept (Tag tells
+/// the buffers of one thread apart). Large blocks from malloc come from fresh mmap pages each
+/// time (beyond glibc's mmap threshold), whose page faults cost as much as a pass of the
+/// transform, so the four-step keeps its scratch matrix and line buffers.
+template <class E, int Tag>
+E* thread_buffer(int64_t n) {
   struct Buf {
-    cmplx<T>* p = nullptr;
+    void* p = nullptr;
     int64_t n = 0;
     ~Buf() { std::free(p); }
   };
   thread_local Buf buf;
   if (buf.n < n) {
     std::free(buf.p);
-    buf.p = static_cast<cmplx<T>*>(std::malloc(size_t(n) * sizeof(cmplx<T>)));
-    buf.n = buf.p ? n : 0;
-    if (!buf.p) throw std::bad_alloc();
+    buf.p = nullptr;
+    buf.n = 0;
+    if (posix_memalign(&buf.p, 64, size_t(n) * sizeof(E)) != 0) throw std::bad_alloc();
+    buf.n = n;
   }
-  return buf.p;
+  return static_cast<E*>(buf.p);
+}
+
+// ---- a 1-D pass over many lines ----
+
+/// The byte offsets of the lines of a 1-D pass along `axis` (the other dims as an odometer,
+/// last fastest), from line `first` on.
+struct LineWalk {
+  Shape size, sin, sout, idx;
+  int64_t in = 0, out = 0;
+  LineWalk(const Shape& shape, const Shape& si, const Shape& so, int64_t axis, int64_t first) {
+    for (int64_t k = 0; k < int64_t(shape.size()); ++k)
+      if (k != axis) size.push_back(shape[size_t(k)]), sin.push_back(si[size_t(k)]), sout.push_back(so[size_t(k)]);
+    idx.assign(size.size(), 0);
+    for (size_t k = size.size(); k-- > 0;) {
+      idx[k] = first % size[k];
+      first /= size[k];
+      in += idx[k] * sin[k];
+      out += idx[k] * sout[k];
+    }
+  }
+  void next() {
+    for (size_t k = size.size(); k-- > 0;) {
+      in += sin[k];
+      out += sout[k];
+      if (++idx[k] < size[k]) return;
+      in -= size[k] * sin[k];
+      out -= size[k] * sout[k];
+      idx[k] = 0;
+    }
+  }
+};
+
+/// A 1-D pass of `kind` along `axis`: `len` points per line (the real side's for r2c/c2r),
+/// `shape` the input side's sizes. The lines are split over the threads in contiguous ranges;
+/// each thread transforms VLEN lines at a time (one per SIMD lane, pocketfft's multi-line
+/// form) in a buffer it keeps (thread_buffer), the remaining lines one by one.
+template <class T>
+void batched(tp::fft::Kind kind, const Shape& shape, const Shape& si, const Shape& so, int64_t axis, int64_t len,
+             const char* in, char* out, bool forward, T fct) {
+  using tp::fft::Kind;
+  using V = pd::vtype_t<T>;
+  constexpr int64_t L = int64_t(kLanes<T>);
+  const int64_t lines = shape[size_t(axis)] ? prod(shape) / shape[size_t(axis)] : 0;
+  if (lines == 0) return;
+  const int64_t ai = si[size_t(axis)], ao = so[size_t(axis)];
+  std::shared_ptr<pd::pocketfft_c<T>> pc;
+  std::shared_ptr<pd::pocketfft_r<T>> pr;
+  if (kind == Kind::C2C)
+    pc = pd::get_plan<pd::pocketfft_c<T>>(size_t(len));
+  else
+    pr = pd::get_plan<pd::pocketfft_r<T>>(size_t(len));
+  const int64_t grain = std::max<int64_t>(L, (int64_t(1) << 16) / std::max<int64_t>(len, 1) + 1);
+  parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
+    LineWalk w(shape, si, so, axis, lo);
+    int64_t io[L], oo[L];
+    auto cin = [&](int64_t base, int64_t i) { return *reinterpret_cast<const cmplx<T>*>(in + base + i * ai); };
+    auto rin = [&](int64_t base, int64_t i) { return *reinterpret_cast<const T*>(in + base + i * ai); };
+    auto cout_ = [&](int64_t base, int64_t i) { return reinterpret_cast<cmplx<T>*>(out + base + i * ao); };
+    auto rout = [&](int64_t base, int64_t i) { return reinterpret_cast<T*>(out + base + i * ao); };
+    int64_t l = lo;
+    if (kind == Kind::C2C) {
+      cmplx<V>* buf = thread_buffer<cmplx<V>, 2>(len);
+      for (; l + L <= hi; l += L) {
+        for (int64_t j = 0; j < L; ++j, w.next()) io[j] = w.in, oo[j] = w.out;
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < L; ++j) {
+            const cmplx<T> v = cin(io[j], i);
+            buf[i].r[j] = v.r;
+            buf[i].i[j] = v.i;
+          }
+        pc->exec(buf, fct, forward);
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < L; ++j) *cout_(oo[j], i) = cmplx<T>(buf[i].r[j], buf[i].i[j]);
+      }
+      cmplx<T>* b1 = reinterpret_cast<cmplx<T>*>(buf);
+      for (; l < hi; ++l, w.next()) {
+        for (int64_t i = 0; i < len; ++i) b1[i] = cin(w.in, i);
+        pc->exec(b1, fct, forward);
+        for (int64_t i = 0; i < len; ++i) *cout_(w.out, i) = b1[i];
+      }
+    } else if (kind == Kind::R2C) {
+      // pocketfft's real transform leaves r0, r1, i1, r2, i2, ... (i of n/2 absent for even n)
+      V* buf = thread_buffer<V, 2>(len);
+      for (; l + L <= hi; l += L) {
+        for (int64_t j = 0; j < L; ++j, w.next()) io[j] = w.in, oo[j] = w.out;
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t j = 0; j < L; ++j) buf[i][j] = rin(io[j], i);
+        pr->exec(buf, fct, true);
+        for (int64_t j = 0; j < L; ++j) *cout_(oo[j], 0) = cmplx<T>(buf[0][j], T(0));
+        int64_t i = 1, k = 1;
+        for (; i < len - 1; i += 2, ++k)
+          for (int64_t j = 0; j < L; ++j) *cout_(oo[j], k) = cmplx<T>(buf[i][j], buf[i + 1][j]);
+        if (i < len)
+          for (int64_t j = 0; j < L; ++j) *cout_(oo[j], k) = cmplx<T>(buf[i][j], T(0));
+      }
+      T* b1 = reinterpret_cast<T*>(buf);
+      for (; l < hi; ++l, w.next()) {
+        for (int64_t i = 0; i < len; ++i) b1[i] = rin(w.in, i);
+        pr->exec(b1, fct, true);
+        *cout_(w.out, 0) = cmplx<T>(b1[0], T(0));
+        int64_t i = 1, k = 1;
+        for (; i < len - 1; i += 2, ++k) *cout_(w.out, k) = cmplx<T>(b1[i], b1[i + 1]);
+        if (i < len) *cout_(w.out, k) = cmplx<T>(b1[i], T(0));
+      }
+    } else {
+      // C2R: the inverse of that packing (imaginary parts of bins 0 and n/2 ignored)
+      V* buf = thread_buffer<V, 2>(len);
+      for (; l + L <= hi; l += L) {
+        for (int64_t j = 0; j < L; ++j, w.next()) io[j] = w.in, oo[j] = w.out;
+        for (int64_t j = 0; j < L; ++j) buf[0][j] = cin(io[j], 0).r;
+        int64_t i = 1, k = 1;
+        for (; i < len - 1; i += 2, ++k)
+          for (int64_t j = 0; j < L; ++j) {
+            const cmplx<T> v = cin(io[j], k);
+            buf[i][j] = v.r;
+            buf[i + 1][j] = v.i;
+          }
+        if (i < len)
+          for (int64_t j = 0; j < L; ++j) buf[i][j] = cin(io[j], k).r;
+        pr->exec(buf, fct, false);
+        for (int64_t i2 = 0; i2 < len; ++i2)
+          for (int64_t j = 0; j < L; ++j) *rout(oo[j], i2) = buf[i2][j];
+      }
+      T* b1 = reinterpret_cast<T*>(buf);
+      for (; l < hi; ++l, w.next()) {
+        b1[0] = cin(w.in, 0).r;
+        int64_t i = 1, k = 1;
+        for (; i < len - 1; i += 2, ++k) {
+          const cmplx<T> v = cin(w.in, k);
+          b1[i] = v.r;
+          b1[i + 1] = v.i;
+        }
+        if (i < len) b1[i] = cin(w.in, k).r;
+        pr->exec(b1, fct, false);
+        for (int64_t i2 = 0; i2 < len; ++i2) *rout(w.out, i2) = b1[i2];
+      }
+    }
+  });
 }
 
 /// One length-(n1*n2) complex transform, x (byte stride sx) into y (byte stride sy), in
@@ -198,13 +316,12 @@ void four_step(const char* x, int64_t sx, char* y, int64_t sy, int64_t n1, int64
   constexpr int64_t L = int64_t(kLanes<T>);
   auto p1 = pd::get_plan<pd::pocketfft_c<T>>(size_t(n1));
   auto p2 = pd::get_plan<pd::pocketfft_c<T>>(size_t(n2));
-  auto at = [](const char* base, int64_t i, int64_t s) { return reinterpret_cast<const cmplx<T>*>(base + i * s); };
   // Each task takes kBlock vectors of lines (kBlock * L adjacent columns or rows), so every
   // strided gather (1) and transposed scatter (2) moves 4 cache lines per row, not one.
   constexpr int64_t kBlock = 4, W = kBlock * L;
   // (1) columns c0 .. c0+W-1: transform over n1, times w^(k1 n2), into t[k1][n2]
   parallel_for(0, (n2 + W - 1) / W, std::max<int64_t>(1, 16384 / (n1 * W)), [&](int64_t lo, int64_t hi) {
-    pd::arr<cmplx<V>> buf{size_t(kBlock * n1)};
+    cmplx<V>* buf = thread_buffer<cmplx<V>, 1>(kBlock * n1);
     for (int64_t b = lo; b < hi; ++b) {
       const int64_t c0 = b * W, w = std::min(W, n2 - c0), nv = (w + L - 1) / L;
       if (w < nv * L)  // a last, partial vector: its unused lanes zero
@@ -218,7 +335,7 @@ void four_step(const char* x, int64_t sx, char* y, int64_t sy, int64_t n1, int64
           d.i[c % L] = v.i;
         }
       }
-      for (int64_t m = 0; m < nv; ++m) p1->exec(buf.data() + m * n1, T(1), forward);
+      for (int64_t m = 0; m < nv; ++m) p1->exec(buf + m * n1, T(1), forward);
       const T sgn = forward ? T(-1) : T(1);  // the table holds exp(+...)
       for (int64_t k = 0; k < n1; ++k) {
         const cmplx<T>* wr = tw + k * n2 + c0;
@@ -245,21 +362,21 @@ void four_step(const char* x, int64_t sx, char* y, int64_t sy, int64_t n1, int64
   });
   // (2) rows r0 .. r0+W-1: transform over n2, written to y[k1 + n1 k2]
   parallel_for(0, (n1 + W - 1) / W, std::max<int64_t>(1, 16384 / (n2 * W)), [&](int64_t lo, int64_t hi) {
-    pd::arr<cmplx<V>> buf{size_t(kBlock * n2)};
+    cmplx<V>* buf = thread_buffer<cmplx<V>, 1>(kBlock * n2);
     for (int64_t b = lo; b < hi; ++b) {
       const int64_t r0 = b * W, w = std::min(W, n1 - r0), nv = (w + L - 1) / L;
       if (w < nv * L)
         for (int64_t i = 0; i < nv * n2; ++i) buf[size_t(i)].r = buf[size_t(i)].i = V{};
       for (int64_t r = 0; r < w; ++r) {
         const cmplx<T>* row = t + (r0 + r) * n2;
-        cmplx<V>* d = buf.data() + (r / L) * n2;
+        cmplx<V>* d = buf + (r / L) * n2;
         const int64_t j = r % L;
         for (int64_t i = 0; i < n2; ++i) {
           d[i].r[j] = row[i].r;
           d[i].i[j] = row[i].i;
         }
       }
-      for (int64_t m = 0; m < nv; ++m) p2->exec(buf.data() + m * n2, fct, forward);
+      for (int64_t m = 0; m < nv; ++m) p2->exec(buf + m * n2, fct, forward);
       for (int64_t k = 0; k < n2; ++k) {
         char* dst = y + (k * n1 + r0) * sy;
         for (int64_t r = 0; r < w; ++r) {
@@ -289,7 +406,7 @@ void c2c_pass(const Shape& shape, const Shape& si, const Shape& so, int64_t axis
               char* out, T fct) {
   if (auto [n1, n2] = four_step_plan<T>(shape, axis); n1) {
     auto tw = twiddles<T>(n1, n2);
-    cmplx<T>* t = four_step_scratch<T>(n1 * n2);
+    cmplx<T>* t = thread_buffer<cmplx<T>, 0>(n1 * n2);
     // each line (fewer than a vector's worth per thread) in turn
     const int64_t nd = int64_t(shape.size()), lines = prod(shape) / shape[size_t(axis)];
     for (int64_t l = 0; l < lines; ++l) {
@@ -305,10 +422,7 @@ void c2c_pass(const Shape& shape, const Shape& si, const Shape& so, int64_t axis
     }
     return;
   }
-  over_lines<T>(shape, si, so, axis, in, out, [&](const Shape& sub, const char* a, char* b) {
-    pocketfft::c2c(ushape(sub), sstride(si), sstride(so), {size_t(axis)}, forward,
-                   reinterpret_cast<const std::complex<T>*>(a), reinterpret_cast<std::complex<T>*>(b), fct, 1);
-  });
+  batched<T>(tp::fft::Kind::C2C, shape, si, so, axis, shape[size_t(axis)], in, out, forward, fct);
 }
 
 /// The half-spectrum's sizes: the last axis's n/2+1.
@@ -333,10 +447,7 @@ void run(const tp::fft::CpuTransform& t) {
   }
   const int64_t last = t.axes[na - 1];
   if (t.kind == Kind::R2C) {
-    over_lines<T>(shape, t.stride_in, t.stride_out, last, in, out, [&](const Shape& sub, const char* a, char* b) {
-      pocketfft::r2c(ushape(sub), sstride(t.stride_in), sstride(t.stride_out), size_t(last), t.forward,
-                     reinterpret_cast<const T*>(a), reinterpret_cast<std::complex<T>*>(b), T(t.fct), 1);
-    });
+    batched<T>(Kind::R2C, shape, t.stride_in, t.stride_out, last, shape[size_t(last)], in, out, true, T(t.fct));
     const Shape hs = halved(shape, last);
     for (size_t i = 0; i + 1 < na; ++i)
       c2c_pass<T>(hs, t.stride_out, t.stride_out, t.axes[i], t.forward, out, out, T(1));
@@ -362,12 +473,7 @@ void run(const tp::fft::CpuTransform& t) {
     src = reinterpret_cast<const char*>(scratch.data());
     ss = dense;
   }
-  over_lines<T>(hs, ss, t.stride_out, last, src, out, [&](const Shape& sub, const char* a, char* b) {
-    Shape full = sub;
-    full[size_t(last)] = shape[size_t(last)];
-    pocketfft::c2r(ushape(full), sstride(ss), sstride(t.stride_out), size_t(last), t.forward,
-                   reinterpret_cast<const std::complex<T>*>(a), reinterpret_cast<T*>(b), T(t.fct), 1);
-  });
+  batched<T>(Kind::C2R, hs, ss, t.stride_out, last, shape[size_t(last)], src, out, false, T(t.fct));
 }
 
 void fft_kernel(const tp::fft::CpuTransform& t) {
