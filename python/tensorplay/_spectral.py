@@ -3,8 +3,8 @@ primitives of tp.fft, with PyTorch's arguments, defaults, checks and result layo
 
 stft frames the (optionally centred, padded) signal with ``unfold``, multiplies each frame
 by the window (zero-padded to n_fft, centred) and transforms the frames; istft inverts each
-frame, windows it again and overlap-adds the frames with ``fold``, dividing by the overlap-
-added squared window (the least-squares inverse of Griffin and Lim)."""
+frame, windows it again and overlap-adds the frames (_overlap_add), dividing by the
+overlap-added squared window (the least-squares inverse of Griffin and Lim)."""
 import warnings
 
 from tensorplay import _C
@@ -153,19 +153,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
             _C.real(_fft.ifft(spec, n=n_fft, dim=-1, norm=norm)).contiguous()
     frames = frames * w  # (B, n_frames, n_fft)
     expected = n_fft + hop * (n_frames - 1)
-
-    def overlap_add(f):  # (B, n_frames, n_fft) -> (B, expected)
-        if f.dtype.is_complex:
-            r = overlap_add(_C.real(f).contiguous())
-            i = overlap_add(_C.imag(f).contiguous())
-            return _C.complex(r, i)
-        cols = f.transpose(1, 2)  # (B, n_fft, n_frames)
-        return F.fold(cols, output_size=(1, expected), kernel_size=(1, n_fft), stride=(1, hop)).reshape(
-            f.shape[0], expected)
-
-    y = overlap_add(frames)
-    wsq = (w.abs() ** 2 if w.dtype.is_complex else w * w)
-    env = overlap_add(wsq.expand(1, n_frames, n_fft).contiguous())
+    y = _overlap_add(frames, hop)
+    env = _window_envelope(w, hop, n_frames, expected)
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + length
@@ -174,7 +163,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     end_c = min(end, expected)
     y = y.narrow(-1, start, max(end_c - start, 0))
     env = env.narrow(-1, start, max(end_c - start, 0))
-    if env.numel() and bool((env.abs() < 1e-11).any()):
+    if env.numel() and bool(env.min() < 1e-11):  # env is a sum of squares: never negative
         raise RuntimeError("istft: window overlap add min: 1e-11 not met (the window's overlap-added square is "
                            "zero somewhere: a window that vanishes, or hop_length too long for it)")
     y = y / env
@@ -183,3 +172,35 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if input.dim() == 2:
         y = y.squeeze(0)
     return y
+
+
+def _overlap_add(frames, hop):
+    """(B, n_frames, n_fft) frames overlap-added ``hop`` apart: (B, n_fft + hop (n_frames - 1)).
+
+    The result as rows of ``hop`` samples: frame f's piece r (samples [r hop, (r+1) hop)) adds
+    to row f + r, so R = ceil(n_fft / hop) strided in-place adds of n_frames rows each do what
+    ``fold`` did (8 ms for 1M samples; this is about R copies' time)."""
+    b, n_frames, n_fft = frames.shape
+    r_count = -(-n_fft // hop)
+    out = _C.zeros([b, n_frames + r_count - 1, hop], dtype=frames.dtype, device=frames.device)
+    for r in range(r_count):
+        width = min(hop, n_fft - r * hop)
+        out.narrow(1, r, n_frames).narrow(2, 0, width).add_(frames.narrow(2, r * hop, width))
+    return out.reshape(b, -1).narrow(1, 0, n_fft + hop * (n_frames - 1))
+
+
+def _window_envelope(w, hop, n_frames, expected):
+    """The squared window overlap-added as n_frames frames would be: (1, expected). Rows of
+    ``hop`` samples as in _overlap_add; every row that all R pieces of the window reach is the
+    same sum, so only the first and last R - 1 rows are partial sums."""
+    n_fft = w.shape[0]
+    wsq = (w.abs() ** 2 if w.dtype.is_complex else w * w)
+    r_count = -(-n_fft // hop)
+    if n_frames < r_count:  # no full row: overlap-add it as the frames
+        return _overlap_add(wsq.expand(1, n_frames, n_fft), hop)
+    pieces = _C.constant_pad_nd(wsq, [0, r_count * hop - n_fft], 0.0).reshape(r_count, hop)
+    head = pieces.cumsum(0)  # row q < R: pieces 0..q
+    tail = pieces.flip(0).cumsum(0).flip(0)  # row n_frames - 1 + q: pieces q..R-1
+    rows = _C.cat([head.narrow(0, 0, r_count - 1), head.narrow(0, r_count - 1, 1).expand(n_frames - r_count + 1, hop),
+                   tail.narrow(0, 1, r_count - 1)], 0)
+    return rows.reshape(1, -1).narrow(1, 0, expected)

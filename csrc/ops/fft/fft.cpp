@@ -6,13 +6,12 @@
 // Note [pocketfft]
 // pocketfft plans a transform per length (radix 2/3/4/5/7/11 passes, Bluestein for large
 // prime factors), caches the last plans (POCKETFFT_CACHE_SIZE), takes any strides in bytes
-// and multi-dimensional transforms pass by pass. Its own thread pool spreads a transform's
-// independent 1-D lines over `nthreads` (tp.get_num_threads()); a single long 1-D transform
-// runs on one thread. It is compiled here at the library's baseline level: it vectorises
-// across lines with GCC vector extensions at the compile target's width (SSE2 here), and the
-// per-level kernel files cannot hold it, since its std:: instantiations would then be shared
-// between the levels (Note [CPU capability]).
+// and vectorises across lines (one line per SIMD lane). It runs in fft_kernel.cpp, compiled
+// per CPU capability level, threaded by our pool and with the four-step split of long 1-D
+// transforms (Note [FFT on the CPU] there); this file only plans the result's layout and
+// hands the strides over.
 #include "ops/fft/fft.h"
+#include "ops/fft/fft_cpu.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,12 +25,11 @@
 #include "ops/shape_utils.h"
 #include "tensorplay/ops_api.h"
 
-#define POCKETFFT_CACHE_SIZE 16
-#define POCKETFFT_PTHREADS  // fork handlers: DataLoader workers fork after an FFT ran
-#include <pocketfft_hdronly.h>
 
 namespace tp {
 namespace fft {
+
+constinit cpu::KernelStub<CpuFftFn> fft_cpu_stub;
 
 Layout plan(const char* op, Kind kind, const Tensor& self, IntArrayRef dim, int64_t last_dim_size) {
   const int64_t nd = self.dim();
@@ -98,17 +96,24 @@ double norm_factor(int64_t mode, int64_t n) {
 
 namespace {
 
-pocketfft::shape_t shape_of(IntArrayRef sizes) { return pocketfft::shape_t(sizes.begin(), sizes.end()); }
-
-pocketfft::stride_t byte_strides(const Tensor& t) {
-  pocketfft::stride_t s(size_t(t.dim()));
-  for (int64_t d = 0; d < t.dim(); ++d) s[size_t(d)] = t.stride(d) * int64_t(t.itemsize());
-  return s;
+/// A CPU transform of `kind` from self into result over `dims`; `shape` is the signal's.
+CpuTransform transform(Kind kind, const Tensor& self, const Tensor& result, const DimVector& dims, IntArrayRef shape,
+                       bool forward, double fct) {
+  CpuTransform t;
+  t.kind = kind;
+  t.is_double = self.dtype() == DType::Float64 || self.dtype() == DType::Complex128;
+  t.forward = forward;
+  t.shape.assign(shape.begin(), shape.end());
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    t.stride_in.push_back(self.stride(d) * int64_t(self.itemsize()));
+    t.stride_out.push_back(result.stride(d) * int64_t(result.itemsize()));
+  }
+  t.axes.assign(dims.begin(), dims.end());
+  t.in = self.data_ptr();
+  t.out = result.data_ptr();
+  t.fct = fct;
+  return t;
 }
-
-pocketfft::shape_t axes_of(const DimVector& dims) { return pocketfft::shape_t(dims.begin(), dims.end()); }
-
-size_t fft_threads() { return size_t(std::max(1, get_num_threads())); }
 
 int64_t signal_numel(IntArrayRef sizes, const DimVector& dims) {
   int64_t n = 1;
@@ -183,16 +188,7 @@ Tensor fft_c2c_impl(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   Tensor result = fft::make_output(self, L, self.dtype());
   if (is_meta(self) || result.numel() == 0) return fft::finish(result, out);
   const double fct = fft::norm_factor(normalization, fft::signal_numel(self.sizes(), L.dims));
-  auto shape = fft::shape_of(self.sizes());
-  auto sin = fft::byte_strides(self), sout = fft::byte_strides(result);
-  if (self.dtype() == DType::Complex64)
-    pocketfft::c2c(shape, sin, sout, fft::axes_of(L.dims), forward,
-                   reinterpret_cast<const std::complex<float>*>(self.data_ptr()),
-                   reinterpret_cast<std::complex<float>*>(result.data_ptr()), float(fct), fft::fft_threads());
-  else
-    pocketfft::c2c(shape, sin, sout, fft::axes_of(L.dims), forward,
-                   reinterpret_cast<const std::complex<double>*>(self.data_ptr()),
-                   reinterpret_cast<std::complex<double>*>(result.data_ptr()), fct, fft::fft_threads());
+  fft::fft_cpu_stub(fft::transform(Kind::C2C, self, result, L.dims, self.sizes(), forward, fct));
   return fft::finish(result, out);
 }
 
@@ -203,18 +199,9 @@ Tensor fft_r2c_impl(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   Tensor result = fft::make_output(self, L, to_complex_dtype(self.dtype()));
   if (is_meta(self) || result.numel() == 0) return fft::finish(result, out);
   const double fct = fft::norm_factor(normalization, fft::signal_numel(self.sizes(), L.dims));
-  auto shape = fft::shape_of(self.sizes());
-  auto sin = fft::byte_strides(self), sout = fft::byte_strides(result);
-  // two-sided: pocketfft writes the first n/2+1 frequencies into the full result, whose
+  // two-sided: the kernel writes the first n/2+1 frequencies into the full result, whose
   // other half follows from the symmetry of a real signal's spectrum
-  if (self.dtype() == DType::Float32)
-    pocketfft::r2c(shape, sin, sout, fft::axes_of(L.dims), pocketfft::FORWARD,
-                   reinterpret_cast<const float*>(self.data_ptr()),
-                   reinterpret_cast<std::complex<float>*>(result.data_ptr()), float(fct), fft::fft_threads());
-  else
-    pocketfft::r2c(shape, sin, sout, fft::axes_of(L.dims), pocketfft::FORWARD,
-                   reinterpret_cast<const double*>(self.data_ptr()),
-                   reinterpret_cast<std::complex<double>*>(result.data_ptr()), fct, fft::fft_threads());
+  fft::fft_cpu_stub(fft::transform(Kind::R2C, self, result, L.dims, self.sizes(), true, fct));
   if (!onesided) fft::fill_conjugate_symmetry(result, L);
   return fft::finish(result, out);
 }
@@ -224,18 +211,9 @@ Tensor fft_c2r_impl(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   Tensor result = fft::make_output(self, L, to_real_dtype(self.dtype()));
   if (is_meta(self) || result.numel() == 0) return fft::finish(result, out);
   const double fct = fft::norm_factor(normalization, fft::signal_numel(L.out_sizes, L.dims));
-  auto shape = fft::shape_of(L.out_sizes);
-  auto sin = fft::byte_strides(self), sout = fft::byte_strides(result);
-  // pocketfft's multi-dim c2r transforms the leading dims into a scratch copy first, so the
-  // input is never written (PyTorch's MKL path clones it for the same reason)
-  if (self.dtype() == DType::Complex64)
-    pocketfft::c2r(shape, sin, sout, fft::axes_of(L.dims), pocketfft::BACKWARD,
-                   reinterpret_cast<const std::complex<float>*>(self.data_ptr()),
-                   reinterpret_cast<float*>(result.data_ptr()), float(fct), fft::fft_threads());
-  else
-    pocketfft::c2r(shape, sin, sout, fft::axes_of(L.dims), pocketfft::BACKWARD,
-                   reinterpret_cast<const std::complex<double>*>(self.data_ptr()),
-                   reinterpret_cast<double*>(result.data_ptr()), fct, fft::fft_threads());
+  // the leading dims are transformed into a scratch copy first, so the input is never
+  // written (PyTorch's MKL path clones it for the same reason)
+  fft::fft_cpu_stub(fft::transform(Kind::C2R, self, result, L.dims, L.out_sizes, false, fct));
   return fft::finish(result, out);
 }
 
