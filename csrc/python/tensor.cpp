@@ -416,14 +416,31 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       throw nb::type_error("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     return tp::bitwise_not(a);
   });
-  // fill_(tensor) of more than one element: one-element tensors matched the generated
-  // fill_(Scalar) overload registered before this one.
-  // A 0-dim value the Scalar overload could not read (on a GPU) is broadcast by copy_.
-  cls.def("fill_", [](const Tensor& self, const Tensor& value) -> Tensor {
-    if (value.dim() == 0) return tp::copy_(self, value);
-    TP_FAIL("fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
-            value.dim(), " dimensions.");
-  }, nb::arg("value"));
+  // Note [fill_ with a tensor value]
+  // PyTorch's fill_.Tensor copies its 0-d value into self (copy_: any dtype, the value's
+  // gradient, and the written-to tensor's overlap check: an expanded self raises "unsupported
+  // operation: more than one element of the written-to tensor refers to a single memory
+  // location"), where fill_.Scalar is idempotent and takes an expanded self. The generated
+  // fill_(Scalar) binding would read a 0-d tensor as a number, so the tensor overload is
+  // registered in front of it (both, for the method and for tp.fill_).
+  auto fill_tensor = [](nb::handle_t<Tensor> self_obj, const Tensor& value) -> nb::handle {
+    const Tensor& self = nb::cast<const Tensor&>(self_obj);
+    TP_CHECK(value.dim() == 0, "fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
+             value.dim(), " dimensions.");
+    tp::copy_(self, value);
+    return self_obj;
+  };
+  auto fill_scalar = [](nb::handle_t<Tensor> self_obj, Scalar value) -> nb::handle {
+    tp::fill_(nb::cast<const Tensor&>(self_obj), value);
+    return self_obj;
+  };
+  nb::delattr(cls, "fill_");
+  cls.def("fill_", fill_tensor, nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
+  cls.def("fill_", fill_scalar, nb::arg("value"), nb::rv_policy::reference);
+  nb::delattr(m, "fill_");
+  m.def("fill_", fill_tensor, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference,
+        "Fills self with `value`.");
+  m.def("fill_", fill_scalar, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference);
   cls.def("__pos__", [](const Tensor& a) {
     TP_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
     return a;

@@ -1300,3 +1300,191 @@ def test_fuzz4_followups(case):
         a = lib.arange(3.).expand(2, 3)
         return lib.kron(a, o(2, 2), out=a).shape
     _same_outcome(call)
+
+
+# ------------------------------------------------------------------ fuzzfix (issue: open F cases)
+def _raised_both(fn, gist):
+    """fn raises the same exception class in torch and tensorplay, both messages holding `gist`."""
+    errors = []
+    for lib in (torch, tp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            with pytest.raises(Exception) as info:
+                fn(lib)
+        errors.append(info.value)
+    assert type(errors[1]).__name__ == type(errors[0]).__name__, errors
+    assert all(gist in str(e) for e in errors), errors
+
+
+def _conv(lib, x, w, b=None, transposed=False, groups=1):
+    n = x.dim() - 2
+    return lib.convolution(x, w, b, [1] * n, [0] * n, [1] * n, transposed, [0] * n, groups)
+
+
+def _z(lib, *shape, dtype='float32', fill=0):
+    return lib.full(shape, fill, dtype=getattr(lib, dtype))
+
+
+# F15: an empty batch goes through PyTorch's "empty" backend: no kernel dtype checks, the dtype
+# of the input times the weight's 0-d first element, the bias' first element added in place
+@pytest.mark.parametrize('case', [
+    ('uint8', 'float64', None, False), ('float32', 'bool', None, False), ('int32', 'float64', None, True),
+    ('int32', 'int32', 'bool', False), ('uint8', 'uint8', 'int64', True), ('float16', 'float16', 'float64', False)])
+def test_conv_of_an_empty_batch_takes_promoted_dtype(case):
+    x_dt, w_dt, b_dt, transposed = case
+    w_shape = (4, 2, 3) if transposed else (2, 4, 3)
+    _same_result(lambda lib: _conv(lib, _z(lib, 0, 4, 5, dtype=x_dt), _z(lib, *w_shape, dtype=w_dt),
+                                   None if b_dt is None else _z(lib, 2, dtype=b_dt), transposed))
+
+
+@pytest.mark.parametrize('case', [
+    ('empty-weight', "select(): index 0 out of range"), ('empty-weight-T', "select(): index 0 out of range"),
+    ('float-bias-into-uint8', "result type Float can't be cast to the desired output type Byte")])
+def test_conv_of_an_empty_batch_errors(case):
+    name, gist = case
+    def call(lib):
+        if name == 'empty-weight':
+            return _conv(lib, _z(lib, 0, 4, 5), _z(lib, 2, 4, 0))
+        if name == 'empty-weight-T':
+            return _conv(lib, _z(lib, 0, 4, 5, 4), _z(lib, 4, 2, 3, 0), transposed=True)
+        return _conv(lib, _z(lib, 0, 4, 5, dtype='uint8'), _z(lib, 2, 4, 3, dtype='uint8'), _z(lib, 2))
+    _raised_both(call, gist)
+
+
+def test_conv_of_an_empty_batch_with_empty_spatial_dims():
+    _same_result(lambda lib: lib.nn.functional.conv1d(_z(lib, 0, 4, 0), _z(lib, 2, 4, 1), padding=1))
+
+
+# F15: a bias of another dtype than the input: oneDNN's float32 / bfloat16 convolutions and
+# slow_conv_transpose3d refuse it, slow_conv_transpose2d adds one of the same or a lower kind in
+# place, the plain slow kernels cast it
+@pytest.mark.parametrize('case', [
+    ('float64', 'bfloat16', False, 1), ('float64', 'int32', True, 1), ('int64', 'bool', True, 2),
+    ('int64', 'float32', False, 1), ('int64', 'float64', False, 3), ('float16', 'float64', True, 1),
+    ('float16', 'int64', False, 2), ('int32', 'float64', False, 2), ('bfloat16', 'float32', True, 2)])
+def test_conv_bias_of_another_dtype_accepted(case):
+    x_dt, b_dt, transposed, nsp = case
+    sp, ks = (5,) * nsp, (3,) * nsp
+    w_shape = ((4, 2) if transposed else (2, 4)) + ks
+    _same_result(lambda lib: _conv(lib, _z(lib, 1, 4, *sp, dtype=x_dt, fill=1), _z(lib, *w_shape, dtype=x_dt, fill=1),
+                                   _z(lib, 2, dtype=b_dt, fill=3), transposed))
+
+
+@pytest.mark.parametrize('case', [
+    ('float32', 'float64', False, 1, 2, 'should be the same'), ('float32', 'int64', True, 2, 2, 'should be the same'),
+    ('float64', 'float32', True, 3, 1, 'expected scalar type Double but found Float'),
+    ('int64', 'float32', True, 1, 1, "result type Float can't be cast to the desired output type Long")])
+def test_conv_bias_of_another_dtype_refused(case):
+    x_dt, b_dt, transposed, nsp, n, gist = case
+    sp, ks = (5,) * nsp, (3,) * nsp
+    w_shape = ((4, 2) if transposed else (2, 4)) + ks
+    _raised_both(lambda lib: _conv(lib, _z(lib, n, 4, *sp, dtype=x_dt, fill=1), _z(lib, *w_shape, dtype=x_dt, fill=1),
+                                   _z(lib, 2, dtype=b_dt), transposed), gist)
+
+
+# F15: a transposed convolution checks weight's dim 0 against groups as the plain one does
+@pytest.mark.parametrize('case', [((1, 4, 5), (4, 2, 3), 5, 'expected weight to be at least 5 at dimension 0'),
+                                  ((1, 6, 5), (6, 2, 3), 4, 'expected weight to be divisible by 4 at dimension 0'),
+                                  ((0, 4, 5), (4, 2, 3), 5, 'expected weight to be at least 5')])
+def test_conv_transpose_checks_groups_against_weight(case):
+    x, w, groups, gist = case
+    _raised_both(lambda lib: _conv(lib, _z(lib, *x), _z(lib, *w), transposed=True, groups=groups), gist)
+
+
+# F13: fill_ with a 0-d tensor value copies it (PyTorch's fill_.Tensor): an expanded self is
+# refused where fill_ with a number fills it
+@pytest.mark.parametrize('case', ['tensor-expanded', 'function-expanded', 'number-expanded', 'tensor-1x1',
+                                  'tensor-empty-expanded', 'float-into-int16', 'tensor-1d'])
+def test_fill_with_a_tensor_value(case):
+    def call(lib):
+        e = lib.ones(3).expand(2, 3)
+        if case == 'tensor-expanded':
+            return e.fill_(lib.tensor(2.))
+        if case == 'function-expanded':
+            return lib.fill_(e, lib.tensor(2.))
+        if case == 'number-expanded':
+            return e.fill_(2)
+        if case == 'tensor-1x1':
+            return lib.ones(1).expand(1, 1).fill_(lib.tensor(2.))
+        if case == 'tensor-empty-expanded':
+            return lib.ones(0).expand(2, 0).fill_(lib.tensor(2.))
+        if case == 'float-into-int16':
+            return lib.ones(3, dtype=lib.int16).fill_(lib.tensor(2.7))
+        return lib.ones(3).fill_(lib.tensor([2.]))
+    _same_result(call)
+
+
+def test_fill_with_a_tensor_value_message_and_gradient():
+    _raised_both(lambda lib: lib.ones(3).expand(2, 3).fill_(lib.tensor(2.)),
+                 'more than one element of the written-to tensor refers to a single memory location')
+    grads = []
+    for lib in (torch, tp):
+        v = lib.tensor(2., requires_grad=True)
+        x = lib.zeros(3).fill_(v)
+        (x * lib.tensor([1., 2., 3.])).sum().backward()
+        grads.append(v.grad.item())
+    assert grads[0] == grads[1] == 6.0
+
+
+# F10 / F6: pinv and matrix_rank of an empty input return before the tolerances are broadcast
+# (and pinv before a hermitian input is checked square; matrix_rank's rtol path before its dtype
+# check); a number atol alone reads A.size(-2) first (pinv, and matrix_rank with out=)
+@pytest.mark.parametrize('fn', ['pinv', 'matrix_rank'])
+@pytest.mark.parametrize('shape,dtype', [((), 'float32'), ((3,), 'float32'), ((0, 4), 'float32'), ((4, 0), 'int32'),
+                                         ((2, 0, 3), 'float64'), ((0, 4, 4), 'float32')])
+@pytest.mark.parametrize('hermitian', [False, True])
+@pytest.mark.parametrize('tols', [{}, {'atol': 1.5}, {'rtol': 0.5}, {'atol': 'T3'}, {'rtol': 'T21'}, {'tol': 0.5}])
+@pytest.mark.parametrize('out', [None, 'int64', 'float32'])
+def test_pinv_matrix_rank_of_empty_and_vector_inputs(fn, shape, dtype, hermitian, tols, out):
+    def call(lib):
+        k = {a: (lib.tensor([0.5, 1.5, 2.5]) if v == 'T3' else lib.ones(2, 1) if v == 'T21' else v)
+             for a, v in tols.items()}
+        if 'tol' in k and fn == 'pinv':
+            k = {'rcond': k.pop('tol')}
+        if out:
+            k['out'] = lib.empty(0, dtype=getattr(lib, out))
+        r = getattr(lib.linalg, fn)(lib.ones(shape, dtype=getattr(lib, dtype)), hermitian=hermitian, **k)
+        return r.dtype, tuple(r.shape)
+    t, l = _same_outcome(call)
+    if not isinstance(t, str):
+        assert str(l[0]).split('.')[-1] == str(t[0]).split('.')[-1] and l[1] == t[1]
+
+
+# F13: masked_fill_ writes the value where the mask holds only, so an expanded self is taken
+# (PyTorch skips the overlap check: the result is the same in any order); nan_to_num_ of an
+# integer or bool tensor writes nothing (an expanded self passes; a float one is refused), and
+# nan_to_num(out=) of one resizes out= contiguously before copying
+@pytest.mark.parametrize('case', ['mask-2d', 'mask-all', 'value-tensor', 'stepped-bf16', 'mask-int', 'mask-bad-shape'])
+def test_masked_fill_into_an_expanded_tensor(case):
+    def call(lib):
+        e = lib.tensor([1., 2., 3.]).expand(2, 3)
+        if case == 'mask-2d':
+            return e.masked_fill_(lib.tensor([[True, False, True], [False, False, False]]), 5.)
+        if case == 'mask-all':
+            return e.masked_fill_(lib.tensor(True), 5.)
+        if case == 'value-tensor':
+            return e.masked_fill_(lib.tensor([False, False, True]), lib.tensor(-1.))
+        if case == 'stepped-bf16':
+            x = lib.arange(24.).to(lib.bfloat16).as_strided((4, 6), (6, 0))
+            return x.masked_fill_(lib.arange(48).remainder(3).eq(0).as_strided((4, 6), (12, 2)), lib.tensor(1.))
+        if case == 'mask-int':
+            return e.masked_fill_(lib.tensor([1, 0, 1]), 5.)
+        return e.masked_fill_(lib.tensor([True, False]), 5.)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16', 'int32', 'uint8', 'bool'])
+def test_nan_to_num_in_place_on_an_expanded_tensor(dtype):
+    _same_result(lambda lib: lib.tensor([1., 0., 3.]).to(getattr(lib, dtype)).expand(2, 3).nan_to_num_())
+
+
+@pytest.mark.parametrize('case', ['resized', 'expanded', 'layout'])
+def test_nan_to_num_of_integers_out(case):
+    def call(lib):
+        x = lib.arange(12, dtype=lib.int64).reshape(3, 4).t()
+        if case == 'resized':
+            return lib.nan_to_num(x, out=lib.empty(2, dtype=lib.int64)).stride()
+        if case == 'expanded':
+            return lib.nan_to_num(lib.ones(2, 3, dtype=lib.int64), out=lib.ones(3, dtype=lib.int64).expand(2, 3))
+        return lib.nan_to_num(x).stride()
+    _same_outcome(call)
