@@ -928,9 +928,10 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
              indices.dim(), " dimensions for indices");
   TP_CHECK(indices.dtype() == DType::Int64, "torch.take_along_dim(): dtype of indices should be Long "
            "but got ", dtype_scalar_name(indices.dtype()));
-  Tensor r;
+  Tensor r, gathered;
   if (!dim) {
-    r = gather(reshape(self, std::vector<int64_t>{-1}), 0, reshape(indices, std::vector<int64_t>{-1}));
+    gathered = reshape(self, std::vector<int64_t>{-1});
+    r = gather(gathered, 0, reshape(indices, std::vector<int64_t>{-1}));
   } else {
     TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", *dim, " but tensor has no dimensions");
     int64_t d = wrap_dim(*dim, self.dim());
@@ -943,15 +944,21 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
                "tensor b (", b, ") at non-singleton dimension ", k);
       is[size_t(k)] = ss[size_t(k)] = a == 1 ? b : a;
     }
-    r = gather(expand(self, IntArrayRef(ss.data(), ss.size())), d,
-               expand(indices, IntArrayRef(is.data(), is.size())));
+    gathered = expand(self, IntArrayRef(ss.data(), ss.size()));
+    r = gather(gathered, d, expand(indices, IntArrayRef(is.data(), is.size())));
   }
   if (!out.tensor) return r;
   TP_CHECK(out.tensor->dtype() == r.dtype(), "Expected out tensor to have dtype ", dtype_name(r.dtype()),
            ", but got ", dtype_name(out.tensor->dtype()), " instead");
-  resize_out(*out.tensor, r.sizes());
-  copy_(*out.tensor, r);
-  return *out.tensor;
+  // PyTorch's gather(out=) refuses an out= sharing memory with the input it gathers from (self
+  // broadcast, or flattened without a dim), judged before out= is resized and on dense layouts
+  // only (an expanded self passes)
+  const Tensor& o = *out.tensor;
+  const IntArrayRef rs = r.sizes();
+  check_no_overlap(o, gathered);
+  resize_out(o, rs);
+  copy_(o, r);
+  return o;
 }
 
 // ------------------------------------------------------------------ searchsorted / bucketize

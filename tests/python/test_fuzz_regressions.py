@@ -1488,3 +1488,64 @@ def test_nan_to_num_of_integers_out(case):
             return lib.nan_to_num(lib.ones(2, 3, dtype=lib.int64), out=lib.ones(3, dtype=lib.int64).expand(2, 3))
         return lib.nan_to_num(x).stride()
     _same_outcome(call)
+
+
+# F10: addbmm of no batches copies self (broadcast) into the result (out='s dtype) and scales it
+# by beta in place before any operand dtype check; addmm with an empty result skips bool's beta
+# check (an empty result scales nothing)
+@pytest.mark.parametrize('case', [
+    ('int32', 'int32', 'uint8', (3, 5), 2, None), ('float32', 'int64', 'bool', (3, 5), 2.5, None),
+    ('int32', 'uint8', 'uint8', (5,), 2, None), ('int32', 'uint8', 'uint8', (3, 5), 0, None),
+    ('int32', 'uint8', 'uint8', (3, 5), 2, 'float32'), ('int32', 'uint8', 'uint8', (3, 5), 2.5, None),
+    ('bool', 'uint8', 'uint8', (3, 5), 2, None), ('bool', 'uint8', 'uint8', (3, 5), True, None),
+    ('int32', 'uint8', 'uint8', (4,), 1, None)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_addbmm_of_no_batches(case, inplace):
+    s_dt, b1_dt, b2_dt, s_shape, beta, out = case
+    def call(lib):
+        self = lib.ones(s_shape, dtype=getattr(lib, s_dt))
+        b1, b2 = lib.ones(0, 3, 4, dtype=getattr(lib, b1_dt)), lib.ones(0, 4, 5, dtype=getattr(lib, b2_dt))
+        if inplace:
+            return self.addbmm_(b1, b2, beta=beta)
+        kw = {'out': lib.empty(0, dtype=getattr(lib, out))} if out else {}
+        return lib.addbmm(self, b1, b2, beta=beta, **kw)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', [((0, 5), (0, 4), (4, 5), 1), ((0, 5), (0, 4), (4, 5), 2), ((5, 0), (5, 4), (4, 0), 3),
+                                  ((3, 5), (3, 0), (0, 5), 2)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_addmm_bool_with_an_empty_result(case, inplace):
+    s, a, b, beta = case
+    def call(lib):
+        z = lambda *sh: lib.zeros(sh, dtype=lib.bool)
+        return z(*s).addmm_(z(*a), z(*b), beta=beta) if inplace else lib.addmm(z(*s), z(*a), z(*b), beta=beta)
+    _same_result(call)
+
+
+# F8: take_along_dim(out=) refuses an out= sharing memory with the input it gathers from (self
+# broadcast, or flattened), judged before the resize and on dense layouts only
+@pytest.mark.parametrize('case', ['shrink', 'same-shape', 'no-dim', 'grow', 'disjoint-view', 'overlapping-view',
+                                  'broadcast-self', 'out-index'])
+def test_take_along_dim_out_overlapping_the_input(case):
+    def call(lib):
+        a = lib.arange(24.).reshape(4, 6)
+        if case == 'shrink':
+            return lib.take_along_dim(a, lib.tensor([[1, 2], [0, 3], [5, 4], [2, 2]]), 1, out=a)
+        if case == 'same-shape':
+            return lib.take_along_dim(a, lib.tensor([[1, 2, 0, 3, 5, 4]]).expand(4, 6).contiguous(), 1, out=a)
+        if case == 'no-dim':
+            return lib.take_along_dim(a, lib.tensor([3, 5, 1]), out=a)
+        if case == 'grow':
+            b = lib.arange(4.).reshape(2, 2)
+            return lib.take_along_dim(b, lib.tensor([[0, 1, 1, 0, 0], [1, 1, 0, 0, 1]]), 1, out=b)
+        flat = lib.arange(24.)
+        if case in ('disjoint-view', 'overlapping-view'):
+            o = flat[12:14] if case == 'disjoint-view' else flat[10:12]
+            return lib.take_along_dim(flat[:12].view(2, 6), lib.tensor([[1], [2]]), 1, out=o.view(2, 1))
+        if case == 'broadcast-self':
+            b = lib.arange(6.).reshape(1, 6)
+            return lib.take_along_dim(b, lib.tensor([[1], [2]]), 1, out=b)
+        idx = lib.tensor([[1], [2]])
+        return lib.take_along_dim(lib.arange(6).reshape(2, 3), idx, 1, out=idx)
+    _same_result(call)
