@@ -633,7 +633,8 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   TP_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
            "with ", value.dim(), " dimension(s).");
   const bool empty_dim = empty_indexed_dim(self, dim, index);
-  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
+  // PyTorch's kernel checks each index as it writes: a self without elements checks none
+  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim && self.numel() != 0);
   if (empty_dim && !is_meta(self)) check_restride("index_fill_", self, dim, idx);
   Tensor res = updated_copy(self, out, false);
   if (is_meta(res) || empty_dim) return res;

@@ -1549,3 +1549,24 @@ def test_take_along_dim_out_overlapping_the_input(case):
         idx = lib.tensor([[1], [2]])
         return lib.take_along_dim(lib.arange(6).reshape(2, 3), idx, 1, out=idx)
     _same_result(call)
+
+
+# F10: median / nanmedian of an empty bool tensor answer NaN converted (True) before the dtype
+# check; index_fill into a tensor without elements checks no index bounds (an empty indexed dim
+# keeps PyTorch's restride error)
+@pytest.mark.parametrize('op', ['median', 'nanmedian'])
+@pytest.mark.parametrize('case', [('bool', (0, 4)), ('bool', ()), ('int32', (0, 4)), ('uint8', (0,))])
+def test_median_of_an_empty_bool_tensor(op, case):
+    dtype, shape = case
+    _same_result(lambda lib: getattr(lib.zeros(shape, dtype=getattr(lib, dtype)), op)())
+
+
+@pytest.mark.parametrize('case', [((0, 3), 1, [-2**63]), ((0, 3), 1, [5]), ((3, 0), 0, [5]), ((2, 0, 3), 0, [7]),
+                                  ((0, 3), 0, [5]), ((0,), 0, [1]), ((2, 3), 1, [5])])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_index_fill_of_a_tensor_without_elements(case, inplace):
+    shape, dim, idx = case
+    def call(lib):
+        z = lib.zeros(shape, dtype=lib.uint8)
+        return z.index_fill_(dim, lib.tensor(idx), lib.tensor(2)) if inplace else z.index_fill(dim, lib.tensor(idx), 2)
+    _same_result(call)
