@@ -409,7 +409,8 @@ def requires_grad_(self, requires_grad=True):
 
 @_method
 def where(self, condition, y):
-    return _C.where(condition, self, y)
+    from tensorplay._views import _where_condition
+    return _C.where(_where_condition(condition), self, y)
 
 
 @_method

@@ -241,8 +241,8 @@ def nonzero(input, *, out=None, as_tuple=False):
         return _C._nonzero(input, out=out)  # resizes a wrong-shaped out= column-major
     idx = _C._nonzero(input)
     if as_tuple:
-        if input.dim() == 0:
-            return (idx.reshape(-1)[:idx.shape[0]],)
+        if input.dim() == 0:  # as a one-element vector: index 0 when the element is nonzero
+            return (idx.new_zeros((idx.shape[0],)),)
         return tuple(idx[:, d] for d in range(input.dim()))
     return idx
 
@@ -257,7 +257,17 @@ def where(condition, input=None, other=None, *, out=None):
     """``where(cond, a, b)`` picks elementwise; ``where(cond)`` is ``nonzero(cond, as_tuple=True)``."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    return _C.where(condition, input, other, out=out)
+    return _C.where(_where_condition(condition), input, other, out=out)
+
+
+def _where_condition(condition):
+    """PyTorch's where still takes a uint8 condition (nonzero is true), with a deprecation
+    warning; other dtypes but bool are refused by _C.where."""
+    if isinstance(condition, _C.Tensor) and condition.dtype == _C.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed "
+                      "in a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=3)
+        return condition.to(_C.bool)
+    return condition
 
 
 _method(lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple), "nonzero")

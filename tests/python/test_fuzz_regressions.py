@@ -1570,3 +1570,29 @@ def test_index_fill_of_a_tensor_without_elements(case, inplace):
         z = lib.zeros(shape, dtype=lib.uint8)
         return z.index_fill_(dim, lib.tensor(idx), lib.tensor(2)) if inplace else z.index_fill(dim, lib.tensor(idx), 2)
     _same_result(call)
+
+
+# F10: nonzero(as_tuple=True) / where(cond) of a 0-d tensor index it as a one-element vector
+@pytest.mark.parametrize('value', [5, 0, 2.5, True, False])
+def test_nonzero_as_tuple_of_a_0d_tensor(value):
+    _same_result(lambda lib: lib.nonzero(lib.tensor(value), as_tuple=True)[0])
+    _same_result(lambda lib: lib.where(lib.tensor(value))[0])
+
+
+# F10: where takes a uint8 condition (nonzero is true) with PyTorch's deprecation warning
+@pytest.mark.parametrize('form', ['function', 'method', 'out', 'scalars'])
+@pytest.mark.parametrize('dtype', ['uint8', 'int8'])
+def test_where_of_a_uint8_condition(form, dtype):
+    def call(lib):
+        c = lib.tensor([0, 1, 2, 255]).to(getattr(lib, dtype))
+        if form == 'method':
+            return lib.ones(4).where(c, lib.zeros(4))
+        if form == 'out':
+            return lib.where(c, lib.ones(4), lib.zeros(4), out=lib.empty(4))
+        if form == 'scalars':
+            return lib.where(c, 1., 0.)
+        return lib.where(c, lib.ones(4), lib.zeros(4))
+    _same_result(call)
+    if dtype == 'uint8':
+        with pytest.warns(UserWarning, match='uint8 condition'):
+            tp.where(tp.tensor([0, 1], dtype=tp.uint8), 1., 0.)
