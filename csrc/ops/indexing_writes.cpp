@@ -372,6 +372,31 @@ void divide_by_count(const Tensor& res, const Tensor& count) {
 Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& values, bool accumulate,
                       OutArg out) {
   TP_CHECK(!indices.empty(), "index_put: expected at least one index tensor");
+  // Note [index_put as masked_fill]: PyTorch's index_put_ of one number (a one-element CPU value)
+  // through one mask, without accumulate, is masked_fill_ with that number: any value dtype
+  // that converts without overflow (fill_'s check), and masked_fill_'s refusal of a uint8 mask.
+  if (!accumulate && indices.size() == 1 && values.numel() == 1 && values.device().is_cpu() &&
+      !is_complex(values.dtype()) && !is_meta(self) && !is_meta(indices[0]) &&
+      (indices[0].dtype() == DType::Bool || indices[0].dtype() == DType::UInt8) &&
+      indices[0].device() == self.device()) {
+    const Tensor& mask = indices[0];
+    for (int64_t j = 0; j < mask.dim(); ++j)
+      TP_CHECK_INDEX(j < self.dim() && mask.size(j) == self.size(j), "The shape of the mask ",
+                     shape_str(mask.sizes()), " at index ", j, " does not match the shape of the indexed tensor ",
+                     shape_str(self.sizes()), " at index ", j);
+    DimVector ms(mask.sizes().data(), mask.sizes().size());
+    while (int64_t(ms.size()) < self.dim()) ms.push_back(1);
+    Tensor hv = host_copy(reshape(values, IntArrayRef()));
+    const DType vd = hv.dtype();
+    Scalar sv = vd == DType::Bool          ? Scalar(*_to_dtype(hv, DType::Bool).data<bool>())
+                : is_floating(vd)          ? Scalar(*_to_dtype(hv, DType::Float64).data<double>())
+                                           : Scalar(*_to_dtype(hv, DType::Int64).data<int64_t>());
+    Tensor v = empty_tensor(IntArrayRef(), self.dtype(), self.device());
+    fill_(v, sv);  // (PyTorch's masked_fill_ of a number refuses one the dtype cannot hold)
+    Tensor res = updated_copy(self, out, false);
+    masked_fill_impl(res, reshape(mask, IntArrayRef(ms.data(), ms.size())), v, OutArg{&res, true});
+    return res;
+  }
   // Masks stand for one integer index per dim they cover.
   std::vector<Tensor> idx;
   bool none_selected = false;  // a 0-dim False mask selects nothing; a 0-dim True, everything

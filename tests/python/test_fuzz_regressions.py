@@ -1596,3 +1596,26 @@ def test_where_of_a_uint8_condition(form, dtype):
     if dtype == 'uint8':
         with pytest.warns(UserWarning, match='uint8 condition'):
             tp.where(tp.tensor([0, 1], dtype=tp.uint8), 1., 0.)
+
+
+# F10: index_put of a one-element CPU value through one mask (no accumulate) is PyTorch's
+# masked_fill_ with that number: any value dtype that converts without overflow; a uint8 mask
+# meets masked_fill_'s refusal
+@pytest.mark.parametrize('case', [
+    ('float16', 'bool', 'float64', (), False), ('float16', 'bool', 'float64', (1,), False),
+    ('float16', 'bool', 'float64', (), True), ('float16', 'uint8', 'float64', (), False),
+    ('bfloat16', 'bool', 'uint8', (), False), ('uint8', 'bool', 'float32', (), False),
+    ('uint8', 'bool', 'int64', (), False), ('int8', 'bool', 'int64', (), False), ('bool', 'bool', 'float32', (), False),
+    ('float16', 'row', 'float64', (), False), ('float16', '0d', 'float64', (), False), ('float16', 'bool', 'float64', (3,), False)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_index_put_of_a_number_through_a_mask(case, inplace):
+    s_dt, m_kind, v_dt, v_shape, accumulate = case
+    values = {'float64': 2.5, 'float32': 300., 'uint8': 5, 'int64': -1 if s_dt == 'uint8' else 1000}[v_dt]
+    def call(lib):
+        s = lib.arange(6.).reshape(2, 3).to(getattr(lib, s_dt))
+        m = {'row': lib.tensor([True, False]), '0d': lib.tensor(True)}.get(m_kind)
+        if m is None:
+            m = lib.tensor([[True, False, True], [False, True, False]]).to(getattr(lib, m_kind))
+        v = lib.full(v_shape, values, dtype=getattr(lib, v_dt))
+        return s.index_put_((m,), v, accumulate) if inplace else s.index_put((m,), v, accumulate)
+    _same_result(call)
