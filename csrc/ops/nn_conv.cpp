@@ -480,18 +480,38 @@ DType empty_batch_conv_dtype(const Tensor& input, const Tensor& weight) {
   return kind_rank(weight.dtype()) > kind_rank(input.dtype()) ? weight.dtype() : input.dtype();
 }
 
-/// A bias of another dtype than a CPU convolution's input (and weight). PyTorch's oneDNN
-/// convolutions (float32; bfloat16 too where oneDNN runs bfloat16, not at the AVX2 level the
-/// tests pin) refuse it; slow_conv_transpose3d compares it as the weight;
-/// slow_conv_transpose2d (1-D and 2-D transposed) adds it in place to its result, which takes a
-/// bias of the same or a lower kind; the plain slow kernels (slow_conv2d / 3d / dilated) copy it
-/// into the result first, casting any dtype. Ours casts the bias to the compute dtype where
-/// PyTorch accepts it. (PyTorch's float32 choice of oneDNN is a heuristic on the batch, groups,
-/// kernel size and thread count; ours takes oneDNN's rule always: D17.)
-void check_bias_dtype(const Tensor& input, const Tensor& bias, bool transposed, int64_t nsp) {
+/// Whether PyTorch's CPU convolution picks oneDNN (its use_mkldnn heuristic) for a float32
+/// input: not for a transposed one whose output_padding reaches its stride; else where strided,
+/// dilated, batched by 16 or more, with a kernel other than 1x1 in its last two dims, or
+/// threaded, and grouped, with a kernel over 3x3, batched, or more than 20480 elements in the
+/// input's first four dims (a 1-D convolution is viewed as (N, C, 1, L) first). bfloat16 and
+/// float16 take oneDNN only where the CPU runs them natively: not at the AVX2 level the tests
+/// pin (tests/python/conftest.py), so not here.
+bool torch_picks_onednn(const Tensor& input, const ConvShape& g, IntArrayRef output_padding, bool transposed) {
+  if (input.dtype() != DType::Float32) return false;
+  const int64_t off = 3 - g.nsp;
+  bool strided = false, dilated = false;
+  for (int64_t i = 0; i < g.nsp; ++i) {
+    if (transposed && output_padding[size_t(i)] >= g.s[off + i]) return false;
+    strided = strided || g.s[off + i] != 1;
+    dilated = dilated || g.d[off + i] != 1;
+  }
+  const int64_t kw = g.k[2], kh = g.nsp >= 2 ? g.k[1] : 1;
+  const int64_t n = input.size(0), first4 = n * input.size(1) * input.size(2) * (g.nsp >= 2 ? input.size(3) : 1);
+  return (strided || dilated || n >= 16 || kw != 1 || kh != 1 || get_num_threads() > 1) &&
+         (g.groups > 1 || (kw > 3 && kh > 3) || n > 1 || first4 > 20480);
+}
+
+/// A bias of another dtype than a CPU convolution's input (and weight), past conv1d/2d/3d's own
+/// check (conv_nd). PyTorch's oneDNN convolutions refuse it (torch_picks_onednn);
+/// slow_conv_transpose3d compares it as the weight; slow_conv_transpose2d (1-D and 2-D
+/// transposed) adds it in place to its result, which takes a bias of the same or a lower kind;
+/// the plain slow kernels (slow_conv2d / 3d / dilated) copy it into the result first, casting any
+/// dtype. Ours casts the bias to the compute dtype where PyTorch accepts it.
+void check_bias_dtype(const Tensor& input, const Tensor& bias, bool transposed, bool onednn, int64_t nsp) {
   const DType in_dt = input.dtype(), b_dt = bias.dtype();
-  const bool onednn = in_dt == DType::Float32 || !input.device().is_cpu();
-  TP_CHECK(!onednn, "Input type (", dtype_name(in_dt), ") and bias type (", dtype_name(b_dt), ") should be the same");
+  TP_CHECK(!onednn && input.device().is_cpu(), "Input type (", dtype_name(in_dt), ") and bias type (",
+           dtype_name(b_dt), ") should be the same");
   if (!transposed) return;
   TP_CHECK(nsp != 3, "expected scalar type ", dtype_scalar_name(in_dt), " but found ", dtype_scalar_name(b_dt));
   TP_CHECK(kind_rank(b_dt) <= kind_rank(in_dt), "result type ", dtype_scalar_name(b_dt),
@@ -619,7 +639,9 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   }
   TP_CHECK(in_dt == weight.dtype(), "expected scalar type ", dtype_scalar_name(in_dt), " but found ",
            dtype_scalar_name(weight.dtype()));
-  if (bias && bias->dtype() != in_dt) check_bias_dtype(input, *bias, transposed, g.nsp);
+  if (bias && bias->dtype() != in_dt)
+    check_bias_dtype(input, *bias, transposed, torch_picks_onednn(input, g, IntArrayRef(op.data(), op.size()), transposed),
+                     g.nsp);
   // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
   bool empty_kernel = false;
   for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;
@@ -1322,7 +1344,14 @@ Tensor with_batch(const Tensor& input, int64_t nsp, const char* op, F&& f) {
 }
 
 Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-               IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
+               IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op,
+               bool check_bias = true) {
+  // PyTorch's conv1d/2d/3d with number paddings compare the bias' dtype with the input's before
+  // anything else (its padding='valid' / 'same' forms and the transposed ones do not: convolution's
+  // kernels decide, check_bias_dtype)
+  if (check_bias && bias && bias->defined())
+    TP_CHECK(bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()), ") and bias type (",
+             dtype_name(bias->dtype()), ") should be the same");
   int64_t zero = 0;
   return with_batch(input, nsp, op, [&](const Tensor& x) {
     return convolution(x, weight, bias, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
@@ -1333,7 +1362,7 @@ Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optiona
                    const std::string& padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
   if (padding == "valid") {
     int64_t zero = 0;
-    return conv_nd(input, weight, bias, stride, IntArrayRef(&zero, 1), dilation, groups, nsp, op);
+    return conv_nd(input, weight, bias, stride, IntArrayRef(&zero, 1), dilation, groups, nsp, op, false);
   }
   TP_CHECK(padding == "same", "Invalid padding string: '", padding, "'");
   DimVector s = expand_param(stride, nsp, "stride"), d = expand_param(dilation, nsp, "dilation");

@@ -1619,3 +1619,25 @@ def test_index_put_of_a_number_through_a_mask(case, inplace):
         v = lib.full(v_shape, values, dtype=getattr(lib, v_dt))
         return s.index_put_((m,), v, accumulate) if inplace else s.index_put((m,), v, accumulate)
     _same_result(call)
+
+
+# F15: conv1d/2d/3d with number paddings compare the bias' dtype with the input's first; the
+# string paddings and the transposed convolutions leave it to the kernel PyTorch picks (oneDNN's
+# heuristic for float32: a small unbatched ungrouped float32 convolution runs natively and casts)
+@pytest.mark.parametrize('case', [
+    ('conv2d', 'float64', 'float32', 1, {}), ('conv1d', 'float16', 'float64', 2, {}), ('conv3d', 'int64', 'int32', 1, {}),
+    ('conv2d', 'float64', 'float32', 1, {'padding': 'valid'}), ('conv1d', 'float32', 'float64', 1, {'padding': 'same'}),
+    ('conv1d', 'float32', 'float64', 2, {'padding': 'same'}), ('conv_transpose2d', 'float32', 'int32', 1, {}),
+    ('conv_transpose2d', 'float32', 'int32', 2, {}), ('conv_transpose3d', 'float32', 'float64', 1, {}),
+    ('conv2d', 'float32', 'float64', 1, {'stride': 2, 'padding': 'valid'}),
+    ('conv2d', 'float32', 'float64', 1, {'groups': 2, 'padding': 'valid'})])
+def test_conv_wrappers_bias_dtype(case):
+    op, dt, bdt, n, kw = case
+    nsp = int(op[-2])
+    transposed = 'transpose' in op
+    def call(lib):
+        x = lib.ones((n, 4) + (7,) * nsp, dtype=getattr(lib, dt))
+        groups = kw.get('groups', 1)
+        w = lib.ones(((4, 2 // groups) if transposed else (2, 4 // groups)) + (3,) * nsp, dtype=getattr(lib, dt))
+        return getattr(lib.nn.functional, op)(x, w, lib.ones(2, dtype=getattr(lib, bdt)), **kw)
+    _same_result(call)
