@@ -1641,3 +1641,16 @@ def test_conv_wrappers_bias_dtype(case):
         w = lib.ones(((4, 2 // groups) if transposed else (2, 4 // groups)) + (3,) * nsp, dtype=getattr(lib, dt))
         return getattr(lib.nn.functional, op)(x, w, lib.ones(2, dtype=getattr(lib, bdt)), **kw)
     _same_result(call)
+
+
+# F5: the legacy cholesky(out=) takes any dtype the factor casts to safely (checked before the
+# factorization), resized contiguous
+@pytest.mark.parametrize('case', [('float32', 'float64', 1), ('float64', 'float16', 1), ('float64', 'int8', 1),
+                                  ('float64', 'float32', 1), ('float64', 'int8', -1), ('float64', 'float16', -1),
+                                  ('float32', 'int8', 0)])
+def test_legacy_cholesky_out_dtype(case):
+    dt, out_dt, sign = case
+    def call(lib):
+        a = lib.ones(0, 2, 2, dtype=getattr(lib, dt)) if sign == 0 else sign * lib.eye(2, dtype=getattr(lib, dt))
+        return lib.cholesky(a, out=lib.empty(0, dtype=getattr(lib, out_dt)))
+    _same_result(call)
