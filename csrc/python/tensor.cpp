@@ -423,24 +423,26 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   // location"), where fill_.Scalar is idempotent and takes an expanded self. The generated
   // fill_(Scalar) binding would read a 0-d tensor as a number, so the tensor overload is
   // registered in front of it (both, for the method and for tp.fill_).
-  auto fill_tensor = [](nb::handle_t<Tensor> self_obj, const Tensor& value) -> nb::handle {
+  // one binding (no overload resolution: fill_ with a number is a hot call)
+  auto fill = [](nb::handle_t<Tensor> self_obj, nb::handle value) -> nb::handle {
     const Tensor& self = nb::cast<const Tensor&>(self_obj);
-    TP_CHECK(value.dim() == 0, "fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
-             value.dim(), " dimensions.");
-    tp::copy_(self, value);
-    return self_obj;
-  };
-  auto fill_scalar = [](nb::handle_t<Tensor> self_obj, Scalar value) -> nb::handle {
-    tp::fill_(nb::cast<const Tensor&>(self_obj), value);
+    if (nb::isinstance<Tensor>(value)) {
+      const Tensor& v = nb::cast<const Tensor&>(value);
+      TP_CHECK(v.dim() == 0, "fill_: fill_ only supports 0-dimension value tensor but got tensor with ", v.dim(),
+               " dimensions.");
+      tp::copy_(self, v);
+      return self_obj;
+    }
+    Scalar s;
+    if (!scalar_from_python(value.ptr(), s))
+      throw nb::type_error("fill_(): argument 'value' must be Number or Tensor");
+    tp::fill_(self, s);
     return self_obj;
   };
   nb::delattr(cls, "fill_");
-  cls.def("fill_", fill_tensor, nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
-  cls.def("fill_", fill_scalar, nb::arg("value"), nb::rv_policy::reference);
+  cls.def("fill_", fill, nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
   nb::delattr(m, "fill_");
-  m.def("fill_", fill_tensor, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference,
-        "Fills self with `value`.");
-  m.def("fill_", fill_scalar, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference);
+  m.def("fill_", fill, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
   cls.def("__pos__", [](const Tensor& a) {
     TP_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
     return a;

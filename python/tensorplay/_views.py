@@ -5,7 +5,7 @@ import operator
 import warnings
 
 from tensorplay import _C
-from tensorplay._tensor import Size
+from tensorplay._tensor import Size, _where_condition
 
 Tensor = _C.Tensor
 
@@ -257,17 +257,9 @@ def where(condition, input=None, other=None, *, out=None):
     """``where(cond, a, b)`` picks elementwise; ``where(cond)`` is ``nonzero(cond, as_tuple=True)``."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    return _C.where(_where_condition(condition), input, other, out=out)
-
-
-def _where_condition(condition):
-    """PyTorch's where still takes a uint8 condition (nonzero is true), with a deprecation
-    warning; other dtypes but bool are refused by _C.where."""
-    if isinstance(condition, _C.Tensor) and condition.dtype == _C.uint8:
-        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed "
-                      "in a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=3)
-        return condition.to(_C.bool)
-    return condition
+    if getattr(condition, 'dtype', None) is _C.uint8:  # (inline: where is a hot call)
+        condition = _where_condition(condition)
+    return _C.where(condition, input, other, out=out)
 
 
 _method(lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple), "nonzero")
