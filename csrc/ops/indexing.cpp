@@ -241,12 +241,51 @@ Tensor take_impl(const Tensor& self, const Tensor& index, OutArg) {
   return out;
 }
 
+namespace {
+
+// Note [masked_fill_ of an overlapping tensor]
+// PyTorch's masked_fill_ skips the written-to tensor's overlap check: it writes the value only
+// where the mask holds, so an expanded self comes out the same whatever the order (an element
+// is the value if any of its aliases is masked). where() writes every element (an unmasked alias
+// may write back the old value after a masked one wrote the new), so a CPU self with a
+// stride-0 dim is filled here by a loop writing masked elements only.
+bool masked_fill_overlapping(const Tensor& self, const Tensor& mask, const Tensor& v) {
+  if (self.numel() <= 1 || !self.device().is_cpu() || !mask.device().is_cpu() || !v.device().is_cpu()) return false;
+  bool expanded = false;
+  for (int64_t d = 0; d < self.dim(); ++d) expanded = expanded || (self.stride(d) == 0 && self.size(d) > 1);
+  if (!expanded) return false;
+  Tensor m = contiguous(expand(mask, self.sizes()));  // (a mask that does not broadcast raises here)
+  const bool* mp = m.data<bool>();
+  const size_t isz = self.itemsize();
+  const char* vp = v.data_ptr();
+  char* base = self.data_ptr();
+  const int64_t nd = self.dim(), n = self.numel();
+  DimVector idx(size_t(nd), 0);
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (mp[i]) std::memcpy(base + offset * int64_t(isz), vp, isz);
+    for (int64_t d = nd - 1; d >= 0; --d) {  // the next index in row-major order
+      if (++idx[size_t(d)] < self.size(d)) {
+        offset += self.stride(d);
+        break;
+      }
+      offset -= self.stride(d) * (self.size(d) - 1);
+      idx[size_t(d)] = 0;
+    }
+  }
+  self.impl()->bump_version();
+  return true;
+}
+
+}  // namespace
+
 Tensor masked_fill_impl(const Tensor& self, const Tensor& mask, const Tensor& value, OutArg out) {
   TP_CHECK(mask.dtype() == DType::Bool, "masked_fill_ only supports boolean masks, but got mask "
            "with dtype ", dtype_name(mask.dtype()));
   TP_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
            "tensor with ", value.dim(), " dimension(s).");
   Tensor v = _to_dtype(value, self.dtype());
+  if (out.tensor && masked_fill_overlapping(self, mask, v)) return self;
   if (out.tensor) {  // in place: self keeps its shape; the mask broadcasts to it
     Tensor m = expand(mask, self.sizes());
     return where_impl(m, v, self, out);

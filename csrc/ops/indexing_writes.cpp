@@ -372,6 +372,31 @@ void divide_by_count(const Tensor& res, const Tensor& count) {
 Tensor index_put_impl(const Tensor& self, TensorList indices, const Tensor& values, bool accumulate,
                       OutArg out) {
   TP_CHECK(!indices.empty(), "index_put: expected at least one index tensor");
+  // Note [index_put as masked_fill]: PyTorch's index_put_ of one number (a one-element CPU value)
+  // through one mask, without accumulate, is masked_fill_ with that number: any value dtype
+  // that converts without overflow (fill_'s check), and masked_fill_'s refusal of a uint8 mask.
+  if (!accumulate && indices.size() == 1 && values.numel() == 1 && values.device().is_cpu() &&
+      !is_complex(values.dtype()) && !is_meta(self) && !is_meta(indices[0]) &&
+      (indices[0].dtype() == DType::Bool || indices[0].dtype() == DType::UInt8) &&
+      indices[0].device() == self.device()) {
+    const Tensor& mask = indices[0];
+    for (int64_t j = 0; j < mask.dim(); ++j)
+      TP_CHECK_INDEX(j < self.dim() && mask.size(j) == self.size(j), "The shape of the mask ",
+                     shape_str(mask.sizes()), " at index ", j, " does not match the shape of the indexed tensor ",
+                     shape_str(self.sizes()), " at index ", j);
+    DimVector ms(mask.sizes().data(), mask.sizes().size());
+    while (int64_t(ms.size()) < self.dim()) ms.push_back(1);
+    Tensor hv = host_copy(reshape(values, IntArrayRef()));
+    const DType vd = hv.dtype();
+    Scalar sv = vd == DType::Bool          ? Scalar(*_to_dtype(hv, DType::Bool).data<bool>())
+                : is_floating(vd)          ? Scalar(*_to_dtype(hv, DType::Float64).data<double>())
+                                           : Scalar(*_to_dtype(hv, DType::Int64).data<int64_t>());
+    Tensor v = empty_tensor(IntArrayRef(), self.dtype(), self.device());
+    fill_(v, sv);  // (PyTorch's masked_fill_ of a number refuses one the dtype cannot hold)
+    Tensor res = updated_copy(self, out, false);
+    masked_fill_impl(res, reshape(mask, IntArrayRef(ms.data(), ms.size())), v, OutArg{&res, true});
+    return res;
+  }
   // Masks stand for one integer index per dim they cover.
   std::vector<Tensor> idx;
   bool none_selected = false;  // a 0-dim False mask selects nothing; a 0-dim True, everything
@@ -633,7 +658,8 @@ Tensor index_fill_impl(const Tensor& self, int64_t dim, const Tensor& index, con
   TP_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor "
            "with ", value.dim(), " dimension(s).");
   const bool empty_dim = empty_indexed_dim(self, dim, index);
-  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim);
+  // PyTorch's kernel checks each index as it writes: a self without elements checks none
+  Tensor idx = checked_dim_index(rule, self, dim, index, !empty_dim && self.numel() != 0);
   if (empty_dim && !is_meta(self)) check_restride("index_fill_", self, dim, idx);
   Tensor res = updated_copy(self, out, false);
   if (is_meta(res) || empty_dim) return res;
@@ -928,9 +954,10 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
              indices.dim(), " dimensions for indices");
   TP_CHECK(indices.dtype() == DType::Int64, "torch.take_along_dim(): dtype of indices should be Long "
            "but got ", dtype_scalar_name(indices.dtype()));
-  Tensor r;
+  Tensor r, gathered;
   if (!dim) {
-    r = gather(reshape(self, std::vector<int64_t>{-1}), 0, reshape(indices, std::vector<int64_t>{-1}));
+    gathered = reshape(self, std::vector<int64_t>{-1});
+    r = gather(gathered, 0, reshape(indices, std::vector<int64_t>{-1}));
   } else {
     TP_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", *dim, " but tensor has no dimensions");
     int64_t d = wrap_dim(*dim, self.dim());
@@ -943,15 +970,21 @@ Tensor take_along_dim_impl(const Tensor& self, const Tensor& indices, const std:
                "tensor b (", b, ") at non-singleton dimension ", k);
       is[size_t(k)] = ss[size_t(k)] = a == 1 ? b : a;
     }
-    r = gather(expand(self, IntArrayRef(ss.data(), ss.size())), d,
-               expand(indices, IntArrayRef(is.data(), is.size())));
+    gathered = expand(self, IntArrayRef(ss.data(), ss.size()));
+    r = gather(gathered, d, expand(indices, IntArrayRef(is.data(), is.size())));
   }
   if (!out.tensor) return r;
   TP_CHECK(out.tensor->dtype() == r.dtype(), "Expected out tensor to have dtype ", dtype_name(r.dtype()),
            ", but got ", dtype_name(out.tensor->dtype()), " instead");
-  resize_out(*out.tensor, r.sizes());
-  copy_(*out.tensor, r);
-  return *out.tensor;
+  // PyTorch's gather(out=) refuses an out= sharing memory with the input it gathers from (self
+  // broadcast, or flattened without a dim), judged before out= is resized and on dense layouts
+  // only (an expanded self passes)
+  const Tensor& o = *out.tensor;
+  const IntArrayRef rs = r.sizes();
+  check_no_overlap(o, gathered);
+  resize_out(o, rs);
+  copy_(o, r);
+  return o;
 }
 
 // ------------------------------------------------------------------ searchsorted / bucketize

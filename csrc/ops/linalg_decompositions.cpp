@@ -491,10 +491,11 @@ Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
   if (!is_floating(dt) || dt == DType::Float16 || dt == DType::BFloat16)
     TP_FAIL_NOT_IMPLEMENTED("\"cholesky_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
   if (!out.tensor) return linalg_cholesky(self, upper);
-  // the legacy out= is resized contiguous (PyTorch copies the factor into it), not column-major
+  // the legacy out= is resized contiguous (PyTorch copies the factor into it), not column-major,
+  // and takes any dtype the factor casts to safely (checked before the factorization)
+  TP_CHECK(can_cast(dt, out.tensor->dtype()), "Expected result to be safely castable from ", dtype_scalar_name(dt),
+           " dtype, but got result with dtype ", dtype_scalar_name(out.tensor->dtype()));
   Tensor r = linalg_cholesky(self, upper);
-  TP_CHECK(out.tensor->dtype() == r.dtype(), "Expected out tensor to have dtype ",
-           dtype_scalar_name(r.dtype()), ", but got ", dtype_scalar_name(out.tensor->dtype()), " instead");
   resize_out(*out.tensor, r.sizes());
   copy_(*out.tensor, r);
   return *out.tensor;

@@ -117,6 +117,11 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
   TP_CHECK(input.dim() >= 2 &&
                (input.dtype() == DType::Float32 || input.dtype() == DType::Float64),
            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types");
+  // an empty input returns its empty pinv before the tolerances are broadcast or a hermitian
+  // input is checked square, as PyTorch's
+  if (input.numel() == 0)
+    return finish_out_cast(out, zero_(empty_tensor(with_tail(batch_of(input), {cols(input), rows(input)}),
+                                                   input.dtype(), input.device())));
   Tolerances tols(input, atol, rtol);
   Tensor A = with_batch(input, tols.batch);
   const DimVector& batch = tols.batch;
@@ -175,7 +180,12 @@ Tensor pinverse_composite(const Tensor& self, double rcond, OutArg) {
 
 Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>& atol,
                                const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
+  // An empty input has rank 0 in each matrix of its own batch (the tolerances are not broadcast);
+  // PyTorch's path with rtol returns it before any dtype check.
+  if (input.dim() >= 2 && input.numel() == 0 && rtol && !is_complex(input.dtype()))
+    return finish_out_cast(out, zeros(batch_of(input), DType::Int64, input.device()));
   check_rank_input(input);
+  if (input.numel() == 0) return finish_out_cast(out, zeros(batch_of(input), DType::Int64, input.device()));
   Tolerances tols(input, atol, rtol);
   Tensor A = with_batch(input, tols.batch);
   const DimVector& batch = tols.batch;

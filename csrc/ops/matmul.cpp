@@ -372,7 +372,7 @@ Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, co
   int64_t sizes[2] = {mat1.size(0), mat2.size(1)};
   check_broadcastable(self, sizes);
   DType dt = mat1.dtype();
-  check_bool_beta(dt, beta);
+  if (sizes[0] * sizes[1] != 0) check_bool_beta(dt, beta);  // (an empty result scales nothing)
   double b = product_scalar(beta, dt);
   ProductDst d = product_dst(out, sizes, dt, self.device(), {&mat1, &mat2, &self});
   if (d.meta()) return d.finish();
@@ -441,6 +441,20 @@ Tensor addbmm_impl(const Tensor& self, const Tensor& batch1, const Tensor& batch
            batch2.size(0));
   TP_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (",
            batch1.size(1), "x", batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
+  if (batch1.size(0) == 0 && !is_meta(self) && !is_meta(batch1) && !is_meta(batch2)) {
+    // Note [addbmm of no batches]: PyTorch copies self (broadcast) into the result, out='s
+    // dtype whatever it is, and scales it in place by beta (zeroes it for beta 0) before any
+    // dtype check of the operands: a bool result refuses a number beta other than a bool
+    // (mul_'s "result type Long can't be cast to the desired output type Bool").
+    int64_t sizes[2] = {batch1.size(1), batch2.size(2)};
+    Tensor src = clone(expand(self, sizes));  // (a copy: out= may be self, resized below)
+    Tensor dst = out.tensor ? *out.tensor : empty_tensor(sizes, self.dtype(), self.device());
+    resize_out(dst, sizes);
+    copy_(dst, src);
+    if (beta.to_double() == 0 && !beta.is_complex()) return zero_(dst);
+    mul_(dst, wrapped_scalar(beta));
+    return dst;
+  }
   check_same_dtype(self, batch1);
   check_same_dtype(batch1, batch2);
   check_kernel_dtype(batch1, "addbmm", "addmm_cuda", &batch2);

@@ -459,6 +459,65 @@ std::string paren_list(const int64_t* v, int64_t n) {
   return s + ")";
 }
 
+// Note [Convolution of an empty batch]
+// PyTorch's convolution picks its "empty" backend for an input with no samples (and channels):
+// after the shape checks it multiplies the input by the weight's first element and adds the
+// bias' first element in place, so no kernel's dtype check runs: the result's dtype is the
+// input's promoted with that 0-d element (an int32 input and a float64 weight give float64, a
+// float32 input and a bool weight float32), a bias of a higher kind (float into an integer
+// result) cannot be added in place ("result type Float can't be cast to the desired output type
+// Int"), and an empty weight has no first element (IndexError from select()). The kernel-size
+// and empty-weight checks of the kernels do not run either. (An input with zero channels but
+// samples keeps D9 of docs/fuzz_findings.md.)
+bool empty_batch_conv(const Tensor& input) {
+  return !is_meta(input) && input.dim() > 1 && input.size(0) == 0 && input.size(1) != 0;
+}
+
+/// 0 bool, 1 integer, 2 floating, 3 complex: a 0-d operand promotes only into a higher kind.
+int kind_rank(DType dt) { return dt == DType::Bool ? 0 : is_complex(dt) ? 3 : is_floating(dt) ? 2 : 1; }
+
+DType empty_batch_conv_dtype(const Tensor& input, const Tensor& weight) {
+  return kind_rank(weight.dtype()) > kind_rank(input.dtype()) ? weight.dtype() : input.dtype();
+}
+
+/// Whether PyTorch's CPU convolution picks oneDNN (its use_mkldnn heuristic) for a float32
+/// input: not for a transposed one whose output_padding reaches its stride; else where strided,
+/// dilated, batched by 16 or more, with a kernel other than 1x1 in its last two dims, or
+/// threaded, and grouped, with a kernel over 3x3, batched, or more than 20480 elements in the
+/// input's first four dims (a 1-D convolution is viewed as (N, C, 1, L) first). bfloat16 and
+/// float16 take oneDNN only where the CPU runs them natively: not at the AVX2 level the tests
+/// pin (tests/python/conftest.py), so not here.
+bool torch_picks_onednn(const Tensor& input, const ConvShape& g, IntArrayRef output_padding, bool transposed) {
+  if (input.dtype() != DType::Float32) return false;
+  const int64_t off = 3 - g.nsp;
+  bool strided = false, dilated = false;
+  for (int64_t i = 0; i < g.nsp; ++i) {
+    if (transposed && output_padding[size_t(i)] >= g.s[off + i]) return false;
+    strided = strided || g.s[off + i] != 1;
+    dilated = dilated || g.d[off + i] != 1;
+  }
+  const int64_t kw = g.k[2], kh = g.nsp >= 2 ? g.k[1] : 1;
+  const int64_t n = input.size(0), first4 = n * input.size(1) * input.size(2) * (g.nsp >= 2 ? input.size(3) : 1);
+  return (strided || dilated || n >= 16 || kw != 1 || kh != 1 || get_num_threads() > 1) &&
+         (g.groups > 1 || (kw > 3 && kh > 3) || n > 1 || first4 > 20480);
+}
+
+/// A bias of another dtype than a CPU convolution's input (and weight), past conv1d/2d/3d's own
+/// check (conv_nd). PyTorch's oneDNN convolutions refuse it (torch_picks_onednn);
+/// slow_conv_transpose3d compares it as the weight; slow_conv_transpose2d (1-D and 2-D
+/// transposed) adds it in place to its result, which takes a bias of the same or a lower kind;
+/// the plain slow kernels (slow_conv2d / 3d / dilated) copy it into the result first, casting any
+/// dtype. Ours casts the bias to the compute dtype where PyTorch accepts it.
+void check_bias_dtype(const Tensor& input, const Tensor& bias, bool transposed, bool onednn, int64_t nsp) {
+  const DType in_dt = input.dtype(), b_dt = bias.dtype();
+  TP_CHECK(!onednn && input.device().is_cpu(), "Input type (", dtype_name(in_dt), ") and bias type (",
+           dtype_name(b_dt), ") should be the same");
+  if (!transposed) return;
+  TP_CHECK(nsp != 3, "expected scalar type ", dtype_scalar_name(in_dt), " but found ", dtype_scalar_name(b_dt));
+  TP_CHECK(kind_rank(b_dt) <= kind_rank(in_dt), "result type ", dtype_scalar_name(b_dt),
+           " can't be cast to the desired output type ", dtype_scalar_name(in_dt));
+}
+
 /// Fills the plain-convolution geometry of convolution(input, weight, ...) after PyTorch's
 /// checks. For a transposed convolution the plain one runs backwards: its input is the
 /// transposed convolution's output.
@@ -496,11 +555,13 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
     g.d[off + i] = d[i];
   }
   int64_t out_channels;
+  // weight's dim 0 against groups: the same check for the transposed convolution (whose dim 0
+  // is the input's channels), before the channel counts
+  TP_CHECK(weight.size(0) >= groups || is_meta(input), "Given groups=", groups, ", expected weight to be at least ",
+           groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
+  TP_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ", groups,
+           " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
   if (!transposed) {
-    TP_CHECK(weight.size(0) >= groups || is_meta(input), "Given groups=", groups, ", expected weight to be at least ", groups,
-             " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
-    TP_CHECK(weight.size(0) % groups == 0, "Given groups=", groups, ", expected weight to be divisible by ",
-             groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
     TP_CHECK(input.size(1) == weight.size(1) * groups, "Given groups=", groups, ", weight of size ",
              shape_str(weight.sizes()), ", expected input", shape_str(input.sizes()), " to have ",
              weight.size(1) * groups, " channels, but got ", input.size(1), " channels instead");
@@ -541,6 +602,15 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   TP_CHECK(!bias || (bias->dim() == 1 && bias->size(0) == out_channels), "Given weight of size ",
            shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
            " elements, but got bias of size ", shape_str(bias->sizes()), " instead");
+  // An empty batch of channels: PyTorch's "empty" backend (Note [Convolution of an empty batch])
+  if (empty_batch_conv(input)) {
+    TP_CHECK_KIND(ErrorKind::Index, weight.numel() != 0, "select(): index 0 out of range for tensor of size [0] at "
+                  "dimension 0");
+    const DType out_dt = empty_batch_conv_dtype(input, weight);
+    TP_CHECK(!bias || kind_rank(bias->dtype()) <= kind_rank(out_dt), "result type ",
+             dtype_scalar_name(bias->dtype()), " can't be cast to the desired output type ", dtype_scalar_name(out_dt));
+    return g;
+  }
   // PyTorch's convolution takes empty inputs only where the batch or channels are empty, and
   // its transposed kernels want a non-empty weight
   if (!is_meta(input)) {
@@ -569,8 +639,9 @@ ConvShape conv_shape(const Tensor& input, const Tensor& weight, const std::optio
   }
   TP_CHECK(in_dt == weight.dtype(), "expected scalar type ", dtype_scalar_name(in_dt), " but found ",
            dtype_scalar_name(weight.dtype()));
-  TP_CHECK(!bias || bias->dtype() == in_dt, "Input type (", dtype_name(in_dt), ") and bias type (",
-           dtype_name(bias->dtype()), ") should be the same");
+  if (bias && bias->dtype() != in_dt)
+    check_bias_dtype(input, *bias, transposed, torch_picks_onednn(input, g, IntArrayRef(op.data(), op.size()), transposed),
+                     g.nsp);
   // An empty kernel: PyTorch's kernels refuse it (ours would read and write out of bounds).
   bool empty_kernel = false;
   for (int64_t i = 0; i < g.nsp; ++i) empty_kernel = empty_kernel || weight.size(2 + i) == 0;
@@ -788,7 +859,7 @@ Tensor unfold_convolution(const ConvShape& g, const Tensor& input, const Tensor&
   if (bias) {
     std::vector<int64_t> b_shape(size_t(y.dim()), 1);
     b_shape[1] = out_c;
-    y = add(y, reshape(*bias, b_shape));
+    y = add(y, reshape(to_compute(*bias, y.dtype()), b_shape));  // a bias of another dtype: check_bias_dtype
   }
   return contiguous(y);
 }
@@ -872,6 +943,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const std::op
   const DimVector sizes = sizes_of(g.n, out_c, g, transposed);
   // row-major whatever the layouts (PyTorch's meta convolution; no dtype checks: they are its kernels')
   if (is_meta(input)) return empty_tensor(sizes, input.dtype(), input.device());
+  if (empty_batch_conv(input)) return empty_tensor(sizes, empty_batch_conv_dtype(input, weight), input.device());
   if (input.device().is_cuda()) {
 #ifdef TP_USE_CUDNN
     if (Tensor y = cudnn_convolution(g, input, weight, bias, transposed); y.defined()) return y;
@@ -991,6 +1063,9 @@ Tensor convolution_unfold_impl(const Tensor& input, const Tensor& weight, const 
     check_unfold(g, input.dtype(), false);
     return empty_tensor(sizes_of(g.n, transposed ? g.cin : g.cout, g, transposed), input.dtype(), input.device());
   }
+  if (empty_batch_conv(input))
+    return empty_tensor(sizes_of(g.n, transposed ? g.cin : g.cout, g, transposed),
+                        empty_batch_conv_dtype(input, weight), input.device());
   return unfold_convolution(g, input, weight, bias, transposed);
 }
 
@@ -1269,7 +1344,14 @@ Tensor with_batch(const Tensor& input, int64_t nsp, const char* op, F&& f) {
 }
 
 Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
-               IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
+               IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op,
+               bool check_bias = true) {
+  // PyTorch's conv1d/2d/3d with number paddings compare the bias' dtype with the input's before
+  // anything else (its padding='valid' / 'same' forms and the transposed ones do not: convolution's
+  // kernels decide, check_bias_dtype)
+  if (check_bias && bias && bias->defined())
+    TP_CHECK(bias->dtype() == input.dtype(), "Input type (", dtype_name(input.dtype()), ") and bias type (",
+             dtype_name(bias->dtype()), ") should be the same");
   int64_t zero = 0;
   return with_batch(input, nsp, op, [&](const Tensor& x) {
     return convolution(x, weight, bias, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
@@ -1280,7 +1362,7 @@ Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optiona
                    const std::string& padding, IntArrayRef dilation, int64_t groups, int64_t nsp, const char* op) {
   if (padding == "valid") {
     int64_t zero = 0;
-    return conv_nd(input, weight, bias, stride, IntArrayRef(&zero, 1), dilation, groups, nsp, op);
+    return conv_nd(input, weight, bias, stride, IntArrayRef(&zero, 1), dilation, groups, nsp, op, false);
   }
   TP_CHECK(padding == "same", "Invalid padding string: '", padding, "'");
   DimVector s = expand_param(stride, nsp, "stride"), d = expand_param(dilation, nsp, "dilation");

@@ -188,10 +188,11 @@ std::tuple<Tensor, Tensor> median_dim(const char* op, bool ignore_nan, const Ten
 
 Tensor median_all(const char* op, bool ignore_nan, const Tensor& self) {
   check_device(op, self);
-  reject_bool(op, self);
-  if (self.numel() == 0)  // PyTorch answers NaN (converted to the input's dtype)
+  // PyTorch answers NaN (converted to the input's dtype: True for bool) before its dtype dispatch
+  if (self.numel() == 0)
     return _to_dtype(full(IntArrayRef(), Scalar(std::numeric_limits<double>::quiet_NaN()),
                           DType::Float64, self.device()), self.dtype());
+  reject_bool(op, self);
   Tensor flat = reshape(self, std::vector<int64_t>{self.numel()});
   return reshape(std::get<0>(median_dim(op, ignore_nan, flat, 0, false)), IntArrayRef());
 }

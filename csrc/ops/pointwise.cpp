@@ -225,6 +225,18 @@ Tensor nan_to_num_impl(const Tensor& self, const std::optional<double>& nan,
     TP_CHECK(out.tensor->dtype() == self.dtype(), "nan_to_num: dtype of out: ",
              dtype_scalar_name(out.tensor->dtype()), " should be same as input: ",
              dtype_scalar_name(self.dtype()));
+  // Note [nan_to_num of integers]: PyTorch copies an integer or bool input as it is: in place
+  // that is no write at all (an expanded self passes), and an out= is resized as resize_output
+  // does (contiguous) before the copy.
+  if (is_integral(self.dtype(), true)) {
+    if (out.tensor && out.inplace) return self;
+    if (out.tensor) {
+      resize_out(*out.tensor, self.sizes());
+      copy_(*out.tensor, self);
+      return *out.tensor;
+    }
+    return clone(self);
+  }
   KernelParams p;
   DType dt = self.dtype();
   double hi = dt == DType::Float16 ? 65504.0

@@ -416,14 +416,33 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       throw nb::type_error("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     return tp::bitwise_not(a);
   });
-  // fill_(tensor) of more than one element: one-element tensors matched the generated
-  // fill_(Scalar) overload registered before this one.
-  // A 0-dim value the Scalar overload could not read (on a GPU) is broadcast by copy_.
-  cls.def("fill_", [](const Tensor& self, const Tensor& value) -> Tensor {
-    if (value.dim() == 0) return tp::copy_(self, value);
-    TP_FAIL("fill_: fill_ only supports 0-dimension value tensor but got tensor with ",
-            value.dim(), " dimensions.");
-  }, nb::arg("value"));
+  // Note [fill_ with a tensor value]
+  // PyTorch's fill_.Tensor copies its 0-d value into self (copy_: any dtype, the value's
+  // gradient, and the written-to tensor's overlap check: an expanded self raises "unsupported
+  // operation: more than one element of the written-to tensor refers to a single memory
+  // location"), where fill_.Scalar is idempotent and takes an expanded self. The generated
+  // fill_(Scalar) binding would read a 0-d tensor as a number, so the tensor overload is
+  // registered in front of it (both, for the method and for tp.fill_).
+  // one binding (no overload resolution: fill_ with a number is a hot call)
+  auto fill = [](nb::handle_t<Tensor> self_obj, nb::handle value) -> nb::handle {
+    const Tensor& self = nb::cast<const Tensor&>(self_obj);
+    if (nb::isinstance<Tensor>(value)) {
+      const Tensor& v = nb::cast<const Tensor&>(value);
+      TP_CHECK(v.dim() == 0, "fill_: fill_ only supports 0-dimension value tensor but got tensor with ", v.dim(),
+               " dimensions.");
+      tp::copy_(self, v);
+      return self_obj;
+    }
+    Scalar s;
+    if (!scalar_from_python(value.ptr(), s))
+      throw nb::type_error("fill_(): argument 'value' must be Number or Tensor");
+    tp::fill_(self, s);
+    return self_obj;
+  };
+  nb::delattr(cls, "fill_");
+  cls.def("fill_", fill, nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
+  nb::delattr(m, "fill_");
+  m.def("fill_", fill, nb::arg("input"), nb::arg("value"), nb::rv_policy::reference, "Fills self with `value`.");
   cls.def("__pos__", [](const Tensor& a) {
     TP_CHECK(a.dtype() != DType::Bool, "The `+` operator, on a bool tensor is not supported.");
     return a;

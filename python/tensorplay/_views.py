@@ -5,7 +5,7 @@ import operator
 import warnings
 
 from tensorplay import _C
-from tensorplay._tensor import Size
+from tensorplay._tensor import Size, _where_condition
 
 Tensor = _C.Tensor
 
@@ -241,8 +241,8 @@ def nonzero(input, *, out=None, as_tuple=False):
         return _C._nonzero(input, out=out)  # resizes a wrong-shaped out= column-major
     idx = _C._nonzero(input)
     if as_tuple:
-        if input.dim() == 0:
-            return (idx.reshape(-1)[:idx.shape[0]],)
+        if input.dim() == 0:  # as a one-element vector: index 0 when the element is nonzero
+            return (idx.new_zeros((idx.shape[0],)),)
         return tuple(idx[:, d] for d in range(input.dim()))
     return idx
 
@@ -257,6 +257,8 @@ def where(condition, input=None, other=None, *, out=None):
     """``where(cond, a, b)`` picks elementwise; ``where(cond)`` is ``nonzero(cond, as_tuple=True)``."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
+    if getattr(condition, 'dtype', None) is _C.uint8:  # (inline: where is a hot call)
+        condition = _where_condition(condition)
     return _C.where(condition, input, other, out=out)
 
 

@@ -174,7 +174,19 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
             raise TypeError("linalg.pinv(): rcond cannot be combined with atol or rtol")
         atol, rtol = (0.0 if isinstance(rcond, (int, float)) else rcond * 0), rcond
     _check_tolerances("linalg_pinv", atol, rtol)
+    if rcond is None and (out is None or (isinstance(A, _C.Tensor) and isinstance(out, _C.Tensor)
+                                          and _can_cast(A.dtype, out.dtype))):
+        _size_minus_two_of_a_vector(A, atol, rtol)
     return _C.linalg_pinv(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)
+
+
+def _size_minus_two_of_a_vector(A, atol, rtol):
+    """PyTorch's pinv / matrix_rank(out=) with a number atol alone read A.size(-2) before their
+    own rank check: IndexError for a 0-d or 1-d A (pinv's out= of another dtype is refused first,
+    by _C.linalg_pinv)."""
+    if isinstance(atol, (int, float)) and rtol is None and isinstance(A, _C.Tensor) and A.dim() < 2:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions" if A.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -187,7 +199,10 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
             raise TypeError("linalg.matrix_rank(): tol cannot be combined with atol or rtol")
         atol, rtol = tol, (0.0 if isinstance(tol, (int, float)) else tol * 0)
     _check_tolerances("linalg_matrix_rank", atol, rtol)
-    if rtol is not None and getattr(A, "dtype", None) not in (_C.float32, _C.float64, None):
+    if out is not None and tol is None:
+        _size_minus_two_of_a_vector(A, atol, rtol)
+    if rtol is not None and getattr(A, "dtype", None) not in (_C.float32, _C.float64, None) \
+            and not (A.dim() >= 2 and A.numel() == 0):  # (PyTorch returns an empty input's rank first)
         # PyTorch's paths with tol= or rtol= have no dtype check of their own: its SVD/eigh raises
         (eigvalsh if hermitian else svdvals)(A)
     return _C.linalg_matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian, out=out)

@@ -62,7 +62,6 @@ EXPECTED = {
     ('special.zeta', 7): ('value', 'D6'),
     ('_standard_gamma_grad', 4): ('value', 'D6'),
     # F10
-    ('nan_to_num', 2): ('only-ours-raised', 'F10'),
     ('lerp', 0): ('only-ours-raised', 'F10'),
     ('baddbmm', 1): ('only-ours-raised', 'F10'),
     ('_fused_rms_norm', 6): ('only-ours-raised', 'F10'),

@@ -1300,3 +1300,357 @@ def test_fuzz4_followups(case):
         a = lib.arange(3.).expand(2, 3)
         return lib.kron(a, o(2, 2), out=a).shape
     _same_outcome(call)
+
+
+# ------------------------------------------------------------------ fuzzfix (issue: open F cases)
+def _raised_both(fn, gist):
+    """fn raises the same exception class in torch and tensorplay, both messages holding `gist`."""
+    errors = []
+    for lib in (torch, tp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            with pytest.raises(Exception) as info:
+                fn(lib)
+        errors.append(info.value)
+    assert type(errors[1]).__name__ == type(errors[0]).__name__, errors
+    assert all(gist in str(e) for e in errors), errors
+
+
+def _conv(lib, x, w, b=None, transposed=False, groups=1):
+    n = x.dim() - 2
+    return lib.convolution(x, w, b, [1] * n, [0] * n, [1] * n, transposed, [0] * n, groups)
+
+
+def _z(lib, *shape, dtype='float32', fill=0):
+    return lib.full(shape, fill, dtype=getattr(lib, dtype))
+
+
+# F15: an empty batch goes through PyTorch's "empty" backend: no kernel dtype checks, the dtype
+# of the input times the weight's 0-d first element, the bias' first element added in place
+@pytest.mark.parametrize('case', [
+    ('uint8', 'float64', None, False), ('float32', 'bool', None, False), ('int32', 'float64', None, True),
+    ('int32', 'int32', 'bool', False), ('uint8', 'uint8', 'int64', True), ('float16', 'float16', 'float64', False)])
+def test_conv_of_an_empty_batch_takes_promoted_dtype(case):
+    x_dt, w_dt, b_dt, transposed = case
+    w_shape = (4, 2, 3) if transposed else (2, 4, 3)
+    _same_result(lambda lib: _conv(lib, _z(lib, 0, 4, 5, dtype=x_dt), _z(lib, *w_shape, dtype=w_dt),
+                                   None if b_dt is None else _z(lib, 2, dtype=b_dt), transposed))
+
+
+@pytest.mark.parametrize('case', [
+    ('empty-weight', "select(): index 0 out of range"), ('empty-weight-T', "select(): index 0 out of range"),
+    ('float-bias-into-uint8', "result type Float can't be cast to the desired output type Byte")])
+def test_conv_of_an_empty_batch_errors(case):
+    name, gist = case
+    def call(lib):
+        if name == 'empty-weight':
+            return _conv(lib, _z(lib, 0, 4, 5), _z(lib, 2, 4, 0))
+        if name == 'empty-weight-T':
+            return _conv(lib, _z(lib, 0, 4, 5, 4), _z(lib, 4, 2, 3, 0), transposed=True)
+        return _conv(lib, _z(lib, 0, 4, 5, dtype='uint8'), _z(lib, 2, 4, 3, dtype='uint8'), _z(lib, 2))
+    _raised_both(call, gist)
+
+
+def test_conv_of_an_empty_batch_with_empty_spatial_dims():
+    _same_result(lambda lib: lib.nn.functional.conv1d(_z(lib, 0, 4, 0), _z(lib, 2, 4, 1), padding=1))
+
+
+# F15: a bias of another dtype than the input: oneDNN's float32 / bfloat16 convolutions and
+# slow_conv_transpose3d refuse it, slow_conv_transpose2d adds one of the same or a lower kind in
+# place, the plain slow kernels cast it
+@pytest.mark.parametrize('case', [
+    ('float64', 'bfloat16', False, 1), ('float64', 'int32', True, 1), ('int64', 'bool', True, 2),
+    ('int64', 'float32', False, 1), ('int64', 'float64', False, 3), ('float16', 'float64', True, 1),
+    ('float16', 'int64', False, 2), ('int32', 'float64', False, 2), ('bfloat16', 'float32', True, 2)])
+def test_conv_bias_of_another_dtype_accepted(case):
+    x_dt, b_dt, transposed, nsp = case
+    sp, ks = (5,) * nsp, (3,) * nsp
+    w_shape = ((4, 2) if transposed else (2, 4)) + ks
+    _same_result(lambda lib: _conv(lib, _z(lib, 1, 4, *sp, dtype=x_dt, fill=1), _z(lib, *w_shape, dtype=x_dt, fill=1),
+                                   _z(lib, 2, dtype=b_dt, fill=3), transposed))
+
+
+@pytest.mark.parametrize('case', [
+    ('float32', 'float64', False, 1, 2, 'should be the same'), ('float32', 'int64', True, 2, 2, 'should be the same'),
+    ('float64', 'float32', True, 3, 1, 'expected scalar type Double but found Float'),
+    ('int64', 'float32', True, 1, 1, "result type Float can't be cast to the desired output type Long")])
+def test_conv_bias_of_another_dtype_refused(case):
+    x_dt, b_dt, transposed, nsp, n, gist = case
+    sp, ks = (5,) * nsp, (3,) * nsp
+    w_shape = ((4, 2) if transposed else (2, 4)) + ks
+    _raised_both(lambda lib: _conv(lib, _z(lib, n, 4, *sp, dtype=x_dt, fill=1), _z(lib, *w_shape, dtype=x_dt, fill=1),
+                                   _z(lib, 2, dtype=b_dt), transposed), gist)
+
+
+# F15: a transposed convolution checks weight's dim 0 against groups as the plain one does
+@pytest.mark.parametrize('case', [((1, 4, 5), (4, 2, 3), 5, 'expected weight to be at least 5 at dimension 0'),
+                                  ((1, 6, 5), (6, 2, 3), 4, 'expected weight to be divisible by 4 at dimension 0'),
+                                  ((0, 4, 5), (4, 2, 3), 5, 'expected weight to be at least 5')])
+def test_conv_transpose_checks_groups_against_weight(case):
+    x, w, groups, gist = case
+    _raised_both(lambda lib: _conv(lib, _z(lib, *x), _z(lib, *w), transposed=True, groups=groups), gist)
+
+
+# F13: fill_ with a 0-d tensor value copies it (PyTorch's fill_.Tensor): an expanded self is
+# refused where fill_ with a number fills it
+@pytest.mark.parametrize('case', ['tensor-expanded', 'function-expanded', 'number-expanded', 'tensor-1x1',
+                                  'tensor-empty-expanded', 'float-into-int16', 'tensor-1d'])
+def test_fill_with_a_tensor_value(case):
+    def call(lib):
+        e = lib.ones(3).expand(2, 3)
+        if case == 'tensor-expanded':
+            return e.fill_(lib.tensor(2.))
+        if case == 'function-expanded':
+            return lib.fill_(e, lib.tensor(2.))
+        if case == 'number-expanded':
+            return e.fill_(2)
+        if case == 'tensor-1x1':
+            return lib.ones(1).expand(1, 1).fill_(lib.tensor(2.))
+        if case == 'tensor-empty-expanded':
+            return lib.ones(0).expand(2, 0).fill_(lib.tensor(2.))
+        if case == 'float-into-int16':
+            return lib.ones(3, dtype=lib.int16).fill_(lib.tensor(2.7))
+        return lib.ones(3).fill_(lib.tensor([2.]))
+    _same_result(call)
+
+
+def test_fill_with_a_tensor_value_message_and_gradient():
+    _raised_both(lambda lib: lib.ones(3).expand(2, 3).fill_(lib.tensor(2.)),
+                 'more than one element of the written-to tensor refers to a single memory location')
+    grads = []
+    for lib in (torch, tp):
+        v = lib.tensor(2., requires_grad=True)
+        x = lib.zeros(3).fill_(v)
+        (x * lib.tensor([1., 2., 3.])).sum().backward()
+        grads.append(v.grad.item())
+    assert grads[0] == grads[1] == 6.0
+
+
+# F10 / F6: pinv and matrix_rank of an empty input return before the tolerances are broadcast
+# (and pinv before a hermitian input is checked square; matrix_rank's rtol path before its dtype
+# check); a number atol alone reads A.size(-2) first (pinv, and matrix_rank with out=)
+@pytest.mark.parametrize('fn', ['pinv', 'matrix_rank'])
+@pytest.mark.parametrize('shape,dtype', [((), 'float32'), ((3,), 'float32'), ((0, 4), 'float32'), ((4, 0), 'int32'),
+                                         ((2, 0, 3), 'float64'), ((0, 4, 4), 'float32')])
+@pytest.mark.parametrize('hermitian', [False, True])
+@pytest.mark.parametrize('tols', [{}, {'atol': 1.5}, {'rtol': 0.5}, {'atol': 'T3'}, {'rtol': 'T21'}, {'tol': 0.5}])
+@pytest.mark.parametrize('out', [None, 'int64', 'float32'])
+def test_pinv_matrix_rank_of_empty_and_vector_inputs(fn, shape, dtype, hermitian, tols, out):
+    def call(lib):
+        k = {a: (lib.tensor([0.5, 1.5, 2.5]) if v == 'T3' else lib.ones(2, 1) if v == 'T21' else v)
+             for a, v in tols.items()}
+        if 'tol' in k and fn == 'pinv':
+            k = {'rcond': k.pop('tol')}
+        if out:
+            k['out'] = lib.empty(0, dtype=getattr(lib, out))
+        r = getattr(lib.linalg, fn)(lib.ones(shape, dtype=getattr(lib, dtype)), hermitian=hermitian, **k)
+        return r.dtype, tuple(r.shape)
+    t, l = _same_outcome(call)
+    if not isinstance(t, str):
+        assert str(l[0]).split('.')[-1] == str(t[0]).split('.')[-1] and l[1] == t[1]
+
+
+# F13: masked_fill_ writes the value where the mask holds only, so an expanded self is taken
+# (PyTorch skips the overlap check: the result is the same in any order); nan_to_num_ of an
+# integer or bool tensor writes nothing (an expanded self passes; a float one is refused), and
+# nan_to_num(out=) of one resizes out= contiguously before copying
+@pytest.mark.parametrize('case', ['mask-2d', 'mask-all', 'value-tensor', 'stepped-bf16', 'mask-int', 'mask-bad-shape'])
+def test_masked_fill_into_an_expanded_tensor(case):
+    def call(lib):
+        e = lib.tensor([1., 2., 3.]).expand(2, 3)
+        if case == 'mask-2d':
+            return e.masked_fill_(lib.tensor([[True, False, True], [False, False, False]]), 5.)
+        if case == 'mask-all':
+            return e.masked_fill_(lib.tensor(True), 5.)
+        if case == 'value-tensor':
+            return e.masked_fill_(lib.tensor([False, False, True]), lib.tensor(-1.))
+        if case == 'stepped-bf16':
+            x = lib.arange(24.).to(lib.bfloat16).as_strided((4, 6), (6, 0))
+            return x.masked_fill_(lib.arange(48).remainder(3).eq(0).as_strided((4, 6), (12, 2)), lib.tensor(1.))
+        if case == 'mask-int':
+            return e.masked_fill_(lib.tensor([1, 0, 1]), 5.)
+        return e.masked_fill_(lib.tensor([True, False]), 5.)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16', 'int32', 'uint8', 'bool'])
+def test_nan_to_num_in_place_on_an_expanded_tensor(dtype):
+    _same_result(lambda lib: lib.tensor([1., 0., 3.]).to(getattr(lib, dtype)).expand(2, 3).nan_to_num_())
+
+
+@pytest.mark.parametrize('case', ['resized', 'expanded', 'layout'])
+def test_nan_to_num_of_integers_out(case):
+    def call(lib):
+        x = lib.arange(12, dtype=lib.int64).reshape(3, 4).t()
+        if case == 'resized':
+            return lib.nan_to_num(x, out=lib.empty(2, dtype=lib.int64)).stride()
+        if case == 'expanded':
+            return lib.nan_to_num(lib.ones(2, 3, dtype=lib.int64), out=lib.ones(3, dtype=lib.int64).expand(2, 3))
+        return lib.nan_to_num(x).stride()
+    _same_outcome(call)
+
+
+# F10: addbmm of no batches copies self (broadcast) into the result (out='s dtype) and scales it
+# by beta in place before any operand dtype check; addmm with an empty result skips bool's beta
+# check (an empty result scales nothing)
+@pytest.mark.parametrize('case', [
+    ('int32', 'int32', 'uint8', (3, 5), 2, None), ('float32', 'int64', 'bool', (3, 5), 2.5, None),
+    ('int32', 'uint8', 'uint8', (5,), 2, None), ('int32', 'uint8', 'uint8', (3, 5), 0, None),
+    ('int32', 'uint8', 'uint8', (3, 5), 2, 'float32'), ('int32', 'uint8', 'uint8', (3, 5), 2.5, None),
+    ('bool', 'uint8', 'uint8', (3, 5), 2, None), ('bool', 'uint8', 'uint8', (3, 5), True, None),
+    ('int32', 'uint8', 'uint8', (4,), 1, None)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_addbmm_of_no_batches(case, inplace):
+    s_dt, b1_dt, b2_dt, s_shape, beta, out = case
+    def call(lib):
+        self = lib.ones(s_shape, dtype=getattr(lib, s_dt))
+        b1, b2 = lib.ones(0, 3, 4, dtype=getattr(lib, b1_dt)), lib.ones(0, 4, 5, dtype=getattr(lib, b2_dt))
+        if inplace:
+            return self.addbmm_(b1, b2, beta=beta)
+        kw = {'out': lib.empty(0, dtype=getattr(lib, out))} if out else {}
+        return lib.addbmm(self, b1, b2, beta=beta, **kw)
+    _same_result(call)
+
+
+@pytest.mark.parametrize('case', [((0, 5), (0, 4), (4, 5), 1), ((0, 5), (0, 4), (4, 5), 2), ((5, 0), (5, 4), (4, 0), 3),
+                                  ((3, 5), (3, 0), (0, 5), 2)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_addmm_bool_with_an_empty_result(case, inplace):
+    s, a, b, beta = case
+    def call(lib):
+        z = lambda *sh: lib.zeros(sh, dtype=lib.bool)
+        return z(*s).addmm_(z(*a), z(*b), beta=beta) if inplace else lib.addmm(z(*s), z(*a), z(*b), beta=beta)
+    _same_result(call)
+
+
+# F8: take_along_dim(out=) refuses an out= sharing memory with the input it gathers from (self
+# broadcast, or flattened), judged before the resize and on dense layouts only
+@pytest.mark.parametrize('case', ['shrink', 'same-shape', 'no-dim', 'grow', 'disjoint-view', 'overlapping-view',
+                                  'broadcast-self', 'out-index'])
+def test_take_along_dim_out_overlapping_the_input(case):
+    def call(lib):
+        a = lib.arange(24.).reshape(4, 6)
+        if case == 'shrink':
+            return lib.take_along_dim(a, lib.tensor([[1, 2], [0, 3], [5, 4], [2, 2]]), 1, out=a)
+        if case == 'same-shape':
+            return lib.take_along_dim(a, lib.tensor([[1, 2, 0, 3, 5, 4]]).expand(4, 6).contiguous(), 1, out=a)
+        if case == 'no-dim':
+            return lib.take_along_dim(a, lib.tensor([3, 5, 1]), out=a)
+        if case == 'grow':
+            b = lib.arange(4.).reshape(2, 2)
+            return lib.take_along_dim(b, lib.tensor([[0, 1, 1, 0, 0], [1, 1, 0, 0, 1]]), 1, out=b)
+        flat = lib.arange(24.)
+        if case in ('disjoint-view', 'overlapping-view'):
+            o = flat[12:14] if case == 'disjoint-view' else flat[10:12]
+            return lib.take_along_dim(flat[:12].view(2, 6), lib.tensor([[1], [2]]), 1, out=o.view(2, 1))
+        if case == 'broadcast-self':
+            b = lib.arange(6.).reshape(1, 6)
+            return lib.take_along_dim(b, lib.tensor([[1], [2]]), 1, out=b)
+        idx = lib.tensor([[1], [2]])
+        return lib.take_along_dim(lib.arange(6).reshape(2, 3), idx, 1, out=idx)
+    _same_result(call)
+
+
+# F10: median / nanmedian of an empty bool tensor answer NaN converted (True) before the dtype
+# check; index_fill into a tensor without elements checks no index bounds (an empty indexed dim
+# keeps PyTorch's restride error)
+@pytest.mark.parametrize('op', ['median', 'nanmedian'])
+@pytest.mark.parametrize('case', [('bool', (0, 4)), ('bool', ()), ('int32', (0, 4)), ('uint8', (0,))])
+def test_median_of_an_empty_bool_tensor(op, case):
+    dtype, shape = case
+    _same_result(lambda lib: getattr(lib.zeros(shape, dtype=getattr(lib, dtype)), op)())
+
+
+@pytest.mark.parametrize('case', [((0, 3), 1, [-2**63]), ((0, 3), 1, [5]), ((3, 0), 0, [5]), ((2, 0, 3), 0, [7]),
+                                  ((0, 3), 0, [5]), ((0,), 0, [1]), ((2, 3), 1, [5])])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_index_fill_of_a_tensor_without_elements(case, inplace):
+    shape, dim, idx = case
+    def call(lib):
+        z = lib.zeros(shape, dtype=lib.uint8)
+        return z.index_fill_(dim, lib.tensor(idx), lib.tensor(2)) if inplace else z.index_fill(dim, lib.tensor(idx), 2)
+    _same_result(call)
+
+
+# F10: nonzero(as_tuple=True) / where(cond) of a 0-d tensor index it as a one-element vector
+@pytest.mark.parametrize('value', [5, 0, 2.5, True, False])
+def test_nonzero_as_tuple_of_a_0d_tensor(value):
+    _same_result(lambda lib: lib.nonzero(lib.tensor(value), as_tuple=True)[0])
+    _same_result(lambda lib: lib.where(lib.tensor(value))[0])
+
+
+# F10: where takes a uint8 condition (nonzero is true) with PyTorch's deprecation warning
+@pytest.mark.parametrize('form', ['function', 'method', 'out', 'scalars'])
+@pytest.mark.parametrize('dtype', ['uint8', 'int8'])
+def test_where_of_a_uint8_condition(form, dtype):
+    def call(lib):
+        c = lib.tensor([0, 1, 2, 255]).to(getattr(lib, dtype))
+        if form == 'method':
+            return lib.ones(4).where(c, lib.zeros(4))
+        if form == 'out':
+            return lib.where(c, lib.ones(4), lib.zeros(4), out=lib.empty(4))
+        if form == 'scalars':
+            return lib.where(c, 1., 0.)
+        return lib.where(c, lib.ones(4), lib.zeros(4))
+    _same_result(call)
+    if dtype == 'uint8':
+        with pytest.warns(UserWarning, match='uint8 condition'):
+            tp.where(tp.tensor([0, 1], dtype=tp.uint8), 1., 0.)
+
+
+# F10: index_put of a one-element CPU value through one mask (no accumulate) is PyTorch's
+# masked_fill_ with that number: any value dtype that converts without overflow; a uint8 mask
+# meets masked_fill_'s refusal
+@pytest.mark.parametrize('case', [
+    ('float16', 'bool', 'float64', (), False), ('float16', 'bool', 'float64', (1,), False),
+    ('float16', 'bool', 'float64', (), True), ('float16', 'uint8', 'float64', (), False),
+    ('bfloat16', 'bool', 'uint8', (), False), ('uint8', 'bool', 'float32', (), False),
+    ('uint8', 'bool', 'int64', (), False), ('int8', 'bool', 'int64', (), False), ('bool', 'bool', 'float32', (), False),
+    ('float16', 'row', 'float64', (), False), ('float16', '0d', 'float64', (), False), ('float16', 'bool', 'float64', (3,), False)])
+@pytest.mark.parametrize('inplace', [False, True])
+def test_index_put_of_a_number_through_a_mask(case, inplace):
+    s_dt, m_kind, v_dt, v_shape, accumulate = case
+    values = {'float64': 2.5, 'float32': 300., 'uint8': 5, 'int64': -1 if s_dt == 'uint8' else 1000}[v_dt]
+    def call(lib):
+        s = lib.arange(6.).reshape(2, 3).to(getattr(lib, s_dt))
+        m = {'row': lib.tensor([True, False]), '0d': lib.tensor(True)}.get(m_kind)
+        if m is None:
+            m = lib.tensor([[True, False, True], [False, True, False]]).to(getattr(lib, m_kind))
+        v = lib.full(v_shape, values, dtype=getattr(lib, v_dt))
+        return s.index_put_((m,), v, accumulate) if inplace else s.index_put((m,), v, accumulate)
+    _same_result(call)
+
+
+# F15: conv1d/2d/3d with number paddings compare the bias' dtype with the input's first; the
+# string paddings and the transposed convolutions leave it to the kernel PyTorch picks (oneDNN's
+# heuristic for float32: a small unbatched ungrouped float32 convolution runs natively and casts)
+@pytest.mark.parametrize('case', [
+    ('conv2d', 'float64', 'float32', 1, {}), ('conv1d', 'float16', 'float64', 2, {}), ('conv3d', 'int64', 'int32', 1, {}),
+    ('conv2d', 'float64', 'float32', 1, {'padding': 'valid'}), ('conv1d', 'float32', 'float64', 1, {'padding': 'same'}),
+    ('conv1d', 'float32', 'float64', 2, {'padding': 'same'}), ('conv_transpose2d', 'float32', 'int32', 1, {}),
+    ('conv_transpose2d', 'float32', 'int32', 2, {}), ('conv_transpose3d', 'float32', 'float64', 1, {}),
+    ('conv2d', 'float32', 'float64', 1, {'stride': 2, 'padding': 'valid'}),
+    ('conv2d', 'float32', 'float64', 1, {'groups': 2, 'padding': 'valid'})])
+def test_conv_wrappers_bias_dtype(case):
+    op, dt, bdt, n, kw = case
+    nsp = int(op[-2])
+    transposed = 'transpose' in op
+    def call(lib):
+        x = lib.ones((n, 4) + (7,) * nsp, dtype=getattr(lib, dt))
+        groups = kw.get('groups', 1)
+        w = lib.ones(((4, 2 // groups) if transposed else (2, 4 // groups)) + (3,) * nsp, dtype=getattr(lib, dt))
+        return getattr(lib.nn.functional, op)(x, w, lib.ones(2, dtype=getattr(lib, bdt)), **kw)
+    _same_result(call)
+
+
+# F5: the legacy cholesky(out=) takes any dtype the factor casts to safely (checked before the
+# factorization), resized contiguous
+@pytest.mark.parametrize('case', [('float32', 'float64', 1), ('float64', 'float16', 1), ('float64', 'int8', 1),
+                                  ('float64', 'float32', 1), ('float64', 'int8', -1), ('float64', 'float16', -1),
+                                  ('float32', 'int8', 0)])
+def test_legacy_cholesky_out_dtype(case):
+    dt, out_dt, sign = case
+    def call(lib):
+        a = lib.ones(0, 2, 2, dtype=getattr(lib, dt)) if sign == 0 else sign * lib.eye(2, dtype=getattr(lib, dt))
+        return lib.cholesky(a, out=lib.empty(0, dtype=getattr(lib, out_dt)))
+    _same_result(call)

@@ -316,10 +316,11 @@ def _choose_out(case: Case, op, rng) -> str:
     """Sets case.out: the right shape and dtype (as torch's function form gives), or a wrong
     shape, a wrong dtype, an empty tensor (resized by the op), a non-contiguous tensor, or an
     input itself."""
+    crash = TORCH_CRASHES.get(case.op)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        try:
-            ref = op.call('function', torch, *_build_call(case, torch)[:2])
+        try:  # (not a call torch dies on: such a case gets an out= of the fallback shape)
+            ref = None if crash and crash[0](case) else op.call('function', torch, *_build_call(case, torch)[:2])
         except Exception:  # noqa: BLE001 - an invalid call still gets an out=
             ref = None
     refs = ref if isinstance(ref, (tuple, list)) else [ref]
@@ -399,6 +400,11 @@ TORCH_CRASHES = {
                 'torch.baddbmm(s, a, b, out=a) with an empty a to be resized (SIGSEGV)'),
     'linalg.eigvalsh': (lambda case: _out_is_input(case),
                         'torch.linalg.eigvalsh(a, out=a) corrupts the heap (abort in free())'),
+    'lu_unpack': (lambda case: _arg_numel(case, 0) not in (None, 0) and isinstance(_arg(case, 1), TensorSpec)
+                  and (_arg(case, 1).size or (1,))[-1] == 0 and _arg(case, 3) is not False
+                  and case.kwargs.get('unpack_pivots') is not False,
+                  'torch.lu_unpack of a non-empty LU with pivots empty in their last dim reads out of bounds '
+                  '(SIGSEGV; seed 20261210 #27)'),
 }
 
 
