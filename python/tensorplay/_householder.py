@@ -47,8 +47,9 @@ def _scalar_name(dtype):
 
 
 def householder_product(input, tau):
-    """The first n columns of H_1 ... H_k for the Householder vectors in the columns of
-    ``input`` (m x n, m >= n; unit leading entries implicit) and factors ``tau`` (k <= n)."""
+    """The first n columns of H_1 ... H_k (H_i = I - tau_i v_i v_i^H) for the Householder
+    vectors v_i in the columns of ``input`` (m x n, m >= n; unit leading entries implicit) and
+    factors ``tau`` (k <= n)."""
     name = "torch.linalg.householder_product"
     if input.dim() < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
@@ -68,7 +69,7 @@ def householder_product(input, tau):
     if tau.dtype != input.dtype:
         raise RuntimeError(f"{name}: tau dtype {_scalar_name(tau.dtype)} does not match input dtype "
                            f"{_scalar_name(input.dtype)}")
-    if input.dtype not in (tp.float32, tp.float64):  # PyTorch's LAPACK kernel (orgqr) has no other
+    if input.dtype not in (tp.float32, tp.float64, tp.complex64, tp.complex128):  # orgqr/ungqr's
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_scalar_name(input.dtype)}'")
     batch = tuple(input.shape[:-2])
     q = tp.eye(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
@@ -79,5 +80,5 @@ def householder_product(input, tau):
         # v_i: zeros above row i, one at row i, the stored vector below
         col = input[..., :, i:i + 1]
         v = tp.where(rows > i, col, (rows == i).to(input.dtype))
-        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mT @ q))
+        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ q))  # H_i = I - tau_i v_i v_i^H
     return q.mT.contiguous().mT  # column-major, as PyTorch's (LAPACK's orgqr) result
