@@ -57,12 +57,15 @@ Tensor gaps(const Tensor& x) {
   return unsqueeze(x, -2) - unsqueeze(x, -1) + identity(size_from_end(x, 1), x);
 }
 
-/// qr's gradient for rows >= cols (Q m x n, R n x n): with M = R gR^T - gQ^T Q,
-/// gA = (gQ + Q copyltu(M)) R^{-T}, copyltu mirroring M's lower triangle upwards.
+/// qr's gradient for rows >= cols (Q m x n, R n x n): with M = R gR^H - gQ^H Q,
+/// gA = (gQ + Q copyltu(M)) R^{-H}, copyltu mirroring M's strict lower triangle upwards
+/// (conjugated) over the real part of its diagonal (R's diagonal is real).
 Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
-  Tensor M = matmul(R, mT(gR)) - matmul(mT(gQ), Q);
-  Tensor sym = tril(M) + mT(tril(M, -1));
-  return linalg_solve(mT(R), gQ + matmul(Q, sym), false);
+  Tensor M = matmul(R, mH(gR)) - matmul(mH(gQ), Q);
+  Tensor sym = is_complex(M.dtype())
+                   ? tril(M, -1) + mH(tril(M, -1)) + diag_matrix(real(diagonal(M, 0, -2, -1)))
+                   : tril(M) + mT(tril(M, -1));
+  return linalg_solve(mH(R), gQ + matmul(Q, sym), false);
 }
 
 }  // namespace
@@ -148,7 +151,7 @@ Tensor qr_backward(const Tensor& grad_Q, const Tensor& grad_R, const Tensor& Q, 
   // A = [X | Y] with X = Q U square and Y = Q V: Y's part flows through Q as well.
   Tensor U = narrow(R, -1, 0, m), V = narrow(R, -1, m, n - m);
   Tensor gU = narrow(grad_R, -1, 0, m), gV = narrow(grad_R, -1, m, n - m);
-  Tensor gX = qr_backward_tall(grad_Q + matmul(matmul(Q, V), mT(gV)), gU, Q, U);
+  Tensor gX = qr_backward_tall(grad_Q + matmul(matmul(Q, V), mH(gV)), gU, Q, U);
   Tensor gY = matmul(Q, gV);
   return cat(std::vector<Tensor>{gX, gY}, -1);
 }
@@ -177,7 +180,7 @@ Tensor svd_backward(const Tensor& grad_U, const Tensor& grad_S, const Tensor& gr
     Tensor d = diagonal(UtgU, 0, -2, -1);
     Tensor phase = abs(imag(d) + imag(diagonal(VtgV, 0, -2, -1)));
     TP_CHECK(!any_true(gt(phase, zeros_like_scalar(phase) + 1e-2)),
-             "linalg_svd_backward: The singular vectors in the complex case are specified up to "
+             "svd_backward: The singular vectors in the complex case are specified up to "
              "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
              "making it ill-defined.");
     diag = complex(grad_S, imag(d) / S);

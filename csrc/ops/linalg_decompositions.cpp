@@ -535,7 +535,7 @@ Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
 std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mode, OutArg) {
   TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
            mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
-  check_matrix(A, "geqrf_cpu", false, /*empty_returns=*/false);
+  check_matrix(A, "geqrf_cpu", false, /*empty_returns=*/false, /*complex_ok=*/true);
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::qr(A, mode);
 #endif
@@ -548,14 +548,15 @@ std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mo
                          : colmajor_empty(batch, m, qcols, A.dtype(), A.device());
   if (is_meta(R)) return {Q, R};
   Tensor a = colmajor_copy(A, batch);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {  // complex: geqrf and ungqr
     using T = decltype(zero);
+    using Real = real_t<T>;
     int mi = lapack_int(m), ni = lapack_int(n), ki = int(k), qi = lapack_int(qcols), info = 0;
     std::vector<T> tau(size_t(std::max<int64_t>(k, 1)));
-    T wq = 0, wo = 0;  // workspace queries only with arguments LAPACK accepts
+    T wq = T(0), wo = T(0);  // workspace queries only with arguments LAPACK accepts
     if (k) lapack::geqrf(mi, ni, a.data<T>(), mi, tau.data(), &wq, -1, &info);
     if (k && mode != "r") lapack::orgqr(mi, qi, ki, a.data<T>(), mi, tau.data(), &wo, -1, &info);
-    std::vector<T> work(size_t(std::max({query_lwork(wq), query_lwork(wo), qi, ni})));
+    std::vector<T> work(size_t(std::max({query_lwork(static_cast<Real>(wq)), query_lwork(static_cast<Real>(wo)), qi, ni})));
     int lwork = int(work.size());
     for (int64_t b = 0; b < nb; ++b) {
       T* ab = a.data<T>() + b * m * n;

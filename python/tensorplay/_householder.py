@@ -10,10 +10,11 @@ from tensorplay import return_types
 def geqrf(input):
     """The QR decomposition in LAPACK's compact form: ``(a, tau)`` where R is on and above
     a's diagonal and the Householder vectors v_i (unit leading entry, implicit) below it,
-    with Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T. Not differentiable (as in PyTorch)."""
+    with Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's choice: beta real, so R's
+    diagonal is real for complex input too). Not differentiable (as in PyTorch)."""
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    if not input.is_floating_point():
+    if not input.is_floating_point() and not input.is_complex():
         raise RuntimeError(f"torch.geqrf: Expected a floating point tensor, got {input.dtype}")
     if input.is_meta:  # computed on the host from the values (PyTorch has no meta kernel either)
         raise NotImplementedError("geqrf: no Meta kernel")
@@ -26,13 +27,13 @@ def geqrf(input):
         for j in range(k):
             alpha, tail = r[j, j], r[j + 1:, j]
             xnorm = np.linalg.norm(tail)
-            if xnorm == 0:
+            if xnorm == 0 and np.imag(alpha) == 0:
                 continue  # H_j = I
-            beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
+            beta = -np.copysign(np.hypot(np.abs(alpha), xnorm), np.real(alpha))
             tau[b, j] = (beta - alpha) / beta
             v = np.concatenate([[1], tail / (alpha - beta)]).astype(a.dtype)
             sub = r[j:, j + 1:]
-            sub -= tau[b, j] * np.outer(v, v @ sub)
+            sub -= np.conj(tau[b, j]) * np.outer(v, v.conj() @ sub)  # H_j^H applied from the left
             r[j, j], r[j + 1:, j] = beta, v[1:]
     batch = tuple(input.shape[:-2])
     return return_types.geqrf(tp.from_numpy(a.reshape(batch + (m, n))),
