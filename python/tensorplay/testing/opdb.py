@@ -104,7 +104,9 @@ COMPLEX_OPS = COMPLEX_OPS | frozenset("""
     linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
     linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
     orgqr ormqr
-""".split())
+""".split()) | frozenset("""
+    conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col col2im
+""".split())  # Note [Complex convolution] in csrc/ops/nn_conv.cpp
 
 _NO_POINTWISE = 'no complex kernel for this pointwise op yet (ops.yaml `complex: true` marks those with one)'
 _NO_REDUCTION = 'no complex kernel for this reduction yet'
@@ -124,9 +126,6 @@ COMPLEX_NOT_YET = {
     'corrcoef': 'clamp, which bounds the coefficients, has no complex kernel yet',
     'linspace': 'the range factories have no complex kernels yet',
     'logspace': 'the range factories have no complex kernels yet',
-    **{n: 'no complex convolution kernels yet' for n in """
-        conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col
-        col2im""".split()},
     'rms_norm': 'no complex normalisation kernels yet',
     '_fused_rms_norm': 'no complex normalisation kernels yet',
 }
