@@ -14,6 +14,12 @@ namespace {
 
 Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
 
+/// The conjugate of a complex t; t itself otherwise.
+Tensor cj(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(t) : t; }
+
+/// The conjugate transpose (mT for real t).
+Tensor mH(const Tensor& t) { return cj(mT(t)); }
+
 /// The size of t's k-th dim from the end (1: the last).
 int64_t size_from_end(const Tensor& t, int64_t k) { return t.size(t.dim() - k); }
 
@@ -51,15 +57,28 @@ Tensor gaps(const Tensor& x) {
   return unsqueeze(x, -2) - unsqueeze(x, -1) + identity(size_from_end(x, 1), x);
 }
 
-/// qr's gradient for rows >= cols (Q m x n, R n x n): with M = R gR^T - gQ^T Q,
-/// gA = (gQ + Q copyltu(M)) R^{-T}, copyltu mirroring M's lower triangle upwards.
+/// qr's gradient for rows >= cols (Q m x n, R n x n): with M = R gR^H - gQ^H Q,
+/// gA = (gQ + Q copyltu(M)) R^{-H}, copyltu mirroring M's strict lower triangle upwards
+/// (conjugated) over the real part of its diagonal (R's diagonal is real).
 Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
-  Tensor M = matmul(R, mT(gR)) - matmul(mT(gQ), Q);
-  Tensor sym = tril(M) + mT(tril(M, -1));
-  return linalg_solve(mT(R), gQ + matmul(Q, sym), false);
+  Tensor M = matmul(R, mH(gR)) - matmul(mH(gQ), Q);
+  Tensor sym = is_complex(M.dtype())
+                   ? tril(M, -1) + mH(tril(M, -1)) + diag_matrix(real(diagonal(M, 0, -2, -1)))
+                   : tril(M) + mT(tril(M, -1));
+  return linalg_solve(mH(R), gQ + matmul(Q, sym), false);
 }
 
 }  // namespace
+
+// Note [Complex linalg gradients]
+// A holomorphic op's formula written as for reals (grad * f'(A)) gives PyTorch's complex
+// gradient once the node conjugates grad in and out (Note [Complex gradients of holomorphic
+// formulas]): det, inv, solve, the LU family, triangular_solve, matrix_exp. Decompositions
+// with real or Hermitian structure (slogdet's log|det|, cholesky, svd/svdvals, eigh/eigvalsh,
+// pinv, lstsq) are not holomorphic: their formulas are the real ones with every transpose
+// made conjugate (mH) plus the terms only complex inputs have (slogdet's sign, svd's and
+// eigh's phase gauge), and the ops say `complex_grad: direct`. For real tensors mH is mT,
+// so the real gradients are unchanged.
 
 Tensor det_backward(const Tensor& grad, const Tensor& A, const Tensor& det) {
   if (A.numel() == 0) return zeros(A.sizes(), grad.dtype(), grad.device());
@@ -67,23 +86,29 @@ Tensor det_backward(const Tensor& grad, const Tensor& A, const Tensor& det) {
   if (!any_true(eq(det, zeros_like_scalar(det))))
     return g * unsqueeze(unsqueeze(det, -1), -1) * mT(linalg_inv(A));
   // Some matrix is singular: the adjugate from A = U diag(s) Vh, where
-  // adj(A)^T = det(U) det(Vh) U diag(p) Vh with p_i the product of the other s_j.
+  // adj(A)^T = det(U) det(Vh) conj(U) diag(p) conj(Vh) with p_i the product of the other s_j
+  // (conj: the holomorphic derivative of a complex A; Note [Complex linalg gradients]).
   auto [U, S, Vh] = linalg_svd(A, false);
   int64_t n = size_from_end(S, 1);
   Tensor I = identity(n, S);
   Tensor others = unsqueeze(S, -2) * (1.0 - I) + I;  // row i: s with s_i replaced by 1
   Tensor p = prod(others, -1);
   Tensor c = unsqueeze(unsqueeze(linalg_det(U) * linalg_det(Vh), -1), -1);
-  return g * c * matmul(U * unsqueeze(p, -2), Vh);
+  return g * c * matmul(cj(U) * unsqueeze(p, -2), cj(Vh));
 }
 
-Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A) {
-  if (A.numel() == 0) return zeros(A.sizes(), grad_logabsdet.dtype(), grad_logabsdet.device());
+Tensor slogdet_backward(const Tensor& grad_sign, const Tensor& grad_logabsdet, const Tensor& A,
+                        const Tensor& sign) {
+  if (A.numel() == 0) return zeros(A.sizes(), A.dtype(), A.device());
   auto [inverse, info] = linalg_inv_ex(A);
   Tensor singular = unsqueeze(unsqueeze(ne(info, zeros_like_scalar(info)), -1), -1);
-  Tensor inv_t = where(singular, full(IntArrayRef(), std::numeric_limits<double>::quiet_NaN(), A.dtype()),
-                       mT(inverse));
-  return unsqueeze(unsqueeze(grad_logabsdet, -1), -1) * inv_t;
+  Tensor inv_h = where(singular, full(IntArrayRef(), std::numeric_limits<double>::quiet_NaN(), A.dtype()),
+                       mH(inverse));
+  // d log|det| = Re(tr(A^{-1} dA)) and d sign = i sign Im(tr(A^{-1} dA)): both pull back
+  // through h * A^{-H} with h = g_logabsdet + i Im(g_sign conj(sign)).
+  Tensor h = grad_logabsdet;
+  if (is_complex(A.dtype())) h = complex(grad_logabsdet, imag(grad_sign * conj_physical(sign)));
+  return unsqueeze(unsqueeze(h, -1), -1) * inv_h;
 }
 
 Tensor inv_backward(const Tensor& grad, const Tensor& inverse) {
@@ -104,13 +129,14 @@ Tensor solve_backward(const Tensor& grad, const Tensor& A, const Tensor& B, cons
 }
 
 Tensor cholesky_backward(const Tensor& grad, const Tensor& L, bool upper) {
-  Tensor lower = upper ? mT(L) : L;
-  Tensor g = upper ? mT(grad) : grad;
-  Tensor phi = tril(matmul(mT(lower), g));
-  phi = phi - 0.5 * phi * identity(size_from_end(L, 1), L);
+  Tensor lower = upper ? mH(L) : L;
+  Tensor g = upper ? mH(grad) : grad;
+  // PyTorch's gradient: L^{-H} S L^{-1} with S = (M + tril(M, -1)^H) / 2, M = tril(L^H gL);
+  // Hermitian but for the imaginary part S keeps on its diagonal (symmetric for real A)
+  Tensor M = tril(matmul(mH(lower), g));
+  Tensor S = 0.5 * (M + mH(tril(M, -1)));
   Tensor inv = linalg_inv(lower);
-  Tensor gA = matmul(matmul(mT(inv), phi), inv);
-  return 0.5 * (gA + mT(gA));
+  return matmul(matmul(mH(inv), S), inv);
 }
 
 Tensor qr_backward(const Tensor& grad_Q, const Tensor& grad_R, const Tensor& Q, const Tensor& R,
@@ -125,7 +151,7 @@ Tensor qr_backward(const Tensor& grad_Q, const Tensor& grad_R, const Tensor& Q, 
   // A = [X | Y] with X = Q U square and Y = Q V: Y's part flows through Q as well.
   Tensor U = narrow(R, -1, 0, m), V = narrow(R, -1, m, n - m);
   Tensor gU = narrow(grad_R, -1, 0, m), gV = narrow(grad_R, -1, m, n - m);
-  Tensor gX = qr_backward_tall(grad_Q + matmul(matmul(Q, V), mT(gV)), gU, Q, U);
+  Tensor gX = qr_backward_tall(grad_Q + matmul(matmul(Q, V), mH(gV)), gU, Q, U);
   Tensor gY = matmul(Q, gV);
   return cat(std::vector<Tensor>{gX, gY}, -1);
 }
@@ -143,18 +169,31 @@ Tensor svd_backward(const Tensor& grad_U, const Tensor& grad_S, const Tensor& gr
     vh = narrow(Vh, -2, 0, k);
     gVh = narrow(grad_Vh, -2, 0, k);
   }
-  Tensor UtgU = matmul(mT(u), gU), VtgV = matmul(vh, mT(gVh));
-  Tensor skewU = UtgU - mT(UtgU), skewV = VtgV - mT(VtgV);
+  Tensor UtgU = matmul(mH(u), gU), VtgV = matmul(vh, mH(gVh));
+  Tensor skewU = UtgU - mH(UtgU), skewV = VtgV - mH(VtgV);
   Tensor E = gaps(S * S);
-  Tensor core = (skewU * unsqueeze(S, -2) + unsqueeze(S, -1) * skewV) / E + diag_matrix(grad_S);
-  if (m > n) {  // the part of gU outside U's span: (I - U U^T) gU S^{-1}
+  Tensor core = (skewU * unsqueeze(S, -2) + unsqueeze(S, -1) * skewV) / E;
+  Tensor diag = grad_S;
+  if (is_complex(U.dtype())) {
+    // The phase gauge: a loss invariant under (u_j, v_j) -> e^{i phi}(u_j, v_j) has
+    // Im(u_j^H gu_j) = -Im(v_j^H gv_j); i Im(u_j^H gu_j) / s_j is the diagonal's imaginary part.
+    Tensor d = diagonal(UtgU, 0, -2, -1);
+    Tensor phase = abs(imag(d) + imag(diagonal(VtgV, 0, -2, -1)));
+    TP_CHECK(!any_true(gt(phase, zeros_like_scalar(phase) + 1e-2)),
+             "svd_backward: The singular vectors in the complex case are specified up to "
+             "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
+             "making it ill-defined.");
+    diag = complex(grad_S, imag(d) / S);
+  }
+  core = with_diagonal(core, diag);
+  if (m > n) {  // the part of gU outside U's span: (I - U U^H) gU S^{-1}
     Tensor gUSinv = gU / unsqueeze(S, -2);
-    Tensor left = matmul(u, core) + gUSinv - matmul(u, matmul(mT(u), gUSinv));
+    Tensor left = matmul(u, core) + gUSinv - matmul(u, matmul(mH(u), gUSinv));
     return matmul(left, vh);
   }
-  if (m < n) {  // likewise S^{-1} gVh (I - V V^T)
+  if (m < n) {  // likewise S^{-1} gVh (I - V V^H)
     Tensor SinvgVh = gVh / unsqueeze(S, -1);
-    Tensor right = matmul(core, vh) + SinvgVh - matmul(matmul(SinvgVh, mT(vh)), vh);
+    Tensor right = matmul(core, vh) + SinvgVh - matmul(matmul(SinvgVh, mH(vh)), vh);
     return matmul(u, right);
   }
   return matmul(matmul(u, core), vh);
@@ -167,11 +206,18 @@ Tensor svdvals_backward(const Tensor& grad, const Tensor& A) {
 
 Tensor eigh_backward(const Tensor& grad_L, const Tensor& grad_V, const Tensor& L,
                      const Tensor& V) {
-  // Only the skew part of V^T gV moves orthonormal eigenvectors; this also makes the
-  // gradient symmetric, as PyTorch's.
-  Tensor VtgV = matmul(mT(V), grad_V);
-  Tensor inner = with_diagonal((VtgV - mT(VtgV)) * 0.5 / gaps(L), grad_L);
-  return matmul(matmul(V, inner), mT(V));
+  // Only the skew part of V^H gV moves orthonormal eigenvectors; this also makes the
+  // gradient Hermitian, as PyTorch's.
+  Tensor VtgV = matmul(mH(V), grad_V);
+  if (is_complex(V.dtype())) {
+    Tensor phase = abs(imag(diagonal(VtgV, 0, -2, -1)));
+    TP_CHECK(!any_true(gt(phase, zeros_like_scalar(phase) + 1e-2)),
+             "linalg_eigh_backward: The eigenvectors in the complex case are specified up to "
+             "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+             "so it is ill-defined.");
+  }
+  Tensor inner = with_diagonal((VtgV - mH(VtgV)) * 0.5 / gaps(L), grad_L);
+  return matmul(matmul(V, inner), mH(V));
 }
 
 // Note [Gradient of eig]
@@ -212,11 +258,11 @@ Tensor eigvals_backward(const Tensor& grad, const Tensor& A) {
 
 Tensor eigvalsh_backward(const Tensor& grad, const Tensor& A, const std::string& UPLO) {
   auto [L, V] = linalg_eigh(A, UPLO);
-  return matmul(V * unsqueeze(grad, -2), mT(V));
+  return matmul(V * unsqueeze(grad, -2), mH(V));
 }
 
 Tensor pinv_backward(const Tensor& G, const Tensor& P, const Tensor& A) {
-  Tensor Pt = mT(P), Gt = mT(G);
+  Tensor Pt = mH(P), Gt = mH(G);
   Tensor X = matmul(matmul(Gt, P), Pt);
   Tensor Y = matmul(matmul(Pt, P), Gt);
   return -matmul(matmul(Pt, G), Pt) + X - matmul(A, matmul(P, X)) + Y -
@@ -229,12 +275,12 @@ Tensor lstsq_backward(const Tensor& grad, const Tensor& grad_residuals, const Te
   Tensor gX = vector ? unsqueeze(grad, -1) : grad;
   Tensor Bm = vector ? unsqueeze(B, -1) : B;
   Tensor P = linalg_pinv(A);
-  Tensor g = for_A ? pinv_backward(matmul(gX, mT(Bm)), P, A) : matmul(mT(P), gX);
+  Tensor g = for_A ? pinv_backward(matmul(gX, mH(Bm)), P, A) : matmul(mH(P), gX);
   if (grad_residuals.numel() > 0) {  // residuals |A x - b|^2 at the optimum x
     Tensor Xm = vector ? unsqueeze(X, -1) : X;
     Tensor gr = unsqueeze(vector ? unsqueeze(grad_residuals, -1) : grad_residuals, -2);
     Tensor R = (matmul(A, Xm) - Bm) * gr * 2.0;
-    g = for_A ? g + matmul(R, mT(Xm)) : g - R;
+    g = for_A ? g + matmul(R, mH(Xm)) : g - R;
   }
   if (for_A) return sum_to(g, A.sizes());
   if (vector) g = select(g, -1, 0);

@@ -12,6 +12,9 @@ namespace {
 
 Tensor mT(const Tensor& t) { return transpose(t, -2, -1); }
 
+/// The conjugate transpose (mT for real t).
+Tensor mH(const Tensor& t) { return is_complex(t.dtype()) ? conj_physical(mT(t)) : mT(t); }
+
 /// X with T X = B (left) or X T = B, T triangular (upper or lower, unit diagonal if asked).
 Tensor tri_solve(const Tensor& T, const Tensor& B, bool upper, bool left, bool unit = false) {
   if (left) return std::get<0>(triangular_solve(B, T, upper, false, unit));
@@ -72,15 +75,16 @@ Tensor lu_unpack_backward(const Tensor& gL, const Tensor& gU, IntArrayRef LU_siz
 Tensor linalg_lu_solve_LU(const Tensor& grad, const Tensor& LU, const Tensor& pivots, const Tensor& X, bool left,
                           bool adjoint) {
   if (LU.numel() == 0 || X.numel() == 0) return zeros(LU.sizes(), grad.dtype(), grad.device());
-  // the gradient of A, op(A) X = B (left) or X op(A) = B, from gB = the solve of grad with
-  // the other transpose
+  // the gradient of A, op(A) X = B (left) or X op(A) = B with op(A) = A^H when adjoint,
+  // from gB = the solve of grad with the other op (complex_grad: direct, as adjoint
+  // conjugates: Note [Complex linalg gradients])
   Tensor gB = linalg_lu_solve(LU, pivots, grad, left, !adjoint);
-  Tensor gA = left ? (adjoint ? -matmul(X, mT(gB)) : -matmul(gB, mT(X)))
-                   : (adjoint ? -matmul(mT(gB), X) : -matmul(mT(X), gB));
-  // onto A = P L U: gL = P^T gA U^T, gU = L^T P^T gA
+  Tensor gA = left ? (adjoint ? -matmul(X, mH(gB)) : -matmul(gB, mH(X)))
+                   : (adjoint ? -matmul(mH(gB), X) : -matmul(mH(X), gB));
+  // onto A = P L U: gL = P^T gA U^H, gU = L^H P^T gA
   auto [P, L, U] = lu_unpack(LU, pivots, true, true);
   Tensor PtgA = matmul(mT(P), gA);
-  Tensor g = tril(matmul(PtgA, mT(U)), -1) + triu(matmul(mT(L), PtgA));
+  Tensor g = tril(matmul(PtgA, mH(U)), -1) + triu(matmul(mH(L), PtgA));
   return sum_to(g, LU.sizes());
 }
 
@@ -96,9 +100,9 @@ std::tuple<Tensor, Tensor> linalg_solve_ex_backward(const Tensor& grad, const Te
   Tensor gX = vector ? unsqueeze(grad, -1) : grad;
   Tensor Xm = vector ? unsqueeze(X, -1) : X;
   auto [LU, pivots, info] = linalg_lu_factor_ex(A);  // A's factors again (differentiable)
-  Tensor gB = linalg_lu_solve(LU, pivots, gX, left, true);
+  Tensor gB = linalg_lu_solve(LU, pivots, gX, left, true);  // A^{-H} gX (complex_grad: direct)
   Tensor gA;
-  if (mask[0]) gA = sum_to(left ? -matmul(gB, mT(Xm)) : -matmul(mT(Xm), gB), A.sizes());
+  if (mask[0]) gA = sum_to(left ? -matmul(gB, mH(Xm)) : -matmul(mH(Xm), gB), A.sizes());
   if (mask[1]) gB = sum_to(vector ? select(gB, -1, 0) : gB, B.sizes());
   return {gA, gB};
 }

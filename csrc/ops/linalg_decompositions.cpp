@@ -96,7 +96,8 @@ void check_solver_device(const Tensor& A) {
 /// An empty input of a dtype the CPU kernels lack (only empty ones pass check_matrix and eigh's
 /// check): PyTorch returns it before its dtype dispatch; ours solves it as float32 and casts back.
 static bool solve_as_float(const Tensor& A) {
-  return A.numel() == 0 && A.device().is_cpu() && A.dtype() != DType::Float32 && A.dtype() != DType::Float64;
+  DType dt = A.dtype();
+  return A.numel() == 0 && A.device().is_cpu() && (dt == DType::Float16 || dt == DType::BFloat16);
 }
 
 static Tensor cast_defined(const Tensor& t, DType dt) { return t.defined() ? _to_dtype(t, dt) : t; }
@@ -264,13 +265,37 @@ void lu_slogdet(const Tensor& lu, const std::vector<int>& piv, int64_t batch, in
   }
 }
 
+/// lu_slogdet for complex matrices: sign is the unit-modulus product of the pivots' phases
+/// (and the row swaps' signs), 0 where a pivot is zero or NaN; log|det| is real.
+template <class C>
+void lu_slogdet_complex(const Tensor& lu, const std::vector<int>& piv, int64_t batch, int64_t n,
+                        C* sign, real_t<C>* logabs) {
+  using R = real_t<C>;
+  const C* a = lu.data<C>();
+  for (int64_t b = 0; b < batch; ++b) {
+    C s = 1;
+    R l = 0;
+    bool zero = false;
+    for (int64_t i = 0; i < n; ++i) {
+      C d = a[b * n * n + i * (n + 1)];
+      if (piv[size_t(b * n + i)] != i + 1) s = -s;
+      R m = tp::abs(d);
+      if (m > 0) s = s * (d / C(m));
+      else zero = true;
+      l += std::log(m);
+    }
+    sign[b] = zero ? C(0) : s;
+    logabs[b] = l;
+  }
+}
+
 }  // namespace
 }  // namespace linalg
 
 using namespace linalg;
 
 Tensor linalg_det_impl(const Tensor& A, OutArg out) {
-  check_matrix(A, "lu_cpu", true);
+  check_matrix(A, "lu_cpu", true, true, /*complex_ok=*/true);
   if (solve_as_float(A)) return finish_out(out, _to_dtype(linalg_det_impl(_to_dtype(A, DType::Float32), {}), A.dtype()));
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return finish_out(out, cuda::linalg::det(A));
@@ -279,7 +304,7 @@ Tensor linalg_det_impl(const Tensor& A, OutArg out) {
   int64_t n = rows(A), nb = count(batch);
   Tensor det = empty_tensor(batch, A.dtype(), A.device());
   if (is_meta(det)) return finish_out(out, det);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     Tensor lu = colmajor_copy(A, batch);
     std::vector<int> piv, info;
@@ -301,21 +326,24 @@ Tensor linalg_det_impl(const Tensor& A, OutArg out) {
 Tensor det_composite(const Tensor& self, OutArg) { return linalg_det(self); }
 
 std::tuple<Tensor, Tensor> linalg_slogdet_impl(const Tensor& A, OutArg) {
-  check_matrix(A, nullptr, true);
+  check_matrix(A, nullptr, true, true, /*complex_ok=*/true);
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::slogdet(A);
 #endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   Tensor sign = empty_tensor(batch, A.dtype(), A.device());
-  Tensor logabs = empty_tensor(batch, A.dtype(), A.device());
+  Tensor logabs = empty_tensor(batch, to_real_dtype(A.dtype()), A.device());
   if (is_meta(sign)) return {sign, logabs};
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     Tensor lu = colmajor_copy(A, batch);
     std::vector<int> piv, info;
     lu_factor<T>(lu, nb, n, piv, info);
-    lu_slogdet<T>(lu, piv, nb, n, sign.data<T>(), logabs.data<T>());
+    if constexpr (kComplex<T>)
+      lu_slogdet_complex<T>(lu, piv, nb, n, sign.data<T>(), logabs.data<real_t<T>>());
+    else
+      lu_slogdet<T>(lu, piv, nb, n, sign.data<T>(), logabs.data<T>());
   });
   return {sign, logabs};
 }
@@ -325,15 +353,17 @@ std::tuple<Tensor, Tensor> slogdet_composite(const Tensor& self, OutArg) {
 }
 
 Tensor logdet_composite(const Tensor& self, OutArg) {
-  // log|det| where the determinant is not negative, NaN where it is (as PyTorch).
   auto [sign, logabs] = linalg_slogdet(self);
+  // complex: log(det) = log|det| + i arg(det), the principal branch (as PyTorch)
+  if (is_complex(sign.dtype())) return add(log(sign), logabs);
+  // log|det| where the determinant is not negative, NaN where it is (as PyTorch).
   Tensor negative = lt(sign, zeros(IntArrayRef(), sign.dtype()));
   return where(negative, full(IntArrayRef(), std::numeric_limits<double>::quiet_NaN(), logabs.dtype()),
                logabs);
 }
 
 std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors, OutArg) {
-  check_matrix(A, nullptr, true);
+  check_matrix(A, nullptr, true, true, /*complex_ok=*/true);
   DimVector batch = batch_of(A);
   int64_t n = rows(A);
   Tensor eye_n = eye(n, std::nullopt, A.dtype(), A.device());
@@ -349,7 +379,7 @@ std::tuple<Tensor, Tensor> linalg_inv_ex_impl(const Tensor& A, bool check_errors
 #endif
   if (!inv.defined()) {
     std::vector<int> info;
-    inv = dispatch_float(A.dtype(), [&](auto zero) {
+    inv = dispatch_float_or_complex(A.dtype(), [&](auto zero) {
       return lu_solve<decltype(zero)>(A, eye_n, batch, info);
     });
     info_t = empty_tensor(batch, DType::Int32, A.device());
@@ -432,7 +462,7 @@ std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
   Tensor info_t = empty_tensor(batch, DType::Int32, A.device());
   if (is_meta(L)) return {L, info_t};
   int32_t* info = info_t.data<int32_t>();
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int ni = lapack_int(n);
     for (int64_t b = 0; b < nb; ++b) {
@@ -441,10 +471,10 @@ std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
       if (n) lapack::potrf(upper ? 'U' : 'L', ni, a, ni, &info[b]);
       // OpenBLAS's potrf lets NaN through; a NaN pivot fails as a non-positive one would
       for (int64_t j = 0; j < n && info[b] == 0; ++j)
-        if (std::isnan(a[j * n + j])) info[b] = int32_t(j + 1);
+        if (std::isnan(real_t<T>(a[j * n + j]))) info[b] = int32_t(j + 1);  // potrf's diagonal is real
       for (int64_t j = 0; j < n; ++j)  // zero the triangle LAPACK leaves untouched
         for (int64_t i = 0; i < n; ++i)
-          if (upper ? i > j : i < j) a[j * n + i] = 0;
+          if (upper ? i > j : i < j) a[j * n + i] = T(0);
     }
   });
   return {L, info_t};
@@ -454,7 +484,7 @@ std::tuple<Tensor, Tensor> cholesky_cpu(const Tensor& A, bool upper) {
 
 std::tuple<Tensor, Tensor> linalg_cholesky_ex_impl(const Tensor& A, bool upper, bool check_errors,
                                                    OutArg) {
-  check_matrix(A, "cholesky_cpu", true);
+  check_matrix(A, "cholesky_cpu", true, true, /*complex_ok=*/true);
   if (solve_as_float(A)) {
     auto [L, info] = linalg_cholesky_ex_impl(_to_dtype(A, DType::Float32), upper, check_errors, {});
     return {_to_dtype(L, A.dtype()), info};
@@ -481,14 +511,15 @@ Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
   const bool square = self.dim() >= 2 && self.size(-1) == self.size(-2);
   // PyTorch's legacy cholesky returns an empty result before any check (a float batch of square
   // matrices takes the usual path, which keeps the result's autograd history)
-  if (self.numel() == 0 && !(square && is_floating(dt) && dt != DType::Float16 && dt != DType::BFloat16)) {
+  const bool lapack_dtype = (is_floating(dt) && dt != DType::Float16 && dt != DType::BFloat16) || is_complex(dt);
+  if (self.numel() == 0 && !(square && lapack_dtype)) {
     if (out.tensor) {
       resize_out(*out.tensor, self.sizes());
       return *out.tensor;
     }
     return empty_tensor(self.sizes(), dt, self.device());
   }
-  if (!is_floating(dt) || dt == DType::Float16 || dt == DType::BFloat16)
+  if (!lapack_dtype)
     TP_FAIL_NOT_IMPLEMENTED("\"cholesky_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
   if (!out.tensor) return linalg_cholesky(self, upper);
   // the legacy out= is resized contiguous (PyTorch copies the factor into it), not column-major,
@@ -505,7 +536,7 @@ Tensor cholesky_composite(const Tensor& self, bool upper, OutArg out) {
 std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mode, OutArg) {
   TP_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
            mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
-  check_matrix(A, "geqrf_cpu", false, /*empty_returns=*/false);
+  check_matrix(A, "geqrf_cpu", false, /*empty_returns=*/false, /*complex_ok=*/true);
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::qr(A, mode);
 #endif
@@ -518,14 +549,15 @@ std::tuple<Tensor, Tensor> linalg_qr_impl(const Tensor& A, const std::string& mo
                          : colmajor_empty(batch, m, qcols, A.dtype(), A.device());
   if (is_meta(R)) return {Q, R};
   Tensor a = colmajor_copy(A, batch);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {  // complex: geqrf and ungqr
     using T = decltype(zero);
+    using Real = real_t<T>;
     int mi = lapack_int(m), ni = lapack_int(n), ki = int(k), qi = lapack_int(qcols), info = 0;
     std::vector<T> tau(size_t(std::max<int64_t>(k, 1)));
-    T wq = 0, wo = 0;  // workspace queries only with arguments LAPACK accepts
+    T wq = T(0), wo = T(0);  // workspace queries only with arguments LAPACK accepts
     if (k) lapack::geqrf(mi, ni, a.data<T>(), mi, tau.data(), &wq, -1, &info);
     if (k && mode != "r") lapack::orgqr(mi, qi, ki, a.data<T>(), mi, tau.data(), &wo, -1, &info);
-    std::vector<T> work(size_t(std::max({query_lwork(wq), query_lwork(wo), qi, ni})));
+    std::vector<T> work(size_t(std::max({query_lwork(static_cast<Real>(wq)), query_lwork(static_cast<Real>(wo)), qi, ni})));
     int lwork = int(work.size());
     for (int64_t b = 0; b < nb; ++b) {
       T* ab = a.data<T>() + b * m * n;
@@ -561,7 +593,7 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
   int64_t m = rows(A), n = cols(A), k = std::min(m, n), nb = count(batch);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   SvdResult r;
-  r.S = empty_tensor(with_tail(batch, {k}), A.dtype(), A.device());
+  r.S = empty_tensor(with_tail(batch, {k}), to_real_dtype(A.dtype()), A.device());
   if (compute_uv) {
     r.U = colmajor_empty(batch, m, ucols, A.dtype(), A.device());
     // PyTorch's meta svd gives Vh the layout of its CUDA one (row-major; its meta kernels
@@ -578,30 +610,42 @@ SvdResult svd(const Tensor& A, bool compute_uv, bool full_matrices) {
     return r;
   }
   Tensor a = colmajor_copy(A, batch);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    using R = real_t<T>;
     char jobz = !compute_uv ? 'N' : full_matrices ? 'A' : 'S';
     int mi = lapack_int(m), ni = lapack_int(n), ldu = lapack_int(m), ldvt = lapack_int(vrows);
     int info = 0;
-    T dummy = 0, wq = 0;
+    T dummy = T(0), wq = T(0);
     T* u0 = compute_uv ? r.U.data<T>() : &dummy;
     T* v0 = compute_uv ? r.Vh.data<T>() : &dummy;
+    R* s0 = r.S.data<R>();
     std::vector<int> iwork(size_t(8 * k));
-    lapack::gesdd(jobz, mi, ni, a.data<T>(), mi, r.S.data<T>(), u0, ldu, v0, ldvt, &wq, -1,
-                  iwork.data(), &info);
-    std::vector<T> work(size_t(query_lwork(wq)));
+    // the complex gesdd's real workspace (LAPACK's bound for its jobz)
+    int64_t mx = std::max(m, n);
+    std::vector<R> rwork(size_t(!kComplex<T>   ? 1
+                                : jobz == 'N' ? 7 * k
+                                              : std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k)));
+    auto call = [&](T* ab, R* sb, T* ub, T* vb, T* work, int lwork) {
+      if constexpr (kComplex<T>)
+        lapack::gesdd(jobz, mi, ni, ab, mi, sb, ub, ldu, vb, ldvt, work, lwork, rwork.data(), iwork.data(),
+                      &info);
+      else
+        lapack::gesdd(jobz, mi, ni, ab, mi, sb, ub, ldu, vb, ldvt, work, lwork, iwork.data(), &info);
+    };
+    call(a.data<T>(), s0, u0, v0, &wq, -1);
+    std::vector<T> work(static_cast<size_t>(query_lwork(static_cast<real_t<T>>(wq))));
     // gesdd computing vectors does not return on inf or NaN input (it iterates forever):
     // PyTorch's error first (singular values alone come back NaN, as PyTorch's do)
-    const T* ad = a.data<T>();
-    for (int64_t i = 0, total = compute_uv ? nb * m * n : 0; i < total; ++i)
+    const R* ad = reinterpret_cast<const R*>(a.data<T>());  // complex: both parts
+    for (int64_t i = 0, total = compute_uv ? nb * m * n * (kComplex<T> ? 2 : 1) : 0; i < total; ++i)
       if (!std::isfinite(ad[i]))
         TP_FAIL_LINALG("linalg.svd: The algorithm failed to converge because the input matrix "
                        "contained non-finite values.");
     for (int64_t b = 0; b < nb; ++b) {
       T* ub = compute_uv ? u0 + b * m * ucols : u0;
       T* vb = compute_uv ? v0 + b * vrows * n : v0;
-      lapack::gesdd(jobz, mi, ni, a.data<T>() + b * m * n, mi, r.S.data<T>() + b * k, ub, ldu, vb,
-                    ldvt, work.data(), int(work.size()), iwork.data(), &info);
+      call(a.data<T>() + b * m * n, s0 + b * k, ub, vb, work.data(), int(work.size()));
       if (info != 0) fail_svd(A, b, info);
     }
   });
@@ -615,34 +659,45 @@ EighResult eigh(const Tensor& A, bool compute_v, const std::string& uplo) {
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A), " by ", cols(A),
            " matrices");
   // PyTorch's CPU kernel returns an empty input, of any dtype, before its dtype dispatch
-  if (solve_as_float(A)) {
+  if (A.numel() == 0 && A.device().is_cpu() && dt != DType::Float32 && dt != DType::Float64 && !is_complex(dt)) {
     EighResult r = eigh(_to_dtype(A, DType::Float32), compute_v, uplo);
     return {_to_dtype(r.eigenvalues, to_real_dtype(dt)), _to_dtype(r.eigenvectors, dt)};
   }
-  if (dt != DType::Float32 && dt != DType::Float64)
+  if (dt != DType::Float32 && dt != DType::Float64 && !is_complex(dt))
     TP_FAIL_NOT_IMPLEMENTED("\"linalg_eigh_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
-  check_matrix(A, nullptr, true);
+  check_matrix(A, nullptr, true, true, /*complex_ok=*/true);
 #ifdef TP_USE_CUDA
   if (A.device().is_cuda()) return cuda::linalg::eigh(A, compute_v, uplo[0]);
 #endif
   DimVector batch = batch_of(A);
   int64_t n = rows(A), nb = count(batch);
   EighResult r;
-  r.eigenvalues = empty_tensor(with_tail(batch, {n}), dt, A.device());
+  r.eigenvalues = empty_tensor(with_tail(batch, {n}), to_real_dtype(dt), A.device());
   r.eigenvectors = colmajor_copy(A, batch);
   if (n == 0 || is_meta(A)) return r;
-  dispatch_float(dt, [&](auto zero) {
+  dispatch_float_or_complex(dt, [&](auto zero) {
     using T = decltype(zero);
+    using R = real_t<T>;
     char jobz = compute_v ? 'V' : 'N';
     int ni = lapack_int(n), info = 0, iq = 0;
-    T wq = 0;
+    T wq = T(0);
+    R rq = 0;
     T* a = r.eigenvectors.data<T>();
-    lapack::syevd(jobz, uplo[0], ni, a, ni, r.eigenvalues.data<T>(), &wq, -1, &iq, -1, &info);
-    std::vector<T> work(size_t(query_lwork(wq)));
+    R* w = r.eigenvalues.data<R>();
+    if constexpr (kComplex<T>)  // heevd: the Hermitian counterpart, with a real workspace too
+      lapack::heevd(jobz, uplo[0], ni, a, ni, w, &wq, -1, &rq, -1, &iq, -1, &info);
+    else
+      lapack::syevd(jobz, uplo[0], ni, a, ni, w, &wq, -1, &iq, -1, &info);
+    std::vector<T> work(static_cast<size_t>(query_lwork(static_cast<real_t<T>>(wq))));
+    std::vector<R> rwork(size_t(query_lwork(rq)));
     std::vector<int> iwork(size_t(std::max(iq, 1)));
     for (int64_t b = 0; b < nb; ++b) {
-      lapack::syevd(jobz, uplo[0], ni, a + b * n * n, ni, r.eigenvalues.data<T>() + b * n,
-                    work.data(), int(work.size()), iwork.data(), int(iwork.size()), &info);
+      if constexpr (kComplex<T>)
+        lapack::heevd(jobz, uplo[0], ni, a + b * n * n, ni, w + b * n, work.data(), int(work.size()),
+                      rwork.data(), int(rwork.size()), iwork.data(), int(iwork.size()), &info);
+      else
+        lapack::syevd(jobz, uplo[0], ni, a + b * n * n, ni, w + b * n, work.data(), int(work.size()),
+                      iwork.data(), int(iwork.size()), &info);
       if (info > 0) fail_eigh(A, b, info);
     }
   });
@@ -653,7 +708,7 @@ void check_svd_input(const Tensor& A, const std::optional<std::string>& driver) 
   bool cuda = A.device().is_cuda();
   TP_CHECK(cuda || !driver, "keyword argument `driver=` is only supported on CUDA inputs with "
            "cuSOLVER backend.");
-  check_matrix(A, "linalg_svd_cpu", false);
+  check_matrix(A, "linalg_svd_cpu", false, true, /*complex_ok=*/true);
   // CUDA names cuSOLVER's drivers; all of them give gesvdj's result here
   TP_CHECK(!driver || *driver == "gesvd" || *driver == "gesvdj" || *driver == "gesvda",
            "unknown svd driver ", *driver, " in svd_cusolver computation.");
@@ -754,6 +809,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   for (const Tensor* t : {&A, &B}) {
     DType dt = t->dtype();
     if (dt == DType::Float32 || dt == DType::Float64) continue;
+    if (is_complex(dt) && t->device().is_cpu()) continue;
     if (is_complex(dt)) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(dt), ")");
     if (rcond)  // PyTorch's path with rcond= fails in its dtype dispatch instead
       TP_FAIL_NOT_IMPLEMENTED("\"linalg_lstsq_cpu\" not implemented for '", dtype_scalar_name(dt), "'");
@@ -776,7 +832,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   DimVector batch = broadcast_batch(batch_of(Bm), batch_of(A));  // B first in messages, as in PyTorch
   if (!on_cpu) return lstsq_gels_by_ops(A, Bm, batch, vector_case);
   int64_t nb = count(batch);
-  DType dt = A.dtype();
+  DType dt = A.dtype(), rdt = to_real_dtype(dt);  // residuals and singular values are real
   Tensor a = colmajor_copy(A, batch);
   // LAPACK writes the solution over B, so B's buffer has max(m, n) rows.
   Tensor x = colmajor_empty(batch, mn, k, dt);
@@ -784,34 +840,58 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   copy_(narrow(x, -2, 0, m), expand(Bm, with_tail(batch, {m, k})));
   bool has_rank = drv != "gels", has_sv = drv == "gelsd" || drv == "gelss";
   Tensor rank = has_rank ? zeros(batch, DType::Int64) : empty_tensor(std::array<int64_t, 1>{0}, DType::Int64);
-  Tensor sv = has_sv ? zeros(with_tail(batch, {mink}), dt) : empty_tensor(std::array<int64_t, 1>{0}, dt);
+  Tensor sv = has_sv ? zeros(with_tail(batch, {mink}), rdt) : empty_tensor(std::array<int64_t, 1>{0}, rdt);
   if (mink > 0 && k > 0) {
-    dispatch_float(dt, [&](auto zero) {
+    dispatch_float_or_complex(dt, [&](auto zero) {
       using T = decltype(zero);
+      using R = real_t<T>;
       int mi = lapack_int(m), ni = lapack_int(n), ki = lapack_int(k), ld = lapack_int(m),
           ldb = lapack_int(mn), info = 0, rk = 0, iq = 1;
-      T rc = rcond ? T(*rcond) : std::numeric_limits<T>::epsilon() * T(mn);
+      R rc = rcond ? R(*rcond) : std::numeric_limits<R>::epsilon() * R(mn);
       T* a0 = a.data<T>();
       T* x0 = x.data<T>();
-      T* s0 = has_sv ? sv.data<T>() : nullptr;
+      R* s0 = has_sv ? sv.data<R>() : nullptr;
       std::vector<int> jpvt(static_cast<size_t>(n));
-      T wq = 0;
+      T wq = T(0);
+      R rq = 0;
+      // the complex drivers' real workspace: gelsy 2n, gelss 5 min(m, n), gelsd as queried
+      std::vector<R> rwork(size_t(std::max<int64_t>({1, 2 * n, 5 * mink})));
+      auto gelsy = [&](T* ab, T* xb, T* work, int lwork) {
+        if constexpr (kComplex<T>)
+          lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work, lwork, rwork.data(), &info);
+        else
+          lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work, lwork, &info);
+      };
+      auto gelsd = [&](T* ab, T* xb, R* sb, T* work, int lwork, R* rw, int* iwork) {
+        if constexpr (kComplex<T>)
+          lapack::gelsd(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work, lwork, rw, iwork, &info);
+        else
+          lapack::gelsd(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work, lwork, iwork, &info);
+      };
+      auto gelss = [&](T* ab, T* xb, R* sb, T* work, int lwork) {
+        if constexpr (kComplex<T>)
+          lapack::gelss(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work, lwork, rwork.data(), &info);
+        else
+          lapack::gelss(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work, lwork, &info);
+      };
       if (drv == "gels") lapack::gels('N', mi, ni, ki, a0, ld, x0, ldb, &wq, -1, &info);
-      if (drv == "gelsy") lapack::gelsy(mi, ni, ki, a0, ld, x0, ldb, jpvt.data(), rc, &rk, &wq, -1, &info);
-      if (drv == "gelsd") lapack::gelsd(mi, ni, ki, a0, ld, x0, ldb, s0, rc, &rk, &wq, -1, &iq, &info);
-      if (drv == "gelss") lapack::gelss(mi, ni, ki, a0, ld, x0, ldb, s0, rc, &rk, &wq, -1, &info);
-      std::vector<T> work(size_t(query_lwork(wq)));
+      if (drv == "gelsy") gelsy(a0, x0, &wq, -1);
+      if (drv == "gelsd") gelsd(a0, x0, s0, &wq, -1, &rq, &iq);
+      if (drv == "gelss") gelss(a0, x0, s0, &wq, -1);
+      std::vector<T> work(static_cast<size_t>(query_lwork(static_cast<R>(wq))));
       std::vector<int> iwork(size_t(std::max(iq, 1)));
+      if (drv == "gelsd") rwork.resize(std::max(rwork.size(), size_t(query_lwork(rq))));
       int lw = int(work.size());
       for (int64_t b = 0; b < nb; ++b) {
         T* ab = a0 + b * m * n;
         T* xb = x0 + b * mn * k;
-        T* sb = has_sv ? s0 + b * mink : nullptr;
+        R* sb = has_sv ? s0 + b * mink : nullptr;
         // PyTorch's LAPACK (MKL) refuses a NaN in A or B as an illegal argument (its scaling by
         // a NaN norm), which PyTorch reports through an internal assert (a RuntimeError)
-        auto has_nan = [](const T* p, int64_t count) {
-          for (int64_t i = 0; i < count; ++i)
-            if (p[i] != p[i]) return true;
+        auto has_nan = [](const T* p, int64_t count) {  // complex: either part (both are R)
+          const R* r = reinterpret_cast<const R*>(p);
+          for (int64_t i = 0; i < count * (kComplex<T> ? 2 : 1); ++i)
+            if (r[i] != r[i]) return true;
           return false;
         };
         const bool nan_a = has_nan(ab, m * n);
@@ -823,11 +903,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
           if (info > 0) fail_rank_deficient(a, b, info);
         } else if (drv == "gelsy") {
           std::fill(jpvt.begin(), jpvt.end(), 0);
-          lapack::gelsy(mi, ni, ki, ab, ld, xb, ldb, jpvt.data(), rc, &rk, work.data(), lw, &info);
+          gelsy(ab, xb, work.data(), lw);
         } else if (drv == "gelsd") {
-          lapack::gelsd(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work.data(), lw, iwork.data(), &info);
+          gelsd(ab, xb, sb, work.data(), lw, rwork.data(), iwork.data());
         } else {
-          lapack::gelss(mi, ni, ki, ab, ld, xb, ldb, sb, rc, &rk, work.data(), lw, &info);
+          gelss(ab, xb, sb, work.data(), lw);
         }
         if (info > 0)
           TP_FAIL_LINALG(batch_prefix(a, b), "The algorithm failed to converge because the input "
@@ -842,11 +922,12 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> linalg_lstsq_impl(
   bool full_rank = true;
   if (has_rank)
     for (int64_t b = 0; b < nb; ++b) full_rank = full_rank && rank.data<int64_t>()[b] == n;
-  Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, dt);
+  Tensor residuals = empty_tensor(std::array<int64_t, 1>{0}, rdt);
   if (m > n && drv == "gels" && n == 0 && nb > 0) {  // PyTorch's gels: zeros, not |B|^2
-    residuals = zeros(with_tail(batch, {x.size(-1)}), dt, x.device());
+    residuals = zeros(with_tail(batch, {x.size(-1)}), rdt, x.device());
   } else if (m > n && drv != "gelsy" && full_rank && nb > 0) {
     Tensor tail = narrow(x, -2, n, m - n);
+    if (is_complex(dt)) tail = abs(tail);
     residuals = sum(mul(tail, tail), std::array<int64_t, 1>{-2});
   }
   if (vector_case) solution = select(solution, -1, 0);

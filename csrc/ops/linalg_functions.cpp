@@ -31,7 +31,11 @@ struct Tolerances {
              const std::optional<Tensor>& rtol_t)
       : batch(batch_of(A)) {
     for (const auto* t : {&atol_t, &rtol_t})
-      if (*t) batch = broadcast_batch((*t)->sizes(), batch);
+      if (*t) {
+        TP_CHECK(!is_complex((*t)->dtype()), t == &atol_t ? "atol" : "rtol",
+                 " tensor of complex type is not supported. Got ", dtype_scalar_name((*t)->dtype()));
+        batch = broadcast_batch((*t)->sizes(), batch);
+      }
     atol = values(atol_t);
     rtol = values(rtol_t);
   }
@@ -104,8 +108,9 @@ Tensor pinv_by_ops(const Tensor& A, const Tolerances& tols, bool hermitian) {
 
 void check_rank_input(const Tensor& A) {
   TP_CHECK(A.dim() >= 2, "The input tensor input must have at least 2 dimensions.");
-  if (is_complex(A.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
-  TP_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+  if (is_complex(A.dtype()) && A.device().is_cuda())
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
+  TP_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64 || is_complex(A.dtype()),
            "This function doesn't handle types other than float and double");
 }
 
@@ -113,9 +118,10 @@ void check_rank_input(const Tensor& A) {
 
 Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
                         const std::optional<Tensor>& rtol, bool hermitian, OutArg out) {
-  if (is_complex(input.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(input.dtype()), ")");
-  TP_CHECK(input.dim() >= 2 &&
-               (input.dtype() == DType::Float32 || input.dtype() == DType::Float64),
+  if (is_complex(input.dtype()) && input.device().is_cuda())
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(input.dtype()), ")");
+  TP_CHECK(input.dim() >= 2 && (input.dtype() == DType::Float32 || input.dtype() == DType::Float64 ||
+                                is_complex(input.dtype())),
            "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble types");
   // an empty input returns its empty pinv before the tolerances are broadcast or a hermitian
   // input is checked square, as PyTorch's
@@ -126,7 +132,7 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
   Tensor A = with_batch(input, tols.batch);
   const DimVector& batch = tols.batch;
   int64_t m = rows(A), n = cols(A), nb = count(batch);
-  if (hermitian) check_matrix(A, nullptr, true);
+  if (hermitian) check_matrix(A, nullptr, true, true, /*complex_ok=*/true);
   Tensor res = empty_tensor(with_tail(batch, {n, m}), A.dtype(), A.device());
   if (res.numel() == 0) return finish_out_cast(out, zero_(res));
   if (is_meta(res)) return finish_out_cast(out, res);
@@ -134,42 +140,50 @@ Tensor linalg_pinv_impl(const Tensor& input, const std::optional<Tensor>& atol,
     check_solver_device(A);
     return finish_out_cast(out, pinv_by_ops(A, tols, hermitian));
   }
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if (hermitian) {  // A = Q diag(w) Q^T, so pinv(A) = Q diag(1/w) Q^T over the kept w
+    using R = real_t<T>;
+    if (hermitian) {  // A = Q diag(w) Q^H, so pinv(A) = Q diag(1/w) Q^H over the kept w
       EighResult e = linalg::eigh(A, true, "L");
       T* q = e.eigenvectors.data<T>();
       std::vector<T> scaled(size_t(n * n));
       for (int64_t b = 0; b < nb; ++b) {
-        const T* w = e.eigenvalues.data<T>() + b * n;
+        const R* w = e.eigenvalues.data<R>() + b * n;
         T* qb = q + b * n * n;
-        T largest = 0;
+        R largest = 0;
         for (int64_t i = 0; i < n; ++i) largest = std::max(largest, std::abs(w[i]));
-        T tol = tols.cutoff(b, largest, m, n);
+        R tol = tols.cutoff(b, largest, m, n);
         for (int64_t j = 0; j < n; ++j) {
-          T s = std::abs(w[j]) > tol ? T(1) / w[j] : T(0);
+          T s = std::abs(w[j]) > tol ? T(R(1) / w[j]) : T(0);
           for (int64_t i = 0; i < n; ++i) scaled[size_t(j * n + i)] = qb[j * n + i] * s;
         }
+        if constexpr (kComplex<T>)  // gemm reads Q^T below: conjugate it into Q^H
+          for (int64_t i = 0; i < n * n; ++i) qb[i] = conj(qb[i]);
         blas::gemm(A.dtype(), n, n, n, 1.0, {scaled.data(), 1, n}, {qb, n, 1}, 0.0,
                    res.data<T>() + b * n * n, n);
       }
       return;
     }
-    // A = U diag(S) Vh, so pinv(A) = Vh^T diag(1/S) U^T over the kept S.
+    // A = U diag(S) Vh, so pinv(A) = Vh^H diag(1/S) U^H over the kept S.
     SvdResult r = linalg::svd(A, true, false);
     int64_t k = std::min(m, n);
     T* vh = r.Vh.data<T>();
     for (int64_t b = 0; b < nb; ++b) {
-      T* s = r.S.data<T>() + b * k;
-      T tol = tols.cutoff(b, k ? s[0] : T(0), m, n);
+      R* s = r.S.data<R>() + b * k;
+      R tol = tols.cutoff(b, k ? s[0] : R(0), m, n);
       T* vb = vh + b * k * n;  // k x n, column-major: row i scaled by 1/S_i
       for (int64_t i = 0; i < k; ++i) {
-        T inv = s[i] > tol ? T(1) / s[i] : T(0);
+        T inv = s[i] > tol ? T(R(1) / s[i]) : T(0);
         for (int64_t j = 0; j < n; ++j) vb[j * k + i] *= inv;
       }
     }
+    // the product of the transposes (Vh^T diag U^T); its conjugate for complex A
     blas::gemm_batched(A.dtype(), nb, n, m, k, 1.0, {vh, k, 1}, k * n, {r.U.data<T>(), m, 1},
                        m * k, 0.0, res.data_ptr(), m, n * m);
+    if constexpr (kComplex<T>) {
+      T* p = res.data<T>();
+      for (int64_t i = 0; i < res.numel(); ++i) p[i] = conj(p[i]);
+    }
   });
   return finish_out_cast(out, res);
 }
@@ -193,7 +207,7 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
   Tensor rank = zeros(batch, DType::Int64, A.device());
   if (m == 0 || n == 0) return finish_out_cast(out, rank);
   Tensor values = hermitian ? linalg::eigh(A, false, "L").eigenvalues
-                            : (check_matrix(A, "linalg_svd_cpu", false), linalg::svd(A, false, false).S);
+                            : (check_matrix(A, "linalg_svd_cpu", false, true, true), linalg::svd(A, false, false).S);
   if (is_meta(rank)) return finish_out_cast(out, rank);
   if (!A.device().is_cpu()) {  // |values| above each matrix's cut-off
     std::array<int64_t, 1> last{-1};
@@ -202,7 +216,7 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
     return finish_out_cast(out, sum(gt(mags, tol), last));
   }
   int64_t k = cols(values);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float(values.dtype(), [&](auto zero) {  // real: singular values or eigenvalues
     using T = decltype(zero);
     for (int64_t b = 0; b < nb; ++b) {
       const T* s = values.data<T>() + b * k;
@@ -273,21 +287,24 @@ constexpr double kB7[] = {17297280., 8648640., 1995840., 277200., 25200., 1512.,
 constexpr double kB5[] = {30240., 15120., 3360., 420., 30., 1.};
 constexpr double kB3[] = {120., 60., 12., 1.};
 
-/// exp of one n x n row-major float64 matrix `a` (overwritten) into `out`: scaling and
-/// squaring with the Padé approximant of the lowest sufficient degree.
-void expm(int64_t n, double* a, double* out) {
+/// exp of one n x n row-major float64 or complex128 matrix `a` (overwritten) into `out`:
+/// scaling and squaring with the Padé approximant of the lowest sufficient degree.
+template <class T>
+void expm(int64_t n, T* a, T* out) {
+  using std::abs;
+  constexpr DType dt = kComplex<T> ? DType::Complex128 : DType::Float64;
   size_t nn = size_t(n * n);
-  auto mm = [n](const double* x, const double* y, double* z) {
-    blas::gemm(DType::Float64, n, n, n, 1.0, {x, n, 1}, {y, n, 1}, 0.0, z, n);
+  auto mm = [n](const T* x, const T* y, T* z) {
+    blas::gemm(dt, n, n, n, 1.0, {x, n, 1}, {y, n, 1}, 0.0, z, n);
   };
   double norm1 = 0;  // largest column sum of |a|
   for (int64_t j = 0; j < n; ++j) {
     double s = 0;
-    for (int64_t i = 0; i < n; ++i) s += std::abs(a[i * n + j]);
+    for (int64_t i = 0; i < n; ++i) s += abs(a[i * n + j]);
     norm1 = std::max(norm1, s);
   }
   if (!std::isfinite(norm1)) {  // inf or NaN entries: no meaningful exponential
-    std::fill(out, out + nn, std::numeric_limits<double>::quiet_NaN());
+    std::fill(out, out + nn, T(std::numeric_limits<double>::quiet_NaN()));
     return;
   }
   int degree_index = 0;
@@ -299,47 +316,47 @@ void expm(int64_t n, double* a, double* out) {
     for (size_t i = 0; i < nn; ++i) a[i] *= scale;
   }
   // powers[j] = a^(2j) for j = 1..4 (a^2, a^4, a^6, a^8)
-  std::vector<double> pw(4 * nn), u(nn), v(nn), t(nn);
-  double* a2 = pw.data();
+  std::vector<T> pw(4 * nn), u(nn), v(nn), t(nn);
+  T* a2 = pw.data();
   mm(a, a, a2);
   int max_power = degree_index == 4 ? 3 : degree_index + 1;
   for (int j = 1; j < max_power; ++j) mm(pw.data() + (j - 1) * nn, a2, pw.data() + j * nn);
   auto power = [&](int j) { return pw.data() + (j - 1) * nn; };  // a^(2j)
-  auto add_identity = [n](double* x, double c) {
+  auto add_identity = [n](T* x, double c) {
     for (int64_t i = 0; i < n; ++i) x[i * n + i] += c;
   };
   if (degree_index < 4) {
     const double* b[] = {kB3, kB5, kB7, kB9};
     const double* c = b[degree_index];
     int terms = degree_index + 2;  // even/odd coefficient pairs
-    std::fill(t.begin(), t.end(), 0.0);
-    std::fill(v.begin(), v.end(), 0.0);
+    std::fill(t.begin(), t.end(), T(0));
+    std::fill(v.begin(), v.end(), T(0));
     for (int j = 1; j < terms; ++j)
       for (size_t i = 0; i < nn; ++i) {
-        t[i] += c[2 * j + 1] * power(j)[i];
-        v[i] += c[2 * j] * power(j)[i];
+        t[i] += T(c[2 * j + 1]) * power(j)[i];
+        v[i] += T(c[2 * j]) * power(j)[i];
       }
     add_identity(t.data(), c[1]);
     add_identity(v.data(), c[0]);
     mm(a, t.data(), u.data());
   } else {
-    const double *p2 = power(1), *p4 = power(2), *p6 = power(3);
-    const double* b = kB13;
-    for (size_t i = 0; i < nn; ++i) t[i] = b[13] * p6[i] + b[11] * p4[i] + b[9] * p2[i];
+    const T *p2 = power(1), *p4 = power(2), *p6 = power(3);
+    auto b = [](int i) { return T(kB13[i]); };
+    for (size_t i = 0; i < nn; ++i) t[i] = b(13) * p6[i] + b(11) * p4[i] + b(9) * p2[i];
     mm(p6, t.data(), u.data());
-    for (size_t i = 0; i < nn; ++i) u[i] += b[7] * p6[i] + b[5] * p4[i] + b[3] * p2[i];
-    add_identity(u.data(), b[1]);
+    for (size_t i = 0; i < nn; ++i) u[i] += b(7) * p6[i] + b(5) * p4[i] + b(3) * p2[i];
+    add_identity(u.data(), kB13[1]);
     mm(a, u.data(), t.data());
     std::swap(u, t);  // u = a * (...)
-    for (size_t i = 0; i < nn; ++i) t[i] = b[12] * p6[i] + b[10] * p4[i] + b[8] * p2[i];
+    for (size_t i = 0; i < nn; ++i) t[i] = b(12) * p6[i] + b(10) * p4[i] + b(8) * p2[i];
     mm(p6, t.data(), v.data());
-    for (size_t i = 0; i < nn; ++i) v[i] += b[6] * p6[i] + b[4] * p4[i] + b[2] * p2[i];
-    add_identity(v.data(), b[0]);
+    for (size_t i = 0; i < nn; ++i) v[i] += b(6) * p6[i] + b(4) * p4[i] + b(2) * p2[i];
+    add_identity(v.data(), kB13[0]);
   }
   // exp(a) ~ (v - u)^-1 (v + u). Both are polynomials in a and commute, so solving with the
   // row-major buffers read as column-major (their transposes) gives the row-major result.
   for (size_t i = 0; i < nn; ++i) {
-    double p = v[i] + u[i];
+    T p = v[i] + u[i];
     t[i] = v[i] - u[i];
     out[i] = p;
   }
@@ -427,12 +444,13 @@ Tensor expm_by_ops(const Tensor& a) {
 
 Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
-  if (is_complex(A.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
-  TP_CHECK(is_floating(A.dtype()), "Expected a floating point or complex tensor as input. Got ",
+  if (is_complex(A.dtype()) && A.device().is_cuda())
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(A.dtype()), ")");
+  TP_CHECK(is_floating_or_complex(A.dtype()), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(A.dtype()));
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
            " by ", cols(A), " matrices");
-  // Computed in float64 for every dtype, then rounded to A's.
+  // Computed in float64 (complex128 for complex A) for every dtype, then rounded to A's.
   if (!A.device().is_cpu()) {
     check_solver_device(A);
     Tensor res = empty_tensor(A.sizes(), A.dtype(), A.device());
@@ -442,14 +460,17 @@ Tensor linalg_matrix_exp_impl(const Tensor& A, OutArg) {
     copy_(res, expm_by_ops(a64));
     return res;
   }
-  Tensor work = empty_tensor(A.sizes(), DType::Float64);
+  const DType wide = is_complex(A.dtype()) ? DType::Complex128 : DType::Float64;
+  Tensor work = empty_tensor(A.sizes(), wide);
   copy_(work, A);
-  Tensor res64 = empty_tensor(A.sizes(), DType::Float64);
+  Tensor res64 = empty_tensor(A.sizes(), wide);
   int64_t n = rows(A), nb = count(batch_of(A));
-  if (n > 0)
-    for (int64_t b = 0; b < nb; ++b)
-      expm(n, work.data<double>() + b * n * n, res64.data<double>() + b * n * n);
-  if (A.dtype() == DType::Float64) return res64;
+  if (n > 0 && !is_meta(A))
+    dispatch_float_or_complex(wide, [&](auto zero) {
+      using T = decltype(zero);
+      for (int64_t b = 0; b < nb; ++b) expm(n, work.data<T>() + b * n * n, res64.data<T>() + b * n * n);
+    });
+  if (A.dtype() == wide) return res64;
   Tensor res = empty_tensor(A.sizes(), A.dtype());
   copy_(res, res64);
   return res;

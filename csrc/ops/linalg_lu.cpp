@@ -32,17 +32,28 @@ std::string sizes_str(IntArrayRef s) {
   return out + "]";
 }
 
-/// The NotImplementedError of a PyTorch CPU kernel without an instance for dt.
-void require_lapack_dtype(DType dt, const char* kernel) {
-  if (dt != DType::Float32 && dt != DType::Float64)
+/// The NotImplementedError of a PyTorch CPU kernel without an instance for dt (complex
+/// types have LAPACK's c/z routines on the CPU; complex CUDA solvers are not there yet).
+void require_lapack_dtype(DType dt, const char* kernel, Device device = Device(DeviceType::CPU)) {
+  if (is_complex(dt) && device.is_cuda())
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(dt), ")");
+  if (dt != DType::Float32 && dt != DType::Float64 && !is_complex(dt))
     TP_FAIL_NOT_IMPLEMENTED("\"", kernel, "\" not implemented for '", dtype_scalar_name(dt), "'");
 }
 
 /// PyTorch's checkFloatingOrComplex (a RuntimeError).
 void require_floating(const Tensor& t) {
-  if (is_complex(t.dtype())) TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(t.dtype()), ")");
-  TP_CHECK(is_floating(t.dtype()), "Expected a floating point or complex tensor as input. Got ",
+  if (is_complex(t.dtype()) && t.device().is_cuda())
+    TP_FAIL_NOT_IMPLEMENTED("complex inputs are not supported yet (got ", dtype_scalar_name(t.dtype()), ")");
+  TP_CHECK(is_floating_or_complex(t.dtype()), "Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(t.dtype()));
+}
+
+/// Conjugates the first `count` elements of a complex T array (nothing for real T).
+template <class T>
+void conj_in_place(T* p, int64_t count) {
+  if constexpr (kComplex<T>)
+    for (int64_t i = 0; i < count; ++i) p[i] = conj(p[i]);
 }
 
 /// For each matrix of the broadcast batch `batch`, the index of the matrix of `sub` (a batch
@@ -92,12 +103,12 @@ LuFactors lu_factor_core(const Tensor& A, bool pivot) {
     zero_(f.info);
     return f;
   }
-  require_lapack_dtype(A.dtype(), "lu_cpu");
+  require_lapack_dtype(A.dtype(), "lu_cpu", A.device());
   TP_CHECK(pivot, "LU without pivoting is not implemented on the CPU");
   copy_(f.LU, A);
   int32_t* piv = f.pivots.data<int32_t>();
   int32_t* info = f.info.data<int32_t>();
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int mi = lapack_int(m), ni = lapack_int(n);
     T* a = f.LU.data<T>();
@@ -194,7 +205,7 @@ Tensor lu_solve_core(const Tensor& LU, const Tensor& pivots, const Tensor& B, bo
   Tensor X = left ? colmajor_empty(batch, br, bc, B.dtype(), B.device())
                   : transpose(colmajor_empty(batch, bc, br, B.dtype(), B.device()), -2, -1);
   if (is_meta(X) || X.numel() == 0) return X;
-  require_lapack_dtype(LU.dtype(), "lu_solve_cpu");
+  require_lapack_dtype(LU.dtype(), "lu_solve_cpu", LU.device());
   check_lu_pivots(pivots, n);
   DimVector lu_batch = batch_of(LU);
   Tensor lu = colmajor_copy(LU, lu_batch);
@@ -204,25 +215,31 @@ Tensor lu_solve_core(const Tensor& LU, const Tensor& pivots, const Tensor& B, bo
   Tensor Y = left ? X : transpose(X, -2, -1);
   Tensor Bx = expand(B, with_tail(batch, {br, bc}));
   copy_(Y, left ? Bx : transpose(Bx, -2, -1));
-  char trans = (left ? adjoint : !adjoint) ? 'T' : 'N';
+  // X A^H = B is A conj(X)^T = conj(B)^T: the solve between two conjugations; A^H X = B is
+  // getrs's 'C' (its 'T' for real A)
+  const bool complex = is_complex(LU.dtype()), conj_rhs = complex && !left && adjoint;
+  char trans = left ? (adjoint ? (complex ? 'C' : 'T') : 'N') : (adjoint ? 'N' : 'T');
   int64_t nrhs = left ? bc : br, nb = count(batch);
-  dispatch_float(LU.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(LU.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int ni = lapack_int(n), ki = lapack_int(nrhs), info = 0;
     const T* a = lu.data<T>();
     const int32_t* p = piv.data<int32_t>();
     T* y = Y.data<T>();
+    if (conj_rhs) conj_in_place(y, nb * n * nrhs);
     for (int64_t b = 0; b < nb; ++b) {
       int64_t s = map[size_t(b)];
       lapack::getrs(trans, ni, ki, a + s * n * n, ni, p + s * n, y + b * n * nrhs, ni, &info);
     }
+    if (conj_rhs) conj_in_place(y, nb * n * nrhs);
   });
   return X;
 }
 
 // ------------------------------------------------------------------ LDL
 /// sytrf ('L') of every matrix of a checked A: LD (strict upper triangle zero), pivots, info.
-LuFactors ldl_factor_core(const Tensor& A) {
+/// Complex A: hetrf when hermitian (A = L D L^H), else the complex symmetric sytrf (L D L^T).
+LuFactors ldl_factor_core(const Tensor& A, bool hermitian) {
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A), " by ",
            cols(A), " matrices");
@@ -238,19 +255,23 @@ LuFactors ldl_factor_core(const Tensor& A) {
     zero_(f.info);
     return f;
   }
-  require_lapack_dtype(A.dtype(), "ldl_factor_kernel_cpu");
+  require_lapack_dtype(A.dtype(), "ldl_factor_kernel_cpu", A.device());
   copy_(f.LU, tril(A));  // sytrf reads and writes the lower triangle only
   int32_t* piv = f.pivots.data<int32_t>();
   int32_t* info = f.info.data<int32_t>();
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int ni = lapack_int(n), q = 0;
-    T wq = 0;
+    T wq = T(0);
     T* a = f.LU.data<T>();
-    lapack::sytrf('L', ni, a, ni, piv, &wq, -1, &q);
-    std::vector<T> work(size_t(std::max(1, int(wq))));
-    for (int64_t b = 0; b < nb; ++b)
-      lapack::sytrf('L', ni, a + b * n * n, ni, piv + b * n, work.data(), int(work.size()), &info[b]);
+    auto factor = [&](T* ab, int* pb, T* work, int lwork, int* ib) {
+      if constexpr (kComplex<T>)
+        if (hermitian) return lapack::hetrf('L', ni, ab, ni, pb, work, lwork, ib);
+      lapack::sytrf('L', ni, ab, ni, pb, work, lwork, ib);
+    };
+    factor(a, piv, &wq, -1, &q);
+    std::vector<T> work(size_t(std::max(1, int(real_t<T>(wq)))));
+    for (int64_t b = 0; b < nb; ++b) factor(a + b * n * n, piv + b * n, work.data(), int(work.size()), &info[b]);
   });
   return f;
 }
@@ -371,12 +392,12 @@ std::tuple<Tensor, Tensor> triangular_solve_impl(const Tensor& self, const Tenso
   Tensor X = colmajor_empty(batch, n, k, self.dtype(), self.device());
   Tensor C = colmajor_empty(batch, n, n, A.dtype(), A.device());
   if (is_meta(X)) return {X, C};
-  require_lapack_dtype(A.dtype(), "triangular_solve_cpu");
+  require_lapack_dtype(A.dtype(), "triangular_solve_cpu", A.device());
   copy_(X, expand(self, with_tail(batch, {n, k})));
   copy_(C, expand(A, with_tail(batch, {n, n})));
   if (n == 0 || k == 0) return {X, C};
   int64_t nb = count(batch);
-  dispatch_float(A.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(A.dtype(), [&](auto zero) {  // transpose: A^T, unconjugated (as PyTorch)
     using T = decltype(zero);
     int ni = lapack_int(n), ki = lapack_int(k);
     const T* a = C.data<T>();
@@ -388,19 +409,20 @@ std::tuple<Tensor, Tensor> triangular_solve_impl(const Tensor& self, const Tenso
   return {X, C};
 }
 
-std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex_impl(const Tensor& self, bool, bool check_errors, OutArg) {
-  LuFactors f = ldl_factor_core(self);
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex_impl(const Tensor& self, bool hermitian, bool check_errors,
+                                                             OutArg) {
+  LuFactors f = ldl_factor_core(self, hermitian);
   if (check_errors) check_ldl_info(f.info);
   return {f.LU, f.pivots, f.info};
 }
 
-std::tuple<Tensor, Tensor> linalg_ldl_factor_impl(const Tensor& self, bool, OutArg) {
-  LuFactors f = ldl_factor_core(self);
+std::tuple<Tensor, Tensor> linalg_ldl_factor_impl(const Tensor& self, bool hermitian, OutArg) {
+  LuFactors f = ldl_factor_core(self, hermitian);
   check_ldl_info(f.info);
   return {f.LU, f.pivots};
 }
 
-Tensor linalg_ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool, OutArg out) {
+Tensor linalg_ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool hermitian, OutArg out) {
   check_same_device({&LD, &pivots, &B});
   TP_CHECK(LD.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
   int64_t n = rows(LD);
@@ -424,7 +446,7 @@ Tensor linalg_ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tenso
   DimVector batch = broadcast_batch(batch_of(B), batch_of(LD));
   Tensor X = colmajor_empty(batch, n, k, B.dtype(), B.device());
   if (is_meta(X) || LD.numel() == 0 || pivots.numel() == 0) return finish_out(out, X);
-  require_lapack_dtype(LD.dtype(), "ldl_solve_kernel_cpu");
+  require_lapack_dtype(LD.dtype(), "ldl_solve_kernel_cpu", LD.device());
   Tensor piv = int32_pivots(pivots);
   const int32_t* p = piv.data<int32_t>();
   for (int64_t i = 0; i < piv.numel(); ++i)
@@ -439,13 +461,18 @@ Tensor linalg_ldl_solve_impl(const Tensor& LD, const Tensor& pivots, const Tenso
   Tensor ld = colmajor_copy(LD, ld_batch);
   std::vector<int64_t> map = batch_map(batch, ld_batch);
   int64_t nb = count(batch);
-  dispatch_float(LD.dtype(), [&](auto zero) {
+  dispatch_float_or_complex(LD.dtype(), [&](auto zero) {
     using T = decltype(zero);
     int ni = lapack_int(n), ki = lapack_int(k), info = 0;
     const T* a = ld.data<T>();
     T* x = X.data<T>();
     for (int64_t b = 0; b < nb; ++b) {
       int64_t s = map[size_t(b)];
+      if constexpr (kComplex<T>)
+        if (hermitian) {
+          lapack::hetrs('L', ni, ki, a + s * n * n, ni, p + s * n, x + b * n * k, ni, &info);
+          continue;
+        }
       lapack::sytrs('L', ni, ki, a + s * n * n, ni, p + s * n, x + b * n * k, ni, &info);
     }
   });

@@ -670,6 +670,9 @@ Tensor widened(DType dt, F&& f) {
   return _to_dtype(f(DType::Float32), dt);
 }
 
+/// Whether t is a complex CPU tensor (the ones Note [Complex convolution] computes).
+bool complex_cpu(const Tensor& t) { return is_complex(t.dtype()) && t.device().is_cpu(); }
+
 /// `t` in dtype dt (itself when it already is).
 Tensor to_compute(const Tensor& t, DType dt) { return t.dtype() == dt ? t : _to_dtype(t, dt); }
 /// `t` in dtype dt, row-major.
@@ -1268,6 +1271,9 @@ Tensor im2col_impl(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dila
   const DimVector col_sizes = batched ? DimVector{g.n, g.cin * K, L} : DimVector{g.cin * K, L};
   // (PyTorch's meta function checks no dtype: that is its kernels')
   if (is_meta(self)) return empty_tensor(col_sizes, self.dtype(), self.device());
+  if (complex_cpu(self))  // linear: each part alone (Note [Complex convolution])
+    return complex(im2col(real(self), kernel_size, dilation, padding, stride),
+                   im2col(imag(self), kernel_size, dilation, padding, stride));
   return widened(self.dtype(), [&](DType dt) {
     Tensor x = as_compute(self, dt);
     Tensor col = empty_tensor(col_sizes, dt, self.device());
@@ -1305,6 +1311,9 @@ Tensor col2im_impl(const Tensor& self, IntArrayRef output_size, IntArrayRef kern
   g.cin = rows / K;
   const DimVector img_sizes = batched ? DimVector{g.n, g.cin, out[0], out[1]} : DimVector{g.cin, out[0], out[1]};
   if (is_meta(self)) return empty_tensor(img_sizes, self.dtype(), self.device());
+  if (complex_cpu(self))  // linear: each part alone (Note [Complex convolution])
+    return complex(col2im(real(self), output_size, kernel_size, dilation, padding, stride),
+                   col2im(imag(self), output_size, kernel_size, dilation, padding, stride));
   return widened(self.dtype(), [&](DType dt) {
     Tensor col = as_compute(self, dt);
     Tensor img = empty_tensor(img_sizes, dt, self.device());
@@ -1333,6 +1342,32 @@ Tensor im2col_backward(const Tensor& grad, IntArrayRef self_sizes, IntArrayRef k
 
 namespace {
 
+// Note [Complex convolution]
+// conv1d/2d/3d and their transposes take complex CPU tensors as PyTorch does: a
+// convolution is real-bilinear in (input, weight), so with p = f(xr, wr), q = f(xi, wi) and
+// s = f(xr + xi, wr + wi) (Gauss's trick: three real convolutions, not four),
+// f(x, w) = (p - q) + i (s - p - q); the bias rides along as br in p and br + bi in s.
+// It is written with differentiable ops (real, imag, add, sub, complex), so gradients,
+// forward AD and vmap come from theirs. The `convolution` primitive itself refuses complex
+// dtypes, as PyTorch's does; im2col/col2im are linear and move each part alone. Complex
+// CUDA tensors keep raising NotImplementedError.
+
+/// convolution(), for complex CPU tensors by Note [Complex convolution].
+Tensor convolution_any(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, IntArrayRef stride,
+                       IntArrayRef padding, IntArrayRef dilation, bool transposed, IntArrayRef output_padding,
+                       int64_t groups) {
+  if (!complex_cpu(x) || !is_complex(w.dtype()) || (bias && !is_complex(bias->dtype())))
+    return convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups);
+  auto f = [&](const Tensor& a, const Tensor& b, const std::optional<Tensor>& c) {
+    return convolution(a, b, c, stride, padding, dilation, transposed, output_padding, groups);
+  };
+  Tensor xr = real(x), xi = imag(x), wr = real(w), wi = imag(w);
+  std::optional<Tensor> br = bias ? std::optional<Tensor>(real(*bias)) : std::nullopt;
+  std::optional<Tensor> bs = bias ? std::optional<Tensor>(add(*br, imag(*bias))) : std::nullopt;
+  Tensor p = f(xr, wr, br), q = f(xi, wi, std::nullopt), s = f(add(xr, xi), add(wr, wi), bs);
+  return complex(sub(p, q), sub(sub(s, p), q));
+}
+
 /// Runs `f` on a batched input: unbatched (C, spatial...) inputs get a batch dim of 1.
 template <class F>
 Tensor with_batch(const Tensor& input, int64_t nsp, const char* op, F&& f) {
@@ -1354,7 +1389,7 @@ Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Te
              dtype_name(bias->dtype()), ") should be the same");
   int64_t zero = 0;
   return with_batch(input, nsp, op, [&](const Tensor& x) {
-    return convolution(x, weight, bias, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
+    return convolution_any(x, weight, bias, stride, padding, dilation, false, IntArrayRef(&zero, 1), groups);
   });
 }
 
@@ -1381,7 +1416,7 @@ Tensor conv_nd_str(const Tensor& input, const Tensor& weight, const std::optiona
   }
   return with_batch(input, nsp, op, [&](const Tensor& x) {
     int64_t zero = 0;
-    Tensor y = convolution(x, weight, bias, s, pad, d, false, IntArrayRef(&zero, 1), groups);
+    Tensor y = convolution_any(x, weight, bias, s, pad, d, false, IntArrayRef(&zero, 1), groups);
     bool trimmed = false;
     for (int64_t i = 0; i < nsp; ++i)
       if (trim[i]) {
@@ -1396,7 +1431,7 @@ Tensor conv_transpose_nd(const Tensor& input, const Tensor& weight, const std::o
                          IntArrayRef stride, IntArrayRef padding, IntArrayRef output_padding, int64_t groups,
                          IntArrayRef dilation, int64_t nsp, const char* op) {
   return with_batch(input, nsp, op, [&](const Tensor& x) {
-    return convolution(x, weight, bias, stride, padding, dilation, true, output_padding, groups);
+    return convolution_any(x, weight, bias, stride, padding, dilation, true, output_padding, groups);
   });
 }
 

@@ -425,7 +425,7 @@ def _split_with_sizes(self, split_sizes, dim=0):
 
 
 def cholesky_solve(B, L, upper=False, *, out=None):
-    """X with A X = B for A = L L^T (``upper``: A = U^T U) given A's Cholesky factor
+    """X with A X = B for A = L L^H (``upper``: A = U^H U) given A's Cholesky factor
     (a singular factor raises, where PyTorch returns inf/nan)."""
     _require_tensor('cholesky_solve', 'input', B)
     _require_tensor('cholesky_solve', 'input2', L, 2)
@@ -433,13 +433,13 @@ def cholesky_solve(B, L, upper=False, *, out=None):
         raise RuntimeError(f"cholesky_solve: A must be batches of square matrices, but they are "
                            f"{L.shape[-2] if L.dim() >= 2 else L.shape[-1]} by {L.shape[-1]} matrices")
     # through A itself, so that L's gradient is PyTorch's full-matrix one, not a triangle
-    A = L.transpose(-2, -1) @ L if upper else L @ L.transpose(-2, -1)
+    A = L.mH @ L if upper else L @ L.mH
     result = linalg.solve(A, B)
     return _write_back(out, result) if out is not None else result
 
 
 def cholesky_inverse(L, upper=False, *, out=None):
-    """The inverse of A = L L^T (``upper``: U^T U) from its Cholesky factor."""
+    """The inverse of A = L L^H (``upper``: U^H U) from its Cholesky factor."""
     _require_tensor('cholesky_inverse', 'input', L)
     if L.dim() < 2 or L.shape[-1] != L.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they are "

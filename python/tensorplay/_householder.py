@@ -10,10 +10,11 @@ from tensorplay import return_types
 def geqrf(input):
     """The QR decomposition in LAPACK's compact form: ``(a, tau)`` where R is on and above
     a's diagonal and the Householder vectors v_i (unit leading entry, implicit) below it,
-    with Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T. Not differentiable (as in PyTorch)."""
+    with Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's choice: beta real, so R's
+    diagonal is real for complex input too). Not differentiable (as in PyTorch)."""
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    if not input.is_floating_point():
+    if not input.is_floating_point() and not input.is_complex():
         raise RuntimeError(f"torch.geqrf: Expected a floating point tensor, got {input.dtype}")
     if input.is_meta:  # computed on the host from the values (PyTorch has no meta kernel either)
         raise NotImplementedError("geqrf: no Meta kernel")
@@ -26,13 +27,13 @@ def geqrf(input):
         for j in range(k):
             alpha, tail = r[j, j], r[j + 1:, j]
             xnorm = np.linalg.norm(tail)
-            if xnorm == 0:
+            if xnorm == 0 and np.imag(alpha) == 0:
                 continue  # H_j = I
-            beta = -np.copysign(np.hypot(alpha, xnorm), alpha)
+            beta = -np.copysign(np.hypot(np.abs(alpha), xnorm), np.real(alpha))
             tau[b, j] = (beta - alpha) / beta
             v = np.concatenate([[1], tail / (alpha - beta)]).astype(a.dtype)
             sub = r[j:, j + 1:]
-            sub -= tau[b, j] * np.outer(v, v @ sub)
+            sub -= np.conj(tau[b, j]) * np.outer(v, v.conj() @ sub)  # H_j^H applied from the left
             r[j, j], r[j + 1:, j] = beta, v[1:]
     batch = tuple(input.shape[:-2])
     return return_types.geqrf(tp.from_numpy(a.reshape(batch + (m, n))),
@@ -47,8 +48,9 @@ def _scalar_name(dtype):
 
 
 def householder_product(input, tau):
-    """The first n columns of H_1 ... H_k for the Householder vectors in the columns of
-    ``input`` (m x n, m >= n; unit leading entries implicit) and factors ``tau`` (k <= n)."""
+    """The first n columns of H_1 ... H_k (H_i = I - tau_i v_i v_i^H) for the Householder
+    vectors v_i in the columns of ``input`` (m x n, m >= n; unit leading entries implicit) and
+    factors ``tau`` (k <= n)."""
     name = "torch.linalg.householder_product"
     if input.dim() < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
@@ -68,7 +70,7 @@ def householder_product(input, tau):
     if tau.dtype != input.dtype:
         raise RuntimeError(f"{name}: tau dtype {_scalar_name(tau.dtype)} does not match input dtype "
                            f"{_scalar_name(input.dtype)}")
-    if input.dtype not in (tp.float32, tp.float64):  # PyTorch's LAPACK kernel (orgqr) has no other
+    if input.dtype not in (tp.float32, tp.float64, tp.complex64, tp.complex128):  # orgqr/ungqr's
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_scalar_name(input.dtype)}'")
     batch = tuple(input.shape[:-2])
     q = tp.eye(m, n, dtype=input.dtype, device=input.device).expand(batch + (m, n))
@@ -79,5 +81,5 @@ def householder_product(input, tau):
         # v_i: zeros above row i, one at row i, the stored vector below
         col = input[..., :, i:i + 1]
         v = tp.where(rows > i, col, (rows == i).to(input.dtype))
-        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mT @ q))
+        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ q))  # H_i = I - tau_i v_i v_i^H
     return q.mT.contiguous().mT  # column-major, as PyTorch's (LAPACK's orgqr) result

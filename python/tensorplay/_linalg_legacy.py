@@ -94,14 +94,14 @@ def _ormqr_checks(input, tau, other, left):
         if t.dtype != input.dtype:
             raise RuntimeError(f"{name}: Expected input and {what} to have the same dtype, but input has "
                                f"dtype{names[input.dtype]} and {what} has dtype {names[t.dtype]}")
-    if input.dtype not in (_C.float32, _C.float64):
+    if input.dtype not in (_C.float32, _C.float64, _C.complex64, _C.complex128):
         raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{names[input.dtype]}'")
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """The product of Q = H_1 ... H_k, the Householder reflectors geqrf leaves in ``input``'s
     columns (below the diagonal, unit leading entries implicit) with factors ``tau``, with
-    ``other``: Q other (``left``) or other Q, with Q^T for ``transpose``. Batches must agree.
+    ``other``: Q other (``left``) or other Q, with Q^H for ``transpose``. Batches must agree.
 
         >>> a, tau = tp.geqrf(A)
         >>> tp.ormqr(a, tau, C)          # Q @ C without forming Q
@@ -119,10 +119,12 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     for i in order:
         v = _C.where(rows > i, input[..., :, i:i + 1], (rows == i).to(input.dtype))
         t = tau[..., i:i + 1].unsqueeze(-1)
+        if transpose and t.is_complex():  # Q^H = H_k^H ... H_1^H, H_i^H = I - conj(tau_i) v_i v_i^H
+            t = t.conj()
         if left:
-            result = result - t * (v @ (v.mT @ result))
+            result = result - t * (v @ (v.mH @ result))
         else:
-            result = result - t * ((result @ v) @ v.mT)
+            result = result - t * ((result @ v) @ v.mH)
     result = result.mT.contiguous().mT  # column-major, as LAPACK's ormqr writes
     return result if out is None else _C._linalg_write_out(result, out=out)
 

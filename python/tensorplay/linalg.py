@@ -446,7 +446,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
                            f"{eq} ({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
-    if not A.is_floating_point():
+    if not A.is_floating_point() and not A.is_complex():
         name = {_C.int32: 'Int', _C.int64: 'Long', _C.int16: 'Short', _C.int8: 'Char', _C.uint8: 'Byte',
                 _C.bool: 'Bool'}[A.dtype]
         raise NotImplementedError(f'"triangular_solve_cpu" not implemented for \'{name}\'')

@@ -21,7 +21,7 @@ NO_FORMULA_YET = set()
 
 # Ops reading one triangle of a symmetric input: finite differences only see that
 # triangle, while the gradient (torch's too) is the symmetric one. Their gradcheck runs on
-# (A + A^T) / 2, as PyTorch's gradcheck_wrapper_hermitian_input does.
+# (A + A^H) / 2, as PyTorch's gradcheck_wrapper_hermitian_input does.
 SYMMETRIC_INPUT = {'linalg.cholesky', 'linalg.cholesky_ex', 'cholesky', 'linalg.eigvalsh'}
 
 # At a singular matrix log|det| is -inf and its gradient A^{-T} does not exist: torch's
@@ -213,7 +213,7 @@ def _gradcheck_cases(op, limit, dtype='float64'):
         def call(*xs, args=args, kwargs=kwargs, symmetric=symmetric):
             if not symmetric:
                 return _call(op, tp, args, kwargs)
-            A = (xs[0] + xs[0].mT) / 2
+            A = (xs[0] + xs[0].mH) / 2  # Hermitian for complex inputs
             return _call(op, tp, (A,) + tuple(args[1:]), kwargs)
 
         yield call, inputs

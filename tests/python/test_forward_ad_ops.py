@@ -107,7 +107,7 @@ def _check_sample(op, sample, form, rng):
     t_leaves = _leaves(list(t_args) + list(t_kwargs.values()), [])
     tangents = [_cotangent(rng, t) for t in t_leaves]
     if op.name in SYMMETRIC_INPUT:
-        tangents = [(t + np.swapaxes(t, -1, -2)) / 2 if t.ndim >= 2 else t for t in tangents]
+        tangents = [(t + np.swapaxes(t, -1, -2).conj()) / 2 if t.ndim >= 2 else t for t in tangents]  # Hermitian
     ctx = f'{op.name} ({form}) {sample!r}'
     try:
         t_outs = _float_outputs(op.call(op.primary_form, torch, t_args, t_kwargs))

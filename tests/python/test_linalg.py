@@ -8,7 +8,8 @@ import torch
 import tensorplay as tp
 
 DTYPES = [torch.float32, torch.float64]
-TOL = {torch.float32: 1e-4, torch.float64: 1e-10}
+DECOMP_DTYPES = DTYPES + [torch.complex64, torch.complex128]  # qr, svd, eigh: complex too
+TOL = {torch.float32: 1e-4, torch.float64: 1e-10, torch.complex64: 1e-4, torch.complex128: 1e-10}
 RECT_SHAPES = [(5, 3), (3, 5), (4, 4), (1, 1), (2, 5, 3), (2, 1, 3, 4), (0, 3), (3, 0),
                (2, 0, 4), (0, 2, 2)]
 
@@ -38,30 +39,30 @@ def assert_close(a, b, dtype):
     torch.testing.assert_close(a, b, rtol=TOL[dtype], atol=TOL[dtype])
 
 
-@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('dtype', DECOMP_DTYPES)
 @pytest.mark.parametrize('shape', RECT_SHAPES)
 @pytest.mark.parametrize('mode', ['reduced', 'complete', 'r'])
 def test_qr_invariants(shape, mode, dtype):
-    a = rand(shape, dtype)
+    a = _crand(shape, dtype, seed=0)
     ref = torch.linalg.qr(a, mode=mode)
     ours = tp.linalg.qr(to_tp(a), mode=mode)
     assert type(ours).__name__ == 'linalg_qr'
     assert_same_meta(ours, ref)
     Q, R = to_torch(ours.Q), to_torch(ours.R)
     assert torch.equal(R, R.triu())
-    assert_close(R.abs(), ref.R.abs(), dtype)  # rows are unique up to sign
+    assert_close(R.abs(), ref.R.abs(), dtype)  # rows are unique up to sign (a phase)
     if mode == 'r':
         return
     k = Q.shape[-1]
-    assert_close(Q.mT @ Q, torch.eye(k, dtype=dtype).expand(Q.shape[:-2] + (k, k)), dtype)
+    assert_close(Q.mH @ Q, torch.eye(k, dtype=dtype).expand(Q.shape[:-2] + (k, k)), dtype)
     assert_close(Q @ R, a, dtype)
 
 
-@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('dtype', DECOMP_DTYPES)
 @pytest.mark.parametrize('shape', RECT_SHAPES)
 @pytest.mark.parametrize('full_matrices', [True, False])
 def test_svd_invariants(shape, full_matrices, dtype):
-    a = rand(shape, dtype, seed=1)
+    a = _crand(shape, dtype, seed=1)
     ref = torch.linalg.svd(a, full_matrices=full_matrices)
     ours = tp.linalg.svd(to_tp(a), full_matrices=full_matrices)
     assert type(ours).__name__ == 'linalg_svd' and ours._fields == ('U', 'S', 'Vh')
@@ -69,17 +70,17 @@ def test_svd_invariants(shape, full_matrices, dtype):
     U, S, Vh = (to_torch(x) for x in ours)
     assert_close(S, ref.S, dtype)
     m, n = U.shape[-1], Vh.shape[-2]
-    assert_close(U.mT @ U, torch.eye(m, dtype=dtype).expand(U.shape[:-2] + (m, m)), dtype)
-    assert_close(Vh @ Vh.mT, torch.eye(n, dtype=dtype).expand(Vh.shape[:-2] + (n, n)), dtype)
+    assert_close(U.mH @ U, torch.eye(m, dtype=dtype).expand(U.shape[:-2] + (m, m)), dtype)
+    assert_close(Vh @ Vh.mH, torch.eye(n, dtype=dtype).expand(Vh.shape[:-2] + (n, n)), dtype)
     k = S.shape[-1]
     assert_close((U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], a, dtype)
 
 
-@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('dtype', DECOMP_DTYPES)
 @pytest.mark.parametrize('shape', [(4, 4), (1, 1), (2, 3, 3), (0, 0), (0, 3, 3), (2, 1, 5, 5)])
 @pytest.mark.parametrize('uplo', ['L', 'U'])
 def test_eigh_invariants(shape, uplo, dtype):
-    a = rand(shape, dtype, seed=2)  # not symmetric: only triangle `uplo` is read
+    a = _crand(shape, dtype, seed=2)  # not Hermitian: only triangle `uplo` is read
     ref = torch.linalg.eigh(a, UPLO=uplo)
     ours = tp.linalg.eigh(to_tp(a), UPLO=uplo)
     assert type(ours).__name__ == 'linalg_eigh'
@@ -87,9 +88,10 @@ def test_eigh_invariants(shape, uplo, dtype):
     assert_same_meta(ours, ref)
     w, V = to_torch(ours.eigenvalues), to_torch(ours.eigenvectors)
     assert_close(w, ref.eigenvalues, dtype)
-    sym = a.tril() + a.tril(-1).mT if uplo == 'L' else a.triu() + a.triu(1).mT
+    sym = a.tril(-1) + a.tril(-1).mH if uplo == 'L' else a.triu(1) + a.triu(1).mH
+    sym = sym + torch.diag_embed(a.diagonal(0, -2, -1).real.to(dtype))  # the diagonal's real part
     n = shape[-1]
-    assert_close(V.mT @ V, torch.eye(n, dtype=dtype).expand(V.shape[:-2] + (n, n)), dtype)
+    assert_close(V.mH @ V, torch.eye(n, dtype=dtype).expand(V.shape[:-2] + (n, n)), dtype)
     assert_close(sym @ V, V * w.unsqueeze(-2), dtype)
 
 
@@ -481,5 +483,110 @@ def test_solve_complex():
     a = _crand((2, 3, 3), torch.complex128, seed=9) + 3 * torch.eye(3)
     b = _crand((2, 3, 2), torch.complex128, seed=10)
     torch.testing.assert_close(to_torch(tp.linalg.solve(to_tp(a), to_tp(b))), torch.linalg.solve(a, b))
-    with pytest.raises(NotImplementedError, match='complex'):
-        tp.linalg.inv(to_tp(a))
+    torch.testing.assert_close(to_torch(tp.linalg.inv(to_tp(a))), torch.linalg.inv(a))
+
+
+def test_conjugate_transposes():
+    a = _crand((2, 3, 4), torch.complex128, seed=11)
+    x = to_tp(a)
+    for ours, ref in ((x.mH, a.mH), (x.adjoint(), a.adjoint()), (tp.adjoint(x), a.adjoint()),
+                      (x[0].H, a[0].H), (x.mT, a.mT)):
+        torch.testing.assert_close(to_torch(ours), ref.resolve_conj())
+
+
+# ---- complex decompositions with a phase gauge: gradients of phase-invariant losses
+def _complex_weights(shapes, seed):
+    return [rand(s, torch.float64, seed=seed + i) for i, s in enumerate(shapes)]
+
+
+@pytest.mark.parametrize('full_matrices', [False, True])
+@pytest.mark.parametrize('shape', GRAD_SHAPES)
+def test_svd_gradient_complex(shape, full_matrices):
+    a = _crand(shape, torch.complex128, seed=12)
+    m, n = shape[-2:]
+    k = min(m, n)
+    w = _complex_weights([shape, shape[:-1] + (k,), shape[:-2] + (k, n), shape[:-2] + (k,)], seed=4)
+    w_tp = [to_tp(x) for x in w]
+
+    def loss(lib, x):
+        ws = w if lib is torch else w_tp
+        U, S, Vh = lib.linalg.svd(x, full_matrices=full_matrices)
+        U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+        return (((U * S.unsqueeze(-2)) @ Vh).real * ws[0]).sum() + (U.abs() * ws[1]).sum() \
+            + (Vh.abs() * ws[2]).sum() + (S * ws[3]).sum()
+
+    _grad_both(loss, loss, a)
+
+
+@pytest.mark.parametrize('uplo', ['L', 'U'])
+@pytest.mark.parametrize('shape', [(4, 4), (2, 3, 3)])
+def test_eigh_gradient_complex(shape, uplo):
+    x = _crand(shape, torch.complex128, seed=13)
+    a = x + x.mH
+    w = _complex_weights([shape, shape, shape[:-1]], seed=5)
+    w_tp = [to_tp(t) for t in w]
+
+    def loss(lib, A):
+        ws = w if lib is torch else w_tp
+        L, V = lib.linalg.eigh(A, UPLO=uplo)
+        recon = (V * L.unsqueeze(-2)) @ V.mH
+        return (recon.imag * ws[0]).sum() + (V.abs() * ws[1]).sum() + (L * ws[2]).sum()
+
+    _grad_both(loss, loss, a)
+
+
+@pytest.mark.parametrize('mode,shape', [('reduced', (5, 3)), ('reduced', (3, 5)), ('reduced', (4, 4)),
+                                        ('complete', (2, 4, 4))])
+def test_qr_gradient_complex(mode, shape):
+    a = _crand(shape, torch.complex128, seed=14)
+    Q0, R0 = torch.linalg.qr(a, mode=mode)
+    w = _complex_weights([shape, tuple(Q0.shape), tuple(R0.shape)], seed=6)
+    w_tp = [to_tp(t) for t in w]
+
+    def loss(lib, A):
+        ws = w if lib is torch else w_tp
+        Q, R = lib.linalg.qr(A, mode=mode)
+        return ((Q @ R).real * ws[0]).sum() + (Q.real * ws[1]).sum() + (R.imag * ws[2]).sum()
+
+    _grad_both(loss, loss, a)
+
+
+@pytest.mark.parametrize('fn', [lambda lib, x: lib.linalg.svd(x)[0].real.sum(),
+                                lambda lib, x: lib.linalg.eigh(x + x.mH)[1].real.sum()])
+def test_phase_dependent_losses_raise_like_torch(fn):
+    a = _crand((4, 4), torch.complex128, seed=15)
+    with pytest.raises(RuntimeError, match='e\\^\\{i phi\\}'):
+        fn(torch, a.clone().requires_grad_()).backward()
+    with pytest.raises(RuntimeError, match='e\\^\\{i phi\\}'):
+        fn(tp, to_tp(a).requires_grad_()).backward()
+
+
+def test_complex_triangular_and_cholesky_composites():
+    """solve_triangular, cholesky_solve/inverse, householder_product, geqrf and ormqr (tensor
+    op composites, not op-database entries) on complex input, values and gradients."""
+    a = _crand((4, 4), torch.complex128, seed=16)
+    b = _crand((4, 2), torch.complex128, seed=17)
+    spd = a @ a.mH + torch.eye(4)
+    L = torch.linalg.cholesky(spd)
+    tri = a.triu() + 3 * torch.eye(4)
+    torch.testing.assert_close(to_torch(tp.linalg.solve_triangular(to_tp(tri), to_tp(b), upper=True)),
+                               torch.linalg.solve_triangular(tri, b, upper=True))
+    torch.testing.assert_close(to_torch(tp.cholesky_solve(to_tp(b), to_tp(L))), torch.cholesky_solve(b, L))
+    torch.testing.assert_close(to_torch(tp.cholesky_inverse(to_tp(L))), torch.cholesky_inverse(L))
+    r = _crand((5, 3), torch.complex128, seed=18)
+    h, tau = torch.geqrf(r)
+    ours = tp.geqrf(to_tp(r))
+    torch.testing.assert_close(to_torch(ours[0]), h)
+    torch.testing.assert_close(to_torch(ours[1]), tau)
+    torch.testing.assert_close(to_torch(tp.linalg.householder_product(to_tp(h), to_tp(tau))),
+                               torch.linalg.householder_product(h, tau))
+    c = _crand((5, 2), torch.complex128, seed=19)
+    for left, transpose in ((True, False), (True, True), (False, False), (False, True)):
+        other = c if left else c.mT.contiguous()
+        torch.testing.assert_close(
+            to_torch(tp.ormqr(to_tp(h), to_tp(tau), to_tp(other), left=left, transpose=transpose)),
+            torch.ormqr(h, tau, other, left=left, transpose=transpose))
+    _grad_both(lambda lib, x: lib.linalg.solve_triangular(x, to_tp(b) if lib is tp else b, upper=True).abs().sum(),
+               lambda lib, x: lib.linalg.solve_triangular(x, to_tp(b), upper=True).abs().sum(), tri)
+    _grad_both(lambda lib, x: lib.cholesky_solve(b, x).abs().sum(),
+               lambda lib, x: lib.cholesky_solve(to_tp(b), x).abs().sum(), L)

@@ -95,8 +95,20 @@ COMPLEX_OPS = frozenset("""
     unfold unsqueeze vdot view vsplit vstack where zero_ zeros zeros_like
 """.split())
 
+# The linalg ops on complex LAPACK (c/z routines of OpenBLAS; CPU only) and the composites
+# built on them (Note [Complex linalg gradients] in csrc/autograd/formulas_linalg.cpp).
+COMPLEX_OPS = COMPLEX_OPS | frozenset("""
+    linalg.det det linalg.slogdet slogdet logdet linalg.inv linalg.inv_ex inverse
+    linalg.cholesky linalg.cholesky_ex cholesky linalg.svdvals triangular_solve
+    linalg.lu_factor linalg.lu_factor_ex linalg.lu lu linalg.lu_solve lu_solve
+    linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
+    linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
+    orgqr ormqr
+""".split()) | frozenset("""
+    conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col col2im
+""".split())  # Note [Complex convolution] in csrc/ops/nn_conv.cpp
+
 _NO_POINTWISE = 'no complex kernel for this pointwise op yet (ops.yaml `complex: true` marks those with one)'
-_NO_LAPACK = 'no complex LAPACK path yet (complex linalg: solve, eig, eigvals)'
 _NO_REDUCTION = 'no complex kernel for this reduction yet'
 # Ops PyTorch computes for complex and TensorPlay does not yet: they raise
 # NotImplementedError there (test_complex_support), with the reason.
@@ -106,13 +118,6 @@ COMPLEX_NOT_YET = {
         asinh acosh atanh arcsinh arccosh arctanh square nan_to_num logical_not isnan isinf
         isfinite pow float_power logaddexp logical_and logical_or logical_xor lerp addcmul
         addcdiv sinc nn.functional.silu ldexp""".split()},
-    **{n: _NO_LAPACK for n in """
-        linalg.det det linalg.slogdet slogdet logdet linalg.inv linalg.inv_ex inverse
-        linalg.cholesky linalg.cholesky_ex cholesky linalg.svdvals triangular_solve
-        linalg.lu_factor linalg.lu_factor_ex linalg.lu lu linalg.lu_solve lu_solve
-        linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
-        linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
-        orgqr ormqr""".split()},
     **{n: _NO_REDUCTION for n in """
         logcumsumexp prod all any logsumexp var std var_mean std_mean""".split()},
     **{n: 'no complex norms yet (the moduli need a complex abs in the norm kernels)' for n in """
@@ -121,9 +126,6 @@ COMPLEX_NOT_YET = {
     'corrcoef': 'clamp, which bounds the coefficients, has no complex kernel yet',
     'linspace': 'the range factories have no complex kernels yet',
     'logspace': 'the range factories have no complex kernels yet',
-    **{n: 'no complex convolution kernels yet' for n in """
-        conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col
-        col2im""".split()},
     'rms_norm': 'no complex normalisation kernels yet',
     '_fused_rms_norm': 'no complex normalisation kernels yet',
 }

@@ -230,9 +230,10 @@ def _pinv_samples(legacy):
         yield db.Sample((d,), {'rtol': 0.5})
         yield db.Sample((d,), {'atol': 0.1, 'rtol': 0.5})
         yield db.Sample((d, 0.1))
-        # tensor tolerances broadcast with the batch (and may widen it)
-        yield db.Sample((d,), {'atol': mk.values([0.5, 1.5, 2.5]), 'rtol': mk.values(0.0)})
-        yield db.Sample((torch.stack([d, 2 * d]),), {'rtol': mk.values([[0.4], [0.2]])})
+        # tensor tolerances broadcast with the batch (and may widen it); real for complex A
+        tols = lambda v: torch.tensor(v, dtype=db.torch_dtype(mk.dtype).to_real())
+        yield db.Sample((d,), {'atol': tols([0.5, 1.5, 2.5]), 'rtol': tols(0.0)})
+        yield db.Sample((torch.stack([d, 2 * d]),), {'rtol': tols([[0.4], [0.2]])})
         yield db.Sample((_matrix(mk, (4, 4), 'sym'),), {'hermitian': True})
         yield db.Sample((_matrix(mk, (2, 3, 3), 'sym'),), {'hermitian': True}, layout='transposed')
         yield db.Sample((torch.diag(mk.values([-3.0, 2.0, -1.0, 1e-3])),),
@@ -240,8 +241,10 @@ def _pinv_samples(legacy):
     return samples
 
 
+_COMPLEX_TOL = db._errors(db._err(torch.eye(3), atol=torch.tensor(1.0, dtype=torch.complex64)),
+                         db._err(torch.eye(3, dtype=torch.complex64), rtol=torch.tensor(1j)))
 _linalg('linalg.pinv', _pinv_samples(False), out=True,
-        errors=db._errors(db._err(torch.ones(3)), db._err(torch.ones(3, 4), hermitian=True)))
+        errors=db._errors(db._err(torch.ones(3)), db._err(torch.ones(3, 4), hermitian=True), _COMPLEX_TOL))
 _linalg('pinverse', _pinv_samples(True), method=True, errors=db._errors(db._err(torch.ones(3))))
 
 
@@ -253,7 +256,7 @@ def _rank_samples(op, mk):
     yield db.Sample((deficient,))
 
 
-_linalg('linalg.matrix_rank', _rank_samples, out=True, errors=db._errors(db._err(torch.ones(3))))
+_linalg('linalg.matrix_rank', _rank_samples, out=True, errors=db._errors(db._err(torch.ones(3)), _COMPLEX_TOL))
 
 
 # ---- matrix_power: any dtype but bool for n >= 2; negative n inverts (float32/64)
