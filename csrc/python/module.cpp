@@ -233,6 +233,7 @@ void reject_number_with_out(const TensorArg& a, const char* op, const char* name
 nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
            " elements cannot be converted to Scalar");
+  if (t.impl()->math_bits()) return tensor_item(resolve_neg(resolve_conj(t)));  // the value it reads as
   if (t.device().is_cuda()) {  // read through a host copy
     Tensor h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
     copy_impl(h, t, false, {});

@@ -142,7 +142,7 @@ NAN, INF = float('nan'), float('inf')
 SPECIAL = [NAN, INF, -INF, 0.0, -0.0]
 GRID = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.5]
 
-LAYOUTS = ('contiguous', 'transposed', 'strided')
+LAYOUTS = ('contiguous', 'transposed', 'strided', 'conj')
 
 
 def dtype_name(dtype) -> str:
@@ -171,7 +171,9 @@ class Sample:
     non-contiguous the same way in both libraries: 'transposed' builds the
     transpose and calls ``.transpose(0, 1)`` (arguments with ndim >= 2),
     'strided' builds a tensor twice as wide and slices the last dim with
-    ``[..., ::2]`` (ndim >= 1).
+    ``[..., ::2]`` (ndim >= 1); 'conj' makes each complex tensor a conjugate view
+    holding the same values (the conjugate, built, then ``.conj()``: the
+    conjugate bit is set; test_conj_bit.py runs the complex samples so).
     """
     args: tuple
     kwargs: dict = dataclasses.field(default_factory=dict)
@@ -1094,6 +1096,8 @@ def _dense_to_lib(t: torch.Tensor, lib):
 
 
 def _tensor_to_lib(t: torch.Tensor, lib, layout):
+    if layout == 'conj' and t.is_complex():
+        return _dense_to_lib(t.conj_physical(), lib).conj()
     if layout == 'transposed' and t.dim() >= 2:
         return _dense_to_lib(t.transpose(0, 1).contiguous(), lib).transpose(0, 1)
     if layout == 'strided' and t.dim() >= 1:
