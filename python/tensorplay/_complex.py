@@ -61,11 +61,19 @@ def _set_imag(self, value):
     _C.imag(self).copy_(value)
 
 
+def _to_complex(self):
+    """complex(t) of a one-element tensor (its value, conjugate bit applied)."""
+    if self.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    return complex(self.item())
+
+
 def _install(namespace):
     """Puts the functions above into tensorplay's namespace and the methods on Tensor."""
     for fn in (is_conj, is_neg, is_complex, isreal, view_as_real_copy, view_as_complex_copy, conj_physical_):
         namespace[fn.__name__] = fn
     Tensor.isreal = isreal
+    Tensor.__complex__ = _to_complex
     for name in ('_conj', '_neg_view', '_conj_physical'):  # torch._conj, ... (PyTorch's internal names)
         namespace[name] = getattr(_C, name)
     Tensor.real = property(_get_real, _set_real, doc="The real part (a view; assignable).")

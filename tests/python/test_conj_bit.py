@@ -180,6 +180,9 @@ def test_item_tolist_repr():
     y, ty = x.conj(), tx.conj()
     assert y.tolist() == ty.tolist() and y[1, 2].item() == ty[1, 2].item()
     assert y.imag.tolist() == ty.imag.tolist() and y.imag[0, 0].item() == ty.imag[0, 0].item()
+    assert complex(y[0, 0]) == complex(ty[0, 0]) and float(y.imag[0, 0]) == float(ty.imag[0, 0])
+    same(x.clone().fill_(y[0, 1]), tx.clone().fill_(ty[0, 1]))  # a one-element tensor as a Scalar
+    same(x * y[1, 0], tx * ty[1, 0])
     assert repr(y) == repr(ty)
     assert repr(y.imag) == repr(ty.imag)
     assert str(y[0]) == str(ty[0])
