@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "dispatch/math_bits.h"
 #include "dispatch/registry.h"
 #include "tensorplay/ops_api.h"
 
@@ -152,5 +153,7 @@ Tensor resolve_neg_impl(const Tensor& self, OutArg) {
 }
 
 Tensor _conj_physical_impl(const Tensor& self, OutArg) { return conj_physical(self); }
+
+Tensor resolved(const Tensor& t) { return t.impl()->math_bits() ? resolve_neg(resolve_conj(t)) : t; }
 
 }  // namespace tp

@@ -289,6 +289,8 @@ W = [[2 - 1j, 1 + 1j, -1 + 0.5j], [0.25j, 3, 1 - 1j]]
     lambda x, m: x.conj().resolve_conj().angle().sum(),
     lambda x, m: x.conj()[1].conj_physical().abs().sum(),
     lambda x, m: m.view_as_real(x.conj().resolve_conj()).sum(),
+    lambda x, m: m.einsum('ij,kj->ik', x.conj(), m.tensor(W, dtype=x.dtype)).abs().sum(),
+    lambda x, m: m.linalg.matrix_power(x[:, :2].conj(), 3).abs().sum(),
 ])
 def test_gradients(fn):
     _grad_pair(fn)

@@ -388,9 +388,11 @@ def reads_math_bits(op):
     (Note [Conjugate and negative bits], csrc/dispatch/math_bits.cpp): the views (their
     results keep the bits; in-place view changes reshape the tensor itself) and the entries
     marked `math_bits: aware` (reshape, contiguous, the matrix products reading a conjugate
-    operand through BLAS)."""
+    operand through BLAS), and the kernels whose gradient flows through their decomposition
+    (the fallback runs below autograd: they resolve their operands themselves)."""
     tags = op.entry.get("tags", [])
-    return "view" in tags or "inplace_view" in tags or op.entry.get("math_bits") == "aware"
+    return ("view" in tags or "inplace_view" in tags or op.entry.get("math_bits") == "aware"
+            or mode(op) == "decomposed")  # resolves its operands through autograd (dispatch/math_bits.h)
 
 
 def gen_kernel_calls(ops):
