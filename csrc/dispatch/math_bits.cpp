@@ -32,6 +32,9 @@ namespace tp {
 //    It then calls the op again (boxed, Autograd and Autocast excluded: autograd recorded
 //    the call above the key), which goes on to the Python key and the backend kernel; a
 //    mode or a fake tensor thus sees plain tensors, as below PyTorch's Conjugate key.
+//    A kernel whose gradient flows through its decomposition (`impl:` with `derivatives:
+//    decomposed`: einsum, linalg.matrix_power) must not lose it below autograd: it skips
+//    the key and resolves its operands with `resolved` (math_bits.h), which autograd sees.
 //  - Autograd: _conj and _neg_view are differentiable views (conj / neg of the gradient);
 //    resolve_conj and resolve_neg are composites of them and conj_physical / neg.
 //  - Host access that bypasses the ops (numpy(), DLPack export, ...) refuses tensors with
