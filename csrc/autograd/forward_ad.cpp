@@ -27,9 +27,15 @@ namespace {
 uint64_t g_next_level_id = 1;
 
 /// A view of `base_tangent` with `view`'s geometry relative to `base`.
+/// A view differing from its base in the conjugate / negative bit (x.conj()) gets a tangent
+/// view with that bit flipped too (Note [Conjugate and negative bits]).
 Tensor view_of_tangent(const Tensor& base_tangent, const Tensor& base, const Tensor& view) {
-  return as_strided(base_tangent, view.sizes(), view.strides(),
-                    base_tangent.storage_offset() + view.storage_offset() - base.storage_offset());
+  Tensor t = as_strided(base_tangent, view.sizes(), view.strides(),
+                        base_tangent.storage_offset() + view.storage_offset() - base.storage_offset());
+  const uint8_t rel = base.impl()->math_bits() ^ view.impl()->math_bits();
+  if (rel & TensorImpl::kConjBit) t = _conj(t);
+  if (rel & TensorImpl::kNegBit) t = _neg_view(t);
+  return t;
 }
 
 /// A zero tangent with t's layout (so views of t map onto it element for element).

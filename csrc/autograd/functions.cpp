@@ -69,11 +69,24 @@ GraphRoot::GraphRoot(std::vector<Edge> roots, variable_list grads) : grads_(std:
 
 Geometry::Geometry(const Tensor& t)
     : sizes(t.sizes().data(), t.sizes().size()), strides(t.strides().data(), t.strides().size()),
-      offset(t.storage_offset()) {}
+      offset(t.storage_offset()), math_bits(t.impl()->math_bits()) {}
+
+namespace {
+
+/// A gradient carried between a view and its base where the two differ in their conjugate
+/// or negative bits (`x.conj()` is conj(x) elementwise): conj / neg of it, else itself.
+Tensor across_bits(Tensor g, const Geometry& a, const Geometry& b) {
+  const uint8_t rel = a.math_bits ^ b.math_bits;
+  if (rel & TensorImpl::kConjBit) g = conj_physical(g);
+  if (rel & TensorImpl::kNegBit) g = neg(g);
+  return g;
+}
+
+}  // namespace
 
 variable_list AsStridedViewBackward::apply(variable_list&& grads) {
-  return {as_strided_backward(grads[0], base_.sizes, base_.strides, base_.offset, view_.sizes,
-                              view_.strides, view_.offset)};
+  return {as_strided_backward(across_bits(grads[0], base_, view_), base_.sizes, base_.strides, base_.offset,
+                              view_.sizes, view_.strides, view_.offset)};
 }
 
 variable_list CopySlices::apply(variable_list&& grads) {
@@ -83,8 +96,8 @@ variable_list CopySlices::apply(variable_list&& grads) {
   copy_(result, grad);
   Tensor slice = as_strided(result, view_.sizes, view_.strides,
                             result.storage_offset() + view_.offset - base_.offset);
-  variable_list res = fn_->apply({clone(slice)});
-  if (res[0].defined()) copy_(slice, res[0]);
+  variable_list res = fn_->apply({across_bits(clone(slice), base_, view_)});
+  if (res[0].defined()) copy_(slice, across_bits(res[0], base_, view_));
   else zero_(slice);
   res[0] = result;
   return res;

@@ -35,6 +35,7 @@ class GraphRoot final : public Node {
 struct Geometry {
   DimVector sizes, strides;
   int64_t offset = 0;
+  uint8_t math_bits = 0;  // conjugate / negative bits (Note [Conjugate and negative bits])
   explicit Geometry(const Tensor& t);
 };
 

@@ -195,6 +195,7 @@ Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t
   auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), dtype.value_or(base.dtype()), std::move(sizes),
                                          std::move(strides), offset);
   if (base.impl()->is_inference()) impl->set_inference(true);
+  if (!dtype || *dtype == base.dtype()) impl->set_math_bits(base.impl()->math_bits());
   return Tensor(std::move(impl));
 }
 

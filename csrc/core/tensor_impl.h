@@ -99,6 +99,7 @@ class TensorImpl : public RefCounted {
   void shallow_copy_from(const TensorImpl& o) {
     storage_ = o.storage_;
     dtype_ = o.dtype_;
+    set_math_bits(o.math_bits());
     set_sizes_and_strides(o.sizes_, o.strides_, o.offset_);
   }
 
@@ -116,10 +117,22 @@ class TensorImpl : public RefCounted {
   /// Python numbers turned into 0-dim tensors promote as "wrapped numbers".
   bool is_wrapped_number() const { return wrapped_number_; }
   void set_wrapped_number(bool w) { wrapped_number_ = w; }
+  /// The tensor's dispatch key bits (Note [Dispatch keys] in dispatch/dispatch_key.h): one
+  /// byte, so a call reads every key its tensors ask for at once.
+  static constexpr uint8_t kPythonKeyBit = 1, kConjBit = 2, kNegBit = 4;
+  static constexpr uint8_t kMathBits = kConjBit | kNegBit;
+  uint8_t key_bits() const { return key_bits_; }
   /// Calls with this tensor go to the Python dispatch key (a tensor subclass with
-  /// __torch_dispatch__, a fake tensor): Note [Dispatch keys] in dispatch/dispatch_key.h.
-  uint8_t has_python_key() const { return python_key_; }
-  void set_python_key(bool p) { python_key_ = p; }
+  /// __torch_dispatch__, a fake tensor).
+  uint8_t has_python_key() const { return key_bits_ & kPythonKeyBit; }
+  void set_python_key(bool p) { set_key_bit(kPythonKeyBit, p); }
+  /// A lazily conjugated / negated view: its elements read as the conjugate / negation of
+  /// what its storage holds (Note [Conjugate and negative bits] in dispatch/math_bits.cpp).
+  bool is_conj() const { return key_bits_ & kConjBit; }
+  bool is_neg() const { return key_bits_ & kNegBit; }
+  uint8_t math_bits() const { return key_bits_ & kMathBits; }
+  void set_math_bits(uint8_t bits) { key_bits_ = uint8_t((key_bits_ & ~kMathBits) | (bits & kMathBits)); }
+  void set_key_bit(uint8_t bit, bool on) { key_bits_ = uint8_t(on ? key_bits_ | bit : key_bits_ & ~bit); }
   /// What the Python bindings keep with a tensor of a Python subclass (its type and
   /// attributes), so the tensor comes back to Python as that subclass; owned by the tensor
   /// and released with it through release_python_state.
@@ -140,7 +153,7 @@ class TensorImpl : public RefCounted {
   bool requires_grad_ = false;
   bool wrapped_number_ = false;
   bool inference_ = false;
-  uint8_t python_key_ = 0;
+  uint8_t key_bits_ = 0;
   void* python_state_ = nullptr;
 };
 
@@ -187,7 +200,8 @@ Tensor empty_tensor(IntArrayRef sizes, DType dtype, Device device = Device(Devic
 /// Uninitialised tensor with the given strides; storage covers the furthest element.
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device);
 /// A view of `base`'s storage with new geometry (shares the version counter), read as
-/// `dtype` when given (offset and strides then count elements of `dtype`).
+/// `dtype` when given (offset and strides then count elements of `dtype`). A view of the same
+/// dtype keeps base's conjugate and negative bits; one of another dtype has none.
 Tensor make_view(const Tensor& base, DimVector sizes, DimVector strides, int64_t offset,
                  std::optional<DType> dtype = std::nullopt);
 

@@ -12,6 +12,8 @@ namespace tp {
 //   Batched   reserved for tp.func.vmap
 //   Autocast  casts the arguments of the ops autocast.yaml lists (Note [Autocast redispatch])
 //   Autograd  records history and tangents (the generated autograd wrappers)
+//   Conjugate resolves the conjugate and negative bits of its tensors (Note [Conjugate
+//             and negative bits], dispatch/math_bits.cpp), then the call goes on below
 //   Python    hands the call to the innermost TorchDispatchMode, else to the
 //             __torch_dispatch__ of the tensor subclasses among the arguments
 //   Meta, CPU, CUDA   the backend kernel, chosen by the first tensor's device
@@ -23,15 +25,17 @@ namespace tp {
 // through its decomposition (yaml `composite:` with `derivatives: decomposed`, PyTorch's
 // CompositeImplicitAutograd) is never handed to Python: the ops it is written with are.
 //
-// The keys a call passes come from its tensors (TensorImpl::has_python_key: tensor
-// subclasses with __torch_dispatch__, fake tensors) and from this thread's included set
+// The keys a call passes come from its tensors (TensorImpl::key_bits: tensor subclasses
+// with __torch_dispatch__ and fake tensors ask for Python, conjugate and negated views for
+// Conjugate; ops that read those bits themselves, the views, skip Conjugate) and from this
+// thread's included set
 // (a dispatch mode on the stack includes Python), minus this thread's excluded set
 // (_ExcludeDispatchKeyGuard). Autocast and Autograd stay woven into the generated API
 // functions (a branch each, measured cheaper than a table walk); the excluded set turns
 // them off. The plain case reads one thread-local byte and the tensors' key bits.
 enum class DispatchKey : uint8_t {
   CPU, CUDA, Meta, Composite,      // the backend keys: a kernel table slot each
-  Python, Batched, Autocast, Autograd,
+  Python, Conjugate, Batched, Autocast, Autograd,
   kCount
 };
 constexpr int kNumDispatchKeys = int(DispatchKey::kCount);
@@ -109,25 +113,36 @@ class IncludeGuard {
   DispatchKeySet included_, excluded_;
 };
 
-inline uint8_t python_bits(const Tensor& t) { return t.impl()->has_python_key(); }
-inline uint8_t python_bits(const std::optional<Tensor>& t) {
-  return t && t->defined() ? t->impl()->has_python_key() : 0;
+inline uint8_t key_bits(const Tensor& t) { return t.impl()->key_bits(); }
+inline uint8_t key_bits(const std::optional<Tensor>& t) {
+  return t && t->defined() ? t->impl()->key_bits() : 0;
 }
-inline uint8_t python_bits(std::span<const Tensor> ts) {
+inline uint8_t key_bits(std::span<const Tensor> ts) {
   uint8_t b = 0;
-  for (const Tensor& t : ts) b |= t.defined() ? t.impl()->has_python_key() : 0;
+  for (const Tensor& t : ts) b |= t.defined() ? t.impl()->key_bits() : 0;
   return b;
 }
 template <class T>
-inline uint8_t python_bits(const T&) { return 0; }
+inline uint8_t key_bits(const T&) { return 0; }
 
 /// Whether a call with these arguments goes to the Python key (a mode or a subclass).
 bool python_key_slow(uint8_t tensor_bits);
 template <class... Args>
 inline bool python_key(const Args&... args) {
-  const uint8_t bits = (python_bits(args) | ... | uint8_t(0));
+  const uint8_t bits = (key_bits(args) | ... | uint8_t(0)) & TensorImpl::kPythonKeyBit;
   if (!(t_local_keys.python_state | bits)) [[likely]] return false;
   return python_key_slow(bits);
+}
+
+/// The key above the backend a call with these arguments goes to: Conjugate when a tensor
+/// has a conjugate or negative bit, else Python (a mode or a subclass), else kCount (none).
+/// The plain case reads the same byte python_key does.
+DispatchKey special_key_slow(uint8_t tensor_bits);
+template <class... Args>
+inline DispatchKey special_key(const Args&... args) {
+  const uint8_t bits = (key_bits(args) | ... | uint8_t(0));
+  if (!(t_local_keys.python_state | bits)) [[likely]] return DispatchKey::kCount;
+  return special_key_slow(bits);
 }
 
 }  // namespace dispatch

@@ -13,7 +13,7 @@ namespace tp {
 
 const char* dispatch_key_name(DispatchKey k) {
   static constexpr const char* names[] = {"CPU", "CUDA", "Meta", "Composite", "Python",
-                                          "Batched", "Autocast", "Autograd"};
+                                          "Conjugate", "Batched", "Autocast", "Autograd"};
   return names[int(k)];
 }
 
@@ -52,7 +52,7 @@ BoxedFallback set_fallback(DispatchKey key, BoxedFallback f) {
 const BoxedFallback& fallback(DispatchKey key) { return g_fallbacks[int(key)]; }
 
 void call_fallback(DispatchKey key, int op, OpFormKind form, Stack& stack) {
-  if (key != DispatchKey::Python) {  // a built-in op's overridden kernel (Note [Kernel overrides])
+  if (key != DispatchKey::Python && key != DispatchKey::Conjugate) {  // a built-in op's overridden kernel (Note [Kernel overrides])
     const OpDef& def = op_registry()[size_t(op)];
     if (!def.runtime) {
       for (DispatchKey k : {key, DispatchKey::Composite})
@@ -72,6 +72,11 @@ bool python_key_slow(uint8_t tensor_bits) {
   const LocalKeys& l = t_local_keys;
   if (l.excluded.has(DispatchKey::Python)) return false;
   return tensor_bits || l.modes > 0 || l.included.has(DispatchKey::Python);
+}
+
+DispatchKey special_key_slow(uint8_t tensor_bits) {
+  if (tensor_bits & TensorImpl::kMathBits) return DispatchKey::Conjugate;
+  return python_key_slow(tensor_bits & TensorImpl::kPythonKeyBit) ? DispatchKey::Python : DispatchKey::kCount;
 }
 
 }  // namespace dispatch
@@ -268,7 +273,7 @@ void call_runtime_op(int op, Stack& stack) {
   std::optional<Device> mismatch;  // a second device (raised at the backend step)
   for_each_tensor(stack, [&](const Tensor& t) {
     if (!t.defined()) return;
-    py |= t.impl()->has_python_key();
+    py |= t.impl()->key_bits();
     requires_grad |= t.requires_grad();
     const Device d = t.device();
     // a 0-dim CPU tensor goes with any device, as in PyTorch's device checks
@@ -297,7 +302,8 @@ void call_runtime_op(int op, Stack& stack) {
   if (def.boxed_kernels[int(DispatchKey::Autograd)].fn && requires_grad &&
       !l.excluded.has(DispatchKey::Autograd) && autograd::grad_enabled())
     return run(DispatchKey::Autograd);
-  if (python_key_slow(py)) return call_fallback(DispatchKey::Python, op, OpFormKind::Functional, stack);
+  if (py & TensorImpl::kMathBits) return call_fallback(DispatchKey::Conjugate, op, OpFormKind::Functional, stack);
+  if (python_key_slow(py & TensorImpl::kPythonKeyBit)) return call_fallback(DispatchKey::Python, op, OpFormKind::Functional, stack);
   TP_CHECK(!mismatch, "Expected all tensors to be on the same device, but found at least two "
            "devices, ", device.str(), " and ", mismatch ? mismatch->str() : "", "! (in ", def.name, ")");
   DispatchKey key = backend_key(device.type);

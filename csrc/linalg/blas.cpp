@@ -52,18 +52,24 @@ void blas_gemm(int64_t m, int64_t n, int64_t k, double alpha, MatrixRef a, Matri
   std::vector<T> pa, pb;
   CBLAS_TRANSPOSE ta, tb;
   int64_t lda, ldb;
-  if (!blas_layout(a, m, k, ta, lda)) {
-    pa.resize(size_t(m * k));
-    pack(a, dtype_of<T>::value, m, k, dtype_of<T>::value, reinterpret_cast<char*>(pa.data()));
-    a = {pa.data(), k, 1};
-    ta = CblasNoTrans, lda = std::max<int64_t>(k, 1);
-  }
-  if (!blas_layout(b, k, n, tb, ldb)) {
-    pb.resize(size_t(k * n));
-    pack(b, dtype_of<T>::value, k, n, dtype_of<T>::value, reinterpret_cast<char*>(pb.data()));
-    b = {pb.data(), n, 1};
-    tb = CblasNoTrans, ldb = std::max<int64_t>(n, 1);
-  }
+  // A conjugated operand read transposed is BLAS's conjugate transpose; read untransposed
+  // (BLAS has no conjugate-only mode) it is packed and conjugated first.
+  auto read = [](MatrixRef& x, int64_t rows, int64_t cols, CBLAS_TRANSPOSE& t, int64_t& ld, std::vector<T>& buf) {
+    const bool direct = blas_layout(x, rows, cols, t, ld);
+    if (direct && (!x.conj || t == CblasTrans)) {
+      if (x.conj) t = CblasConjTrans;
+      return;
+    }
+    buf.resize(size_t(rows * cols));
+    pack(x, dtype_of<T>::value, rows, cols, dtype_of<T>::value, reinterpret_cast<char*>(buf.data()));
+    if constexpr (kComplex<T>)
+      if (x.conj)
+        for (T& v : buf) v.im = -v.im;
+    x = {buf.data(), cols, 1};
+    t = CblasNoTrans, ld = std::max<int64_t>(cols, 1);
+  };
+  read(a, m, k, ta, lda, pa);
+  read(b, k, n, tb, ldb, pb);
   for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v);
   ldc = std::max<int64_t>(ldc, std::max<int64_t>(n, 1));
   if constexpr (kComplex<T>) {
@@ -142,7 +148,7 @@ bool gemm_by_row_blocks(int64_t m, int64_t n, int64_t k, double alpha, MatrixRef
   for (int t = 0; t < threads; ++t) {
     int64_t r0 = t * block, rows = std::min(block, m - r0);
     if (rows <= 0) continue;
-    MatrixRef at{static_cast<const T*>(a.data) + r0 * a.row_stride, a.row_stride, a.col_stride};
+    MatrixRef at{static_cast<const T*>(a.data) + r0 * a.row_stride, a.row_stride, a.col_stride, a.conj};
     blas_gemm<T>(rows, n, k, alpha, at, b, beta, c + r0 * ldc, ldc);
   }
   return true;
@@ -181,8 +187,8 @@ void gemm_batched(DType dt, int64_t batch, int64_t m, int64_t n, int64_t k, doub
   for (int64_t v : {m, n, k}) check_blas_int(v);
   int64_t es = int64_t(element_size(dt));
   auto one = [&](int64_t i) {
-    MatrixRef ai{static_cast<const char*>(a.data) + i * a_batch_stride * es, a.row_stride, a.col_stride};
-    MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride};
+    MatrixRef ai{static_cast<const char*>(a.data) + i * a_batch_stride * es, a.row_stride, a.col_stride, a.conj};
+    MatrixRef bi{static_cast<const char*>(b.data) + i * b_batch_stride * es, b.row_stride, b.col_stride, b.conj};
     gemm(dt, m, n, k, alpha, ai, bi, beta, static_cast<char*>(c) + i * c_batch_stride * es, ldc);
   };
   // Many small products: one whole product per thread, each a single-threaded BLAS call

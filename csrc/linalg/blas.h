@@ -8,10 +8,12 @@
 namespace tp::blas {
 
 /// One matrix operand: element (i, j) lives at data + i*row_stride + j*col_stride
-/// (strides in elements).
+/// (strides in elements); `conj`: a complex operand read conjugated (a conjugate view,
+/// Note [Conjugate operands of matrix products]).
 struct MatrixRef {
   const void* data;
   int64_t row_stride, col_stride;
+  bool conj = false;
 };
 
 /// C = alpha * A @ B + beta * C for an m x k A and a k x n B, all of dtype `dt`;

@@ -214,6 +214,9 @@ Tensor clone_impl(const Tensor& self, OutArg) {
 
 Tensor contiguous_impl(const Tensor& self, OutArg) {
   if (self.is_contiguous()) return self;
+  // a conjugate / negated view's copy holds its values (contiguous and reshape read the bits
+  // themselves: Note [Conjugate and negative bits])
+  if (self.impl()->math_bits()) [[unlikely]] return contiguous_impl(resolve_neg(resolve_conj(self)), {});
   Tensor out = empty_tensor(self.sizes(), self.dtype(), self.device());
   copy_impl(out, self, false, {});
   return out;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "kernels/tensor_iterator.h"
 #include "ops/matmul.h"
+#include "dispatch/math_bits.h"
 #include "tensorplay/ops_api.h"
 
 namespace tp {
@@ -128,7 +129,13 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& summe
 
 }  // namespace
 
-Tensor einsum_impl(const std::string& equation, TensorList tensors, OutArg) {
+Tensor einsum_impl(const std::string& equation, TensorList tensors, OutArg out) {
+  for (const Tensor& t : tensors)
+    if (t.impl()->math_bits()) [[unlikely]] {  // resolved where autograd sees it (dispatch/math_bits.h)
+      std::vector<Tensor> plain;
+      for (const Tensor& u : tensors) plain.push_back(resolved(u));
+      return einsum_impl(equation, plain, out);
+    }
   size_t arrow = equation.find("->");
   size_t lhs_end = arrow == std::string::npos ? equation.size() : arrow;
   // Operand terms.

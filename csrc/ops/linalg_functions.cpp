@@ -12,6 +12,7 @@
 #include "linalg/lapack.h"
 #include "ops/linalg_common.h"
 #include "ops/meta.h"
+#include "dispatch/math_bits.h"
 #include "ops/pointwise.h"
 #include "ops/shape_utils.h"
 
@@ -232,6 +233,12 @@ Tensor linalg_matrix_rank_impl(const Tensor& input, const std::optional<Tensor>&
 }
 
 Tensor linalg_matrix_power_impl(const Tensor& A, int64_t n, OutArg out) {
+  if (A.impl()->math_bits() || key_bits(out)) [[unlikely]] {  // resolved where autograd sees it (dispatch/math_bits.h)
+    Tensor r = linalg_matrix_power_impl(resolved(A), n, {});
+    if (!out.tensor) return r;
+    resize_out(*out.tensor, r.sizes());
+    return copy_(*out.tensor, r);  // a conjugate out= is written through its bit
+  }
   TP_CHECK(A.dim() >= 2, "The input tensor A must have at least 2 dimensions.");
   TP_CHECK(rows(A) == cols(A), "A must be batches of square matrices, but they are ", rows(A),
            " by ", cols(A), " matrices");

@@ -116,7 +116,26 @@ Tensor fold_batch(const Tensor& t) {
 
 }  // namespace
 
+// Note [Conjugate operands of matrix products]
+// mm, bmm, matmul, addmm and dot are `math_bits: aware` (they skip the Conjugate key, Note
+// [Conjugate and negative bits]): a conjugated operand (x.conj(), x.mH) reaches run_gemm,
+// which hands the bit to BLAS. BLAS reads a transposed one as its conjugate transpose ('C'),
+// so x.mH @ y and x.conj() @ y of a transposed x copy nothing; an untransposed one is packed
+// conjugated (as any operand BLAS cannot read directly is packed). cuBLAS is handed the
+// resolved operand. dot of two conjugated vectors is the conjugate view of the plain dot, as
+// in PyTorch. The rare rest (a negated operand, a conjugated bias, an out= or in-place self
+// with a bit, matmul's matrix-vector form) takes the Conjugate key's fallback.
+
+/// Whether a product must take the Conjugate key's fallback instead of reading the bits.
+static bool product_needs_fallback(OutArg out, std::initializer_list<const Tensor*> operands, const Tensor* bias) {
+  for (const Tensor* t : operands)
+    if (t->impl()->is_neg()) return true;
+  return (out.tensor && out.tensor->impl()->math_bits()) || (bias && bias->impl()->math_bits());
+}
+
 void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta) {
+  if (c.device().is_cuda() && (a.impl()->is_conj() || b.impl()->is_conj()))
+    return run_gemm(resolve_conj(a), resolve_conj(b), c, alpha, beta);
   int64_t nd = a.dim();
   int64_t batch = nd == 3 ? a.size(0) : 1;
   int64_t m = a.size(nd - 2), k = a.size(nd - 1), n = b.size(nd - 1);
@@ -132,8 +151,8 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, d
     return cuda::blas::gemm(a, b, c, alpha, beta);
 #endif
   }
-  blas::MatrixRef ar{a.data_ptr(), a.stride(nd - 2), a.stride(nd - 1)};
-  blas::MatrixRef br{b.data_ptr(), b.stride(nd - 2), b.stride(nd - 1)};
+  blas::MatrixRef ar{a.data_ptr(), a.stride(nd - 2), a.stride(nd - 1), a.impl()->is_conj()};
+  blas::MatrixRef br{b.data_ptr(), b.stride(nd - 2), b.stride(nd - 1), b.impl()->is_conj()};
   int64_t ldc = c.dim() >= 2 ? c.stride(c.dim() - 2) : n;
   if (nd == 2)
     return blas::gemm(a.dtype(), m, n, k, alpha, ar, br, beta, c.data_ptr(), ldc);
@@ -211,6 +230,8 @@ void run_mv(const Tensor& mat, const Tensor& vec, const Tensor& dst, double alph
 }  // namespace
 
 Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
+  if (product_needs_fallback(out, {&self, &mat2}, nullptr)) [[unlikely]]
+    return fallback_mm(DispatchKey::Conjugate, self, mat2, out);
   check_same_device({&self, &mat2});
   check_mm(self, mat2);
   int64_t sizes[2] = {self.size(0), mat2.size(1)};
@@ -221,6 +242,8 @@ Tensor mm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
 }
 
 Tensor bmm_impl(const Tensor& self, const Tensor& mat2, OutArg out) {
+  if (product_needs_fallback(out, {&self, &mat2}, nullptr)) [[unlikely]]
+    return fallback_bmm(DispatchKey::Conjugate, self, mat2, out);
   check_same_device({&self, &mat2});
   check_bmm(self, mat2, "bmm", /*empty_mixes=*/true);
   int64_t sizes[3] = {self.size(0), self.size(1), mat2.size(2)};
@@ -241,7 +264,17 @@ Tensor mv_impl(const Tensor& self, const Tensor& vec, OutArg out) {
   return d.finish();
 }
 
+Tensor _conj_impl(const Tensor& self, OutArg);  // dispatch/math_bits.cpp
+
 Tensor dot_impl(const Tensor& self, const Tensor& tensor, OutArg out) {
+  if ((self.impl()->math_bits() | tensor.impl()->math_bits()) || (out.tensor && out.tensor->impl()->math_bits()))
+      [[unlikely]] {
+    // dot(conj a, conj b) = conj(dot(a, b)), a conjugate view as PyTorch's
+    if (self.impl()->math_bits() == TensorImpl::kConjBit && tensor.impl()->math_bits() == TensorImpl::kConjBit &&
+        !out.tensor)
+      return _conj_impl(dot_impl(_conj_impl(self, {}), _conj_impl(tensor, {}), {}), {});
+    return fallback_dot(DispatchKey::Conjugate, self, tensor, out);
+  }
   check_same_device({&self, &tensor});
   check_dot(self, tensor);
   ProductDst d = product_dst(out, {}, self.dtype(), self.device(), {&self, &tensor});
@@ -265,6 +298,10 @@ Tensor vdot_impl(const Tensor& self, const Tensor& other, OutArg out) {
 // ------------------------------------------------------------------ matmul
 
 Tensor matmul_impl(const Tensor& self, const Tensor& other, OutArg out) {
+  const bool vector_form = other.dim() == 1 && self.dim() == 2;  // mv reads no bits (dot does)
+  if ((vector_form && (self.impl()->math_bits() || other.impl()->math_bits())) ||
+      product_needs_fallback(out, {&self, &other}, nullptr)) [[unlikely]]
+    return fallback_matmul(DispatchKey::Conjugate, self, other, out);
   check_same_device({&self, &other});
   int64_t d1 = self.dim(), d2 = other.dim();
   TP_CHECK(d1 >= 1 && d2 >= 1, "both arguments to matmul need to be at least 1D, but they are ",
@@ -364,6 +401,8 @@ void check_broadcastable(const Tensor& self, IntArrayRef sizes) { (void)expand(s
 
 Tensor addmm_impl(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                   const Scalar& alpha, OutArg out) {
+  if (product_needs_fallback(out, {&mat1, &mat2}, &self)) [[unlikely]]
+    return fallback_addmm(DispatchKey::Conjugate, self, mat1, mat2, beta, alpha, out);
   check_same_device({&self, &mat1, &mat2});
   TP_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   TP_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");

@@ -95,6 +95,10 @@ Tensor view_impl(const Tensor& self, IntArrayRef size, OutArg) {
 }
 
 Tensor view_dtype_impl(const Tensor& self, DType dtype, OutArg) {
+  TP_CHECK(!self.impl()->is_conj(), "torch.Tensor.view is not supported for conjugate view tensors when "
+           "converting to a different dtype.");
+  TP_CHECK(!self.impl()->is_neg(), "torch.Tensor.view is not supported for tensors with negative bit set "
+           "when converting to a different dtype.");
   const int64_t from = int64_t(element_size(self.dtype())), to = int64_t(element_size(dtype));
   DimVector sizes(self.sizes().data(), self.sizes().size());
   DimVector strides(self.strides().data(), self.strides().size());

@@ -202,9 +202,21 @@ int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void*
   }
 }
 
+/// PyTorch's refusal to export a conjugated or negated view (Note [Conjugate and negative
+/// bits]): DLPack has no flag for them, so a consumer would read the storage's values.
+const char* math_bit_refusal(const Tensor& t) {
+  if (t.impl()->is_conj()) return "Can't export tensors with the conjugate bit set";
+  if (t.impl()->is_neg()) return "Can't export tensors with the negative bit set";
+  return nullptr;
+}
+
 int exchange_from_py(void* py_object, DLManagedTensorVersioned** out) {
   const Tensor* t = tensor_of(py_object);
   if (!t) return -1;
+  if (const char* why = math_bit_refusal(*t)) {
+    PyErr_SetString(PyExc_BufferError, why);
+    return -1;
+  }
   *out = make_managed<DLManagedTensorVersioned>(*t);
   (*out)->version = {1, 0};
   (*out)->flags = 0;
@@ -224,6 +236,10 @@ int exchange_to_py(DLManagedTensorVersioned* tensor, void** out_py_object) {
 int exchange_dltensor_from_py(void* py_object, DLTensor* out) {
   const Tensor* t = tensor_of(py_object);
   if (!t) return -1;
+  if (const char* why = math_bit_refusal(*t)) {
+    PyErr_SetString(PyExc_BufferError, why);
+    return -1;
+  }
   out->data = t->data_ptr();  // element 0, byte_offset 0 (see make_managed)
   out->byte_offset = 0;
   out->device = t->device().is_cuda() ? DLDevice{kDLCUDA, std::max<int32_t>(0, t->device().index)}
@@ -286,6 +302,7 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
 #else
     (void)stream;
 #endif
+    if (const char* why = math_bit_refusal(t)) throw nb::buffer_error(why);
     TP_CHECK(copy.is_none() || !nb::cast<bool>(copy), "__dlpack__: copy=True is not supported");
     TP_CHECK(!t.impl()->requires_grad(), "Can't export tensors that require gradient, use tensor.detach()");
     bool versioned = !max_version.is_none() && nb::cast<int>(max_version[0]) >= 1;

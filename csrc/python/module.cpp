@@ -96,20 +96,24 @@ bool scalar_from_python(PyObject* o, Scalar& out) {
   if (nb::isinstance<Tensor>(o)) {
     const Tensor& t = *nb::inst_ptr<Tensor>(o);
     if (t.numel() != 1 || !t.device().is_cpu()) return false;
+    // the value a conjugate / negated view reads as (Note [Conjugate and negative bits])
+    const bool conj = t.impl()->is_conj(), neg = t.impl()->is_neg();
     if (is_complex(t.dtype())) {
       complex128_t v;
       cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Complex128, 1);
+      if (conj) v.im = -v.im;
+      if (neg) v = complex128_t(-v.re, -v.im);
       out = Scalar(v);
     } else if (is_floating(t.dtype())) {
       double v;
       cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Float64, 1);
-      out = Scalar(v);
+      out = Scalar(neg ? -v : v);
     } else if (t.dtype() == DType::Bool) {
       out = Scalar(*t.data<bool>());
     } else {
       int64_t v;
       cast_strided(t.data_ptr(), 0, t.dtype(), reinterpret_cast<char*>(&v), 0, DType::Int64, 1);
-      out = Scalar(v);
+      out = Scalar(neg ? -v : v);
     }
     return true;
   }
@@ -234,6 +238,7 @@ void reject_number_with_out(const TensorArg& a, const char* op, const char* name
 nb::object tensor_item(const Tensor& t) {
   TP_CHECK(t.numel() == 1, "a Tensor with ", t.numel(),
            " elements cannot be converted to Scalar");
+  if (t.impl()->math_bits()) return tensor_item(resolve_neg(resolve_conj(t)));  // the value it reads as
   if (t.device().is_cuda()) {  // read through a host copy
     Tensor h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
     copy_impl(h, t, false, {});

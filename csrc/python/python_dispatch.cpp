@@ -266,7 +266,7 @@ void bind_python_dispatch(nb::module_& m) {
   // kwargs) -> results, or None to remove it. Not for the Python key (modes own it).
   m.def("_set_fallback", [](DispatchKey key, nb::handle fn) {
     TP_CHECK(key != DispatchKey::Python, "_set_fallback: the Python key's handler is the dispatch modes'");
-    TP_CHECK(key != DispatchKey::Autograd && key != DispatchKey::Autocast, "_set_fallback: ",
+    TP_CHECK(key != DispatchKey::Autograd && key != DispatchKey::Autocast && key != DispatchKey::Conjugate, "_set_fallback: ",
              dispatch_key_name(key), " is woven into the generated functions and takes no fallback");
     dispatch::BoxedFallback f;
     if (!fn.is_none()) f = {&python_fallback, fn.inc_ref().ptr()};
@@ -334,6 +334,7 @@ void bind_python_dispatch(nb::module_& m) {
       .value("Meta", DispatchKey::Meta)
       .value("CompositeImplicitAutograd", DispatchKey::Composite)
       .value("Python", DispatchKey::Python)
+      .value("Conjugate", DispatchKey::Conjugate)
       .value("Batched", DispatchKey::Batched)
       .value("Autocast", DispatchKey::Autocast)
       .value("Autograd", DispatchKey::Autograd);

@@ -303,6 +303,8 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       .def("storage_offset", &Tensor::storage_offset)
       .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
       .def("is_complex", [](const Tensor& t) { return is_complex(t.dtype()); })
+      .def("is_conj", [](const Tensor& t) { return t.impl()->is_conj(); })
+      .def("is_neg", [](const Tensor& t) { return t.impl()->is_neg(); })
       .def("is_signed", [](const Tensor& t) { return is_signed(t.dtype()); })
       .def("_is_contiguous", &Tensor::is_contiguous)
       .def("_is_non_overlapping_and_dense", [](const Tensor& t) { return t.impl()->is_non_overlapping_and_dense(); })
@@ -330,10 +332,11 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
       })
       .def("item", [](const Tensor& t) { return tensor_item(t); })
       .def("tolist", [](const Tensor& t) -> nb::object {
-        Tensor h = t;
+        Tensor h = t.impl()->math_bits() ? resolve_neg(resolve_conj(t)) : t;  // the values it reads as
         if (t.device().is_cuda()) {  // read through a host copy
+          Tensor d = h;
           h = empty_tensor(t.sizes(), t.dtype(), Device(DeviceType::CPU));
-          copy_impl(h, t, false, {});
+          copy_impl(h, d, false, {});
         }
         TP_CHECK_KIND(ErrorKind::NotImplemented, t.device().type != DeviceType::Meta, "Cannot copy out of meta tensor; no data!");
         TP_CHECK(h.device().is_cpu(), "tolist: tensors on ", t.device().str(), " have no data");

@@ -135,7 +135,7 @@ from tensorplay import nn, utils, func  # noqa: E402,F401  (nn builds on the ops
 from tensorplay import _composite_ops  # noqa: E402
 _composite_ops._install(globals())  # cov, trapezoid, tp.exp_, Tensor.addr, ... (needs nn.functional)
 from tensorplay import _complex  # noqa: E402
-_complex._install(globals())  # conj, resolve_conj, Tensor.real / Tensor.imag, ...
+_complex._install(globals())  # is_conj, is_neg, Tensor.real / Tensor.imag, ...
 from tensorplay._rnn_functions import (affine_grid_generator, ctc_loss, gru, gru_cell,  # noqa: E402,F401
                                       lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh,
                                       rnn_tanh_cell)

@@ -1,40 +1,21 @@
 """The Python side of complex tensors: ``Tensor.real`` / ``Tensor.imag`` (views that can be
-assigned to), ``conj`` and the conjugate/negative-bit queries.
-
-Note [No lazy conjugation yet]: PyTorch's ``conj()`` returns a view with a conjugate bit
-that kernels resolve when they read it. TensorPlay has no such bit: ``conj()`` of a complex
-tensor computes the conjugate (``conj_physical``), so ``is_conj()`` is always False and
-``resolve_conj()`` has nothing to resolve. Values, dtypes and gradients are PyTorch's; what
-differs is that writes into ``x.conj()`` do not reach ``x``.
+assigned to) and the conjugate/negative-bit queries. ``conj`` is a view with the conjugate
+bit flipped (Note [Conjugate and negative bits] in csrc/dispatch/math_bits.cpp); ``conj``,
+``resolve_conj``, ``resolve_neg``, ``_conj`` and ``_neg_view`` are ops (complex.yaml).
 """
 from tensorplay import _C
 
 Tensor = _C.Tensor
 
 
-def conj(input):
-    """The complex conjugate of ``input`` (``input`` itself for a real tensor)."""
-    return input.conj_physical() if input.is_complex() else input
-
-
-def resolve_conj(input):
-    """``input`` with its conjugation applied: ``input`` itself (Note [No lazy conjugation yet])."""
-    return input
-
-
-def resolve_neg(input):
-    """``input`` with its negation applied: ``input`` itself (there is no negative bit)."""
-    return input
-
-
 def is_conj(input):
-    """Whether ``input`` is a lazily conjugated view: never (Note [No lazy conjugation yet])."""
-    return False
+    """Whether ``input`` is a lazily conjugated view (its conjugate bit is set)."""
+    return input.is_conj()
 
 
 def is_neg(input):
-    """Whether ``input`` is a lazily negated view: never."""
-    return False
+    """Whether ``input`` is a lazily negated view (its negative bit is set)."""
+    return input.is_neg()
 
 
 def is_complex(input):
@@ -80,12 +61,20 @@ def _set_imag(self, value):
     _C.imag(self).copy_(value)
 
 
+def _to_complex(self):
+    """complex(t) of a one-element tensor (its value, conjugate bit applied)."""
+    if self.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    return complex(self.item())
+
+
 def _install(namespace):
     """Puts the functions above into tensorplay's namespace and the methods on Tensor."""
-    for fn in (conj, resolve_conj, resolve_neg, is_conj, is_neg, is_complex, isreal, view_as_real_copy,
-               view_as_complex_copy, conj_physical_):
+    for fn in (is_conj, is_neg, is_complex, isreal, view_as_real_copy, view_as_complex_copy, conj_physical_):
         namespace[fn.__name__] = fn
-    for fn in (conj, resolve_conj, resolve_neg, is_conj, is_neg, isreal):
-        setattr(Tensor, fn.__name__, fn)
+    Tensor.isreal = isreal
+    Tensor.__complex__ = _to_complex
+    for name in ('_conj', '_neg_view', '_conj_physical'):  # torch._conj, ... (PyTorch's internal names)
+        namespace[name] = getattr(_C, name)
     Tensor.real = property(_get_real, _set_real, doc="The real part (a view; assignable).")
     Tensor.imag = property(_get_imag, _set_imag, doc="The imaginary part (a view; assignable).")

@@ -137,6 +137,14 @@ def numpy(self, *, force=False):
                            "Use tensor.detach().numpy() instead.")
     if self.dtype._name == "bfloat16":
         raise TypeError("Got unsupported ScalarType BFloat16")
+    if force and (self.is_conj() or self.is_neg()):
+        self = self.detach().resolve_conj().resolve_neg()
+    if self.is_conj():  # NumPy would read the storage's values (Note [Conjugate and negative bits])
+        raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                           "Use tensor.resolve_conj().numpy() instead.")
+    if self.is_neg():
+        raise RuntimeError("Can't call numpy() on Tensor that has negative bit set. "
+                           "Use tensor.resolve_neg().numpy() instead.")
     return np.asarray(_ArrayView(self))
 
 
@@ -260,7 +268,10 @@ def _python_dispatched(t):
 def _converted(self, dtype, copy, memory_format):
     """``self`` as ``dtype`` in ``memory_format``: self itself where PyTorch aliases (same
     dtype, no copy asked, and the layout self's strides suggest), else a copy laid out so."""
-    out = _C._to_dtype(self, dtype, copy)
+    if dtype == self.dtype and not copy and (self.is_conj() or self.is_neg()):
+        out = self  # a conjugate view stays one (the op would resolve it: Note [Conjugate and negative bits])
+    else:
+        out = _C._to_dtype(self, dtype, copy)
     if not _wants_relayout(memory_format):
         return out
     aliased = not copy and dtype == self.dtype

@@ -132,6 +132,9 @@ def pickler_class(pickle_module):
                                                       collections.OrderedDict(), state)
             args = (self._storage(t), t.storage_offset(), tuple(t.shape), tuple(t.stride()),
                     t.requires_grad, collections.OrderedDict())
+            bits = {k: True for k, on in (("conj", t.is_conj()), ("neg", t.is_neg())) if on}
+            if bits:  # PyTorch's tensor metadata: the storage holds the unresolved values
+                args += (bits,)
             if type(t) is Tensor:
                 return REBUILD_TENSOR_V2, args
             return REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V2, type(t), args, state or {})
@@ -223,16 +226,28 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
     return _view("_rebuild_tensor", storage, storage_offset, size, stride, storage.dtype)
 
 
+def _with_metadata(t, metadata):
+    """Sets the conjugate / negative bits PyTorch saves as tensor metadata."""
+    if metadata:
+        if not isinstance(metadata, dict):
+            raise TypeError(f"load: invalid tensor metadata {type(metadata).__name__}")
+        if metadata.get("conj") and not t.is_conj():
+            t = _C._conj(t)
+        if metadata.get("neg") and not t.is_neg():
+            t = _C._neg_view(t)
+    return t
+
+
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                        metadata=None):
-    t = _rebuild_tensor(storage, storage_offset, size, stride)
+    t = _with_metadata(_rebuild_tensor(storage, storage_offset, size, stride), metadata)
     t.requires_grad = requires_grad
     return t
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks,
                        dtype, metadata=None):
-    t = _view("_rebuild_tensor_v3", storage, storage_offset, size, stride, dtype)
+    t = _with_metadata(_view("_rebuild_tensor_v3", storage, storage_offset, size, stride, dtype), metadata)
     t.requires_grad = requires_grad
     return t
 

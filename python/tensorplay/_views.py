@@ -182,18 +182,18 @@ _method(lambda self, other: self.reshape(other.shape), "reshape_as")
 _method(lambda self, other: self.expand(other.shape), "expand_as")
 
 
-def _matrix_transpose(x, what, conjugate=False):
-    """x with its last two dims swapped (mT; mH and adjoint with ``conjugate``); `what`
-    names the caller in the error. A complex conjugate transpose is a conjugated copy, not
-    a view (Note [No lazy conjugation yet])."""
+def _matrix_transpose(x, what, conj=False):
+    """x with its last two dims swapped, conjugated for mH / adjoint (a view with the
+    conjugate bit flipped: x.mH @ y reads x through BLAS's conjugate transpose); `what`
+    names the caller in the error."""
     if x.dim() < 2:
         raise RuntimeError(f"{what} is only supported on matrices or batches of matrices. Got {x.dim()}-D tensor.")
     t = x.transpose(-2, -1)
-    return t.conj() if conjugate and t.is_complex() else t
+    return t.conj() if conj and t.is_complex() else t
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims (a view for real tensors)."""
+    """The conjugate transpose of the last two dims (a view)."""
     return _matrix_transpose(input, "tensor.adjoint()", True)
 
 
@@ -205,11 +205,12 @@ Tensor.mH = property(lambda self: _matrix_transpose(self, "tensor.mH", True),
 def _H(self):
     if self.dim() == 0:
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
-        return self
+        return self.conj()
     if self.dim() != 2:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
                            + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
-    return self.transpose(0, 1).conj() if self.is_complex() else self.transpose(0, 1)
+    t = self.transpose(0, 1)
+    return t.conj() if t.is_complex() else t
 
 
 def fill_diagonal_(self, fill_value, wrap=False):

@@ -103,7 +103,7 @@ def _resize(x, dims, sizes):
             need_pad = True
     if need_pad:
         if x.dtype.is_complex:
-            x = _C.view_as_complex(_C.constant_pad_nd(_C.view_as_real(x), [0, 0] + pad, 0.0))
+            x = _C.view_as_complex(_C.constant_pad_nd(_C.view_as_real(x.resolve_conj()), [0, 0] + pad, 0.0))
         else:
             x = _C.constant_pad_nd(x, pad, 0.0)
     return x

@@ -383,10 +383,23 @@ def kernel_expr(op):
     return f"kernel_call_{op.ident}" if has_python_key(op) else raw_kernel_expr(op)
 
 
+def reads_math_bits(op):
+    """Whether the op handles conjugate and negative bits itself, skipping the Conjugate key
+    (Note [Conjugate and negative bits], csrc/dispatch/math_bits.cpp): the views (their
+    results keep the bits; in-place view changes reshape the tensor itself) and the entries
+    marked `math_bits: aware` (reshape, contiguous, the matrix products reading a conjugate
+    operand through BLAS), and the kernels whose gradient flows through their decomposition
+    (the fallback runs below autograd: they resolve their operands themselves)."""
+    tags = op.entry.get("tags", [])
+    return ("view" in tags or "inplace_view" in tags or op.entry.get("math_bits") == "aware"
+            or mode(op) == "decomposed")  # resolves its operands through autograd (dispatch/math_bits.h)
+
+
 def gen_kernel_calls(ops):
-    """kernel_call_<op>: a call below Autograd goes to the Python key when a mode or a tensor
-    subclass asks for it, else to the backend kernel, else to the backend key's boxed
-    fallback (fallback_<op>, boxed_ops.cpp; Note [Boxed fallbacks])."""
+    """kernel_call_<op>: a call below Autograd goes to the Conjugate key when a tensor has a
+    conjugate or negative bit, to the Python key when a mode or a tensor subclass asks for
+    it, else to the backend kernel, else to the backend key's boxed fallback (fallback_<op>,
+    boxed_ops.cpp; Note [Boxed fallbacks]). Both checks read one byte per tensor."""
     out = []
     for op in ops:
         if not has_python_key(op):
@@ -394,9 +407,14 @@ def gen_kernel_calls(ops):
         p, a = params(op, False), call_args(op)
         aa = f"{a}{', ' if a else ''}out"
         tensors = ", ".join(x.name for x in op.args if x.base in ("Tensor", "Tensor[]")) or ""
+        if reads_math_bits(op):
+            special = (f"  if (dispatch::python_key({tensors})) [[unlikely]] "
+                       f"return fallback_{op.ident}(DispatchKey::Python, {aa});\n")
+        else:
+            special = (f"  if (const DispatchKey sk_ = dispatch::special_key({tensors}{', ' if tensors else ''}out); "
+                       f"sk_ != DispatchKey::kCount) [[unlikely]] return fallback_{op.ident}(sk_, {aa});\n")
         out.append(f"{op.ret} kernel_call_{op.ident}({p}{', ' if p else ''}OutArg out) {{\n"
-                   f"  if (dispatch::python_key({tensors})) [[unlikely]] "
-                   f"return fallback_{op.ident}(DispatchKey::Python, {aa});\n"
+                   + special +
                    f"  const DispatchKey dk_ = {key_expr(op)};\n"
                    f"  void* k_ = find_kernel(kOp_{op.ident}, dk_);\n"
                    f"  if (!k_) [[unlikely]] return fallback_{op.ident}(dk_, {aa});\n"
@@ -424,6 +442,7 @@ def gen_api_source(ops, autocast):
            '#include "autograd/autocast.h"',
            '#include "autograd/record.h"',
            '#include "core/error.h"',
+           '#include "dispatch/math_bits.h"',
            '#include "ops/pointwise.h"',
            "namespace tp {", "namespace {"]
     for op in ops:

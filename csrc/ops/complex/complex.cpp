@@ -22,8 +22,25 @@ namespace {
 DimVector sizes_of(const Tensor& t) { return DimVector(t.sizes().data(), t.sizes().size()); }
 DimVector strides_of(const Tensor& t) { return DimVector(t.strides().data(), t.strides().size()); }
 
-Tensor real_part(const Tensor& z) { return select(view_as_real(z), -1, 0); }
-Tensor imag_part(const Tensor& z) { return select(view_as_real(z), -1, 1); }
+/// The real (part 0) or imaginary (part 1) part of z as a real view of its storage.
+Tensor part_view(const Tensor& z, int64_t part) {
+  DimVector strides = strides_of(z);
+  for (auto& s : strides) s *= 2;
+  return make_view(z, sizes_of(z), std::move(strides), z.storage_offset() * 2 + part, to_real_dtype(z.dtype()));
+}
+
+// The parts of z with its bits (Note [Conjugate and negative bits]): conjugation negates
+// the imaginary part only.
+Tensor real_part(const Tensor& z) {
+  Tensor r = part_view(z, 0);
+  r.impl()->set_math_bits(z.impl()->math_bits() & TensorImpl::kNegBit);
+  return r;
+}
+Tensor imag_part(const Tensor& z) {
+  Tensor r = part_view(z, 1);
+  r.impl()->set_math_bits(z.impl()->is_neg() != z.impl()->is_conj() ? TensorImpl::kNegBit : 0);
+  return r;
+}
 
 /// Writes `value` (any dtype) into the out= tensor `out`, resized to value's shape.
 Tensor write_out(const Tensor& value, OutArg out) {
@@ -37,12 +54,17 @@ Tensor write_out(const Tensor& value, OutArg out) {
 
 Tensor view_as_real_impl(const Tensor& self, OutArg) {
   TP_CHECK(is_complex(self.dtype()), "view_as_real is only supported for complex tensors");
+  TP_CHECK(!self.impl()->is_conj(), "view_as_real doesn't work on unresolved conjugated tensors.  To resolve "
+           "the conjugate tensor so you can view it as real, use self.resolve_conj(); however, be warned "
+           "that the resulting tensor will NOT alias the original.");
   DimVector sizes = sizes_of(self), strides = strides_of(self);
   for (auto& s : strides) s *= 2;
   sizes.push_back(2);
   strides.push_back(1);
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset() * 2,
-                   to_real_dtype(self.dtype()));
+  Tensor r = make_view(self, std::move(sizes), std::move(strides), self.storage_offset() * 2,
+                       to_real_dtype(self.dtype()));
+  r.impl()->set_math_bits(self.impl()->math_bits());  // a negated view stays negated
+  return r;
 }
 
 Tensor view_as_complex_impl(const Tensor& self, OutArg) {
@@ -62,8 +84,10 @@ Tensor view_as_complex_impl(const Tensor& self, OutArg) {
   sizes.resize(size_t(n - 1));
   strides.resize(size_t(n - 1));
   for (auto& s : strides) s /= 2;
-  return make_view(self, std::move(sizes), std::move(strides), self.storage_offset() / 2,
-                   to_complex_dtype(dt));
+  Tensor r = make_view(self, std::move(sizes), std::move(strides), self.storage_offset() / 2,
+                       to_complex_dtype(dt));
+  r.impl()->set_math_bits(self.impl()->math_bits());
+  return r;
 }
 
 Tensor real_impl(const Tensor& self, OutArg) {

@@ -372,7 +372,7 @@ def _roll_rule(func, level, args, kwargs):
 
 def _complex_view_rule(func, level, args, kwargs):
     """view_as_real / view_as_complex: they act on the last dim only, which the batch dim
-    (in front) never is."""
+    (in front) never is; _conj / _neg_view act on no dim (the batch keeps the bit)."""
     return _wrap(func(_unwrap(args[0], level)), level)
 
 
@@ -883,6 +883,7 @@ def _register():
         'fliplr.default': _flip_side_rule(1), 'flipud.default': _flip_side_rule(0),
         'roll.default': _roll_rule, 'tile.default': _tile_rule, 'msort.default': _msort_rule,
         'view_as_real.default': _complex_view_rule, 'view_as_complex.default': _complex_view_rule,
+        '_conj.default': _complex_view_rule, '_neg_view.default': _complex_view_rule,
         **{n: _diag_rule for n in ('diag.default', 'diagflat.default', 'trace.default')},
         # reductions of a whole sample
         'max.default': _flat_rule(lambda f, d: f.amax(d)),

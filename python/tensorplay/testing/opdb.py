@@ -144,7 +144,7 @@ NAN, INF = float('nan'), float('inf')
 SPECIAL = [NAN, INF, -INF, 0.0, -0.0]
 GRID = [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.5]
 
-LAYOUTS = ('contiguous', 'transposed', 'strided')
+LAYOUTS = ('contiguous', 'transposed', 'strided')  # the layouts every suite runs; 'conj' is test_conj_bit.py's
 
 
 def dtype_name(dtype) -> str:
@@ -173,14 +173,16 @@ class Sample:
     non-contiguous the same way in both libraries: 'transposed' builds the
     transpose and calls ``.transpose(0, 1)`` (arguments with ndim >= 2),
     'strided' builds a tensor twice as wide and slices the last dim with
-    ``[..., ::2]`` (ndim >= 1).
+    ``[..., ::2]`` (ndim >= 1); 'conj' makes each complex tensor a conjugate view
+    holding the same values (the conjugate, built, then ``.conj()``: the
+    conjugate bit is set; test_conj_bit.py runs the complex samples so).
     """
     args: tuple
     kwargs: dict = dataclasses.field(default_factory=dict)
     layout: str = 'contiguous'
 
     def __post_init__(self):
-        assert self.layout in LAYOUTS, self.layout
+        assert self.layout in LAYOUTS + ('conj',), self.layout
 
     def tensors(self) -> list:
         return [v for v in (*self.args, *self.kwargs.values()) if _is_input_tensor(v)]
@@ -1096,6 +1098,8 @@ def _dense_to_lib(t: torch.Tensor, lib):
 
 
 def _tensor_to_lib(t: torch.Tensor, lib, layout):
+    if layout == 'conj' and t.is_complex():
+        return _dense_to_lib(t.conj_physical(), lib).conj()
     if layout == 'transposed' and t.dim() >= 2:
         return _dense_to_lib(t.transpose(0, 1).contiguous(), lib).transpose(0, 1)
     if layout == 'strided' and t.dim() >= 1:
