@@ -261,7 +261,7 @@ def test_special_values(name, dtype):
     lambda m: m.tensor(Z).prod(), lambda m: m.tensor(Z).prod(1, keepdim=True),
     lambda m: m.tensor(Z).all(), lambda m: m.tensor(Z + [[0j, 1j, 2]]).any(1),
     lambda m: m.tensor(Z).var(), lambda m: m.tensor(Z).std(0), lambda m: m.var_mean(m.tensor(Z), 1)[0],
-    lambda m: m.logsumexp(m.tensor(Z), 1),
+    lambda m: m.logsumexp(m.tensor(Z), 1), lambda m: m.logcumsumexp(m.tensor(Z) * 2, 1),
     lambda m: m.linalg.vector_norm(m.tensor(Z), 3), lambda m: m.linalg.matrix_norm(m.tensor(Z), 1),
     lambda m: m.linspace(1j, 3 - 2j, 6), lambda m: m.logspace(0, 1 + 1j, 4, base=2),
     lambda m: m.corrcoef(m.tensor(Z)),
@@ -327,6 +327,7 @@ RV = [0.5, -1.5, 2.0]
     (lambda m, a: m.var(a) + m.std(a * 2), [ZV]),
     (lambda m, a: m.linalg.vector_norm(a, 3) + m.linalg.vector_norm(a, 1), [ZV]),
     (lambda m, a: m.logsumexp(a, 0).real + m.prod(a).imag, [ZV]),
+    (lambda m, a: m.logcumsumexp(a * 2, 0).imag.sum(), [ZV]),
     (lambda m, a, b: m.logaddexp(a, b).abs().sum(), [ZV, ZV[::-1]]),
 ])
 def test_gradients(f, vals):

@@ -99,7 +99,7 @@ COMPLEX_OPS = frozenset("""
     float_power logaddexp logical_and logical_or logical_xor lerp addcmul addcdiv sinc
     nn.functional.silu ldexp prod all any logsumexp var std var_mean std_mean linalg.vector_norm
     linalg.matrix_norm linalg.norm norm frobenius_norm dist renorm corrcoef linspace logspace
-    rms_norm _fused_rms_norm
+    rms_norm _fused_rms_norm logcumsumexp
 """.split())
 
 _NO_LAPACK = 'no complex LAPACK path yet (complex linalg: solve, eig, eigvals)'
@@ -113,8 +113,6 @@ COMPLEX_NOT_YET = {
         linalg.solve_ex linalg.ldl_factor linalg.ldl_factor_ex linalg.ldl_solve linalg.lstsq
         linalg.pinv pinverse linalg.matrix_rank linalg.matrix_exp matrix_exp linalg.eigvalsh
         orgqr ormqr""".split()},
-    'logcumsumexp': "PyTorch's complex logcumsumexp folds logaddexp along the dim, so the imaginary "
-                    'parts leave (-pi, pi]; no complex row loop for that yet',
     # matrix_norm / linalg.norm / norm take complex for every order but the singular-value ones
     # (2, -2, 'nuc'), which their entries draw for float32/float64 only (SVD_FLOATS)
     'nuclear_norm': 'the singular values of a complex matrix need complex svdvals (the LAPACK group)',

@@ -82,10 +82,13 @@ def _lcse_samples(op, mk):
     if mk.is_float:
         yield db.Sample((mk.values([INF, INF, -INF, 1.0, NAN, 2.0]), 0))
         yield db.Sample((mk.values([-INF, -INF, 3.0, -INF]), 0))
+    if mk.is_complex:  # ties of real parts, -inf ones, imaginary parts past pi
+        yield db.Sample((mk.values([complex(-INF, 1), complex(-INF, 2), 1 + 1j, 1 - 3j, 2 + 3j, 2 + 3j]), 0))
 
 
 db.register(db.OpInfo('logcumsumexp', _lcse_samples, db.FLOATS, out=True, coverage=COVERAGE,
-                      tol={'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2), 'float32': (1e-5, 1e-5)},
+                      tol={'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2), 'float32': (1e-5, 1e-5),
+                           'complex64': (1e-5, 1e-5)},
                       errors=db._errors(BAD_DIM)))
 
 
