@@ -754,9 +754,10 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef
     // (rms_norm_backward's composed path).
     DimVector norm_dims;
     for (int64_t i = input.dim() - int64_t(normalized_shape.size()); i < input.dim(); ++i) norm_dims.push_back(i);
-    Tensor rstd = rsqrt(add(tp::mean(square(input), IntArrayRef(norm_dims.data(), norm_dims.size()), true),
+    Tensor x = contiguous(input);  // the result is contiguous, as PyTorch's
+    Tensor rstd = rsqrt(add(tp::mean(square(x), IntArrayRef(norm_dims.data(), norm_dims.size()), true),
                             wrapped_scalar(Scalar(e))));
-    Tensor y = mul(input, rstd);
+    Tensor y = mul(x, rstd);
     return {weight ? mul(y, *weight) : y, reshape(rstd, IntArrayRef(ss.data(), ss.size()))};
   }
 #ifdef TP_USE_CUDA
