@@ -125,22 +125,29 @@ variable_list stack_backward(const Tensor& grad, size_t count, int64_t dim) {
 
 Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
   if (exponent.impl()->is_wrapped_number() && exponent.device().is_cpu() && !is_complex(exponent.dtype()) &&
-      is_floating(self.dtype())) {
+      (is_floating(self.dtype()) || is_complex(self.dtype()))) {
     // A Python number: self ** (e - 1) as a Python number too, so that pow's specialised
     // exponents (Note [pow by a number]: 0.5 -> -0.5 is rsqrt) give PyTorch's special values
     const double e = *_to_dtype(exponent, DType::Float64, false).data<double>();
     if (e == 0) return zeros(grad.sizes(), grad.dtype(), grad.device());
     return grad * Scalar(e) * pow(self, wrapped_scalar(Scalar(e - 1.0)));
   }
-  Tensor e = _to_dtype(exponent, grad.dtype(), false);  // bool and integer exponents too
+  // bool and integer exponents too; a complex exponent of a real base keeps its imaginary part
+  Tensor e = _to_dtype(exponent, promote_types(grad.dtype(), exponent.dtype()), false);
   Tensor g = grad * e * pow(self, e - Scalar(1.0));
   return where(eq(e, zeros_like_scalar(e)), zeros_like_scalar(g), g);
 }
 
 Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
                              const Tensor& result) {
-  Tensor g = grad * result * log(self);
-  Tensor zero_base = logical_and(eq(self, zeros_like_scalar(self)), ge(exponent, zeros_like_scalar(exponent)));
+  // A real base of a complex power takes the complex logarithm (log(-2) = log 2 + i pi).
+  Tensor g = grad * result * log(is_complex(result.dtype()) ? _to_dtype(self, result.dtype(), false) : self);
+  // 0 ** e has gradient 0 for e >= 0; a complex e must be real for that, as in PyTorch
+  Tensor nonneg = is_complex(exponent.dtype())
+                      ? logical_and(eq(imag(exponent), zeros_like_scalar(real(exponent))),
+                                    ge(real(exponent), zeros_like_scalar(real(exponent))))
+                      : ge(exponent, zeros_like_scalar(exponent));
+  Tensor zero_base = logical_and(eq(self, zeros_like_scalar(self)), nonneg);
   return where(zero_base, zeros_like_scalar(g), g);
 }
 

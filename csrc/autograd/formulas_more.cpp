@@ -172,6 +172,8 @@ Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tenso
   if (grad.dim() == 0 || grad.numel() == 0) return grad;
   int64_t d[1] = {wrap_dim(dim, grad.dim())};
   auto reverse_lcse = [&](const Tensor& x) { return flip(logcumsumexp(flip(x, d), d[0]), d); };
+  // complex: one term, no split by sign (a holomorphic formula; the node conjugates)
+  if (is_complex(grad.dtype())) return exp(reverse_lcse(log(grad) - result) + self);
   double lowest = grad.dtype() == DType::Float64 ? std::numeric_limits<double>::lowest()
                                                   : double(std::numeric_limits<float>::lowest());
   Tensor floor_value = scalar_like(lowest, grad);

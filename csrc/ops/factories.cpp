@@ -169,10 +169,37 @@ Tensor spaced(const char* kernel, const Scalar& start, const Scalar& end, int64_
               std::optional<double> base, const std::optional<DType>& dtype,
               const std::optional<Device>& device, bool requires_grad, OutArg out) {
   TP_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (steps > 1) check_not_bool(dtype.value_or(default_dtype()), kernel);
+  // complex ends without a dtype give the default dtype's complex counterpart (PyTorch)
+  const DType fallback = start.is_complex() || end.is_complex()
+                             ? (default_dtype() == DType::Float64 ? DType::Complex128 : DType::Complex64)
+                             : default_dtype();
+  if (steps > 1) check_not_bool(dtype.value_or(fallback), kernel);
   int64_t sz[1] = {steps};
-  Tensor t = factory_result(sz, dtype.value_or(default_dtype()), device, requires_grad, out);
+  Tensor t = factory_result(sz, dtype.value_or(fallback), device, requires_grad, out);
   if (steps == 0 || is_meta(t)) return t;
+  if (is_complex(t.dtype())) {  // complex64 steps in complex<float> (logspace's powers in double)
+    auto fill = [&](auto zero) {
+      using C = decltype(zero);
+      using R = typename C::value_type;
+      const complex128_t s0 = start.to_complex(), s1 = end.to_complex();
+      const C a(R(s0.re), R(s0.im)), b(R(s1.re), R(s1.im));
+      const C step = steps > 1 ? (b - a) / C(R(steps - 1)) : C(0);
+      const int64_t half = steps == 1 ? 1 : steps / 2;
+      auto* p = t.data<Complex<R>>();
+      for (int64_t i = 0; i < steps; ++i) {
+        const C x = i < half ? a + step * C(R(i)) : b - step * C(R(steps - i - 1));
+        if (!base) {
+          p[i] = Complex<R>(x);
+        } else {
+          const std::complex<double> v = std::pow(std::complex<double>(*base), std::complex<double>(x));
+          p[i] = Complex<R>(R(v.real()), R(v.imag()));
+        }
+      }
+    };
+    if (t.dtype() == DType::Complex128) fill(std::complex<double>{});
+    else fill(std::complex<float>{});
+    return t;
+  }
   auto run = [&](auto zero) {
     using A = decltype(zero);
     A a = A(start.to_double()), b = A(end.to_double());

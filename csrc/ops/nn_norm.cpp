@@ -730,11 +730,11 @@ namespace {
 
 /// rms_norm's eps: the given one, else the machine epsilon of the accumulation dtype (PyTorch's).
 double rms_eps(const std::optional<double>& eps, DType acc) {
-  return eps ? *eps : acc == DType::Float64 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
+  return eps ? *eps : acc == DType::Float64 || acc == DType::Complex128 ? 2.220446049250313e-16 : 1.1920928955078125e-07;
 }
 
 void check_rms_dtype(const Tensor& input) {
-  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()), "\"rms_norm\" not implemented for '",
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(input.dtype()) || is_complex(input.dtype()), "\"rms_norm\" not implemented for '",
                 dtype_scalar_name(input.dtype()), "'");
 }
 
@@ -748,6 +748,18 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_impl(const Tensor& input, IntArrayRef
   const DType dt = input.dtype(), adt = compute_dtype(dt);
   const double e = rms_eps(eps, adt);
   const DimVector ss = stat_sizes(input, int64_t(normalized_shape.size()));
+  if (is_complex(dt)) {
+    // Note [Complex RMS norm]: PyTorch's is holomorphic, x * rsqrt(mean(x * x) + eps) with x * x,
+    // not |x|^2 (so rstd is complex); composed of the complex ops, as its gradient is
+    // (rms_norm_backward's composed path).
+    DimVector norm_dims;
+    for (int64_t i = input.dim() - int64_t(normalized_shape.size()); i < input.dim(); ++i) norm_dims.push_back(i);
+    Tensor x = contiguous(input);  // the result is contiguous, as PyTorch's
+    Tensor rstd = rsqrt(add(tp::mean(square(x), IntArrayRef(norm_dims.data(), norm_dims.size()), true),
+                            wrapped_scalar(Scalar(e))));
+    Tensor y = mul(x, rstd);
+    return {weight ? mul(y, *weight) : y, reshape(rstd, IntArrayRef(ss.data(), ss.size()))};
+  }
 #ifdef TP_USE_CUDA
   check_devices(input, {&weight});
   if (input.device().is_cuda()) {
@@ -825,7 +837,7 @@ std::tuple<Tensor, Tensor> rms_norm_backward(const Tensor& grad, const Tensor& g
   auto rstd_term = [&](const Tensor& rs, const Tensor& x) {  // d rstd / dx = -rstd^3 x / n
     return _to_dtype(grad_rstd, adt) * rs * rs * rs * x / n;
   };
-  if (!autograd::grad_enabled()) {
+  if (!autograd::grad_enabled() && !is_complex(input.dtype())) {  // complex: composed below
     auto [gx, gw] = _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight, mask[0], weight_grad);
     if (rstd_used)
       gx = _to_dtype(_to_dtype(gx, adt) - rstd_term(_to_dtype(rstd, adt), _to_dtype(input, adt)), input.dtype());

@@ -18,8 +18,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void check_floating_input(const char* op, const Tensor& self) {
-  if (is_complex(self.dtype())) TP_FAIL_NOT_IMPLEMENTED(op, ": ", "complex inputs are not supported yet (got ", dtype_scalar_name(self.dtype()), ")");
-  TP_CHECK(is_floating(self.dtype()), op, ": Expected a floating point or complex tensor as input. Got ",
+  TP_CHECK(is_floating(self.dtype()) || is_complex(self.dtype()), op, ": Expected a floating point or complex tensor as input. Got ",
            dtype_scalar_name(self.dtype()));
 }
 
@@ -27,7 +26,10 @@ void check_floating_input(const char* op, const Tensor& self) {
 /// the input's.
 DType norm_result_dtype(const char* op, const Tensor& self, const std::optional<DType>& dtype) {
   if (!dtype) return self.dtype();
-  TP_CHECK(is_floating(*dtype), op, ": dtype should be floating point or complex, but got ",
+  if (is_complex(self.dtype()))
+    TP_CHECK(is_complex(*dtype), op, ": dtype should be complex for complex inputs, but got ",
+             dtype_scalar_name(*dtype));
+  TP_CHECK(is_floating(*dtype) || (is_complex(self.dtype()) && is_complex(*dtype)), op, ": dtype should be floating point or complex, but got ",
            dtype_scalar_name(*dtype));
   TP_CHECK(promote_types(self.dtype(), *dtype) == *dtype, op, ": the dtype of the input (",
            dtype_scalar_name(self.dtype()), ") should be convertible without narrowing to the specified dtype (",
@@ -54,6 +56,10 @@ Tensor vector_norm(const Tensor& self, double p, OptionalIntArrayRef dim, bool k
     if (dim) for (int64_t d : *dim) empty |= self.dim() > 0 && self.size(wrap_dim(d, self.dim())) == 0;
     TP_CHECK(!empty, op, " cannot compute the ", p, " norm on an empty tensor because the operation "
              "does not have an identity");
+  }
+  if (is_complex(result)) {  // the norm of the moduli, in the real counterpart of the dtype
+    Tensor moduli = abs(_to_dtype(self, result, false));
+    return vector_norm(moduli, p, dim, keepdim, std::nullopt);
   }
   Tensor x = _to_dtype(self, opmath_dtype(result));
   Tensor r;

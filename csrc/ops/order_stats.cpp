@@ -355,6 +355,46 @@ std::tuple<Tensor, Tensor> cummin_impl(const Tensor& self, int64_t dim, OutArg) 
   return cum_best<false>("cummin", self, dim);
 }
 
+namespace {
+
+/// Note [Complex logcumsumexp]: PyTorch folds each row with its complex logaddexp, acc =
+/// lae(x_i, acc) from acc = -inf: m + log1p(exp(n - m)) with m the operand of the larger real
+/// part (x_i on a tie), NaN where a real part is NaN, n where both real parts are -inf and
+/// log(exp(n) + exp(m)) where both are +inf. The imaginary part accumulates unwrapped (it
+/// leaves (-pi, pi]), so this is no log of a cumulative sum. In complex128, CPU only.
+Tensor complex_logcumsumexp(const Tensor& self, int64_t dim) {
+  using C = std::complex<double>;
+  TP_CHECK_KIND(ErrorKind::NotImplemented, is_meta(self) || self.device().is_cpu(),
+                "logcumsumexp: complex inputs on ", self.device().str(), " are not supported yet");
+  Rows r = make_rows(_to_dtype(self, DType::Complex128), dim);
+  Tensor res = empty_tensor(r.x.sizes(), DType::Complex128, self.device());
+  if (!is_meta(self)) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    auto lae = [](C x, C acc) {
+      const bool x_first = x.real() >= acc.real() || acc.real() != acc.real();
+      const C m = x_first ? x : acc, n = x_first ? acc : x;
+      if (m.real() != m.real() || n.real() != n.real()) return C(std::nan(""), std::nan(""));
+      if (std::isinf(m.real()) && m.real() == n.real())
+        return m.real() < 0 ? n : std::log(std::exp(n) + std::exp(m));
+      const C e = std::exp(n - m);  // log1p(e) by Kahan's device, as the log1p kernel
+      const C u(e.real() + 1.0, e.imag());
+      if (u.real() == 1.0 && u.imag() == 0.0) return m + e;
+      const C log_u = std::log(u), um1(u.real() - 1.0, u.imag());
+      return m + (um1 == e ? log_u : log_u * (e / um1));
+    };
+    const auto* in = reinterpret_cast<const C*>(r.x.data<complex128_t>());
+    auto* o = reinterpret_cast<C*>(res.data<complex128_t>());
+    for_each_row(r.rows, r.len, [&](int64_t row) {
+      C acc(-kInf, 0.0);
+      for (int64_t i = 0; i < r.len; ++i) o[row * r.len + i] = acc = lae(in[row * r.len + i], acc);
+    });
+  }
+  Tensor back = self.dim() ? contiguous(back_from_rows(res, r.order)) : reshape(res, IntArrayRef());
+  return _to_dtype(back, self.dtype());
+}
+
+}  // namespace
+
 Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
   check_device("logcumsumexp", self);
   // PyTorch's order: out='s dtype, the dim, then the input's dtype
@@ -362,6 +402,7 @@ Tensor logcumsumexp_impl(const Tensor& self, int64_t dim, OutArg out) {
     TP_CHECK(out.tensor->dtype() == self.dtype(), "expected scalar_type ", dtype_scalar_name(self.dtype()),
              " but found ", dtype_scalar_name(out.tensor->dtype()));
   (void)wrap_dim(dim, self.dim());
+  if (is_complex(self.dtype())) return write_out("logcumsumexp", complex_logcumsumexp(self, dim), out);
   TP_CHECK_KIND(ErrorKind::NotImplemented, is_floating(self.dtype()), "logcumsumexp: not implemented for '",
                 dtype_scalar_name(self.dtype()), "'");
   Rows r = make_rows(_to_dtype(self, DType::Float64), dim);

@@ -147,6 +147,25 @@ Tensor pow_impl(const Tensor& self, const Tensor& exponent, OutArg out) {
                : roots && e == 0.5 ? PwKernel::Sqrt : roots && e == -0.5 ? PwKernel::Rsqrt : PwKernel::Pow;
     if (k != PwKernel::Pow) return run_pointwise(k, {"pow", Promote::Common}, out, {&self}, {});
   }
+  // A complex base to a real Python number (or a complex one with no imaginary part) follows
+  // PyTorch's specialisations too: 0 gives ones, 1 a copy, 2 z * z, 0.5 / -0.5 / -1 sqrt,
+  // rsqrt and reciprocal; cpow's exp(e log z) would differ at 0 and at the special values.
+  if (exponent.impl()->is_wrapped_number() && is_complex(self.dtype()) && exponent.dtype() != DType::Bool) {
+    complex128_t e;
+    cast_strided(exponent.data_ptr(), 0, exponent.dtype(), reinterpret_cast<char*>(&e), 0,
+                 DType::Complex128, 1);
+    if (e.im == 0) {
+      if (e.re == 0 || e.re == 1) {  // the result's shape, dtype and out= from z * 1
+        Tensor one = wrapped_scalar(Scalar(int64_t(1)));
+        Tensor r = run_pointwise(PwKernel::Mul, {"pow", Promote::Common}, out, {&self, &one}, {});
+        if (e.re == 0) fill_impl(r, Scalar(int64_t(1)), OutArg{&r, true, false});
+        return r;
+      }
+      PwKernel k = e.re == 2 ? PwKernel::Square : e.re == -1 ? PwKernel::Reciprocal
+                 : e.re == 0.5 ? PwKernel::Sqrt : e.re == -0.5 ? PwKernel::Rsqrt : PwKernel::Pow;
+      if (k != PwKernel::Pow) return run_pointwise(k, {"pow", Promote::Common}, out, {&self}, {});
+    }
+  }
   return run_pointwise(PwKernel::Pow, {"pow", Promote::Common}, out, {&self, &exponent}, {});
 }
 
@@ -169,7 +188,9 @@ Tensor lerp_impl(const Tensor& self, const Tensor& end, const Tensor& weight, Ou
   KernelParams p;
   if (weight.impl()->is_wrapped_number()) {
     p.s0 = Scalar(*weight.data<double>());
-    if (weight.dtype() != DType::Float64) {
+    if (weight.dtype() == DType::Complex128) {
+      p.s0 = Scalar(*weight.data<complex128_t>());
+    } else if (weight.dtype() != DType::Float64) {
       double w;
       cast_strided(weight.data_ptr(), 0, weight.dtype(), reinterpret_cast<char*>(&w), 0,
                    DType::Float64, 1);
@@ -241,7 +262,7 @@ Tensor nan_to_num_impl(const Tensor& self, const std::optional<double>& nan,
   DType dt = self.dtype();
   double hi = dt == DType::Float16 ? 65504.0
               : dt == DType::BFloat16 ? double(bits_to_float(0x7f7f0000u))
-              : dt == DType::Float32 ? double(std::numeric_limits<float>::max())
+              : dt == DType::Float32 || dt == DType::Complex64 ? double(std::numeric_limits<float>::max())
                                      : std::numeric_limits<double>::max();
   p.s0 = Scalar(nan.value_or(0.0));
   p.s1 = Scalar(posinf.value_or(hi));

@@ -200,6 +200,28 @@ Tensor prod_impl(const Tensor& self, const std::optional<int64_t>& dim, bool kee
   if (!dtype && out.tensor && !out.inplace && out.tensor->dtype() != (is_integral(self.dtype(), true) ? DType::Int64 : self.dtype()))
     return cast_into_out(prod_impl(self, dim, keepdim, std::nullopt, OutArg::none()), out);
   DType in = dtype.value_or(self.dtype());
+  if (is_complex(in)) {
+    // No complex product kernel: each slice's product is the last of its cumulative product
+    // (cumprod's complex loop); an empty slice's is 1.
+    Tensor x = dtype ? _to_dtype(self, *dtype) : self;
+    int64_t d = 0;
+    if (!dim) x = reshape(x, std::vector<int64_t>{-1});
+    else if (x.dim()) d = wrap_dim(*dim, x.dim());
+    else (void)wrap_dim(*dim, 1), x = reshape(x, std::vector<int64_t>{1});
+    Tensor r;
+    if (x.size(d) > 0) {
+      r = contiguous(select(cumprod(x, d, std::nullopt), d, -1));
+    } else {
+      DimVector shape(x.sizes().data(), x.sizes().size());
+      shape.erase(size_t(d));
+      r = ones(IntArrayRef(shape.data(), shape.size()), in, x.device());
+    }
+    if (dim && keepdim && self.dim()) r = unsqueeze(r, d);
+    if (!out.tensor) return r;
+    Tensor& target = const_cast<Tensor&>(*out.tensor);
+    resize_out(target, r.sizes());
+    return copy_impl(target, r, false, OutArg::none());
+  }
   DType result = dtype ? *dtype : is_integral(in, true) ? DType::Int64 : in;
   int64_t d = dim.value_or(0);
   OptionalIntArrayRef dims = dim ? OptionalIntArrayRef(IntArrayRef(&d, 1)) : std::nullopt;
@@ -238,6 +260,8 @@ Tensor all_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutAr
   DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
                  : self.dtype() == DType::UInt8 ? DType::UInt8
                                                 : DType::Bool;
+  if (is_complex(self.dtype()))  // a complex number is true where nonzero
+    return all_impl(ne(self, wrapped_scalar(Scalar(int64_t(0)))), dim, keepdim, out);
   return reduce("all", Kind::All, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 
@@ -247,6 +271,8 @@ Tensor any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, OutAr
   DType result = out.tensor && !out.inplace          ? out.tensor->dtype()
                  : self.dtype() == DType::UInt8 ? DType::UInt8
                                                 : DType::Bool;
+  if (is_complex(self.dtype()))  // a complex number is true where nonzero
+    return any_impl(ne(self, wrapped_scalar(Scalar(int64_t(0)))), dim, keepdim, out);
   return reduce("any", Kind::Any, self, dim, keepdim, result, compute_for(self.dtype()), out);
 }
 

@@ -129,7 +129,14 @@ Tensor ldexp_impl(const Tensor& self, const Tensor& other, OutArg out) {
                            self.dtype(), false);
     return write_result(out, res, "ldexp");
   }
-  Tensor scale = pow(Scalar(2.0), other);
+  // a complex input: PyTorch's 2 ** other is a complex power, in the complex counterpart of
+  // a floating exponent's dtype (of the input's for an integer one), so ours is too
+  const DType wide = other.dtype() == DType::Float64 ? DType::Complex128
+                     : is_floating(other.dtype())    ? DType::Complex64
+                                                     : self.dtype();
+  Tensor scale = is_complex(self.dtype()) && !is_complex(other.dtype())
+                     ? pow(Scalar(2.0), _to_dtype(other, wide, false))
+                     : pow(Scalar(2.0), other);
   if (!out.tensor) return mul(self, scale);
   Tensor& target = const_cast<Tensor&>(*out.tensor);
   if (out.inplace) return mul_(target, scale);

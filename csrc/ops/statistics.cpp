@@ -55,8 +55,18 @@ Tensor welford_mean(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, c
 std::tuple<Tensor, Tensor> var_and_mean(const char* op, const Tensor& self, OptionalIntArrayRef dim,
                                         double correction, bool keepdim, bool take_sqrt = false,
                                         bool with_mean = true) {
-  if (is_complex(self.dtype()))
-    TP_FAIL_NOT_IMPLEMENTED(op, "(): complex inputs are not supported yet (got ", dtype_scalar_name(self.dtype()), ")");
+  if (is_complex(self.dtype())) {
+    // a real variance (PyTorch's): the mean of |z - mean|^2, the squared moduli summed from
+    // the parts; the mean stays complex
+    Tensor mean_k = mean(self, dim, /*keepdim=*/true);
+    Tensor dev = sub(self, mean_k);
+    Tensor re = real(dev), im = imag(dev);
+    Tensor ss = sum(add(mul(re, re), mul(im, im)), dim, keepdim);
+    double divisor = std::max(0.0, double(reduced_count(self, dim)) - correction);
+    Tensor var = div(ss, wrapped_scalar(Scalar(divisor)));
+    Tensor m = !with_mean ? Tensor() : keepdim ? mean_k : mean(self, dim, false);
+    return {take_sqrt ? sqrt(var) : var, m};
+  }
   TP_CHECK(is_floating(self.dtype()), op, "(): input dtype should be either floating point or "
            "complex dtypes. Got ", dtype_scalar_name(self.dtype()), " instead.");
   const DType dt = self.dtype();
@@ -146,14 +156,11 @@ std::tuple<Tensor, Tensor> std_mean_dim_unbiased_impl(const Tensor& self, Option
 }
 
 Tensor logsumexp_impl(const Tensor& self, IntArrayRef dim, bool keepdim, OutArg) {
-  // PyTorch shifts a complex input by the max of its real parts; amax has no complex kernel yet
-  if (is_complex(self.dtype()))
-    TP_FAIL_NOT_IMPLEMENTED("logsumexp: complex inputs are not supported yet (got ",
-                            dtype_scalar_name(self.dtype()), ")");
-  Tensor x = is_floating(self.dtype()) ? self : _to_dtype(self, default_dtype());
+  Tensor x = is_floating(self.dtype()) || is_complex(self.dtype()) ? self : _to_dtype(self, default_dtype());
   if (x.numel() == 0) return log(sum(exp(x), dim, keepdim));
-  // Shift by the max so exp cannot overflow; infinite maxima shift by 0 instead.
-  Tensor m = amax(x, dim, /*keepdim=*/true);
+  // Shift by the max so exp cannot overflow (a complex input by the max of its real parts,
+  // as PyTorch); infinite maxima shift by 0 instead.
+  Tensor m = amax(is_complex(x.dtype()) ? real(x) : x, dim, /*keepdim=*/true);
   m = where(isinf(m), wrapped_scalar(Scalar(0.0)), m);
   Tensor r = log(sum(exp(sub(x, m)), dim, keepdim));
   return add(r, keepdim ? m : _squeeze_dims(m, dim.empty() ? IntArrayRef() : dim));

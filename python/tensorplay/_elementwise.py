@@ -23,6 +23,8 @@ def _log_add(op, input, other, exp, log1p, scale):
     max + log1p(exp(-|input - other|)), with equal infinities returned as they are."""
     _check_tensor_args(op, input=input, other=other)
     common = _C._result_type(input, other)
+    if common.is_complex and op == 'logaddexp':
+        return _log_add_complex(input.to(common), other.to(common))
     if not common.is_floating_point:
         raise NotImplementedError(f'"{op}_{input.device.type}" not implemented for '
                                   f"'{_KERNEL_DTYPE_NAMES[common._name]}'")
@@ -37,6 +39,21 @@ def _log_add(op, input, other, exp, log1p, scale):
     m = _C.maximum(x, y)
     spread = log1p(exp(-_C.abs(x - y))) * scale
     return _C.where(_C.isinf(m) & (x == y), m, m + spread).to(common)
+
+
+def _log_add_complex(x, y):
+    """Complex logaddexp as PyTorch computes it: the operand with the larger real part
+    (the first on a tie) is m, the other n, and the result m + log1p(exp(n - m)); a NaN real
+    part gives NaN, two real parts of -inf give n, two of +inf log(exp(n) + exp(m))."""
+    first = _C.real(x) >= _C.real(y)
+    m, n = _C.where(first, x, y), _C.where(first, y, x)
+    m_re, n_re = _C.real(m), _C.real(n)
+    both_inf = _C.isinf(m_re) & (m_re == n_re)
+    generic = m + _C.log1p(_C.exp(n - m))
+    out = _C.where(both_inf & (m_re < 0), n,
+                   _C.where(both_inf, _C.log(_C.exp(n) + _C.exp(m)), generic))
+    nan = _C.isnan(m_re) | _C.isnan(n_re)
+    return _C.where(nan, complex(math.nan, math.nan), out)
 
 
 def logaddexp(input, other):

@@ -150,9 +150,7 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
     if len(dims) > 2:
         raise RuntimeError(f"frobenius_norm: Expected at most 2 dimensions, but got {len(dims)} "
                            "dimensions instead.")
-    if input.is_complex():
-        raise NotImplementedError("frobenius_norm: complex inputs are not supported yet")
-    if not (input.is_floating_point()):
+    if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"frobenius_norm: norm(): input dtype should be either floating point or "
                            f"complex. Got {_dtype_name(input.dtype)} instead.")
     if out is not None:

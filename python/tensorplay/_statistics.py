@@ -95,8 +95,12 @@ def corrcoef(input):
     c = cov(input)
     if c.dim() == 0:
         return c / c
-    std = c.diagonal().sqrt()
-    return (c / std.unsqueeze(1) / std.unsqueeze(0)).clamp(-1, 1)
+    d = c.diagonal()
+    std = (d.real if d.is_complex() else d).sqrt()
+    c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if c.is_complex():  # each part clipped to [-1, 1], as PyTorch (|c| may still exceed 1)
+        return _C.complex(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
+    return c.clamp(-1, 1)
 
 
 def _edges_along(x, y, dim):

@@ -36,6 +36,8 @@ GRADCHECK_NUMEL = 24
 # gradient, PyTorch's own rule for real inputs of complex ops elsewhere).
 TORCH_REFUSES_COMPLEX_GRAD = {
     'where': "torch's engine refuses a complex gradient for where's real operand",
+    'logaddexp': "torch's formula gives a real operand of a complex logaddexp a complex gradient",
+    'ldexp': "torch's formula gives a real exponent of a complex input a complex gradient",
 }
 
 # Eigenvectors of a general matrix are defined up to a phase each, so only losses blind to

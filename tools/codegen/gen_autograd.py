@@ -32,6 +32,8 @@ input has none; a vector for Tensor[]), or one of the words
   reduction     one input, each of whose elements reaches one output element (over `dim`,
                 or all): the backward formula at grad = ones gives each element's partial
                 derivative; the tangent is sum(partial * self_t) over the reduced dims
+                (sum(Re(conj(partial) * self_t)) for a real result of a complex input
+                under `complex_grad: direct`)
 A multi-output op may give a map from output name to expression (an output left out has
 no tangent).
   from_backward J t computed from the backward node, as d/du <J^T u, t> (default otherwise;
@@ -367,6 +369,11 @@ def gen_jvp_function(spec, params):
         lines.append(f"  if (!{a.name}_t.defined()) return Tensor();")
         lines.append("  Tensor grad = ones(result.sizes(), result.dtype(), result.device());")
         lines.append(f"  Tensor partial = {spec.formulas[a.name]};")
+        if op.entry.get("complex_grad") == "direct":
+            # a real result of a complex input (var, std): partial is PyTorch's conjugate
+            # convention, so the tangent is Re(conj(partial) * t)
+            lines.append(f"  if (is_complex(partial.dtype()) && !is_complex(result.dtype())) "
+                         f"return sum(real(conj_physical(partial) * {a.name}_t), {dim_expr}, {keepdim});")
         lines.append(f"  return sum(partial * {a.name}_t, {dim_expr}, {keepdim});")
     elif jm == "multilinear":
         lines.append("  Tensor result_t;")

@@ -28,7 +28,10 @@ inline vec_f vec_sigmoid(vec_f v) { return vmath::sigmoid(v); }
 #define TP_VEC2(...)
 #endif
 
-template <class T> TP_HD inline T sigmoid_of(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <class T> TP_HD inline T sigmoid_of(T x) {
+  if constexpr (kComplex<T>) return Sigmoid_complex(x);
+  else return T(1) / (T(1) + std::exp(-x));
+}
 
 // gelu (erf form): x * Phi(x)
 template <class T> struct Gelu : Base<T> {
@@ -87,7 +90,10 @@ template <class T> struct GeluTanhBackward : Base<T> {
 // silu: x * sigmoid(x)
 template <class T> struct Silu : Base<T> {
   using Base<T>::Base;
-  TP_HD T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
+  TP_HD T operator()(T x) const {
+    if constexpr (kComplex<T>) return x / (T(1) + Exp_complex(-x));
+    else return x / (T(1) + std::exp(-x));
+  }
   TP_VEC1(return vec_div(v, vec_add(vec_set1(1.f), vmath::exp(vec_neg(v)))););
 };
 template <class T> struct SiluBackward : Base<T> {

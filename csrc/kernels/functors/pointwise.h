@@ -161,6 +161,51 @@ template <class T> TP_HD inline Complex<T> Reciprocal_complex(Complex<T> x) { re
 template <class T> TP_HD inline Complex<T> Sigmoid_complex(Complex<T> x) {
   return Complex<T>(T(1)) / (Complex<T>(T(1)) + Exp_complex(-x));
 }
+template <class T> inline Complex<T> Rsqrt_complex(Complex<T> x) { return Complex<T>(T(1)) / Sqrt_complex(x); }
+template <class T> inline Complex<T> Pow_complex(Complex<T> a, Complex<T> b) {
+  return std::pow(a.std(), b.std());  // cpow: exp(b log a), as PyTorch (also for a real b)
+}
+template <class T> inline Complex<T> Tan_complex(Complex<T> x) { return std::tan(x.std()); }
+template <class T> inline Complex<T> Asin_complex(Complex<T> x) { return std::asin(x.std()); }
+template <class T> inline Complex<T> Acos_complex(Complex<T> x) { return std::acos(x.std()); }
+template <class T> inline Complex<T> Atan_complex(Complex<T> x) { return std::atan(x.std()); }
+template <class T> inline Complex<T> Sinh_complex(Complex<T> x) { return std::sinh(x.std()); }
+template <class T> inline Complex<T> Cosh_complex(Complex<T> x) { return std::cosh(x.std()); }
+template <class T> inline Complex<T> Asinh_complex(Complex<T> x) { return std::asinh(x.std()); }
+template <class T> inline Complex<T> Acosh_complex(Complex<T> x) { return std::acosh(x.std()); }
+template <class T> inline Complex<T> Atanh_complex(Complex<T> x) { return std::atanh(x.std()); }
+// Note [Complex logarithms and exponentials in other bases]: log2 and log10 are log(z) with
+// both parts divided by ln 2 / ln 10, exp2 is exp(z ln 2), as PyTorch computes them (no C
+// library function exists for them).
+template <class T> inline Complex<T> Log2_complex(Complex<T> x) {
+  const Complex<T> l = Log_complex(x);
+  const T ln2 = T(0.693147180559945309417232121458176568);
+  return {l.re / ln2, l.im / ln2};
+}
+template <class T> inline Complex<T> Log10_complex(Complex<T> x) {
+  const Complex<T> l = Log_complex(x);
+  const T ln10 = T(2.30258509299404568401799145468436421);
+  return {l.re / ln10, l.im / ln10};
+}
+template <class T> inline Complex<T> Exp2_complex(Complex<T> x) {
+  const T ln2 = T(0.693147180559945309417232121458176568);
+  return Exp_complex(Complex<T>(x.re * ln2, x.im * ln2));
+}
+// log1p by Kahan's device, as PyTorch computes it (off Apple): u = 1 + z, then z itself where
+// u rounds to 1, log(u) where u - 1 is z exactly, else log(u) * z / (u - 1), whose rounding
+// errors cancel. (With an infinite part the last form is NaN, as PyTorch's is.) expm1's real
+// part is expm1(x) cos(y) - 2 sin^2(y / 2), without the cancellation of exp(z) - 1.
+template <class T> inline Complex<T> Log1p_complex(Complex<T> z) {
+  const Complex<T> u(z.re + T(1), z.im);  // the real 1 leaves a -0 imaginary part as it is
+  if (u.re == T(1) && u.im == T(0)) return z;
+  const Complex<T> log_u = Log_complex(u), um1(u.re - T(1), u.im);
+  if (um1 == z) return log_u;
+  return log_u * (z / um1);
+}
+template <class T> inline Complex<T> Expm1_complex(Complex<T> z) {
+  const T h = std::sin(z.im / T(2));
+  return {std::expm1(z.re) * std::cos(z.im) - T(2) * h * h, std::exp(z.re) * std::sin(z.im)};
+}
 
 // ---------------------------------------------------------------- unary
 #define TP_FLOAT_UNARY(Name, expr)                                    \
@@ -306,11 +351,18 @@ template <class T> struct LogicalNot : Predicate<T> {
 #define TP_FLOAT_PREDICATE(Name, fexpr)                          \
   template <class T> struct Name : Predicate<T> {                \
     using Predicate<T>::Predicate;                               \
-    TP_HD bool operator()(T x) const {                                 \
+    TP_HD bool operator()(T x) const {                           \
       if constexpr (kFloat<T>) return fexpr;                     \
+      else if constexpr (kComplex<T>) return Name##Complex(x);   \
       else return Name##Int;                                     \
     }                                                            \
   };
+// complex: NaN where either part is, infinite where either part is, finite where both are
+template <class T> TP_HD inline bool IsNanComplex(Complex<T> x) { return x.re != x.re || x.im != x.im; }
+template <class T> TP_HD inline bool IsInfComplex(Complex<T> x) { return std::isinf(x.re) || std::isinf(x.im); }
+template <class T> TP_HD inline bool IsFiniteComplex(Complex<T> x) {
+  return std::isfinite(x.re) && std::isfinite(x.im);
+}
 constexpr bool IsNanInt = false, IsInfInt = false, IsFiniteInt = true, IsPosInfInt = false,
                IsNegInfInt = false;
 TP_FLOAT_PREDICATE(IsNan, x != x)
@@ -320,13 +372,18 @@ TP_FLOAT_PREDICATE(IsPosInf, x == std::numeric_limits<T>::infinity())
 TP_FLOAT_PREDICATE(IsNegInf, x == -std::numeric_limits<T>::infinity())
 #undef TP_FLOAT_PREDICATE
 template <class T> struct NanToNum : Base<T> {
-  T nan, posinf, neginf;
+  using R = real_t<T>;
+  R nan, posinf, neginf;
   // s1/s2 carry the bounds already resolved for the output dtype (see pointwise ops).
-  NanToNum(const KernelParams& p) : Base<T>(p), nan(T(p.s0.to_double())),
-                                    posinf(T(p.s1.to_double())), neginf(T(p.s2.to_double())) {}
+  NanToNum(const KernelParams& p) : Base<T>(p), nan(R(p.s0.to_double())),
+                                    posinf(R(p.s1.to_double())), neginf(R(p.s2.to_double())) {}
+  TP_HD R replace(R x) const {
+    return x != x ? nan : x == std::numeric_limits<R>::infinity() ? posinf
+           : x == -std::numeric_limits<R>::infinity() ? neginf : x;
+  }
   TP_HD T operator()(T x) const {
-    if constexpr (kFloat<T>) return x != x ? nan : x == std::numeric_limits<T>::infinity() ? posinf
-                                 : x == -std::numeric_limits<T>::infinity() ? neginf : x;
+    if constexpr (kFloat<T>) return replace(x);
+    else if constexpr (kComplex<T>) return T(replace(x.re), replace(x.im));  // each part, as PyTorch
     else return x;
   }
 };
@@ -472,6 +529,7 @@ template <class T> struct Pow : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T a, T b) const {
     if constexpr (kFloat<T>) return std::pow(a, b);
+    else if constexpr (kComplex<T>) return Pow_complex(a, b);
     else if constexpr (kBool<T>) return a || !b;
     else {
       if constexpr (std::is_signed_v<T>) {
@@ -579,7 +637,7 @@ template <class T> struct RightShift : Base<T> {
 };
 template <class T> struct LerpScalar : Base<T> {
   T w;
-  LerpScalar(const KernelParams& p) : Base<T>(p), w(T(p.s0.to_double())) {}
+  LerpScalar(const KernelParams& p) : Base<T>(p), w(p.s0.to<T>()) {}
   TP_HD T operator()(T a, T b) const { return lerp(a, b, w); }
 };
 

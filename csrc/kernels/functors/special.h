@@ -281,8 +281,13 @@ template <class T> struct Sinc : Base<T> {
   using Base<T>::Base;
   TP_HD T operator()(T x) const {
     if (x == T(0)) return T(1);
-    T px = T(special::kPi) * x;
-    return std::sin(px) / px;
+    if constexpr (kComplex<T>) {
+      const T px = real_t<T>(special::kPi) * x;
+      return Sin_complex(px) / px;
+    } else {
+      T px = T(special::kPi) * x;
+      return std::sin(px) / px;
+    }
   }
 };
 /// Reparameterised gradient of Dirichlet samples (Note [Exact reparameterised gradients]).

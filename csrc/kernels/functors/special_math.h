@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/complex.h"
 #include "core/cpu_capability.h"
 #include "core/macros.h"
 
@@ -53,7 +54,10 @@ TP_HD inline T erfinv(T y) {
 template <class T>
 TP_HD inline T lerp(T a, T b, T w) {
   T d = b - a;
-  return std::abs(w) < T(0.5) ? a + w * d : b - d * (T(1) - w);
+  bool small;
+  if constexpr (kComplex<T>) small = abs(w) < real_t<T>(0.5);  // the modulus, as PyTorch
+  else small = std::abs(w) < T(0.5);
+  return small ? a + w * d : b - d * (T(1) - w);
 }
 
 #ifdef TP_CPU_NS

@@ -93,6 +93,13 @@ COMPLEX_OPS = frozenset("""
     stack sub subtract sum swapaxes swapdims t take take_along_dim tanh tensor tensor_split
     tensordot tile to trace transpose trapezoid tril triu true_divide unbind unflatten
     unfold unsqueeze vdot view vsplit vstack where zero_ zeros zeros_like
+""".split()) | frozenset("""
+    rsqrt exp2 expm1 log2 log10 log1p tan asin acos atan arcsin arccos arctan sinh cosh asinh
+    acosh atanh arcsinh arccosh arctanh square nan_to_num logical_not isnan isinf isfinite pow
+    float_power logaddexp logical_and logical_or logical_xor lerp addcmul addcdiv sinc
+    nn.functional.silu ldexp prod all any logsumexp var std var_mean std_mean linalg.vector_norm
+    linalg.matrix_norm linalg.norm norm frobenius_norm dist renorm corrcoef linspace logspace
+    rms_norm _fused_rms_norm logcumsumexp
 """.split())
 
 # The linalg ops on complex LAPACK (c/z routines of OpenBLAS; CPU only) and the composites
@@ -108,26 +115,12 @@ COMPLEX_OPS = COMPLEX_OPS | frozenset("""
     conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col col2im
 """.split())  # Note [Complex convolution] in csrc/ops/nn_conv.cpp
 
-_NO_POINTWISE = 'no complex kernel for this pointwise op yet (ops.yaml `complex: true` marks those with one)'
-_NO_REDUCTION = 'no complex kernel for this reduction yet'
 # Ops PyTorch computes for complex and TensorPlay does not yet: they raise
 # NotImplementedError there (test_complex_support), with the reason.
 COMPLEX_NOT_YET = {
-    **{n: _NO_POINTWISE for n in """
-        rsqrt exp2 expm1 log2 log10 log1p tan asin acos atan arcsin arccos arctan sinh cosh
-        asinh acosh atanh arcsinh arccosh arctanh square nan_to_num logical_not isnan isinf
-        isfinite pow float_power logaddexp logical_and logical_or logical_xor lerp addcmul
-        addcdiv sinc nn.functional.silu ldexp""".split()},
-    **{n: _NO_REDUCTION for n in """
-        logcumsumexp prod all any logsumexp var std var_mean std_mean""".split()},
-    **{n: 'no complex norms yet (the moduli need a complex abs in the norm kernels)' for n in """
-        linalg.vector_norm linalg.matrix_norm linalg.norm norm nuclear_norm frobenius_norm dist
-        renorm""".split()},
-    'corrcoef': 'clamp, which bounds the coefficients, has no complex kernel yet',
-    'linspace': 'the range factories have no complex kernels yet',
-    'logspace': 'the range factories have no complex kernels yet',
-    'rms_norm': 'no complex normalisation kernels yet',
-    '_fused_rms_norm': 'no complex normalisation kernels yet',
+    # matrix_norm / linalg.norm / norm take complex for every order but the singular-value ones
+    # (2, -2, 'nuc'), which their entries draw for float32/float64 only (SVD_FLOATS)
+    'nuclear_norm': 'the norm kernels do not take the singular values of a complex matrix yet',
 }
 
 EXACT = (0.0, 0.0)
@@ -1036,6 +1029,10 @@ def _linspace_samples(op, mk):
         yield Sample(t, {'dtype': torch_dtype(mk.dtype)})
     if mk.dtype == 'float32':
         yield Sample((0, 1, 5))
+    if mk.is_complex:  # complex ends (without a dtype: the default's complex counterpart)
+        yield Sample((0, 1 + 1j, 5), {'dtype': torch_dtype(mk.dtype)})
+        yield Sample((-2j, 3 - 1.5j, 7), {'dtype': torch_dtype(mk.dtype)})
+        yield Sample((1j, 2, 4))
 
 
 def _logspace_samples(op, mk):
@@ -1043,9 +1040,12 @@ def _logspace_samples(op, mk):
     yield Sample((0, 2, 3), dt)
     yield Sample((0, 6, 7), {'base': 2, **dt})
     yield Sample((0, 1, 0), dt)
-    if mk.dtype in FLOATS:
+    if mk.dtype in FLOATS_AND_COMPLEX:
         yield Sample((-1, 1, 5), dt)
         yield Sample((-2, 2, 9), {'base': 3.0, **dt})
+    if mk.is_complex:
+        yield Sample((0, 1 + 1j, 4), dt)
+        yield Sample((-1j, 2 + 0.5j, 5), {'base': 2, **dt})
 
 
 _creation('linspace', _linspace_samples, NO_BOOL, out=True, tol={}, errors=_err(0, 1, -1))

@@ -82,10 +82,13 @@ def _lcse_samples(op, mk):
     if mk.is_float:
         yield db.Sample((mk.values([INF, INF, -INF, 1.0, NAN, 2.0]), 0))
         yield db.Sample((mk.values([-INF, -INF, 3.0, -INF]), 0))
+    if mk.is_complex:  # ties of real parts, -inf ones, imaginary parts past pi
+        yield db.Sample((mk.values([complex(-INF, 1), complex(-INF, 2), 1 + 1j, 1 - 3j, 2 + 3j, 2 + 3j]), 0))
 
 
 db.register(db.OpInfo('logcumsumexp', _lcse_samples, db.FLOATS, out=True, coverage=COVERAGE,
-                      tol={'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2), 'float32': (1e-5, 1e-5)},
+                      tol={'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2), 'float32': (1e-5, 1e-5),
+                           'complex64': (1e-5, 1e-5)},
                       errors=db._errors(BAD_DIM)))
 
 
@@ -248,6 +251,12 @@ db.register(db.OpInfo('histc', _histc_samples, db.FLOATS, out=True, coverage=COV
 NORM_TOL = {'float16': (2e-3, 2e-3), 'bfloat16': (1.6e-2, 1.6e-2), 'float32': (1e-5, 1e-5)}
 
 
+def _wide(mk):
+    """The dtype= a norm's sample widens to: float64, or complex128 for a complex input (whose
+    norms take complex dtypes only)."""
+    return torch.complex128 if mk.is_complex else torch.float64
+
+
 def _vector_norm_samples(op, mk):
     for layout in LAYOUTS:
         x = mk((3, 4, 5))
@@ -260,7 +269,7 @@ def _vector_norm_samples(op, mk):
         yield db.Sample((x, o))
         yield db.Sample((x, o, 1))
     yield db.Sample((mk.values([[0.0, 1.0, -3.0], [0.0, 0.0, 0.0]]), -1, 1))
-    yield db.Sample((x,), {'dtype': torch.float64})
+    yield db.Sample((x,), {'dtype': _wide(mk)})
     yield db.Sample((mk(()), 3))
     yield db.Sample((mk((0, 3)),))
     yield db.Sample((mk((0, 3)), INF, 1))
@@ -283,7 +292,7 @@ def _matrix_norm_samples(op, mk):
             yield db.Sample((x, o), layout=layout)
             yield db.Sample((x, o, (0, 2), True), layout=layout)
             yield db.Sample((x,), {'ord': o, 'dim': (-1, -3)}, layout=layout)
-    yield db.Sample((mk((4, 4)), 1), {'dtype': torch.float64})
+    yield db.Sample((mk((4, 4)), 1), {'dtype': _wide(mk)})
     for o in (1, -1, INF):
         yield db.Sample((mk((0, 3)), o))
     yield db.Sample((mk((3, 0)), 1))
@@ -330,7 +339,7 @@ def _linalg_norm_samples(op, mk):
         yield db.Sample((m, o))
     for o in (0, 1, 2, 0.5, INF):
         yield db.Sample((mk((6,)), o))
-    yield db.Sample((m,), {'ord': -1, 'dim': 0, 'dtype': torch.float64})
+    yield db.Sample((m,), {'ord': -1, 'dim': 0, 'dtype': _wide(mk)})
     if mk.dtype in SVD_FLOATS:
         for o in (2, -2, 'nuc'):
             yield db.Sample((m, o))
@@ -355,7 +364,7 @@ def _norm_samples(op, mk):
         yield db.Sample((x,), {'p': 3, 'dim': 2, 'keepdim': True}, layout=layout)
         yield db.Sample((x, INF, 1), layout=layout)
     yield db.Sample((mk((4, 5)), 'fro', 1))
-    yield db.Sample((mk((4, 5)),), {'p': 0.5, 'dtype': torch.float64})
+    yield db.Sample((mk((4, 5)),), {'p': 0.5, 'dtype': _wide(mk)})
     yield db.Sample((mk((4, 5)), -INF))
     if mk.dtype in SVD_FLOATS:
         yield db.Sample((mk((4, 5)), 'nuc'))
