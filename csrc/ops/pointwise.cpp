@@ -3,10 +3,12 @@
 #include "ops/pointwise.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
+#include "core/warning.h"
 #include "kernels/cpu_stubs.h"
 #include "tensorplay/ops_api.h"
 #ifdef TP_USE_CUDA
@@ -305,7 +307,16 @@ Tensor clamp_impl(const Tensor& self, const std::optional<Tensor>& min,
   return run_pointwise(PwKernel::Minimum, {"clamp", Promote::Common}, out, {&self, &*max}, {});
 }
 
-Tensor where_impl(const Tensor& condition, const Tensor& self, const Tensor& other, OutArg out) {
+Tensor where_impl(const Tensor& cond, const Tensor& self, const Tensor& other, OutArg out) {
+  // PyTorch still takes a uint8 condition (nonzero is true), warning once a process
+  Tensor condition = cond;
+  if (cond.dtype() == DType::UInt8) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+           "future version of PyTorch. Use a boolean condition instead.");
+    condition = ne(cond, wrapped_scalar(Scalar(int64_t(0))));
+  }
   TP_CHECK(condition.dtype() == DType::Bool,
            "where expected condition to be a boolean tensor, but got a tensor with dtype ",
            dtype_scalar_name(condition.dtype()));

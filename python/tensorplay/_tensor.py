@@ -4,7 +4,6 @@ The class is defined once, in C++ (hot methods and operators bound there); what 
 better in Python lives here. See docs/architecture.md, "The Python Tensor".
 """
 import builtins
-import warnings
 
 import numpy as np
 
@@ -421,19 +420,7 @@ def requires_grad_(self, requires_grad=True):
 
 @_method
 def where(self, condition, y):
-    if getattr(condition, 'dtype', None) is _C.uint8:
-        condition = _where_condition(condition)
     return _C.where(condition, self, y)
-
-
-def _where_condition(condition):
-    """PyTorch's where still takes a uint8 condition (nonzero is true), with a deprecation
-    warning; other dtypes but bool are refused by _C.where."""
-    if getattr(condition, 'dtype', None) is _C.uint8:
-        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed "
-                      "in a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=3)
-        return condition.to(_C.bool)
-    return condition
 
 
 @_method

@@ -5,7 +5,7 @@ import operator
 import warnings
 
 from tensorplay import _C
-from tensorplay._tensor import Size, _where_condition
+from tensorplay._tensor import Size
 
 Tensor = _C.Tensor
 
@@ -260,9 +260,7 @@ def where(condition, input=None, other=None, *, out=None):
     """``where(cond, a, b)`` picks elementwise; ``where(cond)`` is ``nonzero(cond, as_tuple=True)``."""
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    if getattr(condition, 'dtype', None) is _C.uint8:  # (inline: where is a hot call)
-        condition = _where_condition(condition)
-    return _C.where(condition, input, other, out=out)
+    return _C.where(condition, input, other, out=out)  # (a uint8 condition: where_impl)
 
 
 _method(lambda self, *, as_tuple=False: nonzero(self, as_tuple=as_tuple), "nonzero")

@@ -1,6 +1,9 @@
 """Focused regression tests for the differential-fuzzing findings of docs/fuzz_findings.md:
 each runs the same call in torch and tensorplay and compares the outcome (result dtype,
 shape, strides, values, or the exception class)."""
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -1592,10 +1595,21 @@ def test_where_of_a_uint8_condition(form, dtype):
         if form == 'scalars':
             return lib.where(c, 1., 0.)
         return lib.where(c, lib.ones(4), lib.zeros(4))
-    _same_result(call)
-    if dtype == 'uint8':
-        with pytest.warns(UserWarning, match='uint8 condition'):
-            tp.where(tp.tensor([0, 1], dtype=tp.uint8), 1., 0.)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # once a process in both: its own test below
+        _same_result(call)
+
+
+def test_where_of_a_uint8_condition_warns_once_a_process():
+    code = ("import warnings, tensorplay as tp\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    c = tp.tensor([0, 1], dtype=tp.uint8)\n"
+            "    r = tp.where(c, 1., 0.); tp.ones(2).where(c, tp.zeros(2))\n"
+            "print(r.tolist(), [str(x.message)[:39] for x in w])\n")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True,
+                         env={**os.environ, 'PYTHONPATH': os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == "[0.0, 1.0] ['where received a uint8 condition tensor']", out
 
 
 # F10: index_put of a one-element CPU value through one mask (no accumulate) is PyTorch's

@@ -113,15 +113,14 @@ COMPLEX_OPS = COMPLEX_OPS | frozenset("""
     orgqr ormqr
 """.split()) | frozenset("""
     conv1d conv_transpose1d conv2d conv_transpose2d conv3d conv_transpose3d im2col col2im
-""".split())  # Note [Complex convolution] in csrc/ops/nn_conv.cpp
+""".split()) | frozenset(["nuclear_norm"])  # conv: Note [Complex convolution] in nn_conv.cpp
 
 # Ops PyTorch computes for complex and TensorPlay does not yet: they raise
-# NotImplementedError there (test_complex_support), with the reason.
-COMPLEX_NOT_YET = {
-    # matrix_norm / linalg.norm / norm take complex for every order but the singular-value ones
-    # (2, -2, 'nuc'), which their entries draw for float32/float64 only (SVD_FLOATS)
-    'nuclear_norm': 'the norm kernels do not take the singular values of a complex matrix yet',
-}
+# NotImplementedError there (test_complex_support), with the reason. Empty now: every op
+# database entry PyTorch computes for complex is in COMPLEX_OPS. (matrix_norm / linalg.norm /
+# norm draw their singular-value orders, 2, -2 and 'nuc', for float32/float64 only:
+# SVD_FLOATS.)
+COMPLEX_NOT_YET: dict = {}
 
 EXACT = (0.0, 0.0)
 EXACT_TOL = {d: EXACT for d in FLOATS_AND_COMPLEX}  # op.tol for ops that must match bit for bit
