@@ -428,7 +428,14 @@ void bind_tensor(nb::module_& m, nb::class_<Tensor>& cls) {
   // registered in front of it (both, for the method and for tp.fill_).
   // one binding (no overload resolution: fill_ with a number is a hot call)
   auto fill = [](nb::handle_t<Tensor> self_obj, nb::handle value) -> nb::handle {
-    const Tensor& self = nb::cast<const Tensor&>(self_obj);
+    const Tensor& self = *nb::inst_ptr<Tensor>(self_obj);  // nanobind checked its type
+    PyObject* v = value.ptr();
+    if (PyFloat_Check(v) || PyLong_Check(v) || PyComplex_Check(v)) {  // the hot call first
+      Scalar s;
+      if (!scalar_from_python(v, s)) throw nb::type_error("fill_(): argument 'value' must be Number or Tensor");
+      tp::fill_(self, s);
+      return self_obj;
+    }
     if (nb::isinstance<Tensor>(value)) {
       const Tensor& v = nb::cast<const Tensor&>(value);
       TP_CHECK(v.dim() == 0, "fill_: fill_ only supports 0-dimension value tensor but got tensor with ", v.dim(),
