@@ -61,6 +61,17 @@ def _run(op, form, lib, sample, out_spec=None):
     return op.call(form, lib, args, kwargs, out=out)
 
 
+def _out_spec(op, sample):
+    """The out= of a sample's out form: the shapes and dtypes of torch's function result (a
+    list for a tuple result); None where torch raises."""
+    status, ref = _outcome(lambda: _run(op, 'function', torch, sample))
+    if status == 'raised':
+        return None
+    if isinstance(ref, tuple):
+        return [(tuple(r.shape), opdb.dtype_name(r.dtype)) for r in ref]
+    return tuple(ref.shape), opdb.dtype_name(ref.dtype)
+
+
 def _check_form(lib, op, dtype, form, layouts):
     """Runs every applicable sample in `form` in both libraries.  In the op's
     primary form torch must succeed (else the sample is broken); in the other
@@ -71,13 +82,9 @@ def _check_form(lib, op, dtype, form, layouts):
         if not op.applies(form, sample) or sample.layout not in layouts:
             continue
         ctx = f'{op.name} [{form}] {sample!r}'
-        out_spec = None
-        if form == 'out':
-            status, ref = _outcome(lambda: _run(op, 'function', torch, sample))
-            if status == 'raised':
-                continue
-            out_spec = ([(tuple(r.shape), opdb.dtype_name(r.dtype)) for r in ref]
-                        if isinstance(ref, tuple) else (tuple(ref.shape), opdb.dtype_name(ref.dtype)))
+        out_spec = _out_spec(op, sample) if form == 'out' else None
+        if form == 'out' and out_spec is None:
+            continue
         t_status, expected = _outcome(lambda: _run(op, form, torch, sample, out_spec))
         if t_status == 'raised':
             assert not must_succeed, f'{ctx}: invalid sample, torch raised {expected!r}'
